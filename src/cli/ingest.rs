@@ -1,0 +1,120 @@
+//! `wxlake ingest <format> <paths...>`
+
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use wxlake::ingest::{ingest_bytes, Format, IngestOptions, Summary};
+use wxlake::lake::Lake;
+
+#[derive(Debug, Args)]
+pub struct IngestArgs {
+    /// metar, onemin, cli, dsm, forecasts, open-meteo, mos, nws-hourly
+    pub format: Format,
+    /// Files or directories (read recursively); `-` reads stdin.
+    #[arg(required = true)]
+    pub paths: Vec<String>,
+    /// YYYY-MM for inputs without a year (bare METAR lines, DSM).
+    #[arg(long, value_parser = parse_month)]
+    pub month: Option<(i32, u32)>,
+    /// Station the input belongs to (open-meteo, nws-hourly).
+    #[arg(long)]
+    pub station: Option<String>,
+    /// Run time for open-meteo responses (ISO 8601).
+    #[arg(long, value_parser = parse_time)]
+    pub run_time: Option<chrono::DateTime<chrono::Utc>>,
+    /// Print the summary as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_month(s: &str) -> Result<(i32, u32), String> {
+    let bad = || format!("expected YYYY-MM, found '{s}'");
+    let (y, m) = s.split_once('-').ok_or_else(bad)?;
+    let y: i32 = y.parse().map_err(|_| bad())?;
+    let m: u32 = m.parse().map_err(|_| bad())?;
+    if !(1..=12).contains(&m) {
+        return Err(bad());
+    }
+    Ok((y, m))
+}
+
+fn parse_time(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    wxlake::time::parse_utc(s).ok_or_else(|| format!("expected an ISO 8601 time, found '{s}'"))
+}
+
+/// Expands directories into their files, sorted, so runs are reproducible.
+fn expand(paths: &[String]) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p == "-" {
+            out.push(p.clone());
+            continue;
+        }
+        let path = Path::new(p);
+        if path.is_dir() {
+            let mut stack = vec![path.to_path_buf()];
+            let mut files: Vec<PathBuf> = Vec::new();
+            while let Some(d) = stack.pop() {
+                for e in std::fs::read_dir(&d).with_context(|| format!("reading {}", d.display()))? {
+                    let e = e?.path();
+                    if e.is_dir() {
+                        stack.push(e);
+                    } else {
+                        files.push(e);
+                    }
+                }
+            }
+            files.sort();
+            out.extend(files.into_iter().map(|f| f.display().to_string()));
+        } else if path.exists() {
+            out.push(p.clone());
+        } else {
+            anyhow::bail!("no such file: {p}");
+        }
+    }
+    Ok(out)
+}
+
+pub async fn run(lake: Lake, a: IngestArgs) -> anyhow::Result<ExitCode> {
+    let files = expand(&a.paths)?;
+    let opts = IngestOptions { month: a.month, station: a.station.clone(), run_time: a.run_time };
+    let bar = if std::io::stderr().is_terminal() && files.len() > 1 {
+        let b = ProgressBar::new(files.len() as u64);
+        b.set_style(
+            ProgressStyle::with_template("{spinner} [{bar:40}] {pos}/{len} files {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        b
+    } else {
+        ProgressBar::hidden()
+    };
+    let mut summary = Summary::default();
+    for f in &files {
+        let bytes = if f == "-" {
+            let mut buf = Vec::new();
+            std::io::stdin().read_to_end(&mut buf).context("reading stdin")?;
+            buf
+        } else {
+            std::fs::read(f).with_context(|| format!("reading {f}"))?
+        };
+        bar.set_message(f.clone());
+        ingest_bytes(&lake, a.format, f, &bytes, &opts, &mut summary)
+            .await
+            .with_context(|| format!("storing {f}"))?;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    }
+    eprint!("{summary}");
+    if summary.nothing_usable() {
+        eprintln!("error: no usable {} records in {} input(s)", a.format, files.len());
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,64 @@
+//! Command definitions and dispatch. Each command lives in its own module.
+
+mod compact;
+
+mod ingest;
+mod sql;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use wxlake::lake::{Lake, DEFAULT_LAKE};
+
+/// wxlake: weather observation and forecast analytics engine.
+#[derive(Debug, Parser)]
+#[command(name = "wxlake", version, about)]
+pub struct Cli {
+    /// Lake root URL: file://./data/lake (default), a path, or s3://bucket/prefix.
+    #[arg(long, global = true, env = "WXLAKE_LAKE", default_value = DEFAULT_LAKE)]
+    pub lake: String,
+    /// Config file (TOML) with defaults for these options.
+    #[arg(long, global = true, env = "WXLAKE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// More logging (-v info, -vv debug). RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Decode inputs of a format and store them in the lake (idempotent).
+    Ingest(ingest::IngestArgs),
+    /// Run SQL over the lake.
+    Sql(sql::SqlArgs),
+    /// Merge small files per partition.
+    Compact(compact::CompactArgs),
+
+
+}
+
+/// Logs go to stderr; `RUST_LOG` wins over `-v`.
+pub fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info,wxlake=info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let lake_url = cli.lake.clone();
+    let open = || async { Lake::open(&lake_url).await };
+    match cli.command {
+        Command::Ingest(a) => ingest::run(open().await?, a).await,
+        Command::Sql(a) => sql::run(open().await?, a).await,
+        Command::Compact(a) => compact::run(open().await?, a).await,
+
+    }
+}

@@ -1,0 +1,72 @@
+//! `wxlake sql "<query>"` / `wxlake sql -f file.sql`
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use wxlake::lake::{query, Lake};
+use wxlake::sql_output::{write_batches, OutputFormat};
+
+#[derive(Debug, Args)]
+pub struct SqlArgs {
+    /// The query (several statements separated by `;` run in order; the last one prints).
+    pub query: Option<String>,
+    /// Read the query from a file.
+    #[arg(short = 'f', long = "file", conflicts_with = "query")]
+    pub file: Option<PathBuf>,
+    /// table, csv, json or parquet.
+    #[arg(long, default_value = "table")]
+    pub format: OutputFormat,
+    /// Write results to this file instead of stdout.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+}
+
+pub async fn run(lake: Lake, a: SqlArgs) -> anyhow::Result<ExitCode> {
+    let text = match (&a.query, &a.file) {
+        (Some(q), _) => q.clone(),
+        (None, Some(f)) => std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
+        (None, None) => anyhow::bail!("give a query or -f FILE"),
+    };
+    let ctx = query::session(&lake).await?;
+    let statements: Vec<&str> = text.split(';').map(str::trim).filter(|s| !s.is_empty()).collect();
+    let mut last = Vec::new();
+    for stmt in statements {
+        let df = match ctx.sql(stmt).await {
+            Ok(df) => df,
+            Err(e) => {
+                eprintln!("error: {}", one_line(&e.to_string()));
+                return Ok(ExitCode::from(2));
+            }
+        };
+        match df.collect().await {
+            Ok(b) => last = b,
+            Err(e) => {
+                eprintln!("error: {}", one_line(&e.to_string()));
+                return Ok(ExitCode::from(2));
+            }
+        }
+    }
+    match &a.output {
+        Some(path) => {
+            let mut f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+            write_batches(&last, a.format, &mut f)?;
+        }
+        None => {
+            // Buffer, then write once: the Parquet writer needs a Send sink.
+            let mut buf = Vec::new();
+            write_batches(&last, a.format, &mut buf)?;
+            let mut out = std::io::stdout().lock();
+            out.write_all(&buf)?;
+            out.flush()?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// DataFusion errors can span lines; the CLI reports one.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}

@@ -1,0 +1,836 @@
+//! Forecast rows in the column names of spec 2.5, as CSV (header row) or JSON Lines.
+//!
+//! This is the format other systems export model rows in (and the demo generator writes),
+//! so the decoder is strict about what money can depend on — a known model name, a
+//! location, run and valid times that make sense, a lead that agrees with them, and a
+//! temperature — and lenient about the rest (column order, extra columns such as `id`
+//! and `inserted_at`, empty cells meaning null, numbers given as strings).
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, SecondsFormat, Utc};
+use serde_json::Value;
+
+use crate::decode::types::{Decoded, ForecastRow};
+
+/// The 18 model names of spec 2.5, case-sensitive, in the spec's order. A row naming any
+/// other model is rejected: the lake is partitioned by model and the API filters on these.
+pub const MODELS: [&str; 18] = [
+    "ARPEGE",
+    "ECMWF-IFS",
+    "GEFS",
+    "GEM-GDPS",
+    "GEM-HRDPS",
+    "GFS",
+    "GFS-MOS",
+    "HRRR",
+    "ICON",
+    "JMA",
+    "LAV-MOS",
+    "NAM",
+    "NAM-MOS",
+    "NAM4KM",
+    "NBM",
+    "NBS-MOS",
+    "RAP",
+    "UKMO",
+];
+
+/// The columns this module reads and writes, in spec 2.5 order (`id` and `inserted_at`
+/// are the store's own and are ignored on input, never written).
+pub const COLUMNS: [&str; 26] = [
+    "model",
+    "location_name",
+    "latitude",
+    "longitude",
+    "run_time",
+    "valid_time",
+    "forecast_hour",
+    "temperature_k",
+    "temperature_f",
+    "temperature_c",
+    "relative_humidity",
+    "dew_point_f",
+    "dew_point_c",
+    "apparent_temp_f",
+    "apparent_temp_c",
+    "wind_speed_mph",
+    "wind_speed_kmh",
+    "wind_direction_deg",
+    "wind_gusts_mph",
+    "wind_gusts_kmh",
+    "cloud_cover",
+    "precipitation_mm",
+    "precipitation_in",
+    "weather_code",
+    "pressure_msl_hpa",
+    "surface_pressure_hpa",
+];
+
+// Indexes into COLUMNS.
+const MODEL: usize = 0;
+const LOCATION: usize = 1;
+const LAT: usize = 2;
+const LON: usize = 3;
+const RUN: usize = 4;
+const VALID: usize = 5;
+const LEAD: usize = 6;
+const TEMP_K: usize = 7;
+const TEMP_F: usize = 8;
+const TEMP_C: usize = 9;
+const RH: usize = 10;
+const DEW_F: usize = 11;
+const DEW_C: usize = 12;
+const APP_F: usize = 13;
+const APP_C: usize = 14;
+const WIND_MPH: usize = 15;
+const WIND_KMH: usize = 16;
+const WIND_DIR: usize = 17;
+const GUST_MPH: usize = 18;
+const GUST_KMH: usize = 19;
+const CLOUD: usize = 20;
+const PRECIP_MM: usize = 21;
+const PRECIP_IN: usize = 22;
+const WEATHER_CODE: usize = 23;
+const PMSL: usize = 24;
+const PSFC: usize = 25;
+
+/// Columns a CSV header must name (plus at least one temperature column).
+const REQUIRED: [usize; 4] = [MODEL, LOCATION, RUN, VALID];
+
+/// Largest disagreement tolerated between temperature columns given together (°C):
+/// exports round each unit to a tenth on its own, which moves them apart by < 0.06 °C.
+const TEMP_AGREEMENT_C: f64 = 0.1;
+
+/// True when `name` is one of the 18 model names.
+pub fn is_model(name: &str) -> bool {
+    MODELS.contains(&name)
+}
+
+/// One cell as the row builder sees it, whatever the container.
+#[derive(Clone, Copy)]
+enum Cell<'a> {
+    Null,
+    Text(&'a str),
+    Num(f64),
+    /// A JSON value of the wrong kind (bool, array, object), named for the error.
+    Bad(&'static str),
+}
+
+impl<'a> Cell<'a> {
+    fn from_text(s: &'a str) -> Self {
+        let s = s.trim();
+        if s.is_empty() {
+            Cell::Null
+        } else {
+            Cell::Text(s)
+        }
+    }
+
+    fn from_json(v: Option<&'a Value>) -> Self {
+        match v {
+            None | Some(Value::Null) => Cell::Null,
+            Some(Value::String(s)) => Cell::from_text(s),
+            Some(Value::Number(n)) => n.as_f64().map_or(Cell::Bad("number"), Cell::Num),
+            Some(Value::Bool(_)) => Cell::Bad("boolean"),
+            Some(Value::Array(_)) => Cell::Bad("array"),
+            Some(Value::Object(_)) => Cell::Bad("object"),
+        }
+    }
+}
+
+/// Decodes a CSV export with a header row naming spec 2.5 columns (any order, extra
+/// columns ignored, empty cells null). A row whose cell count differs from the header's
+/// is rejected rather than guessed at: a stray comma would shift every later column.
+pub fn decode_forecast_csv(bytes: &[u8]) -> Decoded<ForecastRow> {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let mut out = Decoded::new();
+    let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(text.as_bytes());
+    let mut record = csv::StringRecord::new();
+    let mut header: Option<Header> = None;
+    let mut lines = LineCounter::new(text.as_bytes());
+    let mut last_error_byte = None;
+    loop {
+        let ok = match reader.read_record(&mut record) {
+            Ok(more) => more,
+            Err(e) => {
+                // Cannot happen on lossy UTF-8 text with flexible records; kept total.
+                let byte = e.position().map(|p| p.byte() as usize);
+                out.reject(lines.line_at(byte.unwrap_or(lines.byte)), format!("unreadable CSV record: {e}"));
+                if byte.is_none() || byte == last_error_byte {
+                    break; // no progress: stop rather than loop
+                }
+                last_error_byte = byte;
+                continue;
+            }
+        };
+        if !ok {
+            break;
+        }
+        let line =
+            lines.line_at(record_start(text.as_bytes(), record.position().map_or(lines.byte, |p| p.byte() as usize)));
+        if record.iter().all(|c| c.trim().is_empty()) {
+            continue;
+        }
+        out.read += 1;
+        match &header {
+            None => match Header::parse(&record) {
+                Ok(h) => header = Some(h),
+                Err(reason) => {
+                    out.reject(line, reason);
+                    return out;
+                }
+            },
+            Some(h) => {
+                if record.len() != h.width {
+                    let reason = format!("expected {} fields, found {}", h.width, record.len());
+                    out.reject(line, reason);
+                    continue;
+                }
+                let cell = |c: usize| h.cols[c].and_then(|i| record.get(i)).map_or(Cell::Null, Cell::from_text);
+                match build_row(cell) {
+                    Ok(row) => out.records.push(row),
+                    Err(reason) => out.reject(line, reason),
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Where a record's text starts: the csv crate positions a record before the blank lines
+/// it skipped, and a record cannot start with a line break.
+fn record_start(text: &[u8], byte: usize) -> usize {
+    byte + text.get(byte..).map_or(0, |t| t.iter().take_while(|b| matches!(b, b'\r' | b'\n')).count())
+}
+
+/// 1-based line numbers from byte offsets, counted incrementally (the csv crate's own
+/// line count skips blank lines, which would misnumber every later error).
+struct LineCounter<'a> {
+    text: &'a [u8],
+    byte: usize,
+    line: usize,
+}
+
+impl<'a> LineCounter<'a> {
+    fn new(text: &'a [u8]) -> Self {
+        LineCounter { text, byte: 0, line: 1 }
+    }
+
+    /// Line of the byte offset `byte` (offsets only move forward; a smaller one gives the
+    /// current line).
+    fn line_at(&mut self, byte: usize) -> usize {
+        let end = byte.min(self.text.len());
+        if end > self.byte {
+            self.line += self.text[self.byte..end].iter().filter(|&&b| b == b'\n').count();
+            self.byte = end;
+        }
+        self.line
+    }
+}
+
+/// Where each known column sits in the CSV header.
+struct Header {
+    cols: [Option<usize>; COLUMNS.len()],
+    width: usize,
+}
+
+impl Header {
+    fn parse(record: &csv::StringRecord) -> Result<Header, String> {
+        let mut cols = [None; COLUMNS.len()];
+        for (i, name) in record.iter().enumerate() {
+            let name = name.trim();
+            let Some(c) = COLUMNS.iter().position(|k| k.eq_ignore_ascii_case(name)) else {
+                continue;
+            };
+            if cols[c].is_some() {
+                return Err(format!("header names column '{}' twice", COLUMNS[c]));
+            }
+            cols[c] = Some(i);
+        }
+        if let Some(&c) = REQUIRED.iter().find(|&&c| cols[c].is_none()) {
+            return Err(format!("header lacks column '{}'", COLUMNS[c]));
+        }
+        if [TEMP_K, TEMP_F, TEMP_C].iter().all(|&c| cols[c].is_none()) {
+            return Err("header has no temperature column (temperature_k/_f/_c)".into());
+        }
+        Ok(Header { cols, width: record.len() })
+    }
+}
+
+/// Decodes JSON Lines: one object per line with spec 2.5 keys; null or missing values are
+/// null, numbers may be given as strings. Blank lines are skipped.
+pub fn decode_forecast_jsonl(bytes: &[u8]) -> Decoded<ForecastRow> {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let mut out = Decoded::new();
+    for (i, line) in text.lines().enumerate() {
+        let line_no = i + 1;
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        out.read += 1;
+        let obj = match serde_json::from_str::<Value>(line) {
+            Ok(Value::Object(obj)) => obj,
+            Ok(_) => {
+                out.reject(line_no, "expected a JSON object");
+                continue;
+            }
+            Err(e) => {
+                out.reject(line_no, format!("bad JSON: {e}"));
+                continue;
+            }
+        };
+        match build_row(|c| Cell::from_json(obj.get(COLUMNS[c]))) {
+            Ok(row) => out.records.push(row),
+            Err(reason) => out.reject(line_no, reason),
+        }
+    }
+    out
+}
+
+/// Validates one row's cells and builds the record (all three temperature units filled).
+fn build_row<'a>(cell: impl Fn(usize) -> Cell<'a>) -> Result<ForecastRow, String> {
+    let run_time = time(cell(RUN), RUN)?;
+    let valid_time = time(cell(VALID), VALID)?;
+    let row = ForecastRow {
+        model: text(cell(MODEL), MODEL)?.to_string(),
+        location_name: text(cell(LOCATION), LOCATION)?.to_string(),
+        latitude: num(cell(LAT), LAT)?,
+        longitude: num(cell(LON), LON)?,
+        run_time,
+        valid_time,
+        forecast_hour: 0,
+        temperature_k: num(cell(TEMP_K), TEMP_K)?,
+        temperature_f: num(cell(TEMP_F), TEMP_F)?,
+        temperature_c: num(cell(TEMP_C), TEMP_C)?,
+        relative_humidity: num(cell(RH), RH)?,
+        dew_point_f: num(cell(DEW_F), DEW_F)?,
+        dew_point_c: num(cell(DEW_C), DEW_C)?,
+        apparent_temp_f: num(cell(APP_F), APP_F)?,
+        apparent_temp_c: num(cell(APP_C), APP_C)?,
+        wind_speed_mph: num(cell(WIND_MPH), WIND_MPH)?,
+        wind_speed_kmh: num(cell(WIND_KMH), WIND_KMH)?,
+        wind_direction_deg: int(cell(WIND_DIR), WIND_DIR)?,
+        wind_gusts_mph: num(cell(GUST_MPH), GUST_MPH)?,
+        wind_gusts_kmh: num(cell(GUST_KMH), GUST_KMH)?,
+        cloud_cover: num(cell(CLOUD), CLOUD)?,
+        precipitation_mm: num(cell(PRECIP_MM), PRECIP_MM)?,
+        precipitation_in: num(cell(PRECIP_IN), PRECIP_IN)?,
+        weather_code: int(cell(WEATHER_CODE), WEATHER_CODE)?,
+        pressure_msl_hpa: num(cell(PMSL), PMSL)?,
+        surface_pressure_hpa: num(cell(PSFC), PSFC)?,
+    };
+    validate_row(row, int(cell(LEAD), LEAD)?)
+}
+
+/// Checks a row from any container (CSV, JSONL, Parquet) against the same rules: known
+/// model, a location, valid_time >= run_time, a `given_hour` that agrees with the times,
+/// plausible coordinates and temperatures. Fills `forecast_hour` and all three units.
+pub fn validate_row(mut row: ForecastRow, given_hour: Option<i32>) -> Result<ForecastRow, String> {
+    if !is_model(&row.model) {
+        return Err(format!("unknown model '{}'", clip(&row.model)));
+    }
+    if row.location_name.trim().is_empty() {
+        return Err("empty location_name".into());
+    }
+    row.forecast_hour = lead_hours(row.run_time, row.valid_time)?;
+    if let Some(given) = given_hour {
+        if given != row.forecast_hour {
+            return Err(format!(
+                "forecast_hour {given} disagrees with valid_time - run_time = {} h",
+                row.forecast_hour
+            ));
+        }
+    }
+    if row.latitude.is_some_and(|v| !(-90.0..=90.0).contains(&v)) {
+        return Err("latitude outside -90..90".into());
+    }
+    if row.longitude.is_some_and(|v| !(-180.0..=360.0).contains(&v)) {
+        return Err("longitude outside -180..360".into());
+    }
+    if row.wind_direction_deg.is_some_and(|d| !(0..=360).contains(&d)) {
+        return Err("wind_direction_deg outside 0..360".into());
+    }
+    check_temperatures(&row)?;
+    row.complete_temperatures();
+    Ok(row)
+}
+
+/// Rejects rows without a temperature, or whose K/F/C columns describe different values
+/// (a corrupt export must not settle anything).
+fn check_temperatures(row: &ForecastRow) -> Result<(), String> {
+    let as_c =
+        [row.temperature_c, row.temperature_f.map(|f| (f - 32.0) * 5.0 / 9.0), row.temperature_k.map(|k| k - 273.15)];
+    let given: Vec<f64> = as_c.iter().flatten().copied().collect();
+    let Some(&first) = given.first() else {
+        return Err("no temperature (temperature_k/_f/_c all empty)".into());
+    };
+    if given.iter().any(|c| (c - first).abs() > TEMP_AGREEMENT_C) {
+        return Err("temperature_k/_f/_c disagree".into());
+    }
+    if !(-100.0..=70.0).contains(&first) {
+        return Err(format!("temperature {first:.1} C outside -100..70"));
+    }
+    Ok(())
+}
+
+/// Lead time in whole hours (truncated), requiring valid_time >= run_time.
+fn lead_hours(run: DateTime<Utc>, valid: DateTime<Utc>) -> Result<i32, String> {
+    if valid < run {
+        return Err("valid_time before run_time".into());
+    }
+    i32::try_from((valid - run).num_hours()).map_err(|_| "lead time out of range".to_string())
+}
+
+fn text(c: Cell<'_>, col: usize) -> Result<&str, String> {
+    match c {
+        Cell::Text(s) => Ok(s),
+        Cell::Null => Err(format!("missing {}", COLUMNS[col])),
+        Cell::Num(_) => Err(format!("{}: expected text, found a number", COLUMNS[col])),
+        Cell::Bad(kind) => Err(format!("{}: expected text, found {kind}", COLUMNS[col])),
+    }
+}
+
+fn time(c: Cell<'_>, col: usize) -> Result<DateTime<Utc>, String> {
+    let s = text(c, col)?;
+    parse_time(s).ok_or_else(|| format!("{}: bad time '{}'", COLUMNS[col], clip(s)))
+}
+
+fn num(c: Cell<'_>, col: usize) -> Result<Option<f64>, String> {
+    let v = match c {
+        Cell::Null => return Ok(None),
+        Cell::Num(v) => v,
+        Cell::Text(s) => {
+            s.parse::<f64>().map_err(|_| format!("{}: expected a number, found '{}'", COLUMNS[col], clip(s)))?
+        }
+        Cell::Bad(kind) => return Err(format!("{}: expected a number, found {kind}", COLUMNS[col])),
+    };
+    if v.is_finite() {
+        Ok(Some(v))
+    } else {
+        Err(format!("{}: not a finite number", COLUMNS[col]))
+    }
+}
+
+/// Integers may come as `12` or `12.0` (float-typed exports), never as `12.5`.
+fn int(c: Cell<'_>, col: usize) -> Result<Option<i32>, String> {
+    let Some(v) = num(c, col)? else {
+        return Ok(None);
+    };
+    if v.fract() != 0.0 || v.abs() > f64::from(i32::MAX) {
+        return Err(format!("{}: expected an integer, found {v}", COLUMNS[col]));
+    }
+    Ok(Some(v as i32))
+}
+
+/// At most 24 characters of an offending value, cut on a char boundary.
+fn clip(s: &str) -> &str {
+    match s.char_indices().nth(24) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+/// Parses the timestamps exports carry: `YYYY-MM-DD[T ]HH:MM[:SS[.f]]` followed by `Z`,
+/// an offset (`+HH:MM`, `+HHMM`, `+HH`) or nothing — nothing means UTC (the spec's
+/// `YYYY-MM-DD HH:MM:SS` form). Hand-written: it runs once or twice per row.
+pub fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+    let (naive, offset) = parse_iso(s)?;
+    let utc = naive.checked_sub_signed(chrono::Duration::seconds(i64::from(offset.unwrap_or(0))))?;
+    Some(utc.and_utc())
+}
+
+/// The local date-time and the offset (seconds east of UTC) if one was written.
+pub(crate) fn parse_iso(s: &str) -> Option<(NaiveDateTime, Option<i32>)> {
+    let b = s.trim().as_bytes();
+    if b.len() < 16 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') || b[13] != b':' {
+        return None;
+    }
+    let date = NaiveDate::from_ymd_opt(digits(&b[0..4])? as i32, digits(&b[5..7])?, digits(&b[8..10])?)?;
+    let (hour, minute) = (digits(&b[11..13])?, digits(&b[14..16])?);
+    let mut rest = &b[16..];
+    let mut second = 0;
+    let mut nano = 0;
+    if let [b':', s1, s2, tail @ ..] = rest {
+        second = digits(&[*s1, *s2])?;
+        rest = tail;
+        if let [b'.' | b',', tail @ ..] = rest {
+            let n = tail.iter().take_while(|c| c.is_ascii_digit()).count();
+            if n == 0 {
+                return None;
+            }
+            let (frac, tail) = tail.split_at(n);
+            for (i, d) in frac.iter().take(9).enumerate() {
+                nano += u32::from(d - b'0') * 10u32.pow(8 - i as u32);
+            }
+            rest = tail;
+        }
+    }
+    let naive = date.and_hms_nano_opt(hour, minute, second, nano)?;
+    Some((naive, parse_offset(rest)?))
+}
+
+/// `""` → no offset; `Z` → 0; `±HH`, `±HHMM`, `±HH:MM` → seconds east of UTC.
+fn parse_offset(b: &[u8]) -> Option<Option<i32>> {
+    let (sign, tail) = match b {
+        [] => return Some(None),
+        [b'Z' | b'z'] => return Some(Some(0)),
+        [b'+', tail @ ..] => (1, tail),
+        [b'-', tail @ ..] => (-1, tail),
+        _ => return None,
+    };
+    let (h, m) = match tail {
+        [h1, h2] => (digits(&[*h1, *h2])?, 0),
+        [h1, h2, m1, m2] | [h1, h2, b':', m1, m2] => (digits(&[*h1, *h2])?, digits(&[*m1, *m2])?),
+        _ => return None,
+    };
+    if h > 23 || m > 59 {
+        return None;
+    }
+    Some(Some(sign * (h * 3600 + m * 60) as i32))
+}
+
+fn digits(b: &[u8]) -> Option<u32> {
+    b.iter().try_fold(0u32, |acc, &c| c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0')))
+}
+
+/// Writes rows as CSV with a header in spec 2.5 order (no `id`/`inserted_at`). Times are
+/// RFC 3339 UTC with `Z`; numbers use Rust's shortest round-trip form, so decoding the
+/// output gives back the same rows.
+pub fn encode_forecast_csv(rows: &[ForecastRow]) -> String {
+    let mut out = String::with_capacity(64 + rows.len() * 200);
+    out.push_str(&COLUMNS.join(","));
+    out.push('\n');
+    for r in rows {
+        push_text(&mut out, &r.model);
+        push_text(&mut out, &r.location_name);
+        push_num(&mut out, r.latitude);
+        push_num(&mut out, r.longitude);
+        push_raw(&mut out, &r.run_time.to_rfc3339_opts(SecondsFormat::AutoSi, true));
+        push_raw(&mut out, &r.valid_time.to_rfc3339_opts(SecondsFormat::AutoSi, true));
+        push_raw(&mut out, &r.forecast_hour.to_string());
+        for v in [
+            r.temperature_k,
+            r.temperature_f,
+            r.temperature_c,
+            r.relative_humidity,
+            r.dew_point_f,
+            r.dew_point_c,
+            r.apparent_temp_f,
+            r.apparent_temp_c,
+            r.wind_speed_mph,
+            r.wind_speed_kmh,
+        ] {
+            push_num(&mut out, v);
+        }
+        push_int(&mut out, r.wind_direction_deg);
+        for v in [r.wind_gusts_mph, r.wind_gusts_kmh, r.cloud_cover, r.precipitation_mm, r.precipitation_in] {
+            push_num(&mut out, v);
+        }
+        push_int(&mut out, r.weather_code);
+        push_num(&mut out, r.pressure_msl_hpa);
+        push_num(&mut out, r.surface_pressure_hpa);
+        out.pop(); // trailing comma
+        out.push('\n');
+    }
+    out
+}
+
+fn push_raw(out: &mut String, s: &str) {
+    out.push_str(s);
+    out.push(',');
+}
+
+/// Quotes text that holds a delimiter, quote or line break (RFC 4180).
+fn push_text(out: &mut String, s: &str) {
+    if s.contains([',', '"', '\n', '\r']) {
+        out.push('"');
+        out.push_str(&s.replace('"', "\"\""));
+        out.push('"');
+        out.push(',');
+    } else {
+        push_raw(out, s);
+    }
+}
+
+fn push_num(out: &mut String, v: Option<f64>) {
+    if let Some(v) = v {
+        out.push_str(&v.to_string());
+    }
+    out.push(',');
+}
+
+fn push_int(out: &mut String, v: Option<i32>) {
+    if let Some(v) = v {
+        out.push_str(&v.to_string());
+    }
+    out.push(',');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn utc(s: &str) -> DateTime<Utc> {
+        parse_time(s).unwrap()
+    }
+
+    const HEADER: &str = "id,model,location_name,run_time,valid_time,forecast_hour,temperature_f,inserted_at";
+
+    #[test]
+    fn time_forms() {
+        let t = utc("2026-09-24T06:00:00Z");
+        assert_eq!(t.to_rfc3339(), "2026-09-24T06:00:00+00:00");
+        assert_eq!(utc("2026-09-24 06:00:00"), t);
+        assert_eq!(utc("2026-09-24T02:00:00-04:00"), t);
+        assert_eq!(utc("2026-09-24T11:30:00+0530"), t);
+        assert_eq!(utc("2026-09-24 08:00:00+02"), t);
+        assert_eq!(utc("2026-09-24T06:00"), t);
+        assert_eq!(utc("2026-09-24T06:00:00.000Z"), t);
+        assert_eq!(utc("2026-09-24T06:00:00.5Z").timestamp_subsec_millis(), 500);
+        for bad in [
+            "",
+            "2026-09-24",
+            "2026-13-01 00:00:00",
+            "2026-09-24X06:00:00",
+            "2026-09-24T25:00:00",
+            "2026-09-24T06:00:00+1",
+            "2026-09-24T06:00:00 UTC",
+            "2026-09-24T06:00:60",
+            "2026-09-24T06:00:00.Z",
+            "２026-09-24T06:00:00",
+        ] {
+            assert!(parse_time(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn csv_header_any_order_extras_ignored() {
+        let csv = format!(
+            "{HEADER}\n\
+             17,GFS,KNYC,2026-09-24T06:00:00Z,2026-09-24T12:00:00Z,6,61.5,2026-09-24 10:00:01\n\
+             18,ECMWF-IFS,KNYC,2026-09-24 00:00:00,2026-09-25 00:00:00,,,2026-09-24 10:00:01\n"
+        );
+        let d = decode_forecast_csv(csv.as_bytes());
+        assert_eq!(d.read, 3);
+        assert_eq!(d.records.len(), 1, "{:?}", d.errors);
+        // Line 3 has no temperature at all.
+        assert_eq!(d.errors.len(), 1);
+        assert_eq!(d.errors[0].line, 3);
+        assert!(d.errors[0].reason.contains("no temperature"), "{}", d.errors[0].reason);
+        let r = &d.records[0];
+        assert_eq!(r.model, "GFS");
+        assert_eq!(r.location_name, "KNYC");
+        assert_eq!(r.run_time, utc("2026-09-24T06:00:00Z"));
+        assert_eq!(r.valid_time, utc("2026-09-24T12:00:00Z"));
+        assert_eq!(r.forecast_hour, 6);
+        assert_eq!(r.temperature_f, Some(61.5));
+        // 61.5 °F = 16.388… °C = 289.538… K
+        assert!((r.temperature_c.unwrap() - 16.3889).abs() < 1e-3);
+        assert!((r.temperature_k.unwrap() - 289.5389).abs() < 1e-3);
+        assert_eq!(r.relative_humidity, None);
+    }
+
+    #[test]
+    fn csv_forecast_hour_derived_when_missing() {
+        let csv = "model,location_name,run_time,valid_time,temperature_c\n\
+                   HRRR,KLAX,2026-01-01 18:00:00,2026-01-02 03:00:00,12.5\n";
+        let d = decode_forecast_csv(csv.as_bytes());
+        assert!(d.errors.is_empty(), "{:?}", d.errors);
+        assert_eq!(d.records[0].forecast_hour, 9);
+        assert_eq!(d.records[0].temperature_f, Some(54.5));
+    }
+
+    #[test]
+    fn csv_malformed_lines_are_line_errors_rest_kept() {
+        let csv = format!(
+            "{HEADER}\n\
+             1,GFS,KNYC,2026-09-24T06:00:00Z,2026-09-24T07:00:00Z,1,60,\n\
+             2,gfs,KNYC,2026-09-24T06:00:00Z,2026-09-24T08:00:00Z,2,60,\n\
+             3,GFS,KNYC,2026-09-24T06:00:00Z,2026-09-24T0900Z,3,60,\n\
+             4,GFS,KNYC,2026-09-24T06:00:00Z,2026-09-24T10:00:00Z,4,warm,\n\
+             5,GFS,KNYC,2026-09-24T06:00:00Z,2026-09-24T11:00:00Z,5\n\
+             \n\
+             6,GFS,KNYC,2026-09-24T06:00:00Z,2026-09-24T12:00:00Z,7,60,\n\
+             7,GFS,KNYC,2026-09-24T06:00:00Z,2026-09-24T05:00:00Z,,60,\n\
+             8,GFS,,2026-09-24T06:00:00Z,2026-09-24T13:00:00Z,7,60,\n\
+             9,RAP,\"KNYC, Central Park\",2026-09-24T06:00:00Z,2026-09-24T14:00:00Z,8,nan,\n\
+             10,NBM,KNYC,2026-09-24T06:00:00Z,2026-09-24T14:00:00Z,8.0,59.0,\n"
+        );
+        let d = decode_forecast_csv(csv.as_bytes());
+        let lines: Vec<usize> = d.errors.iter().map(|e| e.line).collect();
+        assert_eq!(lines, vec![3, 4, 5, 6, 8, 9, 10, 11], "{:?}", d.errors);
+        let reason = |l: usize| d.errors.iter().find(|e| e.line == l).unwrap().reason.as_str();
+        assert_eq!(reason(3), "unknown model 'gfs'");
+        assert_eq!(reason(4), "valid_time: bad time '2026-09-24T0900Z'");
+        assert_eq!(reason(5), "temperature_f: expected a number, found 'warm'");
+        assert_eq!(reason(6), "expected 8 fields, found 6");
+        assert_eq!(reason(8), "forecast_hour 7 disagrees with valid_time - run_time = 6 h");
+        assert_eq!(reason(9), "valid_time before run_time");
+        assert_eq!(reason(10), "missing location_name");
+        assert_eq!(reason(11), "temperature_f: not a finite number");
+        assert_eq!(d.records.len(), 2);
+        assert_eq!(d.records[0].forecast_hour, 1);
+        assert_eq!(d.records[1].model, "NBM");
+        assert_eq!(d.records[1].forecast_hour, 8);
+        assert_eq!(d.read, 11);
+    }
+
+    #[test]
+    fn csv_line_numbers_with_crlf_blank_lines_and_quoted_breaks() {
+        let csv = "model,location_name,run_time,valid_time,temperature_c\r\n\
+                   \r\n\
+                   GFS,\"Central\r\nPark\",2026-01-01 00:00:00,2026-01-01 01:00:00,1\r\n\
+                   GFS,KNYC,2026-01-01 00:00:00,2026-01-01 01:00:00,x\r\n\
+                   \r\n\
+                   \r\n\
+                   GFS,KNYC,2026-01-01 00:00:00,bad,1\r\n\
+                   GFS,KNYC,2026-01-01 00:00:00,2026-01-01 02:00:00,2";
+        let d = decode_forecast_csv(csv.as_bytes());
+        let lines: Vec<usize> = d.errors.iter().map(|e| e.line).collect();
+        // The quoted field spans lines 3-4, so the bad temperature is on line 5.
+        assert_eq!(lines, vec![5, 8], "{:?}", d.errors);
+        assert_eq!(d.records.len(), 2);
+        assert_eq!(d.records[0].location_name, "Central\r\nPark");
+        assert_eq!(d.records[1].temperature_c, Some(2.0));
+    }
+
+    #[test]
+    fn csv_header_problems() {
+        let d = decode_forecast_csv(b"model,location_name,valid_time,temperature_f\nGFS,KNYC,2026-01-01 00:00:00,1\n");
+        assert_eq!(d.errors.len(), 1);
+        assert_eq!((d.errors[0].line, d.errors[0].reason.as_str()), (1, "header lacks column 'run_time'"));
+        assert!(d.records.is_empty());
+        let d = decode_forecast_csv(b"model,location_name,run_time,valid_time\n");
+        assert!(d.errors[0].reason.contains("no temperature column"));
+        let d = decode_forecast_csv(b"model,model,location_name,run_time,valid_time,temperature_c\n");
+        assert!(d.errors[0].reason.contains("twice"));
+        let d = decode_forecast_csv(b"");
+        assert!(d.records.is_empty() && d.errors.is_empty() && d.read == 0);
+    }
+
+    #[test]
+    fn temperatures_must_agree() {
+        let csv = "model,location_name,run_time,valid_time,temperature_k,temperature_f,temperature_c\n\
+                   GFS,KNYC,2026-01-01 00:00:00,2026-01-01 01:00:00,289.54,61.5,16.4\n\
+                   GFS,KNYC,2026-01-01 00:00:00,2026-01-01 02:00:00,,61.5,61.5\n";
+        let d = decode_forecast_csv(csv.as_bytes());
+        assert_eq!(d.records.len(), 1);
+        assert_eq!(d.records[0].temperature_c, Some(16.4));
+        assert_eq!((d.errors[0].line, d.errors[0].reason.as_str()), (3, "temperature_k/_f/_c disagree"));
+    }
+
+    #[test]
+    fn binary_and_garbage_do_not_panic() {
+        let mut junk: Vec<u8> = (0u8..=255).cycle().take(5000).collect();
+        junk.extend_from_slice(b"\n\xff\xfe,\x00,\"unterminated\n");
+        let d = decode_forecast_csv(&junk);
+        assert!(d.records.is_empty());
+        let d = decode_forecast_jsonl(&junk);
+        assert!(d.records.is_empty());
+        assert!(!d.errors.is_empty());
+        let mut csv = format!("{HEADER}\n").into_bytes();
+        csv.extend_from_slice(b"1,GFS,KN\xffYC,2026-09-24T06:00:00Z,2026-09-24T07:00:00Z,1,60,\n");
+        csv.extend_from_slice(b"1,GFS,KNYC,2026-09-24T06:00:00Z,2026-09-24T07:\xc3");
+        let d = decode_forecast_csv(&csv);
+        assert_eq!(d.records.len(), 1);
+        assert_eq!(d.records[0].location_name, "KN\u{fffd}YC");
+        assert_eq!(d.errors.len(), 1);
+        assert_eq!(d.errors[0].line, 3);
+    }
+
+    #[test]
+    fn jsonl_rows_and_errors() {
+        let text = r#"{"id":1,"model":"ICON","location_name":"EGLL","latitude":51.47,"longitude":-0.45,"run_time":"2026-02-01T12:00:00Z","valid_time":"2026-02-02T00:00:00+00:00","forecast_hour":12,"temperature_k":null,"temperature_f":null,"temperature_c":"4.2","wind_direction_deg":250,"weather_code":"3","precipitation_mm":0.4,"inserted_at":"2026-02-01T17:00:00Z"}
+
+{"model":"ICON","location_name":"EGLL","run_time":"2026-02-01T12:00:00Z","valid_time":"2026-02-02T01:00:00Z","temperature_c":"cold"}
+{"model":"ICON","location_name":"EGLL","run_time":"2026-02-01T12:00:00Z","temperature_c":3.1}
+[1,2]
+{"model":"UKMO","location_name":"EGLL","run_time":"2026-02-01T12:00:00Z","valid_time":"2026-02-02T02:00:00Z","temperature_c":3.0,"weather_code":2.5}
+{"model":"UKMO","location_name":"EGLL","run_time":"2026-02-01T12:00:00Z","valid_time":"2026-02-02T02:00:00Z","temperature_c":true}
+{"model":"UKMO","location_name":"EGLL","run_time":"2026-02-01T12:00:00Z",
+{"model":"JMA","location_name":"RJTT","run_time":"2026-02-01T12:00:00Z","valid_time":"2026-02-02T02:00:00Z","forecast_hour":"14","temperature_f":39}
+"#;
+        let d = decode_forecast_jsonl(text.as_bytes());
+        let lines: Vec<usize> = d.errors.iter().map(|e| e.line).collect();
+        assert_eq!(lines, vec![3, 4, 5, 6, 7, 8], "{:?}", d.errors);
+        assert_eq!(d.errors[0].reason, "temperature_c: expected a number, found 'cold'");
+        assert_eq!(d.errors[1].reason, "missing valid_time");
+        assert_eq!(d.errors[2].reason, "expected a JSON object");
+        assert_eq!(d.errors[3].reason, "weather_code: expected an integer, found 2.5");
+        assert_eq!(d.errors[4].reason, "temperature_c: expected a number, found boolean");
+        assert!(d.errors[5].reason.starts_with("bad JSON"), "{}", d.errors[5].reason);
+        assert_eq!(d.read, 8);
+        assert_eq!(d.records.len(), 2);
+        let r = &d.records[0];
+        assert_eq!((r.model.as_str(), r.forecast_hour), ("ICON", 12));
+        assert_eq!((r.latitude, r.longitude), (Some(51.47), Some(-0.45)));
+        assert_eq!(r.temperature_c, Some(4.2));
+        assert!((r.temperature_k.unwrap() - 277.35).abs() < 1e-9);
+        assert_eq!((r.wind_direction_deg, r.weather_code, r.precipitation_mm), (Some(250), Some(3), Some(0.4)));
+        assert_eq!(d.records[1].forecast_hour, 14);
+    }
+
+    fn sample_rows() -> Vec<ForecastRow> {
+        let mut a = ForecastRow {
+            model: "NAM4KM".into(),
+            location_name: "KNYC \"Central Park\", NY".into(),
+            latitude: Some(40.78858),
+            longitude: Some(-73.9661),
+            run_time: utc("2026-09-24T06:00:00Z"),
+            valid_time: utc("2026-09-25T09:00:00Z"),
+            forecast_hour: 27,
+            temperature_f: Some(63.1),
+            relative_humidity: Some(81.0),
+            dew_point_f: Some(57.2),
+            dew_point_c: Some(14.0),
+            apparent_temp_f: Some(62.9),
+            apparent_temp_c: Some(17.166666666666668),
+            wind_speed_mph: Some(7.2),
+            wind_speed_kmh: Some(11.5872),
+            wind_direction_deg: Some(190),
+            wind_gusts_mph: Some(15.0),
+            wind_gusts_kmh: Some(24.14),
+            cloud_cover: Some(100.0),
+            precipitation_mm: Some(0.1),
+            precipitation_in: Some(0.003937007874015748),
+            weather_code: Some(61),
+            pressure_msl_hpa: Some(1013.2),
+            surface_pressure_hpa: Some(1008.1),
+            ..Default::default()
+        };
+        a.complete_temperatures();
+        let mut b = ForecastRow {
+            model: "GEM-HRDPS".into(),
+            location_name: "CYYZ".into(),
+            run_time: utc("2026-01-01T00:00:00Z"),
+            valid_time: utc("2026-01-01T00:00:00Z"),
+            temperature_c: Some(-21.3),
+            ..Default::default()
+        };
+        b.complete_temperatures();
+        vec![a, b]
+    }
+
+    #[test]
+    fn csv_round_trip() {
+        let rows = sample_rows();
+        let text = encode_forecast_csv(&rows);
+        assert!(text.starts_with("model,location_name,latitude,longitude,run_time,valid_time,forecast_hour,"));
+        let d = decode_forecast_csv(text.as_bytes());
+        assert!(d.errors.is_empty(), "{:?}", d.errors);
+        assert_eq!(d.records, rows);
+        assert_eq!(d.read, 3);
+        assert!(encode_forecast_csv(&[]).ends_with("surface_pressure_hpa\n"));
+    }
+
+    #[test]
+    fn models_list_is_the_spec_list() {
+        assert_eq!(MODELS.len(), 18);
+        assert!(is_model("NAM4KM") && is_model("ECMWF-IFS") && !is_model("NWS") && !is_model("ecmwf-ifs"));
+        let mut sorted = MODELS;
+        sorted.sort_unstable();
+        assert_eq!(sorted, MODELS, "spec order is alphabetical");
+    }
+}

@@ -1,0 +1,1383 @@
+//! METAR / SPECI / HF-METAR report parser.
+//!
+//! One report text in, one [`Metar`] out. Only a missing or invalid station id or time group
+//! (or a NIL report) rejects a report: every other malformed group is skipped, because real
+//! reports carry plenty of groups nobody needs (weather, clouds, RVR, free-text remarks) and a
+//! single odd group must not lose the temperature of an otherwise good observation.
+//!
+//! The parser walks the whitespace-separated tokens once, without regexes and without
+//! per-token allocations: the only allocations are the station id and the normalised text.
+
+use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, Utc};
+
+use crate::decode::types::{Metar, ReportKind};
+use crate::units::{inhg_to_hpa, round_half_away, Probable};
+
+/// A report time further than this from the reference is rejected: the DDHHMMZ group only
+/// names the day of the month, so beyond this the month it belongs to is a guess.
+const MAX_TIME_DISTANCE_DAYS: i64 = 25;
+
+/// Metres in one statute mile.
+const METRES_PER_SM: f64 = 1609.344;
+
+/// Knots per metre/second and per km/h, for MPS and KMH wind groups.
+const KT_PER_MPS: f64 = 1.943_844_5;
+const KT_PER_KMH: f64 = 1.0 / 1.852;
+
+/// Where a token sits in the report: body groups, a trend forecast (TEMPO/BECMG, ignored,
+/// since its groups describe the future, not the observation) or the remarks after RMK.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Section {
+    Body,
+    Trend,
+    Remarks,
+}
+
+/// Parses one METAR/SPECI/HF-METAR report.
+///
+/// `reference` is when the report was received or filed (or any time up to ~20 days after
+/// or ~1 day before the observation): the DDHHMMZ group carries only day/hour/minute, and
+/// the month and year are those that put the observation closest to `reference`, time after
+/// the reference counting 20-fold (see `resolve_day`); more than 25 days away is an error. `kind` comes from the
+/// `METAR`/`SPECI` keyword or IEM's `MADISHF` marker and is `None` when the text names
+/// neither, so the caller can fill it from its container.
+pub fn parse_metar(text: &str, reference: DateTime<Utc>) -> Result<Metar, String> {
+    let raw = normalise(text);
+    let mut m = Metar::default();
+    parse_tokens(&raw, reference, &mut m)?;
+    m.raw = raw;
+    Ok(m)
+}
+
+/// True for an ICAO-style station id: 4 characters, uppercase letter first, then uppercase
+/// letters or digits (KCVG, WSSS, K1V4). Used to tell the station from keywords and junk.
+pub fn is_station_id(tok: &str) -> bool {
+    let b = tok.as_bytes();
+    b.len() == 4
+        && b[0].is_ascii_uppercase()
+        && b[1..]
+            .iter()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+}
+
+/// Probable integer-°F range of the report's temperature: exact when the T-group carries
+/// real tenths (ASOS measures whole °F), else the range a whole-°C reading allows. HF-METAR's
+/// whole-degree T-group falls back to the body value (or the T-group rounded, if the body has
+/// none). `None` when the report has no temperature at all.
+pub fn temperature_fields(m: &Metar) -> Option<Probable> {
+    if m.has_tenths() {
+        return m.tgroup_temp_c.map(Probable::from_tenths);
+    }
+    m.temp_whole_c
+        .or_else(|| m.tgroup_temp_c.map(|t| round_half_away(t) as i32))
+        .map(Probable::from_whole_c)
+}
+
+/// Folds all whitespace runs to single spaces and drops the trailing `=` terminator, so the
+/// stored text is the same whether a report came from a collective or a single-line feed.
+fn normalise(text: &str) -> String {
+    let trimmed = text.trim_end_matches(|c: char| c.is_whitespace() || c == '=');
+    let mut raw = String::with_capacity(trimmed.len());
+    for tok in trimmed.split_ascii_whitespace() {
+        if !raw.is_empty() {
+            raw.push(' ');
+        }
+        raw.push_str(tok);
+    }
+    raw
+}
+
+/// Short quote of a token for an error reason: junk tokens can be long or binary, so
+/// control characters are escaped and the quote is cut at 24 characters.
+fn show(tok: &str) -> String {
+    const MAX: usize = 24;
+    let mut s: String = tok.chars().take(MAX).flat_map(char::escape_debug).collect();
+    if tok.chars().nth(MAX).is_some() {
+        s.push('…');
+    }
+    s
+}
+
+/// The token walk: keywords, station, time, then body / trend / remark groups.
+fn parse_tokens(raw: &str, reference: DateTime<Utc>, m: &mut Metar) -> Result<(), String> {
+    if raw.is_empty() {
+        return Err("empty report".to_string());
+    }
+    let mut toks = raw.split(' ').peekable();
+    let (mut speci, mut metar) = (false, false);
+    let station = loop {
+        match toks.next() {
+            Some("METAR") => metar = true,
+            Some("SPECI") => speci = true,
+            Some("COR") => m.cor = true,
+            Some(tok) if is_station_id(tok) => break tok,
+            Some(tok) => return Err(format!("expected station id, found '{}'", show(tok))),
+            None => return Err("missing station id".to_string()),
+        }
+    };
+    let time_tok = toks
+        .next()
+        .ok_or_else(|| format!("missing time group after station {station}"))?;
+    m.time = parse_time(time_tok, reference)?;
+
+    let mut hf = false;
+    let mut temp_seen = false;
+    let mut section = Section::Body;
+    while let Some(tok) = toks.next() {
+        match tok {
+            "RMK" => section = Section::Remarks,
+            "MADISHF" => hf = true,
+            _ => match section {
+                Section::Body => {
+                    if let Some(next) = body_group(m, tok, &mut toks, &mut temp_seen)? {
+                        section = next;
+                    }
+                }
+                Section::Trend => {}
+                Section::Remarks => remark_group(m, tok),
+            },
+        }
+    }
+
+    m.station = station.to_string();
+    m.kind = if speci {
+        Some(ReportKind::Speci)
+    } else if hf {
+        Some(ReportKind::HfMetar)
+    } else if metar {
+        Some(ReportKind::Metar)
+    } else {
+        None
+    };
+    m.tgroup_is_whole = hf && m.tgroup_temp_c.is_some();
+    Ok(())
+}
+
+/// Decodes `DDHHMMZ` (the `Z` may be missing) and places it in the month that fits
+/// `reference` best.
+fn parse_time(tok: &str, reference: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
+    let b = tok.as_bytes();
+    let digits = match b {
+        [d @ .., b'Z'] if d.len() == 6 => d,
+        d if d.len() == 6 => d,
+        _ => return Err(format!("bad time group '{}'", show(tok))),
+    };
+    let bad = || format!("bad time group '{}'", show(tok));
+    let day = num(&digits[0..2]).ok_or_else(bad)?;
+    let hour = num(&digits[2..4]).ok_or_else(bad)?;
+    let minute = num(&digits[4..6]).ok_or_else(bad)?;
+    if !(1..=31).contains(&day) || hour > 24 || minute > 59 || (hour == 24 && minute > 0) {
+        return Err(bad());
+    }
+    resolve_day(day, hour * 60 + minute, reference).ok_or_else(|| {
+        format!(
+            "time group '{}' is not within {MAX_TIME_DISTANCE_DAYS} days of {}",
+            show(tok),
+            reference.format("%Y-%m-%d %H:%MZ")
+        )
+    })
+}
+
+/// The datetime with day-of-month `day` and `minutes` after midnight that fits `reference`
+/// best, looking in the reference month and its neighbours (day 31 skips 30-day months;
+/// 2400Z is midnight of the next day). Reports are filed after they are observed, so a
+/// report is expected up to ~20 days before the reference but at most ~1 day after it:
+/// among the candidates within 25 days, time after the reference counts 20 times as much
+/// as time before it.
+fn resolve_day(day: u32, minutes: u32, reference: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    const FUTURE_WEIGHT: i64 = 20;
+    let r = reference.naive_utc();
+    let mut best: Option<(i64, NaiveDateTime)> = None;
+    for offset in -1..=1 {
+        let (y, mo) = shift_month(r.year(), r.month(), offset);
+        let Some(date) = NaiveDate::from_ymd_opt(y, mo, day) else {
+            continue;
+        };
+        let t = date.and_time(NaiveTime::MIN) + Duration::minutes(i64::from(minutes));
+        let ahead = (t - r).num_seconds();
+        if ahead.abs() > MAX_TIME_DISTANCE_DAYS * 86_400 {
+            continue;
+        }
+        let cost = if ahead > 0 {
+            ahead * FUTURE_WEIGHT
+        } else {
+            -ahead
+        };
+        if best.is_none_or(|(c, _)| cost < c) {
+            best = Some((cost, t));
+        }
+    }
+    best.map(|(_, t)| t.and_utc())
+}
+
+/// Month arithmetic for `offset` in -1..=1.
+fn shift_month(year: i32, month: u32, offset: i32) -> (i32, u32) {
+    let idx = year * 12 + month as i32 - 1 + offset;
+    (idx.div_euclid(12), idx.rem_euclid(12) as u32 + 1)
+}
+
+/// Decimal value of an all-digit byte string (1 to 9 digits), else `None`.
+fn num(b: &[u8]) -> Option<u32> {
+    if b.is_empty() || b.len() > 9 || !b.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(b.iter().fold(0, |a, &c| a * 10 + u32::from(c - b'0')))
+}
+
+/// `sTTT` (sign digit 0/1, then tenths) as °C. Goes through an integer so T1000 is 0.0,
+/// never -0.0.
+fn signed_tenths(b: &[u8]) -> Option<f64> {
+    let (&sign, digits) = b.split_first()?;
+    if digits.len() != 3 {
+        return None;
+    }
+    let v = num(digits)? as i32;
+    match sign {
+        b'0' => Some(f64::from(v) / 10.0),
+        b'1' => Some(f64::from(-v) / 10.0),
+        _ => None,
+    }
+}
+
+/// One body group. Returns the new section when the token starts a trend forecast, and an
+/// error only for NIL (a NIL report has no observation to store).
+fn body_group<'a, I: Iterator<Item = &'a str>>(
+    m: &mut Metar,
+    tok: &'a str,
+    toks: &mut std::iter::Peekable<I>,
+    temp_seen: &mut bool,
+) -> Result<Option<Section>, String> {
+    match tok {
+        "AUTO" => m.auto = true,
+        "COR" => m.cor = true,
+        "NIL" => return Err("NIL report".to_string()),
+        "TEMPO" | "BECMG" => return Ok(Some(Section::Trend)),
+        "CAVOK" => set_metric_visibility(m, 9999),
+        // Nonstandard "QNH 1011" (seen at VOHY).
+        "QNH" => {
+            if let Some(hpa) = toks.peek().and_then(|t| num(t.as_bytes())) {
+                toks.next();
+                set_altimeter(m, f64::from(hpa));
+            }
+        }
+        _ => other_body_group(m, tok, toks, temp_seen),
+    }
+    Ok(None)
+}
+
+/// Body groups recognised by shape rather than by exact text.
+fn other_body_group<'a, I: Iterator<Item = &'a str>>(
+    m: &mut Metar,
+    tok: &'a str,
+    toks: &mut std::iter::Peekable<I>,
+    temp_seen: &mut bool,
+) {
+    let b = tok.as_bytes();
+    if let Some(rest) = b.strip_suffix(b"KT") {
+        wind_group(m, rest, 1.0);
+    } else if let Some(rest) = b.strip_suffix(b"MPS") {
+        wind_group(m, rest, KT_PER_MPS);
+    } else if let Some(rest) = b.strip_suffix(b"KMH") {
+        wind_group(m, rest, KT_PER_KMH);
+    } else if let Some(rest) = b.strip_suffix(b"SM") {
+        if m.visibility_sm.is_none() {
+            if let Some((v, less)) = statute_miles(rest) {
+                m.visibility_sm = Some(v);
+                m.visibility_less_than = less;
+            }
+        }
+    } else if b.len() == 7 && b.get(3) == Some(&b'V') {
+        variable_sector(m, b);
+    } else if b.len() == 5 && matches!(b[0], b'A' | b'Q') {
+        altimeter_group(m, b);
+    } else if b.len() == 5 && num(b).is_some() && m.visibility_sm.is_none() && !*temp_seen {
+        // `00000` without a unit (seen at VOHY), where the wind group belongs. Only calm is
+        // unambiguous: `22005` could be knots or m/s, so it is skipped.
+        if b.get(3..) == Some(b"00") {
+            wind_group(m, b, 1.0);
+        }
+    } else if let Some(metres) = metric_visibility(b) {
+        set_metric_visibility(m, metres);
+    } else if b.len() == 1 && b[0].is_ascii_digit() {
+        whole_plus_fraction(m, b[0], toks);
+    } else if !*temp_seen && b.contains(&b'/') {
+        if let Some((t, d)) = temp_dew(b) {
+            *temp_seen = t.is_some() || d.is_some();
+            m.temp_whole_c = t;
+            m.dew_whole_c = d;
+        }
+    }
+}
+
+/// `dddffKT`, `dddffGggKT`, `VRBffKT`, 3-digit speeds; `unit` converts to knots.
+/// `rest` is the group without its unit suffix. Only the first wind group counts (a wind
+/// shear group `WS020/18040KT` does not parse as one).
+fn wind_group(m: &mut Metar, rest: &[u8], unit: f64) {
+    if m.wind_speed_kt.is_some() || rest.len() < 5 {
+        return;
+    }
+    let (dir_b, speeds) = rest.split_at(3);
+    let (dir, variable) = if dir_b == b"VRB" {
+        (None, true)
+    } else {
+        match num(dir_b) {
+            Some(d) if d <= 360 => (Some(d as u16), false),
+            _ => return,
+        }
+    };
+    let (speed_b, gust_b) = match speeds.iter().position(|&c| c == b'G') {
+        Some(i) => {
+            let (s, g) = speeds.split_at(i);
+            (s, g.get(1..))
+        }
+        None => (speeds, None),
+    };
+    let speed = match speed_digits(speed_b) {
+        Some(s) => s,
+        None => return,
+    };
+    let gust = match gust_b {
+        Some(g) => match speed_digits(g) {
+            Some(g) => Some(g),
+            None => return,
+        },
+        None => None,
+    };
+    m.wind_dir_deg = if speed == 0 && dir == Some(0) {
+        None
+    } else {
+        dir
+    };
+    m.wind_variable = variable;
+    m.wind_speed_kt = Some(f64::from(speed) * unit);
+    m.wind_gust_kt = gust.map(|g| f64::from(g) * unit);
+}
+
+/// Wind speed digits: two or three.
+fn speed_digits(b: &[u8]) -> Option<u32> {
+    if (2..=3).contains(&b.len()) {
+        num(b)
+    } else {
+        None
+    }
+}
+
+/// `dddVddd` variable wind sector.
+fn variable_sector(m: &mut Metar, b: &[u8]) {
+    let (from, to) = (num(&b[0..3]), num(&b[4..7]));
+    if let (Some(f), Some(t)) = (from, to) {
+        if f <= 360 && t <= 360 && m.wind_var_from.is_none() {
+            m.wind_var_from = Some(f as u16);
+            m.wind_var_to = Some(t as u16);
+        }
+    }
+}
+
+/// `Annnn` (hundredths of inHg) or `Qnnnn` (hPa). Values outside any real pressure are
+/// treated as malformed and skipped.
+fn altimeter_group(m: &mut Metar, b: &[u8]) {
+    let (&unit, digits) = match b.split_first() {
+        Some(x) => x,
+        None => return,
+    };
+    let Some(v) = num(digits) else {
+        return;
+    };
+    match unit {
+        b'A' => set_altimeter(m, inhg_to_hpa(f64::from(v) / 100.0)),
+        b'Q' => set_altimeter(m, f64::from(v)),
+        _ => {}
+    }
+}
+
+/// Stores an hPa altimeter unless one is already set or it is implausible.
+fn set_altimeter(m: &mut Metar, hpa: f64) {
+    if m.altimeter_hpa.is_none() && (850.0..=1100.0).contains(&hpa) {
+        m.altimeter_hpa = Some(hpa);
+    }
+}
+
+/// `nnnn` or `nnnnNDV` metres visibility.
+fn metric_visibility(b: &[u8]) -> Option<u32> {
+    match b {
+        [d @ .., b'N', b'D', b'V'] | d if d.len() == 4 => num(d),
+        _ => None,
+    }
+}
+
+/// Metres to statute miles, two decimals (10 km = 6.21 SM). 9999 means 10 km or more.
+fn set_metric_visibility(m: &mut Metar, metres: u32) {
+    if m.visibility_sm.is_some() {
+        return;
+    }
+    let metres = if metres == 9999 { 10_000 } else { metres };
+    m.visibility_sm = Some((f64::from(metres) / METRES_PER_SM * 100.0).round() / 100.0);
+    m.visibility_less_than = false;
+}
+
+/// `1 1/2SM`: a lone digit followed by a fraction in statute miles.
+fn whole_plus_fraction<'a, I: Iterator<Item = &'a str>>(
+    m: &mut Metar,
+    whole: u8,
+    toks: &mut std::iter::Peekable<I>,
+) {
+    if m.visibility_sm.is_some() {
+        return;
+    }
+    let frac = toks
+        .peek()
+        .and_then(|t| t.as_bytes().strip_suffix(b"SM"))
+        .and_then(fraction);
+    if let Some(f) = frac {
+        toks.next();
+        m.visibility_sm = Some(f64::from(whole - b'0') + f);
+        m.visibility_less_than = false;
+    }
+}
+
+/// Statute-mile visibility without its `SM`: `10`, `1/2`, `M1/4` (less than), `P6` (more
+/// than 6, stored as 6), and the run-together `11/2` for 1 1/2.
+fn statute_miles(b: &[u8]) -> Option<(f64, bool)> {
+    let (less, b) = match b.strip_prefix(b"M") {
+        Some(r) => (true, r),
+        None => (false, b.strip_prefix(b"P").unwrap_or(b)),
+    };
+    let v = if b.contains(&b'/') {
+        fraction(b)?
+    } else if (1..=3).contains(&b.len()) {
+        f64::from(num(b)?)
+    } else {
+        return None;
+    };
+    Some((v, less))
+}
+
+/// `n/d` (proper fraction) or `wn/d` run together (11/2 = 1 1/2).
+fn fraction(b: &[u8]) -> Option<f64> {
+    let i = b.iter().position(|&c| c == b'/')?;
+    let (n_b, d_b) = (&b[..i], &b[i + 1..]);
+    if n_b.is_empty() || n_b.len() > 2 || d_b.is_empty() || d_b.len() > 2 {
+        return None;
+    }
+    let (n, d) = (num(n_b)?, num(d_b)?);
+    if d == 0 {
+        return None;
+    }
+    if n < d {
+        return Some(f64::from(n) / f64::from(d));
+    }
+    // Two-digit numerator not below the denominator: whole digit + proper fraction.
+    let (w, n) = (num(&n_b[..1])?, num(&n_b[1..])?);
+    (n_b.len() == 2 && n < d && n > 0).then(|| f64::from(w) + f64::from(n) / f64::from(d))
+}
+
+/// `TT/DD` with `M` for minus; either side may be missing (`15/`, `15/M`, `15///`, `///15`,
+/// `//`, `/////`). Returns `None` when the token is not a temperature group at all.
+fn temp_dew(b: &[u8]) -> Option<(Option<i32>, Option<i32>)> {
+    let (temp, dew) = match b {
+        [b'/', b'/', b'/', dew @ ..] => (None, dew),
+        [b'/', dew @ ..] => (None, dew),
+        _ => {
+            let i = b.iter().position(|&c| c == b'/')?;
+            let (t, rest) = b.split_at(i);
+            (Some(whole_c(t)?), rest.get(1..).unwrap_or_default())
+        }
+    };
+    let dew = if dew.is_empty() || dew == b"M" || dew.iter().all(|&c| c == b'/') {
+        None
+    } else {
+        Some(whole_c(dew)?)
+    };
+    Some((temp, dew))
+}
+
+/// `dd` or `Mdd` whole degrees Celsius.
+fn whole_c(b: &[u8]) -> Option<i32> {
+    let (neg, digits) = match b.strip_prefix(b"M") {
+        Some(d) => (true, d),
+        None => (false, b),
+    };
+    if digits.len() != 2 {
+        return None;
+    }
+    let v = num(digits)? as i32;
+    Some(if neg { -v } else { v })
+}
+
+/// One remark group. Only the coded groups the lake needs are read; the first of each
+/// kind wins.
+fn remark_group(m: &mut Metar, tok: &str) {
+    let b = tok.as_bytes();
+    match b {
+        [b'S', b'L', b'P', rest @ ..] if rest.len() == 3 && m.sea_level_pressure_hpa.is_none() => {
+            m.sea_level_pressure_hpa = num(rest).map(slp_hpa);
+        }
+        [b'T', rest @ ..] if rest.len() == 4 || rest.len() == 8 => t_group(m, rest),
+        [b'P', rest @ ..] if rest.len() == 4 && m.precip_hour_in.is_none() => {
+            m.precip_hour_in = hundredths(rest);
+            m.precip_trace = m.precip_hour_in == Some(0.0);
+        }
+        [kind, rest @ ..] if b.len() == 5 => five_char_remark(m, *kind, rest),
+        [b'4', rest @ ..] if b.len() == 9 => day_extremes(m, rest),
+        _ => {}
+    }
+}
+
+/// `4sTTTsTTT`: 24-hour max and min, tenths of °C; both halves or nothing.
+fn day_extremes(m: &mut Metar, rest: &[u8]) {
+    if m.day_max_c.is_some() || m.day_min_c.is_some() {
+        return;
+    }
+    let (hi, lo) = rest.split_at(rest.len().min(4));
+    if let (Some(hi), Some(lo)) = (signed_tenths(hi), signed_tenths(lo)) {
+        m.day_max_c = Some(hi);
+        m.day_min_c = Some(lo);
+    }
+}
+
+/// `SLPppp`: tenths of hPa with the leading 9 or 10 dropped (310 → 1031.0, 980 → 998.0).
+fn slp_hpa(v: u32) -> f64 {
+    let tenths = if v < 500 { 10_000 + v } else { 9_000 + v };
+    f64::from(tenths) / 10.0
+}
+
+/// `TsTTTsTTT` (or `TsTTT` without dew point): tenths of °C.
+fn t_group(m: &mut Metar, rest: &[u8]) {
+    if m.tgroup_temp_c.is_some() {
+        return;
+    }
+    let Some(t) = signed_tenths(&rest[..4]) else {
+        return;
+    };
+    m.tgroup_temp_c = Some(t);
+    m.tgroup_dew_c = rest.get(4..).and_then(signed_tenths);
+}
+
+/// The 5-character coded remarks: `1sTTT` / `2sTTT` 6-hour max/min, `6RRRR` 3/6-hour and
+/// `7RRRR` 24-hour precipitation (hundredths of an inch; `6////` stays `None`).
+fn five_char_remark(m: &mut Metar, kind: u8, rest: &[u8]) {
+    match kind {
+        b'1' if m.six_hour_max_c.is_none() => m.six_hour_max_c = signed_tenths(rest),
+        b'2' if m.six_hour_min_c.is_none() => m.six_hour_min_c = signed_tenths(rest),
+        b'6' if m.precip_6h_in.is_none() => m.precip_6h_in = hundredths(rest),
+        b'7' if m.precip_24h_in.is_none() => m.precip_24h_in = hundredths(rest),
+        _ => {}
+    }
+}
+
+/// Four digits of hundredths of an inch.
+fn hundredths(b: &[u8]) -> Option<f64> {
+    num(b).map(|v| f64::from(v) / 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::types::fixture;
+    use chrono::{NaiveDateTime, TimeZone};
+
+    fn utc(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(y, mo, d, h, mi, 0).unwrap()
+    }
+
+    fn ok(text: &str) -> Metar {
+        parse_metar(text, utc(2024, 3, 1, 12, 0)).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    fn close(a: Option<f64>, b: f64, tol: f64) -> bool {
+        a.is_some_and(|a| (a - b).abs() <= tol)
+    }
+
+    /// Rows of an IEM tab-separated export: header line after the `#DEBUG` lines.
+    fn iem_rows(rel: &str) -> (Vec<String>, Vec<Vec<String>>) {
+        let text = String::from_utf8(fixture(rel)).unwrap();
+        let mut lines = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty());
+        let header = lines
+            .next()
+            .unwrap()
+            .split('\t')
+            .map(String::from)
+            .collect();
+        let rows = lines
+            .map(|l| l.split('\t').map(String::from).collect())
+            .collect();
+        (header, rows)
+    }
+
+    fn iem_time(s: &str) -> DateTime<Utc> {
+        NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M")
+            .unwrap()
+            .and_utc()
+    }
+
+    // ---- real data -------------------------------------------------------------------
+
+    /// Every FM-15/FM-16 row of the KLNK LCD file decodes, at the time the DATE column
+    /// (LST = UTC-6) names, and agrees with NCEI's own decoded columns.
+    #[test]
+    fn lcd_klnk_every_report_decodes_and_matches_ncei_columns() {
+        let bytes = fixture("lcd/LCD_KLNK_USW00014939_2023-01-01_2023-02-26_metric.csv");
+        let mut rdr = csv::Reader::from_reader(bytes.as_slice());
+        let h = rdr.headers().unwrap().clone();
+        let col = |name: &str| h.iter().position(|c| c == name).unwrap();
+        let (c_date, c_type, c_rem) = (col("DATE"), col("REPORT_TYPE"), col("REM"));
+        let (c_temp, c_slp, c_alt) = (
+            col("HourlyDryBulbTemperature"),
+            col("HourlySeaLevelPressure"),
+            col("HourlyAltimeterSetting"),
+        );
+        let (c_vis, c_wdir, c_wspd) = (
+            col("HourlyVisibility"),
+            col("HourlyWindDirection"),
+            col("HourlyWindSpeed"),
+        );
+        let (mut n, mut both, mut six, mut day, mut tenths_checked) = (0, 0, 0, 0, 0);
+        let (mut metars, mut specis, mut traces) = (0, 0, 0);
+        for rec in rdr.records() {
+            let rec = rec.unwrap();
+            let kind = match &rec[c_type] {
+                "FM-15" => ReportKind::Metar,
+                "FM-16" => ReportKind::Speci,
+                _ => continue,
+            };
+            n += 1;
+            let rem = &rec[c_rem];
+            let start = rem
+                .find("METAR ")
+                .or_else(|| rem.find("SPECI "))
+                .unwrap_or_else(|| panic!("no keyword in {rem}"));
+            let lst = NaiveDateTime::parse_from_str(&rec[c_date], "%Y-%m-%dT%H:%M:%S").unwrap();
+            let reference = (lst + Duration::hours(6)).and_utc();
+            let m = parse_metar(&rem[start..], reference)
+                .unwrap_or_else(|e| panic!("{}: {e}", &rem[start..]));
+            assert_eq!(m.time, reference, "{rem}");
+            assert_eq!(m.kind, Some(kind), "{rem}");
+            match kind {
+                ReportKind::Metar => metars += 1,
+                _ => specis += 1,
+            }
+            assert_eq!(m.station, "KLNK");
+            assert!(!m.tgroup_is_whole);
+            // Body temperature is the T-group rounded half away from zero.
+            if let (Some(w), Some(t)) = (m.temp_whole_c, m.tgroup_temp_c) {
+                both += 1;
+                assert_eq!(w, round_half_away(t) as i32, "{rem}");
+            }
+            if let (Some(w), Some(t)) = (m.dew_whole_c, m.tgroup_dew_c) {
+                assert_eq!(w, round_half_away(t) as i32, "{rem}");
+            }
+            // NCEI's dry bulb is the T-group when there is one, else the body value (a few
+            // REM texts are cut short inside the T-group: NCEI still had its tenths).
+            if let Ok(t) = rec[c_temp].parse::<f64>() {
+                if m.has_tenths() {
+                    assert_eq!(m.tgroup_temp_c, Some(t), "{rem}");
+                    tenths_checked += 1;
+                } else {
+                    assert_eq!(
+                        m.temp_whole_c,
+                        Some(round_half_away(t) as i32),
+                        "{rem}: {t}"
+                    );
+                }
+            }
+            if let Ok(slp) = rec[c_slp].parse::<f64>() {
+                assert!(close(m.sea_level_pressure_hpa, slp, 1e-9), "{rem}: {slp}");
+            }
+            if let Ok(alt) = rec[c_alt].parse::<f64>() {
+                assert!(close(m.altimeter_hpa, alt, 0.051), "{rem}: {alt}");
+            }
+            if let Ok(km) = rec[c_vis].parse::<f64>() {
+                assert!(
+                    close(m.visibility_sm.map(|v| v * 1.609_344), km, 0.001),
+                    "{rem}"
+                );
+            }
+            if let Ok(d) = rec[c_wdir].parse::<u16>() {
+                assert_eq!(m.wind_dir_deg, Some(d), "{rem}");
+            }
+            if let Ok(ms) = rec[c_wspd].parse::<f64>() {
+                // NCEI's m/s are rounded to 0.1 after its own conversion.
+                assert!(
+                    close(m.wind_speed_kt.map(|k| k * 0.514_444), ms, 0.1),
+                    "{rem}"
+                );
+            }
+            // (NCEI's HourlyPrecipitation is quality-edited, not a decode: not compared.)
+            if rem.contains(" P0000 ") {
+                traces += 1;
+                assert!(m.precip_trace && m.precip_hour_in == Some(0.0), "{rem}");
+            }
+            six += usize::from(m.six_hour_max_c.is_some() || m.six_hour_min_c.is_some());
+            day += usize::from(m.day_max_c.is_some());
+            assert_eq!(m.day_max_c.is_some(), m.day_min_c.is_some());
+        }
+        assert_eq!((n, metars, specis), (1714, 1357, 357));
+        assert!(both > 1500, "{both}");
+        assert!(tenths_checked > 1500, "{tenths_checked}");
+        assert!(six > 100, "6-hour groups: {six}");
+        assert!(day > 20, "24-hour groups: {day}");
+        assert!(traces > 0);
+    }
+
+    /// Hand-checked lines of the LCD file.
+    #[test]
+    fn lcd_klnk_hand_checked() {
+        // DATE 2023-01-31T11:54:00.
+        let m = parse_metar(
+            "METAR KLNK 311754Z 22013KT 10SM CLR M06/M16 A3037 RMK AO2 SLP309 \
+             T10561161 11056 21133 58008 (HT)",
+            utc(2023, 1, 31, 18, 0),
+        )
+        .unwrap();
+        assert_eq!(m.time, utc(2023, 1, 31, 17, 54));
+        assert_eq!((m.temp_whole_c, m.dew_whole_c), (Some(-6), Some(-16)));
+        assert_eq!((m.tgroup_temp_c, m.tgroup_dew_c), (Some(-5.6), Some(-16.1)));
+        assert_eq!(
+            (m.six_hour_max_c, m.six_hour_min_c),
+            (Some(-5.6), Some(-13.3))
+        );
+        assert_eq!(m.sea_level_pressure_hpa, Some(1030.9));
+        // DATE 2023-02-24T04:11:00: two-token visibility.
+        let m = ok(
+            "SPECI KLNK 011011Z 01013KT 1 1/4SM -SN OVC018 M16/M20 A3062 RMK AO2 \
+                    SNB0955 P0000 T11611200",
+        );
+        assert_eq!(m.kind, Some(ReportKind::Speci));
+        assert_eq!(m.visibility_sm, Some(1.25));
+        assert_eq!((m.precip_hour_in, m.precip_trace), (Some(0.0), true));
+        assert_eq!(
+            (m.tgroup_temp_c, m.tgroup_dew_c),
+            (Some(-16.1), Some(-20.0))
+        );
+        // DATE 2023-02-22T03:54:00: gust, SLP below 1000.
+        let m = ok(
+            "METAR KLNK 010954Z 02023G28KT 10SM BKN110 M01/M05 A2943 RMK AO2 PK WND \
+                    02028/0953 SLP969 T10111050",
+        );
+        assert_eq!(
+            (m.wind_dir_deg, m.wind_speed_kt, m.wind_gust_kt),
+            (Some(20), Some(23.0), Some(28.0))
+        );
+        assert_eq!(m.sea_level_pressure_hpa, Some(996.9));
+        // DATE 2023-01-02T14:54:00: 6-hour precipitation amount.
+        let m = ok(
+            "METAR KLNK 012054Z 06009KT 10SM OVC011 03/00 A2979 RMK AO2 \
+                    UPB27E36RAB36E37 SLP096 P0000 60002 T00280000 56049 (RC)",
+        );
+        assert_eq!(m.precip_6h_in, Some(0.02));
+        assert_eq!((m.tgroup_temp_c, m.tgroup_dew_c), (Some(2.8), Some(0.0)));
+    }
+
+    /// All three IEM KCVG exports decode at IEM's `valid` time; HF reports are marked.
+    #[test]
+    fn iem_kcvg_all_files_decode() {
+        let files = [
+            ("metar/IEM_KCVG_2024-03-01_routine.tsv", 24),
+            ("metar/IEM_KCVG_2024-03-01_specials.tsv", 6),
+            ("metar/IEM_KCVG_2024-03-01_all_reports_incl_5min.tsv", 317),
+        ];
+        for (rel, count) in files {
+            let (header, rows) = iem_rows(rel);
+            assert_eq!(header, ["station", "valid", "metar"]);
+            assert_eq!(rows.len(), count, "{rel}");
+            let mut hf = 0;
+            for r in &rows {
+                let valid = iem_time(&r[1]);
+                let m = parse_metar(&r[2], valid).unwrap_or_else(|e| panic!("{}: {e}", r[2]));
+                assert_eq!(m.time, valid, "{}", r[2]);
+                assert_eq!(m.station, format!("K{}", r[0]));
+                assert!(
+                    m.temp_whole_c.is_some() && m.altimeter_hpa.is_some(),
+                    "{}",
+                    r[2]
+                );
+                if r[2].ends_with("MADISHF") {
+                    hf += 1;
+                    assert_eq!(m.kind, Some(ReportKind::HfMetar));
+                    assert!(m.tgroup_is_whole && !m.has_tenths());
+                    // The zero-tenth T-group restates the body value.
+                    assert_eq!(m.tgroup_temp_c, m.temp_whole_c.map(f64::from), "{}", r[2]);
+                } else {
+                    assert_eq!(m.kind, None);
+                    assert!(!m.tgroup_is_whole);
+                    let t = m.tgroup_temp_c.unwrap();
+                    assert_eq!(m.temp_whole_c, Some(round_half_away(t) as i32));
+                }
+            }
+            if rel.contains("5min") {
+                assert_eq!(hf, 287);
+            }
+        }
+    }
+
+    #[test]
+    fn iem_kcvg_hand_checked() {
+        let (_, rows) = iem_rows("metar/IEM_KCVG_2024-03-01_routine.tsv");
+        let get = |time: &str| {
+            let r = rows.iter().find(|r| r[1] == time).unwrap();
+            parse_metar(&r[2], iem_time(&r[1])).unwrap()
+        };
+        // 00:52 KCVG 010052Z 14003KT 10SM FEW250 03/M11 A3042 RMK AO2 SLP310 T00281106 $
+        let m = get("2024-03-01 00:52");
+        assert_eq!(
+            (m.wind_dir_deg, m.wind_speed_kt, m.wind_gust_kt),
+            (Some(140), Some(3.0), None)
+        );
+        assert_eq!(
+            (m.visibility_sm, m.visibility_less_than),
+            (Some(10.0), false)
+        );
+        assert_eq!((m.temp_whole_c, m.dew_whole_c), (Some(3), Some(-11)));
+        assert_eq!((m.tgroup_temp_c, m.tgroup_dew_c), (Some(2.8), Some(-10.6)));
+        assert_eq!(m.sea_level_pressure_hpa, Some(1031.0));
+        assert!(close(m.altimeter_hpa, 1030.14, 0.01));
+        assert_eq!(
+            m.raw,
+            "KCVG 010052Z 14003KT 10SM FEW250 03/M11 A3042 RMK AO2 SLP310 T00281106 $"
+        );
+        assert_eq!(temperature_fields(&m), Some(Probable::exact_f(37)));
+        // 04:52 ... T00001078 400671061 $
+        let m = get("2024-03-01 04:52");
+        assert_eq!((m.day_max_c, m.day_min_c), (Some(6.7), Some(-6.1)));
+        assert_eq!(m.tgroup_temp_c, Some(0.0));
+        // 05:52 ... T00061083 10033 21006 58020 $
+        let m = get("2024-03-01 05:52");
+        assert_eq!(
+            (m.six_hour_max_c, m.six_hour_min_c),
+            (Some(3.3), Some(-0.6))
+        );
+        assert_eq!(m.sea_level_pressure_hpa, Some(1028.6));
+        assert_eq!((m.day_max_c, m.precip_6h_in), (None, None));
+        // 17:52 ... P0000 60000 T00561022 10056 21011 57010
+        let m = get("2024-03-01 17:52");
+        assert_eq!(
+            (m.precip_hour_in, m.precip_trace, m.precip_6h_in),
+            (Some(0.0), true, Some(0.0))
+        );
+        assert_eq!(
+            (m.six_hour_max_c, m.six_hour_min_c),
+            (Some(5.6), Some(-1.1))
+        );
+        // 23:52 ... 3SM RA BR ... P0005 60011 T00390039 10072 20039 56009 $
+        let m = get("2024-03-01 23:52");
+        assert_eq!(m.visibility_sm, Some(3.0));
+        assert_eq!(
+            (m.precip_hour_in, m.precip_trace, m.precip_6h_in),
+            (Some(0.05), false, Some(0.11))
+        );
+        assert_eq!((m.six_hour_max_c, m.six_hour_min_c), (Some(7.2), Some(3.9)));
+
+        // HF line 00:00: KCVG 010000Z AUTO 15005KT 10SM 03/M10 A3043 RMK T00301100 MADISHF
+        let (_, all) = iem_rows("metar/IEM_KCVG_2024-03-01_all_reports_incl_5min.tsv");
+        let m = parse_metar(&all[0][2], iem_time(&all[0][1])).unwrap();
+        assert!(m.auto && m.tgroup_is_whole);
+        assert_eq!((m.tgroup_temp_c, m.tgroup_dew_c), (Some(3.0), Some(-10.0)));
+        assert_eq!(m.temperature_c(), Some(3.0));
+        assert_eq!(temperature_fields(&m), Some(Probable::from_whole_c(3)));
+    }
+
+    /// aviationweather.gov decodes the same groups: compare with its JSON fields.
+    #[test]
+    fn awc_json_fields_agree() {
+        let v: serde_json::Value = serde_json::from_slice(&fixture(
+            "metar/awc_metar_knyc_kmdw_kaus_20260925T0631Z.json",
+        ))
+        .unwrap();
+        let obs = v.as_array().unwrap();
+        assert_eq!(obs.len(), 9);
+        let mut day_groups = 0;
+        for o in obs {
+            let raw = o["rawOb"].as_str().unwrap();
+            let reference = o["reportTime"]
+                .as_str()
+                .unwrap()
+                .parse::<DateTime<Utc>>()
+                .unwrap();
+            let m = parse_metar(raw, reference).unwrap();
+            assert_eq!(m.kind, Some(ReportKind::Metar));
+            assert_eq!(m.station, o["icaoId"].as_str().unwrap());
+            assert_eq!(m.time.timestamp(), o["obsTime"].as_i64().unwrap());
+            assert_eq!(m.temperature_c(), o["temp"].as_f64(), "{raw}");
+            assert_eq!(m.dew_point_c(), o["dewp"].as_f64(), "{raw}");
+            assert_eq!(m.sea_level_pressure_hpa, o["slp"].as_f64(), "{raw}");
+            // AWC converts with a slightly different factor (A3030 -> 1026.2, not 1026.1).
+            assert!(
+                close(m.altimeter_hpa, o["altim"].as_f64().unwrap(), 0.15),
+                "{raw}"
+            );
+            assert_eq!(m.wind_speed_kt, o["wspd"].as_f64(), "{raw}");
+            match o["wdir"].as_u64() {
+                Some(d) => assert_eq!(m.wind_dir_deg, Some(d as u16)),
+                None => assert!(m.wind_variable && m.wind_dir_deg.is_none()),
+            }
+            assert_eq!(
+                m.six_hour_max_c,
+                o.get("maxT").and_then(|x| x.as_f64()),
+                "{raw}"
+            );
+            assert_eq!(
+                m.six_hour_min_c,
+                o.get("minT").and_then(|x| x.as_f64()),
+                "{raw}"
+            );
+            assert_eq!(
+                m.day_max_c,
+                o.get("maxT24").and_then(|x| x.as_f64()),
+                "{raw}"
+            );
+            assert_eq!(
+                m.day_min_c,
+                o.get("minT24").and_then(|x| x.as_f64()),
+                "{raw}"
+            );
+            day_groups += usize::from(m.day_max_c.is_some());
+        }
+        assert_eq!(day_groups, 3);
+        // KNYC 250451Z ... 05007G17KT 240V210 ...
+        let m = ok("METAR KNYC 250451Z AUTO 05007G17KT 240V210 10SM CLR 14/03 A3027");
+        assert_eq!((m.wind_var_from, m.wind_var_to), (Some(240), Some(210)));
+        assert_eq!(m.wind_gust_kt, Some(17.0));
+    }
+
+    /// Singapore: metres visibility, Q altimeter, NOSIG and BECMG trends.
+    #[test]
+    fn wsss_all_decode() {
+        let bytes = fixture("metar/WSSS_2025-12-05_2026-01-18_scraped.csv");
+        let mut rdr = csv::Reader::from_reader(bytes.as_slice());
+        let (mut n, mut specis) = (0, 0);
+        for rec in rdr.records() {
+            let rec = rec.unwrap();
+            let when = NaiveDateTime::parse_from_str(&rec[0], "%Y-%m-%d %H:%M UTC")
+                .unwrap()
+                .and_utc();
+            let m = parse_metar(&rec[1], when).unwrap_or_else(|e| panic!("{}: {e}", &rec[1]));
+            n += 1;
+            assert_eq!(m.station, "WSSS");
+            // The scrape's timestamp is when it was scraped: at or after the report.
+            assert!(
+                m.time <= when && when - m.time < Duration::hours(7),
+                "{}",
+                &rec[1]
+            );
+            let group = rec[1].split(' ').nth(2).unwrap();
+            assert_eq!(m.time.format("%d%H%MZ").to_string(), group);
+            assert!(
+                m.temp_whole_c.is_some() && m.dew_whole_c.is_some(),
+                "{}",
+                &rec[1]
+            );
+            let q = rec[1].split(' ').find(|t| t.starts_with('Q')).unwrap();
+            assert_eq!(m.altimeter_hpa, q[1..].parse().ok(), "{}", &rec[1]);
+            assert!(
+                m.visibility_sm.is_some() && m.wind_speed_kt.is_some(),
+                "{}",
+                &rec[1]
+            );
+            specis += usize::from(m.kind == Some(ReportKind::Speci));
+            assert!(m.kind.is_some());
+        }
+        assert_eq!(n, 1222);
+        assert!(specis > 0);
+        // Line 5: METAR WSSS 051600Z 32004KT 280V360 9999 FEW018 BKN300 27/23 Q1012 NOSIG
+        let m = parse_metar(
+            "METAR WSSS 051600Z 32004KT 280V360 9999 FEW018 BKN300 27/23 Q1012 NOSIG",
+            utc(2025, 12, 5, 16, 0),
+        )
+        .unwrap();
+        assert_eq!(m.time, utc(2025, 12, 5, 16, 0));
+        assert_eq!((m.wind_dir_deg, m.wind_speed_kt), (Some(320), Some(4.0)));
+        assert_eq!((m.wind_var_from, m.wind_var_to), (Some(280), Some(360)));
+        assert_eq!(m.visibility_sm, Some(6.21));
+        assert_eq!(
+            (m.temp_whole_c, m.dew_whole_c, m.altimeter_hpa),
+            (Some(27), Some(23), Some(1012.0))
+        );
+        assert_eq!(temperature_fields(&m), Some(Probable::from_whole_c(27)));
+        // The trend's 6000 must not replace the observed 4000 m.
+        let m = ok(
+            "SPECI WSSS 120941Z 30004KT 240V010 4000 TSRA FEW012 FEW015CB FEW017TCU \
+                    BKN150 25/23 Q1007 BECMG FM1015 TL1025 6000 NSW",
+        );
+        assert_eq!(m.kind, Some(ReportKind::Speci));
+        assert_eq!(m.visibility_sm, Some(2.49));
+    }
+
+    /// Hyderabad: compare with IEM's decoded columns (tmpf, alti, vsby, sknt).
+    #[test]
+    fn vohy_all_decode_and_match_iem_columns() {
+        let (h, rows) = iem_rows("metar/IEM_VOHY_2014-03-01_2014-04-04_all_fields.tsv");
+        let col = |name: &str| h.iter().position(|c| c == name).unwrap();
+        let (c_valid, c_metar, c_tmpf, c_alti) =
+            (col("valid"), col("metar"), col("tmpf"), col("alti"));
+        let (c_vsby, c_sknt, c_drct) = (col("vsby"), col("sknt"), col("drct"));
+        assert_eq!(rows.len(), 414);
+        let mut unitless = 0;
+        for r in &rows {
+            let valid = iem_time(&r[c_valid]);
+            let raw = &r[c_metar];
+            let m = parse_metar(raw, valid).unwrap_or_else(|e| panic!("{raw}: {e}"));
+            assert_eq!((m.time, m.station.as_str()), (valid, "VOHY"));
+            if let Ok(f) = r[c_tmpf].parse::<f64>() {
+                let c = m.temp_whole_c.map(|c| crate::units::c_to_f(f64::from(c)));
+                assert!(close(c, f, 0.01), "{raw}: {f}");
+            }
+            if let Ok(inhg) = r[c_alti].parse::<f64>() {
+                let a = m.altimeter_hpa.map(crate::units::hpa_to_inhg);
+                assert!(close(a, inhg, 0.006), "{raw}: {inhg}");
+            }
+            if let Ok(sm) = r[c_vsby].parse::<f64>() {
+                assert!(close(m.visibility_sm, sm, 0.006), "{raw}: {sm}");
+            }
+            // A unit-less wind like `22005` is ambiguous (IEM assumes m/s): no wind.
+            let wind_tok = raw.split(' ').nth(2).unwrap();
+            if wind_tok.len() == 5 && wind_tok != "00000" {
+                unitless += 1;
+                assert_eq!(m.wind_speed_kt, None, "{raw}");
+            } else if let Ok(kt) = r[c_sknt].parse::<f64>() {
+                assert_eq!(m.wind_speed_kt, Some(kt), "{raw}");
+            }
+            if let Ok(d) = r[c_drct].parse::<f64>() {
+                if d > 0.0 && m.wind_speed_kt.is_some() {
+                    assert_eq!(m.wind_dir_deg.map(f64::from), Some(d), "{raw}");
+                }
+            }
+        }
+        assert!(unitless > 0);
+        // First row: VOHY 010040Z 13004KT 3000 HZ BKN010 SCT015 21/16 Q1015 NOSIG
+        let m = parse_metar(&rows[0][c_metar], iem_time(&rows[0][c_valid])).unwrap();
+        assert_eq!(
+            (m.visibility_sm, m.altimeter_hpa),
+            (Some(1.86), Some(1015.0))
+        );
+        assert_eq!(
+            (m.temp_whole_c, m.dew_whole_c, m.kind),
+            (Some(21), Some(16), None)
+        );
+        // Row of 28 March: "VOHY 280140Z 00000 4000 ..." (wind without unit).
+        let m = ok("VOHY 280140Z 00000 4000 HZ NSC 23/14 Q1015 NOSIG");
+        assert_eq!((m.wind_speed_kt, m.visibility_sm), (Some(0.0), Some(2.49)));
+        // Nonstandard "QNH 1011".
+        let m = ok("VOHY 010040Z 00000KT 4000 HZ FEW 020 SCT 020 26/12 QNH 1011 NOSIG");
+        assert_eq!(
+            (m.altimeter_hpa, m.wind_dir_deg, m.wind_speed_kt),
+            (Some(1011.0), None, Some(0.0))
+        );
+    }
+
+    /// Raw WMO collectives (continuations, duplicates, NUL byte, junk): every chunk between
+    /// `=` terminators parses or errors, never panics, and most real reports decode.
+    #[test]
+    fn pyiem_collectives_never_panic() {
+        let dir = format!(
+            "{}/data/real/metar/pyiem_collectives",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let mut decoded = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+            let text = String::from_utf8_lossy(&bytes);
+            for chunk in text.split('=') {
+                let _ = parse_metar(chunk, utc(2024, 3, 1, 0, 0));
+                // Start at the first station-looking line, as a collective splitter would.
+                if let Some(i) = chunk.find("\nK") {
+                    decoded += usize::from(parse_metar(&chunk[i..], utc(2024, 3, 1, 0, 0)).is_ok());
+                }
+            }
+        }
+        assert!(decoded > 0);
+    }
+
+    // ---- time resolution ------------------------------------------------------------
+
+    #[test]
+    fn day_31_before_a_reference_on_the_1st() {
+        let m = parse_metar(
+            "KXXX 312355Z 00000KT 10SM 05/M05 A3000",
+            utc(2024, 1, 1, 0, 10),
+        )
+        .unwrap();
+        assert_eq!(m.time, utc(2023, 12, 31, 23, 55));
+        // Into March from a reference on 1 March (February has no 31st).
+        let m = parse_metar("KXXX 292355Z 00000KT", utc(2024, 3, 1, 0, 10)).unwrap();
+        assert_eq!(m.time, utc(2024, 2, 29, 23, 55));
+        // 1 May: 31 April does not exist, 31 March and 31 May are a month away.
+        let e = parse_metar("KXXX 312355Z 00000KT", utc(2023, 5, 1, 0, 10)).unwrap_err();
+        assert!(e.contains("not within 25 days"), "{e}");
+    }
+
+    #[test]
+    fn report_just_after_reference_rolls_forward() {
+        let m = parse_metar("KXXX 010002Z 00000KT", utc(2023, 12, 31, 23, 58)).unwrap();
+        assert_eq!(m.time, utc(2024, 1, 1, 0, 2));
+        let m = parse_metar("KXXX 102400Z 00000KT", utc(2024, 3, 10, 23, 0)).unwrap();
+        assert_eq!(m.time, utc(2024, 3, 11, 0, 0));
+        // 20 days back stays in the same month.
+        let m = parse_metar("KXXX 051200Z 00000KT", utc(2024, 3, 25, 12, 0)).unwrap();
+        assert_eq!(m.time, utc(2024, 3, 5, 12, 0));
+    }
+
+    #[test]
+    fn bad_station_or_time_is_an_error() {
+        let r = utc(2024, 3, 1, 12, 0);
+        for (text, want) in [
+            ("", "empty report"),
+            ("   \n = ", "empty report"),
+            ("METAR", "missing station id"),
+            ("kcvg 011200Z", "expected station id, found 'kcvg'"),
+            ("KCVG", "missing time group"),
+            ("KCVG 14003KT", "bad time group '14003KT'"),
+            ("KCVG 321200Z 14003KT", "bad time group '321200Z'"),
+            ("KCVG 012560Z 14003KT", "bad time group '012560Z'"),
+            ("KCVG 0112Z", "bad time group '0112Z'"),
+            ("KCVG 011200Z NIL", "NIL report"),
+            ("METAR KCVG 011200Z NIL=", "NIL report"),
+        ] {
+            let e = parse_metar(text, r).unwrap_err();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+    }
+
+    // ---- groups ---------------------------------------------------------------------
+
+    #[test]
+    fn keywords_flags_and_raw() {
+        let m = ok("METAR COR KABC 011155Z AUTO 36010KT 10SM CLR M05/M10 A2992 RMK AO2=");
+        assert_eq!(
+            (m.kind, m.cor, m.auto),
+            (Some(ReportKind::Metar), true, true)
+        );
+        assert_eq!((m.temp_whole_c, m.dew_whole_c), (Some(-5), Some(-10)));
+        assert_eq!(m.wind_dir_deg, Some(360));
+        assert_eq!(
+            m.raw,
+            "METAR COR KABC 011155Z AUTO 36010KT 10SM CLR M05/M10 A2992 RMK AO2"
+        );
+        let m = ok("SPECI KABC 011155Z COR 36010KT\n     10SM  CLR\t05/04 A2992 $=\n");
+        assert_eq!((m.kind, m.cor), (Some(ReportKind::Speci), true));
+        assert_eq!(
+            m.raw,
+            "SPECI KABC 011155Z COR 36010KT 10SM CLR 05/04 A2992 $"
+        );
+        assert_eq!(ok("KABC 011155Z 05/04").kind, None);
+        assert!(is_station_id("K1V4") && is_station_id("WSSS"));
+        assert!(!is_station_id("1KAB") && !is_station_id("KCV") && !is_station_id("Kcvg"));
+        assert!(!is_station_id("METAR") && !is_station_id("KÖLN"));
+    }
+
+    #[test]
+    fn wind_variants() {
+        let m = ok("KABC 011155Z VRB03KT 10SM");
+        assert_eq!(
+            (m.wind_dir_deg, m.wind_variable, m.wind_speed_kt),
+            (None, true, Some(3.0))
+        );
+        let m = ok("KABC 011155Z 00000KT 10SM");
+        assert_eq!((m.wind_dir_deg, m.wind_speed_kt), (None, Some(0.0)));
+        let m = ok("KABC 011155Z 270105G120KT 10SM");
+        assert_eq!(
+            (m.wind_dir_deg, m.wind_speed_kt, m.wind_gust_kt),
+            (Some(270), Some(105.0), Some(120.0))
+        );
+        let m = ok("UUEE 011155Z 27005MPS 9999");
+        assert!(close(m.wind_speed_kt, 9.72, 0.01));
+        let m = ok("XXXX 011155Z 27037KMH 9999");
+        assert!(close(m.wind_speed_kt, 19.98, 0.01));
+        // Missing or malformed wind is skipped, not an error, and later groups still parse.
+        for w in ["/////KT", "3605KT", "37010KT", "27010GKT", "ABCDEKT", "KT"] {
+            let m = ok(&format!("KABC 011155Z {w} 10SM 05/04"));
+            assert_eq!((m.wind_speed_kt, m.temp_whole_c), (None, Some(5)), "{w}");
+        }
+    }
+
+    #[test]
+    fn visibility_variants() {
+        let vis = |v: &str| {
+            let m = ok(&format!("KABC 011155Z 36010KT {v} CLR 05/04"));
+            (m.visibility_sm, m.visibility_less_than)
+        };
+        assert_eq!(vis("10SM"), (Some(10.0), false));
+        assert_eq!(vis("1 1/2SM"), (Some(1.5), false));
+        assert_eq!(vis("2 3/4SM"), (Some(2.75), false));
+        assert_eq!(vis("1/2SM"), (Some(0.5), false));
+        assert_eq!(vis("M1/4SM"), (Some(0.25), true));
+        assert_eq!(vis("P6SM"), (Some(6.0), false));
+        assert_eq!(vis("11/2SM"), (Some(1.5), false));
+        assert_eq!(vis("9999"), (Some(6.21), false));
+        assert_eq!(vis("CAVOK"), (Some(6.21), false));
+        assert_eq!(vis("0800"), (Some(0.5), false));
+        assert_eq!(vis("0000"), (Some(0.0), false));
+        assert_eq!(vis("9999NDV"), (Some(6.21), false));
+        for bad in ["1/0SM", "SM", "MSM", "1//2SM", "22/2SM", "ABCDSM", "12345"] {
+            assert_eq!(vis(bad), (None, false), "{bad}");
+        }
+        // A lone digit without a fraction after it is not visibility.
+        assert_eq!(vis("1 BKN010"), (None, false));
+    }
+
+    #[test]
+    fn temperature_variants() {
+        let td = |g: &str| {
+            let m = ok(&format!("KABC 011155Z 36010KT 10SM {g} A2992"));
+            (m.temp_whole_c, m.dew_whole_c)
+        };
+        assert_eq!(td("03/M10"), (Some(3), Some(-10)));
+        assert_eq!(td("M02/M05"), (Some(-2), Some(-5)));
+        assert_eq!(td("M00/M00"), (Some(0), Some(0)));
+        assert_eq!(td("15/"), (Some(15), None));
+        assert_eq!(td("15/M"), (Some(15), None));
+        assert_eq!(td("///15"), (None, Some(15)));
+        assert_eq!(td("15///"), (Some(15), None));
+        assert_eq!(td("/M05"), (None, Some(-5)));
+        assert_eq!(td("//"), (None, None));
+        assert_eq!(td("///"), (None, None));
+        assert_eq!(td("/////"), (None, None));
+        assert_eq!(td("1/2"), (None, None));
+        assert_eq!(td("R24/P6000FT 12/10"), (Some(12), Some(10)));
+        assert_eq!(td("////// 12/10"), (Some(12), Some(10)));
+        assert_eq!(td("123/10"), (None, None));
+        assert_eq!(td("M/M"), (None, None));
+        assert_eq!(td("12/1"), (None, None));
+        // Without visibility before it, a temperature group is still one.
+        assert_eq!(ok("KABC 011155Z 12/10").temp_whole_c, Some(12));
+        // The altimeter after any of those still parses.
+        let m = ok("KABC 011155Z 36010KT 10SM // A2992");
+        assert!(close(m.altimeter_hpa, 1013.21, 0.01));
+        let m = ok("KABC 011155Z 36010KT 10SM 05/04 Q0999");
+        assert_eq!(m.altimeter_hpa, Some(999.0));
+        let m = ok("KABC 011155Z 36010KT 10SM 05/04 A0000 Q////");
+        assert_eq!(m.altimeter_hpa, None);
+    }
+
+    #[test]
+    fn remark_groups_only_after_rmk() {
+        // Coded groups before RMK are not remarks.
+        let m = ok("KABC 011155Z 10SM 10056 21011 400670106 60012 70034 P0010 T00561011 05/01");
+        assert_eq!(m.six_hour_max_c, None);
+        assert_eq!(m.six_hour_min_c, None);
+        assert_eq!(
+            (m.day_max_c, m.precip_6h_in, m.precip_24h_in),
+            (None, None, None)
+        );
+        assert_eq!((m.precip_hour_in, m.tgroup_temp_c), (None, None));
+        assert_eq!(m.temp_whole_c, Some(5));
+        let m = ok(
+            "KABC 011155Z 10SM 05/01 A3000 RMK AO2 SLP987 T00561011 10056 21011 \
+                    401121089 60012 70034 P0010",
+        );
+        assert_eq!(m.sea_level_pressure_hpa, Some(998.7));
+        assert_eq!((m.tgroup_temp_c, m.tgroup_dew_c), (Some(5.6), Some(-1.1)));
+        assert_eq!(
+            (m.six_hour_max_c, m.six_hour_min_c),
+            (Some(5.6), Some(-1.1))
+        );
+        assert_eq!((m.day_max_c, m.day_min_c), (Some(11.2), Some(-8.9)));
+        assert_eq!((m.precip_6h_in, m.precip_24h_in), (Some(0.12), Some(0.34)));
+        assert_eq!((m.precip_hour_in, m.precip_trace), (Some(0.1), false));
+        assert_eq!(temperature_fields(&m), Some(Probable::exact_f(42)));
+    }
+
+    #[test]
+    fn missing_and_odd_remark_groups() {
+        let m = ok(
+            "KABC 011155Z 10SM 05/01 RMK AO2 SLPNO T0028 1//// 2//// 6//// 7//// \
+                    P//// 4/012 4//////// 98060 TSB05 PK WND 02028/0953 VIS 1 1/2 10SM",
+        );
+        assert_eq!(
+            (m.sea_level_pressure_hpa, m.tgroup_temp_c, m.tgroup_dew_c),
+            (None, Some(2.8), None)
+        );
+        assert_eq!((m.six_hour_max_c, m.six_hour_min_c), (None, None));
+        assert_eq!(
+            (m.precip_6h_in, m.precip_24h_in, m.precip_hour_in),
+            (None, None, None)
+        );
+        assert_eq!(
+            (m.day_max_c, m.day_min_c, m.precip_trace),
+            (None, None, false)
+        );
+        assert_eq!(m.visibility_sm, Some(10.0));
+        // Negative six-hour values and T-group signs; -0.0 never appears.
+        let m = ok("KABC 011155Z RMK T10001000 11000 21120");
+        assert_eq!(
+            (m.tgroup_temp_c, m.six_hour_max_c, m.six_hour_min_c),
+            (Some(0.0), Some(0.0), Some(-12.0))
+        );
+        assert!(m.tgroup_temp_c.unwrap().is_sign_positive());
+        // Bad sign digits are not groups.
+        let m = ok("KABC 011155Z RMK T20281106 12028 421230456");
+        assert_eq!(
+            (m.tgroup_temp_c, m.six_hour_max_c, m.day_max_c),
+            (None, None, None)
+        );
+    }
+
+    #[test]
+    fn hf_metar_tgroup_is_whole() {
+        let m = ok("KCVG 010015Z AUTO 14005KT 10SM 02/M10 A3043 RMK T00201100 MADISHF");
+        assert_eq!(m.kind, Some(ReportKind::HfMetar));
+        assert!(m.tgroup_is_whole && !m.has_tenths());
+        assert_eq!(temperature_fields(&m), Some(Probable::from_whole_c(2)));
+        // Without a body temperature the whole-degree T-group still gives the range.
+        let m = ok("KCVG 010015Z AUTO 14005KT 10SM A3043 RMK T00201100 MADISHF");
+        assert_eq!(temperature_fields(&m), Some(Probable::from_whole_c(2)));
+        // No temperature at all.
+        assert_eq!(temperature_fields(&ok("KCVG 010015Z AUTO 14005KT")), None);
+        // Body only.
+        assert_eq!(
+            temperature_fields(&ok("KCVG 010015Z 03/M10")),
+            Some(Probable::from_whole_c(3))
+        );
+    }
+
+    #[test]
+    fn trend_groups_are_ignored() {
+        let m = ok("EGLL 011150Z 24010KT 9999 FEW030 12/08 Q1020 TEMPO 3000 RA 25015G25KT");
+        assert_eq!((m.visibility_sm, m.wind_speed_kt), (Some(6.21), Some(10.0)));
+        let m = ok("EGLL 011150Z TEMPO 3000 RA RMK SLP123");
+        assert_eq!(
+            (m.visibility_sm, m.sea_level_pressure_hpa),
+            (None, Some(1012.3))
+        );
+    }
+
+    #[test]
+    fn garbage_and_binary_never_panic() {
+        let full = "METAR KCVG 010052Z 14003KT 1 1/2SM FEW250 03/M11 A3042 RMK AO2 SLP310 \
+                    T00281106 10033 21006 400671061 P0000 60000 70012 MADISHF $=";
+        // Every prefix (on char boundaries) parses or errors.
+        for (i, _) in full.char_indices() {
+            let _ = parse_metar(&full[..i], utc(2024, 3, 1, 0, 0));
+        }
+        // Pseudo-random bytes (xorshift), lossily decoded like a decoder's input would be.
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut errors = 0;
+        for _ in 0..2000 {
+            let bytes: Vec<u8> = (0..64)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (x >> 24) as u8
+                })
+                .collect();
+            let text = String::from_utf8_lossy(&bytes);
+            errors += usize::from(parse_metar(&text, utc(2024, 3, 1, 0, 0)).is_err());
+        }
+        assert_eq!(errors, 2000);
+        // Junk tokens between real ones.
+        let m = ok("KABC 011155Z \u{0}\u{7} ÄÖÜ 36010KT ??? 10SM ///// 05/04 \u{FFFD} A2992 RMK T\u{0}\u{0}\u{0} \
+                    Täst SLP1€");
+        assert_eq!(
+            (m.wind_speed_kt, m.visibility_sm, m.temp_whole_c),
+            (Some(10.0), Some(10.0), Some(5))
+        );
+        assert_eq!(m.sea_level_pressure_hpa, None);
+        let e = parse_metar("\u{0}\u{1}\u{2} KABC", utc(2024, 3, 1, 0, 0)).unwrap_err();
+        assert_eq!(e, "expected station id, found '\\0\\u{1}\\u{2}'");
+        let long = "X".repeat(1000);
+        let e = parse_metar(&long, utc(2024, 3, 1, 0, 0)).unwrap_err();
+        assert!(e.len() < 80, "{e}");
+    }
+}

@@ -1,0 +1,1411 @@
+//! MOS and NBM text bulletins (GFS MAV, NAM MET, GFS LAMP, NBM NBS) → forecast rows.
+//!
+//! These bulletins are where the GFS-MOS, NAM-MOS, LAV-MOS and NBS-MOS models come from.
+//! A bulletin is a WMO preamble followed by station blocks; each block opens with a header
+//! such as `KNYC   GFS MOS GUIDANCE    2/04/2022  1200 UTC` and continues with labelled
+//! rows of 3-character columns (`HR`, `TMP`, `DPT`, `WDR`, …). Columns are read by
+//! position, never by splitting on whitespace: values may run together (`PRA 100100`),
+//! be negative (`-2`), blank or missing (`999`).
+//!
+//! Other bulletin types (GFS extended MEX, ECMWF MOS, NBM NBE/NBX/NBH/NBP) are recognised
+//! by their header and skipped: their lines count in `read`, they give no rows and no
+//! errors. A column becomes a row only when it carries a temperature, since spec 2.5
+//! promises a temperature on every row.
+
+use std::fmt::Write as _;
+
+use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Timelike, Utc};
+
+use crate::decode::types::{Decoded, ForecastRow};
+use crate::units::{c_to_f, f_to_c, kt_to_kmh, kt_to_mph};
+
+/// Most columns a station block can have (NBS has 23, LAMP 25).
+const MAX_COLS: usize = 32;
+
+/// The bulletin a station header announces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Bulletin {
+    /// GFS MOS short range (MAV): `GFS MOS GUIDANCE`, 3-hourly then 6-hourly to 72 h.
+    GfsMav,
+    /// NAM MOS (MET): `NAM MOS GUIDANCE`, same layout as MAV.
+    NamMet,
+    /// GFS LAMP (LAV, and its ceiling/visibility extension LEV): `GFS LAMP GUIDANCE`,
+    /// hourly for 25 hours.
+    Lamp,
+    /// NBM short range (NBS): `NBM [Vx.y] NBS GUIDANCE`, 3-hourly to 72 h.
+    NbmNbs,
+    /// GFS extended MOS (MEX): `GFSX MOS GUIDANCE`, 12-hourly; recognised, not decoded.
+    GfsMex,
+    /// ECMWF MOS (ECS/ECE): `ECM MOS GUIDANCE`; recognised, not decoded.
+    EcmwfMos,
+    /// Other NBM text products (NBE, NBX, NBH, NBP); recognised, not decoded.
+    NbmOther,
+}
+
+impl Bulletin {
+    /// The spec 2.5 model name of the rows this bulletin yields, or `None` for the
+    /// bulletin types that are recognised but skipped.
+    pub fn model(self) -> Option<&'static str> {
+        match self {
+            Bulletin::GfsMav => Some("GFS-MOS"),
+            Bulletin::NamMet => Some("NAM-MOS"),
+            Bulletin::Lamp => Some("LAV-MOS"),
+            Bulletin::NbmNbs => Some("NBS-MOS"),
+            Bulletin::GfsMex | Bulletin::EcmwfMos | Bulletin::NbmOther => None,
+        }
+    }
+
+    /// The bulletin layout the encoder writes for a spec 2.5 model name.
+    pub fn for_model(model: &str) -> Option<Self> {
+        match model {
+            "GFS-MOS" => Some(Bulletin::GfsMav),
+            "NAM-MOS" => Some(Bulletin::NamMet),
+            "LAV-MOS" => Some(Bulletin::Lamp),
+            "NBS-MOS" => Some(Bulletin::NbmNbs),
+            _ => None,
+        }
+    }
+
+    /// Classifies the words between the station id and `GUIDANCE`.
+    fn from_words(words: &[&str]) -> Option<Self> {
+        match words {
+            ["GFS", "MOS"] => Some(Bulletin::GfsMav),
+            ["NAM", "MOS"] => Some(Bulletin::NamMet),
+            ["GFS", "LAMP"] | ["LAMP"] => Some(Bulletin::Lamp),
+            ["GFSX", "MOS"] => Some(Bulletin::GfsMex),
+            ["ECM" | "ECMX" | "ECMWF", "MOS"] => Some(Bulletin::EcmwfMos),
+            ["NBM", kind] => Self::nbm(kind),
+            ["NBM", version, kind] if is_nbm_version(version) => Self::nbm(kind),
+            _ => None,
+        }
+    }
+
+    fn nbm(kind: &str) -> Option<Self> {
+        match kind {
+            "NBS" => Some(Bulletin::NbmNbs),
+            "NBE" | "NBX" | "NBH" | "NBP" => Some(Bulletin::NbmOther),
+            _ => None,
+        }
+    }
+
+    /// What a row label means in this bulletin, for the rows we decode.
+    fn field(self, label: &str) -> Option<Field> {
+        match (self, label) {
+            (Bulletin::GfsMav | Bulletin::NamMet, "HR") => Some(Field::Clock),
+            (Bulletin::GfsMav | Bulletin::NamMet | Bulletin::Lamp, "CLD") => Some(Field::Cloud),
+            (Bulletin::Lamp | Bulletin::NbmNbs, "UTC") => Some(Field::Clock),
+            // LAMP's HR (in the LEV extension) and NBS's FHR count hours from the cycle.
+            (Bulletin::Lamp, "HR") | (Bulletin::NbmNbs, "FHR") => Some(Field::Lead),
+            (Bulletin::Lamp, "WGS") | (Bulletin::NbmNbs, "GST") => Some(Field::Gust),
+            (Bulletin::NbmNbs, "SKY") => Some(Field::Cloud),
+            (_, "TMP") => Some(Field::Tmp),
+            (_, "DPT") => Some(Field::Dpt),
+            (_, "WDR") => Some(Field::Wdr),
+            (_, "WSP") => Some(Field::Wsp),
+            _ => None,
+        }
+    }
+
+    /// NBS writes missing values as 999 only; the older MOS products also use 99 for
+    /// two-digit wind fields.
+    fn wind_99_missing(self) -> bool {
+        self != Bulletin::NbmNbs
+    }
+}
+
+fn is_nbm_version(word: &str) -> bool {
+    word.len() > 1 && word.starts_with('V') && word[1..].bytes().all(|b| b.is_ascii_digit() || b == b'.')
+}
+
+/// The kinds of row a block can hold; a block keeps one decoded row per kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    /// UTC hour of each column (MAV/MET `HR`, LAMP/NBS `UTC`).
+    Clock,
+    /// Hours since the cycle (NBS `FHR`, LEV `HR`).
+    Lead,
+    Tmp,
+    Dpt,
+    Wdr,
+    Wsp,
+    Gust,
+    Cloud,
+}
+
+const FIELDS: usize = 8;
+
+impl Field {
+    fn index(self) -> usize {
+        self as usize
+    }
+    fn label(self) -> &'static str {
+        match self {
+            Field::Clock => "time",
+            Field::Lead => "forecast-hour",
+            Field::Tmp => "TMP",
+            Field::Dpt => "DPT",
+            Field::Wdr => "WDR",
+            Field::Wsp => "WSP",
+            Field::Gust => "gust",
+            Field::Cloud => "cloud",
+        }
+    }
+    /// Accepted range: anything outside is a garbled cell, not a forecast.
+    fn range(self) -> (i32, i32) {
+        match self {
+            Field::Clock => (0, 23),
+            Field::Lead => (0, 400),
+            // -99 is a missing marker in NBS rows; no station forecast goes below -98 °F.
+            Field::Tmp | Field::Dpt => (-98, 140),
+            Field::Wdr => (0, 36),
+            Field::Wsp => (0, 150),
+            Field::Gust => (0, 200),
+            Field::Cloud => (0, 100),
+        }
+    }
+}
+
+/// One station header: `KFOZ   NAM MOS GUIDANCE    8/12/2017  1200 UTC`.
+#[derive(Debug, Clone, PartialEq)]
+struct Header<'a> {
+    station: &'a str,
+    bulletin: Bulletin,
+    run_time: DateTime<Utc>,
+}
+
+/// The model a station header line announces (`GFS-MOS` for `GFS MOS GUIDANCE`, …), or
+/// `None` for a line that is not a valid header or a bulletin type we do not decode.
+/// Lets a caller route a bulletin before decoding it.
+pub fn model_of_header(line: &str) -> Option<&'static str> {
+    bulletin_of_header(line).and_then(Bulletin::model)
+}
+
+/// The bulletin type of a valid station header line, including the skipped types.
+pub fn bulletin_of_header(line: &str) -> Option<Bulletin> {
+    parse_header(line).ok().map(|h| h.bulletin)
+}
+
+fn is_pad(c: char) -> bool {
+    c.is_whitespace() || c.is_control()
+}
+
+fn parse_header(line: &str) -> Result<Header<'_>, String> {
+    let t = line.trim_matches(is_pad);
+    // The record separator (0x1E) before a station, written out as `^^` by some archives.
+    let t = t.strip_prefix("^^").unwrap_or(t);
+    let mut toks = [""; 10];
+    let mut n = 0;
+    for tok in t.split_ascii_whitespace() {
+        if n == toks.len() {
+            return Err("station header has too many words".into());
+        }
+        toks[n] = tok;
+        n += 1;
+    }
+    let toks = &toks[..n];
+    let g = toks.iter().position(|w| *w == "GUIDANCE").ok_or("station header without GUIDANCE")?;
+    if g < 2 || n != g + 4 || toks[g + 3] != "UTC" {
+        return Err(format!("bad station header '{}'", snippet(t, 60)));
+    }
+    let station = toks[0];
+    if !(3..=8).contains(&station.len()) || !station.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return Err(format!("bad station id '{}'", snippet(station, 12)));
+    }
+    let bulletin = Bulletin::from_words(&toks[1..g])
+        .ok_or_else(|| format!("unknown bulletin type '{}'", snippet(&toks[1..g].join(" "), 30)))?;
+    let date = parse_mdy(toks[g + 1]).ok_or_else(|| format!("bad header date '{}'", snippet(toks[g + 1], 12)))?;
+    let (hh, mm) = parse_hhmm(toks[g + 2]).ok_or_else(|| format!("bad header cycle '{}'", snippet(toks[g + 2], 12)))?;
+    let run = date.and_hms_opt(hh, mm, 0).ok_or("bad header cycle")?;
+    Ok(Header { station, bulletin, run_time: Utc.from_utc_datetime(&run) })
+}
+
+/// `M/DD/YYYY` as the headers write it.
+fn parse_mdy(s: &str) -> Option<NaiveDate> {
+    let mut it = s.split('/');
+    let m = small_uint(it.next()?, 2)?;
+    let d = small_uint(it.next()?, 2)?;
+    let y = small_uint(it.next()?, 4)?;
+    if it.next().is_some() || y < 1900 {
+        return None;
+    }
+    NaiveDate::from_ymd_opt(y as i32, m, d)
+}
+
+/// `HHMM` cycle, 0000–2359.
+fn parse_hhmm(s: &str) -> Option<(u32, u32)> {
+    if s.len() != 4 {
+        return None;
+    }
+    let v = small_uint(s, 4)?;
+    let (h, m) = (v / 100, v % 100);
+    (h < 24 && m < 60).then_some((h, m))
+}
+
+fn small_uint(s: &str, max_len: usize) -> Option<u32> {
+    if s.is_empty() || s.len() > max_len || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// At most `max` characters of `s`, cut on a character boundary, for error reasons.
+fn snippet(s: &str, max: usize) -> String {
+    s.chars().take(max).collect()
+}
+
+/// Lines a bulletin carries before its first station: the sequence number (`906`), the
+/// WMO heading (`FOUS46 KWNO 121200`, maybe with `RRA`/`CCA`) and the AWIPS id (`METNC1`).
+fn is_preamble(t: &str) -> bool {
+    if !t.is_empty() && t.len() <= 6 && t.bytes().all(|b| b.is_ascii_digit()) {
+        return true;
+    }
+    let mut toks = t.split_ascii_whitespace();
+    let (a, b, c, d, e) = (toks.next(), toks.next(), toks.next(), toks.next(), toks.next());
+    match (a, b, c, d, e) {
+        (Some(id), None, None, None, None) => {
+            (4..=6).contains(&id.len()) && id.bytes().all(|x| x.is_ascii_uppercase() || x.is_ascii_digit())
+        }
+        (Some(tt), Some(cccc), Some(time), bbb, None) => {
+            let tb = tt.as_bytes();
+            tb.len() == 6
+                && tb[..4].iter().all(u8::is_ascii_uppercase)
+                && tb[4..].iter().all(u8::is_ascii_digit)
+                && cccc.len() == 4
+                && cccc.bytes().all(|x| x.is_ascii_uppercase() || x.is_ascii_digit())
+                && time.len() == 6
+                && time.bytes().all(|x| x.is_ascii_digit())
+                && bbb.is_none_or(|x| x.len() == 3 && x.bytes().all(|y| y.is_ascii_uppercase()))
+        }
+        _ => false,
+    }
+}
+
+/// One decoded row of a block: value per column, and where it came from.
+#[derive(Debug, Clone, Copy)]
+struct Series {
+    line: usize,
+    len: usize,
+    vals: [Option<i16>; MAX_COLS],
+}
+
+impl Series {
+    fn get(&self, k: usize) -> Option<i32> {
+        if k < self.len {
+            self.vals.get(k).copied().flatten().map(i32::from)
+        } else {
+            None
+        }
+    }
+}
+
+/// A station block being read.
+struct Block {
+    station: String,
+    bulletin: Bulletin,
+    run_time: DateTime<Utc>,
+    header_line: usize,
+    series: [Option<Series>; FIELDS],
+}
+
+impl Block {
+    fn new(h: &Header<'_>, line: usize) -> Self {
+        Block {
+            station: h.station.to_string(),
+            bulletin: h.bulletin,
+            run_time: h.run_time,
+            header_line: line,
+            series: [None; FIELDS],
+        }
+    }
+
+    /// Reads one row of the block; rows we do not decode (P06, CIG, …) are ignored.
+    fn row(&mut self, n: usize, line: &str, out: &mut Decoded<ForecastRow>) {
+        let body = line.trim_start_matches(' ');
+        let bytes = body.as_bytes();
+        let label_len =
+            bytes.iter().take_while(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || **b == b'/').count();
+        let label_ok = (2..=3).contains(&label_len)
+            && bytes.first().is_some_and(u8::is_ascii_uppercase)
+            && bytes.get(label_len).is_none_or(|b| *b == b' ');
+        if !label_ok {
+            out.reject(n, format!("unrecognised row '{}'", snippet(body, 12)));
+            return;
+        }
+        let Some(field) = self.bulletin.field(&body[..label_len]) else {
+            return;
+        };
+        if self.series[field.index()].is_some() {
+            out.reject(n, format!("duplicate {} row", &body[..label_len]));
+            return;
+        }
+        match parse_series(self.bulletin, field, &body[..label_len], body, n) {
+            Ok((s, bad)) => {
+                if let Some(reason) = bad {
+                    out.reject(n, reason);
+                }
+                self.series[field.index()] = Some(s);
+            }
+            Err(reason) => out.reject(n, reason),
+        }
+    }
+
+    fn data(&self, f: Field) -> Option<&Series> {
+        self.series[f.index()].as_ref()
+    }
+
+    /// Resolves each column's valid time and emits a row per column with a temperature.
+    fn finish(self, out: &mut Decoded<ForecastRow>) {
+        let Some(model) = self.bulletin.model() else { return };
+        let has_data = [Field::Tmp, Field::Dpt, Field::Wdr, Field::Wsp, Field::Gust, Field::Cloud]
+            .iter()
+            .any(|f| self.data(*f).is_some());
+        let Some((times, ncols)) = self.valid_times(out) else {
+            if has_data {
+                out.reject(self.header_line, format!("{} block without a time row", self.station));
+            }
+            return;
+        };
+        for f in [Field::Tmp, Field::Dpt, Field::Wdr, Field::Wsp, Field::Gust, Field::Cloud] {
+            if let Some(s) = self.data(f) {
+                if (ncols..s.len).any(|k| s.get(k).is_some()) {
+                    out.reject(s.line, format!("{} row has {} columns, time row {ncols}", f.label(), s.len));
+                }
+            }
+        }
+        let Some(tmp) = self.data(Field::Tmp) else { return };
+        for (k, valid) in times.iter().enumerate().take(ncols) {
+            let (Some(valid), Some(t)) = (*valid, tmp.get(k)) else { continue };
+            out.records.push(self.make_row(model, valid, t, k));
+        }
+    }
+
+    fn make_row(&self, model: &str, valid: DateTime<Utc>, t: i32, k: usize) -> ForecastRow {
+        let get = |f: Field| self.data(f).and_then(|s| s.get(k)).map(f64::from);
+        let mut r = ForecastRow {
+            model: model.to_string(),
+            location_name: self.station.clone(),
+            run_time: self.run_time,
+            valid_time: valid,
+            forecast_hour: lead_hours(self.run_time, valid),
+            temperature_f: Some(f64::from(t)),
+            dew_point_f: get(Field::Dpt),
+            dew_point_c: get(Field::Dpt).map(f_to_c),
+            wind_direction_deg: self.data(Field::Wdr).and_then(|s| s.get(k)).map(|d| d * 10),
+            wind_speed_mph: get(Field::Wsp).map(kt_to_mph),
+            wind_speed_kmh: get(Field::Wsp).map(kt_to_kmh),
+            wind_gusts_mph: get(Field::Gust).map(kt_to_mph),
+            wind_gusts_kmh: get(Field::Gust).map(kt_to_kmh),
+            cloud_cover: get(Field::Cloud),
+            ..ForecastRow::default()
+        };
+        r.complete_temperatures();
+        r
+    }
+
+    /// Valid time per column. A forecast-hour row (NBS `FHR`, LEV `HR`) counts from the
+    /// cycle's whole hour and is checked against the UTC row; otherwise the UTC hours roll
+    /// over the day from the run time. Columns must advance in time.
+    fn valid_times(&self, out: &mut Decoded<ForecastRow>) -> Option<([Option<DateTime<Utc>>; MAX_COLS], usize)> {
+        let mut times = [None; MAX_COLS];
+        let clock = self.data(Field::Clock);
+        let ncols;
+        let time_line;
+        if let Some(lead) = self.data(Field::Lead) {
+            ncols = lead.len;
+            time_line = lead.line;
+            let base = floor_hour(self.run_time);
+            for (k, slot) in times.iter_mut().enumerate().take(ncols) {
+                let Some(h) = lead.get(k) else { continue };
+                let valid = base + Duration::hours(i64::from(h));
+                match clock.and_then(|c| c.get(k).map(|u| (c.line, u))) {
+                    Some((line, u)) if valid.hour() as i32 != u => out
+                        .reject(line, format!("UTC hour {u:02} disagrees with forecast hour {h} in column {}", k + 1)),
+                    _ => *slot = Some(valid),
+                }
+            }
+        } else {
+            let clock = clock?;
+            ncols = clock.len;
+            time_line = clock.line;
+            let mut prev = self.run_time;
+            for (k, slot) in times.iter_mut().enumerate().take(ncols) {
+                let Some(h) = clock.get(k) else { continue };
+                let mut valid = floor_day(prev) + Duration::hours(i64::from(h));
+                if valid <= prev {
+                    valid += Duration::days(1);
+                }
+                *slot = Some(valid);
+                prev = valid;
+            }
+        }
+        let mut prev: Option<DateTime<Utc>> = None;
+        for (k, slot) in times.iter_mut().enumerate().take(ncols) {
+            if let Some(v) = *slot {
+                if prev.is_some_and(|p| p >= v) {
+                    out.reject(time_line, format!("column {} does not advance in time", k + 1));
+                    *slot = None;
+                } else {
+                    prev = Some(v);
+                }
+            }
+        }
+        Some((times, ncols))
+    }
+}
+
+/// Parses a row's 3-character cells. `Err` rejects the whole row (misaligned or too
+/// long: its columns cannot be trusted); a bad cell is reported and read as missing.
+fn parse_series(
+    bulletin: Bulletin,
+    field: Field,
+    label: &str,
+    body: &str,
+    line: usize,
+) -> Result<(Series, Option<String>), String> {
+    let mut s = Series { line, len: 0, vals: [None; MAX_COLS] };
+    let pad = body.get(label.len()..4.min(body.len())).unwrap_or("x");
+    if !pad.bytes().all(|b| b == b' ') {
+        return Err(format!("misaligned {label} row"));
+    }
+    let cells = body.get(4..).unwrap_or("");
+    if cells.len() % 3 != 0 {
+        return Err(format!("truncated or misaligned {label} row ({} characters of cells)", cells.len()));
+    }
+    s.len = cells.len() / 3;
+    if s.len > MAX_COLS {
+        return Err(format!("{label} row has {} columns, at most {MAX_COLS} expected", s.len));
+    }
+    let mut bad = None;
+    for k in 0..s.len {
+        let parsed = match cells.get(3 * k..3 * k + 3) {
+            Some(cell) => parse_cell(bulletin, field, cell).ok_or(cell),
+            None => Err("?"),
+        };
+        match parsed {
+            Ok(v) => s.vals[k] = v.map(|v| v as i16),
+            Err(cell) => {
+                if bad.is_none() {
+                    bad = Some(format!("bad {label} value '{}' in column {}", cell.trim(), k + 1));
+                }
+            }
+        }
+    }
+    Ok((s, bad))
+}
+
+/// One cell: `Some(None)` for missing (blank, 999, and the per-field markers), `None`
+/// when the cell is garbled or out of range.
+///
+/// Cloud cover: NBS `SKY` is already a percentage. MAV/MET/LAMP `CLD` is a category and
+/// is mapped to a representative percentage — CL (clear) 0, FW (few) 25, SC (scattered)
+/// 50, BK (broken) 80, OV (overcast) 100 — so the row carries a comparable number; the
+/// category boundaries (0, 1–2, 3–4, 5–7, 8 oktas) are what the value really means.
+fn parse_cell(bulletin: Bulletin, field: Field, cell: &str) -> Option<Option<i32>> {
+    let t = cell.trim_start_matches(' ');
+    if t.is_empty() || t == "999" {
+        return Some(None);
+    }
+    if field == Field::Cloud && bulletin != Bulletin::NbmNbs {
+        return match t {
+            "CL" => Some(Some(0)),
+            "FW" => Some(Some(25)),
+            "SC" => Some(Some(50)),
+            "BK" => Some(Some(80)),
+            "OV" => Some(Some(100)),
+            _ => None,
+        };
+    }
+    if field == Field::Gust && t == "NG" {
+        return Some(None);
+    }
+    let v: i32 = parse_int(t)?;
+    let missing = match field {
+        Field::Tmp | Field::Dpt => v == -99,
+        Field::Wdr => v == 99,
+        Field::Wsp | Field::Gust => v == 99 && bulletin.wind_99_missing(),
+        _ => false,
+    };
+    if missing {
+        return Some(None);
+    }
+    let (lo, hi) = field.range();
+    (lo..=hi).contains(&v).then_some(Some(v))
+}
+
+/// Optional minus sign and up to three digits.
+fn parse_int(t: &str) -> Option<i32> {
+    let (neg, digits) = match t.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, t),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let v: i32 = digits.parse().ok()?;
+    Some(if neg { -v } else { v })
+}
+
+fn floor_hour(t: DateTime<Utc>) -> DateTime<Utc> {
+    t - Duration::seconds(i64::from(t.minute() * 60 + t.second())) - Duration::nanoseconds(i64::from(t.nanosecond()))
+}
+
+fn floor_day(t: DateTime<Utc>) -> DateTime<Utc> {
+    Utc.from_utc_datetime(&t.date_naive().and_time(chrono::NaiveTime::MIN))
+}
+
+/// Whole hours from the run to the valid time, rounded up: a LAMP cycle labelled 1230
+/// calls its 13Z column hour 1 (LAMP counts from the cycle's whole hour).
+fn lead_hours(run: DateTime<Utc>, valid: DateTime<Utc>) -> i32 {
+    let m = (valid - run).num_minutes();
+    let h = if m >= 0 { (m + 59) / 60 } else { -((-m) / 60) };
+    h as i32
+}
+
+/// Where the decoder is in the input.
+enum State {
+    /// Before the first station header, or after a preamble line ended a block
+    /// (bulletins concatenated into one input).
+    Outside,
+    /// Inside a block we do not decode (skipped type, or a header we could not read).
+    Skipping,
+    /// Inside a GFS-MOS / NAM-MOS / LAV-MOS / NBS-MOS block.
+    Reading(Box<Block>),
+}
+
+/// Decodes a MOS / NBM text bulletin (one or many station blocks, or several bulletins
+/// one after the other) into forecast rows of GFS-MOS (MAV), NAM-MOS (MET), LAV-MOS
+/// (LAMP) and NBS-MOS (NBS), one row per column that carries a temperature.
+/// `latitude`/`longitude` stay `None`: the caller fills them from the station catalog.
+/// MEX, ECMWF MOS and NBE/NBX blocks are skipped silently.
+///
+/// Units: TMP/DPT °F (°C and K derived), WDR tens of degrees (00 with WSP 00 is calm and
+/// gives 0°), WSP and gusts (NBS `GST`, LAMP `WGS`) knots converted to mph and km/h.
+/// `cloud_cover` is NBS `SKY` as written (percent); MAV/MET/LAMP only give the category
+/// `CLD`, mapped to CL 0 %, FW 25 %, SC 50 %, BK 80 %, OV 100 %.
+pub fn decode_mos(bytes: &[u8]) -> Decoded<ForecastRow> {
+    let text = String::from_utf8_lossy(bytes);
+    let mut out = Decoded::new();
+    let mut state = State::Outside;
+    let mut seen_header = false;
+    let mut content_line = None;
+    for (i, raw) in text.lines().enumerate() {
+        let n = i + 1;
+        out.read += 1;
+        let line = raw.trim_end_matches(is_pad);
+        let trimmed = line.trim_start_matches(is_pad);
+        if trimmed.is_empty() {
+            continue;
+        }
+        content_line.get_or_insert(n);
+        if trimmed.contains("GUIDANCE") {
+            if let State::Reading(b) = std::mem::replace(&mut state, State::Skipping) {
+                b.finish(&mut out);
+            }
+            seen_header = true;
+            match parse_header(trimmed) {
+                Ok(h) if h.bulletin.model().is_some() => state = State::Reading(Box::new(Block::new(&h, n))),
+                Ok(_) => {}
+                Err(reason) => out.reject(n, reason),
+            }
+            continue;
+        }
+        match &mut state {
+            State::Skipping => {}
+            State::Outside if is_preamble(trimmed) => {}
+            State::Outside => {
+                out.reject(n, format!("unexpected line outside a station block: '{}'", snippet(trimmed, 20)))
+            }
+            State::Reading(_) if is_preamble(trimmed) => {
+                if let State::Reading(b) = std::mem::replace(&mut state, State::Outside) {
+                    b.finish(&mut out);
+                }
+            }
+            State::Reading(block) => block.row(n, line, &mut out),
+        }
+    }
+    if let State::Reading(b) = state {
+        b.finish(&mut out);
+    }
+    if let (false, Some(n)) = (seen_header, content_line) {
+        out.reject(n, "no MOS/NBM station header found");
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// Encoding
+// ---------------------------------------------------------------------------------------
+
+/// Forecast hours (from the cycle's whole hour) of the columns a real bulletin of this
+/// model carries: MAV/MET 6–60 every 3 h then 66 and 72; LAMP 1–25 hourly; NBS 23
+/// three-hourly columns on synoptic hours starting at least 4 h out (06 for a 12Z run,
+/// 04 for 17Z). `None` for a model without a MOS text layout.
+pub fn forecast_hours(model: &str, run_time: DateTime<Utc>) -> Option<Vec<i32>> {
+    Bulletin::for_model(model).map(|b| schedule(b, run_time))
+}
+
+fn schedule(b: Bulletin, run_time: DateTime<Utc>) -> Vec<i32> {
+    match b {
+        Bulletin::Lamp => (1..=25).collect(),
+        Bulletin::NbmNbs => {
+            let h = run_time.hour() as i32;
+            let first = (4..7).find(|l| (h + l) % 3 == 0).unwrap_or(6);
+            (0..23).map(|k| first + 3 * k).collect()
+        }
+        _ => (6..=60).step_by(3).chain([66, 72]).collect(),
+    }
+}
+
+/// Writes one station block in the text layout of `model` (GFS-MOS → MAV, NAM-MOS → MET,
+/// LAV-MOS → LAMP, NBS-MOS → NBS), the way the NWS web pages show it (one leading space
+/// per line). Columns follow the real product's schedule ([`forecast_hours`]); each takes
+/// the row whose `valid_time` matches, and columns without one are written missing. Only
+/// the rows `decode_mos` reads are written (no N/X, P06, …). `None` for other models.
+pub fn encode_mos(model: &str, station: &str, run_time: DateTime<Utc>, rows: &[ForecastRow]) -> Option<String> {
+    Bulletin::for_model(model).map(|b| encode(b, station, run_time, rows))
+}
+
+/// GFS MOS (MAV) block: 3-hourly to 60 h, then 66 and 72 h. See [`encode_mos`].
+pub fn encode_mav(station: &str, run_time: DateTime<Utc>, rows: &[ForecastRow]) -> String {
+    encode(Bulletin::GfsMav, station, run_time, rows)
+}
+
+/// NBM NBS block: 23 three-hourly columns to about 72 h, as the real NBS is (hourly
+/// guidance is the separate NBH product). See [`encode_mos`].
+pub fn encode_nbs(station: &str, run_time: DateTime<Utc>, rows: &[ForecastRow]) -> String {
+    encode(Bulletin::NbmNbs, station, run_time, rows)
+}
+
+/// One output column: its valid time, lead and the row supplying its values.
+struct Col<'a> {
+    valid: DateTime<Utc>,
+    lead: i32,
+    row: Option<&'a ForecastRow>,
+}
+
+fn encode(b: Bulletin, station: &str, run_time: DateTime<Utc>, rows: &[ForecastRow]) -> String {
+    let base = floor_hour(run_time);
+    let cols: Vec<Col<'_>> = schedule(b, run_time)
+        .into_iter()
+        .map(|lead| {
+            let valid = base + Duration::hours(i64::from(lead));
+            Col { valid, lead, row: rows.iter().find(|r| r.valid_time == valid) }
+        })
+        .collect();
+    let mut s = String::with_capacity(1024);
+    let date = format!("{}/{:02}/{}", run_time.month(), run_time.day(), run_time.year());
+    let cycle = run_time.format("%H%M");
+    let _ = match b {
+        Bulletin::GfsMav => writeln!(s, " {station:<6} GFS MOS GUIDANCE {date:>12}  {cycle} UTC"),
+        Bulletin::NamMet => writeln!(s, " {station:<6} NAM MOS GUIDANCE {date:>12}  {cycle} UTC"),
+        Bulletin::Lamp => writeln!(s, " {station:<6} GFS LAMP GUIDANCE {date:>11}  {cycle} UTC"),
+        _ => writeln!(s, " {station:<7} NBM V4.2 NBS GUIDANCE {date:>12}  {cycle} UTC"),
+    };
+    let wide = b == Bulletin::NbmNbs;
+    if b != Bulletin::Lamp {
+        s.push(' ');
+        s.push_str(&dt_row(&cols));
+        s.push('\n');
+    }
+    let label = if matches!(b, Bulletin::GfsMav | Bulletin::NamMet) { "HR " } else { "UTC" };
+    write_row(&mut s, label, &cols, |c| Some(c.valid.hour() as i32), Pad::Zero);
+    if wide {
+        write_row(&mut s, "FHR", &cols, |c| Some(c.lead), Pad::Zero);
+    }
+    write_row(&mut s, "TMP", &cols, |c| c.row.and_then(row_temp_f).and_then(temp_cell), Pad::Space);
+    let dew = |c: &Col<'_>| c.row.and_then(|r| r.dew_point_f.or(r.dew_point_c.map(c_to_f))).and_then(temp_cell);
+    write_row(&mut s, "DPT", &cols, dew, Pad::Space);
+    if wide {
+        let sky = |c: &Col<'_>| c.row.and_then(|r| r.cloud_cover).map(|p| p.round().clamp(0.0, 100.0) as i32);
+        write_row(&mut s, "SKY", &cols, sky, Pad::Space);
+    }
+    // MAV/MET/LAMP write two-digit winds with a leading zero and 99 for missing.
+    let wind_pad = if wide { Pad::Space } else { Pad::ZeroWind };
+    write_row(&mut s, "WDR", &cols, |c| c.row.and_then(wdr_cell), wind_pad);
+    let wsp = |c: &Col<'_>| c.row.and_then(|r| speed_kt(r.wind_speed_mph, r.wind_speed_kmh));
+    write_row(&mut s, "WSP", &cols, wsp, wind_pad);
+    match b {
+        Bulletin::NbmNbs => {
+            let gst = |c: &Col<'_>| c.row.and_then(|r| speed_kt(r.wind_gusts_mph, r.wind_gusts_kmh));
+            write_row(&mut s, "GST", &cols, gst, Pad::Space);
+        }
+        Bulletin::Lamp => write_gust_row(&mut s, &cols),
+        _ => {}
+    }
+    if !wide {
+        write_cloud_row(&mut s, &cols);
+    }
+    s
+}
+
+#[derive(Clone, Copy)]
+enum Pad {
+    /// MAV/MET/LAMP style: two digits with a leading zero (`05`).
+    Zero,
+    /// As `Zero`, with ` 99` rather than `999` for a missing value (MOS wind rows).
+    ZeroWind,
+    /// NBS style: right-aligned without padding (` 5`).
+    Space,
+}
+
+fn write_row(s: &mut String, label: &str, cols: &[Col<'_>], value: impl Fn(&Col<'_>) -> Option<i32>, pad: Pad) {
+    let _ = write!(s, " {label:<3} ");
+    for c in cols {
+        let _ = match (value(c), pad) {
+            (Some(v), Pad::Zero | Pad::ZeroWind) if (0..=99).contains(&v) => write!(s, " {v:02}"),
+            (Some(v), _) if (-99..=999).contains(&v) => write!(s, "{v:>3}"),
+            (_, Pad::ZeroWind) => write!(s, " 99"),
+            _ => write!(s, "999"),
+        };
+    }
+    end_row(s);
+}
+
+/// LAMP gusts: `NG` (no gust) when the column has a row but no gust.
+fn write_gust_row(s: &mut String, cols: &[Col<'_>]) {
+    s.push_str(" WGS ");
+    for c in cols {
+        let _ = match c.row.map(|r| speed_kt(r.wind_gusts_mph, r.wind_gusts_kmh)) {
+            Some(Some(v)) if (0..=99).contains(&v) => write!(s, " {v:02}"),
+            Some(Some(v)) if v <= 200 => write!(s, "{v:>3}"),
+            Some(_) => write!(s, " NG"),
+            None => write!(s, "999"),
+        };
+    }
+    end_row(s);
+}
+
+/// MAV/MET/LAMP cloud category from a percentage, by nearest representative value of
+/// the decoder's mapping (so decode → encode reproduces the category).
+fn write_cloud_row(s: &mut String, cols: &[Col<'_>]) {
+    s.push_str(" CLD ");
+    for c in cols {
+        let cat = match c.row.and_then(|r| r.cloud_cover) {
+            Some(p) if p < 12.5 => " CL",
+            Some(p) if p < 37.5 => " FW",
+            Some(p) if p < 65.0 => " SC",
+            Some(p) if p < 90.0 => " BK",
+            Some(_) => " OV",
+            None => "999",
+        };
+        s.push_str(cat);
+    }
+    end_row(s);
+}
+
+fn end_row(s: &mut String) {
+    let keep = s.trim_end_matches(' ').len();
+    s.truncate(keep);
+    s.push('\n');
+}
+
+fn row_temp_f(r: &ForecastRow) -> Option<f64> {
+    r.temperature_f.or(r.temperature_c.map(c_to_f)).or(r.temperature_k.map(|k| c_to_f(k - 273.15)))
+}
+
+/// Whole °F that fits a 3-character cell and is not a missing marker.
+fn temp_cell(f: f64) -> Option<i32> {
+    let v = f.round();
+    (v.is_finite() && (-98.0..=140.0).contains(&v)).then_some(v as i32)
+}
+
+fn speed_kt(mph: Option<f64>, kmh: Option<f64>) -> Option<i32> {
+    let kt = mph.map(|m| m / kt_to_mph(1.0)).or(kmh.map(|k| k / kt_to_kmh(1.0)))?;
+    let v = kt.round();
+    (v.is_finite() && (0.0..=150.0).contains(&v)).then_some(v as i32)
+}
+
+/// Tens of degrees, 36 for north and 00 only for calm, as MOS writes it.
+fn wdr_cell(r: &ForecastRow) -> Option<i32> {
+    let deg = r.wind_direction_deg?;
+    let calm = speed_kt(r.wind_speed_mph, r.wind_speed_kmh) == Some(0);
+    let tens = ((f64::from(deg.rem_euclid(360)) / 10.0).round() as i32) % 36;
+    Some(if calm {
+        0
+    } else if tens == 0 {
+        36
+    } else {
+        tens
+    })
+}
+
+/// The `DT` row: `/MON  D` markers where the date changes, the first one only when it
+/// fits before the second, a marker that runs past the last column cut to `/` — the
+/// way the NWS writes it.
+fn dt_row(cols: &[Col<'_>]) -> String {
+    const MONTHS: [&str; 12] = ["JAN", "FEB", "MAR", "APR", "MAY", "JUNE", "JULY", "AUG", "SEPT", "OCT", "NOV", "DEC"];
+    let width = 4 + 3 * cols.len();
+    let marker = |t: DateTime<Utc>| {
+        let m = MONTHS.get(t.month0() as usize).unwrap_or(&"JAN");
+        format!("/{m:<4}{:>3}", t.day())
+    };
+    let changes: Vec<(usize, DateTime<Utc>)> = cols
+        .windows(2)
+        .enumerate()
+        .filter(|(_, w)| w[0].valid.date_naive() != w[1].valid.date_naive())
+        .map(|(k, w)| (4 + 3 * (k + 1) + 1, w[1].valid))
+        .collect();
+    let mut s = String::from("DT ");
+    if let Some(first) = cols.first() {
+        if changes.first().is_none_or(|(pos, _)| *pos >= 11) {
+            s.push_str(&marker(first.valid));
+        }
+    }
+    for (pos, t) in changes {
+        while s.len() < pos {
+            s.push(' ');
+        }
+        let m = marker(t);
+        if s.len() + m.len() <= width {
+            s.push_str(&m);
+        } else {
+            s.push('/');
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::types::fixture;
+
+    fn mos(name: &str) -> Decoded<ForecastRow> {
+        decode_mos(&fixture(&format!("forecast/mos/{name}")))
+    }
+
+    fn utc(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(y, mo, d, h, mi, 0).unwrap()
+    }
+
+    fn station<'a>(d: &'a Decoded<ForecastRow>, id: &str) -> Vec<&'a ForecastRow> {
+        d.records.iter().filter(|r| r.location_name == id).collect()
+    }
+
+    /// Checks the values of one row as read off the bulletin text.
+    #[allow(clippy::too_many_arguments)]
+    fn check(
+        r: &ForecastRow,
+        valid: DateTime<Utc>,
+        fh: i32,
+        t: f64,
+        dp: Option<f64>,
+        wdr: Option<i32>,
+        wsp_kt: Option<f64>,
+        cloud: Option<f64>,
+    ) {
+        assert_eq!(r.valid_time, valid, "{r:?}");
+        assert_eq!(r.forecast_hour, fh, "{r:?}");
+        assert_eq!(r.temperature_f, Some(t), "{r:?}");
+        assert_eq!(r.dew_point_f, dp, "{r:?}");
+        assert_eq!(r.wind_direction_deg, wdr, "{r:?}");
+        assert_eq!(r.wind_speed_mph, wsp_kt.map(kt_to_mph), "{r:?}");
+        assert_eq!(r.cloud_cover, cloud, "{r:?}");
+    }
+
+    const ALL: [&str; 19] = [
+        "ECS.txt",
+        "LAVUSA.txt",
+        "LEVUSA.txt",
+        "METNC1.txt",
+        "MET_empty.txt",
+        "MEXAFG.txt",
+        "MEXNC1.txt",
+        "MEXNC1_winter.txt",
+        "NBEUSA.txt",
+        "NBSUSA.txt",
+        "NBSUSA_32.txt",
+        "NBSUSA_32_station.txt",
+        "NBSUSA_empty.txt",
+        "NBS_12Z.txt",
+        "NBS_15Z.txt",
+        "NBS_21Z.txt",
+        "NBS_v5.txt",
+        "NBXUSA.txt",
+        "NBXUSA_int.txt",
+    ];
+
+    #[test]
+    fn every_fixture_decodes_without_errors() {
+        // Rows per file: stations with a TMP row × columns carrying a temperature, counted
+        // by hand from the bulletin text (see the per-type tests for each breakdown).
+        let expected: [(&str, usize); 19] = [
+            ("ECS.txt", 0),
+            ("LAVUSA.txt", 23),
+            ("LEVUSA.txt", 0),
+            ("METNC1.txt", 84),
+            ("MET_empty.txt", 42),
+            ("MEXAFG.txt", 0),
+            ("MEXNC1.txt", 0),
+            ("MEXNC1_winter.txt", 0),
+            ("NBEUSA.txt", 0),
+            ("NBSUSA.txt", 42),
+            ("NBSUSA_32.txt", 69),
+            ("NBSUSA_32_station.txt", 92),
+            ("NBSUSA_empty.txt", 0),
+            ("NBS_12Z.txt", 23),
+            ("NBS_15Z.txt", 23),
+            ("NBS_21Z.txt", 23),
+            ("NBS_v5.txt", 23),
+            ("NBXUSA.txt", 0),
+            ("NBXUSA_int.txt", 0),
+        ];
+        for (name, rows) in expected {
+            assert!(ALL.contains(&name));
+            let d = mos(name);
+            assert!(d.errors.is_empty(), "{name}: {:?}", d.errors);
+            assert_eq!(d.records.len(), rows, "{name}");
+            let text = fixture(&format!("forecast/mos/{name}"));
+            assert_eq!(d.read, String::from_utf8_lossy(&text).lines().count(), "{name}");
+            for r in &d.records {
+                assert!(r.latitude.is_none() && r.longitude.is_none());
+                assert!(r.temperature_c.is_some() && r.temperature_k.is_some());
+                assert!(r.valid_time > r.run_time - Duration::hours(1));
+            }
+        }
+        // All bulletins one after the other (as an archive concatenates them): a WMO
+        // preamble line closes the previous bulletin's last block.
+        let mut all = Vec::new();
+        for (name, _) in expected {
+            all.extend(fixture(&format!("forecast/mos/{name}")));
+            all.push(b'\n');
+        }
+        let d = decode_mos(&all);
+        assert!(d.errors.is_empty(), "{:?}", d.errors);
+        assert_eq!(d.records.len(), expected.iter().map(|(_, n)| n).sum::<usize>());
+    }
+
+    #[test]
+    fn met_nam_mos_values() {
+        // METNC1: 4 stations (KFOZ, KFPK, KFRM, KFSD), each HR row 21 columns, all TMP set.
+        let d = mos("METNC1.txt");
+        let ids: Vec<&str> = d.records.iter().map(|r| r.location_name.as_str()).collect();
+        for id in ["KFOZ", "KFPK", "KFRM", "KFSD"] {
+            assert_eq!(ids.iter().filter(|s| **s == id).count(), 21, "{id}");
+        }
+        let k = station(&d, "KFOZ");
+        assert!(k.iter().all(|r| r.model == "NAM-MOS" && r.run_time == utc(2017, 8, 12, 12, 0)));
+        // Line 5-12: HR 18, TMP 75, DPT 46, CLD CL, WDR 23, WSP 04.
+        check(k[0], utc(2017, 8, 12, 18, 0), 6, 75.0, Some(46.0), Some(230), Some(4.0), Some(0.0));
+        // Column 3 (HR 00, Aug 13): TMP 74, DPT 49, CLD CL, WDR 21, WSP 01.
+        check(k[2], utc(2017, 8, 13, 0, 0), 12, 74.0, Some(49.0), Some(210), Some(1.0), Some(0.0));
+        // Column 5 (06Z): WDR 00 WSP 00 is calm; CLD FW.
+        check(k[4], utc(2017, 8, 13, 6, 0), 18, 52.0, Some(46.0), Some(0), Some(0.0), Some(25.0));
+        // Column 20 (HR 06, Aug 15): TMP 52, DPT 52, CLD SC, WDR 11, WSP 01.
+        check(k[19], utc(2017, 8, 15, 6, 0), 66, 52.0, Some(52.0), Some(110), Some(1.0), Some(50.0));
+        // Last column (HR 12): TMP 49, DPT 49, CLD BK, WDR 11, WSP 03.
+        check(k[20], utc(2017, 8, 15, 12, 0), 72, 49.0, Some(49.0), Some(110), Some(3.0), Some(80.0));
+        assert!((k[0].temperature_c.unwrap() - 23.888_888).abs() < 1e-5);
+        assert!((k[0].dew_point_c.unwrap() - 7.777_777).abs() < 1e-5);
+        assert!(k.iter().all(|r| r.wind_gusts_mph.is_none()));
+    }
+
+    #[test]
+    fn met_truncated_last_station_gives_no_rows() {
+        // MET_empty: PHSF and PHTO have 21 columns each; PMDY stops after its HR row. Its
+        // headers carry the record separator written out as a literal `^^`.
+        let d = mos("MET_empty.txt");
+        assert_eq!(station(&d, "PHSF").len(), 21);
+        assert_eq!(station(&d, "PHTO").len(), 21);
+        assert!(station(&d, "PMDY").is_empty());
+        let p = station(&d, "PHTO");
+        // 00Z run: HR 06 first, ... 12 18 00 at the end.
+        check(p[0], utc(2018, 1, 26, 6, 0), 6, 71.0, Some(68.0), Some(230), Some(4.0), Some(100.0));
+        check(p[19], utc(2018, 1, 28, 18, 0), 66, 68.0, Some(63.0), Some(230), Some(5.0), Some(100.0));
+        check(p[20], utc(2018, 1, 29, 0, 0), 72, 78.0, Some(67.0), Some(100), Some(8.0), Some(100.0));
+    }
+
+    /// A real MAV block (KMCO 2020-02-11 00Z), from avwx-engine's tests (MIT); the
+    /// fixture set has no MAV file.
+    const MAV_KMCO: &str = "\
+KMCO   GFS MOS GUIDANCE    2/11/2020  0000 UTC                      
+DT /FEB  11            /FEB  12                /FEB  13          /  
+HR   06 09 12 15 18 21 00 03 06 09 12 15 18 21 00 03 06 09 12 18 00 
+X/N                    85          67          87          66    85 
+TMP  66 65 65 74 82 84 76 72 70 69 69 77 84 85 77 72 70 68 68 82 77 
+DPT  64 64 64 68 66 64 66 68 68 67 67 69 66 65 66 67 67 66 66 67 66 
+CLD  BK OV OV BK SC BK SC SC SC OV BK SC BK BK SC FW SC SC BK BK BK 
+WDR  13 14 14 16 18 18 14 17 30 36 09 16 16 16 15 16 16 17 18 20 21 
+WSP  05 04 03 08 08 07 06 04 02 01 01 06 12 11 06 06 05 04 04 12 06 
+P06         2     2     4    12     5     7     1     0     6  5 26 
+P12                     4          15           8           6    33 
+Q06         0     0     0     0     0     0     0     0     0  0  0 
+Q12                     0           0           0           0     0 
+T06      0/16  0/ 5  1/ 3  2/ 0  1/18  1/ 6  1/18  0/ 2  0/ 6 12/14 
+T12            0/16        2/ 8        1/18        2/18     1/ 6    
+POZ   0  0  0  0  0  0  0  0  0  0  0  0  0  0  0  0  0  0  0  0  0 
+POS   0  0  0  0  0  0  0  0  0  0  0  0  0  0  0  0  0  1  0  0  0 
+TYP   R  R  R  R  R  R  R  R  R  R  R  R  R  R  R  R  R  R  R  R  R 
+CIG   8  3  2  8  8  8  8  8  8  6  6  8  6  8  8  8  8  8  5  6  8 
+VIS   7  7  4  7  7  7  7  7  7  5  1  7  7  7  7  7  7  7  5  7  7 
+OBV   N  N BR  N  N  N  N  N  N BR FG  N  N  N  N  N  N  N BR  N  N
+";
+
+    #[test]
+    fn mav_gfs_mos_values() {
+        let d = decode_mos(MAV_KMCO.as_bytes());
+        assert!(d.errors.is_empty(), "{:?}", d.errors);
+        assert_eq!(d.records.len(), 21); // HR row: 21 columns, TMP row: 21 values.
+        let k = &d.records;
+        assert!(k.iter().all(|r| r.model == "GFS-MOS" && r.location_name == "KMCO"));
+        assert_eq!(k[0].run_time, utc(2020, 2, 11, 0, 0));
+        check(&k[0], utc(2020, 2, 11, 6, 0), 6, 66.0, Some(64.0), Some(130), Some(5.0), Some(80.0));
+        // Column 10: HR 09 Feb 12, TMP 69, DPT 67, CLD OV, WDR 36 (north), WSP 01.
+        check(&k[9], utc(2020, 2, 12, 9, 0), 33, 69.0, Some(67.0), Some(360), Some(1.0), Some(100.0));
+        check(&k[20], utc(2020, 2, 14, 0, 0), 72, 77.0, Some(66.0), Some(210), Some(6.0), Some(80.0));
+        // The same block as the NWS web page shows it: one leading space per line.
+        let indented: String = MAV_KMCO.lines().map(|l| format!(" {l}\n")).collect();
+        let e = decode_mos(indented.as_bytes());
+        assert!(e.errors.is_empty(), "{:?}", e.errors);
+        assert_eq!(e.records, d.records);
+    }
+
+    #[test]
+    fn lamp_values_and_missing_markers() {
+        // LAVUSA: PHBK has no TMP row (0 rows); PHHI's TMP row is 5 × 999, 13 values,
+        // 7 × 999 (13 rows); PHJH's is 5 × 999, 10 values, 10 × 999 (10 rows).
+        let d = mos("LAVUSA.txt");
+        assert!(station(&d, "PHBK").is_empty());
+        let h = station(&d, "PHHI");
+        assert_eq!(h.len(), 13);
+        assert_eq!(station(&d, "PHJH").len(), 10);
+        assert!(h.iter().all(|r| r.model == "LAV-MOS" && r.run_time == utc(2020, 7, 10, 12, 30)));
+        // Column 6 (UTC 18): TMP 74, DPT 64, WDR/WSP 99 = missing, WGS 999, CLD SC.
+        check(h[0], utc(2020, 7, 10, 18, 0), 6, 74.0, Some(64.0), None, None, Some(50.0));
+        assert_eq!(h[0].wind_gusts_mph, None);
+        // Column 9 (UTC 21): TMP 80, DPT 62, WDR 09, WSP 12, WGS 18, CLD BK.
+        check(h[3], utc(2020, 7, 10, 21, 0), 9, 80.0, Some(62.0), Some(90), Some(12.0), Some(80.0));
+        assert_eq!(h[3].wind_gusts_mph, Some(kt_to_mph(18.0)));
+        // Column 14 (UTC 02, next day): TMP 80, DPT 63, WDR 08, WSP 14; WGS NG = no gust.
+        check(h[8], utc(2020, 7, 11, 2, 0), 14, 80.0, Some(63.0), Some(80), Some(14.0), Some(50.0));
+        assert_eq!(h[8].wind_gusts_mph, None);
+        // Column 18 (UTC 06): TMP 74, DPT 65, WDR 07, WSP 06.
+        check(h[12], utc(2020, 7, 11, 6, 0), 18, 74.0, Some(65.0), Some(70), Some(6.0), Some(50.0));
+        // LEVUSA: HR counts from 12Z (26 = 14Z next day) and agrees with UTC; no TMP rows.
+        let e = mos("LEVUSA.txt");
+        assert!(e.errors.is_empty() && e.records.is_empty());
+    }
+
+    #[test]
+    fn nbs_v3_layouts() {
+        // NBSUSA (2018, no version in the header): KALM and KALN, FHR 06-66 (21 columns).
+        let d = mos("NBSUSA.txt");
+        let k = station(&d, "KALM");
+        assert_eq!(k.len(), 21);
+        assert_eq!(station(&d, "KALN").len(), 21);
+        assert!(k.iter().all(|r| r.model == "NBS-MOS" && r.run_time == utc(2018, 11, 7, 15, 0)));
+        check(k[0], utc(2018, 11, 7, 21, 0), 6, 72.0, Some(34.0), Some(190), Some(5.0), Some(3.0));
+        assert_eq!(k[0].wind_gusts_mph, Some(kt_to_mph(11.0)));
+        // Column 10 (FHR 33): WDR '  8' is 80 degrees, SKY 19.
+        check(k[9], utc(2018, 11, 9, 0, 0), 33, 66.0, Some(33.0), Some(80), Some(4.0), Some(19.0));
+        check(k[20], utc(2018, 11, 10, 9, 0), 66, 40.0, Some(33.0), Some(130), Some(3.0), Some(36.0));
+        assert_eq!(k[20].wind_gusts_mph, Some(kt_to_mph(4.0)));
+        // KALN column 11: SKY '100' written without a separating space.
+        assert_eq!(station(&d, "KALN")[10].cloud_cover, Some(100.0));
+
+        // NBSUSA_32 (V3.2): three buoys × 23 columns, FHR 06-72.
+        let d = mos("NBSUSA_32.txt");
+        let b = station(&d, "46083");
+        assert_eq!(b.len(), 23);
+        assert_eq!((station(&d, "46084").len(), station(&d, "46085").len()), (23, 23));
+        check(b[0], utc(2020, 2, 19, 18, 0), 6, 40.0, Some(34.0), Some(190), Some(17.0), Some(57.0));
+        assert_eq!(b[8].cloud_cover, Some(100.0));
+        check(b[22], utc(2020, 2, 22, 12, 0), 72, 36.0, Some(26.0), Some(230), Some(14.0), Some(76.0));
+        assert_eq!(b[22].wind_gusts_mph, Some(kt_to_mph(16.0)));
+
+        // NBSUSA_32_station: 4 stations × 23 columns; a 17Z run starts at FHR 04.
+        let d = mos("NBSUSA_32_station.txt");
+        for id in ["XSBN_0", "XSHP_0", "XSHR_0", "XSIT_0"] {
+            assert_eq!(station(&d, id).len(), 23, "{id}");
+        }
+        let x = station(&d, "XSBN_0");
+        check(x[0], utc(2020, 2, 19, 21, 0), 4, 38.0, Some(15.0), Some(310), Some(12.0), Some(0.0));
+        // Columns 16-17 (FHR 49, 52): negative dew points -2 and -1.
+        check(x[15], utc(2020, 2, 21, 18, 0), 49, 30.0, Some(-2.0), Some(330), Some(4.0), Some(0.0));
+        assert_eq!(x[16].dew_point_f, Some(-1.0));
+        check(x[22], utc(2020, 2, 22, 15, 0), 70, 36.0, Some(13.0), Some(260), Some(8.0), Some(0.0));
+    }
+
+    #[test]
+    fn nbs_v4_and_v5_layouts() {
+        // One station (KDSM), 23 columns each.
+        let d = mos("NBS_12Z.txt");
+        let k = &d.records;
+        assert_eq!(k[0].run_time, utc(2021, 4, 7, 12, 0));
+        check(&k[0], utc(2021, 4, 7, 18, 0), 6, 69.0, Some(57.0), Some(170), Some(13.0), Some(68.0));
+        assert_eq!(k[0].wind_gusts_mph, Some(kt_to_mph(19.0)));
+        check(&k[22], utc(2021, 4, 10, 12, 0), 72, 45.0, Some(38.0), Some(320), Some(9.0), Some(80.0));
+
+        let d = mos("NBS_21Z.txt");
+        check(&d.records[0], utc(2021, 4, 7, 3, 0), 6, 69.0, Some(54.0), Some(160), Some(11.0), Some(67.0));
+        check(&d.records[22], utc(2021, 4, 9, 21, 0), 72, 62.0, Some(42.0), Some(280), Some(13.0), Some(37.0));
+
+        // V5.0 adds WBG and moves SWH before GST; GST must still be read from its own row.
+        let v5 = mos("NBS_v5.txt");
+        let v4 = mos("NBS_15Z.txt");
+        let r = &v5.records;
+        assert_eq!(r[0].run_time, utc(2026, 4, 7, 15, 0));
+        check(&r[0], utc(2026, 4, 7, 21, 0), 6, 68.0, Some(58.0), Some(140), Some(11.0), Some(85.0));
+        assert_eq!(r[0].wind_gusts_mph, Some(kt_to_mph(16.0)));
+        check(&r[22], utc(2026, 4, 10, 15, 0), 72, 48.0, Some(38.0), Some(330), Some(12.0), Some(67.0));
+        assert_eq!(r[22].wind_gusts_mph, Some(kt_to_mph(16.0)));
+        // Same numbers as the V4.0 15Z bulletin, five years apart.
+        for (a, b) in r.iter().zip(&v4.records) {
+            assert_eq!(a.temperature_f, b.temperature_f);
+            assert_eq!(a.wind_gusts_kmh, b.wind_gusts_kmh);
+            assert_eq!(a.forecast_hour, b.forecast_hour);
+        }
+    }
+
+    #[test]
+    fn header_classification() {
+        assert_eq!(model_of_header(" KNYC   GFS MOS GUIDANCE    2/04/2022  1200 UTC"), Some("GFS-MOS"));
+        assert_eq!(model_of_header("KFOZ   NAM MOS GUIDANCE    8/12/2017  1200 UTC"), Some("NAM-MOS"));
+        assert_eq!(model_of_header("\u{1e}PHBK   GFS LAMP GUIDANCE   7/10/2020  1230 UTC  "), Some("LAV-MOS"));
+        assert_eq!(model_of_header("KDSM    NBM V4.0 NBS GUIDANCE    4/07/2021  1200 UTC"), Some("NBS-MOS"));
+        assert_eq!(model_of_header("KALM    NBM NBS GUIDANCE   11/07/2018  1500 UTC"), Some("NBS-MOS"));
+        assert_eq!(model_of_header("PAOR   GFSX MOS GUIDANCE  11/07/2020  0000 UTC"), None);
+        assert_eq!(bulletin_of_header("PAOR   GFSX MOS GUIDANCE  11/07/2020  0000 UTC"), Some(Bulletin::GfsMex));
+        assert_eq!(bulletin_of_header("KBAF   ECM MOS GUIDANCE    2/24/2020  1200 UTC"), Some(Bulletin::EcmwfMos));
+        assert_eq!(
+            bulletin_of_header("CLFU1   NBM V3.2 NBE GUIDANCE    7/22/2020  1400 UTC"),
+            Some(Bulletin::NbmOther)
+        );
+        assert_eq!(model_of_header("KNYC   GFS MOS GUIDANCE   13/04/2022  1200 UTC"), None);
+        assert_eq!(model_of_header("KNYC   GFS MOS GUIDANCE    2/04/2022  2400 UTC"), None);
+        assert_eq!(model_of_header("KNYC   FOO MOS GUIDANCE    2/04/2022  1200 UTC"), None);
+        assert_eq!(model_of_header("TMP  75 78 74"), None);
+    }
+
+    fn rows_for(model: &str, station: &str, run: DateTime<Utc>) -> Vec<ForecastRow> {
+        forecast_hours(model, run)
+            .unwrap()
+            .into_iter()
+            .enumerate()
+            .map(|(k, h)| {
+                let k = k as i32;
+                let mut r = ForecastRow {
+                    model: model.to_string(),
+                    location_name: station.to_string(),
+                    run_time: run,
+                    valid_time: floor_hour(run) + Duration::hours(i64::from(h)),
+                    forecast_hour: h,
+                    temperature_f: Some(f64::from((13 * k) % 150 - 40)),
+                    dew_point_f: Some(f64::from(-20 + 5 * k)),
+                    wind_direction_deg: Some(10 * (1 + (k * 7) % 36)),
+                    wind_speed_mph: Some(kt_to_mph(f64::from(1 + k % 23))),
+                    wind_gusts_mph: (k % 4 != 0).then(|| kt_to_mph(f64::from(10 + k))),
+                    cloud_cover: Some([0.0, 25.0, 50.0, 80.0, 100.0][k as usize % 5]),
+                    ..ForecastRow::default()
+                };
+                r.wind_speed_kmh = r.wind_speed_mph.map(|m| m / kt_to_mph(1.0) * 1.852);
+                r
+            })
+            .collect()
+    }
+
+    #[test]
+    fn round_trip_every_layout() {
+        let runs = [utc(2024, 12, 31, 18, 0), utc(2025, 2, 28, 0, 0), utc(2025, 7, 10, 12, 30), utc(2025, 3, 9, 17, 0)];
+        for model in ["GFS-MOS", "NAM-MOS", "LAV-MOS", "NBS-MOS"] {
+            for run in runs {
+                let rows = rows_for(model, "KXYZ", run);
+                let text = encode_mos(model, "KXYZ", run, &rows).unwrap();
+                let d = decode_mos(text.as_bytes());
+                assert!(d.errors.is_empty(), "{model} {run}: {:?}\n{text}", d.errors);
+                assert_eq!(d.records.len(), rows.len(), "{model} {run}\n{text}");
+                for (a, b) in rows.iter().zip(&d.records) {
+                    assert_eq!(b.model, model);
+                    assert_eq!(b.location_name, "KXYZ");
+                    assert_eq!(b.run_time, run);
+                    assert_eq!(b.valid_time, a.valid_time);
+                    assert_eq!(b.forecast_hour, a.forecast_hour);
+                    assert_eq!(b.temperature_f, a.temperature_f);
+                    assert_eq!(b.dew_point_f, a.dew_point_f);
+                    assert_eq!(b.wind_direction_deg, a.wind_direction_deg);
+                    let kt = |m: Option<f64>| m.map(|m| (m / kt_to_mph(1.0)).round());
+                    assert_eq!(kt(b.wind_speed_mph), kt(a.wind_speed_mph));
+                    let gusts = if model == "GFS-MOS" || model == "NAM-MOS" { None } else { kt(a.wind_gusts_mph) };
+                    assert_eq!(kt(b.wind_gusts_mph), gusts, "{model}\n{text}");
+                    assert_eq!(b.cloud_cover, a.cloud_cover);
+                }
+            }
+        }
+        assert!(encode_mos("GFS", "KXYZ", runs[0], &[]).is_none());
+    }
+
+    #[test]
+    fn encoder_reproduces_real_layouts() {
+        // Re-encoding decoded real blocks gives back the real lines (leading space aside).
+        let real = String::from_utf8(fixture("forecast/mos/METNC1.txt")).unwrap();
+        let d = mos("METNC1.txt");
+        let rows: Vec<ForecastRow> = station(&d, "KFRM").into_iter().cloned().collect();
+        let text = encode_mos("NAM-MOS", "KFRM", rows[0].run_time, &rows).unwrap();
+        for line in text.lines() {
+            let line = line.strip_prefix(' ').unwrap();
+            assert!(real.lines().any(|l| l.trim_end() == line), "not in METNC1: {line:?}");
+        }
+        assert_eq!(text.lines().count(), 8); // header, DT, HR, TMP, DPT, CLD, WDR, WSP
+
+        let mav = decode_mos(MAV_KMCO.as_bytes());
+        let text = encode_mav("KMCO", utc(2020, 2, 11, 0, 0), &mav.records);
+        for line in text.lines() {
+            let line = line.strip_prefix(' ').unwrap();
+            assert!(MAV_KMCO.lines().any(|l| l.trim_end() == line), "not in MAV: {line:?}");
+        }
+
+        let real = String::from_utf8(fixture("forecast/mos/NBS_15Z.txt")).unwrap();
+        let d = mos("NBS_15Z.txt");
+        let text = encode_nbs("KDSM", utc(2021, 4, 7, 15, 0), &d.records);
+        for line in text.lines().skip(1) {
+            let line = line.strip_prefix(' ').unwrap();
+            assert!(real.lines().any(|l| l.trim_end() == line), "not in NBS_15Z: {line:?}");
+        }
+        assert!(text.starts_with(" KDSM    NBM V4.2 NBS GUIDANCE    4/07/2021  1500 UTC\n"));
+
+        let real = String::from_utf8_lossy(&fixture("forecast/mos/LAVUSA.txt")).into_owned();
+        let d = mos("LAVUSA.txt");
+        let rows: Vec<ForecastRow> = station(&d, "PHHI").into_iter().cloned().collect();
+        let text = encode_mos("LAV-MOS", "PHHI", utc(2020, 7, 10, 12, 30), &rows).unwrap();
+        for label in [" UTC", " TMP", " DPT", " WDR", " WSP"] {
+            let line = text.lines().find(|l| l.starts_with(label)).unwrap().strip_prefix(' ').unwrap();
+            let block = real.split("PHHI").nth(1).unwrap();
+            assert!(block.lines().any(|l| l.trim_end() == line), "not in LAVUSA: {line:?}");
+        }
+    }
+
+    #[test]
+    fn encoder_fills_missing_columns() {
+        let run = utc(2025, 1, 5, 12, 0);
+        let mut rows = rows_for("GFS-MOS", "KNYC", run);
+        rows.remove(3);
+        rows[0].dew_point_f = None;
+        rows[1].wind_direction_deg = None;
+        let text = encode_mav("KNYC", run, &rows);
+        assert!(text.lines().nth(3).unwrap().starts_with(" TMP -40-27-14999 12"), "{text}");
+        let d = decode_mos(text.as_bytes());
+        assert!(d.errors.is_empty(), "{:?}", d.errors);
+        assert_eq!(d.records.len(), 20);
+        assert_eq!(d.records[0].dew_point_f, None);
+        assert_eq!(d.records[1].wind_direction_deg, None);
+        assert_eq!(d.records[3].forecast_hour, 18);
+    }
+
+    #[test]
+    fn garbled_cells_and_rows_are_reported() {
+        let base = MAV_KMCO;
+        // A letter inside the TMP row: that cell is lost, the rest of the row stays.
+        let d = decode_mos(base.replacen("TMP  66 65", "TMP  66 6x", 1).as_bytes());
+        assert_eq!(d.errors.len(), 1, "{:?}", d.errors);
+        assert_eq!(d.errors[0].line, 5);
+        assert!(d.errors[0].reason.contains("bad TMP value '6x' in column 2"), "{:?}", d.errors);
+        assert_eq!(d.records.len(), 20);
+        // A row shifted by one character cannot be trusted at all.
+        let d = decode_mos(base.replacen("DPT  64 64", "DPT  64 6", 1).as_bytes());
+        assert_eq!(d.errors.len(), 1, "{:?}", d.errors);
+        assert!(d.records.iter().all(|r| r.dew_point_f.is_none()));
+        // Out-of-range wind direction.
+        let d = decode_mos(base.replacen("WDR  13", "WDR  47", 1).as_bytes());
+        assert!(d.errors[0].reason.contains("bad WDR value '47'"), "{:?}", d.errors);
+        assert_eq!(d.records[0].wind_direction_deg, None);
+        // Garbage line inside a block.
+        let d = decode_mos(base.replacen("P06 ", "##garbage## ", 1).as_bytes());
+        assert_eq!(d.errors.len(), 1);
+        assert!(d.errors[0].reason.starts_with("unrecognised row"), "{:?}", d.errors);
+        // Bad header: the block is skipped with one error.
+        let d = decode_mos(base.replacen("2/11/2020", "2/30/2020", 1).as_bytes());
+        assert_eq!((d.errors.len(), d.records.len()), (1, 0));
+        assert!(d.errors[0].reason.contains("bad header date"));
+        // Hours that go backwards in an NBS FHR row disagree with the UTC row.
+        let nbs = String::from_utf8(fixture("forecast/mos/NBS_12Z.txt")).unwrap();
+        let d = decode_mos(nbs.replacen("FHR  06 09 12", "FHR  06 12 09", 1).as_bytes());
+        assert_eq!(d.errors.len(), 2, "{:?}", d.errors);
+        assert_eq!(d.records.len(), 21);
+        // Duplicate TMP row.
+        let d = decode_mos(base.replacen("DPT ", "TMP ", 1).as_bytes());
+        assert!(d.errors.iter().any(|e| e.reason == "duplicate TMP row"), "{:?}", d.errors);
+        // TMP row without any time row.
+        let d = decode_mos(base.replacen("HR   06", "XX   06", 1).as_bytes());
+        assert!(d.records.is_empty());
+        assert!(d.errors.iter().any(|e| e.reason.contains("without a time row")), "{:?}", d.errors);
+    }
+
+    #[test]
+    fn truncated_input_reports_or_stops_cleanly() {
+        let full = fixture("forecast/mos/METNC1.txt");
+        let text = String::from_utf8(full.clone()).unwrap();
+        // Cut in the middle of KFPK's TMP row ("TMP  70 71 6").
+        let at = text.find("TMP  70 71 68").unwrap() + "TMP  70 71 6".len();
+        let d = decode_mos(&full[..at]);
+        assert_eq!(d.records.len(), 21, "KFOZ only");
+        assert_eq!(d.errors.len(), 1, "{:?}", d.errors);
+        assert!(d.errors[0].reason.starts_with("truncated or misaligned TMP row"));
+        // Preamble only: no station header.
+        let d = decode_mos(b"906 \nFOUS46 KWNO 121200\nMETNC1\n");
+        assert_eq!(d.errors.len(), 1);
+        assert_eq!(d.errors[0].reason, "no MOS/NBM station header found");
+        // Empty input is not an error.
+        let d = decode_mos(b"");
+        assert!(d.errors.is_empty() && d.records.is_empty() && d.read == 0);
+        // Every prefix of two real bulletins: no panic, and rows only from whole columns.
+        for name in ["METNC1.txt", "NBSUSA_32_station.txt", "LAVUSA.txt"] {
+            let full = fixture(&format!("forecast/mos/{name}"));
+            let whole = decode_mos(&full).records;
+            for cut in 0..full.len() {
+                let d = decode_mos(&full[..cut]);
+                for r in &d.records {
+                    assert!(whole.iter().any(|w| w.location_name == r.location_name && w.valid_time == r.valid_time));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn binary_and_mutated_input_never_panics() {
+        let d = decode_mos(&[0xff, 0xfe, 0x00, 0x41, 0x0a, 0xc3, 0x28, 0x0a, 0x1e, 0x01]);
+        assert!(!d.errors.is_empty());
+        let mut garbage = Vec::new();
+        let mut x: u32 = 12345;
+        for _ in 0..20_000 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            garbage.push((x >> 16) as u8);
+        }
+        let d = decode_mos(&garbage);
+        assert!(!d.errors.is_empty());
+        assert!(d.records.is_empty());
+        // Random byte mutations of real bulletins, including multi-byte characters
+        // inside columns.
+        for name in ALL {
+            let full = fixture(&format!("forecast/mos/{name}"));
+            for round in 0..60 {
+                let mut m = full.clone();
+                for _ in 0..(1 + round % 5) {
+                    x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                    let pos = (x as usize >> 8) % m.len().max(1);
+                    let byte = [b'x', b'-', b' ', b'\n', 0xc3, 0xa9, b'9', 0][(x >> 4) as usize % 8];
+                    if let Some(b) = m.get_mut(pos) {
+                        *b = byte;
+                    }
+                }
+                let _ = decode_mos(&m);
+            }
+        }
+    }
+
+    #[test]
+    fn dt_row_matches_the_nws() {
+        // 00Z MAV: the marker for the last column's day does not fit and is cut to '/'.
+        let rows = rows_for("GFS-MOS", "KMCO", utc(2018, 1, 26, 0, 0));
+        let text = encode_mav("KMCO", utc(2018, 1, 26, 0, 0), &rows);
+        assert_eq!(text.lines().nth(1).unwrap(), " DT /JAN  26            /JAN  27                /JAN  28          /");
+        // 17Z NBS: the first day's marker is left out (NBSUSA_32_station).
+        let text = encode_nbs("XSBN_0", utc(2020, 2, 19, 17, 0), &[]);
+        assert_eq!(text.lines().nth(1).unwrap(), " DT      /FEB  20                /FEB  21                /FEB  22");
+        assert_eq!(
+            text.lines().nth(3).unwrap(),
+            " FHR  04 07 10 13 16 19 22 25 28 31 34 37 40 43 46 49 52 55 58 61 64 67 70"
+        );
+        assert_eq!(forecast_hours("NBS-MOS", utc(2021, 4, 6, 21, 0)).unwrap()[0], 6);
+        assert_eq!(forecast_hours("LAV-MOS", utc(2021, 4, 6, 21, 30)).unwrap().len(), 25);
+    }
+}

@@ -1,0 +1,878 @@
+//! Open-Meteo API responses (forecast, previous-runs and ensemble endpoints) into forecast
+//! rows, one per model and valid hour.
+//!
+//! The three shapes are told apart by their `hourly` keys:
+//! - plain: `temperature_2m` (one model, named by the caller) or `temperature_2m_<model>`
+//!   (several models requested);
+//! - previous runs: `temperature_2m_previous_dayN_<model>`, the forecast issued N days
+//!   before the valid day;
+//! - ensemble: `temperature_2m_memberNN_<model>` next to the control `temperature_2m_<model>`.
+//!
+//! Time strings are local to the response's single `utc_offset_seconds`: Open-Meteo applies
+//! the offset valid at request time to the whole series and never switches it at a DST
+//! change (open-meteo/open-meteo#1255, #488), so subtracting that one offset is exact even
+//! across a transition. `timeformat=unixtime` numbers are UTC already. Units come from
+//! `hourly_units` per key (API defaults °C, km/h, mm when absent); every quantity with two
+//! unit columns in spec 2.5 gets both.
+//!
+//! Null values are hours the model does not cover (beyond its horizon, not yet run): such an
+//! hour gives no row and no error. Errors on `line` N refer to the N-th entry of
+//! `hourly.time`; `line` 0 is the response as a whole or a whole key.
+
+use chrono::{DateTime, Days, Duration, NaiveTime, Utc};
+use serde_json::{Map, Value};
+
+use super::forecast_rows::parse_iso;
+use crate::decode::types::{Decoded, ForecastRow};
+use crate::units::{c_to_f, f_to_c, kt_to_kmh, kt_to_mph};
+
+const KMH_PER_MPH: f64 = 1.609344;
+const MM_PER_INCH: f64 = 25.4;
+
+/// Decodes an Open-Meteo response for one location, detecting its shape.
+///
+/// `run_time`: Open-Meteo responses do not say which run produced the data. For the plain
+/// and ensemble shapes the caller's `run_time` is used, else the first time of the series
+/// (the run is at least that old, and this keeps forecast_hour ≥ 0). Previous-runs data
+/// derive their own run time (see [`previous_run_time`]) and ignore `run_time`.
+///
+/// Keys without a model suffix (a single-model request) cannot be attributed and are
+/// reported; use [`decode_open_meteo_model`] for those.
+pub fn decode_open_meteo(bytes: &[u8], location_name: &str, run_time: Option<DateTime<Utc>>) -> Decoded<ForecastRow> {
+    decode_open_meteo_model(bytes, location_name, run_time, None)
+}
+
+/// As [`decode_open_meteo`], naming the model of unsuffixed keys (`temperature_2m`), either
+/// by its Open-Meteo id (`gfs_seamless`) or by its spec 2.5 name (`GFS`).
+///
+/// Ensembles: the row holds the ensemble MEAN per hour over the control (the unsuffixed
+/// series, member 0) and every `memberNN`, over the members that have a value that hour;
+/// wind direction is a vector mean; weather code is left null (a mean code means nothing).
+/// NCEP's ensemble is GEFS, which is one of the 18 models. ECMWF's ensemble (and any other
+/// ensemble) is NOT stored: spec 2.5 has no name for it, and filing its mean under
+/// ECMWF-IFS would mix a smoothed mean into the deterministic model's rows, runs and
+/// accuracy scores. Such models give one error naming them (line 0) and no rows.
+pub fn decode_open_meteo_model(
+    bytes: &[u8],
+    location_name: &str,
+    run_time: Option<DateTime<Utc>>,
+    model: Option<&str>,
+) -> Decoded<ForecastRow> {
+    let mut out = Decoded::new();
+    if let Err(reason) = decode_into(bytes, location_name, run_time, model, &mut out) {
+        out.reject(0, reason);
+    }
+    out
+}
+
+/// Run time assumed for a `previous_dayN` value: 00Z of the valid time's UTC day minus N
+/// days, so forecast_hour is 24·N + the valid hour. ASSUMPTION: Open-Meteo does not say
+/// which run a day-N value came from — its docs only call day N "a glimpse 24·N hours
+/// back", i.e. the run that was latest about 24·N h before the valid time, which can be a
+/// later cycle of that day or, for early valid hours, a cycle of the day before. A fixed
+/// 00Z label keeps every value of one day-N series on one run per valid day, which is
+/// what lead-day accuracy needs; treat forecast_hour as nominal for these rows.
+/// `None` only when that day is outside chrono's calendar.
+pub fn previous_run_time(valid: DateTime<Utc>, days_before: u32) -> Option<DateTime<Utc>> {
+    let day = valid.date_naive().checked_sub_days(Days::new(u64::from(days_before)))?;
+    Some(day.and_time(NaiveTime::MIN).and_utc())
+}
+
+/// Open-Meteo model ids of deterministic models (forecast and previous-runs APIs).
+const DETERMINISTIC: &[(&str, &str)] = &[
+    ("gfs_seamless", "GFS"),
+    ("gfs_global", "GFS"),
+    ("gfs013", "GFS"),
+    ("gfs025", "GFS"),
+    ("ncep_gfs013", "GFS"),
+    ("ncep_gfs025", "GFS"),
+    ("ncep_gfs_global", "GFS"),
+    ("gfs_hrrr", "HRRR"),
+    ("ncep_hrrr_conus", "HRRR"),
+    ("ncep_nam_conus", "NAM"),
+    ("ncep_nbm_conus", "NBM"),
+    ("gfs05", "GEFS"),
+    ("ncep_gefs_seamless", "GEFS"),
+    ("ncep_gefs025", "GEFS"),
+    ("ncep_gefs05", "GEFS"),
+    ("ncep_gefs025_ensemble_mean", "GEFS"),
+    ("ncep_gefs05_ensemble_mean", "GEFS"),
+    ("ecmwf_ifs", "ECMWF-IFS"),
+    ("ecmwf_ifs025", "ECMWF-IFS"),
+    ("ecmwf_ifs04", "ECMWF-IFS"),
+    ("icon_seamless", "ICON"),
+    ("icon_global", "ICON"),
+    ("dwd_icon", "ICON"),
+    ("gem_global", "GEM-GDPS"),
+    ("cmc_gem_gdps", "GEM-GDPS"),
+    ("gem_hrdps_continental", "GEM-HRDPS"),
+    ("cmc_gem_hrdps", "GEM-HRDPS"),
+    ("jma_seamless", "JMA"),
+    ("jma_gsm", "JMA"),
+    ("meteofrance_arpege_world", "ARPEGE"),
+    ("meteofrance_arpege_world025", "ARPEGE"),
+    ("meteofrance_arpege_europe", "ARPEGE"),
+    ("ukmo_global", "UKMO"),
+    ("ukmo_global_deterministic_10km", "UKMO"),
+    ("ukmo_seamless", "UKMO"),
+];
+
+/// Open-Meteo model ids in the ensemble API that we store (as the ensemble mean).
+const ENSEMBLE: &[(&str, &str)] = &[
+    ("ncep_gefs_seamless", "GEFS"),
+    ("ncep_gefs025", "GEFS"),
+    ("ncep_gefs05", "GEFS"),
+    ("gfs_seamless", "GEFS"),
+    ("gfs025", "GEFS"),
+    ("gfs05", "GEFS"),
+];
+
+/// Maps an Open-Meteo model id (or one of our names) to a spec 2.5 model name.
+fn resolve_model(id: &str, ensemble: bool) -> Result<&'static str, String> {
+    if let Some(name) = super::forecast_rows::MODELS.iter().find(|m| **m == id) {
+        return Ok(name);
+    }
+    let table = if ensemble { ENSEMBLE } else { DETERMINISTIC };
+    if let Some((_, name)) = table.iter().find(|(k, _)| *k == id) {
+        return Ok(name);
+    }
+    if id.starts_with("ecmwf_aifs") {
+        Err(format!("model '{id}' is ECMWF AIFS, not IFS: no model name in spec 2.5"))
+    } else if id.starts_with("ecmwf") && (ensemble || id.contains("ensemble")) {
+        Err(format!("ECMWF ensemble '{id}' has no model name in spec 2.5; not stored as ECMWF-IFS"))
+    } else if ensemble {
+        Err(format!("ensemble model '{id}' has no model name in spec 2.5"))
+    } else {
+        Err(format!("unknown Open-Meteo model '{id}'"))
+    }
+}
+
+/// The hourly variables we map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Var {
+    Temp,
+    Rh,
+    Dew,
+    Apparent,
+    WindSpeed,
+    WindDir,
+    Gusts,
+    Cloud,
+    Precip,
+    Code,
+    PressureMsl,
+    PressureSfc,
+}
+
+/// Variable names, current and pre-2023 spellings. Keys are matched on a whole name
+/// followed by `_` or the end, so `precipitation_probability` is not `precipitation`.
+const VARS: [(&str, Var); 19] = [
+    ("temperature_2m", Var::Temp),
+    ("relative_humidity_2m", Var::Rh),
+    ("relativehumidity_2m", Var::Rh),
+    ("dew_point_2m", Var::Dew),
+    ("dewpoint_2m", Var::Dew),
+    ("apparent_temperature", Var::Apparent),
+    ("wind_speed_10m", Var::WindSpeed),
+    ("windspeed_10m", Var::WindSpeed),
+    ("wind_direction_10m", Var::WindDir),
+    ("winddirection_10m", Var::WindDir),
+    ("wind_gusts_10m", Var::Gusts),
+    ("windgusts_10m", Var::Gusts),
+    ("cloud_cover", Var::Cloud),
+    ("cloudcover", Var::Cloud),
+    ("precipitation", Var::Precip),
+    ("weather_code", Var::Code),
+    ("weathercode", Var::Code),
+    ("pressure_msl", Var::PressureMsl),
+    ("surface_pressure", Var::PressureSfc),
+];
+
+/// Units of one series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    DegC,
+    DegF,
+    Kmh,
+    Mph,
+    Knots,
+    MetresPerSecond,
+    Mm,
+    Inch,
+    /// Percent, degrees, WMO code, hPa: one unit only.
+    Native,
+}
+
+fn parse_unit(var: Var, unit: Option<&str>) -> Result<Unit, String> {
+    let u = unit.map(str::trim);
+    let ok = match var {
+        Var::Temp | Var::Dew | Var::Apparent => match u {
+            None | Some("°C" | "C" | "celsius") => Some(Unit::DegC),
+            Some("°F" | "F" | "fahrenheit") => Some(Unit::DegF),
+            _ => None,
+        },
+        Var::WindSpeed | Var::Gusts => match u {
+            None | Some("km/h" | "kmh") => Some(Unit::Kmh),
+            Some("mp/h" | "mph") => Some(Unit::Mph),
+            Some("kn" | "kt" | "knots") => Some(Unit::Knots),
+            Some("m/s" | "ms") => Some(Unit::MetresPerSecond),
+            _ => None,
+        },
+        Var::Precip => match u {
+            None | Some("mm") => Some(Unit::Mm),
+            Some("inch" | "in") => Some(Unit::Inch),
+            _ => None,
+        },
+        Var::Rh | Var::Cloud => matches!(u, None | Some("%")).then_some(Unit::Native),
+        Var::PressureMsl | Var::PressureSfc => matches!(u, None | Some("hPa")).then_some(Unit::Native),
+        Var::WindDir | Var::Code => Some(Unit::Native),
+    };
+    ok.ok_or_else(|| format!("unknown unit '{}'", u.unwrap_or_default()))
+}
+
+/// What a key of `hourly` names.
+struct KeyParts<'a> {
+    var: Var,
+    member: Option<u32>,
+    day: Option<u32>,
+    model: Option<&'a str>,
+}
+
+/// `temperature_2m[_memberNN|_previous_dayN][_<model>]`; None for keys we do not map.
+fn parse_key(key: &str) -> Option<KeyParts<'_>> {
+    let (var, rest) = VARS.iter().find_map(|&(name, var)| {
+        let rest = key.strip_prefix(name)?;
+        if rest.is_empty() {
+            Some((var, rest))
+        } else {
+            rest.strip_prefix('_').map(|r| (var, r))
+        }
+    })?;
+    if rest == "spread" || rest.starts_with("spread_") {
+        return None; // ensemble-mean API spread: not a forecast value
+    }
+    let (member, rest) = numbered(rest, "member");
+    let (day, rest) = numbered(rest, "previous_day");
+    let model = (!rest.is_empty()).then_some(rest);
+    Some(KeyParts { var, member, day, model })
+}
+
+/// Splits `<prefix>NN[_rest]` into (NN, rest); anything else is returned unchanged.
+fn numbered<'a>(s: &'a str, prefix: &str) -> (Option<u32>, &'a str) {
+    let Some(tail) = s.strip_prefix(prefix) else {
+        return (None, s);
+    };
+    let n = tail.bytes().take_while(u8::is_ascii_digit).count();
+    let (num, rest) = tail.split_at(n);
+    let rest = match rest.strip_prefix('_') {
+        Some(r) => r,
+        None if rest.is_empty() => rest,
+        None => return (None, s),
+    };
+    match num.parse() {
+        Ok(v) => (Some(v), rest),
+        Err(_) => (None, s),
+    }
+}
+
+/// One array of values with its variable and unit.
+struct Series<'a> {
+    var: Var,
+    unit: Unit,
+    values: &'a [Value],
+}
+
+/// Every series of one model (and one previous-day lead).
+struct Group<'a> {
+    model_id: Option<&'a str>,
+    day: Option<u32>,
+    series: Vec<Series<'a>>,
+    /// A `temperature_2m` key was seen (even if its series was rejected).
+    temp_key: bool,
+    /// Problems with this group's keys, reported only when the group is a model.
+    errors: Vec<(usize, String)>,
+}
+
+impl Group<'_> {
+    /// The value of `var` at hour `i` in its series' unit: the only series, or the mean of
+    /// the ensemble members that have one (a vector mean for wind direction).
+    fn value(&self, var: Var, i: usize) -> Option<(f64, Unit)> {
+        let mut unit = None;
+        let (mut sum, mut sin, mut cos, mut n) = (0.0, 0.0, 0.0, 0u32);
+        for s in self.series.iter().filter(|s| s.var == var) {
+            let Some(v) = s.values.get(i).and_then(Value::as_f64).filter(|v| v.is_finite()) else {
+                continue;
+            };
+            unit = Some(s.unit);
+            sum += v;
+            sin += v.to_radians().sin();
+            cos += v.to_radians().cos();
+            n += 1;
+        }
+        let unit = unit?;
+        if n == 1 {
+            return Some((sum, unit));
+        }
+        if var == Var::WindDir {
+            return Some((sin.atan2(cos).to_degrees().rem_euclid(360.0), unit));
+        }
+        Some((sum / f64::from(n), unit))
+    }
+}
+
+/// Everything an hour's row needs from the response.
+struct Context<'a> {
+    location: &'a str,
+    latitude: Option<f64>,
+    longitude: Option<f64>,
+    times: &'a [Option<DateTime<Utc>>],
+    run_time: Option<DateTime<Utc>>,
+    ensemble: bool,
+}
+
+fn decode_into(
+    bytes: &[u8],
+    location_name: &str,
+    run_time: Option<DateTime<Utc>>,
+    model: Option<&str>,
+    out: &mut Decoded<ForecastRow>,
+) -> Result<(), String> {
+    let location = location_name.trim();
+    if location.is_empty() {
+        return Err("empty location_name".into());
+    }
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let root: Value = serde_json::from_str(text).map_err(|e| format!("bad JSON: {e}"))?;
+    let root = single_location(&root)?;
+    if root.get("error").and_then(Value::as_bool) == Some(true) {
+        let reason = root.get("reason").and_then(Value::as_str).unwrap_or("no reason given");
+        return Err(format!("Open-Meteo error: {reason}"));
+    }
+    let hourly = root.get("hourly").and_then(Value::as_object).ok_or("no hourly object")?;
+    let time = hourly.get("time").and_then(Value::as_array).ok_or("hourly has no time array")?;
+    out.read = time.len();
+    let offset = utc_offset(root)?;
+    let times = valid_times(time, offset, out);
+    let units = root.get("hourly_units").and_then(Value::as_object);
+    let (groups, ensemble) = group_series(hourly, units, time.len());
+    if !groups.iter().any(|g| g.temp_key) {
+        return Err("no temperature_2m series in hourly".into());
+    }
+    let ctx = Context {
+        location,
+        latitude: root.get("latitude").and_then(Value::as_f64),
+        longitude: root.get("longitude").and_then(Value::as_f64),
+        times: &times,
+        run_time: run_time.or_else(|| times.iter().flatten().next().copied()),
+        ensemble,
+    };
+    for g in groups.iter().filter(|g| g.temp_key) {
+        for (line, reason) in &g.errors {
+            out.reject(*line, reason.as_str());
+        }
+        let id = g.model_id.or(model);
+        let Some(id) = id else {
+            out.reject(0, "temperature_2m has no model suffix and no model was given");
+            continue;
+        };
+        match resolve_model(id, ensemble) {
+            Ok(name) => emit_group(g, name, &ctx, out),
+            Err(reason) => out.reject(0, reason),
+        }
+    }
+    Ok(())
+}
+
+/// A multi-location request answers with an array; one location per call here, because
+/// the caller names it.
+fn single_location(root: &Value) -> Result<&Value, String> {
+    match root {
+        Value::Array(items) if items.len() == 1 => Ok(&items[0]),
+        Value::Array(items) => Err(format!("{} locations in one response; expected 1", items.len())),
+        Value::Object(_) => Ok(root),
+        _ => Err("expected a JSON object".into()),
+    }
+}
+
+fn utc_offset(root: &Value) -> Result<i64, String> {
+    match root.get("utc_offset_seconds") {
+        None | Some(Value::Null) => Ok(0),
+        Some(v) => v.as_i64().filter(|s| s.abs() <= 18 * 3600).ok_or_else(|| format!("bad utc_offset_seconds {v}")),
+    }
+}
+
+/// UTC valid times of `hourly.time`; a bad entry is reported and gives no rows.
+fn valid_times(time: &[Value], offset: i64, out: &mut Decoded<ForecastRow>) -> Vec<Option<DateTime<Utc>>> {
+    time.iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let t = match v {
+                Value::String(s) => parse_iso(s).and_then(|(naive, written)| {
+                    let off = written.map_or(offset, i64::from);
+                    naive.checked_sub_signed(Duration::seconds(off)).map(|n| n.and_utc())
+                }),
+                Value::Number(n) => n.as_i64().and_then(|s| DateTime::from_timestamp(s, 0)),
+                _ => None,
+            };
+            if t.is_none() {
+                out.reject(i + 1, format!("bad time {}", clip_json(v)));
+            }
+            t
+        })
+        .collect()
+}
+
+/// Groups the mapped keys by model (and previous-day lead). Keys with a bad array or
+/// unknown unit are skipped, their errors kept with the group: a group without a
+/// temperature key is not a model (`precipitation_probability_<model>` parses as
+/// precipitation of model `probability_<model>`) and its errors are noise. Returns whether
+/// the response is an ensemble.
+fn group_series<'a>(
+    hourly: &'a Map<String, Value>,
+    units: Option<&'a Map<String, Value>>,
+    len: usize,
+) -> (Vec<Group<'a>>, bool) {
+    let keys: Vec<(&String, KeyParts<'_>)> = hourly.iter().filter_map(|(k, _)| Some((k, parse_key(k)?))).collect();
+    let ensemble = keys.iter().any(|(_, p)| p.member.is_some());
+    let previous = keys.iter().any(|(_, p)| p.day.is_some());
+    let mut groups: Vec<Group<'a>> = Vec::new();
+    for (key, parts) in keys {
+        // In a previous-runs response the unsuffixed series is the latest run: day 0.
+        let day = parts.day.or(previous.then_some(0));
+        let idx = match groups.iter().position(|g| g.model_id == parts.model && g.day == day) {
+            Some(idx) => idx,
+            None => {
+                let group =
+                    Group { model_id: parts.model, day, series: Vec::new(), temp_key: false, errors: Vec::new() };
+                groups.push(group);
+                groups.len() - 1
+            }
+        };
+        let group = &mut groups[idx];
+        group.temp_key |= parts.var == Var::Temp;
+        let Some(values) = hourly.get(key.as_str()).and_then(Value::as_array) else {
+            group.errors.push((0, format!("{key}: expected an array")));
+            continue;
+        };
+        if values.len() != len {
+            group.errors.push((0, format!("{key}: {} values for {len} times", values.len())));
+            continue;
+        }
+        if let Some(i) = values.iter().position(|v| !v.is_null() && !v.is_number()) {
+            group.errors.push((i + 1, format!("{key}: expected a number, found {}", clip_json(&values[i]))));
+        }
+        let unit_text = units.and_then(|u| u.get(key.as_str())).and_then(Value::as_str);
+        let unit = match parse_unit(parts.var, unit_text) {
+            Ok(u) => u,
+            Err(reason) => {
+                group.errors.push((0, format!("{key}: {reason}")));
+                continue;
+            }
+        };
+        if group.series.iter().any(|s| s.var == parts.var && s.unit != unit) {
+            group.errors.push((0, format!("{key}: unit differs from the other members")));
+            continue;
+        }
+        group.series.push(Series { var: parts.var, unit, values });
+    }
+    (groups, ensemble)
+}
+
+/// One row per hour that has a temperature.
+fn emit_group(g: &Group<'_>, model: &str, ctx: &Context<'_>, out: &mut Decoded<ForecastRow>) {
+    for (i, valid) in ctx.times.iter().enumerate() {
+        let Some(valid) = *valid else {
+            continue;
+        };
+        let Some((temp, temp_unit)) = g.value(Var::Temp, i) else {
+            continue;
+        };
+        let run = match g.day {
+            Some(day) => previous_run_time(valid, day),
+            None => ctx.run_time,
+        };
+        let Some(run) = run else {
+            out.reject(i + 1, "no run time");
+            continue;
+        };
+        if valid < run {
+            out.reject(i + 1, format!("{model}: valid time {valid} before run time {run}"));
+            continue;
+        }
+        let Ok(forecast_hour) = i32::try_from((valid - run).num_hours()) else {
+            out.reject(i + 1, "lead time out of range");
+            continue;
+        };
+        let mut row = ForecastRow {
+            model: model.to_string(),
+            location_name: ctx.location.to_string(),
+            latitude: ctx.latitude,
+            longitude: ctx.longitude,
+            run_time: run,
+            valid_time: valid,
+            forecast_hour,
+            ..Default::default()
+        };
+        apply(&mut row, Var::Temp, temp_unit, temp);
+        for s in &g.series {
+            if s.var == Var::Temp || (s.var == Var::Code && ctx.ensemble) {
+                continue;
+            }
+            if let Some((v, unit)) = g.value(s.var, i) {
+                apply(&mut row, s.var, unit, v);
+            }
+        }
+        row.complete_temperatures();
+        out.records.push(row);
+    }
+}
+
+/// Stores one value in its column(s), filling both units where spec 2.5 has two.
+fn apply(row: &mut ForecastRow, var: Var, unit: Unit, v: f64) {
+    match var {
+        Var::Temp => match unit {
+            Unit::DegF => row.temperature_f = Some(v),
+            _ => row.temperature_c = Some(v),
+        },
+        Var::Dew => (row.dew_point_f, row.dew_point_c) = both_temps(unit, v),
+        Var::Apparent => (row.apparent_temp_f, row.apparent_temp_c) = both_temps(unit, v),
+        Var::WindSpeed => (row.wind_speed_mph, row.wind_speed_kmh) = both_speeds(unit, v),
+        Var::Gusts => (row.wind_gusts_mph, row.wind_gusts_kmh) = both_speeds(unit, v),
+        Var::Precip => {
+            (row.precipitation_mm, row.precipitation_in) = match unit {
+                Unit::Inch => (Some(v * MM_PER_INCH), Some(v)),
+                _ => (Some(v), Some(v / MM_PER_INCH)),
+            }
+        }
+        Var::WindDir => row.wind_direction_deg = Some(v.round() as i32),
+        Var::Code => row.weather_code = Some(v.round() as i32),
+        Var::Rh => row.relative_humidity = Some(v),
+        Var::Cloud => row.cloud_cover = Some(v),
+        Var::PressureMsl => row.pressure_msl_hpa = Some(v),
+        Var::PressureSfc => row.surface_pressure_hpa = Some(v),
+    }
+}
+
+/// (°F, °C).
+fn both_temps(unit: Unit, v: f64) -> (Option<f64>, Option<f64>) {
+    match unit {
+        Unit::DegF => (Some(v), Some(f_to_c(v))),
+        _ => (Some(c_to_f(v)), Some(v)),
+    }
+}
+
+/// (mph, km/h).
+fn both_speeds(unit: Unit, v: f64) -> (Option<f64>, Option<f64>) {
+    let (mph, kmh) = match unit {
+        Unit::Mph => (v, v * KMH_PER_MPH),
+        Unit::Knots => (kt_to_mph(v), kt_to_kmh(v)),
+        Unit::MetresPerSecond => (v * 3.6 / KMH_PER_MPH, v * 3.6),
+        _ => (v / KMH_PER_MPH, v),
+    };
+    (Some(mph), Some(kmh))
+}
+
+/// A JSON value for an error message, at most 32 characters.
+fn clip_json(v: &Value) -> String {
+    let s = v.to_string();
+    match s.char_indices().nth(32) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::forecast_rows::{is_model, parse_time};
+    use crate::decode::types::fixture;
+
+    fn utc(s: &str) -> DateTime<Utc> {
+        parse_time(s).unwrap()
+    }
+
+    fn close(a: Option<f64>, b: f64) -> bool {
+        a.is_some_and(|a| (a - b).abs() < 1e-9)
+    }
+
+    fn find<'a>(rows: &'a [ForecastRow], model: &str, run: &str, valid: &str) -> &'a ForecastRow {
+        let (run, valid) = (utc(run), utc(valid));
+        let hits: Vec<_> =
+            rows.iter().filter(|r| r.model == model && r.run_time == run && r.valid_time == valid).collect();
+        assert_eq!(hits.len(), 1, "{model} {run} {valid}");
+        hits[0]
+    }
+
+    #[test]
+    fn previous_runs_fixture() {
+        let d = decode_open_meteo(
+            &fixture("forecast/openmeteo_previous_runs_knyc_gfs_ecmwf_2026-09-01_03.json"),
+            "KNYC",
+            None,
+        );
+        assert!(d.errors.is_empty(), "{:?}", d.errors);
+        assert_eq!(d.read, 72);
+        // 72 hours × (GFS, ECMWF-IFS) × previous_day1..3, no nulls in the file.
+        assert_eq!(d.records.len(), 72 * 2 * 3);
+        // time[0] = "2026-09-01T00:00" (GMT). temperature_2m_previous_day1_gfs_seamless[0] = 71.5 °F,
+        // from the run of 2026-08-31 00Z (assumed), lead 24 h.
+        let r = find(&d.records, "GFS", "2026-08-31T00:00:00Z", "2026-09-01T00:00:00Z");
+        assert_eq!(r.forecast_hour, 24);
+        assert_eq!(r.temperature_f, Some(71.5));
+        assert!(close(r.temperature_c, (71.5 - 32.0) * 5.0 / 9.0));
+        assert_eq!((r.latitude, r.longitude), (Some(40.78858), Some(-73.9661)));
+        assert_eq!(r.location_name, "KNYC");
+        // time[0], temperature_2m_previous_day3_ecmwf_ifs025[0] = 74.4 °F: run 2026-08-29 00Z, lead 72 h.
+        let r = find(&d.records, "ECMWF-IFS", "2026-08-29T00:00:00Z", "2026-09-01T00:00:00Z");
+        assert_eq!((r.forecast_hour, r.temperature_f), (72, Some(74.4)));
+        // time[1] = "2026-09-01T01:00"; precipitation_previous_day1_ecmwf_ifs025[1] = 0.004 inch.
+        let r = find(&d.records, "ECMWF-IFS", "2026-08-31T00:00:00Z", "2026-09-01T01:00:00Z");
+        assert_eq!((r.forecast_hour, r.temperature_f), (25, Some(71.7)));
+        assert_eq!(r.precipitation_in, Some(0.004));
+        assert!(close(r.precipitation_mm, 0.1016));
+        // Last hour, time[71] = "2026-09-03T23:00": previous_day2_gfs_seamless[71] = 88.5 °F,
+        // run 2026-09-01 00Z, lead 71 h.
+        let r = find(&d.records, "GFS", "2026-09-01T00:00:00Z", "2026-09-03T23:00:00Z");
+        assert_eq!((r.forecast_hour, r.temperature_f), (71, Some(88.5)));
+        assert_eq!(previous_run_time(utc("2026-09-02T15:00:00Z"), 2), Some(utc("2026-08-31T00:00:00Z")));
+    }
+
+    #[test]
+    fn ensemble_fixture_gefs_mean_and_ecmwf_rejected() {
+        let d =
+            decode_open_meteo(&fixture("forecast/openmeteo_ensemble_knyc_gefs_ecmwf_2026-09-24_27.json"), "KNYC", None);
+        assert_eq!(d.read, 96);
+        // ECMWF ENS has no model name: one error naming it, no rows.
+        assert_eq!(d.errors.len(), 1, "{:?}", d.errors);
+        assert_eq!(d.errors[0].line, 0);
+        assert!(d.errors[0].reason.contains("ecmwf_ifs025_ensemble"), "{}", d.errors[0].reason);
+        assert_eq!(d.records.len(), 96);
+        assert!(d.records.iter().all(|r| r.model == "GEFS"));
+        // Run time: none given, so the first valid time 2026-09-24T00:00 GMT.
+        let run = "2026-09-24T00:00:00Z";
+        // Hour 0: control 63.9, member01 64.9, member02 64.4 → (63.9 + 64.9 + 64.4) / 3 = 64.4 °F.
+        let r = find(&d.records, "GEFS", run, "2026-09-24T00:00:00Z");
+        assert_eq!(r.forecast_hour, 0);
+        assert!(close(r.temperature_f, 64.4));
+        assert!(close(r.precipitation_in, 0.0));
+        // Hour 1: 62.3, 63.5, 62.9 → 188.7 / 3 = 62.9 °F.
+        assert!(close(find(&d.records, "GEFS", run, "2026-09-24T01:00:00Z").temperature_f, 62.9));
+        // Last hour (2026-09-27T23:00, index 95): 58.1, 57.1, 59.0 → 174.2 / 3 = 58.0667 °F;
+        // precipitation 0.004, 0.0, 0.0 inch → 0.001333 inch.
+        let r = find(&d.records, "GEFS", run, "2026-09-27T23:00:00Z");
+        assert_eq!(r.forecast_hour, 95);
+        assert!(close(r.temperature_f, 174.2 / 3.0));
+        assert!(close(r.precipitation_in, 0.004 / 3.0));
+        assert_eq!(r.weather_code, None);
+        // With the caller's run time the lead follows it.
+        let run = utc("2026-09-23T18:00:00Z");
+        let d = decode_open_meteo(
+            &fixture("forecast/openmeteo_ensemble_knyc_gefs_ecmwf_2026-09-24_27.json"),
+            "KNYC",
+            Some(run),
+        );
+        assert_eq!(d.records[0].run_time, run);
+        assert_eq!(d.records[0].forecast_hour, 6);
+    }
+
+    /// A hand-built multi-model forecast response in New York local time (EDT, −4 h),
+    /// US units, with a null, an unknown model and the older variable spellings.
+    const PLAIN: &str = r#"{"latitude":40.78,"longitude":-73.97,"utc_offset_seconds":-14400,
+      "timezone":"America/New_York","timezone_abbreviation":"EDT",
+      "hourly_units":{"time":"iso8601","temperature_2m_gfs_seamless":"°F","temperature_2m_ecmwf_ifs025":"°F",
+        "temperature_2m_gfs_graphcast025":"°F","relative_humidity_2m_gfs_seamless":"%","dew_point_2m_gfs_seamless":"°F",
+        "apparent_temperature_gfs_seamless":"°F","windspeed_10m_gfs_seamless":"mp/h","wind_direction_10m_gfs_seamless":"°",
+        "wind_gusts_10m_gfs_seamless":"kn","cloud_cover_gfs_seamless":"%","precipitation_gfs_seamless":"inch",
+        "weather_code_gfs_seamless":"wmo code","pressure_msl_gfs_seamless":"hPa","surface_pressure_gfs_seamless":"hPa",
+        "precipitation_probability_gfs_seamless":"%","cloud_cover_low_gfs_seamless":"%"},
+      "hourly":{"time":["2026-09-24T00:00","2026-09-24T01:00","2026-09-24T02:00"],
+        "temperature_2m_gfs_seamless":[60.1,null,58.7],
+        "temperature_2m_ecmwf_ifs025":[59.0,58.2,57.5],
+        "temperature_2m_gfs_graphcast025":[1,2,3],
+        "relative_humidity_2m_gfs_seamless":[80,82,85],
+        "dew_point_2m_gfs_seamless":[53.6,53.0,54.0],
+        "apparent_temperature_gfs_seamless":[59.0,58.0,57.0],
+        "windspeed_10m_gfs_seamless":[10.0,9.0,8.0],
+        "wind_direction_10m_gfs_seamless":[200,210,220],
+        "wind_gusts_10m_gfs_seamless":[20.0,18.0,16.0],
+        "cloud_cover_gfs_seamless":[100,90,80],
+        "precipitation_gfs_seamless":[0.01,0.0,0.0],
+        "weather_code_gfs_seamless":[61,3,2],
+        "pressure_msl_gfs_seamless":[1012.5,1012.9,1013.2],
+        "surface_pressure_gfs_seamless":[1007.1,1007.4,1007.8],
+        "precipitation_probability_gfs_seamless":[50,40,30],
+        "cloud_cover_low_gfs_seamless":[10,10,10]}}"#;
+
+    #[test]
+    fn plain_multi_model_local_time_and_units() {
+        let run = utc("2026-09-24T00:00:00Z");
+        let d = decode_open_meteo(PLAIN.as_bytes(), "KNYC", Some(run));
+        assert_eq!(d.read, 3);
+        assert_eq!(d.errors.len(), 1, "{:?}", d.errors);
+        assert_eq!(d.errors[0].reason, "unknown Open-Meteo model 'gfs_graphcast025'");
+        // GFS hour 1 is null: 2 GFS rows + 3 ECMWF rows.
+        assert_eq!(d.records.len(), 5);
+        // "2026-09-24T00:00" at −14400 s is 04:00Z; lead from the 00Z run is 4 h.
+        let r = find(&d.records, "GFS", "2026-09-24T00:00:00Z", "2026-09-24T04:00:00Z");
+        assert_eq!(r.forecast_hour, 4);
+        assert_eq!(r.temperature_f, Some(60.1));
+        assert_eq!(r.relative_humidity, Some(80.0));
+        assert_eq!(r.dew_point_f, Some(53.6));
+        assert!(close(r.dew_point_c, 12.0));
+        assert_eq!(r.apparent_temp_f, Some(59.0));
+        assert!(close(r.apparent_temp_c, 15.0));
+        assert_eq!(r.wind_speed_mph, Some(10.0));
+        assert!(close(r.wind_speed_kmh, 16.09344));
+        assert_eq!(r.wind_direction_deg, Some(200));
+        // 20 kn = 23.0156 mph = 37.04 km/h.
+        assert!(close(r.wind_gusts_kmh, 37.04));
+        assert!((r.wind_gusts_mph.unwrap() - 23.0156).abs() < 1e-3);
+        assert_eq!(r.cloud_cover, Some(100.0));
+        assert_eq!(r.precipitation_in, Some(0.01));
+        assert!(close(r.precipitation_mm, 0.254));
+        assert_eq!(r.weather_code, Some(61));
+        assert_eq!((r.pressure_msl_hpa, r.surface_pressure_hpa), (Some(1012.5), Some(1007.1)));
+        let r = find(&d.records, "GFS", "2026-09-24T00:00:00Z", "2026-09-24T06:00:00Z");
+        assert_eq!((r.temperature_f, r.weather_code), (Some(58.7), Some(2)));
+        let r = find(&d.records, "ECMWF-IFS", "2026-09-24T00:00:00Z", "2026-09-24T05:00:00Z");
+        assert_eq!((r.temperature_f, r.forecast_hour, r.relative_humidity), (Some(58.2), 5, None));
+        // Without a run time the first valid time (04:00Z) is used.
+        let d = decode_open_meteo(PLAIN.as_bytes(), "KNYC", None);
+        assert!(d.records.iter().all(|r| r.run_time == utc("2026-09-24T04:00:00Z")));
+        // A run time after some valid times rejects those hours only.
+        let d = decode_open_meteo(PLAIN.as_bytes(), "KNYC", Some(utc("2026-09-24T05:00:00Z")));
+        assert_eq!(d.records.len(), 3);
+        let mut lines: Vec<usize> = d.errors.iter().map(|e| e.line).collect();
+        lines.sort_unstable();
+        assert_eq!(lines, vec![0, 1, 1]); // graphcast; GFS and ECMWF at 04:00Z
+    }
+
+    #[test]
+    fn single_model_unsuffixed_celsius_unixtime() {
+        // 1790208000 = 2026-09-24T00:00:00Z; unixtime is UTC whatever the offset.
+        let json = r#"{"latitude":51.5,"longitude":-0.1,"utc_offset_seconds":3600,"timezone":"Europe/London",
+          "hourly_units":{"time":"unixtime","temperature_2m":"°C","wind_speed_10m":"km/h"},
+          "hourly":{"time":[1790208000,1790211600],"temperature_2m":[12.3,11.8],"wind_speed_10m":[18.0,null]}}"#;
+        let d = decode_open_meteo(json.as_bytes(), "EGLL", None);
+        assert!(d.records.is_empty());
+        assert_eq!(d.errors[0].reason, "temperature_2m has no model suffix and no model was given");
+        let d = decode_open_meteo_model(json.as_bytes(), "EGLL", None, Some("ukmo_global_deterministic_10km"));
+        assert!(d.errors.is_empty(), "{:?}", d.errors);
+        assert_eq!(d.records.len(), 2);
+        let r = &d.records[0];
+        assert_eq!((r.model.as_str(), r.valid_time), ("UKMO", utc("2026-09-24T00:00:00Z")));
+        assert_eq!(r.temperature_c, Some(12.3));
+        assert!(close(r.temperature_k, 285.45));
+        assert_eq!(r.wind_speed_kmh, Some(18.0));
+        assert_eq!(d.records[1].wind_speed_kmh, None);
+        let d = decode_open_meteo_model(json.as_bytes(), "EGLL", None, Some("UKMO"));
+        assert_eq!(d.records.len(), 2);
+    }
+
+    #[test]
+    fn ensemble_means_wind_direction_as_vectors() {
+        // Control 350°, member 10°: the mean direction is north (0°), not 180°.
+        // Temperatures 10.0 and 11.0 °C → 10.5; one member null at hour 1 → the other alone.
+        let json = r#"{"utc_offset_seconds":0,"hourly_units":{"temperature_2m_gfs05":"°C","temperature_2m_member01_gfs05":"°C"},
+          "hourly":{"time":["2026-03-01T00:00","2026-03-01T01:00","2026-03-01T02:00"],
+            "temperature_2m_gfs05":[10.0,null,null],"temperature_2m_member01_gfs05":[11.0,12.5,null],
+            "wind_direction_10m_gfs05":[350,90,0],"wind_direction_10m_member01_gfs05":[10,null,0],
+            "weather_code_gfs05":[1,2,3],"weather_code_member01_gfs05":[3,2,1]}}"#;
+        let d = decode_open_meteo(json.as_bytes(), "KORD", None);
+        assert!(d.errors.is_empty(), "{:?}", d.errors);
+        assert_eq!(d.records.len(), 2);
+        let r = &d.records[0];
+        assert_eq!(r.model, "GEFS");
+        assert!(close(r.temperature_c, 10.5));
+        assert!(matches!(r.wind_direction_deg, Some(0 | 360)), "{:?}", r.wind_direction_deg);
+        assert_eq!(r.weather_code, None);
+        let r = &d.records[1];
+        assert_eq!((r.temperature_c, r.wind_direction_deg, r.forecast_hour), (Some(12.5), Some(90), 1));
+    }
+
+    #[test]
+    fn model_ids() {
+        assert_eq!(resolve_model("gfs_seamless", false), Ok("GFS"));
+        assert_eq!(resolve_model("gfs_seamless", true), Ok("GEFS"));
+        assert_eq!(resolve_model("gfs05", false), Ok("GEFS"));
+        assert_eq!(resolve_model("ncep_gfs013", false), Ok("GFS"));
+        assert_eq!(resolve_model("ecmwf_ifs04", false), Ok("ECMWF-IFS"));
+        assert_eq!(resolve_model("gem_hrdps_continental", false), Ok("GEM-HRDPS"));
+        assert_eq!(resolve_model("ncep_nbm_conus", false), Ok("NBM"));
+        assert_eq!(resolve_model("meteofrance_arpege_world", false), Ok("ARPEGE"));
+        assert!(resolve_model("ecmwf_ifs025", true).unwrap_err().contains("ECMWF ensemble"));
+        assert!(resolve_model("ecmwf_aifs025_single", false).unwrap_err().contains("AIFS"));
+        assert!(resolve_model("icon_seamless", true).is_err());
+        for (_, name) in DETERMINISTIC.iter().chain(ENSEMBLE) {
+            assert!(is_model(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn key_parsing() {
+        let p = parse_key("temperature_2m_member07_ncep_gefs025").unwrap();
+        assert_eq!((p.var, p.member, p.day, p.model), (Var::Temp, Some(7), None, Some("ncep_gefs025")));
+        let p = parse_key("precipitation_previous_day3_ecmwf_ifs025").unwrap();
+        assert_eq!((p.var, p.member, p.day, p.model), (Var::Precip, None, Some(3), Some("ecmwf_ifs025")));
+        let p = parse_key("temperature_2m").unwrap();
+        assert_eq!((p.member, p.day, p.model), (None, None, None));
+        assert!(parse_key("temperature_2m_spread_ncep_gefs025").is_none());
+        assert!(parse_key("temperature_80m").is_none());
+        assert!(parse_key("wind_speed_100m_gfs_seamless").is_none());
+        assert_eq!(parse_key("precipitation_probability").unwrap().model, Some("probability"));
+    }
+
+    #[test]
+    fn whole_response_errors_and_garbage() {
+        let cases: [(&[u8], &str); 6] = [
+            (b"", "bad JSON"),
+            (b"\xff\x00{]", "bad JSON"),
+            (br#"{"error":true,"reason":"Latitude must be in range of -90 to 90"}"#, "Open-Meteo error: Latitude"),
+            (br#"[{"hourly":{}},{"hourly":{}}]"#, "2 locations"),
+            (br#"{"hourly":{"time":["2026-01-01T00:00"],"precipitation_gfs_seamless":[1]}}"#, "no temperature_2m"),
+            (br#"{"daily":{}}"#, "no hourly"),
+        ];
+        for (input, want) in cases {
+            let d = decode_open_meteo(input, "KNYC", None);
+            assert!(d.records.is_empty());
+            assert_eq!(d.errors.len(), 1, "{:?}", d.errors);
+            assert!(d.errors[0].reason.starts_with(want), "{} vs {want}", d.errors[0].reason);
+        }
+        let d = decode_open_meteo(PLAIN.as_bytes(), "  ", None);
+        assert_eq!(d.errors[0].reason, "empty location_name");
+        // Truncated real file.
+        let full = fixture("forecast/openmeteo_ensemble_knyc_gefs_ecmwf_2026-09-24_27.json");
+        for cut in [1, 100, full.len() / 2, full.len() - 3] {
+            let d = decode_open_meteo(&full[..cut], "KNYC", None);
+            assert!(d.records.is_empty() && d.errors.len() == 1);
+        }
+    }
+
+    #[test]
+    fn bad_entries_are_reported_per_hour_or_key() {
+        let json = r#"{"utc_offset_seconds":0,"hourly_units":{"temperature_2m_gfs_seamless":"K"},
+          "hourly":{"time":["2026-01-01T00:00","yesterday","2026-01-01T02:00"],
+            "temperature_2m_gfs_seamless":[1,2,3],
+            "temperature_2m_icon_global":[1.5,"2.5",3.5],
+            "temperature_2m_jma_seamless":[1,2],
+            "temperature_2m_gem_global":{"a":1}}}"#;
+        let d = decode_open_meteo(json.as_bytes(), "X", None);
+        let mut got: Vec<(usize, String)> = d.errors.iter().map(|e| (e.line, e.reason.clone())).collect();
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                (0, "temperature_2m_gem_global: expected an array".to_string()),
+                (0, "temperature_2m_gfs_seamless: unknown unit 'K'".to_string()),
+                (0, "temperature_2m_jma_seamless: 2 values for 3 times".to_string()),
+                (2, "bad time \"yesterday\"".to_string()),
+                (2, "temperature_2m_icon_global: expected a number, found \"2.5\"".to_string()),
+            ]
+        );
+        // ICON hours 0 and 2 (hour 1 has a bad time and a bad value).
+        assert_eq!(d.records.len(), 2);
+        assert!(d.records.iter().all(|r| r.model == "ICON"));
+        assert_eq!(d.records[1].temperature_c, Some(3.5));
+    }
+}

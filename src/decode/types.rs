@@ -1,0 +1,256 @@
+//! Typed records every decoder produces. Decoders are pure: bytes in, records plus
+//! per-line errors out. The lake and the live path consume only these types, so a new
+//! container format never touches anything downstream.
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// One rejected input line: where it was and why, so an ingest summary can name it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LineError {
+    /// 1-based line number in the input (or record index for JSON inputs).
+    pub line: usize,
+    pub reason: String,
+}
+
+/// Output of a decoder run over one input.
+#[derive(Debug, Clone, Default)]
+pub struct Decoded<T> {
+    pub records: Vec<T>,
+    pub errors: Vec<LineError>,
+    /// Lines (or records) looked at, including skipped headers, for the ingest summary.
+    pub read: usize,
+}
+
+impl<T> Decoded<T> {
+    pub fn new() -> Self {
+        Decoded { records: Vec::new(), errors: Vec::new(), read: 0 }
+    }
+    pub fn reject(&mut self, line: usize, reason: impl Into<String>) {
+        self.errors.push(LineError { line, reason: reason.into() });
+    }
+}
+
+/// The kind of surface report, as the stream and API name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ReportKind {
+    /// Routine hourly METAR.
+    Metar,
+    /// Special unscheduled report.
+    Speci,
+    /// 5-minute high-frequency ASOS report (IEM marks them `MADISHF`).
+    HfMetar,
+}
+
+impl ReportKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportKind::Metar => "METAR",
+            ReportKind::Speci => "SPECI",
+            ReportKind::HfMetar => "HF-METAR",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "METAR" => Some(ReportKind::Metar),
+            "SPECI" => Some(ReportKind::Speci),
+            "HF-METAR" => Some(ReportKind::HfMetar),
+            _ => None,
+        }
+    }
+}
+
+/// A decoded METAR / SPECI / HF-METAR. Temperatures in Celsius; `None` when absent.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Metar {
+    /// ICAO identifier from the report text (KCVG, not IEM's CVG).
+    pub station: String,
+    pub time: DateTime<Utc>,
+    pub kind: Option<ReportKind>,
+    pub auto: bool,
+    pub cor: bool,
+    /// Degrees true; `None` for calm-without-direction or VRB.
+    pub wind_dir_deg: Option<u16>,
+    pub wind_variable: bool,
+    pub wind_speed_kt: Option<f64>,
+    pub wind_gust_kt: Option<f64>,
+    /// Variable sector `dddVddd`.
+    pub wind_var_from: Option<u16>,
+    pub wind_var_to: Option<u16>,
+    /// Statute miles (metres converted); `M1/4SM` gives 0.25 with `visibility_less_than`.
+    pub visibility_sm: Option<f64>,
+    pub visibility_less_than: bool,
+    /// Body temperature, whole degrees Celsius.
+    pub temp_whole_c: Option<i32>,
+    pub dew_whole_c: Option<i32>,
+    /// T-group tenths, when present (HF-METAR's zero-tenth T-group is NOT tenths, see
+    /// `tgroup_is_whole`).
+    pub tgroup_temp_c: Option<f64>,
+    pub tgroup_dew_c: Option<f64>,
+    /// True when the T-group only restates a whole-degree value (IEM's HF-METAR encoding).
+    pub tgroup_is_whole: bool,
+    pub altimeter_hpa: Option<f64>,
+    pub sea_level_pressure_hpa: Option<f64>,
+    /// 6-hour max/min groups (1sTTT / 2sTTT), Celsius tenths.
+    pub six_hour_max_c: Option<f64>,
+    pub six_hour_min_c: Option<f64>,
+    /// 24-hour max/min group (4sTTTsTTT), Celsius tenths.
+    pub day_max_c: Option<f64>,
+    pub day_min_c: Option<f64>,
+    /// Hourly precipitation (Prrrr), inches; P0000 is a trace: Some(0.0) with `precip_trace`.
+    pub precip_hour_in: Option<f64>,
+    pub precip_trace: bool,
+    /// 3/6-hour precipitation (6RRRR), inches; `60000` is a trace, `6////` is None.
+    pub precip_6h_in: Option<f64>,
+    /// 24-hour precipitation (7RRRR), inches.
+    pub precip_24h_in: Option<f64>,
+    /// The report text as received (whitespace normalised, trailing `=` removed).
+    pub raw: String,
+}
+
+impl Metar {
+    /// Best temperature in Celsius: T-group tenths when they are real tenths, else whole.
+    pub fn temperature_c(&self) -> Option<f64> {
+        match (self.tgroup_temp_c, self.tgroup_is_whole) {
+            (Some(t), false) => Some(t),
+            _ => self.temp_whole_c.map(f64::from).or(self.tgroup_temp_c),
+        }
+    }
+    /// Best dew point in Celsius, same precedence as `temperature_c`.
+    pub fn dew_point_c(&self) -> Option<f64> {
+        match (self.tgroup_dew_c, self.tgroup_is_whole) {
+            (Some(t), false) => Some(t),
+            _ => self.dew_whole_c.map(f64::from).or(self.tgroup_dew_c),
+        }
+    }
+    /// True when the temperature carries tenths (an exact integer °F behind it).
+    pub fn has_tenths(&self) -> bool {
+        self.tgroup_temp_c.is_some() && !self.tgroup_is_whole
+    }
+}
+
+/// One-minute ASOS temperature. `temp_f` is `None` for the -999 sentinel: a gap, kept.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OneMinute {
+    pub station: String,
+    pub time: DateTime<Utc>,
+    pub temp_f: Option<f64>,
+}
+
+/// Which official daily product a [`DailyReport`] came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum DailyKind {
+    /// NWS Daily Climate Report (CLI).
+    Cli,
+    /// Daily Summary Message (DSM).
+    Dsm,
+}
+
+impl DailyKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DailyKind::Cli => "cli",
+            DailyKind::Dsm => "dsm",
+        }
+    }
+}
+
+/// A CLI or DSM daily summary for one station and one Local Standard Time day.
+/// Temperatures in °F as the products report them; times are local standard time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DailyReport {
+    pub kind: DailyKind,
+    /// ICAO id (CLINYC -> KNYC; DSM ids are 3 or 4 letters, US ones get a K prefix).
+    pub station: String,
+    /// The climate day the values are for.
+    pub date: NaiveDate,
+    pub max_f: Option<i32>,
+    pub max_time_lst: Option<NaiveDateTime>,
+    pub min_f: Option<i32>,
+    pub min_time_lst: Option<NaiveDateTime>,
+    pub precip_in: Option<f64>,
+    pub precip_trace: bool,
+    pub precip_mtd_in: Option<f64>,
+    pub precip_mtd_trace: bool,
+    /// False for preliminary reports ("VALID AS OF ..." / "VALID TODAY AS OF ...").
+    pub is_final: bool,
+    /// Local time the preliminary values are valid through, when stated.
+    pub valid_as_of_lst: Option<NaiveDateTime>,
+    /// Issue time from the WMO header (UTC), when it can be resolved.
+    pub issued_at: Option<DateTime<Utc>>,
+    /// Correction (CCA/COR) flag.
+    pub correction: bool,
+    pub raw: String,
+}
+
+/// One forecast row in the column names of spec 2.5. Units as named.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ForecastRow {
+    pub model: String,
+    pub location_name: String,
+    pub latitude: Option<f64>,
+    pub longitude: Option<f64>,
+    pub run_time: DateTime<Utc>,
+    pub valid_time: DateTime<Utc>,
+    pub forecast_hour: i32,
+    pub temperature_k: Option<f64>,
+    pub temperature_f: Option<f64>,
+    pub temperature_c: Option<f64>,
+    pub relative_humidity: Option<f64>,
+    pub dew_point_f: Option<f64>,
+    pub dew_point_c: Option<f64>,
+    pub apparent_temp_f: Option<f64>,
+    pub apparent_temp_c: Option<f64>,
+    pub wind_speed_mph: Option<f64>,
+    pub wind_speed_kmh: Option<f64>,
+    pub wind_direction_deg: Option<i32>,
+    pub wind_gusts_mph: Option<f64>,
+    pub wind_gusts_kmh: Option<f64>,
+    pub cloud_cover: Option<f64>,
+    pub precipitation_mm: Option<f64>,
+    pub precipitation_in: Option<f64>,
+    pub weather_code: Option<i32>,
+    pub pressure_msl_hpa: Option<f64>,
+    pub surface_pressure_hpa: Option<f64>,
+}
+
+impl ForecastRow {
+    /// Fill whichever of K/F/C is missing from the one(s) present, so every row carries
+    /// all three (spec 2.5: "present for all models").
+    pub fn complete_temperatures(&mut self) {
+        let c = self
+            .temperature_c
+            .or_else(|| self.temperature_f.map(|f| (f - 32.0) * 5.0 / 9.0))
+            .or_else(|| self.temperature_k.map(|k| k - 273.15));
+        if let Some(c) = c {
+            self.temperature_c.get_or_insert(c);
+            self.temperature_f.get_or_insert(c * 9.0 / 5.0 + 32.0);
+            self.temperature_k.get_or_insert(c + 273.15);
+        }
+    }
+}
+
+/// One version of the api.weather.gov hourly point forecast.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NwsHourlyForecast {
+    /// Station the forecast point belongs to, when known from the input (else set by caller).
+    pub station: Option<String>,
+    /// `generatedAt` (or `updateTime` when that is all there is).
+    pub generated_at: DateTime<Utc>,
+    pub periods: Vec<NwsHourlyPeriod>,
+}
+
+/// One hourly period of an NWS forecast, temperature in °F.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NwsHourlyPeriod {
+    pub start_time: DateTime<Utc>,
+    pub end_time: DateTime<Utc>,
+    pub temperature_f: f64,
+}
+
+/// Reads a real-data fixture from `data/real/` (tests only).
+#[cfg(test)]
+pub(crate) fn fixture(rel: &str) -> Vec<u8> {
+    let path = format!("{}/data/real/{rel}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("fixture {path}: {e}"))
+}

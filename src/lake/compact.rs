@@ -1,0 +1,127 @@
+//! Compaction: merge a partition's small files into one sorted file.
+//!
+//! Readers never see a half-written state: the merged file is announced in a `writing`
+//! transaction record (hidden), written, then the record flips to `committed` (one atomic
+//! put: from now on only the merged file is visible), then the old files and the record
+//! are deleted. See visibility.rs for the protocol and crash recovery.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use datafusion::arrow::array::{AsArray, RecordBatch, UInt64Array};
+use datafusion::arrow::compute::{concat_batches, lexsort_to_indices, take_record_batch, SortColumn};
+use datafusion::arrow::datatypes::UInt64Type;
+use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use futures::TryStreamExt;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+
+use super::schema::TableDef;
+use super::visibility::{delete_if_present, TxnRecord, TxnState};
+use super::writer::{encode_parquet, new_file_name};
+use super::{Lake, LakeError};
+
+/// What compaction did to one table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CompactStats {
+    pub partitions: usize,
+    pub files_before: usize,
+    pub files_after: usize,
+    pub rows: usize,
+}
+
+/// Reads every batch of one Parquet file, adapted to the table's current schema.
+pub async fn read_file(store: &Arc<dyn ObjectStore>, path: &Path) -> Result<Vec<RecordBatch>, LakeError> {
+    let bytes = store.get(path).await?.bytes().await?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)?.build()?;
+    Ok(reader.collect::<Result<Vec<_>, _>>()?)
+}
+
+/// Sorts a batch by the table's sort columns (then row_key, so the order is total).
+pub fn sort_batch(table: &TableDef, batch: &RecordBatch) -> Result<RecordBatch, LakeError> {
+    let mut cols = Vec::new();
+    for c in table.sort_cols.iter().chain(std::iter::once(&"row_key")) {
+        if let Ok(i) = batch.schema().index_of(c) {
+            cols.push(SortColumn { values: Arc::clone(batch.column(i)), options: None });
+        }
+    }
+    if cols.is_empty() || batch.num_rows() < 2 {
+        return Ok(batch.clone());
+    }
+    let idx = lexsort_to_indices(&cols, None)?;
+    Ok(take_record_batch(batch, &idx)?)
+}
+
+/// Drops rows whose row_key was already seen (only possible after concurrent writers).
+fn dedup(batch: &RecordBatch) -> Result<RecordBatch, LakeError> {
+    let Ok(i) = batch.schema().index_of("row_key") else { return Ok(batch.clone()) };
+    let keys = batch.column(i).as_primitive::<UInt64Type>();
+    let mut seen = HashSet::with_capacity(keys.len());
+    let keep: Vec<u64> =
+        (0..keys.len()).filter(|&r| seen.insert(keys.value(r))).map(|r| r as u64).collect();
+    if keep.len() == batch.num_rows() {
+        return Ok(batch.clone());
+    }
+    Ok(take_record_batch(batch, &UInt64Array::from(keep))?)
+}
+
+impl Lake {
+    /// Merges every partition of `table` that has more than one file.
+    pub async fn compact(&self, table: &TableDef) -> Result<CompactStats, LakeError> {
+        let _guard = self.lock_writes().await;
+        let store = self.store();
+        let root = self.table_path(table.name);
+        let metas: Vec<_> = store.list(Some(&root)).try_collect().await?;
+        let mut parts: BTreeMap<String, Vec<Path>> = BTreeMap::new();
+        for m in metas {
+            let loc = m.location.to_string();
+            if let Some((dir, _)) = loc.rsplit_once('/') {
+                if loc.ends_with(".parquet") {
+                    parts.entry(dir.to_string()).or_default().push(m.location);
+                }
+            }
+        }
+        let mut stats = CompactStats::default();
+        for (dir, mut files) in parts {
+            stats.files_before += files.len();
+            if files.len() < 2 {
+                stats.files_after += files.len();
+                continue;
+            }
+            files.sort();
+            let mut batches = Vec::new();
+            for f in &files {
+                batches.extend(read_file(&store, f).await?);
+            }
+            let merged = concat_batches(&table.file_schema(), &batches)?;
+            let merged = sort_batch(table, &dedup(&merged)?)?;
+            let out = Path::from(dir.as_str()).join(new_file_name());
+            let bytes = encode_parquet(table, &merged)?;
+            self.swap(&files, &out, bytes).await?;
+            stats.partitions += 1;
+            stats.files_after += 1;
+            stats.rows += merged.num_rows();
+        }
+        Ok(stats)
+    }
+
+    /// Replaces `old` files by `new` atomically for readers (see module docs).
+    async fn swap(&self, old: &[Path], new: &Path, bytes: bytes::Bytes) -> Result<(), LakeError> {
+        let vis = self.visible();
+        let mut rec = TxnRecord {
+            id: uuid::Uuid::new_v4().simple().to_string(),
+            state: TxnState::Writing,
+            add: vec![new.to_string()],
+            remove: old.iter().map(|p| p.to_string()).collect(),
+        };
+        vis.put_record(&rec).await?;
+        vis.inner().put(new, PutPayload::from(bytes)).await?;
+        rec.state = TxnState::Committed;
+        vis.put_record(&rec).await?;
+        for p in old {
+            delete_if_present(vis.inner(), p).await?;
+        }
+        vis.drop_record(&rec.id).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,97 @@
+//! The lake: partitioned Parquet tables on an object store (local files by default, S3 at
+//! scale), written idempotently and read through DataFusion.
+
+pub mod compact;
+pub mod query;
+pub mod rows;
+pub mod schema;
+pub mod store;
+pub mod visibility;
+pub mod writer;
+
+use std::sync::Arc;
+
+use object_store::path::Path;
+use object_store::ObjectStore;
+use thiserror::Error;
+
+pub use store::{LakeLocation, DEFAULT_LAKE};
+use visibility::VisibleStore;
+
+/// Lake failures, with the object or table involved.
+#[derive(Debug, Error)]
+pub enum LakeError {
+    #[error("lake configuration: {0}")]
+    Config(String),
+    #[error("object store: {0}")]
+    Store(#[from] object_store::Error),
+    #[error("arrow: {0}")]
+    Arrow(#[from] datafusion::arrow::error::ArrowError),
+    #[error("parquet: {0}")]
+    Parquet(#[from] datafusion::parquet::errors::ParquetError),
+    #[error("{0}")]
+    DataFusion(#[from] datafusion::error::DataFusionError),
+    #[error("task: {0}")]
+    Join(String),
+}
+
+/// An open lake: its location and its (visibility-aware) store.
+#[derive(Debug, Clone)]
+pub struct Lake {
+    pub location: LakeLocation,
+    store: Arc<VisibleStore>,
+    /// Serialises writers inside this process (ingest, flush, compaction): per-partition
+    /// dedup reads the existing keys, so two writers of one partition must not interleave.
+    write_lock: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Lake {
+    /// Opens (creating, for local paths) the lake at `url` and finishes any swap a crash
+    /// interrupted.
+    pub async fn open(url: &str) -> Result<Self, LakeError> {
+        let location = store::parse_location(url)?;
+        let store = store::open_store(&location)?;
+        let lake = Lake { location, store, write_lock: Arc::new(tokio::sync::Mutex::new(())) };
+        let recovered = lake.store.recover().await?;
+        if recovered > 0 {
+            tracing::warn!(recovered, "finished interrupted lake swaps");
+        }
+        Ok(lake)
+    }
+
+    /// The store readers and writers use (hides unfinished swaps).
+    pub fn store(&self) -> Arc<dyn ObjectStore> {
+        self.store.clone()
+    }
+
+    pub(crate) fn visible(&self) -> &Arc<VisibleStore> {
+        &self.store
+    }
+
+    /// Path of a table directory inside the store.
+    pub fn table_path(&self, table: &str) -> Path {
+        let mut p = self.location.root.clone();
+        for part in table.split('/') {
+            p = p.clone().join(part);
+        }
+        p
+    }
+
+    /// URL of a table directory, for DataFusion.
+    pub fn table_url(&self, table: &str) -> String {
+        store::dir_url(&self.location, &self.table_path(table))
+    }
+
+    /// A local directory next to the lake for state that is not lake data (keys, WAL,
+    /// event log), or `None` for remote lakes (then `--state-dir` is required).
+    pub fn default_state_dir(&self) -> Option<std::path::PathBuf> {
+        self.location.local_dir.as_ref().map(|d| {
+            let name = d.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "lake".into());
+            d.with_file_name(format!("{name}.state"))
+        })
+    }
+
+    pub(crate) async fn lock_writes(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.write_lock.lock().await
+    }
+}

@@ -1,0 +1,112 @@
+//! DataFusion over the lake: every table registered as a listing table with its Hive
+//! partitions and declared sort order, plus the in-memory `stations` and `models` tables.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, BooleanArray, Float64Array, Int32Array, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
+use datafusion::datasource::MemTable;
+use datafusion::logical_expr::{col, SortExpr};
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+use super::schema::{TableDef, TABLES};
+use super::{Lake, LakeError};
+use crate::catalog::Catalog;
+use crate::models::MODELS;
+
+/// A session with every lake table registered.
+pub async fn session(lake: &Lake) -> Result<SessionContext, LakeError> {
+    let config = SessionConfig::new()
+        .with_information_schema(true)
+        .with_target_partitions(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).max(2))
+        .set_bool("datafusion.execution.parquet.pushdown_filters", true)
+        .set_bool("datafusion.execution.parquet.reorder_filters", true);
+    let ctx = SessionContext::new_with_config(config);
+    let url = url::Url::parse(lake.location.base_url.as_str()).map_err(|e| LakeError::Config(e.to_string()))?;
+    ctx.register_object_store(&url, lake.store());
+    for t in TABLES {
+        register_table(&ctx, lake, t, t.name)?;
+    }
+    ctx.register_table("stations", Arc::new(stations_table()?))?;
+    ctx.register_table("models", Arc::new(models_table()?))?;
+    Ok(ctx)
+}
+
+/// Registers one listing table over `dir` (relative to the lake root) under `name`.
+pub fn register_table(ctx: &SessionContext, lake: &Lake, t: &TableDef, name: &str) -> Result<(), LakeError> {
+    let table_url = ListingTableUrl::parse(lake.table_url(t.name))?;
+    let sort: Vec<SortExpr> = t.sort_cols.iter().map(|c| col(*c).sort(true, false)).collect();
+    let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
+        .with_file_extension(".parquet")
+        .with_table_partition_cols(t.partition_cols.iter().map(|c| (c.to_string(), DataType::Utf8)).collect())
+        .with_file_sort_order(vec![sort]);
+    let config = ListingTableConfig::new(table_url).with_listing_options(options).with_schema(t.file_schema());
+    let provider = ListingTable::try_new(config)?;
+    ctx.deregister_table(name)?;
+    ctx.register_table(name, Arc::new(provider))?;
+    Ok(())
+}
+
+/// The station catalog as a SQL table.
+pub fn stations_table() -> Result<MemTable, LakeError> {
+    let c = Catalog::global().all();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("station_code", DataType::Utf8, false),
+        Field::new("name", DataType::Utf8, false),
+        Field::new("city", DataType::Utf8, false),
+        Field::new("country", DataType::Utf8, false),
+        Field::new("units", DataType::Utf8, false),
+        Field::new("timezone", DataType::Utf8, false),
+        Field::new("standard_offset_minutes", DataType::Int32, false),
+        Field::new("latitude", DataType::Float64, false),
+        Field::new("longitude", DataType::Float64, false),
+        Field::new("elevation_ft", DataType::Float64, false),
+        Field::new("precipitation", DataType::Boolean, false),
+    ]));
+    let strings = |f: fn(&crate::catalog::Station) -> String| -> ArrayRef {
+        Arc::new(StringArray::from_iter_values(c.iter().map(f)))
+    };
+    let floats = |f: fn(&crate::catalog::Station) -> f64| -> ArrayRef {
+        Arc::new(Float64Array::from_iter_values(c.iter().map(f)))
+    };
+    let cols: Vec<ArrayRef> = vec![
+        strings(|s| s.code.clone()),
+        strings(|s| s.name.clone()),
+        strings(|s| s.city.clone()),
+        strings(|s| s.country.clone()),
+        strings(|s| s.units.as_str().to_string()),
+        strings(|s| s.timezone.name().to_string()),
+        Arc::new(Int32Array::from_iter_values(c.iter().map(|s| s.standard_offset().local_minus_utc() / 60))),
+        floats(|s| s.latitude),
+        floats(|s| s.longitude),
+        floats(|s| s.elevation_ft),
+        Arc::new(BooleanArray::from(c.iter().map(|s| s.precipitation).collect::<Vec<_>>())),
+    ];
+    let batch = RecordBatch::try_new(Arc::clone(&schema), cols)?;
+    Ok(MemTable::try_new(schema, vec![vec![batch]])?)
+}
+
+/// The model schedule table (name, cycles, horizon, coarsest step), used by jobs to decide
+/// full-day coverage.
+pub fn models_table() -> Result<MemTable, LakeError> {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("model", DataType::Utf8, false),
+        Field::new("cycles", DataType::Utf8, false),
+        Field::new("horizon_h", DataType::Int32, false),
+        Field::new("max_step_h", DataType::Int32, false),
+        Field::new("statistical", DataType::Boolean, false),
+    ]));
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter_values(MODELS.iter().map(|m| m.name))),
+        Arc::new(StringArray::from_iter_values(
+            MODELS.iter().map(|m| m.cycles.iter().map(|c| format!("{c:02}z")).collect::<Vec<_>>().join(",")),
+        )),
+        Arc::new(Int32Array::from_iter_values(MODELS.iter().map(|m| m.horizon_h as i32))),
+        Arc::new(Int32Array::from_iter_values(MODELS.iter().map(|m| m.max_step() as i32))),
+        Arc::new(BooleanArray::from(MODELS.iter().map(|m| m.statistical).collect::<Vec<_>>())),
+    ];
+    let batch = RecordBatch::try_new(Arc::clone(&schema), cols)?;
+    Ok(MemTable::try_new(schema, vec![vec![batch]])?)
+}

@@ -1,0 +1,487 @@
+//! Decoded records → Arrow rows of the lake tables. Each record type knows its table,
+//! partition, natural key and sort key; the batch builders fill every column of the
+//! table's schema in order (schema.rs is the single source of the column list).
+
+use std::sync::Arc;
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use datafusion::arrow::array::{
+    ArrayRef, BooleanBuilder, Date32Builder, Float64Builder, Int32Builder, RecordBatch, StringBuilder,
+    TimestampMicrosecondBuilder, UInt64Builder,
+};
+use datafusion::arrow::error::ArrowError;
+
+use super::schema::{KeyHasher, TableDef, FORECASTS, NWS_HOURLY, OBSERVATIONS, ONEMIN, REPORTS};
+use crate::catalog::{standard_offset, Catalog};
+use crate::decode::metar::temperature_fields;
+use crate::decode::types::{DailyReport, ForecastRow, Metar, NwsHourlyPeriod, OneMinute};
+use crate::time::{civil_date, standard_date};
+use crate::units::relative_humidity;
+
+/// A record that can be stored in a lake table.
+pub trait LakeRecord: Send + Sync {
+    /// The table it goes to.
+    fn table() -> &'static TableDef;
+    /// Hive partition path segment(s), e.g. `date=2024-03-01`.
+    fn partition(&self) -> String;
+    /// Hash of the natural key (schema.rs `key_cols`).
+    fn row_key(&self) -> u64;
+    /// Ordering inside a file: the table's sort columns, then the key to be total.
+    fn sort_cmp(&self, other: &Self) -> std::cmp::Ordering;
+    /// Builds a batch of the table's file schema from rows already sorted.
+    fn to_batch(rows: &[&Self], keys: &[u64], inserted_at: DateTime<Utc>) -> Result<RecordBatch, ArrowError>;
+}
+
+fn micros(t: DateTime<Utc>) -> i64 {
+    t.timestamp_micros()
+}
+fn naive_micros(t: NaiveDateTime) -> i64 {
+    t.and_utc().timestamp_micros()
+}
+/// Days since the Unix epoch, Arrow's Date32.
+pub fn date32(d: NaiveDate) -> i32 {
+    (d - NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default()).num_days() as i32
+}
+fn ts_builder(n: usize) -> TimestampMicrosecondBuilder {
+    TimestampMicrosecondBuilder::with_capacity(n).with_timezone("UTC")
+}
+fn local_dates(station: &str, t: DateTime<Utc>) -> (Option<i32>, Option<i32>) {
+    match Catalog::global().get(station) {
+        Some(s) => (Some(date32(standard_date(s.timezone, t))), Some(date32(civil_date(s.timezone, t)))),
+        None => (None, None),
+    }
+}
+fn finish(table: &TableDef, cols: Vec<ArrayRef>) -> Result<RecordBatch, ArrowError> {
+    RecordBatch::try_new(table.file_schema(), cols)
+}
+fn opt_i32(v: Option<u16>) -> Option<i32> {
+    v.map(i32::from)
+}
+
+impl LakeRecord for Metar {
+    fn table() -> &'static TableDef {
+        &OBSERVATIONS
+    }
+    fn partition(&self) -> String {
+        format!("date={}", self.time.format("%Y-%m-%d"))
+    }
+    fn row_key(&self) -> u64 {
+        KeyHasher::default()
+            .str(&self.station)
+            .i64(micros(self.time))
+            .str(report_type(self))
+            .str(&self.raw)
+            .finish()
+    }
+    fn sort_cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (&self.station, self.time, report_type(self), &self.raw).cmp(&(&o.station, o.time, report_type(o), &o.raw))
+    }
+    fn to_batch(rows: &[&Self], keys: &[u64], inserted_at: DateTime<Utc>) -> Result<RecordBatch, ArrowError> {
+        let n = rows.len();
+        let mut station = StringBuilder::with_capacity(n, n * 4);
+        let mut time = ts_builder(n);
+        let mut kind = StringBuilder::with_capacity(n, n * 5);
+        let mut temp = Float64Builder::with_capacity(n);
+        let mut tenths = BooleanBuilder::with_capacity(n);
+        let mut whole = Int32Builder::with_capacity(n);
+        let mut dew = Float64Builder::with_capacity(n);
+        let (mut lo, mut hi, mut prec) =
+            (Int32Builder::with_capacity(n), Int32Builder::with_capacity(n), Int32Builder::with_capacity(n));
+        let mut rh = Float64Builder::with_capacity(n);
+        let mut wdir = Int32Builder::with_capacity(n);
+        let mut wvrb = BooleanBuilder::with_capacity(n);
+        let (mut wspd, mut wgst) = (Float64Builder::with_capacity(n), Float64Builder::with_capacity(n));
+        let (mut vfrom, mut vto) = (Int32Builder::with_capacity(n), Int32Builder::with_capacity(n));
+        let mut vis = Float64Builder::with_capacity(n);
+        let mut vis_lt = BooleanBuilder::with_capacity(n);
+        let (mut alt, mut slp) = (Float64Builder::with_capacity(n), Float64Builder::with_capacity(n));
+        let (mut s6hi, mut s6lo) = (Float64Builder::with_capacity(n), Float64Builder::with_capacity(n));
+        let (mut d24hi, mut d24lo) = (Float64Builder::with_capacity(n), Float64Builder::with_capacity(n));
+        let mut p1 = Float64Builder::with_capacity(n);
+        let mut ptr = BooleanBuilder::with_capacity(n);
+        let (mut p6, mut p24) = (Float64Builder::with_capacity(n), Float64Builder::with_capacity(n));
+        let (mut auto, mut cor) = (BooleanBuilder::with_capacity(n), BooleanBuilder::with_capacity(n));
+        let (mut lds, mut ldc) = (Date32Builder::with_capacity(n), Date32Builder::with_capacity(n));
+        let mut raw = StringBuilder::with_capacity(n, n * 90);
+        let mut key = UInt64Builder::with_capacity(n);
+        let mut ins = ts_builder(n);
+        for (m, k) in rows.iter().zip(keys) {
+            station.append_value(&m.station);
+            time.append_value(micros(m.time));
+            kind.append_value(report_type(m));
+            let t = m.temperature_c();
+            temp.append_option(t);
+            tenths.append_value(m.has_tenths());
+            whole.append_option(m.temp_whole_c);
+            let td = m.dew_point_c();
+            dew.append_option(td);
+            let p = temperature_fields(m);
+            lo.append_option(p.map(|p| p.lowest_f));
+            hi.append_option(p.map(|p| p.highest_f));
+            prec.append_option(p.map(|p| p.precision_level));
+            rh.append_option(t.zip(td).map(|(t, td)| relative_humidity(t, td)));
+            wdir.append_option(opt_i32(m.wind_dir_deg));
+            wvrb.append_value(m.wind_variable);
+            wspd.append_option(m.wind_speed_kt);
+            wgst.append_option(m.wind_gust_kt);
+            vfrom.append_option(opt_i32(m.wind_var_from));
+            vto.append_option(opt_i32(m.wind_var_to));
+            vis.append_option(m.visibility_sm);
+            vis_lt.append_value(m.visibility_less_than);
+            alt.append_option(m.altimeter_hpa);
+            slp.append_option(m.sea_level_pressure_hpa);
+            s6hi.append_option(m.six_hour_max_c);
+            s6lo.append_option(m.six_hour_min_c);
+            d24hi.append_option(m.day_max_c);
+            d24lo.append_option(m.day_min_c);
+            p1.append_option(m.precip_hour_in);
+            ptr.append_value(m.precip_trace);
+            p6.append_option(m.precip_6h_in);
+            p24.append_option(m.precip_24h_in);
+            auto.append_value(m.auto);
+            cor.append_value(m.cor);
+            let (s, c) = local_dates(&m.station, m.time);
+            lds.append_option(s);
+            ldc.append_option(c);
+            raw.append_value(&m.raw);
+            key.append_value(*k);
+            ins.append_value(micros(inserted_at));
+        }
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(station.finish()),
+            Arc::new(time.finish()),
+            Arc::new(kind.finish()),
+            Arc::new(temp.finish()),
+            Arc::new(tenths.finish()),
+            Arc::new(whole.finish()),
+            Arc::new(dew.finish()),
+            Arc::new(lo.finish()),
+            Arc::new(hi.finish()),
+            Arc::new(prec.finish()),
+            Arc::new(rh.finish()),
+            Arc::new(wdir.finish()),
+            Arc::new(wvrb.finish()),
+            Arc::new(wspd.finish()),
+            Arc::new(wgst.finish()),
+            Arc::new(vfrom.finish()),
+            Arc::new(vto.finish()),
+            Arc::new(vis.finish()),
+            Arc::new(vis_lt.finish()),
+            Arc::new(alt.finish()),
+            Arc::new(slp.finish()),
+            Arc::new(s6hi.finish()),
+            Arc::new(s6lo.finish()),
+            Arc::new(d24hi.finish()),
+            Arc::new(d24lo.finish()),
+            Arc::new(p1.finish()),
+            Arc::new(ptr.finish()),
+            Arc::new(p6.finish()),
+            Arc::new(p24.finish()),
+            Arc::new(auto.finish()),
+            Arc::new(cor.finish()),
+            Arc::new(lds.finish()),
+            Arc::new(ldc.finish()),
+            Arc::new(raw.finish()),
+            Arc::new(key.finish()),
+            Arc::new(ins.finish()),
+        ];
+        finish(&OBSERVATIONS, cols)
+    }
+}
+
+/// The stored report type; a report with no keyword is a routine METAR.
+pub fn report_type(m: &Metar) -> &'static str {
+    m.kind.map(|k| k.as_str()).unwrap_or("METAR")
+}
+
+impl LakeRecord for OneMinute {
+    fn table() -> &'static TableDef {
+        &ONEMIN
+    }
+    fn partition(&self) -> String {
+        format!("date={}", self.time.format("%Y-%m-%d"))
+    }
+    fn row_key(&self) -> u64 {
+        KeyHasher::default().str(&self.station).i64(micros(self.time)).finish()
+    }
+    fn sort_cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (&self.station, self.time).cmp(&(&o.station, o.time))
+    }
+    fn to_batch(rows: &[&Self], keys: &[u64], inserted_at: DateTime<Utc>) -> Result<RecordBatch, ArrowError> {
+        let n = rows.len();
+        let mut station = StringBuilder::with_capacity(n, n * 4);
+        let mut time = ts_builder(n);
+        let mut temp = Float64Builder::with_capacity(n);
+        let mut missing = BooleanBuilder::with_capacity(n);
+        let (mut lds, mut ldc) = (Date32Builder::with_capacity(n), Date32Builder::with_capacity(n));
+        let mut key = UInt64Builder::with_capacity(n);
+        let mut ins = ts_builder(n);
+        for (r, k) in rows.iter().zip(keys) {
+            station.append_value(&r.station);
+            time.append_value(micros(r.time));
+            temp.append_option(r.temp_f);
+            missing.append_value(r.temp_f.is_none());
+            let (s, c) = local_dates(&r.station, r.time);
+            lds.append_option(s);
+            ldc.append_option(c);
+            key.append_value(*k);
+            ins.append_value(micros(inserted_at));
+        }
+        finish(
+            &ONEMIN,
+            vec![
+                Arc::new(station.finish()),
+                Arc::new(time.finish()),
+                Arc::new(temp.finish()),
+                Arc::new(missing.finish()),
+                Arc::new(lds.finish()),
+                Arc::new(ldc.finish()),
+                Arc::new(key.finish()),
+                Arc::new(ins.finish()),
+            ],
+        )
+    }
+}
+
+/// Converts a Local Standard Time instant of `station` to UTC.
+pub fn lst_to_utc(station: &str, t: NaiveDateTime) -> Option<DateTime<Utc>> {
+    let s = Catalog::global().get(station)?;
+    let off = standard_offset(s.timezone, t.date());
+    Some((t - chrono::Duration::seconds(i64::from(off.local_minus_utc()))).and_utc())
+}
+
+impl LakeRecord for DailyReport {
+    fn table() -> &'static TableDef {
+        &REPORTS
+    }
+    fn partition(&self) -> String {
+        format!("kind={}", self.kind.as_str())
+    }
+    fn row_key(&self) -> u64 {
+        KeyHasher::default()
+            .str(self.kind.as_str())
+            .str(&self.station)
+            .i64(i64::from(date32(self.date)))
+            .str(&self.raw)
+            .finish()
+    }
+    fn sort_cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (&self.station, self.date, self.issued_at, &self.raw).cmp(&(&o.station, o.date, o.issued_at, &o.raw))
+    }
+    fn to_batch(rows: &[&Self], keys: &[u64], inserted_at: DateTime<Utc>) -> Result<RecordBatch, ArrowError> {
+        let n = rows.len();
+        let mut station = StringBuilder::with_capacity(n, n * 4);
+        let mut date = Date32Builder::with_capacity(n);
+        let mut issued = ts_builder(n);
+        let (mut hi, mut lo) = (Int32Builder::with_capacity(n), Int32Builder::with_capacity(n));
+        let mut hi_lst = TimestampMicrosecondBuilder::with_capacity(n);
+        let mut lo_lst = TimestampMicrosecondBuilder::with_capacity(n);
+        let (mut hi_utc, mut lo_utc) = (ts_builder(n), ts_builder(n));
+        let (mut p, mut pmtd) = (Float64Builder::with_capacity(n), Float64Builder::with_capacity(n));
+        let (mut ptr, mut pmtr) = (BooleanBuilder::with_capacity(n), BooleanBuilder::with_capacity(n));
+        let mut fin = BooleanBuilder::with_capacity(n);
+        let mut vao = TimestampMicrosecondBuilder::with_capacity(n);
+        let mut corr = BooleanBuilder::with_capacity(n);
+        let mut raw = StringBuilder::with_capacity(n, n * 2000);
+        let mut key = UInt64Builder::with_capacity(n);
+        let mut ins = ts_builder(n);
+        for (r, k) in rows.iter().zip(keys) {
+            station.append_value(&r.station);
+            date.append_value(date32(r.date));
+            issued.append_option(r.issued_at.map(micros));
+            hi.append_option(r.max_f);
+            lo.append_option(r.min_f);
+            hi_lst.append_option(r.max_time_lst.map(naive_micros));
+            lo_lst.append_option(r.min_time_lst.map(naive_micros));
+            hi_utc.append_option(r.max_time_lst.and_then(|t| lst_to_utc(&r.station, t)).map(micros));
+            lo_utc.append_option(r.min_time_lst.and_then(|t| lst_to_utc(&r.station, t)).map(micros));
+            p.append_option(r.precip_in);
+            ptr.append_value(r.precip_trace);
+            pmtd.append_option(r.precip_mtd_in);
+            pmtr.append_value(r.precip_mtd_trace);
+            fin.append_value(r.is_final);
+            vao.append_option(r.valid_as_of_lst.map(naive_micros));
+            corr.append_value(r.correction);
+            raw.append_value(&r.raw);
+            key.append_value(*k);
+            ins.append_value(micros(inserted_at));
+        }
+        finish(
+            &REPORTS,
+            vec![
+                Arc::new(station.finish()),
+                Arc::new(date.finish()),
+                Arc::new(issued.finish()),
+                Arc::new(hi.finish()),
+                Arc::new(hi_lst.finish()),
+                Arc::new(hi_utc.finish()),
+                Arc::new(lo.finish()),
+                Arc::new(lo_lst.finish()),
+                Arc::new(lo_utc.finish()),
+                Arc::new(p.finish()),
+                Arc::new(ptr.finish()),
+                Arc::new(pmtd.finish()),
+                Arc::new(pmtr.finish()),
+                Arc::new(fin.finish()),
+                Arc::new(vao.finish()),
+                Arc::new(corr.finish()),
+                Arc::new(raw.finish()),
+                Arc::new(key.finish()),
+                Arc::new(ins.finish()),
+            ],
+        )
+    }
+}
+
+impl LakeRecord for ForecastRow {
+    fn table() -> &'static TableDef {
+        &FORECASTS
+    }
+    fn partition(&self) -> String {
+        format!("model={}/run_date={}", self.model, self.run_time.format("%Y-%m-%d"))
+    }
+    fn row_key(&self) -> u64 {
+        KeyHasher::default()
+            .str(&self.model)
+            .str(&self.location_name)
+            .i64(micros(self.run_time))
+            .i64(micros(self.valid_time))
+            .finish()
+    }
+    fn sort_cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (&self.location_name, self.run_time, self.valid_time).cmp(&(&o.location_name, o.run_time, o.valid_time))
+    }
+    fn to_batch(rows: &[&Self], keys: &[u64], inserted_at: DateTime<Utc>) -> Result<RecordBatch, ArrowError> {
+        let n = rows.len();
+        let mut loc = StringBuilder::with_capacity(n, n * 4);
+        let (mut run, mut valid) = (ts_builder(n), ts_builder(n));
+        let mut fh = Int32Builder::with_capacity(n);
+        for r in rows {
+            loc.append_value(&r.location_name);
+            run.append_value(micros(r.run_time));
+            valid.append_value(micros(r.valid_time));
+            fh.append_value(r.forecast_hour);
+        }
+        let mut cols: Vec<ArrayRef> = Vec::with_capacity(29);
+        cols.push(Arc::new(loc.finish()));
+        cols.push(Arc::new(run.finish()));
+        cols.push(Arc::new(valid.finish()));
+        cols.push(Arc::new(fh.finish()));
+        for col in FORECAST_NUMERIC {
+            cols.push(match col {
+                Num::F(g) => {
+                    let mut b = Float64Builder::with_capacity(n);
+                    rows.iter().for_each(|r| b.append_option(g(r)));
+                    Arc::new(b.finish())
+                }
+                Num::I(g) => {
+                    let mut b = Int32Builder::with_capacity(n);
+                    rows.iter().for_each(|r| b.append_option(g(r)));
+                    Arc::new(b.finish())
+                }
+            });
+        }
+        let (mut vds, mut vdc) = (Date32Builder::with_capacity(n), Date32Builder::with_capacity(n));
+        for r in rows {
+            let (s, c) = local_dates(&r.location_name, r.valid_time);
+            vds.append_option(s);
+            vdc.append_option(c);
+        }
+        cols.push(Arc::new(vds.finish()));
+        cols.push(Arc::new(vdc.finish()));
+        let mut key = UInt64Builder::with_capacity(n);
+        keys.iter().for_each(|k| key.append_value(*k));
+        cols.push(Arc::new(key.finish()));
+        let mut ins = ts_builder(n);
+        rows.iter().for_each(|_| ins.append_value(micros(inserted_at)));
+        cols.push(Arc::new(ins.finish()));
+        finish(&FORECASTS, cols)
+    }
+}
+
+/// A numeric forecast column getter, float or integer.
+enum Num {
+    F(fn(&ForecastRow) -> Option<f64>),
+    I(fn(&ForecastRow) -> Option<i32>),
+}
+
+/// The forecast columns from `latitude` to `surface_pressure_hpa`, in schema order.
+const FORECAST_NUMERIC: [Num; 21] = [
+    Num::F(|r| r.latitude),
+    Num::F(|r| r.longitude),
+    Num::F(|r| r.temperature_k),
+    Num::F(|r| r.temperature_f),
+    Num::F(|r| r.temperature_c),
+    Num::F(|r| r.relative_humidity),
+    Num::F(|r| r.dew_point_f),
+    Num::F(|r| r.dew_point_c),
+    Num::F(|r| r.apparent_temp_f),
+    Num::F(|r| r.apparent_temp_c),
+    Num::F(|r| r.wind_speed_mph),
+    Num::F(|r| r.wind_speed_kmh),
+    Num::I(|r| r.wind_direction_deg),
+    Num::F(|r| r.wind_gusts_mph),
+    Num::F(|r| r.wind_gusts_kmh),
+    Num::F(|r| r.cloud_cover),
+    Num::F(|r| r.precipitation_mm),
+    Num::F(|r| r.precipitation_in),
+    Num::I(|r| r.weather_code),
+    Num::F(|r| r.pressure_msl_hpa),
+    Num::F(|r| r.surface_pressure_hpa),
+];
+
+/// One period of one NWS hourly forecast version, flattened for storage.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NwsHourlyRow {
+    pub station: String,
+    pub generated_at: DateTime<Utc>,
+    pub period: NwsHourlyPeriod,
+}
+
+impl LakeRecord for NwsHourlyRow {
+    fn table() -> &'static TableDef {
+        &NWS_HOURLY
+    }
+    fn partition(&self) -> String {
+        format!("date={}", self.generated_at.format("%Y-%m-%d"))
+    }
+    fn row_key(&self) -> u64 {
+        KeyHasher::default()
+            .str(&self.station)
+            .i64(micros(self.generated_at))
+            .i64(micros(self.period.start_time))
+            .finish()
+    }
+    fn sort_cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (&self.station, self.generated_at, self.period.start_time).cmp(&(&o.station, o.generated_at, o.period.start_time))
+    }
+    fn to_batch(rows: &[&Self], keys: &[u64], inserted_at: DateTime<Utc>) -> Result<RecordBatch, ArrowError> {
+        let n = rows.len();
+        let mut station = StringBuilder::with_capacity(n, n * 4);
+        let (mut gen, mut start, mut end) = (ts_builder(n), ts_builder(n), ts_builder(n));
+        let mut temp = Float64Builder::with_capacity(n);
+        let mut key = UInt64Builder::with_capacity(n);
+        let mut ins = ts_builder(n);
+        for (r, k) in rows.iter().zip(keys) {
+            station.append_value(&r.station);
+            gen.append_value(micros(r.generated_at));
+            start.append_value(micros(r.period.start_time));
+            end.append_value(micros(r.period.end_time));
+            temp.append_value(r.period.temperature_f);
+            key.append_value(*k);
+            ins.append_value(micros(inserted_at));
+        }
+        finish(
+            &NWS_HOURLY,
+            vec![
+                Arc::new(station.finish()),
+                Arc::new(gen.finish()),
+                Arc::new(start.finish()),
+                Arc::new(end.finish()),
+                Arc::new(temp.finish()),
+                Arc::new(key.finish()),
+                Arc::new(ins.finish()),
+            ],
+        )
+    }
+}

@@ -1,0 +1,15 @@
+//! wxlake: a weather observation and forecast analytics engine.
+//!
+//! Real formats are decoded ([`decode`]) and ingested ([`ingest`]) into a partitioned
+//! Parquet lake on object storage ([`lake`]), queried with DataFusion SQL. The station
+//! catalog, units and day windows that every part shares live in [`catalog`], [`units`]
+//! and [`time`]; the model schedules in [`models`]; the realistic generator in [`demo`].
+
+pub mod catalog;
+pub mod decode;
+pub mod ingest;
+pub mod lake;
+pub mod models;
+pub mod sql_output;
+pub mod time;
+pub mod units;

@@ -1,0 +1,144 @@
+//! The 18 forecast models: their run cycles, horizons and output intervals. The demo
+//! generator produces exactly this cadence and the daily-summary job uses the intervals
+//! to decide whether a local day is fully covered (3- or 6-hourly guidance contributes
+//! fewer points per day than hourly models without being "partial").
+
+/// One model's production schedule.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModelSpec {
+    pub name: &'static str,
+    /// UTC initialisation hours.
+    pub cycles: &'static [u32],
+    /// Maximum lead time (hours) of the main cycles (00Z/12Z, or every cycle).
+    pub horizon_h: u32,
+    /// Maximum lead time of the other cycles (06Z/18Z or off-hour runs), when shorter.
+    pub short_horizon_h: u32,
+    /// Output step by lead: `(until_hour, step)`, in order; the last entry covers the rest.
+    pub steps: &'static [(u32, u32)],
+    /// Publication delay after the cycle time, hours (runs appear this late).
+    pub latency_h: u32,
+    /// Statistical (MOS-like) guidance rather than a gridded model.
+    pub statistical: bool,
+    /// Demo only: mean warm bias (°C) and noise growth (°C per day of lead).
+    pub demo_bias_c: f64,
+    pub demo_noise_c: f64,
+}
+
+const SYNOPTIC: &[u32] = &[0, 6, 12, 18];
+const TWICE: &[u32] = &[0, 12];
+const HOURLY: &[u32] = &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23];
+
+/// Every model the service knows, in the spec's order (2.5).
+pub const MODELS: [ModelSpec; 18] = [
+    spec("ARPEGE", SYNOPTIC, 102, 72, &[(102, 1)], 4, false, 0.3, 0.55),
+    spec("ECMWF-IFS", SYNOPTIC, 240, 90, &[(144, 3), (240, 6)], 6, false, 0.0, 0.45),
+    spec("GEFS", SYNOPTIC, 384, 384, &[(240, 3), (384, 6)], 6, false, -0.2, 0.5),
+    spec("GEM-GDPS", TWICE, 240, 240, &[(240, 3)], 5, false, -0.5, 0.6),
+    spec("GEM-HRDPS", SYNOPTIC, 48, 48, &[(48, 1)], 5, false, -0.3, 0.5),
+    spec("GFS", SYNOPTIC, 384, 384, &[(120, 1), (384, 3)], 4, false, 0.4, 0.55),
+    spec("GFS-MOS", SYNOPTIC, 72, 72, &[(72, 3)], 4, true, 0.1, 0.45),
+    spec("HRRR", HOURLY, 48, 18, &[(48, 1)], 1, false, 0.6, 0.7),
+    spec("ICON", SYNOPTIC, 180, 120, &[(78, 1), (180, 3)], 4, false, -0.1, 0.55),
+    spec("JMA", SYNOPTIC, 264, 132, &[(264, 3)], 5, false, 0.2, 0.6),
+    spec("LAV-MOS", HOURLY, 25, 25, &[(25, 1)], 1, true, 0.0, 0.5),
+    spec("NAM", SYNOPTIC, 84, 84, &[(36, 1), (84, 3)], 3, false, 0.8, 0.65),
+    spec("NAM-MOS", TWICE, 72, 72, &[(72, 3)], 4, true, 0.2, 0.5),
+    spec("NAM4KM", SYNOPTIC, 60, 60, &[(60, 1)], 3, false, 0.7, 0.65),
+    spec("NBM", HOURLY, 264, 36, &[(36, 1), (192, 3), (264, 6)], 2, true, 0.0, 0.4),
+    spec("NBS-MOS", &[1, 7, 13, 19], 72, 72, &[(72, 3)], 1, true, 0.0, 0.42),
+    spec("RAP", HOURLY, 51, 21, &[(51, 1)], 1, false, 0.5, 0.7),
+    spec("UKMO", SYNOPTIC, 168, 54, &[(54, 1), (168, 3)], 6, false, -0.2, 0.5),
+];
+
+#[allow(clippy::too_many_arguments)]
+const fn spec(
+    name: &'static str,
+    cycles: &'static [u32],
+    horizon_h: u32,
+    short_horizon_h: u32,
+    steps: &'static [(u32, u32)],
+    latency_h: u32,
+    statistical: bool,
+    demo_bias_c: f64,
+    demo_noise_c: f64,
+) -> ModelSpec {
+    ModelSpec { name, cycles, horizon_h, short_horizon_h, steps, latency_h, statistical, demo_bias_c, demo_noise_c }
+}
+
+/// The model names accepted by the accuracy endpoint: the 18 plus the NWS hourly forecast.
+pub const NWS_MODEL: &str = "NWS";
+
+/// Looks a model up by its exact (case-sensitive) name.
+pub fn model(name: &str) -> Option<&'static ModelSpec> {
+    MODELS.iter().find(|m| m.name == name)
+}
+
+impl ModelSpec {
+    /// Horizon of the run initialised at `cycle` UTC hour.
+    pub fn horizon_for(&self, cycle: u32) -> u32 {
+        let main = if self.cycles.len() > 4 { cycle % 6 == 0 } else { cycle % 12 == self.cycles[0] % 12 };
+        if main {
+            self.horizon_h
+        } else {
+            self.short_horizon_h
+        }
+    }
+
+    /// Output step at lead `h`.
+    pub fn step_at(&self, h: u32) -> u32 {
+        self.steps.iter().find(|(until, _)| h < *until).or(self.steps.last()).map(|s| s.1).unwrap_or(1)
+    }
+
+    /// Every lead hour a run at `cycle` outputs, F00 to its horizon.
+    pub fn leads(&self, cycle: u32) -> Vec<u32> {
+        let horizon = self.horizon_for(cycle);
+        let first = if self.statistical && self.step_at(0) > 1 { self.step_at(0) } else { 0 };
+        let mut out = Vec::new();
+        let mut h = first;
+        while h <= horizon {
+            out.push(h);
+            h += self.step_at(h);
+        }
+        out
+    }
+
+    /// The coarsest output step, the gap tolerated when deciding full-day coverage.
+    pub fn max_step(&self) -> u32 {
+        self.steps.iter().map(|s| s.1).max().unwrap_or(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eighteen_unique_models_in_spec_order() {
+        let names: Vec<_> = MODELS.iter().map(|m| m.name).collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        assert_eq!(names, sorted);
+        sorted.dedup();
+        assert_eq!(sorted.len(), 18);
+        assert!(model("GFS").is_some());
+        assert!(model("gfs").is_none());
+    }
+
+    #[test]
+    fn leads_follow_steps_and_horizons() {
+        let gfs = model("GFS").unwrap();
+        let l = gfs.leads(0);
+        assert_eq!(l[0], 0);
+        assert_eq!(l[120], 120);
+        assert_eq!(l[121], 123);
+        assert_eq!(*l.last().unwrap(), 384);
+        let hrrr = model("HRRR").unwrap();
+        assert_eq!(*hrrr.leads(6).last().unwrap(), 48);
+        assert_eq!(*hrrr.leads(7).last().unwrap(), 18);
+        let mav = model("GFS-MOS").unwrap();
+        assert_eq!(mav.leads(0)[0], 3);
+        assert_eq!(mav.leads(0).len(), 24);
+        let nbs = model("NBS-MOS").unwrap();
+        assert_eq!(nbs.horizon_for(1), 72);
+    }
+}

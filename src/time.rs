@@ -1,0 +1,188 @@
+//! Trading-day windows. `nws` days run midnight to midnight Local Standard Time all year;
+//! `wu` days are the civil calendar day (23, 24 or 25 hours around DST changes). Every
+//! caller goes through these functions so the live path, the jobs and the API agree.
+
+use chrono::{DateTime, Duration, FixedOffset, LocalResult, NaiveDate, NaiveTime, TimeZone, Utc};
+use chrono_tz::Tz;
+
+use crate::catalog::standard_offset;
+
+/// Which clock a day is counted in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DayClock {
+    /// Local Standard Time (no DST): the `nws` logic and `tz_mode=standard`.
+    Standard,
+    /// Civil wall-clock time (with DST): the `wu` logic and `tz_mode=civil`.
+    Civil,
+}
+
+/// A half-open UTC interval [start, end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub start: DateTime<Utc>,
+    pub end: DateTime<Utc>,
+}
+
+impl Window {
+    pub fn contains(&self, t: DateTime<Utc>) -> bool {
+        self.start <= t && t < self.end
+    }
+    /// True when [from, to] lies wholly inside the window (both ends inclusive of the
+    /// window's end, since a 6-hour group ending exactly at midnight belongs to the day).
+    pub fn covers(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> bool {
+        self.start <= from && to <= self.end
+    }
+    pub fn hours(&self) -> i64 {
+        (self.end - self.start).num_hours()
+    }
+}
+
+/// The local date of `t` in Local Standard Time.
+pub fn standard_date(tz: Tz, t: DateTime<Utc>) -> NaiveDate {
+    let off = standard_offset(tz, t.date_naive());
+    t.with_timezone(&off).date_naive()
+}
+
+/// The civil local date of `t`.
+pub fn civil_date(tz: Tz, t: DateTime<Utc>) -> NaiveDate {
+    t.with_timezone(&tz).date_naive()
+}
+
+/// The local date of `t` on the given clock.
+pub fn local_date(tz: Tz, clock: DayClock, t: DateTime<Utc>) -> NaiveDate {
+    match clock {
+        DayClock::Standard => standard_date(tz, t),
+        DayClock::Civil => civil_date(tz, t),
+    }
+}
+
+/// UTC instant of local standard midnight starting `date`.
+fn standard_midnight(tz: Tz, date: NaiveDate) -> DateTime<Utc> {
+    let off: FixedOffset = standard_offset(tz, date);
+    let local = date.and_time(NaiveTime::MIN);
+    off.from_local_datetime(&local).single().map(|d| d.with_timezone(&Utc)).unwrap_or_else(|| {
+        Utc.from_utc_datetime(&local) - Duration::seconds(i64::from(off.local_minus_utc()))
+    })
+}
+
+/// UTC instant of civil midnight starting `date`. Where midnight itself is skipped by a
+/// DST jump (e.g. America/Sao_Paulo before 2019, Asia/Beirut), the day starts at the
+/// first valid local instant.
+fn civil_midnight(tz: Tz, date: NaiveDate) -> DateTime<Utc> {
+    let mut local = date.and_time(NaiveTime::MIN);
+    for _ in 0..4 {
+        match tz.from_local_datetime(&local) {
+            LocalResult::Single(d) => return d.with_timezone(&Utc),
+            LocalResult::Ambiguous(a, _) => return a.with_timezone(&Utc),
+            LocalResult::None => local += Duration::minutes(30),
+        }
+    }
+    standard_midnight(tz, date)
+}
+
+/// The UTC window of local `date` on `clock`.
+pub fn day_window(tz: Tz, clock: DayClock, date: NaiveDate) -> Window {
+    let next = date.succ_opt().unwrap_or(date);
+    match clock {
+        DayClock::Standard => Window { start: standard_midnight(tz, date), end: standard_midnight(tz, next) },
+        DayClock::Civil => Window { start: civil_midnight(tz, date), end: civil_midnight(tz, next) },
+    }
+}
+
+/// The window of the trading day containing `t`.
+pub fn window_at(tz: Tz, clock: DayClock, t: DateTime<Utc>) -> (NaiveDate, Window) {
+    let d = local_date(tz, clock, t);
+    (d, day_window(tz, clock, d))
+}
+
+/// Formats a UTC time the way the spec's samples do: `YYYY-MM-DD HH:MM:SS`.
+pub fn fmt_utc(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S").to_string()
+}
+
+/// Parses the ISO 8601 forms clients send: with Z or offset, or naive (taken as UTC),
+/// with `T` or space, with or without seconds, or a bare date (midnight UTC).
+pub fn parse_utc(s: &str) -> Option<DateTime<Utc>> {
+    let s = s.trim();
+    if let Ok(d) = DateTime::parse_from_rfc3339(s) {
+        return Some(d.with_timezone(&Utc));
+    }
+    let s = s.strip_suffix('Z').or_else(|| s.strip_suffix("+00:00")).unwrap_or(s);
+    for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"] {
+        if let Ok(n) = chrono::NaiveDateTime::parse_from_str(s, fmt) {
+            return Some(Utc.from_utc_datetime(&n));
+        }
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+        return Some(Utc.from_utc_datetime(&d.and_time(NaiveTime::MIN)));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono_tz::{America, Asia, Australia};
+
+    fn utc(s: &str) -> DateTime<Utc> {
+        parse_utc(s).unwrap()
+    }
+    fn d(s: &str) -> NaiveDate {
+        NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
+    }
+
+    #[test]
+    fn standard_day_is_always_24h_and_shifted_in_summer() {
+        // New York, July: LST is UTC-5, so the nws day starts 05:00Z (01:00 EDT).
+        let w = day_window(America::New_York, DayClock::Standard, d("2026-07-04"));
+        assert_eq!(w.start, utc("2026-07-04T05:00:00Z"));
+        assert_eq!(w.hours(), 24);
+        // Civil day starts 04:00Z.
+        let c = day_window(America::New_York, DayClock::Civil, d("2026-07-04"));
+        assert_eq!(c.start, utc("2026-07-04T04:00:00Z"));
+        // 00:30 EDT on the 5th (04:30Z) is still the 4th in LST.
+        assert_eq!(standard_date(America::New_York, utc("2026-07-05T04:30:00Z")), d("2026-07-04"));
+        assert_eq!(civil_date(America::New_York, utc("2026-07-05T04:30:00Z")), d("2026-07-05"));
+    }
+
+    #[test]
+    fn dst_days_have_23_and_25_civil_hours() {
+        // US 2026: DST starts Mar 8, ends Nov 1.
+        assert_eq!(day_window(America::Chicago, DayClock::Civil, d("2026-03-08")).hours(), 23);
+        assert_eq!(day_window(America::Chicago, DayClock::Civil, d("2026-11-01")).hours(), 25);
+        assert_eq!(day_window(America::Chicago, DayClock::Standard, d("2026-03-08")).hours(), 24);
+        assert_eq!(day_window(America::Chicago, DayClock::Standard, d("2026-11-01")).hours(), 24);
+        // Southern hemisphere: Sydney DST ends Apr 5 2026, starts Oct 4 2026.
+        assert_eq!(day_window(Australia::Sydney, DayClock::Civil, d("2026-04-05")).hours(), 25);
+        assert_eq!(day_window(Australia::Sydney, DayClock::Civil, d("2026-10-04")).hours(), 23);
+        // Sydney LST is UTC+10 all year.
+        let w = day_window(Australia::Sydney, DayClock::Standard, d("2026-01-10"));
+        assert_eq!(w.start, utc("2026-01-09T14:00:00Z"));
+    }
+
+    #[test]
+    fn half_hour_zone() {
+        let w = day_window(Asia::Kolkata, DayClock::Standard, d("2026-09-01"));
+        assert_eq!(w.start, utc("2026-08-31T18:30:00Z"));
+        assert_eq!(day_window(Asia::Kolkata, DayClock::Civil, d("2026-09-01")), w);
+    }
+
+    #[test]
+    fn window_edges_are_half_open() {
+        let w = day_window(America::Chicago, DayClock::Standard, d("2026-01-10"));
+        assert!(w.contains(utc("2026-01-10T06:00:00Z")));
+        assert!(!w.contains(utc("2026-01-11T06:00:00Z")));
+        assert!(w.covers(utc("2026-01-11T00:00:00Z"), utc("2026-01-11T06:00:00Z")));
+        assert!(!w.covers(utc("2026-01-10T03:00:00Z"), utc("2026-01-10T09:00:00Z")));
+    }
+
+    #[test]
+    fn parses_client_time_forms() {
+        let want = utc("2026-01-10T06:00:00Z");
+        for s in ["2026-01-10T06:00:00Z", "2026-01-10 06:00:00", "2026-01-10T06:00", "2026-01-10T01:00:00-05:00"] {
+            assert_eq!(parse_utc(s), Some(want), "{s}");
+        }
+        assert_eq!(parse_utc("2026-01-10"), Some(utc("2026-01-10T00:00:00Z")));
+        assert_eq!(parse_utc("yesterday"), None);
+    }
+}

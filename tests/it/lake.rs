@@ -1,0 +1,124 @@
+//! Ingest → lake → SQL round trips, idempotency, compaction and pruning.
+
+use chrono::{Duration, TimeZone, Utc};
+use wxlake::decode::types::ForecastRow;
+use wxlake::ingest::{ingest_bytes, Format, IngestOptions, Summary};
+use wxlake::lake::schema::{FORECASTS, OBSERVATIONS};
+use wxlake::lake::writer::partition_files;
+
+use crate::support::{fixture, scalar, sql, temp_lake};
+
+fn forecast(model: &str, station: &str, run_h: i64, lead: i64, temp_c: f64) -> ForecastRow {
+    let run = Utc.with_ymd_and_hms(2026, 3, 7, 0, 0, 0).unwrap() + Duration::hours(run_h);
+    let mut r = ForecastRow {
+        model: model.into(),
+        location_name: station.into(),
+        run_time: run,
+        valid_time: run + Duration::hours(lead),
+        forecast_hour: lead as i32,
+        temperature_c: Some(temp_c),
+        ..Default::default()
+    };
+    r.complete_temperatures();
+    r
+}
+
+#[tokio::test]
+async fn metar_ingest_round_trips_and_reingest_is_a_noop() {
+    let (_d, lake) = temp_lake().await;
+    let bytes = std::fs::read(fixture("metar/IEM_KCVG_2024-03-01_all_reports_incl_5min.tsv")).unwrap();
+    let reports = bytes.split(|&b| b == b'\n').filter(|l| l.starts_with(b"CVG\t")).count();
+    let mut s = Summary::default();
+    ingest_bytes(&lake, Format::Metar, "kcvg", &bytes, &IngestOptions::default(), &mut s).await.unwrap();
+    assert_eq!(s.stored, reports, "{s}");
+    assert_eq!(s.rejected, 0, "{s}");
+    assert_eq!(scalar(&lake, "SELECT count(*) FROM observations").await, reports.to_string());
+    // HF-METAR are whole degrees; routine reports carry tenths.
+    let hf = scalar(&lake, "SELECT count(*) FROM observations WHERE report_type = 'HF-METAR' AND has_tenths").await;
+    assert_eq!(hf, "0");
+    // The 00:52Z routine report: T-group 2.8 °C is exactly 37 °F.
+    let q = "SELECT temperature, lowest_probable_f, highest_probable_f, precision_level FROM observations \
+             WHERE observation_time = TIMESTAMP '2024-03-01T00:52:00Z' AND report_type = 'METAR'";
+    let text = datafusion::arrow::util::pretty::pretty_format_batches(&sql(&lake, q).await).unwrap().to_string();
+    assert!(text.contains("| 2.8         | 37                | 37                 | 1               |"), "{text}");
+    // Local standard date of 00:52Z on Mar 1 at KCVG is Feb 29 (UTC-5)... KCVG is not in the
+    // catalog, so local dates are null rather than guessed.
+    assert_eq!(scalar(&lake, "SELECT count(local_date_standard) FROM observations").await, "0");
+
+    let mut again = Summary::default();
+    ingest_bytes(&lake, Format::Metar, "kcvg", &bytes, &IngestOptions::default(), &mut again).await.unwrap();
+    assert_eq!((again.stored, again.duplicate), (0, reports));
+    assert_eq!(scalar(&lake, "SELECT count(*) FROM observations").await, reports.to_string());
+}
+
+#[tokio::test]
+async fn corrupt_and_binary_input_is_rejected_per_line() {
+    let (_d, lake) = temp_lake().await;
+    let mut garbage: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    garbage.extend_from_slice(b"\nKNYC 011251Z 00000KT 10SM CLR 05/M02 A3012 RMK AO2 T00501017\n\x00\xff\xfe");
+    for f in [Format::Metar, Format::Onemin, Format::Cli, Format::Dsm, Format::Forecasts, Format::Mos, Format::NwsHourly, Format::OpenMeteo] {
+        let mut s = Summary::default();
+        let opts = IngestOptions { month: Some((2026, 3)), station: Some("KNYC".into()), ..Default::default() };
+        ingest_bytes(&lake, f, "garbage", &garbage, &opts, &mut s).await.unwrap();
+        assert!(s.rejected > 0 || s.stored <= 1, "{f}: {s}");
+    }
+    // The one valid bare METAR line in the middle survives.
+    assert_eq!(scalar(&lake, "SELECT count(*) FROM observations WHERE station_code = 'KNYC'").await, "1");
+}
+
+#[tokio::test]
+async fn forecasts_partition_by_model_and_run_date_and_prune() {
+    let (_d, lake) = temp_lake().await;
+    let mut rows = Vec::new();
+    for (m, bias) in [("GFS", 0.0), ("HRRR", 1.0), ("NAM", -1.0)] {
+        for run in [0, 6, 24] {
+            for lead in 0..30 {
+                rows.push(forecast(m, "KNYC", run, lead, 5.0 + bias + lead as f64 * 0.1));
+            }
+        }
+    }
+    let n = rows.len();
+    let stats = lake.write(rows.clone()).await.unwrap();
+    assert_eq!((stats.stored, stats.duplicate), (n, 0));
+    // 3 models x 2 run dates.
+    assert_eq!(stats.files, 6);
+    assert_eq!(scalar(&lake, "SELECT count(*) FROM forecasts WHERE model = 'HRRR'").await, "90");
+    let avg = scalar(&lake, "SELECT round(avg(temperature_c) - 5.0, 2) FROM forecasts WHERE model = 'NAM' AND forecast_hour = 0").await;
+    assert_eq!(avg, "-1.0");
+    // EXPLAIN names only the pruned partition's files.
+    let plan = sql(&lake, "EXPLAIN SELECT * FROM forecasts WHERE model = 'GFS' AND run_date = '2026-03-08'").await;
+    let text = datafusion::arrow::util::pretty::pretty_format_batches(&plan).unwrap().to_string();
+    assert!(text.contains("model=GFS/run_date=2026-03-08"), "{text}");
+    assert!(!text.contains("model=HRRR"), "HRRR files not pruned:\n{text}");
+    assert!(!text.contains("run_date=2026-03-07"), "other run date not pruned:\n{text}");
+    // Idempotent.
+    let again = lake.write(rows).await.unwrap();
+    assert_eq!((again.stored, again.duplicate, again.files), (0, n, 0));
+}
+
+#[tokio::test]
+async fn compaction_merges_files_without_changing_rows() {
+    let (_d, lake) = temp_lake().await;
+    for batch in 0..4 {
+        let rows: Vec<_> = (0..10).map(|lead| forecast("GFS", "KMDW", 0, batch * 10 + lead, 1.0 + lead as f64)).collect();
+        lake.write(rows).await.unwrap();
+    }
+    let dir = lake.table_path(&format!("{}/model=GFS/run_date=2026-03-07", FORECASTS.name));
+    assert_eq!(partition_files(&lake.store(), &dir).await.unwrap().len(), 4);
+    let before = scalar(&lake, "SELECT sum(temperature_c) FROM forecasts").await;
+    let stats = lake.compact(&FORECASTS).await.unwrap();
+    assert_eq!((stats.partitions, stats.files_before, stats.files_after, stats.rows), (1, 4, 1, 40));
+    assert_eq!(partition_files(&lake.store(), &dir).await.unwrap().len(), 1);
+    assert_eq!(scalar(&lake, "SELECT count(*) FROM forecasts").await, "40");
+    assert_eq!(scalar(&lake, "SELECT sum(temperature_c) FROM forecasts").await, before);
+    // The merged file is sorted by valid_time within the run.
+    let ordered = scalar(
+        &lake,
+        "SELECT count(*) FROM (SELECT valid_time, lag(valid_time) OVER () AS prev FROM forecasts) WHERE prev > valid_time",
+    )
+    .await;
+    assert_eq!(ordered, "0");
+    // Nothing left to do the second time; still no duplicates after re-ingest.
+    assert_eq!(lake.compact(&FORECASTS).await.unwrap().partitions, 0);
+    assert_eq!(lake.compact(&OBSERVATIONS).await.unwrap().files_before, 0);
+}
