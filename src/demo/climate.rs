@@ -29,6 +29,9 @@ const PHI: f64 = 0.7;
 const AR_TERMS: i64 = 12;
 /// Length of a front "slot": at most one front passes per slot.
 const FRONT_SLOT_H: f64 = 96.0;
+/// Net hours of one front's temperature profile per degree of drop: the warm sector
+/// (0.35·15·√π/2 + 0.35) minus the cold air mass (40 − 1/(1/1.5 + 1/40)).
+const FRONT_NET_H: f64 = 38.537 - 4.653 - 0.35;
 /// Days in the mean year, so the seasonal phase stays fixed over centuries.
 const YEAR_DAYS: f64 = 365.2425;
 
@@ -186,7 +189,7 @@ impl Climate {
             0.35
         } else {
             0.8
-        } * (normals.wet * 3.0).min(1.0).max(0.5);
+        } * (normals.wet * 3.0).clamp(0.5, 1.0);
         let westerly = if tropical { if station.latitude >= 0.0 { 70.0 } else { 120.0 } } else { 250.0 };
         Climate {
             key,
@@ -375,6 +378,9 @@ impl Climate {
             fx.near = fx.near.max((-(dt / 4.0).powi(2)).exp());
             fx.trough = fx.trough.max((-(dt / 10.0).powi(2)).exp());
         }
+        // Fronts cool more than they warm; add their mean effect back so the normals stay
+        // the normals. Per front the profile integrates to −FRONT_NET_H · drop hours.
+        fx.temp_c += self.front_prob * FRONT_NET_H * self.front_drop_c * (1.0 + 0.3 * winter) / FRONT_SLOT_H;
         fx
     }
 
@@ -460,33 +466,40 @@ mod tests {
         Climate::new(Catalog::global().get(code).unwrap(), 7)
     }
 
-    /// Mean and extremes of the truth over a month, sampled every 10 minutes.
-    fn month_stats(code: &str, year: i32, month: u32) -> (f64, f64, f64) {
-        let c = climate(code);
-        let start = Utc.with_ymd_and_hms(year, month, 1, 0, 0, 0).unwrap();
-        let (mut sum, mut n, mut lo, mut hi) = (0.0, 0.0, f64::MAX, f64::MIN);
-        for k in 0..(30 * 144) {
-            let v = c.truth_c(start + chrono::Duration::minutes(10 * k));
-            sum += v;
-            n += 1.0;
-            lo = lo.min(v);
-            hi = hi.max(v);
+    /// Mean daily maximum and minimum of the truth over 28 LST days from the 1st of `month`.
+    fn month_stats(code: &str, year: i32, month: u32) -> (f64, f64) {
+        let st = Catalog::global().get(code).unwrap();
+        let c = Climate::new(st, 7);
+        let off = i64::from(st.standard_offset_on(NaiveDate::from_ymd_opt(year, month, 1).unwrap()).local_minus_utc());
+        let start = Utc.with_ymd_and_hms(year, month, 1, 0, 0, 0).unwrap() - chrono::Duration::seconds(off);
+        let (mut sum_max, mut sum_min) = (0.0, 0.0);
+        for d in 0..28 {
+            let (mut hi, mut lo) = (f64::MIN, f64::MAX);
+            for m in (0..1440).step_by(5) {
+                let v = c.truth_c(start + chrono::Duration::minutes(d * 1440 + m));
+                hi = hi.max(v);
+                lo = lo.min(v);
+            }
+            sum_max += hi;
+            sum_min += lo;
         }
-        (sum / n, lo, hi)
+        (sum_max / 28.0, sum_min / 28.0)
     }
 
     #[test]
     fn climates_are_plausible() {
-        let (sg, sg_lo, sg_hi) = month_stats("WSSS", 2026, 1);
-        let (mos, _, mos_hi) = month_stats("UUWW", 2026, 1);
-        assert!(sg > mos + 20.0, "Singapore {sg} vs Moscow {mos}");
-        assert!((22.0..=34.0).contains(&sg_lo) && (22.0..=34.0).contains(&sg_hi), "{sg_lo}..{sg_hi}");
-        assert!(mos < -2.0 && mos_hi < 8.0, "Moscow January mean {mos}, max {mos_hi}");
-        let (syd_jan, _, _) = month_stats("YSSY", 2026, 1);
-        let (syd_jul, _, _) = month_stats("YSSY", 2026, 7);
+        // Singapore about 24–31 °C; Moscow well below zero in January; Sydney has its summer
+        // in January; Phoenix summer afternoons above 38 °C.
+        let (sg_max, sg_min) = month_stats("WSSS", 2026, 1);
+        assert!((29.0..33.0).contains(&sg_max) && (22.0..26.0).contains(&sg_min), "{sg_max} {sg_min}");
+        let (mos_max, mos_min) = month_stats("UUWW", 2026, 1);
+        assert!(mos_max < 0.0 && mos_min < -6.0, "Moscow January {mos_max} {mos_min}");
+        assert!(sg_min > mos_max + 20.0);
+        let (syd_jan, _) = month_stats("YSSY", 2026, 1);
+        let (syd_jul, _) = month_stats("YSSY", 2026, 7);
         assert!(syd_jan > syd_jul + 6.0, "Sydney {syd_jan} vs {syd_jul}");
-        let (phx_jul, _, phx_hi) = month_stats("KPHX", 2026, 7);
-        assert!(phx_jul > 30.0 && phx_hi > 38.0, "Phoenix July {phx_jul}, max {phx_hi}");
+        let (phx_jul, phx_jul_min) = month_stats("KPHX", 2026, 7);
+        assert!(phx_jul > 38.0 && phx_jul_min > 22.0, "Phoenix July {phx_jul} {phx_jul_min}");
     }
 
     #[test]

@@ -451,8 +451,8 @@ mod tests {
             assert!(d.records.iter().all(|r| r.location_name == "KDEN" && r.model == *name));
             *count.entry(name.as_str()).or_insert(0) += 1;
         }
-        // One day: 4 GFS-MOS, 2 NAM-MOS, LAMP hourly, 4 NBS (minus runs not yet published).
-        assert_eq!(count.get("GFS-MOS"), Some(&3));
+        // One day of runs, each published by the end of the day.
+        assert_eq!(count.get("GFS-MOS"), Some(&4));
         assert_eq!(count.get("NAM-MOS"), Some(&2));
         assert_eq!(count.get("NBS-MOS"), Some(&4));
         assert_eq!(count.get("LAV-MOS"), Some(&24));

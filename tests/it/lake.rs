@@ -54,16 +54,29 @@ async fn metar_ingest_round_trips_and_reingest_is_a_noop() {
 #[tokio::test]
 async fn corrupt_and_binary_input_is_rejected_per_line() {
     let (_d, lake) = temp_lake().await;
-    let mut garbage: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
-    garbage.extend_from_slice(b"\nKNYC 011251Z 00000KT 10SM CLR 05/M02 A3012 RMK AO2 T00501017\n\x00\xff\xfe");
-    for f in [Format::Metar, Format::Onemin, Format::Cli, Format::Dsm, Format::Forecasts, Format::Mos, Format::NwsHourly, Format::OpenMeteo] {
+    // Pseudo-random binary: every format rejects it line by line, nothing is stored, no panic.
+    let binary: Vec<u8> = (0..8192u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    let opts = IngestOptions { month: Some((2026, 3)), station: Some("KNYC".into()), ..Default::default() };
+    for f in wxlake::ingest::format::ALL_FORMATS {
         let mut s = Summary::default();
-        let opts = IngestOptions { month: Some((2026, 3)), station: Some("KNYC".into()), ..Default::default() };
-        ingest_bytes(&lake, f, "garbage", &garbage, &opts, &mut s).await.unwrap();
-        assert!(s.rejected > 0 || s.stored <= 1, "{f}: {s}");
+        ingest_bytes(&lake, f, "binary", &binary, &opts, &mut s).await.unwrap();
+        assert_eq!(s.stored, 0, "{f}: {s}");
+        assert!(s.rejected > 0, "{f} must say why binary input was refused: {s}");
+        // Truncated real input never panics either.
+        let real = std::fs::read(fixture("cli/CLINYC.txt")).unwrap();
+        let mut t = Summary::default();
+        ingest_bytes(&lake, f, "truncated", &real[..real.len() / 3], &opts, &mut t).await.unwrap();
     }
-    // The one valid bare METAR line in the middle survives.
-    assert_eq!(scalar(&lake, "SELECT count(*) FROM observations WHERE station_code = 'KNYC'").await, "1");
+    // Bare report lines between corrupt lines: the good ones survive, each bad one is named.
+    let text = b"KNYC 011251Z 00000KT 10SM CLR 05/M02 A3012 RMK AO2 T00501017\n\
+                 \xff\xfe garbage \x00 line\n\
+                 KNYC 01125\n\
+                 KLGA 011251Z 36005KT 10SM CLR 06/M03 A3011\n";
+    let mut s = Summary::default();
+    ingest_bytes(&lake, Format::Metar, "mixed", text, &opts, &mut s).await.unwrap();
+    assert_eq!((s.stored, s.rejected), (2, 2), "{s}");
+    assert_eq!(s.first_rejects.iter().map(|r| r.line).collect::<Vec<_>>(), [2, 3]);
+    assert_eq!(scalar(&lake, "SELECT count(*) FROM observations").await, "2");
 }
 
 #[tokio::test]
