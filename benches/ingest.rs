@@ -1,1 +1,113 @@
-fn main() {}
+//! End-to-end ingest throughput: generated real-format inputs → decoders → lake.
+//!
+//! Not a criterion bench: one run over ≥ 10 M rows is the measurement. Generation is not
+//! timed; decoding (all cores, rayon) and the lake write (partition, dedup, sort, zstd
+//! Parquet, put) are, separately and together.
+//!
+//! Run: `cargo bench --bench ingest` (env WXLAKE_BENCH_DAYS, WXLAKE_BENCH_STATIONS to
+//! scale; defaults 20 days x 70 stations, about 10.5 M rows).
+
+use std::time::Instant;
+
+use chrono::Utc;
+use rayon::prelude::*;
+use wxlake::demo::{generate_station, DemoConfig};
+use wxlake::ingest::{store, Format, IngestOptions, Records};
+use wxlake::lake::Lake;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn main() {
+    // `cargo test --benches` runs bench binaries with --bench absent: skip the heavy run.
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
+    let days = env_usize("WXLAKE_BENCH_DAYS", 20) as u32;
+    let n_stations = env_usize("WXLAKE_BENCH_STATIONS", 70);
+    let mut cfg = DemoConfig::ending_yesterday(Utc::now(), days);
+    cfg.stations = cfg.station_list().unwrap().iter().take(n_stations).map(|s| s.code.clone()).collect();
+
+    let t = Instant::now();
+    let inputs: Vec<_> = cfg.stations.par_iter().map(|c| generate_station(&cfg, c)).collect();
+    let bytes: usize = inputs
+        .iter()
+        .map(|i| i.metar_tsv.len() + i.forecast_csv.len() + i.onemin_csv.as_ref().map_or(0, |s| s.len()))
+        .sum();
+    eprintln!("generated {days} days x {n_stations} stations: {:.1} MB in {:.1}s", bytes as f64 / 1e6, t.elapsed().as_secs_f64());
+
+    // Decode: forecast CSV, METAR TSV and one-minute CSV of every station, in parallel.
+    let t = Instant::now();
+    let opts = IngestOptions::default();
+    let decoded: Vec<_> = inputs
+        .par_iter()
+        .flat_map_iter(|i| {
+            [
+                Format::Forecasts.decode(i.forecast_csv.as_bytes(), &opts),
+                Format::Metar.decode(i.metar_tsv.as_bytes(), &opts),
+                Format::Onemin.decode(i.onemin_csv.as_deref().unwrap_or("").as_bytes(), &opts),
+            ]
+        })
+        .collect();
+    let decode_s = t.elapsed().as_secs_f64();
+    drop(inputs);
+    let (mut fc, mut obs, mut om) = (Vec::new(), Vec::new(), Vec::new());
+    let mut errors = 0;
+    for d in decoded {
+        errors += d.errors.len();
+        match d.records {
+            Records::Forecasts(v) => fc.extend(v),
+            Records::Observations(v) => obs.extend(v),
+            Records::OneMinute(v) => om.extend(v),
+            _ => {}
+        }
+    }
+    let rows = fc.len() + obs.len() + om.len();
+    eprintln!(
+        "decoded {rows} rows ({} forecast, {} observation, {} one-minute; {errors} errors) in {decode_s:.2}s: {:.2} M rows/s",
+        fc.len(),
+        obs.len(),
+        om.len(),
+        rows as f64 / decode_s / 1e6
+    );
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let lake = rt.block_on(Lake::open(&format!("file://{}", dir.path().display()))).unwrap();
+    let t = Instant::now();
+    let stats = rt.block_on(async {
+        let mut s = store(&lake, Records::Forecasts(fc)).await.unwrap();
+        s += store(&lake, Records::Observations(obs)).await.unwrap();
+        s += store(&lake, Records::OneMinute(om)).await.unwrap();
+        s
+    });
+    let write_s = t.elapsed().as_secs_f64();
+    let on_disk: u64 = walk_size(dir.path());
+    eprintln!(
+        "wrote {} rows into {} files ({:.1} MB Parquet) in {write_s:.2}s: {:.2} M rows/s",
+        stats.stored,
+        stats.files,
+        on_disk as f64 / 1e6,
+        stats.stored as f64 / write_s / 1e6
+    );
+    eprintln!(
+        "end to end (decode + write): {rows} rows in {:.2}s: {:.2} M rows/s on {} cores",
+        decode_s + write_s,
+        rows as f64 / (decode_s + write_s) / 1e6,
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    );
+}
+
+fn walk_size(p: &std::path::Path) -> u64 {
+    std::fs::read_dir(p)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| {
+                    let p = e.path();
+                    if p.is_dir() { walk_size(&p) } else { e.metadata().map(|m| m.len()).unwrap_or(0) }
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}

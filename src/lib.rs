@@ -5,10 +5,14 @@
 //! catalog, units and day windows that every part shares live in [`catalog`], [`units`]
 //! and [`time`]; the model schedules in [`models`]; the realistic generator in [`demo`].
 
+pub mod api;
 pub mod catalog;
+pub mod clock;
 pub mod decode;
+pub mod demo;
 pub mod ingest;
 pub mod lake;
+pub mod live;
 pub mod models;
 pub mod sql_output;
 pub mod time;

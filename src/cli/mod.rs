@@ -1,8 +1,11 @@
 //! Command definitions and dispatch. Each command lives in its own module.
 
 mod compact;
+mod demo;
 
 mod ingest;
+mod keys;
+mod serve;
 mod sql;
 
 use std::path::PathBuf;
@@ -36,7 +39,12 @@ pub enum Command {
     Sql(sql::SqlArgs),
     /// Merge small files per partition.
     Compact(compact::CompactArgs),
-
+    /// Generate realistic real-format inputs and ingest them.
+    Demo(demo::DemoArgs),
+    /// Manage API keys.
+    Keys(keys::KeysArgs),
+    /// Serve the REST API.
+    Serve(serve::ServeArgs),
 
 }
 
@@ -59,6 +67,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Ingest(a) => ingest::run(open().await?, a).await,
         Command::Sql(a) => sql::run(open().await?, a).await,
         Command::Compact(a) => compact::run(open().await?, a).await,
+        Command::Demo(a) => demo::run(open().await?, a).await,
+        Command::Keys(a) => keys::run(open().await?, a).await,
+        Command::Serve(a) => serve::run(open().await?, a).await,
 
     }
 }

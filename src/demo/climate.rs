@@ -47,59 +47,72 @@ pub struct Normals {
     pub dew_depression_c: f64,
     /// Fraction of half-days that are wet.
     pub wet: f64,
+    /// Annual precipitation, inches.
+    pub annual_precip_in: f64,
 }
+
+/// One row of [`NORMALS`], in the order of the [`Normals`] fields after the code.
+type NormalsRow = (&'static str, f64, f64, f64, f64, f64, f64, f64);
 
 /// Approximate normals for the catalog stations: (code, annual mean, half of the
 /// July−January spread, warmest day of year, diurnal range, dew-point depression, wet
-/// fraction). Read off public climate tables to the nearest half degree; a demo needs
-/// plausibility, not a climatology.
+/// fraction, annual precipitation in inches). Read off public climate tables to the
+/// nearest half degree; a demo needs plausibility, not a climatology.
 #[rustfmt::skip]
-const NORMALS: &[(&str, f64, f64, f64, f64, f64, f64)] = &[
-    ("KMDW", 10.0, 14.5, 200.0, 9.5, 6.0, 0.30), ("KAUS", 20.5, 9.5, 210.0, 12.0, 7.0, 0.22),
-    ("KDFW", 19.3, 11.3, 205.0, 11.0, 7.0, 0.22), ("KMSY", 20.3, 8.3, 205.0, 9.0, 4.0, 0.30),
-    ("KDAL", 19.5, 11.0, 205.0, 11.0, 7.0, 0.22), ("KHOU", 20.8, 8.3, 205.0, 9.0, 4.5, 0.28),
-    ("KSAT", 20.3, 9.3, 205.0, 12.0, 7.0, 0.20), ("KBNA", 15.0, 11.5, 200.0, 10.5, 6.0, 0.32),
-    ("KOKC", 15.5, 12.5, 200.0, 12.0, 7.0, 0.22), ("KMSP", 7.0, 16.5, 200.0, 10.0, 5.5, 0.28),
-    ("KPHL", 13.5, 12.5, 202.0, 9.5, 6.0, 0.30), ("KMIA", 24.5, 4.5, 215.0, 7.5, 4.0, 0.32),
-    ("KNYC", 13.0, 12.5, 203.0, 8.0, 6.0, 0.30), ("KLGA", 13.3, 12.8, 203.0, 7.5, 6.0, 0.30),
-    ("KDCA", 14.8, 12.3, 202.0, 9.0, 6.0, 0.30), ("KCLT", 15.8, 10.8, 200.0, 11.0, 6.0, 0.29),
-    ("KBOS", 10.8, 12.3, 205.0, 8.0, 6.0, 0.32), ("KATL", 16.8, 10.3, 200.0, 10.0, 6.0, 0.30),
-    ("KJAX", 20.0, 8.0, 205.0, 11.0, 4.5, 0.30), ("KLAX", 17.5, 3.8, 230.0, 7.0, 6.0, 0.08),
-    ("KSEA", 12.0, 7.0, 210.0, 9.0, 5.0, 0.40), ("KSFO", 14.3, 3.5, 245.0, 8.0, 5.0, 0.17),
-    ("KLAS", 21.0, 13.0, 200.0, 13.0, 17.0, 0.06), ("KBKF", 10.8, 11.8, 200.0, 15.0, 11.0, 0.20),
-    ("KDEN", 10.8, 12.3, 200.0, 15.0, 11.0, 0.20), ("KPHX", 24.0, 11.0, 200.0, 12.0, 15.0, 0.07),
-    ("KDTW", 9.8, 13.3, 200.0, 9.5, 5.5, 0.33), ("EGLC", 12.3, 6.8, 208.0, 7.0, 4.0, 0.42),
-    ("SAEZ", 17.0, 7.0, 20.0, 12.0, 5.0, 0.22), ("CYYZ", 8.0, 14.0, 202.0, 10.0, 5.5, 0.33),
-    ("CYUL", 6.0, 15.5, 200.0, 9.0, 5.5, 0.35), ("CYHC", 11.0, 7.0, 210.0, 6.0, 4.0, 0.42),
-    ("RKSI", 11.3, 13.8, 215.0, 7.0, 5.0, 0.28), ("RKPK", 14.5, 11.5, 215.0, 8.0, 5.5, 0.28),
-    ("SBGR", 19.8, 3.3, 35.0, 9.0, 4.5, 0.35), ("LFPB", 12.8, 7.8, 205.0, 8.0, 4.5, 0.38),
-    ("LFPO", 12.8, 7.8, 205.0, 8.0, 4.5, 0.38), ("LTAC", 10.5, 11.5, 205.0, 13.0, 8.0, 0.25),
-    ("LTFM", 14.3, 9.3, 210.0, 7.0, 5.0, 0.30), ("VILK", 25.0, 9.5, 150.0, 12.0, 8.0, 0.15),
-    ("EDDM", 8.8, 9.8, 205.0, 9.5, 4.0, 0.38), ("LLBG", 20.0, 7.0, 215.0, 10.0, 6.0, 0.12),
-    ("RJTT", 16.5, 10.5, 215.0, 6.5, 5.0, 0.30), ("ZSPD", 16.3, 11.8, 210.0, 7.0, 4.0, 0.32),
-    ("ZUUU", 15.8, 9.8, 205.0, 6.5, 3.5, 0.38), ("ZBAA", 11.3, 15.3, 200.0, 11.0, 8.0, 0.18),
-    ("ZHHH", 16.5, 12.5, 205.0, 7.5, 4.0, 0.32), ("ZUCK", 18.0, 10.5, 210.0, 6.0, 3.5, 0.38),
-    ("ZGSZ", 22.3, 6.8, 205.0, 6.0, 4.0, 0.32), ("ZGGG", 21.3, 7.8, 205.0, 7.0, 4.0, 0.34),
-    ("ZSQD", 12.8, 13.3, 220.0, 6.0, 4.0, 0.22), ("WSSS", 27.7, 0.9, 150.0, 7.0, 3.5, 0.45),
-    ("EPWA", 8.8, 10.8, 203.0, 9.0, 4.0, 0.38), ("LIMC", 12.0, 10.5, 205.0, 10.0, 4.0, 0.25),
-    ("LEMD", 15.8, 9.8, 205.0, 14.0, 9.0, 0.15), ("YSSY", 18.0, 5.0, 25.0, 7.5, 6.0, 0.30),
-    ("UUWW", 6.0, 13.0, 200.0, 7.0, 3.5, 0.40), ("RCSS", 23.0, 7.0, 205.0, 6.0, 4.0, 0.40),
-    ("MMMX", 16.5, 2.5, 135.0, 14.0, 8.0, 0.25), ("VHKO", 22.8, 6.3, 210.0, 4.5, 3.5, 0.32),
-    ("EFHK", 5.8, 11.3, 203.0, 8.0, 3.0, 0.40), ("EHAM", 10.5, 7.0, 210.0, 7.0, 3.5, 0.45),
-    ("WIHH", 27.5, 0.6, 280.0, 8.0, 4.0, 0.40), ("WMKK", 27.5, 0.6, 120.0, 8.0, 4.5, 0.42),
-    ("MPMG", 27.5, 0.5, 100.0, 7.0, 4.0, 0.40), ("DNMM", 27.0, 1.5, 60.0, 7.0, 3.0, 0.30),
-    ("OEJN", 28.5, 4.5, 205.0, 9.0, 10.0, 0.03), ("FACT", 17.0, 4.5, 30.0, 11.0, 6.0, 0.25),
-    ("OPKC", 26.0, 5.5, 170.0, 9.0, 8.0, 0.05), ("RPLL", 28.0, 1.5, 135.0, 8.0, 4.5, 0.35),
+const NORMALS: &[NormalsRow] = &[
+    ("KMDW", 10.0, 14.5, 200.0, 9.5, 6.0, 0.30, 39.0), ("KAUS", 20.5, 9.5, 210.0, 12.0, 7.0, 0.22, 34.0),
+    ("KDFW", 19.3, 11.3, 205.0, 11.0, 7.0, 0.22, 37.0), ("KMSY", 20.3, 8.3, 205.0, 9.0, 4.0, 0.30, 63.0),
+    ("KDAL", 19.5, 11.0, 205.0, 11.0, 7.0, 0.22, 37.0), ("KHOU", 20.8, 8.3, 205.0, 9.0, 4.5, 0.28, 54.0),
+    ("KSAT", 20.3, 9.3, 205.0, 12.0, 7.0, 0.20, 32.0), ("KBNA", 15.0, 11.5, 200.0, 10.5, 6.0, 0.32, 50.0),
+    ("KOKC", 15.5, 12.5, 200.0, 12.0, 7.0, 0.22, 36.0), ("KMSP", 7.0, 16.5, 200.0, 10.0, 5.5, 0.28, 31.0),
+    ("KPHL", 13.5, 12.5, 202.0, 9.5, 6.0, 0.30, 44.0), ("KMIA", 24.5, 4.5, 215.0, 7.5, 4.0, 0.32, 62.0),
+    ("KNYC", 13.0, 12.5, 203.0, 8.0, 6.0, 0.30, 47.0), ("KLGA", 13.3, 12.8, 203.0, 7.5, 6.0, 0.30, 44.0),
+    ("KDCA", 14.8, 12.3, 202.0, 9.0, 6.0, 0.30, 41.0), ("KCLT", 15.8, 10.8, 200.0, 11.0, 6.0, 0.29, 43.0),
+    ("KBOS", 10.8, 12.3, 205.0, 8.0, 6.0, 0.32, 44.0), ("KATL", 16.8, 10.3, 200.0, 10.0, 6.0, 0.30, 50.0),
+    ("KJAX", 20.0, 8.0, 205.0, 11.0, 4.5, 0.30, 53.0), ("KLAX", 17.5, 3.8, 230.0, 7.0, 6.0, 0.08, 12.0),
+    ("KSEA", 12.0, 7.0, 210.0, 9.0, 5.0, 0.40, 39.0), ("KSFO", 14.3, 3.5, 245.0, 8.0, 5.0, 0.17, 20.0),
+    ("KLAS", 21.0, 13.0, 200.0, 13.0, 17.0, 0.06, 4.2), ("KBKF", 10.8, 11.8, 200.0, 15.0, 11.0, 0.20, 16.0),
+    ("KDEN", 10.8, 12.3, 200.0, 15.0, 11.0, 0.20, 15.0), ("KPHX", 24.0, 11.0, 200.0, 12.0, 15.0, 0.07, 7.2),
+    ("KDTW", 9.8, 13.3, 200.0, 9.5, 5.5, 0.33, 33.0), ("EGLC", 12.3, 6.8, 208.0, 7.0, 4.0, 0.42, 24.0),
+    ("SAEZ", 17.0, 7.0, 20.0, 12.0, 5.0, 0.22, 40.0), ("CYYZ", 8.0, 14.0, 202.0, 10.0, 5.5, 0.33, 31.0),
+    ("CYUL", 6.0, 15.5, 200.0, 9.0, 5.5, 0.35, 39.0), ("CYHC", 11.0, 7.0, 210.0, 6.0, 4.0, 0.42, 57.0),
+    ("RKSI", 11.3, 13.8, 215.0, 7.0, 5.0, 0.28, 50.0), ("RKPK", 14.5, 11.5, 215.0, 8.0, 5.5, 0.28, 60.0),
+    ("SBGR", 19.8, 3.3, 35.0, 9.0, 4.5, 0.35, 57.0), ("LFPB", 12.8, 7.8, 205.0, 8.0, 4.5, 0.38, 25.0),
+    ("LFPO", 12.8, 7.8, 205.0, 8.0, 4.5, 0.38, 25.0), ("LTAC", 10.5, 11.5, 205.0, 13.0, 8.0, 0.25, 16.0),
+    ("LTFM", 14.3, 9.3, 210.0, 7.0, 5.0, 0.30, 33.0), ("VILK", 25.0, 9.5, 150.0, 12.0, 8.0, 0.15, 39.0),
+    ("EDDM", 8.8, 9.8, 205.0, 9.5, 4.0, 0.38, 38.0), ("LLBG", 20.0, 7.0, 215.0, 10.0, 6.0, 0.12, 21.0),
+    ("RJTT", 16.5, 10.5, 215.0, 6.5, 5.0, 0.30, 60.0), ("ZSPD", 16.3, 11.8, 210.0, 7.0, 4.0, 0.32, 47.0),
+    ("ZUUU", 15.8, 9.8, 205.0, 6.5, 3.5, 0.38, 35.0), ("ZBAA", 11.3, 15.3, 200.0, 11.0, 8.0, 0.18, 22.0),
+    ("ZHHH", 16.5, 12.5, 205.0, 7.5, 4.0, 0.32, 50.0), ("ZUCK", 18.0, 10.5, 210.0, 6.0, 3.5, 0.38, 44.0),
+    ("ZGSZ", 22.3, 6.8, 205.0, 6.0, 4.0, 0.32, 75.0), ("ZGGG", 21.3, 7.8, 205.0, 7.0, 4.0, 0.34, 70.0),
+    ("ZSQD", 12.8, 13.3, 220.0, 6.0, 4.0, 0.22, 28.0), ("WSSS", 27.7, 0.9, 150.0, 7.0, 3.5, 0.45, 100.0),
+    ("EPWA", 8.8, 10.8, 203.0, 9.0, 4.0, 0.38, 20.0), ("LIMC", 12.0, 10.5, 205.0, 10.0, 4.0, 0.25, 40.0),
+    ("LEMD", 15.8, 9.8, 205.0, 14.0, 9.0, 0.15, 17.0), ("YSSY", 18.0, 5.0, 25.0, 7.5, 6.0, 0.30, 47.0),
+    ("UUWW", 6.0, 13.0, 200.0, 7.0, 3.5, 0.40, 28.0), ("RCSS", 23.0, 7.0, 205.0, 6.0, 4.0, 0.40, 93.0),
+    ("MMMX", 16.5, 2.5, 135.0, 14.0, 8.0, 0.25, 28.0), ("VHKO", 22.8, 6.3, 210.0, 4.5, 3.5, 0.32, 94.0),
+    ("EFHK", 5.8, 11.3, 203.0, 8.0, 3.0, 0.40, 26.0), ("EHAM", 10.5, 7.0, 210.0, 7.0, 3.5, 0.45, 33.0),
+    ("WIHH", 27.5, 0.6, 280.0, 8.0, 4.0, 0.40, 70.0), ("WMKK", 27.5, 0.6, 120.0, 8.0, 4.5, 0.42, 100.0),
+    ("MPMG", 27.5, 0.5, 100.0, 7.0, 4.0, 0.40, 75.0), ("DNMM", 27.0, 1.5, 60.0, 7.0, 3.0, 0.30, 60.0),
+    ("OEJN", 28.5, 4.5, 205.0, 9.0, 10.0, 0.03, 2.4), ("FACT", 17.0, 4.5, 30.0, 11.0, 6.0, 0.25, 20.0),
+    ("OPKC", 26.0, 5.5, 170.0, 9.0, 8.0, 0.05, 7.5), ("RPLL", 28.0, 1.5, 135.0, 8.0, 4.5, 0.35, 80.0),
 ];
 
 impl Normals {
     /// The table entry for `station`, or a latitude/elevation estimate for a station the
     /// table does not know (so a catalog edit never breaks the demo).
     pub fn for_station(station: &Station) -> Self {
-        if let Some(&(_, mean_c, half_range_c, peak_doy, diurnal_range_c, dew_depression_c, wet)) =
+        if let Some(&(_, mean_c, half_range_c, peak_doy, diurnal_range_c, dew_depression_c, wet, annual_precip_in)) =
             NORMALS.iter().find(|n| n.0 == station.code)
         {
-            return Normals { mean_c, half_range_c, peak_doy, diurnal_range_c, dew_depression_c, wet };
+            return Normals {
+                mean_c,
+                half_range_c,
+                peak_doy,
+                diurnal_range_c,
+                dew_depression_c,
+                wet,
+                annual_precip_in,
+            };
         }
         let lat = station.latitude.abs();
         let elev_m = station.elevation_ft * 0.3048;
@@ -110,6 +123,7 @@ impl Normals {
             diurnal_range_c: 9.0,
             dew_depression_c: 5.0,
             wet: 0.3,
+            annual_precip_in: 30.0,
         }
     }
 }
@@ -160,7 +174,8 @@ pub struct Climate {
     tropical: bool,
     prevailing_dir: f64,
     base_wind_kt: f64,
-    /// Median precipitation of a wet hour, hundredths of an inch.
+    /// Median precipitation of a wet hour, hundredths of an inch, set so the year's
+    /// total matches the normal.
     rain_rate: f64,
 }
 
@@ -190,7 +205,15 @@ impl Climate {
         } else {
             0.8
         } * (normals.wet * 3.0).clamp(0.5, 1.0);
-        let westerly = if tropical { if station.latitude >= 0.0 { 70.0 } else { 120.0 } } else { 250.0 };
+        let westerly = if tropical {
+            if station.latitude >= 0.0 {
+                70.0
+            } else {
+                120.0
+            }
+        } else {
+            250.0
+        };
         Climate {
             key,
             latitude: station.latitude,
@@ -203,8 +226,30 @@ impl Climate {
             tropical,
             prevailing_dir: westerly + 80.0 * (noise::unit(key, Stream::WindDir, -1) - 0.5),
             base_wind_kt: 6.0 + 4.0 * noise::unit(key, Stream::WindSpeed, -1),
-            rain_rate: if tropical { 8.0 } else { 2.5 },
+            rain_rate: 1.0,
         }
+        .with_calibrated_rain()
+    }
+
+    /// Chance that a wet half-day hour has precipitation, and a dry one.
+    fn rain_odds(&self) -> (f64, f64) {
+        let wet = self.normals.wet;
+        (0.2 + 0.2 * wet, 0.025 * wet)
+    }
+
+    /// Sets the wet-hour median so the expected annual total is the normal. Expected wet
+    /// hours: wet half-days, dry half-days, ±4 h around each front (≈ 4√π h of `near`)
+    /// and tropical afternoon showers; a lognormal(0, 0.9) amount has mean e^0.405.
+    fn with_calibrated_rain(mut self) -> Self {
+        let wet = self.normals.wet;
+        let (p_wet, p_dry) = self.rain_odds();
+        let fronts_per_year = 8766.0 / FRONT_SLOT_H * self.front_prob;
+        let front_hours = fronts_per_year * 0.45 * 4.0 * std::f64::consts::PI.sqrt() * (wet * 3.0).min(1.0);
+        let tropical = if self.tropical { wet * 0.25 * 7.0 / 24.0 } else { 0.0 };
+        let fraction = wet * p_wet + (1.0 - wet) * p_dry + front_hours / 8766.0 + tropical;
+        let hours = (8766.0 * fraction).max(1.0);
+        self.rain_rate = self.normals.annual_precip_in * 100.0 / (hours * 0.405_f64.exp());
+        self
     }
 
     /// The key this station's draws are made under (seed mixed with the station code).
@@ -240,8 +285,7 @@ impl Climate {
         let anomaly = self.sigma_c * (1.0 + 0.25 * winter) * self.synoptic(x)
             + 0.5 * noise::smooth(self.key, Stream::SubDaily, x / 6.0);
         let rain_cooling = if precip { 1.0 + 0.04 * f64::from(rain_tips.min(40)) } else { 0.0 };
-        let temp_c = self.normals.mean_c + self.normals.half_range_c * phase.cos() + anomaly + front.temp_c
-            + diurnal_c
+        let temp_c = self.normals.mean_c + self.normals.half_range_c * phase.cos() + anomaly + front.temp_c + diurnal_c
             - rain_cooling;
 
         let mut dep = self.normals.dew_depression_c
@@ -270,7 +314,7 @@ impl Climate {
         let slp_hpa = 1015.0 + self.pressure_sd * noise::smooth(self.key, Stream::Pressure, x / 30.0)
             - 0.9 * self.pressure_sd * front.trough
             + tide;
-        let fog = !precip && dep < 1.2 && wind_kt < 6.0 && (3.0..9.0).contains(&solar);
+        let fog = !precip && dep < 1.8 && wind_kt < 7.0 && (2.0..9.0).contains(&solar);
 
         HourState {
             temp_c,
@@ -393,18 +437,35 @@ impl Climate {
     /// fell at all (a trace is precipitation without a tip).
     fn precipitation(&self, hour: i64, solar: f64, near_front: f64) -> (u16, bool) {
         let wet = self.normals.wet;
-        let mut p = if self.wet_block(hour) { 0.25 + 0.3 * wet } else { 0.025 * wet };
+        let (p_wet, p_dry) = self.rain_odds();
+        let mut p = if self.wet_block(hour) { p_wet } else { p_dry };
         p += 0.45 * near_front * (wet * 3.0).min(1.0);
         if self.tropical && self.wet_block(hour) && (13.0..20.0).contains(&solar) {
             p += 0.25;
         }
-        if noise::unit(self.key, Stream::RainHour, hour) >= p.min(0.95) {
+        // Rain falls where a smooth propensity field (3-hour knots) exceeds the level that
+        // gives probability `p`: showers and rain spells last hours, not single hours.
+        let propensity = noise::smooth(self.key, Stream::RainHour, hour as f64 / 3.0);
+        if propensity <= upper_quantile(p.min(0.95)) {
             return (0, false);
         }
-        let amount = self.rain_rate * (0.9 * noise::gauss(self.key, Stream::RainAmount, hour)).exp() * (1.0 + near_front);
+        let amount =
+            self.rain_rate * (0.9 * noise::gauss(self.key, Stream::RainAmount, hour)).exp() * (1.0 + near_front);
         let tips = (amount + noise::unit(self.key, Stream::RainFraction, hour)).floor().min(300.0);
         (tips as u16, true)
     }
+}
+
+/// The level a standard normal exceeds with probability `p` (Abramowitz & Stegun
+/// 26.2.23, error < 5e-4).
+fn upper_quantile(p: f64) -> f64 {
+    let q = p.clamp(1e-9, 1.0 - 1e-9);
+    let (tail, sign) = if q < 0.5 { (q, 1.0) } else { (1.0 - q, -1.0) };
+    let t = (-2.0 * tail.ln()).sqrt();
+    let z = t
+        - (2.515_517 + 0.802_853 * t + 0.010_328 * t * t)
+            / (1.0 + 1.432_788 * t + 0.189_269 * t * t + 0.001_308 * t * t * t);
+    sign * z
 }
 
 /// Hour states over a span, computed once: every consumer (minute series, reports,
@@ -540,6 +601,26 @@ mod tests {
         }
         // New York: some precipitation most weeks, but not most hours.
         assert!((20..400).contains(&wet_hours), "{wet_hours}");
+    }
+
+    #[test]
+    fn upper_quantile_matches_the_normal_table() {
+        // Φ⁻¹ values from a standard table.
+        for (p, z) in [(0.5, 0.0), (0.16, 0.994), (0.025, 1.960), (0.001, 3.090), (0.975, -1.960)] {
+            assert!((upper_quantile(p) - z).abs() < 2e-3, "{p}: {}", upper_quantile(p));
+        }
+    }
+
+    #[test]
+    fn precipitation_comes_in_spells() {
+        let c = climate("KSEA");
+        let h0 = hour_index(Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap());
+        let wet: Vec<bool> = (h0..h0 + 24 * 120).map(|h| c.hour(h).precip).collect();
+        let hours = wet.iter().filter(|w| **w).count();
+        let spells = wet.windows(2).filter(|w| w[1] && !w[0]).count();
+        // Seattle winter: wet a fifth of the time or so, in spells of a few hours.
+        assert!((200..1200).contains(&hours), "{hours}");
+        assert!(hours as f64 / spells as f64 > 2.5, "{hours} hours in {spells} spells");
     }
 
     #[test]

@@ -132,11 +132,7 @@ pub fn runs(spec: &ModelSpec, from: DateTime<Utc>, to: DateTime<Utc>, now: DateT
 /// Lead hours of one run: the model's cadence, or the real bulletin's columns for MOS.
 pub fn run_leads(spec: &ModelSpec, run: DateTime<Utc>) -> Vec<u32> {
     if MOS_MODELS.contains(&spec.name) {
-        forecast_hours(spec.name, run)
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|h| u32::try_from(h).ok())
-            .collect()
+        forecast_hours(spec.name, run).unwrap_or_default().into_iter().filter_map(|h| u32::try_from(h).ok()).collect()
     } else {
         spec.leads(run.hour())
     }
@@ -174,7 +170,10 @@ impl RunNoise {
 /// Forecast temperature (°C) of a model at lead `lead` for a valid hour with state `s`.
 fn forecast_temp(spec: &ModelSpec, s: &HourState, lead: u32, z: f64) -> f64 {
     let spread = 0.5 + spec.demo_noise_c * f64::from(lead) / 24.0;
-    s.temp_c + (diurnal_gain(spec.name) - 1.0) * s.diurnal_c + spec.demo_bias_c + spread * (0.45 * s.unpredictable + 0.89 * z)
+    s.temp_c
+        + (diurnal_gain(spec.name) - 1.0) * s.diurnal_c
+        + spec.demo_bias_c
+        + spread * (0.45 * s.unpredictable + 0.89 * z)
 }
 
 /// One forecast row for `lead` of `run`.
@@ -293,7 +292,12 @@ fn mos_preamble(model: &str, run: DateTime<Utc>) -> String {
 
 /// Every model run of the site initialised in `[from, to]` and published by `now`:
 /// gridded models as one CSV (spec 2.5 columns), MOS models as (model, bulletin) pairs.
-pub fn model_forecasts(site: &Site, from: DateTime<Utc>, to: DateTime<Utc>, now: DateTime<Utc>) -> (String, Vec<(String, String)>) {
+pub fn model_forecasts(
+    site: &Site,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> (String, Vec<(String, String)>) {
     let mut csv = String::new();
     let mut mos = Vec::new();
     for (index, spec) in MODELS.iter().enumerate() {
@@ -303,7 +307,8 @@ pub fn model_forecasts(site: &Site, from: DateTime<Utc>, to: DateTime<Utc>, now:
             let mut noise = RunNoise::new(site, index, run);
             let leads = run_leads(spec, run);
             if is_mos {
-                let run_rows: Vec<ForecastRow> = leads.iter().map(|&l| mos_row(site, spec, run, l, &mut noise)).collect();
+                let run_rows: Vec<ForecastRow> =
+                    leads.iter().map(|&l| mos_row(site, spec, run, l, &mut noise)).collect();
                 if let Some(text) = encode_mos(spec.name, &site.station.code, run, &run_rows) {
                     mos.push((spec.name.to_string(), mos_preamble(spec.name, run) + &text));
                 }
@@ -370,7 +375,11 @@ pub fn nws_version(site: &Site, generated_at: DateTime<Utc>) -> NwsHourlyForecas
             let version = noise::smooth(version_key, Stream::NwsVersion, h as f64 / 8.0);
             let t = s.temp_c + NWS_BIAS_C + spread * (0.6 * s.unpredictable + 0.3 * version);
             let start = DateTime::from_timestamp(h * 3600, 0).unwrap_or_default();
-            NwsHourlyPeriod { start_time: start, end_time: start + Duration::hours(1), temperature_f: c_to_f(t).round() }
+            NwsHourlyPeriod {
+                start_time: start,
+                end_time: start + Duration::hours(1),
+                temperature_f: c_to_f(t).round(),
+            }
         })
         .collect();
     NwsHourlyForecast { station: Some(site.station.code.clone()), generated_at, periods }

@@ -123,6 +123,13 @@ mod tests {
         for text in &live {
             assert!(batch.contains(text.as_str()), "live report not in batch: {text}");
         }
+        // As one bare-lines input (what `serve --demo` ingests) every line decodes, with
+        // its kind from the text.
+        let d = crate::decode::metar_container::decode_bare_lines(&live.join("\n"), None, now);
+        assert!(d.errors.is_empty(), "{:?}", d.errors);
+        assert_eq!(d.records.len(), live.len());
+        assert!(d.records.iter().any(|m| m.kind == Some(ReportKind::HfMetar)));
+        assert!(d.records.iter().any(|m| m.kind == Some(ReportKind::Metar)));
         // Nothing new until the clock moves; then only what fell due.
         assert!(feed.next_reports(now).is_empty());
         let more = feed.next_observations(now + Duration::minutes(6));

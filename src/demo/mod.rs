@@ -21,6 +21,22 @@
 //! machine and thread count, and the live feed continues exactly the series the batch
 //! generator wrote. Stations are independent, so [`generate_all`] runs them in parallel.
 //!
+//! # What comes out, per station ([`StationInputs`])
+//! | field | format | decoder | stations |
+//! |---|---|---|---|
+//! | `metar_tsv` | IEM ASOS TSV: routine METAR, SPECI (keyword kept, so the kind survives), HF-METAR (`MADISHF`) | `metar_container::decode_metar_input` | all |
+//! | `onemin_csv` | `station,valid,tmpf`, `-999` in sensor gaps | `onemin::decode_onemin` | US |
+//! | `cli` | CLI products with WMO headings: a final per LST day (issued ≈ 06:00 LST next day), an afternoon preliminary for today | `cli::decode_cli` | US |
+//! | `dsm` | DSM messages under `CDUS27` headings, sent ≈ 00:05 LST | `dsm::decode_dsm_with_year` | US |
+//! | `forecast_csv` | spec 2.5 rows of the 14 gridded models, every run and lead of `models::MODELS` | `forecast_rows::decode_forecast_csv` | all |
+//! | `mos` | MAV / MET / LAMP / NBS bulletins, on the real products' columns (`mos::forecast_hours`) | `mos::decode_mos` | all |
+//! | `nws_hourly` | api.weather.gov hourly JSON, 6 versions a day, 156 h each | `nws_hourly::decode_nws_hourly` | US |
+//!
+//! Nothing is observed, issued or published after `DemoConfig::now` (a run appears
+//! `latency_h` after its cycle). Sizes: a station-week is about 8 MB of text, nearly all
+//! of it forecasts; 90 days × 70 stations is ≈ 7 GB, so consume [`generate_all`] as it
+//! yields rather than collecting it.
+//!
 //! # Example
 //! ```ignore
 //! use rayon::prelude::*;
@@ -34,6 +50,8 @@
 pub mod climate;
 pub mod forecasts;
 pub mod live;
+/// Generated inputs → decoders → lake (the ingest side's part of `wxlake demo`).
+pub mod load;
 pub mod noise;
 pub mod observations;
 pub mod reports;
@@ -98,10 +116,7 @@ impl DemoConfig {
         if self.stations.is_empty() {
             return Ok(catalog.all().iter().collect());
         }
-        self.stations
-            .iter()
-            .map(|c| catalog.lookup(c).ok_or_else(|| format!("unknown station '{c}'")))
-            .collect()
+        self.stations.iter().map(|c| catalog.lookup(c).ok_or_else(|| format!("unknown station '{c}'"))).collect()
     }
 }
 
@@ -165,6 +180,9 @@ pub fn generate_station(cfg: &DemoConfig, code: &str) -> StationInputs {
         return StationInputs { station: code.to_string(), ..Default::default() };
     };
     let sp = span(cfg, station);
+    if cfg.now < sp.obs_from {
+        return StationInputs { station: station.code.clone(), ..Default::default() };
+    }
     // A day of history before the span, so the first reports' 6/24-hour groups and
     // precipitation totals are complete.
     let history = sp.obs_from - Duration::hours(25);

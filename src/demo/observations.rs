@@ -93,14 +93,15 @@ fn schedule(site: &Site, style: Style, hour: i64) -> Vec<(i64, ReportKind)> {
 }
 
 /// Minutes within `hour` of special reports: precipitation beginning or ending, and now
-/// and then a wind shift or ceiling change. Never on a 5-minute HF slot or the routine
-/// minute, so every report has its own time.
+/// and then a wind shift or ceiling change. Never on a 5-minute HF slot and always before
+/// the routine minute, so every report has its own time.
 fn speci_minutes(site: &Site, hour: i64, routine: i64) -> Vec<i64> {
     let key = site.climate.key();
     let this = site.grid.state(&site.climate, hour);
     let prev = site.grid.state(&site.climate, hour - 1);
     let mut out = Vec::new();
-    let pick = |salt: i64, lo: i64, span: i64| lo + (noise::unit(key, Stream::Speci, hour * 8 + salt) * span as f64) as i64;
+    let pick =
+        |salt: i64, lo: i64, span: i64| lo + (noise::unit(key, Stream::Speci, hour * 8 + salt) * span as f64) as i64;
     if this.precip && !prev.precip {
         out.push(pick(1, 2, 40));
     }
@@ -110,12 +111,8 @@ fn speci_minutes(site: &Site, hour: i64, routine: i64) -> Vec<i64> {
     if noise::unit(key, Stream::Speci, hour * 8 + 3) < 0.02 {
         out.push(pick(4, 7, 40));
     }
-    let mut adjusted: Vec<i64> = out
-        .into_iter()
-        .map(|m| if m % 5 == 0 { m + 1 } else { m })
-        .map(|m| if m == routine { m + 2 } else { m })
-        .filter(|&m| m < 60 && m < routine)
-        .collect();
+    let mut adjusted: Vec<i64> =
+        out.into_iter().map(|m| if m % 5 == 0 { m + 1 } else { m }).filter(|&m| m < routine).collect();
     adjusted.sort_unstable();
     adjusted.dedup();
     adjusted
@@ -185,7 +182,8 @@ fn push_wind(s: &mut String, site: &Site, minute: i64, state: &HourState, mps: b
         let _ = write!(s, "VRB{speed:02}{unit}");
         return;
     }
-    let mut dir = (((state.wind_dir + 24.0 * (jitter(site, minute, 3) - 0.5)) / 10.0).round() as i32 * 10).rem_euclid(360);
+    let mut dir =
+        (((state.wind_dir + 24.0 * (jitter(site, minute, 3) - 0.5)) / 10.0).round() as i32 * 10).rem_euclid(360);
     if dir == 0 {
         dir = 360;
     }
@@ -379,14 +377,9 @@ fn asos_text(site: &Site, minute: i64, kind: ReportKind, routine: i64, auto: boo
     if routine_report {
         let _ = write!(s, " SLP{:03}", (state.slp_hpa * 10.0).round() as i64 % 1000);
     }
-    // P group: precipitation since the last routine report (SPECIs come before the
-    // routine minute of their hour, so theirs is the previous hour's).
-    let hour_start = minute - minute.rem_euclid(60);
-    let last_routine = if routine_report || minute.rem_euclid(60) < routine {
-        hour_start + routine - 60
-    } else {
-        hour_start + routine
-    };
+    // P group: precipitation since the last routine report, the previous hour's (SPECIs
+    // always fall before their hour's routine minute).
+    let last_routine = minute - minute.rem_euclid(60) + routine - 60;
     push_precip_group(&mut s, 'P', site.precip(last_routine + 1, minute));
     if routine_report && three_hourly {
         let span = if synoptic { 360 } else { 180 };
@@ -470,7 +463,12 @@ fn hf_text(site: &Site, minute: i64) -> String {
     s.push(' ');
     push_weather(&mut s, &state, vis);
     let temps = asos_temps(site, minute, &state).map(|(f, d)| {
-        (whole_from_tenths(tenths_from_f(f)), whole_from_tenths(tenths_from_f(d)), tenths_from_f(f) < 0, tenths_from_f(d) < 0)
+        (
+            whole_from_tenths(tenths_from_f(f)),
+            whole_from_tenths(tenths_from_f(d)),
+            tenths_from_f(f) < 0,
+            tenths_from_f(d) < 0,
+        )
     });
     if let Some((t_c, d_c, t_neg, d_neg)) = temps {
         push_whole(&mut s, t_c, t_neg);
@@ -574,7 +572,12 @@ fn iem_station(code: &str) -> &str {
 pub fn iem_tsv(code: &str, reports: &[ObsReport], from: DateTime<Utc>, to: DateTime<Utc>) -> String {
     let mut s = String::with_capacity(200 + reports.len() * 110);
     let _ = writeln!(s, "#DEBUG: Format Typ    -> tdf");
-    let _ = writeln!(s, "#DEBUG: Time Period   -> {} {}", from.format("%Y-%m-%d %H:%M:%S+00:00"), to.format("%Y-%m-%d %H:%M:%S+00:00"));
+    let _ = writeln!(
+        s,
+        "#DEBUG: Time Period   -> {} {}",
+        from.format("%Y-%m-%d %H:%M:%S+00:00"),
+        to.format("%Y-%m-%d %H:%M:%S+00:00")
+    );
     let _ = writeln!(s, "#DEBUG: Time Zone     -> UTC");
     let _ = writeln!(s, "#DEBUG: Entries Found -> -1");
     s.push_str("station\tvalid\tmetar\n");

@@ -9,9 +9,9 @@
 
 use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, Utc};
 
-use super::climate::{hour_index, minute_index, minute_time};
+use super::climate::{minute_index, minute_time};
 use super::noise::{self, Stream};
-use super::site::Site;
+use super::site::{Precip, Site};
 use crate::decode::cli::encode_cli;
 use crate::decode::dsm::encode_dsm;
 use crate::decode::types::{DailyKind, DailyReport};
@@ -71,11 +71,38 @@ fn summary(site: &Site, kind: DailyKind, date: NaiveDate, first: i64, last: i64)
 
 /// Month-to-date precipitation through LST minute `last` of `date`, from the first of the
 /// month (which may lie before the generated span: hourly totals reach back).
-fn month_to_date(site: &Site, date: NaiveDate, last: i64) -> (f64, bool) {
+fn month_to_date(site: &Site, date: NaiveDate, last: i64) -> Precip {
     let first_of_month = date.with_day(1).unwrap_or(date);
     let (start, _) = day_minutes(site, first_of_month);
-    let p = site.precip_hours(start.div_euclid(60), last.div_euclid(60));
-    (f64::from(p.hundredths) / 100.0, p.trace)
+    site.precip_hours(start.div_euclid(60), last.div_euclid(60))
+}
+
+/// Running month-to-date totals: consecutive days of a month add their own day to the
+/// previous total instead of summing the month again.
+#[derive(Default)]
+struct RunningTotal {
+    through: Option<(NaiveDate, Precip)>,
+}
+
+impl RunningTotal {
+    fn through_day(&mut self, site: &Site, date: NaiveDate) -> Precip {
+        let (first, last) = day_minutes(site, date);
+        let total = match self.through {
+            Some((prev, before)) if prev.succ_opt() == Some(date) && prev.month() == date.month() => {
+                let day = site.precip_hours(first.div_euclid(60), last.div_euclid(60));
+                let hundredths = before.hundredths + day.hundredths;
+                Precip { hundredths, trace: hundredths == 0 && (before.trace || day.trace) }
+            }
+            _ => month_to_date(site, date, last),
+        };
+        self.through = Some((date, total));
+        total
+    }
+}
+
+fn set_month_to_date(r: &mut DailyReport, p: Precip) {
+    r.precip_mtd_in = Some(f64::from(p.hundredths) / 100.0);
+    r.precip_mtd_trace = p.trace;
 }
 
 /// The DSM for `date`, sent a few minutes after LST midnight.
@@ -88,11 +115,13 @@ pub fn dsm(site: &Site, date: NaiveDate) -> DailyReport {
 
 /// The final CLI for `date`, issued around 06:00 LST the next morning.
 pub fn final_cli(site: &Site, date: NaiveDate) -> DailyReport {
+    final_cli_with(site, date, &mut RunningTotal::default())
+}
+
+fn final_cli_with(site: &Site, date: NaiveDate, mtd: &mut RunningTotal) -> DailyReport {
     let (first, last) = day_minutes(site, date);
     let mut r = summary(site, DailyKind::Cli, date, first, last);
-    let (mtd, mtd_trace) = month_to_date(site, date, last);
-    r.precip_mtd_in = Some(mtd);
-    r.precip_mtd_trace = mtd_trace;
+    set_month_to_date(&mut r, mtd.through_day(site, date));
     r.is_final = true;
     let next_morning = date.succ_opt().unwrap_or(date).and_time(NaiveTime::from_hms_opt(5, 40, 0).unwrap_or_default());
     r.issued_at = Some(utc_of_lst(site, next_morning) + issue_jitter(site, date, 1, 45.0));
@@ -105,9 +134,7 @@ pub fn preliminary_cli(site: &Site, date: NaiveDate) -> DailyReport {
     let valid = date.and_time(NaiveTime::from_hms_opt(PRELIM_VALID_HOUR, 0, 0).unwrap_or_default());
     let last = minute_index(utc_of_lst(site, valid)) - 1;
     let mut r = summary(site, DailyKind::Cli, date, first, last);
-    let (mtd, mtd_trace) = month_to_date(site, date, last);
-    r.precip_mtd_in = Some(mtd);
-    r.precip_mtd_trace = mtd_trace;
+    set_month_to_date(&mut r, month_to_date(site, date, last));
     r.valid_as_of_lst = Some(valid);
     r.issued_at = Some(utc_of_lst(site, valid) + Duration::minutes(20) + issue_jitter(site, date, 2, 25.0));
     r
@@ -115,17 +142,23 @@ pub fn preliminary_cli(site: &Site, date: NaiveDate) -> DailyReport {
 
 /// Every DSM and CLI of `days` (complete LST days) plus, for `today`, the afternoon
 /// preliminary CLI — each only if issued by `now` and covered by the site's series.
-pub fn daily_reports(site: &Site, days: &[NaiveDate], today: Option<NaiveDate>, now: DateTime<Utc>) -> (Vec<DailyReport>, Vec<DailyReport>) {
+pub fn daily_reports(
+    site: &Site,
+    days: &[NaiveDate],
+    today: Option<NaiveDate>,
+    now: DateTime<Utc>,
+) -> (Vec<DailyReport>, Vec<DailyReport>) {
     let (_, series_end) = site.minutes();
     let covered = |d: NaiveDate| day_minutes(site, d).1 <= series_end;
     let mut cli = Vec::new();
     let mut dsms = Vec::new();
+    let mut mtd = RunningTotal::default();
     for &d in days.iter().filter(|&&d| covered(d)) {
         let s = dsm(site, d);
         if s.issued_at.is_some_and(|t| t <= now) {
             dsms.push(s);
         }
-        let c = final_cli(site, d);
+        let c = final_cli_with(site, d, &mut mtd);
         if c.issued_at.is_some_and(|t| t <= now) {
             cli.push(c);
         }
@@ -165,12 +198,6 @@ pub fn dsm_text(reports: &[DailyReport]) -> String {
     s
 }
 
-/// Hours since the epoch of the first hour of an LST day (for tests and callers that
-/// work in hours).
-pub fn day_first_hour(site: &Site, date: NaiveDate) -> i64 {
-    hour_index(minute_time(day_minutes(site, date).0))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,8 +224,12 @@ mod tests {
             let r = final_cli(&s, date(d));
             // Chicago LST is UTC-6: the day runs 06:00Z to 06:00Z.
             let start = Utc.with_ymd_and_hms(2026, 2, d, 6, 0, 0).unwrap();
-            let values: Vec<(i64, i32)> =
-                (0..1440).filter_map(|k| { let m = minute_index(start) + k; s.f_at(m).map(|f| (m, f)) }).collect();
+            let values: Vec<(i64, i32)> = (0..1440)
+                .filter_map(|k| {
+                    let m = minute_index(start) + k;
+                    s.f_at(m).map(|f| (m, f))
+                })
+                .collect();
             let max = values.iter().map(|v| v.1).max();
             let min = values.iter().map(|v| v.1).min();
             assert_eq!(r.max_f, max, "day {d}");
@@ -216,11 +247,17 @@ mod tests {
     #[test]
     fn month_to_date_accumulates_daily_totals() {
         let s = site("KSEA");
+        let days: Vec<NaiveDate> = (1..=10).map(date).collect();
+        let now = Utc.with_ymd_and_hms(2026, 2, 12, 0, 0, 0).unwrap();
+        let (running, _) = daily_reports(&s, &days, None, now);
+        assert_eq!(running.len(), 10);
         let mut sum = 0.0;
-        for d in 1..=10 {
-            let r = final_cli(&s, date(d));
+        for (d, r) in days.iter().zip(&running) {
+            // The running total matches a from-scratch total and the sum of daily totals.
+            let fresh = final_cli(&s, *d);
+            assert_eq!((r.precip_mtd_in, r.precip_mtd_trace), (fresh.precip_mtd_in, fresh.precip_mtd_trace));
             sum += r.precip_in.unwrap();
-            assert!((r.precip_mtd_in.unwrap() - sum).abs() < 1e-9, "day {d}");
+            assert!((r.precip_mtd_in.unwrap() - sum).abs() < 1e-9, "{d}");
         }
     }
 
@@ -249,7 +286,10 @@ mod tests {
         assert_eq!(decoded.records.len(), dsms.len());
         for (want, got) in dsms.iter().zip(&decoded.records) {
             assert_eq!((got.station.as_str(), got.date), ("KNYC", want.date));
-            assert_eq!((got.max_f, got.max_time_lst, got.min_f, got.min_time_lst), (want.max_f, want.max_time_lst, want.min_f, want.min_time_lst));
+            assert_eq!(
+                (got.max_f, got.max_time_lst, got.min_f, got.min_time_lst),
+                (want.max_f, want.max_time_lst, want.min_f, want.min_time_lst)
+            );
             assert_eq!((got.precip_in, got.precip_trace), (want.precip_in, want.precip_trace));
             assert_eq!(got.issued_at, want.issued_at);
         }

@@ -3,7 +3,10 @@
 //! The CLI, the live HTTP ingest and the demo generator all go through here.
 
 pub mod format;
+pub mod hot;
+pub mod live;
 pub mod summary;
+pub mod wal;
 
 use chrono::{DateTime, Utc};
 
@@ -16,7 +19,7 @@ use crate::lake::writer::WriteStats;
 use crate::lake::{Lake, LakeError};
 
 /// Hints some formats need because the input itself does not say.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct IngestOptions {
     /// `--month YYYY-MM` for bare METAR lines and DSM dates (which carry no year).
     pub month: Option<(i32, u32)>,

@@ -1,5 +1,7 @@
 //! The one integration-test binary (link time is long: DataFusion). Modules by area.
 
 mod cli;
+mod crash;
+mod http;
 mod lake;
 mod support;

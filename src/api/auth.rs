@@ -1,0 +1,100 @@
+//! Authentication and rate limiting, applied to every API route before its handler.
+//!
+//! The key comes from `Authorization: Bearer <key>` or `X-API-Key: <key>` (spec 5); the
+//! request counts against the key's per-minute and per-day windows of its API version
+//! (v1 and v2 have separate tables, spec 8 and 9). Every authenticated response carries the
+//! rate-limit headers; a refusal is a 429 with `Retry-After`.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::error::ApiError;
+use super::keys::{KeyRecord, Tier};
+use super::limits::ApiVersion;
+use super::AppState;
+
+/// The authenticated key, available to handlers as an extension.
+#[derive(Debug, Clone)]
+pub struct Caller(pub Arc<KeyRecord>);
+
+impl Caller {
+    pub fn tier(&self) -> Tier {
+        self.0.tier
+    }
+}
+
+/// The secret a request carries, if any.
+pub fn key_from_headers(headers: &HeaderMap) -> Option<&str> {
+    if let Some(v) = headers.get("authorization").and_then(|v| v.to_str().ok()) {
+        let v = v.trim();
+        if let Some(k) = v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")) {
+            return Some(k.trim());
+        }
+    }
+    headers.get("x-api-key").and_then(|v| v.to_str().ok()).map(str::trim)
+}
+
+/// Middleware: 401 without a valid key, 429 over the limit, else the handler with
+/// rate-limit headers added to its response.
+pub async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let api = if req.uri().path().starts_with("/api/v1/") { ApiVersion::V1 } else { ApiVersion::V2 };
+    let Some(secret) = key_from_headers(req.headers()) else {
+        return ApiError::unauthorized("Missing API key").into_response();
+    };
+    let Some(record) = state.keys.authenticate(secret) else {
+        return ApiError::unauthorized("Invalid API key").into_response();
+    };
+    let decision = state.limiter.check(&record.id, record.tier, api);
+    let headers = decision.headers();
+    if !decision.allowed {
+        return ApiError::new(
+            axum::http::StatusCode::TOO_MANY_REQUESTS,
+            "Rate limit exceeded",
+            format!(
+                "{} tier allows {} requests per {}; retry after {} s",
+                record.tier.as_str(),
+                decision.limit,
+                match decision.window {
+                    super::limits::Window::Minute => "minute",
+                    super::limits::Window::Day => "day",
+                },
+                decision.retry_after_secs.unwrap_or(decision.reset_secs)
+            ),
+        )
+        .with_headers(headers)
+        .into_response();
+    }
+    req.extensions_mut().insert(Caller(record));
+    let mut resp = next.run(req).await;
+    for (k, v) in headers {
+        if let Ok(v) = HeaderValue::from_str(&v) {
+            resp.headers_mut().insert(k, v);
+        }
+    }
+    resp
+}
+
+/// 403 unless the caller's tier may use the premium endpoints (accuracy, nearby, pacing).
+pub fn require_premium(caller: &Caller) -> Result<(), ApiError> {
+    if caller.tier().has_premium_endpoints() {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden(format!(
+            "this endpoint requires a Developer or Enterprise key; this key is {}",
+            caller.tier().as_str()
+        )))
+    }
+}
+
+/// 403 unless the key may POST ingest.
+pub fn require_admin(caller: &Caller) -> Result<(), ApiError> {
+    if caller.0.admin {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden("ingest requires an admin key (wxlake keys create --admin)"))
+    }
+}

@@ -1,0 +1,95 @@
+//! The OpenAPI 3.1 document (generated from the handlers' annotations) and a
+//! self-contained docs page that renders it (no CDN: the service may run offline).
+
+use axum::response::{Html, IntoResponse, Response};
+use axum::Json;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use super::error::ErrorBody;
+use super::observation_json::{ObservationV1, ObservationV2};
+use super::v1::observations::SvcHighV1;
+use super::v2::observations::SvcHigh;
+
+/// The service's OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "wxlake",
+        description = "Weather observations, trading-day extremes (nws and wu logic), model forecasts and accuracy. \
+                       Every non-2xx response is JSON {\"error\", \"details\"}. Rate limits per key per minute and per \
+                       day are reported in X-RateLimit-Limit / X-RateLimit-Remaining / X-RateLimit-Reset (seconds until \
+                       the binding window resets); a 429 carries Retry-After."
+    ),
+    paths(
+        super::v2::observations::handler,
+        super::v2::daily_extremes::handler,
+        super::v1::observations::handler,
+        super::ingest::handler,
+    ),
+    components(schemas(ErrorBody, ObservationV2, ObservationV1, SvcHigh, SvcHighV1)),
+    modifiers(&Security),
+    tags(
+        (name = "observations", description = "Latest observation, trading-day extremes, history"),
+        (name = "ingest", description = "Live ingest (admin keys)"),
+        (name = "v1", description = "Legacy v1 interface"),
+    )
+)]
+pub struct ApiDoc;
+
+struct Security;
+
+impl Modify for Security {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme("bearer", SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()));
+        components.add_security_scheme("api_key", SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-API-Key"))));
+    }
+}
+
+/// The document as JSON.
+pub fn document() -> utoipa::openapi::OpenApi {
+    ApiDoc::openapi()
+}
+
+pub async fn openapi_json() -> Response {
+    Json(document()).into_response()
+}
+
+pub async fn docs_page() -> Html<&'static str> {
+    Html(DOCS_HTML)
+}
+
+const DOCS_HTML: &str = r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>wxlake API</title>
+<style>
+body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
+h2{border-bottom:1px solid #ddd;padding-bottom:.3rem}.m{font-weight:bold;text-transform:uppercase;margin-right:.5rem}
+table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ddd;padding:.25rem .5rem;text-align:left}
+code{background:#f4f4f4;padding:0 .2rem}
+</style></head><body>
+<h1>wxlake API</h1>
+<p>Machine-readable: <a href="/openapi.json">/openapi.json</a> (OpenAPI 3.1). Authenticate with
+<code>Authorization: Bearer &lt;API_KEY&gt;</code> or <code>X-API-Key: &lt;API_KEY&gt;</code>.</p>
+<div id="doc">Loading…</div>
+<script>
+fetch('/openapi.json').then(r => r.json()).then(spec => {
+  const esc = s => String(s ?? '').replace(/[&<>]/g, c => ({'&':'&amp;','<':'&lt;','>':'&gt;'}[c]));
+  let html = `<p>${esc(spec.info.description)}</p>`;
+  for (const [path, ops] of Object.entries(spec.paths)) {
+    for (const [method, op] of Object.entries(ops)) {
+      html += `<h2><span class="m">${esc(method)}</span><code>${esc(path)}</code></h2>`;
+      if (op.description) html += `<p>${esc(op.description)}</p>`;
+      if (op.parameters) {
+        html += '<table><tr><th>parameter</th><th>in</th><th>required</th><th>description</th></tr>';
+        for (const p of op.parameters) html += `<tr><td><code>${esc(p.name)}</code></td><td>${esc(p.in)}</td><td>${p.required ? 'yes' : 'no'}</td><td>${esc(p.description)}</td></tr>`;
+        html += '</table>';
+      }
+      html += '<table><tr><th>status</th><th>meaning</th></tr>';
+      for (const [code, r] of Object.entries(op.responses || {})) html += `<tr><td>${esc(code)}</td><td>${esc(r.description)}</td></tr>`;
+      html += '</table>';
+    }
+  }
+  document.getElementById('doc').innerHTML = html;
+});
+</script></body></html>"#;

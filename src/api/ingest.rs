@@ -1,0 +1,76 @@
+//! `POST /api/v2/ingest/{format}` (admin keys): the live ingest. A 2xx means the input is
+//! in the write-ahead log (it survives kill -9) and in the hot state.
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+
+use super::auth::{require_admin, Caller};
+use super::error::{ApiError, ApiResult};
+use super::params::Params;
+use super::AppState;
+use crate::ingest::format::ALL_FORMATS;
+use crate::ingest::live::{LiveError, LiveOutcome};
+use crate::ingest::{Format, IngestOptions};
+
+#[utoipa::path(
+    post,
+    path = "/api/v2/ingest/{format}",
+    tag = "ingest",
+    params(
+        ("format" = String, Path, description = "metar, onemin, cli, dsm, forecasts, open-meteo, mos, nws-hourly"),
+        ("month" = Option<String>, Query, description = "YYYY-MM for inputs without a year (bare METAR lines, DSM)"),
+        ("station" = Option<String>, Query, description = "station for open-meteo and nws-hourly inputs"),
+        ("run_time" = Option<String>, Query, description = "run time for open-meteo inputs"),
+    ),
+    request_body(content = String, description = "the raw input, as `wxlake ingest` reads it", content_type = "text/plain"),
+    responses(
+        (status = 202, description = "durable in the WAL and applied to the hot state", body = Object),
+        (status = 400, description = "unknown format, bad parameter, or nothing usable in the body", body = crate::api::error::ErrorBody),
+        (status = 403, description = "the key is not an admin key", body = crate::api::error::ErrorBody),
+    ),
+    security(("bearer" = []), ("api_key" = []))
+)]
+pub async fn handler(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(format): Path<String>,
+    Query(q): Query<std::collections::HashMap<String, String>>,
+    body: Bytes,
+) -> ApiResult<Response> {
+    require_admin(&caller)?;
+    let format: Format = format.parse().map_err(|e: String| ApiError::bad_request(format!("Unknown format: {format}"), e))?;
+    let p = Params(q);
+    let month = match p.get("month") {
+        None => None,
+        Some(m) => Some(parse_month(m).ok_or_else(|| ApiError::bad_request(format!("Invalid month: {m}"), "month is YYYY-MM"))?),
+    };
+    let opts = IngestOptions { month, station: p.get("station").map(str::to_string), run_time: p.time("run_time")? };
+    if body.is_empty() {
+        return Err(ApiError::bad_request("Empty body", "POST the raw input of the format as the request body"));
+    }
+    match state.live.ingest(format, opts, body.to_vec()).await {
+        Ok(outcome) => Ok((StatusCode::ACCEPTED, Json::<LiveOutcome>(outcome)).into_response()),
+        Err(LiveError::Unusable(errors)) => {
+            let first: Vec<String> = errors.iter().take(5).map(|e| format!("line {}: {}", e.line, e.reason)).collect();
+            Err(ApiError::bad_request(
+                format!("No usable {format} records in the body"),
+                if first.is_empty() { "the body decoded to nothing".to_string() } else { first.join("; ") },
+            ))
+        }
+        Err(e) => Err(ApiError::internal(e)),
+    }
+}
+
+fn parse_month(s: &str) -> Option<(i32, u32)> {
+    let (y, m) = s.split_once('-')?;
+    let (y, m) = (y.parse().ok()?, m.parse().ok()?);
+    (1..=12).contains(&m).then_some((y, m))
+}
+
+/// Names of every format, for error details.
+pub fn format_names() -> String {
+    ALL_FORMATS.iter().map(|f| f.as_str()).collect::<Vec<_>>().join(", ")
+}

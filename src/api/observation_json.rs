@@ -1,0 +1,234 @@
+//! Observation objects as the API returns them (spec 2.1 for v2, part 9 for v1).
+//! Celsius fields keep the report's precision; `*_display` is the station's native unit,
+//! `*_f` Fahrenheit (integers, as the spec types them).
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::catalog::Station;
+use crate::decode::metar::temperature_fields;
+use crate::decode::types::{DailyReport, Metar};
+use crate::lake::rows::LakeRecord;
+use crate::time::fmt_utc;
+use crate::units::{c_to_f, f_to_c, relative_humidity, round1, Units};
+
+/// Observation record, v2 (spec 2.1).
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub struct ObservationV2 {
+    /// Record id (53 bits of the natural-key hash: stable across re-ingest).
+    pub id: i64,
+    pub station_code: String,
+    /// `YYYY-MM-DD HH:MM:SS`, UTC.
+    pub observation_time: String,
+    /// `METAR`, `SPECI` or `HF-METAR`.
+    pub report_type: String,
+    /// Celsius; null when missing or suspect (outside −60…60 °C).
+    pub temperature: Option<f64>,
+    pub temperature_display: Option<f64>,
+    pub temperature_f: Option<i64>,
+    /// Lowest probable temperature, native units.
+    pub lowest_probable: Option<i64>,
+    pub highest_probable: Option<i64>,
+    pub units: &'static str,
+    /// 1 = exact (T-group); otherwise the number of integer °F the reading allows.
+    pub precision_level: Option<i64>,
+    pub dew_point: Option<f64>,
+    pub dew_point_display: Option<f64>,
+    pub dew_point_f: Option<i64>,
+    pub relative_humidity: Option<f64>,
+    /// Degrees as a string, `VRB` for variable.
+    pub wind_direction: Option<String>,
+    /// Knots.
+    pub wind_speed: Option<f64>,
+    pub wind_gust: Option<f64>,
+    /// Statute miles.
+    pub visibility: Option<f64>,
+    /// hPa.
+    pub altimeter: Option<f64>,
+    /// hPa; null without an SLP group.
+    pub sea_level_pressure: Option<f64>,
+    pub six_hour_high: Option<f64>,
+    pub six_hour_high_display: Option<f64>,
+    pub six_hour_high_f: Option<i64>,
+    pub six_hour_low: Option<f64>,
+    pub six_hour_low_display: Option<f64>,
+    pub six_hour_low_f: Option<i64>,
+    /// Climate-report (CLI) values for the observation's Local Standard Time day, US only.
+    pub cli_high: Option<f64>,
+    pub cli_high_display: Option<f64>,
+    pub cli_high_f: Option<i64>,
+    pub cli_low: Option<f64>,
+    pub cli_low_display: Option<f64>,
+    pub cli_low_f: Option<i64>,
+    /// Daily-summary (DSM) values for the same day, US only.
+    pub dsm_high: Option<f64>,
+    pub dsm_high_display: Option<f64>,
+    pub dsm_high_f: Option<i64>,
+    pub dsm_low: Option<f64>,
+    pub dsm_low_display: Option<f64>,
+    pub dsm_low_f: Option<i64>,
+    /// The raw report text.
+    pub raw_text: String,
+}
+
+/// The CLI and DSM of an observation's day, if any.
+#[derive(Debug, Clone, Default)]
+pub struct DayReports<'a> {
+    pub cli: Option<&'a DailyReport>,
+    pub dsm: Option<&'a DailyReport>,
+}
+
+/// A JSON-safe record id from the natural-key hash.
+pub fn record_id(m: &Metar) -> i64 {
+    (m.row_key() >> 11) as i64
+}
+
+fn native(units: Units, c: Option<f64>) -> Option<f64> {
+    c.map(|c| match units {
+        Units::Fahrenheit => c_to_f(c).round(),
+        Units::Celsius => c,
+    })
+}
+
+fn whole_f(c: Option<f64>) -> Option<i64> {
+    c.map(|c| c_to_f(c).round() as i64)
+}
+
+/// (°C, native, °F) of a report value given in °F.
+fn from_f(units: Units, f: Option<i32>) -> (Option<f64>, Option<f64>, Option<i64>) {
+    match f {
+        None => (None, None, None),
+        Some(f) => {
+            let c = round1(f_to_c(f64::from(f)));
+            let display = match units {
+                Units::Fahrenheit => f64::from(f),
+                Units::Celsius => c,
+            };
+            (Some(c), Some(display), Some(i64::from(f)))
+        }
+    }
+}
+
+impl ObservationV2 {
+    pub fn new(m: &Metar, station: &Station, reports: DayReports<'_>) -> Self {
+        let units = station.units;
+        let suspect = m.temperature_c().is_some_and(crate::units::is_suspect_c);
+        let t = m.temperature_c().filter(|_| !suspect);
+        let td = m.dew_point_c();
+        let p = temperature_fields(m).filter(|_| !suspect);
+        let (lo, hi) = match (units, p) {
+            (_, None) => (None, None),
+            (Units::Fahrenheit, Some(p)) => (Some(i64::from(p.lowest_f)), Some(i64::from(p.highest_f))),
+            (Units::Celsius, Some(_)) => {
+                let c = m.temp_whole_c.map(i64::from).or(t.map(|c| c.round() as i64));
+                (c, c)
+            }
+        };
+        let (cli_h, cli_l, dsm_h, dsm_l) = match station.is_us() {
+            true => (
+                from_f(units, reports.cli.and_then(|r| r.max_f)),
+                from_f(units, reports.cli.and_then(|r| r.min_f)),
+                from_f(units, reports.dsm.and_then(|r| r.max_f)),
+                from_f(units, reports.dsm.and_then(|r| r.min_f)),
+            ),
+            false => Default::default(),
+        };
+        ObservationV2 {
+            id: record_id(m),
+            station_code: m.station.clone(),
+            observation_time: fmt_utc(m.time),
+            report_type: crate::lake::rows::report_type(m).to_string(),
+            temperature: t,
+            temperature_display: match (units, p) {
+                (Units::Fahrenheit, Some(p)) if p.precision_level == 1 => Some(f64::from(p.lowest_f)),
+                _ => native(units, t),
+            },
+            temperature_f: whole_f(t),
+            lowest_probable: lo,
+            highest_probable: hi,
+            units: units.as_str(),
+            precision_level: p.map(|p| i64::from(p.precision_level)),
+            dew_point: td,
+            dew_point_display: native(units, td),
+            dew_point_f: whole_f(td),
+            relative_humidity: t.zip(td).map(|(t, td)| relative_humidity(t, td)),
+            wind_direction: if m.wind_variable {
+                Some("VRB".into())
+            } else {
+                m.wind_dir_deg.map(|d| d.to_string())
+            },
+            wind_speed: m.wind_speed_kt,
+            wind_gust: m.wind_gust_kt,
+            visibility: m.visibility_sm,
+            altimeter: m.altimeter_hpa.map(|a| (a * 10.0).round() / 10.0),
+            sea_level_pressure: m.sea_level_pressure_hpa,
+            six_hour_high: m.six_hour_max_c,
+            six_hour_high_display: native(units, m.six_hour_max_c),
+            six_hour_high_f: whole_f(m.six_hour_max_c),
+            six_hour_low: m.six_hour_min_c,
+            six_hour_low_display: native(units, m.six_hour_min_c),
+            six_hour_low_f: whole_f(m.six_hour_min_c),
+            cli_high: cli_h.0,
+            cli_high_display: cli_h.1,
+            cli_high_f: cli_h.2,
+            cli_low: cli_l.0,
+            cli_low_display: cli_l.1,
+            cli_low_f: cli_l.2,
+            dsm_high: dsm_h.0,
+            dsm_high_display: dsm_h.1,
+            dsm_high_f: dsm_h.2,
+            dsm_low: dsm_l.0,
+            dsm_low_display: dsm_l.1,
+            dsm_low_f: dsm_l.2,
+            raw_text: m.raw.clone(),
+        }
+    }
+}
+
+/// Observation record, v1 (part 9): Fahrenheit-oriented names.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub struct ObservationV1 {
+    pub station_code: String,
+    /// ISO 8601 with Z.
+    pub observation_time: String,
+    /// Celsius.
+    pub temperature: Option<f64>,
+    pub temperature_f: Option<i64>,
+    pub lowest_probable_f: Option<i64>,
+    pub highest_probable_f: Option<i64>,
+    pub dew_point: Option<f64>,
+    pub relative_humidity: Option<f64>,
+    pub cli_high: Option<f64>,
+    pub cli_high_f: Option<i64>,
+    pub dsm_high: Option<f64>,
+    pub dsm_high_f: Option<i64>,
+    pub six_hour_high: Option<f64>,
+    /// Knots.
+    pub wind_speed: Option<f64>,
+    /// Statute miles.
+    pub visibility: Option<f64>,
+}
+
+impl ObservationV1 {
+    pub fn new(m: &Metar, station: &Station, reports: DayReports<'_>) -> Self {
+        let v2 = ObservationV2::new(m, station, reports);
+        let p = temperature_fields(m).filter(|_| v2.temperature.is_some());
+        ObservationV1 {
+            station_code: v2.station_code,
+            observation_time: m.time.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+            temperature: v2.temperature,
+            temperature_f: v2.temperature_f,
+            lowest_probable_f: p.map(|p| i64::from(p.lowest_f)),
+            highest_probable_f: p.map(|p| i64::from(p.highest_f)),
+            dew_point: v2.dew_point,
+            relative_humidity: v2.relative_humidity,
+            cli_high: v2.cli_high,
+            cli_high_f: v2.cli_high_f,
+            dsm_high: v2.dsm_high,
+            dsm_high_f: v2.dsm_high_f,
+            six_hour_high: v2.six_hour_high,
+            wind_speed: v2.wind_speed,
+            visibility: v2.visibility,
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! Legacy v1 endpoints (spec part 9).
+
+pub mod observations;

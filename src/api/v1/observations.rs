@@ -1,0 +1,94 @@
+//! `GET /api/v1/observations.php` (spec part 9): latest, svc_high (no low, logic chosen
+//! by station type) and history, with v1 field names.
+
+use axum::extract::{Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::api::auth::Caller;
+use crate::api::error::{ApiError, ApiResult};
+use crate::api::observation_json::ObservationV1;
+use crate::api::params::Params;
+use crate::api::v2::observations::{history, history_range, svc_high};
+use crate::api::AppState;
+use crate::catalog::Station;
+use crate::live::Logic;
+
+/// v1 `mode=svc_high` response.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub struct SvcHighV1 {
+    pub station_code: String,
+    pub date: String,
+    /// °F for US stations (native units otherwise).
+    pub svc_high: Option<f64>,
+    pub time_of_high_utc: Option<String>,
+    /// `standard` (nws logic, Local Standard Time day) for US stations, `civil` (wu) otherwise.
+    pub calculation_logic: String,
+}
+
+/// v1 picks the logic by station type: US stations settle on the national climate report
+/// (nws, "standard" time), international stations on the civil-day history (wu).
+pub fn v1_logic(station: &Station) -> (Logic, &'static str) {
+    if station.is_us() {
+        (Logic::Nws, "standard")
+    } else {
+        (Logic::Wu, "civil")
+    }
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/observations.php",
+    tag = "v1",
+    params(
+        ("station_code" = String, Query, description = "Station code"),
+        ("mode" = Option<String>, Query, description = "`latest`, `svc_high`, or omitted for history"),
+        ("start_time" = Option<String>, Query, description = "history: ISO 8601 UTC"),
+        ("end_time" = Option<String>, Query, description = "history: ISO 8601 UTC, at most 24 h after start_time"),
+    ),
+    responses(
+        (status = 200, description = "latest: one observation; svc_high: SvcHighV1; history: array", body = ObservationV1),
+        (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
+        (status = 401, description = "invalid or missing API key", body = crate::api::error::ErrorBody),
+        (status = 429, description = "rate limit exceeded (v1 limits)", body = crate::api::error::ErrorBody),
+    ),
+    security(("bearer" = []), ("api_key" = []))
+)]
+pub async fn handler(
+    State(state): State<AppState>,
+    Extension(_caller): Extension<Caller>,
+    Query(q): Query<std::collections::HashMap<String, String>>,
+) -> ApiResult<Response> {
+    let p = Params(q);
+    let station = p.station("station_code")?;
+    match p.choice("mode", &["latest", "svc_high", "history"])? {
+        Some("latest") => {
+            let now = state.now();
+            let obs = history(&state, station, now - chrono::Duration::days(2), now + chrono::Duration::hours(1)).await?;
+            let (m, r) = obs
+                .last()
+                .ok_or_else(|| ApiError::not_found(format!("No observation for {}", station.code), "nothing in the last two days"))?;
+            Ok(Json(ObservationV1::new(m, station, r.as_ref_pair())).into_response())
+        }
+        Some("svc_high") => {
+            let (logic, label) = v1_logic(station);
+            let s = svc_high(&state, station, logic, None).await?;
+            Ok(Json(SvcHighV1 {
+                station_code: s.station_code,
+                date: s.date,
+                svc_high: s.svc_high,
+                time_of_high_utc: s.time_of_high_utc,
+                calculation_logic: label.to_string(),
+            })
+            .into_response())
+        }
+        _ => {
+            let (start, end) = history_range(&p)?;
+            let obs = history(&state, station, start, end).await?;
+            let out: Vec<ObservationV1> = obs.iter().map(|(m, r)| ObservationV1::new(m, station, r.as_ref_pair())).collect();
+            Ok(Json(out).into_response())
+        }
+    }
+}

@@ -1,0 +1,285 @@
+//! `GET /api/v2/observations.php`: latest, svc_high (both logics) and history.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use chrono::{DateTime, Duration, NaiveDate, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::api::auth::Caller;
+use crate::api::error::{ApiError, ApiResult};
+use crate::api::observation_json::{DayReports, ObservationV2};
+use crate::api::params::Params;
+use crate::api::AppState;
+use crate::catalog::Station;
+use crate::decode::types::{DailyKind, DailyReport, Metar};
+use crate::ingest::live::load_window;
+use crate::lake::rows::LakeRecord;
+use crate::live::{DayExtremes, Logic, StationLive};
+use crate::time::{fmt_utc, standard_date};
+
+/// Longest history range (spec 8).
+pub const MAX_HISTORY: Duration = Duration::hours(24);
+
+/// Response of `mode=svc_high` (spec 2.2, plus `is_final`, sources and valid-through times).
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub struct SvcHigh {
+    pub station_code: String,
+    /// Trading day `YYYY-MM-DD` (Local Standard Time for nws, civil for wu).
+    pub date: String,
+    /// Day high in native units; null before any reading.
+    pub svc_high: Option<f64>,
+    pub svc_low: Option<f64>,
+    pub time_of_high_utc: Option<String>,
+    pub time_of_low_utc: Option<String>,
+    /// `nws` or `wu`.
+    pub calculation_logic: String,
+    pub units: String,
+    pub anomaly: bool,
+    /// Keyed by the requested logic (spec 2.4).
+    #[schema(value_type = Object)]
+    pub data_quality: BTreeMap<String, serde_json::Value>,
+    /// A final CLI fixed the values (nws).
+    pub is_final: bool,
+    /// observation, one_minute, six_hour_group, twenty_four_hour_group, dsm or cli.
+    pub high_source: Option<String>,
+    pub low_source: Option<String>,
+    pub high_valid_through_utc: Option<String>,
+    pub low_valid_through_utc: Option<String>,
+}
+
+impl SvcHigh {
+    pub fn new(station: &Station, logic: Logic, date: NaiveDate, x: Option<&DayExtremes>) -> Self {
+        let dq = x
+            .map(|x| serde_json::to_value(&x.data_quality).unwrap_or_default())
+            .unwrap_or_else(|| serde_json::json!({"ok": true, "warnings": []}));
+        SvcHigh {
+            station_code: station.code.clone(),
+            date: date.to_string(),
+            svc_high: x.and_then(|x| x.high).map(|e| e.value),
+            svc_low: x.and_then(|x| x.low).map(|e| e.value),
+            time_of_high_utc: x.and_then(|x| x.high).map(|e| fmt_utc(e.time)),
+            time_of_low_utc: x.and_then(|x| x.low).map(|e| fmt_utc(e.time)),
+            calculation_logic: logic.as_str().to_string(),
+            units: station.units.as_str().to_string(),
+            anomaly: x.is_some_and(|x| x.anomaly),
+            data_quality: BTreeMap::from([(logic.as_str().to_string(), dq)]),
+            is_final: x.is_some_and(|x| x.is_final),
+            high_source: x.and_then(|x| x.high).map(|e| e.source.as_str().to_string()),
+            low_source: x.and_then(|x| x.low).map(|e| e.source.as_str().to_string()),
+            high_valid_through_utc: x.and_then(|x| x.high_valid_through_utc).map(fmt_utc),
+            low_valid_through_utc: x.and_then(|x| x.low_valid_through_utc).map(fmt_utc),
+        }
+    }
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v2/observations.php",
+    tag = "observations",
+    params(
+        ("station_code" = String, Query, description = "Station code of the catalog, e.g. KNYC"),
+        ("mode" = Option<String>, Query, description = "`latest`, `svc_high`, or omitted for history"),
+        ("logic" = Option<String>, Query, description = "svc_high only, required: `nws` or `wu`"),
+        ("date" = Option<String>, Query, description = "svc_high only: a past trading day YYYY-MM-DD (default: today)"),
+        ("observation_type" = Option<String>, Query, description = "latest only: `dsm_high`, `dsm_low`, `cli_high`, `cli_low`"),
+        ("start_time" = Option<String>, Query, description = "history: ISO 8601 UTC"),
+        ("end_time" = Option<String>, Query, description = "history: ISO 8601 UTC, at most 24 h after start_time"),
+    ),
+    responses(
+        (status = 200, description = "latest: one observation; svc_high: SvcHigh; history: array of observations", body = ObservationV2),
+        (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
+        (status = 401, description = "invalid or missing API key", body = crate::api::error::ErrorBody),
+        (status = 404, description = "no observation for the station (latest)", body = crate::api::error::ErrorBody),
+        (status = 429, description = "rate limit exceeded", body = crate::api::error::ErrorBody),
+    ),
+    security(("bearer" = []), ("api_key" = []))
+)]
+pub async fn handler(
+    State(state): State<AppState>,
+    Extension(_caller): Extension<Caller>,
+    Query(q): Query<std::collections::HashMap<String, String>>,
+) -> ApiResult<Response> {
+    let p = Params(q);
+    let station = p.station("station_code")?;
+    match p.choice("mode", &["latest", "svc_high", "history"])? {
+        Some("latest") => {
+            let kind = p.choice("observation_type", &["dsm_high", "dsm_low", "cli_high", "cli_low"])?;
+            let o = latest(&state, station, kind).await?;
+            Ok(Json(o).into_response())
+        }
+        Some("svc_high") => {
+            let logic = logic_param(&p)?;
+            let date = p.date("date")?;
+            Ok(Json(svc_high(&state, station, logic, date).await?).into_response())
+        }
+        _ => {
+            let (start, end) = history_range(&p)?;
+            let obs = history(&state, station, start, end).await?;
+            let out: Vec<ObservationV2> =
+                obs.iter().map(|(m, r)| ObservationV2::new(m, station, r.as_ref_pair())).collect();
+            Ok(Json(out).into_response())
+        }
+    }
+}
+
+/// The `logic` parameter, with spec 7's exact 400 when missing.
+pub fn logic_param(p: &Params) -> Result<Logic, ApiError> {
+    let v = p.required("logic", "Valid values are nws and wu")?;
+    Logic::parse(v).ok_or_else(|| ApiError::bad_request(format!("Invalid logic: {v}"), "Valid values are nws and wu"))
+}
+
+/// `start_time` / `end_time`, both required, ordered, at most 24 h apart.
+pub fn history_range(p: &Params) -> Result<(DateTime<Utc>, DateTime<Utc>), ApiError> {
+    let fmt = "ISO 8601 UTC, e.g. 2026-03-08T00:00:00Z; the range is at most 24 hours";
+    let start = p.time("start_time")?.ok_or_else(|| ApiError::missing("start_time", fmt))?;
+    let end = p.time("end_time")?.ok_or_else(|| ApiError::missing("end_time", fmt))?;
+    if end <= start {
+        return Err(ApiError::bad_request("end_time must be after start_time", fmt));
+    }
+    if end - start > MAX_HISTORY {
+        return Err(ApiError::bad_request(
+            format!("History range too long: {} hours", (end - start).num_minutes() as f64 / 60.0),
+            "the range is at most 24 hours",
+        ));
+    }
+    Ok((start, end))
+}
+
+/// An observation with the CLI/DSM of its Local Standard Time day.
+pub struct WithReports {
+    pub cli: Option<DailyReport>,
+    pub dsm: Option<DailyReport>,
+}
+
+impl WithReports {
+    pub fn as_ref_pair(&self) -> DayReports<'_> {
+        DayReports { cli: self.cli.as_ref(), dsm: self.dsm.as_ref() }
+    }
+}
+
+/// The best report of `kind` for a station and LST date: a final beats a preliminary,
+/// then the newest issue wins.
+fn report_for<'a>(reports: &'a [DailyReport], kind: DailyKind, date: NaiveDate) -> Option<&'a DailyReport> {
+    reports.iter().filter(|r| r.kind == kind && r.date == date).max_by_key(|r| (r.is_final, r.issued_at))
+}
+
+fn attach(station: &Station, m: Metar, reports: &[DailyReport]) -> (Metar, WithReports) {
+    let d = standard_date(station.timezone, m.time);
+    let w = WithReports {
+        cli: report_for(reports, DailyKind::Cli, d).cloned(),
+        dsm: report_for(reports, DailyKind::Dsm, d).cloned(),
+    };
+    (m, w)
+}
+
+/// Observations of `[start, end]`: the lake's, plus the hot state's not yet flushed,
+/// deduplicated by natural key, in time order, each with its day's reports.
+pub async fn history(
+    state: &AppState,
+    station: &Station,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+) -> ApiResult<Vec<(Metar, WithReports)>> {
+    let (lake_obs, _, mut reports) =
+        load_window(state.lake(), Some(&station.code), start, end + Duration::seconds(1)).await?;
+    let mut by_key: BTreeMap<(DateTime<Utc>, u64), Metar> =
+        lake_obs.into_iter().map(|m| ((m.time, m.row_key()), m)).collect();
+    state.live.hot.read(&station.code, |h| {
+        for ((t, k), m) in h.recent.range((start, 0)..=(end, u64::MAX)) {
+            by_key.entry((*t, *k)).or_insert_with(|| m.clone());
+        }
+        reports.extend(h.reports.iter().cloned());
+    });
+    Ok(by_key.into_values().map(|m| attach(station, m, &reports)).collect())
+}
+
+/// The latest observation (optionally: the latest whose day has the given report value).
+async fn latest(state: &AppState, station: &Station, kind: Option<&str>) -> ApiResult<ObservationV2> {
+    let now = state.now();
+    let wanted = |o: &ObservationV2| match kind {
+        Some("dsm_high") => o.dsm_high.is_some(),
+        Some("dsm_low") => o.dsm_low.is_some(),
+        Some("cli_high") => o.cli_high.is_some(),
+        Some("cli_low") => o.cli_low.is_some(),
+        _ => true,
+    };
+    // Recent first (hot ∪ lake over two days), then a wider lake window for filters.
+    for back in [Duration::days(2), Duration::days(10)] {
+        let obs = history_unbounded(state, station, now - back, now + Duration::hours(1)).await?;
+        if let Some(o) = obs.iter().rev().map(|(m, r)| ObservationV2::new(m, station, r.as_ref_pair())).find(wanted) {
+            return Ok(o);
+        }
+        if kind.is_none() {
+            break;
+        }
+    }
+    Err(ApiError::not_found(
+        format!("No observation for {}", station.code),
+        match kind {
+            Some(k) => format!("no recent observation whose day has a {k} value"),
+            None => "the station has reported nothing in the last two days".into(),
+        },
+    ))
+}
+
+async fn history_unbounded(
+    state: &AppState,
+    station: &Station,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+) -> ApiResult<Vec<(Metar, WithReports)>> {
+    history(state, station, start, end).await
+}
+
+/// The trading-day extremes of `date` (default: today) under `logic`. Today and
+/// yesterday come from the hot state; older days are recomputed from the lake by the same
+/// engine.
+pub async fn svc_high(state: &AppState, station: &Station, logic: Logic, date: Option<NaiveDate>) -> ApiResult<SvcHigh> {
+    let now = state.now();
+    let today = crate::time::local_date(station.timezone, logic.clock(), now);
+    let date = date.unwrap_or(today);
+    if date > today {
+        return Err(ApiError::bad_request(
+            format!("date {date} is in the future"),
+            format!("the current {} trading day of {} is {today}", logic.as_str(), station.code),
+        ));
+    }
+    let hot = if date >= today - Duration::days(1) {
+        state.live.hot.read(&station.code, |h| h.live.extremes(logic, date, now)).flatten()
+    } else {
+        None
+    };
+    let x = match hot {
+        Some(x) => Some(x),
+        None => day_from_lake(state, station, logic, date, now).await?,
+    };
+    Ok(SvcHigh::new(station, logic, date, x.as_ref()))
+}
+
+/// Recomputes one past day from the lake's rows with a fresh engine.
+pub async fn day_from_lake(
+    state: &AppState,
+    station: &Station,
+    logic: Logic,
+    date: NaiveDate,
+    now: DateTime<Utc>,
+) -> ApiResult<Option<DayExtremes>> {
+    let mut live = StationLive::new(station);
+    let w = live.window(logic, date);
+    let (obs, onemin, reports) =
+        load_window(state.lake(), Some(&station.code), w.start - Duration::hours(7), w.end + Duration::hours(2)).await?;
+    for m in &obs {
+        live.apply(crate::live::LiveInput::Metar(m));
+    }
+    for o in &onemin {
+        live.apply(crate::live::LiveInput::OneMinute(o));
+    }
+    for r in reports.iter().filter(|r| r.date == date) {
+        live.apply(crate::live::LiveInput::Report(r));
+    }
+    Ok(live.extremes(logic, date, now))
+}

@@ -1,0 +1,127 @@
+//! `wxlake serve [--addr A] [--demo]`
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use wxlake::api::keys::{KeyStore, Tier};
+use wxlake::api::limits::RateLimiter;
+use wxlake::api::{server, AppState};
+use wxlake::clock::{Clock, SystemClock};
+use wxlake::demo::LiveFeed;
+use wxlake::ingest::live::LiveService;
+use wxlake::ingest::{Format, IngestOptions};
+use wxlake::lake::Lake;
+
+use super::demo::DemoArgs;
+use super::keys::state_dir;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// REST listener (127.0.0.1 only by default).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub addr: String,
+    /// State directory for keys and the WAL (default: next to a local lake).
+    #[arg(long, env = "WXLAKE_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Seconds between WAL → lake flushes.
+    #[arg(long, default_value_t = 10)]
+    pub flush_secs: u64,
+    /// Build a demo lake if the lake is empty, print a key per tier, feed live data.
+    #[arg(long)]
+    pub demo: bool,
+    /// Days of history for the demo lake.
+    #[arg(long, default_value_t = 7)]
+    pub demo_days: u32,
+}
+
+pub async fn run(lake: Lake, a: ServeArgs) -> anyhow::Result<ExitCode> {
+    let dir = state_dir(&lake, a.state_dir.clone())?;
+    if a.demo && !lake_has_data(&lake) {
+        eprintln!("demo: building a {}-day demo lake (first run only)...", a.demo_days);
+        let args = DemoArgs {
+            days: a.demo_days,
+            stations: Vec::new(),
+            seed: wxlake::demo::DEFAULT_SEED,
+            no_forecasts: false,
+            no_onemin: false,
+            group: 10,
+        };
+        super::demo::build(&lake, &args).await?;
+    }
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let keys = KeyStore::open(&dir)?;
+    if a.demo {
+        print_demo_keys(&keys)?;
+    }
+    let live = Arc::new(LiveService::open(lake, &dir, Arc::clone(&clock)).await?);
+    live.spawn_background(Duration::from_secs(a.flush_secs.max(1)));
+    if a.demo {
+        spawn_demo_feed(Arc::clone(&live));
+    }
+    let state = AppState::new(keys, RateLimiter::new(Arc::clone(&clock)), Arc::clone(&live), clock);
+    let listener = tokio::net::TcpListener::bind(&a.addr).await?;
+    eprintln!("wxlake listening on http://{} (docs: /docs, OpenAPI: /openapi.json)", listener.local_addr()?);
+    server::serve(listener, state, shutdown_signal()).await?;
+    eprintln!("shutting down: flushing the WAL to the lake");
+    live.flush().await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn lake_has_data(lake: &Lake) -> bool {
+    lake.location
+        .local_dir
+        .as_ref()
+        .map(|d| d.join("observations").read_dir().map(|mut r| r.next().is_some()).unwrap_or(false))
+        .unwrap_or(true)
+}
+
+/// One key per tier (the enterprise key is admin and stream-enabled), printed to stdout.
+fn print_demo_keys(keys: &KeyStore) -> anyhow::Result<()> {
+    for tier in Tier::ALL {
+        let admin = tier == Tier::Enterprise;
+        let (rec, secret) = keys.create(tier, &format!("demo-{}", tier.as_str()), admin, true)?;
+        println!("{:<13} {secret}  ({}{})", tier.as_str(), rec.id, if admin { ", admin" } else { "" });
+    }
+    Ok(())
+}
+
+/// Feeds the reports that fall due every 20 s through the live ingest path.
+fn spawn_demo_feed(live: Arc<LiveService>) {
+    tokio::spawn(async move {
+        let codes: Vec<String> = wxlake::catalog::Catalog::global().all().iter().map(|s| s.code.clone()).collect();
+        let mut feed = LiveFeed::new(wxlake::demo::DEFAULT_SEED, &codes);
+        let mut tick = tokio::time::interval(Duration::from_secs(20));
+        loop {
+            tick.tick().await;
+            let now = live.clock.now();
+            let lines = feed.next_reports(now);
+            if lines.is_empty() {
+                continue;
+            }
+            let body = lines.join("\n").into_bytes();
+            let opts = IngestOptions { month: Some((chrono::Datelike::year(&now), chrono::Datelike::month(&now))), ..Default::default() };
+            match live.ingest(Format::Metar, opts, body).await {
+                Ok(o) => tracing::info!(accepted = o.accepted, events = o.events, "demo feed"),
+                Err(e) => tracing::warn!(error = %e, "demo feed ingest failed"),
+            }
+        }
+    });
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}

@@ -1,0 +1,120 @@
+//! The hot in-memory state of every catalog station: its live extremes engine, its recent
+//! observations (for history and the latest observation) and its recent daily reports.
+//! One lock per station, held only for an O(1) apply or a short read, so readers of one
+//! station never wait on ingest of another, and never long on their own.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::RwLock;
+
+use chrono::{DateTime, Duration, Utc};
+
+use crate::catalog::Catalog;
+use crate::decode::types::{DailyKind, DailyReport, Metar, OneMinute};
+use crate::lake::rows::LakeRecord;
+use crate::live::{LiveEvent, LiveInput, StationLive};
+
+/// How long observations stay in memory (history serves ≤ 24 h; a margin for late data).
+pub const RECENT: Duration = Duration::hours(50);
+
+/// One station's hot state.
+#[derive(Debug)]
+pub struct StationHot {
+    pub live: StationLive,
+    /// Recent METAR/SPECI/HF-METAR by (time, row key): sorted, deduplicated.
+    pub recent: BTreeMap<(DateTime<Utc>, u64), Metar>,
+    /// Recent CLI and DSM reports, newest issue last.
+    pub reports: Vec<DailyReport>,
+}
+
+/// All stations' hot state.
+#[derive(Debug)]
+pub struct HotState {
+    stations: HashMap<String, RwLock<StationHot>>,
+}
+
+/// A record the hot state took, with the events it caused.
+#[derive(Debug, Clone)]
+pub enum Applied {
+    Observation { station: String, metar: Metar, events: Vec<LiveEvent> },
+    OneMinute { station: String, events: Vec<LiveEvent> },
+    Report { station: String, report: DailyReport, events: Vec<LiveEvent> },
+}
+
+impl Default for HotState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl HotState {
+    /// One entry per catalog station, created up front so the map itself never changes.
+    pub fn new() -> Self {
+        let stations = Catalog::global()
+            .all()
+            .iter()
+            .map(|s| {
+                let hot = StationHot { live: StationLive::new(s), recent: BTreeMap::new(), reports: Vec::new() };
+                (s.code.clone(), RwLock::new(hot))
+            })
+            .collect();
+        HotState { stations }
+    }
+
+    /// Runs `f` with read access to one station's state; `None` for stations outside the
+    /// catalog.
+    pub fn read<T>(&self, code: &str, f: impl FnOnce(&StationHot) -> T) -> Option<T> {
+        let lock = self.stations.get(code)?;
+        let guard = lock.read().unwrap_or_else(|p| p.into_inner());
+        Some(f(&guard))
+    }
+
+    fn write<T>(&self, code: &str, f: impl FnOnce(&mut StationHot) -> T) -> Option<T> {
+        let lock = self.stations.get(code)?;
+        let mut guard = lock.write().unwrap_or_else(|p| p.into_inner());
+        Some(f(&mut guard))
+    }
+
+    /// Applies one observation; `None` when the station is not in the catalog.
+    pub fn apply_metar(&self, m: &Metar) -> Option<Applied> {
+        self.write(&m.station, |h| {
+            let events = h.live.apply(LiveInput::Metar(m));
+            h.recent.insert((m.time, m.row_key()), m.clone());
+            Applied::Observation { station: m.station.clone(), metar: m.clone(), events }
+        })
+    }
+
+    pub fn apply_onemin(&self, o: &OneMinute) -> Option<Applied> {
+        self.write(&o.station, |h| Applied::OneMinute {
+            station: o.station.clone(),
+            events: h.live.apply(LiveInput::OneMinute(o)),
+        })
+    }
+
+    pub fn apply_report(&self, r: &DailyReport) -> Option<Applied> {
+        self.write(&r.station, |h| {
+            let events = h.live.apply(LiveInput::Report(r));
+            if !h.reports.iter().any(|x| x.raw == r.raw && x.kind == r.kind && x.date == r.date) {
+                h.reports.push(r.clone());
+                h.reports.sort_by_key(|x| (x.date, x.issued_at, x.is_final));
+            }
+            Applied::Report { station: r.station.clone(), report: r.clone(), events }
+        })
+    }
+
+    /// Drops what is older than the hot horizon (observations) or a few days (extremes).
+    pub fn prune(&self, now: DateTime<Utc>) {
+        for lock in self.stations.values() {
+            let mut h = lock.write().unwrap_or_else(|p| p.into_inner());
+            let cutoff = now - RECENT;
+            h.recent = h.recent.split_off(&(cutoff, 0));
+            h.live.prune(3, now);
+            let oldest = (now - Duration::days(10)).date_naive();
+            h.reports.retain(|r| r.date >= oldest);
+        }
+    }
+
+    /// The latest report of `kind` for a station, with the newest issue winning.
+    pub fn latest_report(&self, code: &str, kind: DailyKind) -> Option<DailyReport> {
+        self.read(code, |h| h.reports.iter().rev().find(|r| r.kind == kind).cloned()).flatten()
+    }
+}

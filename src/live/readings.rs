@@ -1,0 +1,236 @@
+//! The station's compact, time-sorted list of individual temperature readings.
+//!
+//! Running maxima answer "what is the high"; this list answers the questions that look at
+//! readings around a moment: the `wu` confirmation of a whole-degree report (±10 min), the
+//! DSM/CLI anomaly check (±20 min) and the -999 gap scan of a day. One entry is 24 bytes, so a
+//! day of one-minute data plus reports is about 40 KB per station.
+//!
+//! Inputs can arrive out of order (a rebuild from the lake, a late feed), so entries are
+//! inserted in order: appending is O(1) for in-order input, and a late entry is placed by
+//! binary search. The same reading delivered twice is merged, never counted twice.
+
+use chrono::{DateTime, Utc};
+
+/// What produced a reading. The order is the tie-break for equal times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum ReadingKind {
+    OneMinute,
+    Metar,
+    Speci,
+    HfMetar,
+}
+
+/// One temperature reading. `missing` one-minute entries (the -999 sentinel) carry no value
+/// and exist only for the data-quality scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Reading {
+    /// Unix seconds (UTC).
+    pub t: i64,
+    pub kind: ReadingKind,
+    /// The -999 sentinel of one-minute data.
+    pub missing: bool,
+    /// The value maps to exactly one integer °F: a one-minute °F reading or a T-group with
+    /// real tenths. Only exact readings confirm a held `wu` report.
+    pub exact: bool,
+    /// The value rounded half away from zero to whole °C: what confirmation compares.
+    pub whole_c: i16,
+    /// Probable integer-°F range (spec 2.1), the anomaly check's evidence.
+    pub lo_f: i16,
+    pub hi_f: i16,
+    /// A whole-degree routine report at a rule-3 station still waiting for a second source.
+    pub held: bool,
+}
+
+impl Reading {
+    fn key(&self) -> (i64, ReadingKind) {
+        (self.t, self.kind)
+    }
+
+    /// A reading that can confirm a held whole-degree report.
+    pub fn confirms(&self, whole_c: i16) -> bool {
+        !self.missing && self.exact && self.whole_c == whole_c
+    }
+
+    pub fn time(&self) -> DateTime<Utc> {
+        DateTime::from_timestamp(self.t, 0).unwrap_or_default()
+    }
+
+    /// Which of two readings for the same (time, kind) survives. Deterministic so that the
+    /// order duplicates arrive in never matters: a value beats a -999, then the higher range,
+    /// then "still held" loses to "confirmed".
+    fn preferred(a: Reading, b: Reading) -> Reading {
+        let rank = |r: &Reading| (!r.missing, r.hi_f, r.lo_f, r.exact, !r.held, r.whole_c);
+        if rank(&b) > rank(&a) {
+            b
+        } else {
+            a
+        }
+    }
+}
+
+/// Time-sorted readings with merge-on-duplicate insertion.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Readings {
+    list: Vec<Reading>,
+    /// Number of entries with `held` set: lets one-minute ingest skip the confirmation scan
+    /// entirely at stations (or times) with nothing waiting.
+    held: usize,
+}
+
+/// What an insertion did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Inserted {
+    New,
+    /// Merged with an existing entry for the same time and kind.
+    Duplicate,
+}
+
+impl Readings {
+    /// Inserts in time order, merging with an entry of the same time and kind.
+    pub fn insert(&mut self, r: Reading) -> Inserted {
+        let key = r.key();
+        let at = match self.list.last() {
+            Some(last) if last.key() < key => self.list.len(),
+            None => 0,
+            Some(_) => self.list.partition_point(|x| x.key() < key),
+        };
+        if let Some(existing) = self.list.get_mut(at).filter(|x| x.key() == key) {
+            let merged = Reading::preferred(*existing, r);
+            self.held = self.held + usize::from(merged.held) - usize::from(existing.held);
+            *existing = merged;
+            return Inserted::Duplicate;
+        }
+        self.held += usize::from(r.held);
+        self.list.insert(at, r);
+        Inserted::New
+    }
+
+    /// Readings with `from <= t < to` (Unix seconds).
+    pub fn range(&self, from: i64, to: i64) -> &[Reading] {
+        let a = self.list.partition_point(|x| x.t < from);
+        let b = self.list.partition_point(|x| x.t < to);
+        self.list.get(a..b.max(a)).unwrap_or(&[])
+    }
+
+    /// Readings within ±`secs` of `t`, both ends included.
+    pub fn around(&self, t: i64, secs: i64) -> &[Reading] {
+        self.range(t - secs, t + secs + 1)
+    }
+
+    /// Index bounds of `around`, for callers that update entries in place.
+    fn around_bounds(&self, t: i64, secs: i64) -> (usize, usize) {
+        let a = self.list.partition_point(|x| x.t < t - secs);
+        let b = self.list.partition_point(|x| x.t <= t + secs);
+        (a, b.max(a))
+    }
+
+    /// True when some exact reading within ±`secs` of `t` rounds to `whole_c`.
+    pub fn confirmed(&self, t: i64, secs: i64, whole_c: i16) -> bool {
+        self.around(t, secs).iter().any(|r| r.confirms(whole_c))
+    }
+
+    /// Clears `held` on every held reading within ±`secs` of `t` that `whole_c` confirms,
+    /// and returns the readings released.
+    pub fn release_held(&mut self, t: i64, secs: i64, whole_c: i16) -> Vec<Reading> {
+        if self.held == 0 {
+            return Vec::new();
+        }
+        let (a, b) = self.around_bounds(t, secs);
+        let mut out = Vec::new();
+        for r in self.list.get_mut(a..b).unwrap_or(&mut []) {
+            if r.held && r.whole_c == whole_c {
+                r.held = false;
+                out.push(*r);
+            }
+        }
+        self.held -= out.len();
+        out
+    }
+
+    /// Drops every reading before `t`.
+    pub fn prune_before(&mut self, t: i64) {
+        let n = self.list.partition_point(|x| x.t < t);
+        self.held -= self.list.iter().take(n).filter(|r| r.held).count();
+        self.list.drain(..n);
+    }
+
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one_min(t: i64, f: Option<i16>) -> Reading {
+        let f0 = f.unwrap_or(0);
+        Reading {
+            t,
+            kind: ReadingKind::OneMinute,
+            missing: f.is_none(),
+            exact: true,
+            whole_c: crate::units::f_to_c(f64::from(f0)).round() as i16,
+            lo_f: f0,
+            hi_f: f0,
+            held: false,
+        }
+    }
+
+    #[test]
+    fn out_of_order_inserts_keep_time_order_and_merge_duplicates() {
+        let mut rs = Readings::default();
+        for t in [300, 60, 180, 120, 240, 0] {
+            assert_eq!(rs.insert(one_min(t, Some(40))), Inserted::New);
+        }
+        let times: Vec<i64> = rs.range(i64::MIN, i64::MAX).iter().map(|r| r.t).collect();
+        assert_eq!(times, [0, 60, 120, 180, 240, 300]);
+        // A -999 and a value for the same minute: the value wins in either order.
+        let mut a = Readings::default();
+        a.insert(one_min(60, None));
+        assert_eq!(a.insert(one_min(60, Some(41))), Inserted::Duplicate);
+        let mut b = Readings::default();
+        b.insert(one_min(60, Some(41)));
+        b.insert(one_min(60, None));
+        assert_eq!(a.range(0, 100), b.range(0, 100));
+        assert!(!a.range(0, 100)[0].missing);
+        assert_eq!(a.len(), 1);
+    }
+
+    #[test]
+    fn around_includes_both_ends() {
+        let mut rs = Readings::default();
+        for t in [0, 600, 1200, 1201] {
+            rs.insert(one_min(t, Some(40)));
+        }
+        let near: Vec<i64> = rs.around(600, 600).iter().map(|r| r.t).collect();
+        assert_eq!(near, [0, 600, 1200]);
+        assert!(rs.range(5, 5).is_empty());
+        assert!(rs.range(1300, 5).is_empty());
+    }
+
+    #[test]
+    fn held_count_follows_release_and_prune() {
+        let mut rs = Readings::default();
+        let held = |t| Reading {
+            t,
+            kind: ReadingKind::Metar,
+            missing: false,
+            exact: false,
+            whole_c: 3,
+            lo_f: 37,
+            hi_f: 38,
+            held: true,
+        };
+        rs.insert(held(0));
+        rs.insert(held(3600));
+        rs.insert(held(3600)); // duplicate: still one held entry
+        assert_eq!(rs.held, 2);
+        assert!(rs.release_held(600, 600, 4).is_empty(), "value disagrees");
+        assert_eq!(rs.release_held(600, 600, 3).len(), 1);
+        assert_eq!(rs.held, 1);
+        rs.prune_before(3601);
+        assert_eq!((rs.held, rs.len()), (0, 0));
+    }
+}

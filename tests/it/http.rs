@@ -1,0 +1,275 @@
+//! The REST API through the real router: auth, tiers, limits, errors, live ingest and the
+//! observation modes. Time is a manual clock; nothing sleeps.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use serde_json::Value;
+use tower::ServiceExt;
+use wxlake::api::keys::{KeyStore, Tier};
+use wxlake::api::limits::RateLimiter;
+use wxlake::api::{server, AppState};
+use wxlake::clock::{Clock, ManualClock};
+use wxlake::ingest::live::LiveService;
+use wxlake::lake::Lake;
+
+/// A running app (in process) with one key per tier.
+pub struct App {
+    pub _dir: tempfile::TempDir,
+    pub state: AppState,
+    pub clock: Arc<ManualClock>,
+    pub keys: std::collections::HashMap<Tier, String>,
+    pub admin: String,
+}
+
+pub fn now0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 3, 8, 18, 0, 0).unwrap()
+}
+
+impl App {
+    pub async fn new() -> App {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(&format!("file://{}", dir.path().join("lake").display())).await.unwrap();
+        let clock = Arc::new(ManualClock::new(now0()));
+        let dyn_clock: Arc<dyn Clock> = clock.clone();
+        let state_dir = dir.path().join("state");
+        let keys = KeyStore::open(&state_dir).unwrap();
+        let mut by_tier = std::collections::HashMap::new();
+        for t in Tier::ALL {
+            by_tier.insert(t, keys.create(t, &format!("u-{}", t.as_str()), false, false).unwrap().1);
+        }
+        let admin = keys.create(Tier::Enterprise, "ops", true, false).unwrap().1;
+        let live = Arc::new(LiveService::open(lake, &state_dir, dyn_clock.clone()).await.unwrap());
+        let state = AppState::new(keys, RateLimiter::new(dyn_clock.clone()), live, dyn_clock);
+        App { _dir: dir, state, clock, keys: by_tier, admin }
+    }
+
+    pub fn key(&self, t: Tier) -> &str {
+        &self.keys[&t]
+    }
+
+    pub async fn call(&self, method: &str, uri: &str, key: Option<&str>, body: &str) -> (StatusCode, axum::http::HeaderMap, Value) {
+        let mut req = Request::builder().method(method).uri(uri);
+        if let Some(k) = key {
+            req = req.header("Authorization", format!("Bearer {k}"));
+        }
+        let resp = server::router(self.state.clone()).oneshot(req.body(Body::from(body.to_string())).unwrap()).await.unwrap();
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 24).await.unwrap();
+        let json = serde_json::from_slice(&bytes).unwrap_or(Value::String(String::from_utf8_lossy(&bytes).into()));
+        (status, headers, json)
+    }
+
+    pub async fn get(&self, uri: &str) -> (StatusCode, Value) {
+        let (s, _, v) = self.call("GET", uri, Some(self.key(Tier::Developer)), "").await;
+        (s, v)
+    }
+
+    pub async fn ingest(&self, format: &str, query: &str, body: &str) -> (StatusCode, Value) {
+        let (s, _, v) = self.call("POST", &format!("/api/v2/ingest/{format}?{query}"), Some(&self.admin.clone()), body).await;
+        (s, v)
+    }
+}
+
+/// KNYC on 2026-03-08 (US DST starts at 07:00Z): two routine reports with T-groups and an
+/// HF-METAR whose whole 10 °C can only be 50 °F.
+const KNYC_REPORTS: &str = "\
+KNYC 081451Z 27008KT 10SM FEW250 08/M06 A3021 RMK AO2 SLP231 T00781061
+KNYC 081551Z 28010KT 10SM CLR 09/M06 A3020 RMK AO2 SLP228 T00891061
+KNYC 081555Z AUTO 28009KT 10SM CLR 10/M06 A3020 RMK T01001060 MADISHF
+";
+
+#[tokio::test]
+async fn auth_headers_and_401s() {
+    let app = App::new().await;
+    let uri = "/api/v2/observations.php?station_code=KNYC&mode=svc_high&logic=nws";
+    let (s, _, v) = app.call("GET", uri, None, "").await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+    assert_eq!(v["error"], "Missing API key");
+    let (s, _, v) = app.call("GET", uri, Some("wx_not_a_key"), "").await;
+    assert_eq!((s, v["error"].as_str()), (StatusCode::UNAUTHORIZED, Some("Invalid API key")));
+    // X-API-Key works as well as Bearer.
+    let req = Request::get(uri).header("X-API-Key", app.key(Tier::Professional)).body(Body::empty()).unwrap();
+    let resp = server::router(app.state.clone()).oneshot(req).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(resp.headers()["x-ratelimit-limit"], "60");
+    assert_eq!(resp.headers()["x-ratelimit-remaining"], "59");
+    // Revocation takes effect for the running server.
+    let secret = app.key(Tier::Testing).to_string();
+    app.state.keys.revoke(&secret).unwrap();
+    let (s, _, _) = app.call("GET", uri, Some(&secret), "").await;
+    assert_eq!(s, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn errors_are_json_with_spec_wording() {
+    let app = App::new().await;
+    let (s, v) = app.get("/api/v2/observations.php?station_code=KNYC&mode=svc_high").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert_eq!(v, serde_json::json!({"error": "Missing required parameter: logic", "details": "Valid values are nws and wu"}));
+    let (s, v) = app.get("/api/v2/observations.php?station_code=KXYZ&mode=latest").await;
+    assert_eq!((s, v["error"].as_str()), (StatusCode::BAD_REQUEST, Some("Unknown station: KXYZ")));
+    let (s, v) = app.get("/api/v2/observations.php?station_code=KNYC&mode=svc_high&logic=cwa").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(v["details"].as_str().unwrap().contains("nws and wu"));
+    let (s, v) =
+        app.get("/api/v2/observations.php?station_code=KNYC&start_time=2026-03-07T00:00:00Z&end_time=2026-03-08T01:00:00Z").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
+    let (s, _) = app.get("/api/v2/observations.php?station_code=KNYC&start_time=yesterday&end_time=now").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    let (s, v) = app.get("/api/v2/nothing.php").await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    assert!(v["error"].as_str().unwrap().contains("/api/v2/nothing.php"));
+    let (s, _, v) = app.call("DELETE", "/api/v2/observations.php", Some(app.key(Tier::Developer)), "").await;
+    assert_eq!(s, StatusCode::METHOD_NOT_ALLOWED);
+    assert!(v["error"].is_string() && v["details"].is_string());
+    // A non-admin key may not ingest.
+    let (s, _, v) = app.call("POST", "/api/v2/ingest/metar", Some(app.key(Tier::Enterprise)), KNYC_REPORTS).await;
+    assert_eq!((s, v["error"].as_str()), (StatusCode::FORBIDDEN, Some("Access Denied")));
+    // Nothing usable is a 400 naming the first bad lines.
+    let (s, v) = app.ingest("metar", "month=2026-03", "not a report\n").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert!(v["details"].as_str().unwrap().starts_with("line 1:"), "{v}");
+    let (s, _) = app.ingest("grib", "", "x").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn a_broken_lake_file_is_a_json_500() {
+    let app = App::new().await;
+    let dir = app.state.lake().location.local_dir.clone().unwrap().join("observations/date=2026-03-08");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("part-broken.parquet"), b"PAR1 this is not parquet").unwrap();
+    let (s, v) =
+        app.get("/api/v2/observations.php?station_code=KNYC&start_time=2026-03-08T00:00:00Z&end_time=2026-03-08T12:00:00Z").await;
+    assert_eq!(s, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(v["error"], "Internal server error");
+}
+
+#[tokio::test]
+async fn rate_limits_per_tier_and_window() {
+    let app = App::new().await;
+    let uri = "/api/v2/observations.php?station_code=KNYC&mode=svc_high&logic=wu";
+    for (tier, per_minute) in [(Tier::Professional, 60), (Tier::Developer, 300), (Tier::Enterprise, 1200)] {
+        let key = app.key(tier).to_string();
+        for i in 0..per_minute {
+            let (s, _, _) = app.call("GET", uri, Some(&key), "").await;
+            assert_eq!(s, StatusCode::OK, "{tier:?} request {i}");
+        }
+        let (s, h, v) = app.call("GET", uri, Some(&key), "").await;
+        assert_eq!(s, StatusCode::TOO_MANY_REQUESTS, "{tier:?}");
+        assert_eq!(h["x-ratelimit-remaining"], "0");
+        assert_eq!(h["retry-after"], "60", "the manual clock stands at a whole minute");
+        assert!(v["details"].as_str().unwrap().contains(&per_minute.to_string()));
+    }
+    // v1 has its own counters: the Professional key still has its v1 minute.
+    let (s, h, _) =
+        app.call("GET", "/api/v1/observations.php?station_code=KNYC&mode=svc_high", Some(app.key(Tier::Professional)), "").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(h["x-ratelimit-remaining"], "59");
+    // The next minute admits again.
+    app.clock.advance(Duration::seconds(60));
+    let (s, _, _) = app.call("GET", uri, Some(app.key(Tier::Professional)), "").await;
+    assert_eq!(s, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn live_ingest_drives_latest_svc_high_and_history() {
+    let app = App::new().await;
+    let (s, v) = app.ingest("metar", "month=2026-03", KNYC_REPORTS).await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{v}");
+    assert_eq!((v["accepted"].as_u64(), v["rejected"].as_u64()), (Some(3), Some(0)));
+
+    let (s, v) = app.get("/api/v2/observations.php?station_code=KNYC&mode=latest").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(v["observation_time"], "2026-03-08 15:55:00");
+    assert_eq!(v["report_type"], "HF-METAR");
+    assert_eq!((v["lowest_probable"].as_i64(), v["highest_probable"].as_i64()), (Some(50), Some(50)));
+    assert_eq!(v["units"], "fahrenheit");
+
+    // nws takes the HF-METAR (10 °C can only be 50 °F); wu takes routine reports only: 8.9 °C = 48 °F.
+    let (_, nws) = app.get("/api/v2/observations.php?station_code=KNYC&mode=svc_high&logic=nws").await;
+    assert_eq!((nws["svc_high"].as_f64(), nws["svc_low"].as_f64()), (Some(50.0), Some(46.0)));
+    assert_eq!(nws["time_of_high_utc"], "2026-03-08 15:55:00");
+    assert_eq!(nws["calculation_logic"], "nws");
+    assert_eq!(nws["date"], "2026-03-08");
+    assert!(nws["data_quality"]["nws"]["ok"].as_bool().unwrap());
+    assert!(nws["data_quality"].get("wu").is_none(), "keyed by the requested logic only");
+    let (_, wu) = app.get("/api/v2/observations.php?station_code=KNYC&mode=svc_high&logic=wu").await;
+    assert_eq!((wu["svc_high"].as_f64(), wu["high_source"].as_str()), (Some(48.0), Some("observation")));
+
+    let (s, h) = app
+        .get("/api/v2/observations.php?station_code=KNYC&start_time=2026-03-08T15:00:00Z&end_time=2026-03-08T16:00:00Z")
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    let times: Vec<&str> = h.as_array().unwrap().iter().map(|o| o["observation_time"].as_str().unwrap()).collect();
+    assert_eq!(times, ["2026-03-08 15:51:00", "2026-03-08 15:55:00"]);
+    assert_eq!(h[0]["temperature"].as_f64(), Some(8.9));
+    assert_eq!(h[0]["sea_level_pressure"].as_f64(), Some(1022.8));
+
+    // After a flush the same history comes from the lake, without duplicates.
+    let stats = app.state.live.flush().await.unwrap();
+    assert_eq!(stats.stored, 3);
+    let (_, h2) = app
+        .get("/api/v2/observations.php?station_code=KNYC&start_time=2026-03-08T14:00:00Z&end_time=2026-03-08T16:00:00Z")
+        .await;
+    assert_eq!(h2.as_array().unwrap().len(), 3);
+
+    // Re-sending the same reports is acknowledged and changes nothing.
+    app.ingest("metar", "month=2026-03", KNYC_REPORTS).await;
+    app.state.live.flush().await.unwrap();
+    let (_, h3) = app
+        .get("/api/v2/observations.php?station_code=KNYC&start_time=2026-03-08T14:00:00Z&end_time=2026-03-08T16:00:00Z")
+        .await;
+    assert_eq!(h3.as_array().unwrap().len(), 3);
+
+    // v1: Fahrenheit names, logic by station type, no low.
+    let (_, v1) = app.get("/api/v1/observations.php?station_code=KNYC&mode=svc_high").await;
+    assert_eq!((v1["svc_high"].as_f64(), v1["calculation_logic"].as_str()), (Some(50.0), Some("standard")));
+    assert!(v1.get("svc_low").is_none());
+    let (_, l1) = app.get("/api/v1/observations.php?station_code=KNYC&mode=latest").await;
+    assert_eq!(l1["observation_time"], "2026-03-08T15:55:00Z");
+    assert_eq!(l1["lowest_probable_f"].as_i64(), Some(50));
+}
+
+#[tokio::test]
+async fn past_days_come_from_the_lake_through_the_same_engine() {
+    let app = App::new().await;
+    // Two days back: not in the hot window of "today/yesterday".
+    let old = "KNYC 061451Z 27008KT 10SM FEW250 03/M06 A3021 RMK AO2 SLP231 T00281061\n\
+               KNYC 061751Z 27008KT 10SM FEW250 05/M06 A3021 RMK AO2 SLP231 T00501061\n";
+    let bytes = old.as_bytes();
+    let mut s = wxlake::ingest::Summary::default();
+    let opts = wxlake::ingest::IngestOptions { month: Some((2026, 3)), ..Default::default() };
+    wxlake::ingest::ingest_bytes(app.state.lake(), wxlake::ingest::Format::Metar, "old", bytes, &opts, &mut s)
+        .await
+        .unwrap();
+    let (s, v) = app.get("/api/v2/observations.php?station_code=KNYC&mode=svc_high&logic=nws&date=2026-03-06").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!((v["svc_high"].as_f64(), v["svc_low"].as_f64()), (Some(41.0), Some(37.0)));
+    let (s, _) = app.get("/api/v2/observations.php?station_code=KNYC&mode=svc_high&logic=nws&date=2026-03-10").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "future dates are refused");
+    let (s, v) = app
+        .get("/api/v2/daily_extremes.php?station_code=KNYC&logic=nws&start_date=2026-03-05&end_date=2026-03-08")
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    let highs: Vec<Option<f64>> = v.as_array().unwrap().iter().map(|d| d["svc_high"].as_f64()).collect();
+    assert_eq!(highs, [None, Some(41.0), None, None]);
+}
+
+#[tokio::test]
+async fn openapi_describes_every_route() {
+    let app = App::new().await;
+    let (s, _, v) = app.call("GET", "/openapi.json", None, "").await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(v["openapi"].as_str().unwrap().starts_with("3.1"));
+    for p in ["/api/v2/observations.php", "/api/v1/observations.php", "/api/v2/ingest/{format}", "/api/v2/daily_extremes.php"] {
+        assert!(v["paths"].get(p).is_some(), "{p} missing from OpenAPI");
+    }
+    let (s, _, v) = app.call("GET", "/docs", None, "").await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(v.as_str().unwrap().contains("/openapi.json"));
+}
