@@ -14,7 +14,10 @@ fn fixture(rel: &str) -> Vec<u8> {
 /// Each text comes with its own time as the reference, as a container would pass it.
 fn report_texts() -> Vec<(String, DateTime<Utc>)> {
     let mut out = Vec::new();
-    for f in ["metar/IEM_KCVG_2024-03-01_all_reports_incl_5min.tsv", "lcd/LCD_KLNK_USW00014939_2023-01-01_2023-02-26_metric.csv"] {
+    for f in [
+        "metar/IEM_KCVG_2024-03-01_all_reports_incl_5min.tsv",
+        "lcd/LCD_KLNK_USW00014939_2023-01-01_2023-02-26_metric.csv",
+    ] {
         let d = metar_container::decode_metar_input(&fixture(f), None);
         out.extend(d.records.into_iter().map(|m| (m.raw, m.time)));
     }

@@ -35,7 +35,11 @@ fn main() {
         .iter()
         .map(|i| i.metar_tsv.len() + i.forecast_csv.len() + i.onemin_csv.as_ref().map_or(0, |s| s.len()))
         .sum();
-    eprintln!("generated {days} days x {n_stations} stations: {:.1} MB in {:.1}s", bytes as f64 / 1e6, t.elapsed().as_secs_f64());
+    eprintln!(
+        "generated {days} days x {n_stations} stations: {:.1} MB in {:.1}s",
+        bytes as f64 / 1e6,
+        t.elapsed().as_secs_f64()
+    );
 
     // Decode: forecast CSV, METAR TSV and one-minute CSV of every station, in parallel.
     let t = Instant::now();
@@ -105,7 +109,11 @@ fn walk_size(p: &std::path::Path) -> u64 {
             rd.flatten()
                 .map(|e| {
                     let p = e.path();
-                    if p.is_dir() { walk_size(&p) } else { e.metadata().map(|m| m.len()).unwrap_or(0) }
+                    if p.is_dir() {
+                        walk_size(&p)
+                    } else {
+                        e.metadata().map(|m| m.len()).unwrap_or(0)
+                    }
                 })
                 .sum()
         })

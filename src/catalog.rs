@@ -85,8 +85,7 @@ impl Catalog {
                 })
             };
             let units = Units::parse(&get(4)).ok_or_else(|| bad(format!("bad units '{}'", get(4))))?;
-            let timezone: Tz =
-                get(5).parse().map_err(|_| bad(format!("unknown timezone '{}'", get(5))))?;
+            let timezone: Tz = get(5).parse().map_err(|_| bad(format!("unknown timezone '{}'", get(5))))?;
             stations.push(Station {
                 code: get(0),
                 name: get(1),

@@ -54,4 +54,3 @@ impl Clock for ManualClock {
 fn to_nanos(t: DateTime<Utc>) -> i64 {
     t.timestamp_nanos_opt().unwrap_or(if t.timestamp() < 0 { i64::MIN } else { i64::MAX })
 }
-

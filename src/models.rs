@@ -15,6 +15,8 @@ pub struct ModelSpec {
     pub short_horizon_h: u32,
     /// Output step by lead: `(until_hour, step)`, in order; the last entry covers the rest.
     pub steps: &'static [(u32, u32)],
+    /// First lead hour the product has (MOS bulletins start at 6 h, LAMP at 1 h).
+    pub first_lead_h: u32,
     /// Publication delay after the cycle time, hours (runs appear this late).
     pub latency_h: u32,
     /// Statistical (MOS-like) guidance rather than a gridded model.
@@ -36,13 +38,13 @@ pub const MODELS: [ModelSpec; 18] = [
     spec("GEM-GDPS", TWICE, 240, 240, &[(240, 3)], 5, false, -0.5, 0.6),
     spec("GEM-HRDPS", SYNOPTIC, 48, 48, &[(48, 1)], 5, false, -0.3, 0.5),
     spec("GFS", SYNOPTIC, 384, 384, &[(120, 1), (384, 3)], 4, false, 0.4, 0.55),
-    spec("GFS-MOS", SYNOPTIC, 72, 72, &[(72, 3)], 4, true, 0.1, 0.45),
+    spec("GFS-MOS", SYNOPTIC, 72, 72, &[(60, 3), (72, 6)], 4, true, 0.1, 0.45),
     spec("HRRR", HOURLY, 48, 18, &[(48, 1)], 1, false, 0.6, 0.7),
     spec("ICON", SYNOPTIC, 180, 120, &[(78, 1), (180, 3)], 4, false, -0.1, 0.55),
     spec("JMA", SYNOPTIC, 264, 132, &[(264, 3)], 5, false, 0.2, 0.6),
     spec("LAV-MOS", HOURLY, 25, 25, &[(25, 1)], 1, true, 0.0, 0.5),
     spec("NAM", SYNOPTIC, 84, 84, &[(36, 1), (84, 3)], 3, false, 0.8, 0.65),
-    spec("NAM-MOS", TWICE, 72, 72, &[(72, 3)], 4, true, 0.2, 0.5),
+    spec("NAM-MOS", TWICE, 72, 72, &[(60, 3), (72, 6)], 4, true, 0.2, 0.5),
     spec("NAM4KM", SYNOPTIC, 60, 60, &[(60, 1)], 3, false, 0.7, 0.65),
     spec("NBM", HOURLY, 264, 36, &[(36, 1), (192, 3), (264, 6)], 2, true, 0.0, 0.4),
     spec("NBS-MOS", &[1, 7, 13, 19], 72, 72, &[(72, 3)], 1, true, 0.0, 0.42),
@@ -62,7 +64,24 @@ const fn spec(
     demo_bias_c: f64,
     demo_noise_c: f64,
 ) -> ModelSpec {
-    ModelSpec { name, cycles, horizon_h, short_horizon_h, steps, latency_h, statistical, demo_bias_c, demo_noise_c }
+    let first_lead_h = match name.as_bytes() {
+        b"GFS-MOS" | b"NAM-MOS" => 6,
+        b"LAV-MOS" => 1,
+        b"NBS-MOS" => 3,
+        _ => 0,
+    };
+    ModelSpec {
+        name,
+        cycles,
+        horizon_h,
+        short_horizon_h,
+        steps,
+        first_lead_h,
+        latency_h,
+        statistical,
+        demo_bias_c,
+        demo_noise_c,
+    }
 }
 
 /// The model names accepted by the accuracy endpoint: the 18 plus the NWS hourly forecast.
@@ -76,7 +95,7 @@ pub fn model(name: &str) -> Option<&'static ModelSpec> {
 impl ModelSpec {
     /// Horizon of the run initialised at `cycle` UTC hour.
     pub fn horizon_for(&self, cycle: u32) -> u32 {
-        let main = if self.cycles.len() > 4 { cycle % 6 == 0 } else { cycle % 12 == self.cycles[0] % 12 };
+        let main = if self.cycles.len() > 4 { cycle.is_multiple_of(6) } else { cycle % 12 == self.cycles[0] % 12 };
         if main {
             self.horizon_h
         } else {
@@ -92,9 +111,8 @@ impl ModelSpec {
     /// Every lead hour a run at `cycle` outputs, F00 to its horizon.
     pub fn leads(&self, cycle: u32) -> Vec<u32> {
         let horizon = self.horizon_for(cycle);
-        let first = if self.statistical && self.step_at(0) > 1 { self.step_at(0) } else { 0 };
         let mut out = Vec::new();
-        let mut h = first;
+        let mut h = self.first_lead_h;
         while h <= horizon {
             out.push(h);
             h += self.step_at(h);
@@ -135,9 +153,12 @@ mod tests {
         let hrrr = model("HRRR").unwrap();
         assert_eq!(*hrrr.leads(6).last().unwrap(), 48);
         assert_eq!(*hrrr.leads(7).last().unwrap(), 18);
+        // MAV: 6..60 every 3 h, then 66 and 72 (the real bulletin's columns).
         let mav = model("GFS-MOS").unwrap();
-        assert_eq!(mav.leads(0)[0], 3);
-        assert_eq!(mav.leads(0).len(), 24);
+        assert_eq!(mav.leads(0)[0], 6);
+        assert_eq!(mav.leads(0).len(), 21);
+        assert_eq!(&mav.leads(0)[18..], &[60, 66, 72]);
+        assert_eq!(model("LAV-MOS").unwrap().leads(5)[0], 1);
         let nbs = model("NBS-MOS").unwrap();
         assert_eq!(nbs.horizon_for(1), 72);
     }

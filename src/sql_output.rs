@@ -42,7 +42,11 @@ pub enum OutputError {
 
 /// Writes `batches` to `out` in `format`. JSON is one array of row objects; CSV has a
 /// header; Parquet is a complete file (zstd).
-pub fn write_batches<W: Write + Send>(batches: &[RecordBatch], format: OutputFormat, out: &mut W) -> Result<(), OutputError> {
+pub fn write_batches<W: Write + Send>(
+    batches: &[RecordBatch],
+    format: OutputFormat,
+    out: &mut W,
+) -> Result<(), OutputError> {
     match format {
         OutputFormat::Table => {
             let text = datafusion::arrow::util::pretty::pretty_format_batches(batches)?;

@@ -60,9 +60,10 @@ pub fn local_date(tz: Tz, clock: DayClock, t: DateTime<Utc>) -> NaiveDate {
 fn standard_midnight(tz: Tz, date: NaiveDate) -> DateTime<Utc> {
     let off: FixedOffset = standard_offset(tz, date);
     let local = date.and_time(NaiveTime::MIN);
-    off.from_local_datetime(&local).single().map(|d| d.with_timezone(&Utc)).unwrap_or_else(|| {
-        Utc.from_utc_datetime(&local) - Duration::seconds(i64::from(off.local_minus_utc()))
-    })
+    off.from_local_datetime(&local)
+        .single()
+        .map(|d| d.with_timezone(&Utc))
+        .unwrap_or_else(|| Utc.from_utc_datetime(&local) - Duration::seconds(i64::from(off.local_minus_utc())))
 }
 
 /// UTC instant of civil midnight starting `date`. Where midnight itself is skipped by a

@@ -41,11 +41,14 @@ pub async fn handler(
     body: Bytes,
 ) -> ApiResult<Response> {
     require_admin(&caller)?;
-    let format: Format = format.parse().map_err(|e: String| ApiError::bad_request(format!("Unknown format: {format}"), e))?;
+    let format: Format =
+        format.parse().map_err(|e: String| ApiError::bad_request(format!("Unknown format: {format}"), e))?;
     let p = Params(q);
     let month = match p.get("month") {
         None => None,
-        Some(m) => Some(parse_month(m).ok_or_else(|| ApiError::bad_request(format!("Invalid month: {m}"), "month is YYYY-MM"))?),
+        Some(m) => Some(
+            parse_month(m).ok_or_else(|| ApiError::bad_request(format!("Invalid month: {m}"), "month is YYYY-MM"))?,
+        ),
     };
     let opts = IngestOptions { month, station: p.get("station").map(str::to_string), run_time: p.time("run_time")? };
     if body.is_empty() {

@@ -152,11 +152,7 @@ impl ObservationV2 {
             dew_point_display: native(units, td),
             dew_point_f: whole_f(td),
             relative_humidity: t.zip(td).map(|(t, td)| relative_humidity(t, td)),
-            wind_direction: if m.wind_variable {
-                Some("VRB".into())
-            } else {
-                m.wind_dir_deg.map(|d| d.to_string())
-            },
+            wind_direction: if m.wind_variable { Some("VRB".into()) } else { m.wind_dir_deg.map(|d| d.to_string()) },
             wind_speed: m.wind_speed_kt,
             wind_gust: m.wind_gust_kt,
             visibility: m.visibility_sm,

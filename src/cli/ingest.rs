@@ -102,9 +102,7 @@ pub async fn run(lake: Lake, a: IngestArgs) -> anyhow::Result<ExitCode> {
             std::fs::read(f).with_context(|| format!("reading {f}"))?
         };
         bar.set_message(f.clone());
-        ingest_bytes(&lake, a.format, f, &bytes, &opts, &mut summary)
-            .await
-            .with_context(|| format!("storing {f}"))?;
+        ingest_bytes(&lake, a.format, f, &bytes, &opts, &mut summary).await.with_context(|| format!("storing {f}"))?;
         bar.inc(1);
     }
     bar.finish_and_clear();

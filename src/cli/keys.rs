@@ -32,6 +32,9 @@ pub enum KeysCommand {
         /// May open the push stream.
         #[arg(long)]
         stream: bool,
+        /// Create this many keys (one secret per line), e.g. for load tests.
+        #[arg(long, default_value_t = 1)]
+        count: u32,
     },
     /// List keys (never secrets).
     List,
@@ -53,13 +56,19 @@ pub fn state_dir(lake: &Lake, explicit: Option<PathBuf>) -> anyhow::Result<PathB
 pub async fn run(lake: Lake, a: KeysArgs) -> anyhow::Result<ExitCode> {
     let store = KeyStore::open(state_dir(&lake, a.state_dir)?)?;
     match a.command {
-        KeysCommand::Create { tier, user, admin, stream } => {
-            let (rec, secret) = store.create(tier, &user, admin, stream)?;
-            eprintln!("created key {} for {} ({}{}{})", rec.id, rec.user, rec.tier, if admin { ", admin" } else { "" }, if stream { ", stream" } else { "" });
-            println!("{secret}");
+        KeysCommand::Create { tier, user, admin, stream, count } => {
+            for _ in 0..count.max(1) {
+                let (rec, secret) = store.create(tier, &user, admin, stream)?;
+                let flags = format!("{}{}", if admin { ", admin" } else { "" }, if stream { ", stream" } else { "" });
+                eprintln!("created key {} for {} ({}{flags})", rec.id, rec.user, rec.tier);
+                println!("{secret}");
+            }
         }
         KeysCommand::List => {
-            println!("{:<12} {:<20} {:<13} {:<6} {:<7} {:<10} created", "id", "user", "tier", "admin", "stream", "status");
+            println!(
+                "{:<12} {:<20} {:<13} {:<6} {:<7} {:<10} created",
+                "id", "user", "tier", "admin", "stream", "status"
+            );
             for k in store.list() {
                 println!(
                     "{:<12} {:<20} {:<13} {:<6} {:<7} {:<10} {}",

@@ -45,7 +45,6 @@ pub enum Command {
     Keys(keys::KeysArgs),
     /// Serve the REST API.
     Serve(serve::ServeArgs),
-
 }
 
 /// Logs go to stderr; `RUST_LOG` wins over `-v`.
@@ -70,6 +69,5 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Demo(a) => demo::run(open().await?, a).await,
         Command::Keys(a) => keys::run(open().await?, a).await,
         Command::Serve(a) => serve::run(open().await?, a).await,
-
     }
 }

@@ -92,7 +92,9 @@ fn print_demo_keys(keys: &KeyStore) -> anyhow::Result<()> {
 fn spawn_demo_feed(live: Arc<LiveService>) {
     tokio::spawn(async move {
         let codes: Vec<String> = wxlake::catalog::Catalog::global().all().iter().map(|s| s.code.clone()).collect();
-        let mut feed = LiveFeed::new(wxlake::demo::DEFAULT_SEED, &codes);
+        // Continue the demo lake's series: the last hour again (idempotent), then live.
+        let since = live.clock.now() - chrono::Duration::hours(1);
+        let mut feed = LiveFeed::starting_after(wxlake::demo::DEFAULT_SEED, &codes, since);
         let mut tick = tokio::time::interval(Duration::from_secs(20));
         loop {
             tick.tick().await;
@@ -102,7 +104,10 @@ fn spawn_demo_feed(live: Arc<LiveService>) {
                 continue;
             }
             let body = lines.join("\n").into_bytes();
-            let opts = IngestOptions { month: Some((chrono::Datelike::year(&now), chrono::Datelike::month(&now))), ..Default::default() };
+            let opts = IngestOptions {
+                month: Some((chrono::Datelike::year(&now), chrono::Datelike::month(&now))),
+                ..Default::default()
+            };
             match live.ingest(Format::Metar, opts, body).await {
                 Ok(o) => tracing::info!(accepted = o.accepted, events = o.events, "demo feed"),
                 Err(e) => tracing::warn!(error = %e, "demo feed ingest failed"),

@@ -43,6 +43,9 @@ pub fn decode_dsm_with_year(bytes: &[u8], reference: DateTime<Utc>) -> Decoded<D
     let mut out = Decoded::new();
     out.read = lines.len();
     let mut issued: Option<NaiveDateTime> = None;
+    // The heading's DDHHMM, re-dated against each message's own date below: the reference
+    // only fixes the year, and a message months older than it must not borrow its month.
+    let mut heading: Option<(u32, u32, u32)> = None;
     let mut i = 0;
     while i < lines.len() {
         let t = clean(lines[i]);
@@ -52,6 +55,7 @@ pub fn decode_dsm_with_year(bytes: &[u8], reference: DateTime<Utc>) -> Decoded<D
         }
         if let Some(h) = parse_wmo_header(t) {
             issued = nearest_day_time(h.day, h.hour, h.minute, reference.naive_utc());
+            heading = Some((h.day, h.hour, h.minute));
             i += 1;
             continue;
         }
@@ -62,7 +66,11 @@ pub fn decode_dsm_with_year(bytes: &[u8], reference: DateTime<Utc>) -> Decoded<D
                     let anchor = issued.unwrap_or_else(|| reference.naive_utc());
                     match parse_message(&body, anchor) {
                         Ok(mut r) => {
-                            r.issued_at = issued.map(|t| t.and_utc());
+                            let own_day = r.date.and_hms_opt(12, 0, 0).unwrap_or_default();
+                            r.issued_at = heading
+                                .and_then(|(d, h, m)| nearest_day_time(d, h, m, own_day))
+                                .or(issued)
+                                .map(|t| t.and_utc());
                             r.raw = raw;
                             out.records.push(r);
                         }

@@ -15,15 +15,14 @@ use crate::time::parse_utc;
 /// Decodes a whole Parquet file; a file that is not readable Parquet is one error.
 pub fn decode_forecast_parquet(bytes: &[u8]) -> Decoded<ForecastRow> {
     let mut out = Decoded::new();
-    let reader = match ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::copy_from_slice(bytes))
-        .and_then(|b| b.build())
-    {
-        Ok(r) => r,
-        Err(e) => {
-            out.reject(1, format!("not a readable Parquet file: {e}"));
-            return out;
-        }
-    };
+    let reader =
+        match ParquetRecordBatchReaderBuilder::try_new(bytes::Bytes::copy_from_slice(bytes)).and_then(|b| b.build()) {
+            Ok(r) => r,
+            Err(e) => {
+                out.reject(1, format!("not a readable Parquet file: {e}"));
+                return out;
+            }
+        };
     let mut row_no = 0;
     for batch in reader {
         let batch = match batch {
@@ -80,10 +79,25 @@ fn decode_batch(batch: &RecordBatch, row_no: &mut usize, out: &mut Decoded<Forec
     let (run, valid) = (time("run_time"), time("valid_time"));
     let fh = int("forecast_hour");
     let names = [
-        "latitude", "longitude", "temperature_k", "temperature_f", "temperature_c", "relative_humidity",
-        "dew_point_f", "dew_point_c", "apparent_temp_f", "apparent_temp_c", "wind_speed_mph", "wind_speed_kmh",
-        "wind_gusts_mph", "wind_gusts_kmh", "cloud_cover", "precipitation_mm", "precipitation_in",
-        "pressure_msl_hpa", "surface_pressure_hpa",
+        "latitude",
+        "longitude",
+        "temperature_k",
+        "temperature_f",
+        "temperature_c",
+        "relative_humidity",
+        "dew_point_f",
+        "dew_point_c",
+        "apparent_temp_f",
+        "apparent_temp_c",
+        "wind_speed_mph",
+        "wind_speed_kmh",
+        "wind_gusts_mph",
+        "wind_gusts_kmh",
+        "cloud_cover",
+        "precipitation_mm",
+        "precipitation_in",
+        "pressure_msl_hpa",
+        "surface_pressure_hpa",
     ];
     let floats: Vec<Option<ArrayRef>> = names.iter().map(|c| float(c)).collect();
     let (wdir, wcode) = (int("wind_direction_deg"), int("weather_code"));

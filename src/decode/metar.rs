@@ -53,11 +53,7 @@ pub fn parse_metar(text: &str, reference: DateTime<Utc>) -> Result<Metar, String
 /// letters or digits (KCVG, WSSS, K1V4). Used to tell the station from keywords and junk.
 pub fn is_station_id(tok: &str) -> bool {
     let b = tok.as_bytes();
-    b.len() == 4
-        && b[0].is_ascii_uppercase()
-        && b[1..]
-            .iter()
-            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+    b.len() == 4 && b[0].is_ascii_uppercase() && b[1..].iter().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
 }
 
 /// Probable integer-°F range of the report's temperature: exact when the T-group carries
@@ -68,9 +64,7 @@ pub fn temperature_fields(m: &Metar) -> Option<Probable> {
     if m.has_tenths() {
         return m.tgroup_temp_c.map(Probable::from_tenths);
     }
-    m.temp_whole_c
-        .or_else(|| m.tgroup_temp_c.map(|t| round_half_away(t) as i32))
-        .map(Probable::from_whole_c)
+    m.temp_whole_c.or_else(|| m.tgroup_temp_c.map(|t| round_half_away(t) as i32)).map(Probable::from_whole_c)
 }
 
 /// Folds all whitespace runs to single spaces and drops the trailing `=` terminator, so the
@@ -115,9 +109,7 @@ fn parse_tokens(raw: &str, reference: DateTime<Utc>, m: &mut Metar) -> Result<()
             None => return Err("missing station id".to_string()),
         }
     };
-    let time_tok = toks
-        .next()
-        .ok_or_else(|| format!("missing time group after station {station}"))?;
+    let time_tok = toks.next().ok_or_else(|| format!("missing time group after station {station}"))?;
     m.time = parse_time(time_tok, reference)?;
 
     let mut hf = false;
@@ -198,11 +190,7 @@ fn resolve_day(day: u32, minutes: u32, reference: DateTime<Utc>) -> Option<DateT
         if ahead.abs() > MAX_TIME_DISTANCE_DAYS * 86_400 {
             continue;
         }
-        let cost = if ahead > 0 {
-            ahead * FUTURE_WEIGHT
-        } else {
-            -ahead
-        };
+        let cost = if ahead > 0 { ahead * FUTURE_WEIGHT } else { -ahead };
         if best.is_none_or(|(c, _)| cost < c) {
             best = Some((cost, t));
         }
@@ -343,11 +331,7 @@ fn wind_group(m: &mut Metar, rest: &[u8], unit: f64) {
         },
         None => None,
     };
-    m.wind_dir_deg = if speed == 0 && dir == Some(0) {
-        None
-    } else {
-        dir
-    };
+    m.wind_dir_deg = if speed == 0 && dir == Some(0) { None } else { dir };
     m.wind_variable = variable;
     m.wind_speed_kt = Some(f64::from(speed) * unit);
     m.wind_gust_kt = gust.map(|g| f64::from(g) * unit);
@@ -416,18 +400,11 @@ fn set_metric_visibility(m: &mut Metar, metres: u32) {
 }
 
 /// `1 1/2SM`: a lone digit followed by a fraction in statute miles.
-fn whole_plus_fraction<'a, I: Iterator<Item = &'a str>>(
-    m: &mut Metar,
-    whole: u8,
-    toks: &mut std::iter::Peekable<I>,
-) {
+fn whole_plus_fraction<'a, I: Iterator<Item = &'a str>>(m: &mut Metar, whole: u8, toks: &mut std::iter::Peekable<I>) {
     if m.visibility_sm.is_some() {
         return;
     }
-    let frac = toks
-        .peek()
-        .and_then(|t| t.as_bytes().strip_suffix(b"SM"))
-        .and_then(fraction);
+    let frac = toks.peek().and_then(|t| t.as_bytes().strip_suffix(b"SM")).and_then(fraction);
     if let Some(f) = frac {
         toks.next();
         m.visibility_sm = Some(f64::from(whole - b'0') + f);
@@ -483,11 +460,7 @@ fn temp_dew(b: &[u8]) -> Option<(Option<i32>, Option<i32>)> {
             (Some(whole_c(t)?), rest.get(1..).unwrap_or_default())
         }
     };
-    let dew = if dew.is_empty() || dew == b"M" || dew.iter().all(|&c| c == b'/') {
-        None
-    } else {
-        Some(whole_c(dew)?)
-    };
+    let dew = if dew.is_empty() || dew == b"M" || dew.iter().all(|&c| c == b'/') { None } else { Some(whole_c(dew)?) };
     Some((temp, dew))
 }
 
@@ -591,25 +564,14 @@ mod tests {
     /// Rows of an IEM tab-separated export: header line after the `#DEBUG` lines.
     fn iem_rows(rel: &str) -> (Vec<String>, Vec<Vec<String>>) {
         let text = String::from_utf8(fixture(rel)).unwrap();
-        let mut lines = text
-            .lines()
-            .filter(|l| !l.starts_with('#') && !l.is_empty());
-        let header = lines
-            .next()
-            .unwrap()
-            .split('\t')
-            .map(String::from)
-            .collect();
-        let rows = lines
-            .map(|l| l.split('\t').map(String::from).collect())
-            .collect();
+        let mut lines = text.lines().filter(|l| !l.starts_with('#') && !l.is_empty());
+        let header = lines.next().unwrap().split('\t').map(String::from).collect();
+        let rows = lines.map(|l| l.split('\t').map(String::from).collect()).collect();
         (header, rows)
     }
 
     fn iem_time(s: &str) -> DateTime<Utc> {
-        NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M")
-            .unwrap()
-            .and_utc()
+        NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M").unwrap().and_utc()
     }
 
     // ---- real data -------------------------------------------------------------------
@@ -623,16 +585,9 @@ mod tests {
         let h = rdr.headers().unwrap().clone();
         let col = |name: &str| h.iter().position(|c| c == name).unwrap();
         let (c_date, c_type, c_rem) = (col("DATE"), col("REPORT_TYPE"), col("REM"));
-        let (c_temp, c_slp, c_alt) = (
-            col("HourlyDryBulbTemperature"),
-            col("HourlySeaLevelPressure"),
-            col("HourlyAltimeterSetting"),
-        );
-        let (c_vis, c_wdir, c_wspd) = (
-            col("HourlyVisibility"),
-            col("HourlyWindDirection"),
-            col("HourlyWindSpeed"),
-        );
+        let (c_temp, c_slp, c_alt) =
+            (col("HourlyDryBulbTemperature"), col("HourlySeaLevelPressure"), col("HourlyAltimeterSetting"));
+        let (c_vis, c_wdir, c_wspd) = (col("HourlyVisibility"), col("HourlyWindDirection"), col("HourlyWindSpeed"));
         let (mut n, mut both, mut six, mut day, mut tenths_checked) = (0, 0, 0, 0, 0);
         let (mut metars, mut specis, mut traces) = (0, 0, 0);
         for rec in rdr.records() {
@@ -644,14 +599,11 @@ mod tests {
             };
             n += 1;
             let rem = &rec[c_rem];
-            let start = rem
-                .find("METAR ")
-                .or_else(|| rem.find("SPECI "))
-                .unwrap_or_else(|| panic!("no keyword in {rem}"));
+            let start =
+                rem.find("METAR ").or_else(|| rem.find("SPECI ")).unwrap_or_else(|| panic!("no keyword in {rem}"));
             let lst = NaiveDateTime::parse_from_str(&rec[c_date], "%Y-%m-%dT%H:%M:%S").unwrap();
             let reference = (lst + Duration::hours(6)).and_utc();
-            let m = parse_metar(&rem[start..], reference)
-                .unwrap_or_else(|e| panic!("{}: {e}", &rem[start..]));
+            let m = parse_metar(&rem[start..], reference).unwrap_or_else(|e| panic!("{}: {e}", &rem[start..]));
             assert_eq!(m.time, reference, "{rem}");
             assert_eq!(m.kind, Some(kind), "{rem}");
             match kind {
@@ -675,11 +627,7 @@ mod tests {
                     assert_eq!(m.tgroup_temp_c, Some(t), "{rem}");
                     tenths_checked += 1;
                 } else {
-                    assert_eq!(
-                        m.temp_whole_c,
-                        Some(round_half_away(t) as i32),
-                        "{rem}: {t}"
-                    );
+                    assert_eq!(m.temp_whole_c, Some(round_half_away(t) as i32), "{rem}: {t}");
                 }
             }
             if let Ok(slp) = rec[c_slp].parse::<f64>() {
@@ -689,20 +637,14 @@ mod tests {
                 assert!(close(m.altimeter_hpa, alt, 0.051), "{rem}: {alt}");
             }
             if let Ok(km) = rec[c_vis].parse::<f64>() {
-                assert!(
-                    close(m.visibility_sm.map(|v| v * 1.609_344), km, 0.001),
-                    "{rem}"
-                );
+                assert!(close(m.visibility_sm.map(|v| v * 1.609_344), km, 0.001), "{rem}");
             }
             if let Ok(d) = rec[c_wdir].parse::<u16>() {
                 assert_eq!(m.wind_dir_deg, Some(d), "{rem}");
             }
             if let Ok(ms) = rec[c_wspd].parse::<f64>() {
                 // NCEI's m/s are rounded to 0.1 after its own conversion.
-                assert!(
-                    close(m.wind_speed_kt.map(|k| k * 0.514_444), ms, 0.1),
-                    "{rem}"
-                );
+                assert!(close(m.wind_speed_kt.map(|k| k * 0.514_444), ms, 0.1), "{rem}");
             }
             // (NCEI's HourlyPrecipitation is quality-edited, not a decode: not compared.)
             if rem.contains(" P0000 ") {
@@ -734,38 +676,23 @@ mod tests {
         assert_eq!(m.time, utc(2023, 1, 31, 17, 54));
         assert_eq!((m.temp_whole_c, m.dew_whole_c), (Some(-6), Some(-16)));
         assert_eq!((m.tgroup_temp_c, m.tgroup_dew_c), (Some(-5.6), Some(-16.1)));
-        assert_eq!(
-            (m.six_hour_max_c, m.six_hour_min_c),
-            (Some(-5.6), Some(-13.3))
-        );
+        assert_eq!((m.six_hour_max_c, m.six_hour_min_c), (Some(-5.6), Some(-13.3)));
         assert_eq!(m.sea_level_pressure_hpa, Some(1030.9));
         // DATE 2023-02-24T04:11:00: two-token visibility.
-        let m = ok(
-            "SPECI KLNK 011011Z 01013KT 1 1/4SM -SN OVC018 M16/M20 A3062 RMK AO2 \
-                    SNB0955 P0000 T11611200",
-        );
+        let m = ok("SPECI KLNK 011011Z 01013KT 1 1/4SM -SN OVC018 M16/M20 A3062 RMK AO2 \
+                    SNB0955 P0000 T11611200");
         assert_eq!(m.kind, Some(ReportKind::Speci));
         assert_eq!(m.visibility_sm, Some(1.25));
         assert_eq!((m.precip_hour_in, m.precip_trace), (Some(0.0), true));
-        assert_eq!(
-            (m.tgroup_temp_c, m.tgroup_dew_c),
-            (Some(-16.1), Some(-20.0))
-        );
+        assert_eq!((m.tgroup_temp_c, m.tgroup_dew_c), (Some(-16.1), Some(-20.0)));
         // DATE 2023-02-22T03:54:00: gust, SLP below 1000.
-        let m = ok(
-            "METAR KLNK 010954Z 02023G28KT 10SM BKN110 M01/M05 A2943 RMK AO2 PK WND \
-                    02028/0953 SLP969 T10111050",
-        );
-        assert_eq!(
-            (m.wind_dir_deg, m.wind_speed_kt, m.wind_gust_kt),
-            (Some(20), Some(23.0), Some(28.0))
-        );
+        let m = ok("METAR KLNK 010954Z 02023G28KT 10SM BKN110 M01/M05 A2943 RMK AO2 PK WND \
+                    02028/0953 SLP969 T10111050");
+        assert_eq!((m.wind_dir_deg, m.wind_speed_kt, m.wind_gust_kt), (Some(20), Some(23.0), Some(28.0)));
         assert_eq!(m.sea_level_pressure_hpa, Some(996.9));
         // DATE 2023-01-02T14:54:00: 6-hour precipitation amount.
-        let m = ok(
-            "METAR KLNK 012054Z 06009KT 10SM OVC011 03/00 A2979 RMK AO2 \
-                    UPB27E36RAB36E37 SLP096 P0000 60002 T00280000 56049 (RC)",
-        );
+        let m = ok("METAR KLNK 012054Z 06009KT 10SM OVC011 03/00 A2979 RMK AO2 \
+                    UPB27E36RAB36E37 SLP096 P0000 60002 T00280000 56049 (RC)");
         assert_eq!(m.precip_6h_in, Some(0.02));
         assert_eq!((m.tgroup_temp_c, m.tgroup_dew_c), (Some(2.8), Some(0.0)));
     }
@@ -788,11 +715,7 @@ mod tests {
                 let m = parse_metar(&r[2], valid).unwrap_or_else(|e| panic!("{}: {e}", r[2]));
                 assert_eq!(m.time, valid, "{}", r[2]);
                 assert_eq!(m.station, format!("K{}", r[0]));
-                assert!(
-                    m.temp_whole_c.is_some() && m.altimeter_hpa.is_some(),
-                    "{}",
-                    r[2]
-                );
+                assert!(m.temp_whole_c.is_some() && m.altimeter_hpa.is_some(), "{}", r[2]);
                 if r[2].ends_with("MADISHF") {
                     hf += 1;
                     assert_eq!(m.kind, Some(ReportKind::HfMetar));
@@ -821,22 +744,13 @@ mod tests {
         };
         // 00:52 KCVG 010052Z 14003KT 10SM FEW250 03/M11 A3042 RMK AO2 SLP310 T00281106 $
         let m = get("2024-03-01 00:52");
-        assert_eq!(
-            (m.wind_dir_deg, m.wind_speed_kt, m.wind_gust_kt),
-            (Some(140), Some(3.0), None)
-        );
-        assert_eq!(
-            (m.visibility_sm, m.visibility_less_than),
-            (Some(10.0), false)
-        );
+        assert_eq!((m.wind_dir_deg, m.wind_speed_kt, m.wind_gust_kt), (Some(140), Some(3.0), None));
+        assert_eq!((m.visibility_sm, m.visibility_less_than), (Some(10.0), false));
         assert_eq!((m.temp_whole_c, m.dew_whole_c), (Some(3), Some(-11)));
         assert_eq!((m.tgroup_temp_c, m.tgroup_dew_c), (Some(2.8), Some(-10.6)));
         assert_eq!(m.sea_level_pressure_hpa, Some(1031.0));
         assert!(close(m.altimeter_hpa, 1030.14, 0.01));
-        assert_eq!(
-            m.raw,
-            "KCVG 010052Z 14003KT 10SM FEW250 03/M11 A3042 RMK AO2 SLP310 T00281106 $"
-        );
+        assert_eq!(m.raw, "KCVG 010052Z 14003KT 10SM FEW250 03/M11 A3042 RMK AO2 SLP310 T00281106 $");
         assert_eq!(temperature_fields(&m), Some(Probable::exact_f(37)));
         // 04:52 ... T00001078 400671061 $
         let m = get("2024-03-01 04:52");
@@ -844,29 +758,17 @@ mod tests {
         assert_eq!(m.tgroup_temp_c, Some(0.0));
         // 05:52 ... T00061083 10033 21006 58020 $
         let m = get("2024-03-01 05:52");
-        assert_eq!(
-            (m.six_hour_max_c, m.six_hour_min_c),
-            (Some(3.3), Some(-0.6))
-        );
+        assert_eq!((m.six_hour_max_c, m.six_hour_min_c), (Some(3.3), Some(-0.6)));
         assert_eq!(m.sea_level_pressure_hpa, Some(1028.6));
         assert_eq!((m.day_max_c, m.precip_6h_in), (None, None));
         // 17:52 ... P0000 60000 T00561022 10056 21011 57010
         let m = get("2024-03-01 17:52");
-        assert_eq!(
-            (m.precip_hour_in, m.precip_trace, m.precip_6h_in),
-            (Some(0.0), true, Some(0.0))
-        );
-        assert_eq!(
-            (m.six_hour_max_c, m.six_hour_min_c),
-            (Some(5.6), Some(-1.1))
-        );
+        assert_eq!((m.precip_hour_in, m.precip_trace, m.precip_6h_in), (Some(0.0), true, Some(0.0)));
+        assert_eq!((m.six_hour_max_c, m.six_hour_min_c), (Some(5.6), Some(-1.1)));
         // 23:52 ... 3SM RA BR ... P0005 60011 T00390039 10072 20039 56009 $
         let m = get("2024-03-01 23:52");
         assert_eq!(m.visibility_sm, Some(3.0));
-        assert_eq!(
-            (m.precip_hour_in, m.precip_trace, m.precip_6h_in),
-            (Some(0.05), false, Some(0.11))
-        );
+        assert_eq!((m.precip_hour_in, m.precip_trace, m.precip_6h_in), (Some(0.05), false, Some(0.11)));
         assert_eq!((m.six_hour_max_c, m.six_hour_min_c), (Some(7.2), Some(3.9)));
 
         // HF line 00:00: KCVG 010000Z AUTO 15005KT 10SM 03/M10 A3043 RMK T00301100 MADISHF
@@ -881,20 +783,14 @@ mod tests {
     /// aviationweather.gov decodes the same groups: compare with its JSON fields.
     #[test]
     fn awc_json_fields_agree() {
-        let v: serde_json::Value = serde_json::from_slice(&fixture(
-            "metar/awc_metar_knyc_kmdw_kaus_20260925T0631Z.json",
-        ))
-        .unwrap();
+        let v: serde_json::Value =
+            serde_json::from_slice(&fixture("metar/awc_metar_knyc_kmdw_kaus_20260925T0631Z.json")).unwrap();
         let obs = v.as_array().unwrap();
         assert_eq!(obs.len(), 9);
         let mut day_groups = 0;
         for o in obs {
             let raw = o["rawOb"].as_str().unwrap();
-            let reference = o["reportTime"]
-                .as_str()
-                .unwrap()
-                .parse::<DateTime<Utc>>()
-                .unwrap();
+            let reference = o["reportTime"].as_str().unwrap().parse::<DateTime<Utc>>().unwrap();
             let m = parse_metar(raw, reference).unwrap();
             assert_eq!(m.kind, Some(ReportKind::Metar));
             assert_eq!(m.station, o["icaoId"].as_str().unwrap());
@@ -903,35 +799,16 @@ mod tests {
             assert_eq!(m.dew_point_c(), o["dewp"].as_f64(), "{raw}");
             assert_eq!(m.sea_level_pressure_hpa, o["slp"].as_f64(), "{raw}");
             // AWC converts with a slightly different factor (A3030 -> 1026.2, not 1026.1).
-            assert!(
-                close(m.altimeter_hpa, o["altim"].as_f64().unwrap(), 0.15),
-                "{raw}"
-            );
+            assert!(close(m.altimeter_hpa, o["altim"].as_f64().unwrap(), 0.15), "{raw}");
             assert_eq!(m.wind_speed_kt, o["wspd"].as_f64(), "{raw}");
             match o["wdir"].as_u64() {
                 Some(d) => assert_eq!(m.wind_dir_deg, Some(d as u16)),
                 None => assert!(m.wind_variable && m.wind_dir_deg.is_none()),
             }
-            assert_eq!(
-                m.six_hour_max_c,
-                o.get("maxT").and_then(|x| x.as_f64()),
-                "{raw}"
-            );
-            assert_eq!(
-                m.six_hour_min_c,
-                o.get("minT").and_then(|x| x.as_f64()),
-                "{raw}"
-            );
-            assert_eq!(
-                m.day_max_c,
-                o.get("maxT24").and_then(|x| x.as_f64()),
-                "{raw}"
-            );
-            assert_eq!(
-                m.day_min_c,
-                o.get("minT24").and_then(|x| x.as_f64()),
-                "{raw}"
-            );
+            assert_eq!(m.six_hour_max_c, o.get("maxT").and_then(|x| x.as_f64()), "{raw}");
+            assert_eq!(m.six_hour_min_c, o.get("minT").and_then(|x| x.as_f64()), "{raw}");
+            assert_eq!(m.day_max_c, o.get("maxT24").and_then(|x| x.as_f64()), "{raw}");
+            assert_eq!(m.day_min_c, o.get("minT24").and_then(|x| x.as_f64()), "{raw}");
             day_groups += usize::from(m.day_max_c.is_some());
         }
         assert_eq!(day_groups, 3);
@@ -949,32 +826,18 @@ mod tests {
         let (mut n, mut specis) = (0, 0);
         for rec in rdr.records() {
             let rec = rec.unwrap();
-            let when = NaiveDateTime::parse_from_str(&rec[0], "%Y-%m-%d %H:%M UTC")
-                .unwrap()
-                .and_utc();
+            let when = NaiveDateTime::parse_from_str(&rec[0], "%Y-%m-%d %H:%M UTC").unwrap().and_utc();
             let m = parse_metar(&rec[1], when).unwrap_or_else(|e| panic!("{}: {e}", &rec[1]));
             n += 1;
             assert_eq!(m.station, "WSSS");
             // The scrape's timestamp is when it was scraped: at or after the report.
-            assert!(
-                m.time <= when && when - m.time < Duration::hours(7),
-                "{}",
-                &rec[1]
-            );
+            assert!(m.time <= when && when - m.time < Duration::hours(7), "{}", &rec[1]);
             let group = rec[1].split(' ').nth(2).unwrap();
             assert_eq!(m.time.format("%d%H%MZ").to_string(), group);
-            assert!(
-                m.temp_whole_c.is_some() && m.dew_whole_c.is_some(),
-                "{}",
-                &rec[1]
-            );
+            assert!(m.temp_whole_c.is_some() && m.dew_whole_c.is_some(), "{}", &rec[1]);
             let q = rec[1].split(' ').find(|t| t.starts_with('Q')).unwrap();
             assert_eq!(m.altimeter_hpa, q[1..].parse().ok(), "{}", &rec[1]);
-            assert!(
-                m.visibility_sm.is_some() && m.wind_speed_kt.is_some(),
-                "{}",
-                &rec[1]
-            );
+            assert!(m.visibility_sm.is_some() && m.wind_speed_kt.is_some(), "{}", &rec[1]);
             specis += usize::from(m.kind == Some(ReportKind::Speci));
             assert!(m.kind.is_some());
         }
@@ -990,16 +853,11 @@ mod tests {
         assert_eq!((m.wind_dir_deg, m.wind_speed_kt), (Some(320), Some(4.0)));
         assert_eq!((m.wind_var_from, m.wind_var_to), (Some(280), Some(360)));
         assert_eq!(m.visibility_sm, Some(6.21));
-        assert_eq!(
-            (m.temp_whole_c, m.dew_whole_c, m.altimeter_hpa),
-            (Some(27), Some(23), Some(1012.0))
-        );
+        assert_eq!((m.temp_whole_c, m.dew_whole_c, m.altimeter_hpa), (Some(27), Some(23), Some(1012.0)));
         assert_eq!(temperature_fields(&m), Some(Probable::from_whole_c(27)));
         // The trend's 6000 must not replace the observed 4000 m.
-        let m = ok(
-            "SPECI WSSS 120941Z 30004KT 240V010 4000 TSRA FEW012 FEW015CB FEW017TCU \
-                    BKN150 25/23 Q1007 BECMG FM1015 TL1025 6000 NSW",
-        );
+        let m = ok("SPECI WSSS 120941Z 30004KT 240V010 4000 TSRA FEW012 FEW015CB FEW017TCU \
+                    BKN150 25/23 Q1007 BECMG FM1015 TL1025 6000 NSW");
         assert_eq!(m.kind, Some(ReportKind::Speci));
         assert_eq!(m.visibility_sm, Some(2.49));
     }
@@ -1009,8 +867,7 @@ mod tests {
     fn vohy_all_decode_and_match_iem_columns() {
         let (h, rows) = iem_rows("metar/IEM_VOHY_2014-03-01_2014-04-04_all_fields.tsv");
         let col = |name: &str| h.iter().position(|c| c == name).unwrap();
-        let (c_valid, c_metar, c_tmpf, c_alti) =
-            (col("valid"), col("metar"), col("tmpf"), col("alti"));
+        let (c_valid, c_metar, c_tmpf, c_alti) = (col("valid"), col("metar"), col("tmpf"), col("alti"));
         let (c_vsby, c_sknt, c_drct) = (col("vsby"), col("sknt"), col("drct"));
         assert_eq!(rows.len(), 414);
         let mut unitless = 0;
@@ -1047,33 +904,21 @@ mod tests {
         assert!(unitless > 0);
         // First row: VOHY 010040Z 13004KT 3000 HZ BKN010 SCT015 21/16 Q1015 NOSIG
         let m = parse_metar(&rows[0][c_metar], iem_time(&rows[0][c_valid])).unwrap();
-        assert_eq!(
-            (m.visibility_sm, m.altimeter_hpa),
-            (Some(1.86), Some(1015.0))
-        );
-        assert_eq!(
-            (m.temp_whole_c, m.dew_whole_c, m.kind),
-            (Some(21), Some(16), None)
-        );
+        assert_eq!((m.visibility_sm, m.altimeter_hpa), (Some(1.86), Some(1015.0)));
+        assert_eq!((m.temp_whole_c, m.dew_whole_c, m.kind), (Some(21), Some(16), None));
         // Row of 28 March: "VOHY 280140Z 00000 4000 ..." (wind without unit).
         let m = ok("VOHY 280140Z 00000 4000 HZ NSC 23/14 Q1015 NOSIG");
         assert_eq!((m.wind_speed_kt, m.visibility_sm), (Some(0.0), Some(2.49)));
         // Nonstandard "QNH 1011".
         let m = ok("VOHY 010040Z 00000KT 4000 HZ FEW 020 SCT 020 26/12 QNH 1011 NOSIG");
-        assert_eq!(
-            (m.altimeter_hpa, m.wind_dir_deg, m.wind_speed_kt),
-            (Some(1011.0), None, Some(0.0))
-        );
+        assert_eq!((m.altimeter_hpa, m.wind_dir_deg, m.wind_speed_kt), (Some(1011.0), None, Some(0.0)));
     }
 
     /// Raw WMO collectives (continuations, duplicates, NUL byte, junk): every chunk between
     /// `=` terminators parses or errors, never panics, and most real reports decode.
     #[test]
     fn pyiem_collectives_never_panic() {
-        let dir = format!(
-            "{}/data/real/metar/pyiem_collectives",
-            env!("CARGO_MANIFEST_DIR")
-        );
+        let dir = format!("{}/data/real/metar/pyiem_collectives", env!("CARGO_MANIFEST_DIR"));
         let mut decoded = 0;
         for entry in std::fs::read_dir(dir).unwrap() {
             let bytes = std::fs::read(entry.unwrap().path()).unwrap();
@@ -1093,11 +938,7 @@ mod tests {
 
     #[test]
     fn day_31_before_a_reference_on_the_1st() {
-        let m = parse_metar(
-            "KXXX 312355Z 00000KT 10SM 05/M05 A3000",
-            utc(2024, 1, 1, 0, 10),
-        )
-        .unwrap();
+        let m = parse_metar("KXXX 312355Z 00000KT 10SM 05/M05 A3000", utc(2024, 1, 1, 0, 10)).unwrap();
         assert_eq!(m.time, utc(2023, 12, 31, 23, 55));
         // Into March from a reference on 1 March (February has no 31st).
         let m = parse_metar("KXXX 292355Z 00000KT", utc(2024, 3, 1, 0, 10)).unwrap();
@@ -1144,22 +985,13 @@ mod tests {
     #[test]
     fn keywords_flags_and_raw() {
         let m = ok("METAR COR KABC 011155Z AUTO 36010KT 10SM CLR M05/M10 A2992 RMK AO2=");
-        assert_eq!(
-            (m.kind, m.cor, m.auto),
-            (Some(ReportKind::Metar), true, true)
-        );
+        assert_eq!((m.kind, m.cor, m.auto), (Some(ReportKind::Metar), true, true));
         assert_eq!((m.temp_whole_c, m.dew_whole_c), (Some(-5), Some(-10)));
         assert_eq!(m.wind_dir_deg, Some(360));
-        assert_eq!(
-            m.raw,
-            "METAR COR KABC 011155Z AUTO 36010KT 10SM CLR M05/M10 A2992 RMK AO2"
-        );
+        assert_eq!(m.raw, "METAR COR KABC 011155Z AUTO 36010KT 10SM CLR M05/M10 A2992 RMK AO2");
         let m = ok("SPECI KABC 011155Z COR 36010KT\n     10SM  CLR\t05/04 A2992 $=\n");
         assert_eq!((m.kind, m.cor), (Some(ReportKind::Speci), true));
-        assert_eq!(
-            m.raw,
-            "SPECI KABC 011155Z COR 36010KT 10SM CLR 05/04 A2992 $"
-        );
+        assert_eq!(m.raw, "SPECI KABC 011155Z COR 36010KT 10SM CLR 05/04 A2992 $");
         assert_eq!(ok("KABC 011155Z 05/04").kind, None);
         assert!(is_station_id("K1V4") && is_station_id("WSSS"));
         assert!(!is_station_id("1KAB") && !is_station_id("KCV") && !is_station_id("Kcvg"));
@@ -1169,17 +1001,11 @@ mod tests {
     #[test]
     fn wind_variants() {
         let m = ok("KABC 011155Z VRB03KT 10SM");
-        assert_eq!(
-            (m.wind_dir_deg, m.wind_variable, m.wind_speed_kt),
-            (None, true, Some(3.0))
-        );
+        assert_eq!((m.wind_dir_deg, m.wind_variable, m.wind_speed_kt), (None, true, Some(3.0)));
         let m = ok("KABC 011155Z 00000KT 10SM");
         assert_eq!((m.wind_dir_deg, m.wind_speed_kt), (None, Some(0.0)));
         let m = ok("KABC 011155Z 270105G120KT 10SM");
-        assert_eq!(
-            (m.wind_dir_deg, m.wind_speed_kt, m.wind_gust_kt),
-            (Some(270), Some(105.0), Some(120.0))
-        );
+        assert_eq!((m.wind_dir_deg, m.wind_speed_kt, m.wind_gust_kt), (Some(270), Some(105.0), Some(120.0)));
         let m = ok("UUEE 011155Z 27005MPS 9999");
         assert!(close(m.wind_speed_kt, 9.72, 0.01));
         let m = ok("XXXX 011155Z 27037KMH 9999");
@@ -1256,22 +1082,14 @@ mod tests {
         let m = ok("KABC 011155Z 10SM 10056 21011 400670106 60012 70034 P0010 T00561011 05/01");
         assert_eq!(m.six_hour_max_c, None);
         assert_eq!(m.six_hour_min_c, None);
-        assert_eq!(
-            (m.day_max_c, m.precip_6h_in, m.precip_24h_in),
-            (None, None, None)
-        );
+        assert_eq!((m.day_max_c, m.precip_6h_in, m.precip_24h_in), (None, None, None));
         assert_eq!((m.precip_hour_in, m.tgroup_temp_c), (None, None));
         assert_eq!(m.temp_whole_c, Some(5));
-        let m = ok(
-            "KABC 011155Z 10SM 05/01 A3000 RMK AO2 SLP987 T00561011 10056 21011 \
-                    401121089 60012 70034 P0010",
-        );
+        let m = ok("KABC 011155Z 10SM 05/01 A3000 RMK AO2 SLP987 T00561011 10056 21011 \
+                    401121089 60012 70034 P0010");
         assert_eq!(m.sea_level_pressure_hpa, Some(998.7));
         assert_eq!((m.tgroup_temp_c, m.tgroup_dew_c), (Some(5.6), Some(-1.1)));
-        assert_eq!(
-            (m.six_hour_max_c, m.six_hour_min_c),
-            (Some(5.6), Some(-1.1))
-        );
+        assert_eq!((m.six_hour_max_c, m.six_hour_min_c), (Some(5.6), Some(-1.1)));
         assert_eq!((m.day_max_c, m.day_min_c), (Some(11.2), Some(-8.9)));
         assert_eq!((m.precip_6h_in, m.precip_24h_in), (Some(0.12), Some(0.34)));
         assert_eq!((m.precip_hour_in, m.precip_trace), (Some(0.1), false));
@@ -1280,37 +1098,20 @@ mod tests {
 
     #[test]
     fn missing_and_odd_remark_groups() {
-        let m = ok(
-            "KABC 011155Z 10SM 05/01 RMK AO2 SLPNO T0028 1//// 2//// 6//// 7//// \
-                    P//// 4/012 4//////// 98060 TSB05 PK WND 02028/0953 VIS 1 1/2 10SM",
-        );
-        assert_eq!(
-            (m.sea_level_pressure_hpa, m.tgroup_temp_c, m.tgroup_dew_c),
-            (None, Some(2.8), None)
-        );
+        let m = ok("KABC 011155Z 10SM 05/01 RMK AO2 SLPNO T0028 1//// 2//// 6//// 7//// \
+                    P//// 4/012 4//////// 98060 TSB05 PK WND 02028/0953 VIS 1 1/2 10SM");
+        assert_eq!((m.sea_level_pressure_hpa, m.tgroup_temp_c, m.tgroup_dew_c), (None, Some(2.8), None));
         assert_eq!((m.six_hour_max_c, m.six_hour_min_c), (None, None));
-        assert_eq!(
-            (m.precip_6h_in, m.precip_24h_in, m.precip_hour_in),
-            (None, None, None)
-        );
-        assert_eq!(
-            (m.day_max_c, m.day_min_c, m.precip_trace),
-            (None, None, false)
-        );
+        assert_eq!((m.precip_6h_in, m.precip_24h_in, m.precip_hour_in), (None, None, None));
+        assert_eq!((m.day_max_c, m.day_min_c, m.precip_trace), (None, None, false));
         assert_eq!(m.visibility_sm, Some(10.0));
         // Negative six-hour values and T-group signs; -0.0 never appears.
         let m = ok("KABC 011155Z RMK T10001000 11000 21120");
-        assert_eq!(
-            (m.tgroup_temp_c, m.six_hour_max_c, m.six_hour_min_c),
-            (Some(0.0), Some(0.0), Some(-12.0))
-        );
+        assert_eq!((m.tgroup_temp_c, m.six_hour_max_c, m.six_hour_min_c), (Some(0.0), Some(0.0), Some(-12.0)));
         assert!(m.tgroup_temp_c.unwrap().is_sign_positive());
         // Bad sign digits are not groups.
         let m = ok("KABC 011155Z RMK T20281106 12028 421230456");
-        assert_eq!(
-            (m.tgroup_temp_c, m.six_hour_max_c, m.day_max_c),
-            (None, None, None)
-        );
+        assert_eq!((m.tgroup_temp_c, m.six_hour_max_c, m.day_max_c), (None, None, None));
     }
 
     #[test]
@@ -1325,10 +1126,7 @@ mod tests {
         // No temperature at all.
         assert_eq!(temperature_fields(&ok("KCVG 010015Z AUTO 14005KT")), None);
         // Body only.
-        assert_eq!(
-            temperature_fields(&ok("KCVG 010015Z 03/M10")),
-            Some(Probable::from_whole_c(3))
-        );
+        assert_eq!(temperature_fields(&ok("KCVG 010015Z 03/M10")), Some(Probable::from_whole_c(3)));
     }
 
     #[test]
@@ -1336,10 +1134,7 @@ mod tests {
         let m = ok("EGLL 011150Z 24010KT 9999 FEW030 12/08 Q1020 TEMPO 3000 RA 25015G25KT");
         assert_eq!((m.visibility_sm, m.wind_speed_kt), (Some(6.21), Some(10.0)));
         let m = ok("EGLL 011150Z TEMPO 3000 RA RMK SLP123");
-        assert_eq!(
-            (m.visibility_sm, m.sea_level_pressure_hpa),
-            (None, Some(1012.3))
-        );
+        assert_eq!((m.visibility_sm, m.sea_level_pressure_hpa), (None, Some(1012.3)));
     }
 
     #[test]
@@ -1369,10 +1164,7 @@ mod tests {
         // Junk tokens between real ones.
         let m = ok("KABC 011155Z \u{0}\u{7} ÄÖÜ 36010KT ??? 10SM ///// 05/04 \u{FFFD} A2992 RMK T\u{0}\u{0}\u{0} \
                     Täst SLP1€");
-        assert_eq!(
-            (m.wind_speed_kt, m.visibility_sm, m.temp_whole_c),
-            (Some(10.0), Some(10.0), Some(5))
-        );
+        assert_eq!((m.wind_speed_kt, m.visibility_sm, m.temp_whole_c), (Some(10.0), Some(10.0), Some(5)));
         assert_eq!(m.sea_level_pressure_hpa, None);
         let e = parse_metar("\u{0}\u{1}\u{2} KABC", utc(2024, 3, 1, 0, 0)).unwrap_err();
         assert_eq!(e, "expected station id, found '\\0\\u{1}\\u{2}'");

@@ -88,10 +88,9 @@ pub async fn load(
         let c = cfg.clone();
         let mut g = tokio::task::spawn_blocking(move || {
             use rayon::prelude::*;
-            chunk
-                .par_iter()
-                .map(|code| decode_station(&c, &generate_station(&c, code)))
-                .reduce(Gathered::default, |mut a, b| {
+            chunk.par_iter().map(|code| decode_station(&c, &generate_station(&c, code))).reduce(
+                Gathered::default,
+                |mut a, b| {
                     a.obs.extend(b.obs);
                     a.onemin.extend(b.onemin);
                     a.reports.extend(b.reports);
@@ -99,7 +98,8 @@ pub async fn load(
                     a.nws.extend(b.nws);
                     a.outcomes.extend(b.outcomes);
                     a
-                })
+                },
+            )
         })
         .await
         .map_err(|e| LakeError::Join(e.to_string()))?;

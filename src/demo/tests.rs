@@ -307,34 +307,6 @@ fn span_covers_standard_and_civil_days_and_stops_at_now() {
     assert_eq!(sp.today, NaiveDate::from_ymd_opt(2026, 1, 19));
 }
 
-/// Speed figure: `cargo test --release -- --ignored generation_speed --nocapture`.
-#[test]
-#[ignore]
-fn generation_speed() {
-    use rayon::prelude::*;
-    let cfg = DemoConfig { stations: Vec::new(), ..config(&[], 7, true) };
-    let start = std::time::Instant::now();
-    let (bytes, rows): (usize, usize) = generate_all(&cfg)
-        .map(|i| {
-            let b = i.metar_tsv.len()
-                + i.onemin_csv.as_ref().map_or(0, String::len)
-                + i.cli.len()
-                + i.dsm.len()
-                + i.forecast_csv.len()
-                + i.mos.iter().map(|m| m.1.len()).sum::<usize>()
-                + i.nws_hourly.iter().map(String::len).sum::<usize>();
-            (b, i.forecast_csv.lines().count())
-        })
-        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
-    println!(
-        "7 days x 70 stations x 18 models: {:.2} s, {:.0} MB, {} gridded forecast rows, {} threads",
-        start.elapsed().as_secs_f64(),
-        bytes as f64 / 1e6,
-        rows,
-        rayon::current_num_threads()
-    );
-}
-
 #[test]
 fn precipitation_groups_add_up() {
     // Seattle in January: 3- and 6-hour groups (6RRRR) and the 24-hour group (7RRRR) are

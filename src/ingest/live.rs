@@ -154,9 +154,9 @@ impl LiveService {
         let mut events = 0;
         for a in applied {
             events += match &a {
-                Applied::Observation { events, .. } | Applied::OneMinute { events, .. } | Applied::Report { events, .. } => {
-                    events.len()
-                }
+                Applied::Observation { events, .. }
+                | Applied::OneMinute { events, .. }
+                | Applied::Report { events, .. } => events.len(),
             };
             // No subscriber is fine: the stream may not be running.
             let _ = self.notices.send(Arc::new(a));
@@ -257,10 +257,18 @@ pub async fn load_window(
     );
     let mut onemin = Vec::new();
     for b in ctx.sql(&om_sql).await?.collect().await? {
-        let (s, t, f) = (b.column(0).as_string::<i32>(), b.column(1).as_primitive::<TimestampMicrosecondType>(), b.column(2).as_primitive::<Float64Type>());
+        let (s, t, f) = (
+            b.column(0).as_string::<i32>(),
+            b.column(1).as_primitive::<TimestampMicrosecondType>(),
+            b.column(2).as_primitive::<Float64Type>(),
+        );
         for i in 0..b.num_rows() {
             if let Some(time) = DateTime::from_timestamp_micros(t.value(i)) {
-                onemin.push(OneMinute { station: s.value(i).to_string(), time, temp_f: f.is_valid(i).then(|| f.value(i)) });
+                onemin.push(OneMinute {
+                    station: s.value(i).to_string(),
+                    time,
+                    temp_f: f.is_valid(i).then(|| f.value(i)),
+                });
             }
         }
     }

@@ -57,8 +57,7 @@ fn dedup(batch: &RecordBatch) -> Result<RecordBatch, LakeError> {
     let Ok(i) = batch.schema().index_of("row_key") else { return Ok(batch.clone()) };
     let keys = batch.column(i).as_primitive::<UInt64Type>();
     let mut seen = HashSet::with_capacity(keys.len());
-    let keep: Vec<u64> =
-        (0..keys.len()).filter(|&r| seen.insert(keys.value(r))).map(|r| r as u64).collect();
+    let keep: Vec<u64> = (0..keys.len()).filter(|&r| seen.insert(keys.value(r))).map(|r| r as u64).collect();
     if keep.len() == batch.num_rows() {
         return Ok(batch.clone());
     }

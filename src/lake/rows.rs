@@ -66,12 +66,7 @@ impl LakeRecord for Metar {
         format!("date={}", self.time.format("%Y-%m-%d"))
     }
     fn row_key(&self) -> u64 {
-        KeyHasher::default()
-            .str(&self.station)
-            .i64(micros(self.time))
-            .str(report_type(self))
-            .str(&self.raw)
-            .finish()
+        KeyHasher::default().str(&self.station).i64(micros(self.time)).str(report_type(self)).str(&self.raw).finish()
     }
     fn sort_cmp(&self, o: &Self) -> std::cmp::Ordering {
         (&self.station, self.time, report_type(self), &self.raw).cmp(&(&o.station, o.time, report_type(o), &o.raw))
@@ -453,7 +448,11 @@ impl LakeRecord for NwsHourlyRow {
             .finish()
     }
     fn sort_cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (&self.station, self.generated_at, self.period.start_time).cmp(&(&o.station, o.generated_at, o.period.start_time))
+        (&self.station, self.generated_at, self.period.start_time).cmp(&(
+            &o.station,
+            o.generated_at,
+            o.period.start_time,
+        ))
     }
     fn to_batch(rows: &[&Self], keys: &[u64], inserted_at: DateTime<Utc>) -> Result<RecordBatch, ArrowError> {
         let n = rows.len();

@@ -175,9 +175,7 @@ impl ObjectStore for VisibleStore {
             let hidden = hidden_set(Arc::clone(&inner), dir).await;
             let listing = inner.list(prefix.as_ref());
             match hidden {
-                Ok(h) => listing
-                    .try_filter(move |m| futures::future::ready(!h.contains(m.location.as_ref())))
-                    .boxed(),
+                Ok(h) => listing.try_filter(move |m| futures::future::ready(!h.contains(m.location.as_ref()))).boxed(),
                 Err(e) => stream::once(async move { Err(e) }).boxed(),
             }
         })
@@ -241,7 +239,12 @@ mod tests {
         let inner: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
         let s = VisibleStore::new(Arc::clone(&inner), Path::from("_txn"));
         s.put(&Path::from("t/a.parquet"), PutPayload::from_static(b"x")).await.unwrap();
-        let rec = TxnRecord { id: "2".into(), state: TxnState::Writing, add: vec!["t/c.parquet".into()], remove: vec!["t/a.parquet".into()] };
+        let rec = TxnRecord {
+            id: "2".into(),
+            state: TxnState::Writing,
+            add: vec!["t/c.parquet".into()],
+            remove: vec!["t/a.parquet".into()],
+        };
         s.put_record(&rec).await.unwrap();
         s.put(&Path::from("t/c.parquet"), PutPayload::from_static(b"partial")).await.unwrap();
         s.recover().await.unwrap();

@@ -15,8 +15,8 @@ use datafusion::arrow::datatypes::UInt64Type;
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use datafusion::parquet::arrow::{ArrowWriter, ProjectionMask};
 use datafusion::parquet::basic::{Compression, ZstdLevel};
-use datafusion::parquet::file::properties::{EnabledStatistics, WriterProperties};
 use datafusion::parquet::file::metadata::SortingColumn;
+use datafusion::parquet::file::properties::{EnabledStatistics, WriterProperties};
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
@@ -120,10 +120,8 @@ impl Lake {
         }
 
         // Existing keys per partition (concurrent reads).
-        let work: Vec<(Path, Vec<usize>)> = parts
-            .into_iter()
-            .map(|(p, idx)| (self.table_path(&format!("{}/{p}", table.name)), idx))
-            .collect();
+        let work: Vec<(Path, Vec<usize>)> =
+            parts.into_iter().map(|(p, idx)| (self.table_path(&format!("{}/{p}", table.name)), idx)).collect();
         let work: Vec<(Path, Vec<usize>, HashSet<u64>)> = futures::stream::iter(work)
             .map(|(dir, idx)| {
                 let store = Arc::clone(&store);

@@ -18,7 +18,10 @@ fn ingest_then_sql_in_every_format() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(stdout(&o), "n\n24\n");
 
-    let o = wxlake(&lake, &["sql", "SELECT station_code, max(temperature) AS t FROM observations GROUP BY 1", "--format", "json"]);
+    let o = wxlake(
+        &lake,
+        &["sql", "SELECT station_code, max(temperature) AS t FROM observations GROUP BY 1", "--format", "json"],
+    );
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v[0]["station_code"], "KCVG");
 

@@ -49,6 +49,7 @@ fn start_server(lake: &str) -> (Child, String) {
         }
     }
     let _ = child.kill();
+    let _ = child.wait();
     panic!("server did not start");
 }
 
@@ -56,7 +57,10 @@ fn start_server(lake: &str) -> (Child, String) {
 fn kill_9_loses_no_acknowledged_report() {
     let dir = tempfile::tempdir().unwrap();
     let lake = format!("file://{}", dir.path().join("lake").display());
-    let out = bin().args(["--lake", &lake, "keys", "create", "--tier", "enterprise", "--user", "ops", "--admin"]).output().unwrap();
+    let out = bin()
+        .args(["--lake", &lake, "keys", "create", "--tier", "enterprise", "--user", "ops", "--admin"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let key = String::from_utf8(out.stdout).unwrap().trim().to_string();
     assert!(key.starts_with("wx_") && !key.contains('\n'), "the key alone on stdout");
@@ -95,9 +99,15 @@ fn kill_9_loses_no_acknowledged_report() {
     let (status, body) = http(&addr, "GET", &q, &key, "");
     assert_eq!(status, 200, "{body}");
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let got: Vec<String> = v.as_array().unwrap().iter().map(|o| o["observation_time"].as_str().unwrap().to_string()).collect();
+    let got: Vec<String> =
+        v.as_array().unwrap().iter().map(|o| o["observation_time"].as_str().unwrap().to_string()).collect();
     for t in &acked {
-        assert!(got.contains(t), "acknowledged report at {t} lost after kill -9 ({} of {} back)", got.len(), acked.len());
+        assert!(
+            got.contains(t),
+            "acknowledged report at {t} lost after kill -9 ({} of {} back)",
+            got.len(),
+            acked.len()
+        );
     }
 
     // A clean shutdown (SIGTERM) flushes the WAL into the lake.
@@ -105,7 +115,14 @@ fn kill_9_loses_no_acknowledged_report() {
     Command::new("kill").args(["-TERM", &pid]).status().unwrap();
     server.wait().unwrap();
     let out = bin()
-        .args(["--lake", &lake, "sql", "SELECT count(*) AS n FROM observations WHERE station_code = 'KMDW'", "--format", "csv"])
+        .args([
+            "--lake",
+            &lake,
+            "sql",
+            "SELECT count(*) AS n FROM observations WHERE station_code = 'KMDW'",
+            "--format",
+            "csv",
+        ])
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), format!("n\n{}\n", acked.len()));

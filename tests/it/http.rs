@@ -50,12 +50,19 @@ impl App {
         &self.keys[&t]
     }
 
-    pub async fn call(&self, method: &str, uri: &str, key: Option<&str>, body: &str) -> (StatusCode, axum::http::HeaderMap, Value) {
+    pub async fn call(
+        &self,
+        method: &str,
+        uri: &str,
+        key: Option<&str>,
+        body: &str,
+    ) -> (StatusCode, axum::http::HeaderMap, Value) {
         let mut req = Request::builder().method(method).uri(uri);
         if let Some(k) = key {
             req = req.header("Authorization", format!("Bearer {k}"));
         }
-        let resp = server::router(self.state.clone()).oneshot(req.body(Body::from(body.to_string())).unwrap()).await.unwrap();
+        let resp =
+            server::router(self.state.clone()).oneshot(req.body(Body::from(body.to_string())).unwrap()).await.unwrap();
         let status = resp.status();
         let headers = resp.headers().clone();
         let bytes = axum::body::to_bytes(resp.into_body(), 1 << 24).await.unwrap();
@@ -69,7 +76,8 @@ impl App {
     }
 
     pub async fn ingest(&self, format: &str, query: &str, body: &str) -> (StatusCode, Value) {
-        let (s, _, v) = self.call("POST", &format!("/api/v2/ingest/{format}?{query}"), Some(&self.admin.clone()), body).await;
+        let (s, _, v) =
+            self.call("POST", &format!("/api/v2/ingest/{format}?{query}"), Some(&self.admin.clone()), body).await;
         (s, v)
     }
 }
@@ -109,14 +117,18 @@ async fn errors_are_json_with_spec_wording() {
     let app = App::new().await;
     let (s, v) = app.get("/api/v2/observations.php?station_code=KNYC&mode=svc_high").await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
-    assert_eq!(v, serde_json::json!({"error": "Missing required parameter: logic", "details": "Valid values are nws and wu"}));
+    assert_eq!(
+        v,
+        serde_json::json!({"error": "Missing required parameter: logic", "details": "Valid values are nws and wu"})
+    );
     let (s, v) = app.get("/api/v2/observations.php?station_code=KXYZ&mode=latest").await;
     assert_eq!((s, v["error"].as_str()), (StatusCode::BAD_REQUEST, Some("Unknown station: KXYZ")));
     let (s, v) = app.get("/api/v2/observations.php?station_code=KNYC&mode=svc_high&logic=cwa").await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
     assert!(v["details"].as_str().unwrap().contains("nws and wu"));
-    let (s, v) =
-        app.get("/api/v2/observations.php?station_code=KNYC&start_time=2026-03-07T00:00:00Z&end_time=2026-03-08T01:00:00Z").await;
+    let (s, v) = app
+        .get("/api/v2/observations.php?station_code=KNYC&start_time=2026-03-07T00:00:00Z&end_time=2026-03-08T01:00:00Z")
+        .await;
     assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
     let (s, _) = app.get("/api/v2/observations.php?station_code=KNYC&start_time=yesterday&end_time=now").await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
@@ -143,8 +155,9 @@ async fn a_broken_lake_file_is_a_json_500() {
     let dir = app.state.lake().location.local_dir.clone().unwrap().join("observations/date=2026-03-08");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("part-broken.parquet"), b"PAR1 this is not parquet").unwrap();
-    let (s, v) =
-        app.get("/api/v2/observations.php?station_code=KNYC&start_time=2026-03-08T00:00:00Z&end_time=2026-03-08T12:00:00Z").await;
+    let (s, v) = app
+        .get("/api/v2/observations.php?station_code=KNYC&start_time=2026-03-08T00:00:00Z&end_time=2026-03-08T12:00:00Z")
+        .await;
     assert_eq!(s, StatusCode::INTERNAL_SERVER_ERROR);
     assert_eq!(v["error"], "Internal server error");
 }
@@ -166,8 +179,9 @@ async fn rate_limits_per_tier_and_window() {
         assert!(v["details"].as_str().unwrap().contains(&per_minute.to_string()));
     }
     // v1 has its own counters: the Professional key still has its v1 minute.
-    let (s, h, _) =
-        app.call("GET", "/api/v1/observations.php?station_code=KNYC&mode=svc_high", Some(app.key(Tier::Professional)), "").await;
+    let (s, h, _) = app
+        .call("GET", "/api/v1/observations.php?station_code=KNYC&mode=svc_high", Some(app.key(Tier::Professional)), "")
+        .await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(h["x-ratelimit-remaining"], "59");
     // The next minute admits again.
@@ -266,7 +280,12 @@ async fn openapi_describes_every_route() {
     let (s, _, v) = app.call("GET", "/openapi.json", None, "").await;
     assert_eq!(s, StatusCode::OK);
     assert!(v["openapi"].as_str().unwrap().starts_with("3.1"));
-    for p in ["/api/v2/observations.php", "/api/v1/observations.php", "/api/v2/ingest/{format}", "/api/v2/daily_extremes.php"] {
+    for p in [
+        "/api/v2/observations.php",
+        "/api/v1/observations.php",
+        "/api/v2/ingest/{format}",
+        "/api/v2/daily_extremes.php",
+    ] {
         assert!(v["paths"].get(p).is_some(), "{p} missing from OpenAPI");
     }
     let (s, _, v) = app.call("GET", "/docs", None, "").await;

@@ -96,7 +96,11 @@ async fn forecasts_partition_by_model_and_run_date_and_prune() {
     // 3 models x 2 run dates.
     assert_eq!(stats.files, 6);
     assert_eq!(scalar(&lake, "SELECT count(*) FROM forecasts WHERE model = 'HRRR'").await, "90");
-    let avg = scalar(&lake, "SELECT round(avg(temperature_c) - 5.0, 2) FROM forecasts WHERE model = 'NAM' AND forecast_hour = 0").await;
+    let avg = scalar(
+        &lake,
+        "SELECT round(avg(temperature_c) - 5.0, 2) FROM forecasts WHERE model = 'NAM' AND forecast_hour = 0",
+    )
+    .await;
     assert_eq!(avg, "-1.0");
     // EXPLAIN names only the pruned partition's files.
     let plan = sql(&lake, "EXPLAIN SELECT * FROM forecasts WHERE model = 'GFS' AND run_date = '2026-03-08'").await;
@@ -113,7 +117,8 @@ async fn forecasts_partition_by_model_and_run_date_and_prune() {
 async fn compaction_merges_files_without_changing_rows() {
     let (_d, lake) = temp_lake().await;
     for batch in 0..4 {
-        let rows: Vec<_> = (0..10).map(|lead| forecast("GFS", "KMDW", 0, batch * 10 + lead, 1.0 + lead as f64)).collect();
+        let rows: Vec<_> =
+            (0..10).map(|lead| forecast("GFS", "KMDW", 0, batch * 10 + lead, 1.0 + lead as f64)).collect();
         lake.write(rows).await.unwrap();
     }
     let dir = lake.table_path(&format!("{}/model=GFS/run_date=2026-03-07", FORECASTS.name));

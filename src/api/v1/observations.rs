@@ -66,10 +66,11 @@ pub async fn handler(
     match p.choice("mode", &["latest", "svc_high", "history"])? {
         Some("latest") => {
             let now = state.now();
-            let obs = history(&state, station, now - chrono::Duration::days(2), now + chrono::Duration::hours(1)).await?;
-            let (m, r) = obs
-                .last()
-                .ok_or_else(|| ApiError::not_found(format!("No observation for {}", station.code), "nothing in the last two days"))?;
+            let obs =
+                history(&state, station, now - chrono::Duration::days(2), now + chrono::Duration::hours(1)).await?;
+            let (m, r) = obs.last().ok_or_else(|| {
+                ApiError::not_found(format!("No observation for {}", station.code), "nothing in the last two days")
+            })?;
             Ok(Json(ObservationV1::new(m, station, r.as_ref_pair())).into_response())
         }
         Some("svc_high") => {
@@ -87,7 +88,8 @@ pub async fn handler(
         _ => {
             let (start, end) = history_range(&p)?;
             let obs = history(&state, station, start, end).await?;
-            let out: Vec<ObservationV1> = obs.iter().map(|(m, r)| ObservationV1::new(m, station, r.as_ref_pair())).collect();
+            let out: Vec<ObservationV1> =
+                obs.iter().map(|(m, r)| ObservationV1::new(m, station, r.as_ref_pair())).collect();
             Ok(Json(out).into_response())
         }
     }

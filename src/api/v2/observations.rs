@@ -163,7 +163,7 @@ impl WithReports {
 
 /// The best report of `kind` for a station and LST date: a final beats a preliminary,
 /// then the newest issue wins.
-fn report_for<'a>(reports: &'a [DailyReport], kind: DailyKind, date: NaiveDate) -> Option<&'a DailyReport> {
+fn report_for(reports: &[DailyReport], kind: DailyKind, date: NaiveDate) -> Option<&DailyReport> {
     reports.iter().filter(|r| r.kind == kind && r.date == date).max_by_key(|r| (r.is_final, r.issued_at))
 }
 
@@ -238,7 +238,12 @@ async fn history_unbounded(
 /// The trading-day extremes of `date` (default: today) under `logic`. Today and
 /// yesterday come from the hot state; older days are recomputed from the lake by the same
 /// engine.
-pub async fn svc_high(state: &AppState, station: &Station, logic: Logic, date: Option<NaiveDate>) -> ApiResult<SvcHigh> {
+pub async fn svc_high(
+    state: &AppState,
+    station: &Station,
+    logic: Logic,
+    date: Option<NaiveDate>,
+) -> ApiResult<SvcHigh> {
     let now = state.now();
     let today = crate::time::local_date(station.timezone, logic.clock(), now);
     let date = date.unwrap_or(today);
@@ -271,7 +276,8 @@ pub async fn day_from_lake(
     let mut live = StationLive::new(station);
     let w = live.window(logic, date);
     let (obs, onemin, reports) =
-        load_window(state.lake(), Some(&station.code), w.start - Duration::hours(7), w.end + Duration::hours(2)).await?;
+        load_window(state.lake(), Some(&station.code), w.start - Duration::hours(7), w.end + Duration::hours(2))
+            .await?;
     for m in &obs {
         live.apply(crate::live::LiveInput::Metar(m));
     }

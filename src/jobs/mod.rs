@@ -1,0 +1,1 @@
+//! SQL jobs: `jobs/*.toml` declarations running `sql/*.sql` into derived lake tables.
