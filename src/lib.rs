@@ -17,5 +17,6 @@ pub mod lake;
 pub mod live;
 pub mod models;
 pub mod sql_output;
+pub mod stream;
 pub mod time;
 pub mod units;

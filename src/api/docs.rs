@@ -24,13 +24,18 @@ use super::v2::observations::SvcHigh;
     paths(
         super::v2::observations::handler,
         super::v2::daily_extremes::handler,
+        super::v2::forecasts::handler,
+        super::v2::nws_forecasts::handler,
+        super::v2::precipitation::handler,
         super::v1::observations::handler,
+        super::v1::forecasts::handler,
         super::ingest::handler,
     ),
-    components(schemas(ErrorBody, ObservationV2, ObservationV1, SvcHigh, SvcHighV1)),
+    components(schemas(ErrorBody, ObservationV2, ObservationV1, SvcHigh, SvcHighV1, super::v2::nws_forecasts::NwsVersion)),
     modifiers(&Security),
     tags(
         (name = "observations", description = "Latest observation, trading-day extremes, history"),
+        (name = "forecasts", description = "Model forecasts: raw rows, runs, daily summaries; NWS hourly forecast versions"),
         (name = "ingest", description = "Live ingest (admin keys)"),
         (name = "v1", description = "Legacy v1 interface"),
     )

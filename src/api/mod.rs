@@ -5,6 +5,7 @@ pub mod auth;
 pub mod docs;
 pub mod error;
 pub mod ingest;
+pub mod json_stream;
 pub mod keys;
 pub mod limits;
 pub mod observation_json;

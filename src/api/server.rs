@@ -19,6 +19,10 @@ pub fn router(state: AppState) -> Router {
         .route(paths::V2_OBSERVATIONS, get(v2::observations::handler))
         .route(paths::V1_OBSERVATIONS, get(v1::observations::handler))
         .route(paths::V2_DAILY_EXTREMES, get(v2::daily_extremes::handler))
+        .route(paths::V2_FORECASTS, get(v2::forecasts::handler))
+        .route(paths::V2_NWS_FORECASTS, get(v2::nws_forecasts::handler))
+        .route(paths::V2_PRECIPITATION, get(v2::precipitation::handler))
+        .route(paths::V1_FORECASTS, get(v1::forecasts::handler))
         .route(paths::V2_INGEST, post(ingest::handler))
         .route_layer(middleware::from_fn_with_state(state.clone(), auth::authenticate));
     Router::new()

@@ -14,6 +14,7 @@ use wxlake::demo::LiveFeed;
 use wxlake::ingest::live::LiveService;
 use wxlake::ingest::{Format, IngestOptions};
 use wxlake::lake::Lake;
+use wxlake::stream::{self, Hub, StreamState};
 
 use super::demo::DemoArgs;
 use super::keys::state_dir;
@@ -35,6 +36,18 @@ pub struct ServeArgs {
     /// Days of history for the demo lake.
     #[arg(long, default_value_t = 7)]
     pub demo_days: u32,
+    /// HTTPS listener of the push stream (default with --demo: 127.0.0.1:8443).
+    #[arg(long)]
+    pub stream_addr: Option<String>,
+    /// PEM certificate chain for the stream listener.
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key for the stream listener.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Seconds between stream heartbeats.
+    #[arg(long, default_value_t = 30)]
+    pub heartbeat_secs: u64,
 }
 
 pub async fn run(lake: Lake, a: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -62,12 +75,53 @@ pub async fn run(lake: Lake, a: ServeArgs) -> anyhow::Result<ExitCode> {
         spawn_demo_feed(Arc::clone(&live));
     }
     let state = AppState::new(keys, RateLimiter::new(Arc::clone(&clock)), Arc::clone(&live), clock);
+    let stream_addr = a.stream_addr.clone().or_else(|| a.demo.then(|| "127.0.0.1:8443".to_string()));
+    let hub = match stream_addr {
+        Some(addr) => Some(start_stream(&a, &dir, &addr, &state, &live).await?),
+        None => None,
+    };
     let listener = tokio::net::TcpListener::bind(&a.addr).await?;
     eprintln!("wxlake listening on http://{} (docs: /docs, OpenAPI: /openapi.json)", listener.local_addr()?);
     server::serve(listener, state, shutdown_signal()).await?;
+    if let Some(hub) = hub {
+        hub.close_all();
+    }
     eprintln!("shutting down: flushing the WAL to the lake");
     live.flush().await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Starts the HTTPS push stream: event log, hub, publisher, listener.
+async fn start_stream(
+    a: &ServeArgs,
+    dir: &std::path::Path,
+    addr: &str,
+    state: &AppState,
+    live: &Arc<LiveService>,
+) -> anyhow::Result<Hub> {
+    let (cert, key) = match (&a.tls_cert, &a.tls_key) {
+        (Some(c), Some(k)) => (c.clone(), k.clone()),
+        _ if a.demo => {
+            let pair = stream::self_signed(&dir.join("tls"), &["localhost", "127.0.0.1"])?;
+            eprintln!("demo: self-signed stream certificate {} (key {})", pair.0.display(), pair.1.display());
+            pair
+        }
+        _ => anyhow::bail!("--stream-addr needs --tls-cert and --tls-key (the stream is HTTPS only)"),
+    };
+    let config = stream::load_tls(&cert, &key)?;
+    let log = Arc::new(stream::EventLog::open(&dir.join("events"), stream::default_retention())?);
+    let hub = Hub::new(1024);
+    stream::bridge::spawn_publisher(Arc::clone(live), Arc::clone(&log), hub.clone());
+    let stream_state = StreamState {
+        hub: hub.clone(),
+        log,
+        auth: Arc::new(state.clone()),
+        heartbeat: Duration::from_secs(a.heartbeat_secs.max(1)),
+    };
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    eprintln!("wxlake stream on https://{}{}", listener.local_addr()?, stream::STREAM_PATH);
+    tokio::spawn(stream::serve_tls(listener, config, stream::stream_router(stream_state), shutdown_signal()));
+    Ok(hub)
 }
 
 fn lake_has_data(lake: &Lake) -> bool {

@@ -54,6 +54,9 @@ pub struct LiveOutcome {
 /// The live service shared by the API handlers and the background tasks.
 pub struct LiveService {
     pub lake: Lake,
+    /// One DataFusion session for every read (listing tables re-list files per scan, so
+    /// new lake files are visible without re-registering).
+    pub ctx: datafusion::prelude::SessionContext,
     pub hot: HotState,
     pub clock: Arc<dyn Clock>,
     wal: Arc<Wal>,
@@ -81,8 +84,10 @@ impl LiveService {
             tracing::warn!(segment = %issue.segment.display(), offset = issue.offset, reason = %issue.reason, "WAL damage skipped");
         }
         let (notices, _) = broadcast::channel(4096);
+        let ctx = query::session(&lake).await?;
         let svc = LiveService {
             lake,
+            ctx,
             hot: HotState::new(),
             clock,
             wal: Arc::new(wal),
@@ -207,7 +212,7 @@ impl LiveService {
     /// Loads the lake's observations, one-minute data and reports of the last days.
     async fn rebuild_from_lake(&self, now: DateTime<Utc>) -> Result<usize, LiveError> {
         let from = now - Duration::days(2);
-        let (obs, onemin, reports) = load_window(&self.lake, None, from, now + Duration::hours(1)).await?;
+        let (obs, onemin, reports) = load_window(&self.ctx, None, from, now + Duration::hours(1)).await?;
         let n = obs.len() + onemin.len() + reports.len();
         obs.iter().for_each(|m| drop(self.hot.apply_metar(m)));
         onemin.iter().for_each(|o| drop(self.hot.apply_onemin(o)));
@@ -232,12 +237,11 @@ fn decode_entry(e: &WalEntry) -> super::DecodedInput {
 /// optionally for one station, as the decoders' record types (observations re-parsed from
 /// their stored raw text, so the live engine sees exactly what ingest saw).
 pub async fn load_window(
-    lake: &Lake,
+    ctx: &datafusion::prelude::SessionContext,
     station: Option<&str>,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
 ) -> Result<(Vec<crate::decode::types::Metar>, Vec<OneMinute>, Vec<DailyReport>), LakeError> {
-    let ctx = query::session(lake).await?;
     let dates = date_list(from.date_naive(), to.date_naive());
     let st = station.map(|s| format!(" AND station_code = '{}'", s.replace('\'', "''"))).unwrap_or_default();
     let range = format!(

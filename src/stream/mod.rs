@@ -1,1 +1,468 @@
-//! placeholder
+//! The push stream: server-sent events on a dedicated HTTPS port (spec parts 3, 4.5, 6).
+//!
+//! Traders keep one connection open all day, so the stream is built around four promises:
+//! a new event reaches every subscriber in well under a second, a reconnect loses nothing,
+//! one slow client never holds up the others, and a user has exactly one live connection.
+//!
+//! The pieces, each usable on its own:
+//! - [`event_log::EventLog`]: the durable, bounded record of events. It assigns the ids
+//!   (monotonic across restarts) and answers "what happened after id N" for replay.
+//! - [`hub::Hub`]: the fan-out. One `publish` per event hands an `Arc<Event>` to the bounded
+//!   queue of each subscriber of that station; a full queue drops that client alone, and a
+//!   second connection of a user displaces the first.
+//! - [`sse`]: the HTTP side. `GET /api/v2/stream` authorizes through the integrator's
+//!   [`sse::StreamAuth`], then writes `connected`, replayed events, live events and heartbeats
+//!   as `event:` / `id:` / `data:` lines.
+//! - [`tls`]: rustls configuration from PEM files, a self-signed pair for `serve --demo`, and
+//!   the HTTPS-only listener that serves the router.
+//!
+//! Wiring, as the server does it:
+//! ```ignore
+//! let log = Arc::new(EventLog::open(&state_dir.join("events"), default_retention())?);
+//! let hub = Hub::new(1024);
+//! // producer side, for every derived event:
+//! hub.publish(log.append("KNYC", "new_high", payload, Utc::now())?);
+//! // HTTPS side:
+//! let router = stream_router(StreamState { hub, log, auth, heartbeat: DEFAULT_HEARTBEAT });
+//! serve_tls(listener, load_tls(cert, key)?, router, shutdown).await;
+//! ```
+//! Append to the log BEFORE publishing: a reconnecting client subscribes to live events first
+//! and reads the log second, and only that order makes replay + live exact (no gap, no
+//! duplicate). Append and publish from one task (or under one lock) so events are published
+//! in id order: a client resumes from the highest id it saw, so an event overtaken by a later
+//! id on the wire could be skipped by a reconnect.
+//!
+//! This module depends on no other wxlake module: authorization comes in through
+//! [`sse::StreamAuth`] and events through [`event_log::EventLog::append`].
+
+pub mod event_log;
+pub mod hub;
+pub mod bridge;
+pub mod sse;
+pub mod tls;
+
+pub use event_log::{default_retention, Event, EventLog, EventLogError, Replay};
+pub use hub::{CloseReason, ConnectionCloser, Delivery, Hub, HubStats, Subscription};
+pub use sse::{stream_router, StreamAuth, StreamGrant, StreamRefusal, StreamState, DEFAULT_HEARTBEAT, STREAM_PATH};
+pub use tls::{load_tls, self_signed, serve_tls, serve_tls_with, ServeOptions, TlsError};
+
+use chrono::{DateTime, SecondsFormat, Utc};
+
+/// The one timestamp format of stream payloads: RFC 3339 UTC with milliseconds and `Z`, so
+/// every `timestamp` field (events, heartbeats, control events) sorts and parses the same way.
+pub(crate) fn iso_timestamp(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// Test harness shared by the end-to-end tests: a real HTTPS server on 127.0.0.1 with a
+/// self-signed certificate, and a hand-written SSE client that trusts it and sees the raw
+/// wire lines.
+#[cfg(test)]
+pub(crate) mod testkit {
+    use std::net::SocketAddr;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, ServerName};
+    use serde_json::Value;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpSocket, TcpStream};
+    use tokio::sync::oneshot;
+    use tokio::task::JoinHandle;
+    use tokio_rustls::client::TlsStream;
+    use tokio_rustls::TlsConnector;
+
+    use super::*;
+
+    const READ_TIMEOUT: Duration = Duration::from_secs(15);
+
+    /// Keys are `key-<user>`; `nostream` is a key without stream access; at most 5 stations.
+    pub struct Auth;
+
+    impl StreamAuth for Auth {
+        fn authorize(&self, api_key: &str, stations: &[String]) -> Result<StreamGrant, StreamRefusal> {
+            if api_key.is_empty() {
+                return Err(StreamRefusal::new(401, "missing api_key", "pass api_key=<API_KEY>"));
+            }
+            if api_key == "nostream" {
+                return Err(StreamRefusal::new(403, "stream not enabled", "enable streaming for this key"));
+            }
+            let Some(user) = api_key.strip_prefix("key-") else {
+                return Err(StreamRefusal::new(401, "invalid api_key", "unknown key"));
+            };
+            if stations.is_empty() {
+                return Err(StreamRefusal::new(400, "missing required parameter stations", "comma-separated codes"));
+            }
+            if stations.len() > 5 {
+                return Err(StreamRefusal::new(403, "too many stations", "Professional tier allows 5"));
+            }
+            Ok(StreamGrant { user: user.to_string(), stations: stations.to_vec() })
+        }
+    }
+
+    /// Server knobs the tests vary.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Options {
+        pub heartbeat: Duration,
+        pub queue: usize,
+        pub close_grace: Duration,
+    }
+
+    impl Default for Options {
+        fn default() -> Self {
+            Options { heartbeat: DEFAULT_HEARTBEAT, queue: 64, close_grace: ServeOptions::default().close_grace }
+        }
+    }
+
+    pub struct TestServer {
+        pub addr: SocketAddr,
+        pub hub: Hub,
+        pub log: Arc<EventLog>,
+        connector: TlsConnector,
+        shutdown: Option<oneshot::Sender<()>>,
+        task: Option<JoinHandle<()>>,
+        _dir: tempfile::TempDir,
+    }
+
+    impl TestServer {
+        pub async fn start(options: Options) -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            let (cert, key) = self_signed(&dir.path().join("tls"), &["localhost", "127.0.0.1"]).unwrap();
+            let config = load_tls(&cert, &key).unwrap();
+            let log = Arc::new(EventLog::open(&dir.path().join("events"), default_retention()).unwrap());
+            let hub = Hub::new(options.queue);
+            let state = StreamState {
+                hub: hub.clone(),
+                log: Arc::clone(&log),
+                auth: Arc::new(Auth),
+                heartbeat: options.heartbeat,
+            };
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let (tx, rx) = oneshot::channel::<()>();
+            let serve_options = ServeOptions { close_grace: options.close_grace, ..ServeOptions::default() };
+            let shutdown = async move {
+                let _ = rx.await;
+            };
+            let task = tokio::spawn(serve_tls_with(listener, config, stream_router(state), shutdown, serve_options));
+            TestServer {
+                addr,
+                hub,
+                log,
+                connector: client_connector(&cert),
+                shutdown: Some(tx),
+                task: Some(task),
+                _dir: dir,
+            }
+        }
+
+        /// Appends to the log, then publishes (the order the server uses); returns the id.
+        pub fn publish(&self, station: &str, name: &str, data: Value) -> u64 {
+            let event = self.log.append(station, name, data, chrono::Utc::now()).unwrap();
+            let id = event.id;
+            self.hub.publish(event);
+            id
+        }
+
+        /// Publishes `count` events alternating KNYC/KMDW with `pause` between them; yields
+        /// the KNYC ids.
+        pub fn spawn_publisher(&self, count: usize, pause: Duration) -> JoinHandle<Vec<u64>> {
+            let (log, hub) = (Arc::clone(&self.log), self.hub.clone());
+            tokio::spawn(async move {
+                let mut knyc = Vec::new();
+                for i in 0..count {
+                    let station = if i % 2 == 0 { "KNYC" } else { "KMDW" };
+                    let event =
+                        log.append(station, "observation", serde_json::json!({"i": i}), chrono::Utc::now()).unwrap();
+                    if station == "KNYC" {
+                        knyc.push(event.id);
+                    }
+                    hub.publish(event);
+                    tokio::time::sleep(pause).await;
+                }
+                knyc
+            })
+        }
+
+        fn path(user: &str, stations: &str, last: Option<&str>) -> String {
+            let mut path = format!("{STREAM_PATH}?stations={stations}&api_key=key-{user}");
+            if let Some(last) = last {
+                path.push_str(&format!("&last_event_id={last}"));
+            }
+            path
+        }
+
+        pub async fn open(&self, user: &str, stations: &str, last: Option<&str>) -> SseClient {
+            SseClient::get(self, &Self::path(user, stations, last), &[]).await
+        }
+
+        pub async fn open_with_header(&self, user: &str, stations: &str, last: &str) -> SseClient {
+            SseClient::get(self, &Self::path(user, stations, None), &[("Last-Event-ID", last)]).await
+        }
+
+        /// Opens a stream over a socket with a tiny receive buffer and reads nothing yet.
+        pub async fn open_slow(&self, user: &str, stations: &str) -> SseClient {
+            SseClient::send(self, &Self::path(user, stations, None), &[], Some(4096)).await
+        }
+
+        /// Stops accepting; the returned task ends once connections are done.
+        pub fn stop(mut self) -> JoinHandle<()> {
+            if let Some(tx) = self.shutdown.take() {
+                let _ = tx.send(());
+            }
+            self.task.take().unwrap()
+        }
+    }
+
+    impl Drop for TestServer {
+        fn drop(&mut self) {
+            if let Some(task) = self.task.take() {
+                task.abort();
+            }
+        }
+    }
+
+    /// A client configuration that trusts exactly the test's self-signed certificate.
+    pub fn client_connector(cert: &std::path::Path) -> TlsConnector {
+        let mut roots = rustls::RootCertStore::empty();
+        for c in CertificateDer::pem_file_iter(cert).unwrap() {
+            roots.add(c.unwrap()).unwrap();
+        }
+        let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        TlsConnector::from(Arc::new(config))
+    }
+
+    /// One received SSE event with its raw field lines.
+    #[derive(Debug, Clone)]
+    pub struct SseEvent {
+        pub lines: Vec<String>,
+        pub name: String,
+        pub id: Option<String>,
+        pub data: Value,
+    }
+
+    impl SseEvent {
+        pub fn id_u64(&self) -> u64 {
+            self.id.as_deref().and_then(|i| i.parse().ok()).unwrap_or_else(|| panic!("no id on {:?}", self.lines))
+        }
+    }
+
+    enum Chunk {
+        Size,
+        Data(usize),
+        Crlf,
+        Done,
+    }
+
+    /// Minimal HTTP/1.1 client: status, headers, chunked or sized body, SSE events.
+    pub struct SseClient {
+        stream: TlsStream<TcpStream>,
+        raw: Vec<u8>,
+        body: Vec<u8>,
+        pub status: u16,
+        headers: Vec<(String, String)>,
+        chunk: Chunk,
+        chunked: bool,
+        head_read: bool,
+        eof: bool,
+    }
+
+    impl SseClient {
+        pub async fn get(server: &TestServer, path: &str, headers: &[(&str, &str)]) -> SseClient {
+            let mut client = Self::send(server, path, headers, None).await;
+            client.read_head().await;
+            client
+        }
+
+        pub async fn send(
+            server: &TestServer,
+            path: &str,
+            headers: &[(&str, &str)],
+            recv_buf: Option<u32>,
+        ) -> SseClient {
+            Self::send_to(server.addr, &server.connector, path, headers, recv_buf).await
+        }
+
+        /// Opens a stream on any server (address and a connector trusting its certificate).
+        pub async fn connect(addr: SocketAddr, connector: &TlsConnector, path: &str) -> SseClient {
+            let mut client = Self::send_to(addr, connector, path, &[], None).await;
+            client.read_head().await;
+            client
+        }
+
+        async fn send_to(
+            addr: SocketAddr,
+            connector: &TlsConnector,
+            path: &str,
+            headers: &[(&str, &str)],
+            recv_buf: Option<u32>,
+        ) -> SseClient {
+            let socket = TcpSocket::new_v4().unwrap();
+            if let Some(size) = recv_buf {
+                socket.set_recv_buffer_size(size).unwrap();
+            }
+            let tcp = socket.connect(addr).await.unwrap();
+            let name = ServerName::try_from("localhost").unwrap();
+            let mut stream = connector.connect(name, tcp).await.unwrap();
+            let mut request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n");
+            for (k, v) in headers {
+                request.push_str(&format!("{k}: {v}\r\n"));
+            }
+            request.push_str("\r\n");
+            stream.write_all(request.as_bytes()).await.unwrap();
+            stream.flush().await.unwrap();
+            SseClient {
+                stream,
+                raw: Vec::new(),
+                body: Vec::new(),
+                status: 0,
+                headers: Vec::new(),
+                chunk: Chunk::Size,
+                chunked: false,
+                head_read: false,
+                eof: false,
+            }
+        }
+
+        pub fn header(&self, name: &str) -> Option<&str> {
+            self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        }
+
+        async fn fill(&mut self) -> bool {
+            if self.eof {
+                return false;
+            }
+            let mut buf = [0u8; 16 * 1024];
+            match tokio::time::timeout(READ_TIMEOUT, self.stream.read(&mut buf)).await {
+                Err(_) => panic!("no data from the server within {READ_TIMEOUT:?}"),
+                Ok(Ok(0)) | Ok(Err(_)) => {
+                    self.eof = true;
+                    false
+                }
+                Ok(Ok(n)) => {
+                    self.raw.extend_from_slice(&buf[..n]);
+                    true
+                }
+            }
+        }
+
+        async fn read_head(&mut self) {
+            if self.head_read {
+                return;
+            }
+            let end = loop {
+                if let Some(pos) = find(&self.raw, b"\r\n\r\n") {
+                    break pos;
+                }
+                assert!(self.fill().await, "connection closed before the response head");
+            };
+            let head = String::from_utf8(self.raw.drain(..end + 4).collect()).unwrap();
+            let mut lines = head.split("\r\n");
+            let status_line = lines.next().unwrap();
+            self.status = status_line.split(' ').nth(1).unwrap().parse().unwrap();
+            for line in lines.filter(|l| !l.is_empty()) {
+                let (k, v) = line.split_once(':').unwrap();
+                self.headers.push((k.trim().to_string(), v.trim().to_string()));
+            }
+            self.chunked = self.header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
+            self.head_read = true;
+        }
+
+        /// Moves decoded body bytes from `raw` to `body`.
+        fn decode(&mut self) {
+            if !self.chunked {
+                self.body.append(&mut self.raw);
+                return;
+            }
+            loop {
+                match self.chunk {
+                    Chunk::Size => {
+                        let Some(pos) = find(&self.raw, b"\r\n") else { return };
+                        let line: Vec<u8> = self.raw.drain(..pos + 2).collect();
+                        let text = std::str::from_utf8(&line[..pos]).unwrap();
+                        let size = usize::from_str_radix(text.split(';').next().unwrap().trim(), 16).unwrap();
+                        self.chunk = if size == 0 { Chunk::Done } else { Chunk::Data(size) };
+                    }
+                    Chunk::Data(left) => {
+                        let take = left.min(self.raw.len());
+                        self.body.extend(self.raw.drain(..take));
+                        self.chunk = if take == left { Chunk::Crlf } else { Chunk::Data(left - take) };
+                        if self.raw.is_empty() {
+                            return;
+                        }
+                    }
+                    Chunk::Crlf => {
+                        if self.raw.len() < 2 {
+                            return;
+                        }
+                        assert_eq!(&self.raw[..2], b"\r\n", "chunk framing");
+                        self.raw.drain(..2);
+                        self.chunk = Chunk::Size;
+                    }
+                    Chunk::Done => return,
+                }
+            }
+        }
+
+        /// The next event, or None at the end of the body / connection.
+        pub async fn next_event(&mut self) -> Option<SseEvent> {
+            self.read_head().await;
+            loop {
+                self.decode();
+                if let Some(pos) = find(&self.body, b"\n\n") {
+                    let block: Vec<u8> = self.body.drain(..pos + 2).collect();
+                    return Some(parse_event(&block[..pos]));
+                }
+                if matches!(self.chunk, Chunk::Done) || !self.fill().await {
+                    return None;
+                }
+            }
+        }
+
+        /// The whole (non-streaming) body.
+        pub async fn read_body(&mut self) -> Vec<u8> {
+            let length: usize = self.header("content-length").map_or(usize::MAX, |l| l.parse().unwrap());
+            loop {
+                self.decode();
+                if self.body.len() >= length || matches!(self.chunk, Chunk::Done) || !self.fill().await {
+                    return std::mem::take(&mut self.body);
+                }
+            }
+        }
+
+        /// True if the server closes the connection (within the read timeout).
+        pub async fn reaches_eof(&mut self) -> bool {
+            while self.fill().await {
+                self.raw.clear();
+            }
+            self.eof
+        }
+    }
+
+    fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+        haystack.windows(needle.len()).position(|w| w == needle)
+    }
+
+    fn parse_event(block: &[u8]) -> SseEvent {
+        let text = std::str::from_utf8(block).unwrap();
+        let lines: Vec<String> = text.split('\n').map(str::to_string).collect();
+        let mut event = SseEvent { lines: lines.clone(), name: String::new(), id: None, data: Value::Null };
+        for line in &lines {
+            if let Some(v) = line.strip_prefix("event: ") {
+                event.name = v.to_string();
+            } else if let Some(v) = line.strip_prefix("id: ") {
+                event.id = Some(v.to_string());
+            } else if let Some(v) = line.strip_prefix("data: ") {
+                event.data = serde_json::from_str(v).unwrap();
+            } else {
+                panic!("unexpected SSE line {line:?}");
+            }
+        }
+        event
+    }
+}

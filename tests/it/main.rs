@@ -2,6 +2,7 @@
 
 mod cli;
 mod crash;
+mod forecasts_http;
 mod http;
 mod lake;
 mod support;

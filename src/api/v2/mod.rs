@@ -1,4 +1,7 @@
 //! v2 endpoints, one module each.
 
 pub mod daily_extremes;
+pub mod forecasts;
+pub mod nws_forecasts;
+pub mod precipitation;
 pub mod observations;

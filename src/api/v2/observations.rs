@@ -185,7 +185,7 @@ pub async fn history(
     end: DateTime<Utc>,
 ) -> ApiResult<Vec<(Metar, WithReports)>> {
     let (lake_obs, _, mut reports) =
-        load_window(state.lake(), Some(&station.code), start, end + Duration::seconds(1)).await?;
+        load_window(&state.live.ctx, Some(&station.code), start, end + Duration::seconds(1)).await?;
     let mut by_key: BTreeMap<(DateTime<Utc>, u64), Metar> =
         lake_obs.into_iter().map(|m| ((m.time, m.row_key()), m)).collect();
     state.live.hot.read(&station.code, |h| {
@@ -276,7 +276,7 @@ pub async fn day_from_lake(
     let mut live = StationLive::new(station);
     let w = live.window(logic, date);
     let (obs, onemin, reports) =
-        load_window(state.lake(), Some(&station.code), w.start - Duration::hours(7), w.end + Duration::hours(2))
+        load_window(&state.live.ctx, Some(&station.code), w.start - Duration::hours(7), w.end + Duration::hours(2))
             .await?;
     for m in &obs {
         live.apply(crate::live::LiveInput::Metar(m));

@@ -1,0 +1,57 @@
+//! `GET /api/v1/forecasts.php` (spec part 9): raw rows with the v1 columns.
+
+use axum::extract::{Query, State};
+use axum::response::Response;
+use axum::Extension;
+use chrono::Duration;
+
+use crate::api::auth::Caller;
+use crate::api::error::{ApiError, ApiResult};
+use crate::api::json_stream::stream_array;
+use crate::api::params::Params;
+use crate::api::v2::forecasts::{lit, location_param, model_param};
+use crate::api::AppState;
+
+#[utoipa::path(
+    get,
+    path = "/api/v1/forecasts.php",
+    tag = "v1",
+    params(
+        ("location_name" = String, Query, description = "Station code"),
+        ("start_valid_time" = String, Query, description = "ISO 8601"),
+        ("end_valid_time" = String, Query, description = "ISO 8601"),
+        ("model" = Option<String>, Query, description = "One of the 18 model names"),
+    ),
+    responses(
+        (status = 200, description = "rows {model, location_name, run_time, valid_time, forecast_hour, temperature_k, temperature_f, temperature_c}", body = Object),
+        (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
+    ),
+    security(("bearer" = []), ("api_key" = []))
+)]
+pub async fn handler(
+    State(state): State<AppState>,
+    Extension(_caller): Extension<Caller>,
+    Query(q): Query<std::collections::HashMap<String, String>>,
+) -> ApiResult<Response> {
+    let p = Params(q);
+    let loc = location_param(&p)?;
+    let model = model_param(&p)?;
+    let fmt = "ISO 8601, e.g. 2026-03-08T00:00:00Z";
+    let s = p.time("start_valid_time")?.ok_or_else(|| ApiError::missing("start_valid_time", fmt))?;
+    let e = p.time("end_valid_time")?.ok_or_else(|| ApiError::missing("end_valid_time", fmt))?;
+    if e < s {
+        return Err(ApiError::bad_request("end_valid_time is before start_valid_time", fmt));
+    }
+    let model_filter = model.map(|m| format!(" AND model = {}", lit(m))).unwrap_or_default();
+    let sql = format!(
+        "SELECT model, location_name, run_time, valid_time, forecast_hour, temperature_k, temperature_f, temperature_c \
+         FROM forecasts WHERE location_name = {}{model_filter} AND valid_time >= TIMESTAMP '{}' AND valid_time <= TIMESTAMP '{}' \
+         AND run_date >= '{}' AND run_date <= '{}' ORDER BY model, run_time, valid_time",
+        lit(&loc),
+        s.to_rfc3339(),
+        e.to_rfc3339(),
+        (s - Duration::days(17)).format("%Y-%m-%d"),
+        e.format("%Y-%m-%d"),
+    );
+    stream_array(state.live.ctx.sql(&sql).await?).await
+}

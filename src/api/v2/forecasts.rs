@@ -1,0 +1,267 @@
+//! `GET /api/v2/forecasts.php` (spec 4.2): raw rows of every run intersecting a window,
+//! one pinned or the latest run, or per-day summaries from the `forecast_daily` job.
+
+use axum::extract::{Query, State};
+use axum::http::HeaderValue;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use chrono::{DateTime, Duration, Utc};
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::datatypes::{Date32Type, Float64Type, Int64Type, TimestampMicrosecondType};
+
+use crate::api::auth::Caller;
+use crate::api::error::{ApiError, ApiResult};
+use crate::api::json_stream::stream_array;
+use crate::api::params::Params;
+use crate::api::AppState;
+use crate::catalog::Catalog;
+use crate::lake::schema::KeyHasher;
+use crate::models::MODELS;
+
+/// Longest lead of any model (GEFS/GFS, 384 h) plus a day: how far back a run can start
+/// and still reach a window, for partition pruning on `run_date`.
+const MAX_REACH_DAYS: i64 = 17;
+
+/// The spec 2.5 columns, in order, as SQL (id from the natural-key hash).
+pub const RAW_COLUMNS: &str = "CAST(row_key / 2048 AS BIGINT) AS id, model, location_name, latitude, longitude, \
+    run_time, valid_time, forecast_hour, temperature_k, temperature_f, temperature_c, relative_humidity, \
+    dew_point_f, dew_point_c, apparent_temp_f, apparent_temp_c, wind_speed_mph, wind_speed_kmh, \
+    wind_direction_deg, wind_gusts_mph, wind_gusts_kmh, cloud_cover, precipitation_mm, precipitation_in, \
+    weather_code, pressure_msl_hpa, surface_pressure_hpa, inserted_at";
+
+/// A SQL string literal.
+pub fn lit(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+fn ts(t: DateTime<Utc>) -> String {
+    format!("TIMESTAMP '{}'", t.format("%Y-%m-%dT%H:%M:%S%.6fZ"))
+}
+
+/// `model`: one of the 18 names, case-sensitive (spec 2.5).
+pub fn model_param(p: &Params) -> Result<Option<&str>, ApiError> {
+    match p.get("model") {
+        None => Ok(None),
+        Some(m) if MODELS.iter().any(|s| s.name == m) => Ok(Some(m)),
+        Some(m) => Err(ApiError::bad_request(
+            format!("Unknown model: {m}"),
+            format!("model is one of {}", MODELS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")),
+        )),
+    }
+}
+
+/// `location_name`: a station code (letters and digits).
+pub fn location_param(p: &Params) -> Result<String, ApiError> {
+    let loc = p.required("location_name", "a station code, e.g. KNYC")?;
+    if loc.len() > 12 || !loc.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Err(ApiError::bad_request(format!("Invalid location_name: {loc}"), "a station code, e.g. KNYC"));
+    }
+    Ok(loc.to_ascii_uppercase())
+}
+
+/// The raw-mode window; both ends required unless a run is given.
+fn window(p: &Params, run_given: bool) -> Result<Option<(DateTime<Utc>, DateTime<Utc>)>, ApiError> {
+    let fmt = "ISO 8601, e.g. 2026-03-08T00:00:00Z";
+    let (start, end) = (p.time("start_valid_time")?, p.time("end_valid_time")?);
+    match (start, end) {
+        (Some(s), Some(e)) if e < s => Err(ApiError::bad_request("end_valid_time is before start_valid_time", fmt)),
+        (Some(s), Some(e)) => Ok(Some((s, e))),
+        (None, None) if run_given => Ok(None),
+        (None, _) => Err(ApiError::missing("start_valid_time", format!("{fmt}; required unless run is given"))),
+        (_, None) => Err(ApiError::missing("end_valid_time", format!("{fmt}; required unless run is given"))),
+    }
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v2/forecasts.php",
+    tag = "forecasts",
+    params(
+        ("location_name" = String, Query, description = "Station code"),
+        ("start_valid_time" = Option<String>, Query, description = "ISO 8601; required unless run is given"),
+        ("end_valid_time" = Option<String>, Query, description = "ISO 8601; required unless run is given"),
+        ("model" = Option<String>, Query, description = "One of the 18 model names; required with run=latest"),
+        ("run" = Option<String>, Query, description = "`latest` or an ISO 8601 run_time"),
+        ("mode" = Option<String>, Query, description = "`daily` for per-day summaries"),
+        ("tz_mode" = Option<String>, Query, description = "daily only: `civil` (default) or `standard`"),
+    ),
+    responses(
+        (status = 200, description = "raw: forecast rows (2.5), header X-Run-Time with run=latest; daily: summary rows (2.6), header X-Run-Signature; [] when empty", body = Object),
+        (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
+        (status = 422, description = "mode=daily for a location without a configured timezone", body = crate::api::error::ErrorBody),
+    ),
+    security(("bearer" = []), ("api_key" = []))
+)]
+pub async fn handler(
+    State(state): State<AppState>,
+    Extension(_caller): Extension<Caller>,
+    Query(q): Query<std::collections::HashMap<String, String>>,
+) -> ApiResult<Response> {
+    let p = Params(q);
+    let loc = location_param(&p)?;
+    let model = model_param(&p)?;
+    let mode = p.choice("mode", &["daily", "raw"])?;
+    let run = p.get("run");
+    if mode == Some("daily") {
+        let tz_mode = p.choice("tz_mode", &["civil", "standard"])?.unwrap_or("civil");
+        return daily(&state, &loc, model, run, tz_mode, &p).await;
+    }
+    let win = window(&p, run.is_some())?;
+    let mut filters = vec![format!("location_name = {}", lit(&loc))];
+    if let Some(m) = model {
+        filters.push(format!("model = {}", lit(m)));
+    }
+    let mut run_time_header = None;
+    match run {
+        Some("latest") => {
+            let m = model.ok_or_else(|| ApiError::missing("model", "model is required with run=latest"))?;
+            match latest_run(&state, m, &loc).await? {
+                None => return Ok(Json(Vec::<serde_json::Value>::new()).into_response()),
+                Some(rt) => {
+                    filters.push(format!("run_time = {} AND run_date = '{}'", ts(rt), rt.format("%Y-%m-%d")));
+                    run_time_header = Some(rt);
+                }
+            }
+        }
+        Some(r) => {
+            let rt = crate::time::parse_utc(r).ok_or_else(|| {
+                ApiError::bad_request(format!("Invalid run: {r}"), "run is `latest` or an ISO 8601 run_time")
+            })?;
+            filters.push(format!("run_time = {} AND run_date = '{}'", ts(rt), rt.format("%Y-%m-%d")));
+        }
+        None => {}
+    }
+    if let Some((s, e)) = win {
+        filters.push(format!("valid_time >= {} AND valid_time <= {} AND run_time <= {}", ts(s), ts(e), ts(e)));
+        if run.is_none() {
+            filters.push(format!(
+                "run_date >= '{}' AND run_date <= '{}'",
+                (s - Duration::days(MAX_REACH_DAYS)).format("%Y-%m-%d"),
+                e.format("%Y-%m-%d")
+            ));
+        }
+    }
+    let sql = format!(
+        "SELECT {RAW_COLUMNS} FROM forecasts WHERE {} ORDER BY model, run_time, valid_time",
+        filters.join(" AND ")
+    );
+    let df = state.live.ctx.sql(&sql).await?;
+    let mut resp = stream_array(df).await?;
+    if let Some(rt) = run_time_header {
+        if let Ok(v) = HeaderValue::from_str(&rt.format("%Y-%m-%dT%H:%M:%SZ").to_string()) {
+            resp.headers_mut().insert("x-run-time", v);
+        }
+    }
+    Ok(resp)
+}
+
+/// The most recent run of `model` at `loc`: the last few days first (cheap), then all.
+pub async fn latest_run(state: &AppState, model: &str, loc: &str) -> ApiResult<Option<DateTime<Utc>>> {
+    let recent = (state.now() - Duration::days(3)).format("%Y-%m-%d").to_string();
+    for extra in [format!(" AND run_date >= '{recent}'"), String::new()] {
+        let sql = format!(
+            "SELECT max(run_time) FROM forecasts WHERE model = {} AND location_name = {}{extra}",
+            lit(model),
+            lit(loc)
+        );
+        let batches = state.live.ctx.sql(&sql).await?.collect().await?;
+        if let Some(b) = batches.first() {
+            let a = b.column(0).as_primitive::<TimestampMicrosecondType>();
+            if a.len() > 0 && a.is_valid(0) {
+                return Ok(DateTime::from_timestamp_micros(a.value(0)));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// `mode=daily`: rows of the `forecast_daily` job, each model at its latest run unless a
+/// run is pinned, restricted to the window's local dates when a window is given.
+async fn daily(
+    state: &AppState,
+    loc: &str,
+    model: Option<&str>,
+    run: Option<&str>,
+    tz_mode: &str,
+    p: &Params,
+) -> ApiResult<Response> {
+    let Some(station) = Catalog::global().lookup(loc) else {
+        return Err(ApiError::unprocessable(
+            format!("No timezone configured for {loc}"),
+            "mode=daily buckets forecast hours into local days and needs the station's IANA timezone; \
+             only catalog stations have one",
+        ));
+    };
+    let mut filters = vec![format!("location_name = {}", lit(&station.code)), format!("tz_mode = {}", lit(tz_mode))];
+    if let Some(m) = model {
+        filters.push(format!("model = {}", lit(m)));
+    }
+    let win = window(p, true)?;
+    if let Some((s, e)) = win {
+        let clock = if tz_mode == "standard" { crate::time::DayClock::Standard } else { crate::time::DayClock::Civil };
+        let (ds, de) =
+            (crate::time::local_date(station.timezone, clock, s), crate::time::local_date(station.timezone, clock, e));
+        filters.push(format!("date >= DATE '{ds}' AND date <= DATE '{de}'"));
+    }
+    let base = filters.join(" AND ");
+    let run_filter = match run {
+        None | Some("latest") => format!(
+            "run_time = (SELECT max(l.run_time) FROM forecast_daily l WHERE l.model = d.model AND l.location_name = d.location_name AND l.tz_mode = d.tz_mode)"
+        ),
+        Some(r) => {
+            let rt = crate::time::parse_utc(r).ok_or_else(|| {
+                ApiError::bad_request(format!("Invalid run: {r}"), "run is `latest` or an ISO 8601 run_time")
+            })?;
+            format!("run_time = {}", ts(rt))
+        }
+    };
+    let sql = format!(
+        "SELECT model, date, timezone, tz_mode, run_time, points_used, high_f, low_f, high_c, low_c \
+         FROM forecast_daily d WHERE {base} AND {run_filter} ORDER BY model, date"
+    );
+    let batches = state.live.ctx.sql(&sql).await?.collect().await?;
+    let us = station.is_us();
+    let mut rows = Vec::new();
+    let mut runs: Vec<String> = Vec::new();
+    for b in &batches {
+        let s = |c: usize| b.column(c).as_string::<i32>();
+        let date = b.column(1).as_primitive::<Date32Type>();
+        let rt = b.column(4).as_primitive::<TimestampMicrosecondType>();
+        let pts = datafusion::arrow::compute::cast(b.column(5), &datafusion::arrow::datatypes::DataType::Int64)
+            .map_err(ApiError::internal)?;
+        let pts = pts.as_primitive::<Int64Type>();
+        let f = |c: usize, i: usize| {
+            let a = b.column(c).as_primitive::<Float64Type>();
+            a.is_valid(i).then(|| (a.value(i) * 10.0).round() / 10.0)
+        };
+        for i in 0..b.num_rows() {
+            let run_time = DateTime::from_timestamp_micros(rt.value(i)).unwrap_or_default();
+            let run_s = run_time.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+            runs.push(format!("{}@{run_s}", s(0).value(i)));
+            let mut o = serde_json::Map::new();
+            o.insert("model".into(), s(0).value(i).into());
+            o.insert("date".into(), Date32Type::to_naive_date_opt(date.value(i)).map(|d| d.to_string()).into());
+            o.insert("timezone".into(), s(2).value(i).into());
+            o.insert("tz_mode".into(), s(3).value(i).into());
+            o.insert("run_time".into(), run_s.into());
+            o.insert("points_used".into(), pts.value(i).into());
+            let (hi, lo) = if us { (6, 7) } else { (8, 9) };
+            let (hk, lk) = if us { ("high_f", "low_f") } else { ("high_c", "low_c") };
+            if let Some(v) = f(hi, i) {
+                o.insert(hk.into(), v.into());
+            }
+            if let Some(v) = f(lo, i) {
+                o.insert(lk.into(), v.into());
+            }
+            rows.push(serde_json::Value::Object(o));
+        }
+    }
+    runs.sort();
+    runs.dedup();
+    let sig = runs.iter().fold(KeyHasher::default(), |h, r| h.str(r)).finish();
+    let mut resp = Json(rows).into_response();
+    if let Ok(v) = HeaderValue::from_str(&format!("{sig:016x}")) {
+        resp.headers_mut().insert("x-run-signature", v);
+    }
+    Ok(resp)
+}

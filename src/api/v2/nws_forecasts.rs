@@ -1,0 +1,165 @@
+//! `GET /api/v2/nws_forecasts.php` (spec 4.4, 2.8): the versions of the api.weather.gov
+//! hourly forecast for one Local Standard Time date, as 25 hourly slots.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use chrono::{DateTime, Duration, NaiveDate, Utc};
+use datafusion::arrow::array::AsArray;
+use datafusion::arrow::datatypes::{Float64Type, TimestampMicrosecondType};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::forecasts::lit;
+use crate::api::auth::Caller;
+use crate::api::error::{ApiError, ApiResult};
+use crate::api::params::Params;
+use crate::api::AppState;
+use crate::catalog::Station;
+use crate::time::{day_window, standard_date, DayClock};
+
+/// Dates served: at most this many days ahead / back (spec 8).
+pub const MAX_AHEAD_DAYS: i64 = 2;
+pub const MAX_BACK_DAYS: i64 = 365;
+
+/// One version of a date's hourly temperatures.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub struct NwsVersion {
+    pub version: usize,
+    /// When api.weather.gov generated it (ISO 8601 UTC).
+    pub generated_at: String,
+    /// Index 0 = midnight LST … 24 = next midnight; null for hours already past at issue.
+    pub hourly_temps: Vec<Option<i64>>,
+    pub high: Option<i64>,
+    pub low: Option<i64>,
+}
+
+/// The 25 slots of `date` from one version's periods (start time → °F).
+pub fn slots(window_start: DateTime<Utc>, generated_at: DateTime<Utc>, periods: &BTreeMap<DateTime<Utc>, f64>) -> Vec<Option<i64>> {
+    (0..25)
+        .map(|k| {
+            let t = window_start + Duration::hours(k);
+            // An hour that ended before the version was issued is past: null.
+            if t + Duration::hours(1) <= generated_at {
+                return None;
+            }
+            periods.get(&t).map(|f| f.round() as i64)
+        })
+        .collect()
+}
+
+fn version(n: usize, generated_at: DateTime<Utc>, temps: Vec<Option<i64>>) -> NwsVersion {
+    let vals: Vec<i64> = temps.iter().flatten().copied().collect();
+    NwsVersion {
+        version: n,
+        generated_at: generated_at.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        high: vals.iter().max().copied(),
+        low: vals.iter().min().copied(),
+        hourly_temps: temps,
+    }
+}
+
+/// Every distinct version covering `date`, oldest first (a version identical to the one
+/// before it is not a new version).
+pub async fn versions(state: &AppState, station: &Station, date: NaiveDate) -> ApiResult<Vec<NwsVersion>> {
+    let w = day_window(station.timezone, DayClock::Standard, date);
+    let sql = format!(
+        "SELECT generated_at, start_time, temperature_f FROM nws_hourly WHERE station_code = {} \
+         AND date >= '{}' AND date <= '{}' AND start_time >= TIMESTAMP '{}' AND start_time <= TIMESTAMP '{}' \
+         AND generated_at < TIMESTAMP '{}' ORDER BY generated_at, start_time",
+        lit(&station.code),
+        date - Duration::days(8),
+        date + Duration::days(1),
+        w.start.to_rfc3339(),
+        (w.start + Duration::hours(24)).to_rfc3339(),
+        w.end.to_rfc3339(),
+    );
+    let mut by_version: BTreeMap<DateTime<Utc>, BTreeMap<DateTime<Utc>, f64>> = BTreeMap::new();
+    for b in state.live.ctx.sql(&sql).await?.collect().await? {
+        let g = b.column(0).as_primitive::<TimestampMicrosecondType>();
+        let s = b.column(1).as_primitive::<TimestampMicrosecondType>();
+        let f = b.column(2).as_primitive::<Float64Type>();
+        for i in 0..b.num_rows() {
+            if let (Some(g), Some(s)) = (DateTime::from_timestamp_micros(g.value(i)), DateTime::from_timestamp_micros(s.value(i))) {
+                by_version.entry(g).or_default().insert(s, f.value(i));
+            }
+        }
+    }
+    let mut out: Vec<NwsVersion> = Vec::new();
+    for (g, periods) in by_version {
+        let temps = slots(w.start, g, &periods);
+        if temps.iter().all(Option::is_none) || out.last().is_some_and(|v| v.hourly_temps == temps) {
+            continue;
+        }
+        out.push(version(out.len() + 1, g, temps));
+    }
+    Ok(out)
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v2/nws_forecasts.php",
+    tag = "forecasts",
+    params(
+        ("station_code" = String, Query, description = "Station code"),
+        ("date" = Option<String>, Query, description = "YYYY-MM-DD (Local Standard Time); default today; at most 2 days ahead and 365 back"),
+        ("mode" = Option<String>, Query, description = "`latest` (default) or `history`"),
+    ),
+    responses(
+        (status = 200, description = "object 2.8: latest has version/hourly_temps/high/low (null when no version); history has total_versions and forecasts", body = Object),
+        (status = 400, description = "invalid parameter or date out of range", body = crate::api::error::ErrorBody),
+    ),
+    security(("bearer" = []), ("api_key" = []))
+)]
+pub async fn handler(
+    State(state): State<AppState>,
+    Extension(_caller): Extension<Caller>,
+    Query(q): Query<std::collections::HashMap<String, String>>,
+) -> ApiResult<Response> {
+    let p = Params(q);
+    let station = p.station("station_code")?;
+    let mode = p.choice("mode", &["latest", "history"])?.unwrap_or("latest");
+    let now = state.now();
+    let today = standard_date(station.timezone, now);
+    let date = p.date("date")?.unwrap_or(today);
+    if date > today + Duration::days(MAX_AHEAD_DAYS) || date < today - Duration::days(MAX_BACK_DAYS) {
+        return Err(ApiError::bad_request(
+            format!("date {date} is out of range"),
+            format!(
+                "date must be between {} and {} (at most {MAX_AHEAD_DAYS} days ahead and {MAX_BACK_DAYS} days back of today, {today}, in Local Standard Time)",
+                today - Duration::days(MAX_BACK_DAYS),
+                today + Duration::days(MAX_AHEAD_DAYS)
+            ),
+        ));
+    }
+    let versions = versions(&state, station, date).await?;
+    let offset_min = station.standard_offset_on(date).local_minus_utc() / 60;
+    let mut o = serde_json::json!({
+        "station_code": station.code,
+        "station_name": station.name,
+        "timezone": station.timezone.name(),
+        "timezone_offset_hours": if offset_min % 60 == 0 { serde_json::json!(offset_min / 60) } else { serde_json::json!(f64::from(offset_min) / 60.0) },
+        "forecast_date": date.to_string(),
+        "timestamp": now.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        "units": "fahrenheit",
+        "time_convention": "local_standard_time",
+    });
+    let map = o.as_object_mut().ok_or_else(|| ApiError::internal("json object"))?;
+    if mode == "history" {
+        map.insert("total_versions".into(), versions.len().into());
+        map.insert("forecasts".into(), serde_json::to_value(&versions).unwrap_or_default());
+    } else {
+        let last = versions.last();
+        map.insert("version".into(), last.map(|v| v.version).into());
+        map.insert("generated_at".into(), last.map(|v| v.generated_at.clone()).into());
+        map.insert(
+            "hourly_temps".into(),
+            serde_json::to_value(last.map(|v| v.hourly_temps.clone()).unwrap_or_else(|| vec![None; 25])).unwrap_or_default(),
+        );
+        map.insert("high".into(), last.and_then(|v| v.high).into());
+        map.insert("low".into(), last.and_then(|v| v.low).into());
+    }
+    Ok(Json(o).into_response())
+}

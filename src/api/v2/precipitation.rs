@@ -1,0 +1,106 @@
+//! `GET /api/v2/precipitation.php` (spec 4.3, 2.7): this month's total so far = the
+//! official month-to-date of the latest CLI (through yesterday) + today's live P-groups.
+//!
+//! Today's total: each report's P group is the accumulation since the last routine
+//! (hourly) report, which the 5-minute reports repeat as it grows. Reports are grouped by
+//! accumulation hour (a routine report at :51-:52 closes its hour; a report after it opens
+//! the next one: label = LST hour of `time + 8 min`), the hour's maximum is its total, and
+//! today's total is the sum over hours. A P0000 is a trace: flagged, never added.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use chrono::{Datelike, Duration, FixedOffset};
+
+use super::observations::history;
+use crate::api::auth::Caller;
+use crate::api::error::{ApiError, ApiResult};
+use crate::api::params::Params;
+use crate::api::AppState;
+use crate::decode::types::{DailyKind, DailyReport};
+use crate::ingest::live::load_window;
+use crate::time::{day_window, standard_date, DayClock};
+
+#[utoipa::path(
+    get,
+    path = "/api/v2/precipitation.php",
+    tag = "observations",
+    params(("station_code" = String, Query, description = "A precipitation station (spec 2.10)")),
+    responses(
+        (status = 200, description = "object 2.7 for the current month", body = Object),
+        (status = 400, description = "missing parameter or not a precipitation station", body = crate::api::error::ErrorBody),
+    ),
+    security(("bearer" = []), ("api_key" = []))
+)]
+pub async fn handler(
+    State(state): State<AppState>,
+    Extension(_caller): Extension<Caller>,
+    Query(q): Query<std::collections::HashMap<String, String>>,
+) -> ApiResult<Response> {
+    let p = Params(q);
+    let station = p.station("station_code")?;
+    if !station.precipitation {
+        return Err(ApiError::bad_request(
+            format!("{} is not a precipitation station", station.code),
+            "the precipitation endpoint serves KNYC, KLAX, KMDW, KSFO, KAUS, KMIA, KDFW, KHOU, KDEN, KBKF, KSEA, KPHL, \
+             KLAS, KPHX, KSAT, KDCA, KCLT, KBOS, KBNA, KATL, KJAX, KOKC, KDTW, KMSP, KMSY",
+        ));
+    }
+    let now = state.now();
+    let today = standard_date(station.timezone, now);
+    let off: FixedOffset = station.standard_offset_on(today);
+    let w = day_window(station.timezone, DayClock::Standard, today);
+
+    // Official month-to-date: the best CLI of the most recent day before today in this month.
+    let month_start = today.with_day(1).unwrap_or(today);
+    let (_, _, reports) = load_window(&state.live.ctx, Some(&station.code), w.start - Duration::days(3), now).await?;
+    let mut clis: Vec<DailyReport> = reports.into_iter().filter(|r| r.kind == DailyKind::Cli).collect();
+    state.live.hot.read(&station.code, |h| clis.extend(h.reports.iter().filter(|r| r.kind == DailyKind::Cli).cloned()));
+    let cli = clis
+        .iter()
+        .filter(|r| r.date < today && r.date >= month_start && r.precip_mtd_in.is_some())
+        .max_by_key(|r| (r.date, r.is_final, r.issued_at));
+    let official = cli.and_then(|r| r.precip_mtd_in).unwrap_or(0.0);
+
+    // Today's live P-groups.
+    let obs = history(&state, station, w.start, now.min(w.end)).await?;
+    let mut hourly: BTreeMap<String, f64> = BTreeMap::new();
+    let mut last_trace = None;
+    for (m, _) in &obs {
+        let Some(p) = m.precip_hour_in else { continue };
+        let label = (m.time + Duration::minutes(8)).with_timezone(&off).format("%Y-%m-%d %H").to_string();
+        let e = hourly.entry(label).or_insert(0.0);
+        *e = e.max(p);
+        if m.precip_trace {
+            last_trace = Some(m.time.with_timezone(&off).format("%Y-%m-%d %H:%M:%S").to_string());
+        }
+    }
+    let today_precip = round2(hourly.values().sum());
+    let offset_min = off.local_minus_utc() / 60;
+    Ok(Json(serde_json::json!({
+        "station_code": station.code,
+        "station_name": station.name,
+        "timezone": station.timezone.name(),
+        "timezone_offset_hours": offset_min / 60,
+        "today_local_date": today.to_string(),
+        "month": today.month(),
+        "year": today.year(),
+        "official_mtd": round2(official),
+        "today_precip": today_precip,
+        "total_mtd": round2(official + today_precip),
+        "has_trace": last_trace.is_some(),
+        "last_trace_time": last_trace,
+        "cli_date": cli.map(|r| r.date.to_string()),
+        "cli_issued_at": cli.and_then(|r| r.issued_at).map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string()),
+        "today_hourly_max": hourly.iter().map(|(k, v)| (k.clone(), serde_json::json!(round2(*v)))).collect::<serde_json::Map<_, _>>(),
+        "timestamp": now.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        "units": "inches",
+    }))
+    .into_response())
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}

@@ -1,0 +1,616 @@
+//! Running jobs.
+//!
+//! A run of an incremental job covers a range of its key (`run_date` for forecast_daily):
+//! the given `--from/--to`, or for a full run every key value of its source input. The
+//! range is computed `chunk_days` at a time (bounded memory): each chunk gets a fresh
+//! session with the inputs and helpers registered, the job's statements run in order with
+//! `$from`/`$to` replaced by the chunk's bounds as `DATE 'YYYY-MM-DD'` literals, and the
+//! last statement's rows are cast to the declared output columns, split by output
+//! partition, sorted by `sort_by` and encoded as one zstd Parquet file per partition,
+//! staged out of sight. After the last chunk the run publishes in one atomic step
+//! (lake/publish.rs): the new files appear and every file of the replaced partitions
+//! (those whose key lies in the run's range; all of them for a full run) disappears.
+//! Re-running is idempotent; a failure anywhere leaves the previous output untouched.
+//! Every run, ok or failed, is recorded in `job_runs`.
+//!
+//! Runs of one job never overlap inside a process: [`run_job`] waits for the job's lock.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use bytes::Bytes;
+use chrono::{Duration, NaiveDate, Utc};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, UInt32Array};
+use datafusion::arrow::compute::{cast, concat_batches, lexsort_to_indices, take_record_batch, SortColumn};
+use datafusion::arrow::datatypes::{DataType, Date32Type};
+use datafusion::dataframe::DataFrame;
+use datafusion::logical_expr::{cast as cast_expr, Expr, LogicalPlan};
+use datafusion::parquet::arrow::ArrowWriter;
+use datafusion::parquet::basic::{Compression, ZstdLevel};
+use datafusion::parquet::file::metadata::SortingColumn;
+use datafusion::parquet::file::properties::{EnabledStatistics, WriterProperties};
+use datafusion::prelude::SessionContext;
+use datafusion::sql::parser::DFParser;
+use futures::TryStreamExt;
+use object_store::path::Path;
+use rayon::prelude::*;
+
+use super::helpers::register_helpers;
+use super::runs::{self, JobRun, RunStatus};
+use super::spec::{topo_order, JobSpec, OutputSpec};
+use super::tables::job_session;
+use super::JobError;
+use crate::lake::schema;
+use crate::lake::writer::new_file_name;
+use crate::lake::Lake;
+
+/// What a run is doing, for progress display.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// The run starts: `total` chunks to compute.
+    Start,
+    /// A chunk `[from, to]` of the key range was computed.
+    Chunk { from: Option<NaiveDate>, to: Option<NaiveDate> },
+    /// Publishing `files` files and replacing `replaced` old ones.
+    Publish { files: usize, replaced: usize },
+    /// Done.
+    Finish,
+}
+
+/// Progress of one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub job: String,
+    pub step: Step,
+    /// Chunks computed so far, of `total`.
+    pub done: usize,
+    pub total: usize,
+    /// Output rows so far.
+    pub rows: u64,
+}
+
+/// A progress callback (the CLI draws a bar; the scheduler logs).
+pub type ProgressFn = dyn Fn(&Progress) + Send + Sync;
+
+/// A callback that ignores progress.
+pub fn no_progress(_: &Progress) {}
+
+/// Runs one job over `range` (inclusive dates of its incremental key; `None` = full run)
+/// and records the run. Waits while another run of the same job is in progress.
+pub async fn run_job(
+    lake: &Lake,
+    spec: &JobSpec,
+    range: Option<(NaiveDate, NaiveDate)>,
+    progress: &ProgressFn,
+) -> Result<JobRun, JobError> {
+    run_job_as(lake, spec, range, "cli", progress).await
+}
+
+/// [`run_job`] with the trigger recorded in `job_runs` (`cli`, `schedule`, `new_data` ...).
+pub async fn run_job_as(
+    lake: &Lake,
+    spec: &JobSpec,
+    range: Option<(NaiveDate, NaiveDate)>,
+    trigger: &str,
+    progress: &ProgressFn,
+) -> Result<JobRun, JobError> {
+    let (run, err) = run_recorded(lake, spec, range, trigger, progress).await;
+    match err {
+        None => Ok(run),
+        Some(e) => Err(e),
+    }
+}
+
+/// Runs every job in dependency order. Jobs whose dependency failed are skipped (and
+/// recorded as such); `range` applies to incremental jobs, the others run in full.
+/// Errors only for an inconsistent set of declarations (cycle, unknown dependency).
+pub async fn run_all(
+    lake: &Lake,
+    specs: &[JobSpec],
+    range: Option<(NaiveDate, NaiveDate)>,
+    progress: &ProgressFn,
+) -> Result<Vec<JobRun>, JobError> {
+    let order = topo_order(specs)?;
+    let mut status: HashMap<&str, RunStatus> = HashMap::new();
+    let mut out = Vec::new();
+    for i in order {
+        let spec = &specs[i];
+        let blocked = spec.depends_on.iter().find(|d| status.get(d.as_str()).is_some_and(|s| *s != RunStatus::Ok));
+        let run = match blocked {
+            Some(dep) => {
+                let now = Utc::now();
+                let run = JobRun {
+                    job: spec.name.clone(),
+                    run_id: new_run_id(),
+                    trigger: "cli".into(),
+                    started_at: now,
+                    finished_at: now,
+                    status: RunStatus::Skipped,
+                    rows: 0,
+                    partitions: 0,
+                    range: None,
+                    error: Some(format!("dependency {dep} did not succeed")),
+                };
+                record_or_warn(lake, &run).await;
+                run
+            }
+            None => {
+                let r = if spec.incremental.is_some() { range } else { None };
+                run_recorded(lake, spec, r, "cli", progress).await.0
+            }
+        };
+        status.insert(spec.name.as_str(), run.status);
+        out.push(run);
+    }
+    Ok(out)
+}
+
+fn new_run_id() -> String {
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    format!("{}-{}", Utc::now().format("%Y%m%dT%H%M%S"), &id[..8])
+}
+
+/// One lock per job name: runs of a job never overlap inside this process.
+fn job_lock(name: &str) -> Arc<tokio::sync::Mutex<()>> {
+    static LOCKS: OnceLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> = OnceLock::new();
+    let mut map = LOCKS.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+    Arc::clone(map.entry(name.to_string()).or_default())
+}
+
+async fn record_or_warn(lake: &Lake, run: &JobRun) {
+    if let Err(e) = runs::record(lake, run).await {
+        tracing::warn!(job = %run.job, run_id = %run.run_id, error = %e, "could not record the run in job_runs");
+    }
+}
+
+/// Runs and records; returns the recorded run and the error of a failed one.
+async fn run_recorded(
+    lake: &Lake,
+    spec: &JobSpec,
+    range: Option<(NaiveDate, NaiveDate)>,
+    trigger: &str,
+    progress: &ProgressFn,
+) -> (JobRun, Option<JobError>) {
+    let lock = job_lock(&spec.name);
+    let _guard = lock.lock().await;
+    let started_at = Utc::now();
+    let run_id = new_run_id();
+    tracing::info!(job = %spec.name, %run_id, ?range, trigger, "job run starts");
+    let result = execute(lake, spec, range, progress).await;
+    let finished_at = Utc::now();
+    let mut run = JobRun {
+        job: spec.name.clone(),
+        run_id,
+        trigger: trigger.to_string(),
+        started_at,
+        finished_at,
+        status: RunStatus::Ok,
+        rows: 0,
+        partitions: 0,
+        range,
+        error: None,
+    };
+    let err = match result {
+        Ok(o) => {
+            run.rows = o.rows;
+            run.partitions = o.partitions;
+            run.range = o.range;
+            tracing::info!(job = %spec.name, rows = o.rows, partitions = o.partitions, "job run ok");
+            None
+        }
+        Err(e) => {
+            run.status = RunStatus::Failed;
+            run.error = Some(e.to_string());
+            tracing::warn!(job = %spec.name, error = %e, "job run failed");
+            Some(e)
+        }
+    };
+    record_or_warn(lake, &run).await;
+    (run, err)
+}
+
+struct Outcome {
+    rows: u64,
+    partitions: u64,
+    range: Option<(NaiveDate, NaiveDate)>,
+}
+
+/// Which output partitions a run replaces.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Replace {
+    All,
+    KeyRange(NaiveDate, NaiveDate),
+}
+
+/// A run's chunks (`None` bounds for a non-incremental job) and what it replaces.
+#[derive(Debug, PartialEq)]
+struct Plan {
+    chunks: Vec<Option<(NaiveDate, NaiveDate)>>,
+    replace: Replace,
+    range: Option<(NaiveDate, NaiveDate)>,
+}
+
+fn split_range(from: NaiveDate, to: NaiveDate, days: u32) -> Vec<Option<(NaiveDate, NaiveDate)>> {
+    let mut out = Vec::new();
+    let mut a = from;
+    while a <= to {
+        let b = (a + Duration::days(i64::from(days.max(1)) - 1)).min(to);
+        out.push(Some((a, b)));
+        a = b + Duration::days(1);
+    }
+    out
+}
+
+async fn plan(lake: &Lake, spec: &JobSpec, range: Option<(NaiveDate, NaiveDate)>) -> Result<Plan, JobError> {
+    let bad = |reason: String| JobError::Range { job: spec.name.clone(), reason };
+    let Some(inc) = &spec.incremental else {
+        if range.is_some() {
+            return Err(bad("--from/--to need an [incremental] key; this job always runs in full".into()));
+        }
+        return Ok(Plan { chunks: vec![None], replace: Replace::All, range: None });
+    };
+    match range {
+        Some((a, b)) if a > b => Err(bad(format!("--from {a} is after --to {b}"))),
+        Some((a, b)) => Ok(Plan { chunks: split_range(a, b, inc.chunk_days), replace: Replace::KeyRange(a, b), range }),
+        None => {
+            let dir = if schema::table(&inc.source).is_some() { inc.source.clone() } else { format!("derived/{}", inc.source) };
+            let dates = key_dates(lake, &dir, &inc.key).await?;
+            let chunks = match (dates.first(), dates.last()) {
+                (Some(&a), Some(&b)) => split_range(a, b, inc.chunk_days),
+                _ => Vec::new(),
+            };
+            Ok(Plan { chunks, replace: Replace::All, range: None })
+        }
+    }
+}
+
+/// Every file under `dir` (relative to the lake root) with the `key=` value of its path.
+async fn files_with_key(lake: &Lake, dir: &str, key: &str) -> Result<Vec<(Path, Option<String>)>, JobError> {
+    let prefix = format!("{key}=");
+    let metas: Vec<_> = lake.store().list(Some(&lake.table_path(dir))).try_collect().await?;
+    Ok(metas
+        .into_iter()
+        .filter(|m| m.location.as_ref().ends_with(".parquet"))
+        .map(|m| {
+            let v = m.location.parts().find_map(|p| p.as_ref().strip_prefix(&prefix).map(str::to_string));
+            (m.location, v)
+        })
+        .collect())
+}
+
+/// The sorted distinct dates of partition column `key` under `dir`.
+async fn key_dates(lake: &Lake, dir: &str, key: &str) -> Result<Vec<NaiveDate>, JobError> {
+    let mut dates: Vec<NaiveDate> = files_with_key(lake, dir, key)
+        .await?
+        .into_iter()
+        .filter_map(|(_, v)| v.and_then(|v| NaiveDate::parse_from_str(&v, "%Y-%m-%d").ok()))
+        .collect();
+    dates.sort();
+    dates.dedup();
+    Ok(dates)
+}
+
+/// The visible output files a run replaces.
+async fn replaced_files(lake: &Lake, spec: &JobSpec, replace: Replace) -> Result<Vec<Path>, JobError> {
+    let key = spec.incremental.as_ref().map(|i| i.key.as_str()).unwrap_or("");
+    let files = files_with_key(lake, &spec.output.dir(), key).await?;
+    Ok(files
+        .into_iter()
+        .filter(|(_, v)| match replace {
+            Replace::All => true,
+            Replace::KeyRange(a, b) => v
+                .as_deref()
+                .and_then(|v| NaiveDate::parse_from_str(v, "%Y-%m-%d").ok())
+                .is_some_and(|d| a <= d && d <= b),
+        })
+        .map(|(p, _)| p)
+        .collect())
+}
+
+async fn execute(
+    lake: &Lake,
+    spec: &JobSpec,
+    range: Option<(NaiveDate, NaiveDate)>,
+    progress: &ProgressFn,
+) -> Result<Outcome, JobError> {
+    if let Err(e) = lake.clean_staging(Duration::days(1)).await {
+        tracing::warn!(error = %e, "could not clean old staged files");
+    }
+    let plan = plan(lake, spec, range).await?;
+    let total = plan.chunks.len();
+    let mut p = Progress { job: spec.name.clone(), step: Step::Start, done: 0, total, rows: 0 };
+    progress(&p);
+    let mut publication = lake.begin_publish();
+    let mut partitions = 0u64;
+    let computed: Result<(), JobError> = async {
+        for chunk in &plan.chunks {
+            let ctx = job_session(lake, spec).await?;
+            if let Some((a, b)) = chunk {
+                register_helpers(&ctx, spec, *a, *b)?;
+            }
+            let df = run_statements(&ctx, spec, *chunk).await?;
+            let batches = df.collect().await?;
+            let files = encode_output(spec, batches, *chunk).await?;
+            for f in files {
+                let path = lake.table_path(&format!("{}/{}", spec.output.dir(), f.dir)).join(new_file_name());
+                publication.stage(path, f.bytes).await?;
+                p.rows += f.rows as u64;
+                partitions += 1;
+            }
+            p.done += 1;
+            p.step = Step::Chunk { from: chunk.map(|c| c.0), to: chunk.map(|c| c.1) };
+            progress(&p);
+        }
+        Ok(())
+    }
+    .await;
+    if let Err(e) = computed {
+        publication.abort().await.ok();
+        return Err(e);
+    }
+    let removes = match replaced_files(lake, spec, plan.replace).await {
+        Ok(r) => r,
+        Err(e) => {
+            publication.abort().await.ok();
+            return Err(e);
+        }
+    };
+    p.step = Step::Publish { files: publication.len(), replaced: removes.len() };
+    progress(&p);
+    publication.commit(removes).await?;
+    p.step = Step::Finish;
+    progress(&p);
+    Ok(Outcome { rows: p.rows, partitions, range: plan.range })
+}
+
+/// True when SQL text uses the `$from` or `$to` parameter.
+pub fn mentions_range(sql: &str) -> bool {
+    ["$from", "$to"].iter().any(|p| find_param(sql, p).is_some())
+}
+
+/// Byte offset of the first `param` not followed by an identifier character.
+fn find_param(sql: &str, param: &str) -> Option<usize> {
+    let mut start = 0;
+    while let Some(i) = sql[start..].find(param) {
+        let at = start + i;
+        let next = sql[at + param.len()..].chars().next();
+        if !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Some(at);
+        }
+        start = at + param.len();
+    }
+    None
+}
+
+/// Replaces `$from` and `$to` by `DATE 'YYYY-MM-DD'` literals.
+pub fn substitute(sql: &str, range: Option<(NaiveDate, NaiveDate)>) -> Result<String, String> {
+    let mut text = sql.to_string();
+    for (param, value) in [("$from", range.map(|r| r.0)), ("$to", range.map(|r| r.1))] {
+        while let Some(at) = find_param(&text, param) {
+            let Some(d) = value else {
+                return Err(format!("{param} is used but the run has no range"));
+            };
+            text.replace_range(at..at + param.len(), &format!("DATE '{}'", d.format("%Y-%m-%d")));
+        }
+    }
+    Ok(text)
+}
+
+/// Runs the job's statements in `ctx` (inputs and helpers already registered) and returns
+/// the last one's result cast to the declared output columns. Shared by the runner and
+/// the sqllogictest adapter, so the tests run the very SQL text the job runs.
+pub async fn run_statements(
+    ctx: &SessionContext,
+    spec: &JobSpec,
+    range: Option<(NaiveDate, NaiveDate)>,
+) -> Result<DataFrame, JobError> {
+    let sql_err = |file: &str, statement: usize, e: datafusion::error::DataFusionError| JobError::Sql {
+        job: spec.name.clone(),
+        file: file.to_string(),
+        statement,
+        source: Box::new(e),
+    };
+    let mut statements = Vec::new();
+    for f in &spec.sql {
+        let text = substitute(&f.text, range)
+            .map_err(|r| JobError::Range { job: spec.name.clone(), reason: format!("{}: {r}", f.path) })?;
+        let parsed = DFParser::parse_sql(&text).map_err(|e| sql_err(&f.path, 0, e.into()))?;
+        for (i, s) in parsed.into_iter().enumerate() {
+            statements.push((f.path.as_str(), i + 1, s));
+        }
+    }
+    let Some(last) = statements.pop() else {
+        return Err(JobError::Output { job: spec.name.clone(), reason: "the SQL files hold no statement".into() });
+    };
+    let state = ctx.state();
+    for (file, n, s) in statements {
+        let plan = state.statement_to_plan(s).await.map_err(|e| sql_err(file, n, e))?;
+        ctx.execute_logical_plan(plan).await.map_err(|e| sql_err(file, n, e))?.collect().await.map_err(|e| sql_err(file, n, e))?;
+    }
+    let (file, n, s) = last;
+    let plan = state.statement_to_plan(s).await.map_err(|e| sql_err(file, n, e))?;
+    if matches!(plan, LogicalPlan::Ddl(_) | LogicalPlan::Dml(_) | LogicalPlan::Copy(_) | LogicalPlan::Statement(_)) {
+        return Err(sql_err(
+            file,
+            n,
+            datafusion::error::DataFusionError::Plan("the last statement must be a query producing the output".into()),
+        ));
+    }
+    let df = ctx.execute_logical_plan(plan).await.map_err(|e| sql_err(file, n, e))?;
+    conform(df, spec).map_err(|e| match e {
+        JobError::DataFusion(d) => sql_err(file, n, d),
+        other => other,
+    })
+}
+
+/// Selects the declared columns, in declared order, cast to their declared types.
+fn conform(df: DataFrame, spec: &JobSpec) -> Result<DataFrame, JobError> {
+    let bad = |reason: String| JobError::Output { job: spec.name.clone(), reason };
+    let produced: Vec<String> = df.schema().fields().iter().map(|f| f.name().clone()).collect();
+    for p in &produced {
+        if !spec.output.columns.iter().any(|c| &c.name == p) {
+            return Err(bad(format!("the query produces column {p}, which [output].columns does not declare")));
+        }
+    }
+    let mut exprs = Vec::new();
+    for c in &spec.output.columns {
+        let Some(field) = df.schema().fields().iter().find(|f| f.name() == &c.name) else {
+            return Err(bad(format!("declared column {} is missing from the query (it produces {})", c.name, produced.join(", "))));
+        };
+        let want = c.kind.data_type();
+        let e = Expr::Column(datafusion::common::Column::new_unqualified(&c.name));
+        exprs.push(if field.data_type() == &want { e } else { cast_expr(e, want).alias(&c.name) });
+    }
+    Ok(df.select(exprs)?)
+}
+
+/// One encoded output file.
+pub struct OutputFile {
+    /// Partition directory relative to the table (`model=GFS/run_date=2026-03-07`).
+    pub dir: String,
+    pub bytes: Bytes,
+    pub rows: usize,
+}
+
+/// Splits the output by partition, checks it against the declaration and the chunk's key
+/// range, sorts each partition and encodes it (on rayon).
+pub async fn encode_output(
+    spec: &JobSpec,
+    batches: Vec<RecordBatch>,
+    chunk: Option<(NaiveDate, NaiveDate)>,
+) -> Result<Vec<OutputFile>, JobError> {
+    let spec = spec.clone();
+    tokio::task::spawn_blocking(move || encode_blocking(&spec, &batches, chunk))
+        .await
+        .map_err(|e| JobError::Join(e.to_string()))?
+}
+
+fn encode_blocking(
+    spec: &JobSpec,
+    batches: &[RecordBatch],
+    chunk: Option<(NaiveDate, NaiveDate)>,
+) -> Result<Vec<OutputFile>, JobError> {
+    let bad = |reason: String| JobError::Output { job: spec.name.clone(), reason };
+    let out = &spec.output;
+    let schema = out.schema();
+    if batches.iter().all(|b| b.num_rows() == 0) {
+        return Ok(Vec::new());
+    }
+    let all = concat_batches(&batches[0].schema(), batches)?;
+    let mut cols = Vec::with_capacity(schema.fields().len());
+    for f in schema.fields() {
+        let c = all.column_by_name(f.name()).ok_or_else(|| bad(format!("column {} missing", f.name())))?;
+        if !f.is_nullable() && c.null_count() > 0 {
+            return Err(bad(format!("column {} is declared non-null but has {} null value(s)", f.name(), c.null_count())));
+        }
+        cols.push(if c.data_type() == f.data_type() { Arc::clone(c) } else { cast(c, f.data_type())? });
+    }
+    let all = RecordBatch::try_new(Arc::clone(&schema), cols)?;
+
+    // Partition directory of every row.
+    let key = spec.incremental.as_ref().map(|i| i.key.as_str());
+    let part_values: Vec<Vec<String>> = out
+        .partition_by
+        .iter()
+        .map(|p| partition_strings(all.column_by_name(p).ok_or_else(|| bad(format!("partition column {p} missing")))?, p, &bad))
+        .collect::<Result<_, _>>()?;
+    let mut groups: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    for row in 0..all.num_rows() {
+        let mut dir = String::new();
+        for (p, values) in out.partition_by.iter().zip(&part_values) {
+            let v = &values[row];
+            if Some(p.as_str()) == key {
+                let d = NaiveDate::parse_from_str(v, "%Y-%m-%d")
+                    .map_err(|_| bad(format!("incremental key {p} = '{v}' is not a YYYY-MM-DD date")))?;
+                if let Some((a, b)) = chunk {
+                    if d < a || d > b {
+                        return Err(bad(format!("a row has {p} = {d}, outside the run's range {a}..{b}")));
+                    }
+                }
+            }
+            if !dir.is_empty() {
+                dir.push('/');
+            }
+            dir.push_str(&format!("{p}={v}"));
+        }
+        groups.entry(dir).or_default().push(row as u32);
+    }
+
+    let file_schema = out.file_schema();
+    let keep: Vec<usize> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| !out.partition_by.contains(f.name()))
+        .map(|(i, _)| i)
+        .collect();
+    let props = writer_props(out);
+    groups
+        .into_par_iter()
+        .map(|(dir, rows)| {
+            let part = take_record_batch(&all, &UInt32Array::from(rows))?.project(&keep)?;
+            let part = RecordBatch::try_new(Arc::clone(&file_schema), part.columns().to_vec())?;
+            let part = sort_by(&part, &out.sort_by)?;
+            let mut buf = Vec::with_capacity(part.get_array_memory_size() / 4 + 1024);
+            let mut w = ArrowWriter::try_new(&mut buf, Arc::clone(&file_schema), Some(props.clone()))?;
+            w.write(&part)?;
+            w.close()?;
+            Ok(OutputFile { dir, bytes: Bytes::from(buf), rows: part.num_rows() })
+        })
+        .collect()
+}
+
+/// Path strings of a partition column: strings as they are, dates as YYYY-MM-DD.
+fn partition_strings(a: &ArrayRef, name: &str, bad: &dyn Fn(String) -> JobError) -> Result<Vec<String>, JobError> {
+    if a.null_count() > 0 {
+        return Err(bad(format!("partition column {name} has null values")));
+    }
+    let values: Vec<String> = match a.data_type() {
+        DataType::Date32 => {
+            let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
+            a.as_primitive::<Date32Type>()
+                .values()
+                .iter()
+                .map(|d| (epoch + Duration::days(i64::from(*d))).format("%Y-%m-%d").to_string())
+                .collect()
+        }
+        _ => {
+            let s = cast(a, &DataType::Utf8)?;
+            s.as_string::<i32>().iter().map(|v| v.unwrap_or_default().to_string()).collect()
+        }
+    };
+    if let Some(v) = values.iter().find(|v| v.is_empty() || v.contains(['/', '\\']) || v.chars().any(char::is_control) || *v == "." || *v == "..") {
+        return Err(bad(format!("partition column {name} has value '{v}', unusable in a path")));
+    }
+    Ok(values)
+}
+
+fn sort_by(batch: &RecordBatch, cols: &[String]) -> Result<RecordBatch, JobError> {
+    if cols.is_empty() || batch.num_rows() < 2 {
+        return Ok(batch.clone());
+    }
+    let sort: Vec<SortColumn> = cols
+        .iter()
+        .filter_map(|c| batch.column_by_name(c))
+        .map(|a| SortColumn { values: Arc::clone(a), options: None })
+        .collect();
+    let idx = lexsort_to_indices(&sort, None)?;
+    Ok(take_record_batch(batch, &idx)?)
+}
+
+/// zstd, page statistics (readers prune by them), the sort order recorded in the footer.
+fn writer_props(out: &OutputSpec) -> WriterProperties {
+    let fs = out.file_schema();
+    let sorting: Vec<SortingColumn> = out
+        .sort_by
+        .iter()
+        .filter_map(|c| fs.index_of(c).ok())
+        .map(|i| SortingColumn { column_idx: i as i32, descending: false, nulls_first: false })
+        .collect();
+    WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap_or_default()))
+        .set_statistics_enabled(EnabledStatistics::Page)
+        .set_max_row_group_row_count(Some(256 * 1024))
+        .set_sorting_columns(Some(sorting))
+        .build()
+}

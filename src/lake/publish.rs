@@ -1,0 +1,208 @@
+//! Atomic publication of many new files replacing many old ones (the derived tables of
+//! the SQL jobs), on the transaction records of visibility.rs.
+//!
+//! A long job writes its files to `_staging/<id>/` first, outside every table directory,
+//! so nothing is visible and no transaction record is open while it computes. Commit is
+//! short: a `writing` record naming the final paths (hidden from now on), a rename of each
+//! staged file into place (a filesystem rename locally; copy + delete on S3), the record
+//! flipped to `committed` (one atomic put: the new files appear and the replaced ones
+//! disappear together), then the replaced files and the record are deleted. A crash
+//! before the flip rolls back on the next open, after it rolls forward (visibility.rs);
+//! staged files a crash leaves behind are never visible and [`Lake::clean_staging`]
+//! removes them.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+
+use super::visibility::{delete_if_present, TxnRecord, TxnState};
+use super::{Lake, LakeError};
+
+/// Concurrent store operations of one commit.
+const CONCURRENCY: usize = 8;
+
+/// Files staged for one atomic publication; see the module docs.
+#[derive(Debug)]
+pub struct Publication {
+    lake: Lake,
+    id: String,
+    /// `(staged path, final path)`.
+    staged: Vec<(Path, Path)>,
+}
+
+impl Lake {
+    /// Where publications stage their files (`<root>/_staging/`).
+    pub fn staging_root(&self) -> Path {
+        self.location.root.clone().join("_staging")
+    }
+
+    /// Starts a publication.
+    pub fn begin_publish(&self) -> Publication {
+        Publication { lake: self.clone(), id: uuid::Uuid::new_v4().simple().to_string(), staged: Vec::new() }
+    }
+
+    /// Publishes `adds` and hides `removes` in one atomic step for readers.
+    pub async fn publish(&self, adds: Vec<(Path, Bytes)>, removes: Vec<Path>) -> Result<(), LakeError> {
+        let mut p = self.begin_publish();
+        for (path, bytes) in adds {
+            if let Err(e) = p.stage(path, bytes).await {
+                p.abort().await.ok();
+                return Err(e);
+            }
+        }
+        p.commit(removes).await
+    }
+
+    /// Deletes staged files older than `age` (left by crashed or killed runs).
+    pub async fn clean_staging(&self, age: chrono::Duration) -> Result<usize, LakeError> {
+        let cutoff = chrono::Utc::now() - age;
+        let inner = Arc::clone(self.visible().inner());
+        let old: Vec<Path> = inner
+            .list(Some(&self.staging_root()))
+            .try_filter_map(|m| futures::future::ready(Ok((m.last_modified < cutoff).then_some(m.location))))
+            .try_collect()
+            .await?;
+        for p in &old {
+            delete_if_present(&inner, p).await?;
+        }
+        Ok(old.len())
+    }
+}
+
+impl Publication {
+    /// The publication's id (also its transaction record's).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Number of files staged so far.
+    pub fn len(&self) -> usize {
+        self.staged.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.staged.is_empty()
+    }
+
+    /// Writes `bytes`, to appear at `dest` when the publication commits.
+    pub async fn stage(&mut self, dest: Path, bytes: Bytes) -> Result<(), LakeError> {
+        let name = dest.filename().unwrap_or("part.parquet").to_string();
+        let staged = self.lake.staging_root().join(self.id.as_str()).join(format!("{:06}-{name}", self.staged.len()));
+        self.lake.visible().inner().put(&staged, PutPayload::from(bytes)).await?;
+        self.staged.push((staged, dest));
+        Ok(())
+    }
+
+    /// Makes every staged file visible and every file of `removes` invisible, atomically
+    /// for readers of the lake, then deletes the replaced files.
+    pub async fn commit(self, removes: Vec<Path>) -> Result<(), LakeError> {
+        if self.staged.is_empty() && removes.is_empty() {
+            return Ok(());
+        }
+        let vis = Arc::clone(self.lake.visible());
+        let inner = Arc::clone(vis.inner());
+        let mut rec = TxnRecord {
+            id: self.id.clone(),
+            state: TxnState::Writing,
+            add: self.staged.iter().map(|(_, d)| d.to_string()).collect(),
+            remove: removes.iter().map(|p| p.to_string()).collect(),
+        };
+        vis.put_record(&rec).await?;
+        let moved = futures::stream::iter(self.staged.iter().cloned())
+            .map(|(from, to)| {
+                let inner = Arc::clone(&inner);
+                async move { inner.rename(&from, &to).await }
+            })
+            .buffer_unordered(CONCURRENCY)
+            .try_collect::<Vec<_>>()
+            .await;
+        if let Err(e) = moved {
+            // Roll back now rather than waiting for the next open.
+            for (_, d) in &self.staged {
+                delete_if_present(&inner, d).await.ok();
+            }
+            vis.drop_record(&self.id).await.ok();
+            self.discard_staged().await;
+            return Err(e.into());
+        }
+        rec.state = TxnState::Committed;
+        vis.put_record(&rec).await?;
+        futures::stream::iter(removes)
+            .map(|p| {
+                let inner = Arc::clone(&inner);
+                async move { delete_if_present(&inner, &p).await }
+            })
+            .buffer_unordered(CONCURRENCY)
+            .try_collect::<Vec<_>>()
+            .await?;
+        vis.drop_record(&self.id).await?;
+        Ok(())
+    }
+
+    /// Drops the staged files; nothing was ever visible.
+    pub async fn abort(self) -> Result<(), LakeError> {
+        self.discard_staged().await;
+        Ok(())
+    }
+
+    async fn discard_staged(&self) {
+        let inner = self.lake.visible().inner();
+        for (s, _) in &self.staged {
+            delete_if_present(inner, s).await.ok();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn visible(lake: &Lake, dir: &str) -> Vec<String> {
+        let mut v: Vec<String> = lake
+            .store()
+            .list(Some(&lake.table_path(dir)))
+            .map_ok(|m| m.location.filename().unwrap_or_default().to_string())
+            .try_collect()
+            .await
+            .unwrap();
+        v.sort();
+        v
+    }
+
+    #[tokio::test]
+    async fn staged_files_appear_only_at_commit_and_replace_the_old_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(&dir.path().join("lake").display().to_string()).await.unwrap();
+        let t = lake.table_path("derived/t");
+        lake.publish(vec![(t.clone().join("a.parquet"), Bytes::from_static(b"a"))], vec![]).await.unwrap();
+        assert_eq!(visible(&lake, "derived/t").await, ["a.parquet"]);
+
+        let mut p = lake.begin_publish();
+        p.stage(t.clone().join("b.parquet"), Bytes::from_static(b"b")).await.unwrap();
+        p.stage(t.clone().join("c.parquet"), Bytes::from_static(b"c")).await.unwrap();
+        assert_eq!(visible(&lake, "derived/t").await, ["a.parquet"], "staged files are invisible");
+        p.commit(vec![t.clone().join("a.parquet")]).await.unwrap();
+        assert_eq!(visible(&lake, "derived/t").await, ["b.parquet", "c.parquet"]);
+        assert!(lake.visible().records().await.unwrap().is_empty());
+
+        let mut p = lake.begin_publish();
+        p.stage(t.clone().join("d.parquet"), Bytes::from_static(b"d")).await.unwrap();
+        p.abort().await.unwrap();
+        assert_eq!(visible(&lake, "derived/t").await, ["b.parquet", "c.parquet"]);
+        let staged: Vec<_> = lake.store().list(Some(&lake.staging_root())).try_collect().await.unwrap();
+        assert!(staged.is_empty());
+    }
+
+    #[tokio::test]
+    async fn old_staged_files_are_cleaned() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(&dir.path().join("lake").display().to_string()).await.unwrap();
+        let mut p = lake.begin_publish();
+        p.stage(lake.table_path("derived/t/x.parquet"), Bytes::from_static(b"x")).await.unwrap();
+        assert_eq!(lake.clean_staging(chrono::Duration::hours(1)).await.unwrap(), 0);
+        assert_eq!(lake.clean_staging(chrono::Duration::seconds(-1)).await.unwrap(), 1);
+    }
+}

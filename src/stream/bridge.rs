@@ -1,0 +1,381 @@
+//! The bridge from the live path to the stream: every record the hot state applies
+//! becomes stream events (observation / dsm / cli with their payloads of spec 6, then
+//! new_high / new_low per logic), appended to the event log and published, in one task
+//! so ids go out in order. Also the stream's authorization against the API keys.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::{EventLog, Hub, StreamAuth, StreamGrant, StreamRefusal};
+use crate::api::keys::Tier;
+use crate::api::AppState;
+use crate::catalog::{Catalog, Station};
+use crate::decode::types::{DailyKind, DailyReport, Metar};
+use crate::ingest::hot::Applied;
+use crate::ingest::live::LiveService;
+use crate::live::{suspect_temperature, DayExtremes, LiveEvent, Logic};
+use crate::time::civil_date;
+use crate::units::{c_to_f, hpa_to_inhg, kt_to_kmh, kt_to_mph, relative_humidity, round1};
+
+/// Stations a Professional key may stream at once (spec 8).
+pub const PROFESSIONAL_MAX_STATIONS: usize = 5;
+
+impl StreamAuth for AppState {
+    fn authorize(&self, api_key: &str, stations: &[String]) -> Result<StreamGrant, StreamRefusal> {
+        if api_key.is_empty() {
+            return Err(StreamRefusal::new(401, "Missing API key", "pass the key as api_key=<API_KEY>"));
+        }
+        let Some(key) = self.keys.authenticate(api_key) else {
+            return Err(StreamRefusal::new(401, "Invalid API key", "the key is unknown or revoked"));
+        };
+        if !key.stream {
+            return Err(StreamRefusal::new(
+                403,
+                "Stream access not enabled for this key",
+                format!("enable it with: wxlake keys enable-stream {}", key.id),
+            ));
+        }
+        if stations.is_empty() {
+            return Err(StreamRefusal::new(400, "Missing required parameter: stations", "comma-separated station codes"));
+        }
+        if let Some(bad) = stations.iter().find(|s| Catalog::global().get(s).is_none()) {
+            return Err(StreamRefusal::new(400, format!("Unknown station: {bad}"), "stations must be catalog codes"));
+        }
+        if key.tier == Tier::Professional && stations.len() > PROFESSIONAL_MAX_STATIONS {
+            return Err(StreamRefusal::new(
+                403,
+                "Too many stations",
+                format!("the Professional tier streams at most {PROFESSIONAL_MAX_STATIONS} stations; {} requested", stations.len()),
+            ));
+        }
+        // One connection per user account (spec 5 item 7), not per key.
+        Ok(StreamGrant { user: key.user.clone(), stations: stations.to_vec() })
+    }
+}
+
+fn utc(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+fn extreme_obj(x: Option<&DayExtremes>, high: bool) -> Value {
+    let e = x.and_then(|x| if high { x.high } else { x.low });
+    match e {
+        Some(e) => json!({"value_f": e.value_f, "value_c": e.value_c, "time_utc": utc(e.time)}),
+        None => Value::Null,
+    }
+}
+
+/// The `observation` payload (spec 6) for a report and the station's extremes after it.
+pub fn observation_payload(station: &Station, m: &Metar, nws: Option<&DayExtremes>, wu: Option<&DayExtremes>) -> Value {
+    let suspect = suspect_temperature(m);
+    let t = m.temperature_c().filter(|_| suspect.is_none());
+    let td = m.dew_point_c();
+    let mut dq = serde_json::Map::new();
+    for (name, x) in [("nws", nws), ("wu", wu)] {
+        if let Some(x) = x {
+            dq.insert(name.into(), serde_json::to_value(&x.data_quality).unwrap_or_default());
+        }
+    }
+    json!({
+        "station_code": station.code,
+        "event": "observation",
+        "timezone": station.timezone.name(),
+        "local_date": civil_date(station.timezone, m.time).to_string(),
+        "product": crate::lake::rows::report_type(m),
+        "observation_time_utc": utc(m.time),
+        "temperature_celsius": t,
+        "temperature_fahrenheit": t.map(|c| round1(c_to_f(c))),
+        "dew_point_celsius": td,
+        "dew_point_fahrenheit": td.map(|c| round1(c_to_f(c))),
+        "relative_humidity": t.zip(td).map(|(t, td)| relative_humidity(t, td)),
+        "wind_direction": if m.wind_variable { Some("VRB".to_string()) } else { m.wind_dir_deg.map(|d| d.to_string()) },
+        "wind_speed_mph": m.wind_speed_kt.map(|k| round1(kt_to_mph(k))),
+        "wind_speed_kmh": m.wind_speed_kt.map(|k| round1(kt_to_kmh(k))),
+        "wind_gust_mph": m.wind_gust_kt.map(|k| round1(kt_to_mph(k))),
+        "wind_gust_kmh": m.wind_gust_kt.map(|k| round1(kt_to_kmh(k))),
+        "visibility_miles": m.visibility_sm,
+        "altimeter_inhg": m.altimeter_hpa.map(|a| (hpa_to_inhg(a) * 100.0).round() / 100.0),
+        "svc_high": {"nws": extreme_obj(nws, true), "wu": extreme_obj(wu, true)},
+        "svc_low": {"nws": extreme_obj(nws, false), "wu": extreme_obj(wu, false)},
+        "high_valid_through_utc": nws.and_then(|x| x.high_valid_through_utc).map(utc),
+        "low_valid_through_utc": nws.and_then(|x| x.low_valid_through_utc).map(utc),
+        "anomaly": nws.is_some_and(|x| x.anomaly),
+        "suspect_temperature": suspect.map(|s| serde_json::to_value(s).unwrap_or_default()),
+        "data_quality": dq,
+    })
+}
+
+/// The `dsm` / `cli` payload (spec 6).
+pub fn report_payload(r: &DailyReport, anomaly: bool) -> Value {
+    let f_to_c = |f: Option<i32>| f.map(|f| round1(crate::units::f_to_c(f64::from(f))));
+    let lst = |t: Option<chrono::NaiveDateTime>| t.and_then(|t| crate::lake::rows::lst_to_utc(&r.station, t)).map(utc);
+    let mut o = json!({
+        "station_code": r.station,
+        "event": r.kind.as_str(),
+        "for_date": r.date.to_string(),
+        "high_f": r.max_f,
+        "high_c": f_to_c(r.max_f),
+        "low_f": r.min_f,
+        "low_c": f_to_c(r.min_f),
+        "anomaly": anomaly,
+    });
+    if r.kind == DailyKind::Dsm {
+        o["high_time_utc"] = lst(r.max_time_lst).into();
+        o["low_time_utc"] = lst(r.min_time_lst).into();
+    }
+    o
+}
+
+/// The `new_high` / `new_low` payload.
+pub fn change_payload(station: &str, e: &LiveEvent) -> Value {
+    let c = e.change();
+    json!({
+        "station_code": station,
+        "event": e.name(),
+        "logic": c.logic.as_str(),
+        "value_f": c.value_f,
+        "value_c": c.value_c,
+        "prev_value_f": c.prev_value_f,
+        "prev_value_c": c.prev_value_c,
+        "observation_time_utc": utc(c.observation_time),
+        "date": c.date.to_string(),
+        "source": c.source.as_str(),
+    })
+}
+
+/// The events one applied record produces, in order: (station, name, payload).
+pub fn events_for(live: &LiveService, applied: &Applied) -> Vec<(String, &'static str, Value)> {
+    let now = live.clock.now();
+    let mut out = Vec::new();
+    let (station, changes) = match applied {
+        Applied::Observation { station, metar, events } => {
+            if let Some(st) = Catalog::global().get(station) {
+                let (nws, wu) = live
+                    .hot
+                    .read(station, |h| {
+                        let nd = h.live.day_of(Logic::Nws, metar.time);
+                        let wd = h.live.day_of(Logic::Wu, metar.time);
+                        (h.live.extremes(Logic::Nws, nd, now), h.live.extremes(Logic::Wu, wd, now))
+                    })
+                    .unwrap_or((None, None));
+                out.push((station.clone(), "observation", observation_payload(st, metar, nws.as_ref(), wu.as_ref())));
+            }
+            (station, events)
+        }
+        Applied::OneMinute { station, events } => (station, events),
+        Applied::Report { station, report, events } => {
+            let anomaly = live.hot.read(station, |h| h.live.report_anomaly(report)).unwrap_or(false);
+            let name = if report.kind == DailyKind::Dsm { "dsm" } else { "cli" };
+            out.push((station.clone(), name, report_payload(report, anomaly)));
+            (station, events)
+        }
+    };
+    // Only changes of the trading day in progress are alerts; a late report that changes
+    // an older day is visible through svc_high?date=, not pushed.
+    let current: BTreeMap<Logic, chrono::NaiveDate> = Logic::ALL
+        .iter()
+        .filter_map(|&l| live.hot.read(station, |h| (l, h.live.day_of(l, now))))
+        .collect();
+    for e in changes {
+        let c = e.change();
+        if current.get(&c.logic) == Some(&c.date) {
+            out.push((station.clone(), e.name(), change_payload(station, e)));
+        }
+    }
+    out
+}
+
+/// Consumes the live path's notices and publishes their events until the live service
+/// goes away. Append, then publish, from this one task: ids reach clients in order.
+pub fn spawn_publisher(live: Arc<LiveService>, log: Arc<EventLog>, hub: Hub) -> tokio::task::JoinHandle<()> {
+    let mut rx = live.subscribe();
+    tokio::spawn(async move {
+        loop {
+            match rx.recv().await {
+                Ok(applied) => {
+                    for (station, name, data) in events_for(&live, &applied) {
+                        // Emission (wall-clock) time: the log's retention and the payload
+                        // `timestamp` are about when the event went out.
+                        match log.append(&station, name, data, Utc::now()) {
+                            Ok(event) => {
+                                hub.publish(event);
+                            }
+                            Err(e) => tracing::error!(error = %e, "event log append failed; event not streamed"),
+                        }
+                    }
+                }
+                Err(RecvError::Lagged(n)) => {
+                    tracing::warn!(skipped = n, "stream publisher lagged behind the live path; events skipped");
+                }
+                Err(RecvError::Closed) => break,
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use chrono::TimeZone;
+
+    use super::*;
+    use crate::api::keys::KeyStore;
+    use crate::api::limits::RateLimiter;
+    use crate::clock::{Clock, ManualClock};
+    use crate::ingest::{Format, IngestOptions};
+    use crate::stream::testkit::{client_connector, SseClient};
+    use crate::stream::{load_tls, self_signed, serve_tls, stream_router, StreamState, STREAM_PATH};
+
+    struct Rig {
+        _dir: tempfile::TempDir,
+        addr: std::net::SocketAddr,
+        connector: tokio_rustls::TlsConnector,
+        live: Arc<LiveService>,
+        pro: String,
+        dev: String,
+        no_stream: String,
+    }
+
+    async fn rig(heartbeat: Duration) -> Rig {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = crate::lake::Lake::open(&format!("file://{}", dir.path().join("lake").display())).await.unwrap();
+        let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 3, 8, 18, 0, 0).unwrap()));
+        let state_dir = dir.path().join("state");
+        let keys = KeyStore::open(&state_dir).unwrap();
+        let pro = keys.create(Tier::Professional, "pat", false, true).unwrap().1;
+        let dev = keys.create(Tier::Developer, "dana", false, true).unwrap().1;
+        let no_stream = keys.create(Tier::Enterprise, "erin", false, false).unwrap().1;
+        let live = Arc::new(LiveService::open(lake, &state_dir, Arc::clone(&clock)).await.unwrap());
+        let state = AppState::new(keys, RateLimiter::new(Arc::clone(&clock)), Arc::clone(&live), clock);
+        let (cert, key) = self_signed(&dir.path().join("tls"), &["localhost", "127.0.0.1"]).unwrap();
+        let log = Arc::new(EventLog::open(&dir.path().join("events"), crate::stream::default_retention()).unwrap());
+        let hub = Hub::new(256);
+        spawn_publisher(Arc::clone(&live), Arc::clone(&log), hub.clone());
+        let router = stream_router(StreamState { hub, log, auth: Arc::new(state), heartbeat });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(serve_tls(listener, load_tls(&cert, &key).unwrap(), router, std::future::pending()));
+        Rig { addr, connector: client_connector(&cert), live, pro, dev, no_stream, _dir: dir }
+    }
+
+    impl Rig {
+        async fn open(&self, key: &str, stations: &str, last: Option<&str>) -> SseClient {
+            let mut path = format!("{STREAM_PATH}?stations={stations}&api_key={key}");
+            if let Some(l) = last {
+                path.push_str(&format!("&last_event_id={l}"));
+            }
+            SseClient::connect(self.addr, &self.connector, &path).await
+        }
+        async fn ingest(&self, text: &str) {
+            let opts = IngestOptions { month: Some((2026, 3)), ..Default::default() };
+            self.live.ingest(Format::Metar, opts, text.as_bytes().to_vec()).await.unwrap();
+        }
+    }
+
+    /// Reads events until one named `name` arrives, skipping heartbeats.
+    async fn next_named(c: &mut SseClient, name: &str) -> crate::stream::testkit::SseEvent {
+        loop {
+            let e = c.next_event().await.unwrap_or_else(|| panic!("stream ended before {name}"));
+            if e.name == name {
+                return e;
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn observation_new_high_replay_and_displacement() {
+        let rig = rig(Duration::from_secs(30)).await;
+        let mut c = rig.open(&rig.dev, "KNYC", None).await;
+        assert_eq!(c.status, 200);
+        let connected = c.next_event().await.unwrap();
+        assert_eq!((connected.name.as_str(), connected.data["stations"].clone()), ("connected", json!(["KNYC"])));
+
+        rig.ingest("KNYC 081451Z 27008KT 10SM FEW250 08/M06 A3021 RMK AO2 SLP231 T00781061").await;
+        let obs = next_named(&mut c, "observation").await;
+        assert_eq!(obs.lines[0], "event: observation");
+        assert!(obs.lines[1].starts_with("id: ") && obs.lines[2].starts_with("data: "));
+        assert_eq!(obs.data["product"], "METAR");
+        assert_eq!(obs.data["temperature_celsius"], 7.8);
+        assert_eq!(obs.data["svc_high"]["nws"]["value_f"], 46.0);
+        assert_eq!(obs.data["svc_high"]["wu"]["value_f"], 46.0);
+        assert!(obs.data["data_quality"]["nws"]["ok"].as_bool().unwrap());
+        // The day's first value is a new high (and low) under both logics.
+        let mut highs = Vec::new();
+        for _ in 0..4 {
+            let e = c.next_event().await.unwrap();
+            if e.name == "new_high" {
+                highs.push(e.data["logic"].as_str().unwrap().to_string());
+            }
+        }
+        highs.sort();
+        assert_eq!(highs, ["nws", "wu"]);
+
+        // A warmer report: new_high for both logics with the previous value.
+        rig.ingest("KNYC 081551Z 28010KT 10SM CLR 09/M06 A3020 RMK AO2 SLP228 T00891061").await;
+        next_named(&mut c, "observation").await;
+        let h = next_named(&mut c, "new_high").await;
+        assert_eq!((h.data["value_f"].as_f64(), h.data["prev_value_f"].as_f64()), (Some(48.0), Some(46.0)));
+        let last_id = h.id.clone().unwrap();
+        drop(c);
+
+        // Missed while away: an HF-METAR (nws only sees it: 10 °C can only be 50 °F).
+        rig.ingest("KNYC 081555Z AUTO 28009KT 10SM CLR 10/M06 A3020 RMK T01001060 MADISHF").await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let mut c2 = rig.open(&rig.dev, "KNYC", Some(&last_id)).await;
+        assert_eq!(c2.next_event().await.unwrap().name, "connected");
+        // Replay: exactly what came after last_id (the other logic's 48 °F alert, then the
+        // HF-METAR and the nws 50 °F alert), in id order, nothing twice.
+        let mut replayed = Vec::new();
+        let mut ids = Vec::new();
+        while !replayed.contains(&("new_high".to_string(), Some(50.0))) {
+            let e = c2.next_event().await.unwrap();
+            ids.push(e.id_u64());
+            replayed.push((e.name.clone(), e.data.get("value_f").and_then(Value::as_f64)));
+            assert!(replayed.len() <= 4, "{replayed:?}");
+        }
+        assert!(ids.windows(2).all(|w| w[0] < w[1]) && ids[0] > last_id.parse::<u64>().unwrap(), "{ids:?}");
+        assert_eq!(replayed.iter().filter(|(n, _)| n == "observation").count(), 1, "{replayed:?}");
+        assert!(replayed.contains(&("new_high".to_string(), Some(48.0))), "{replayed:?}");
+
+        // The same user again: the older connection is displaced and closed.
+        let mut c3 = rig.open(&rig.dev, "KNYC", None).await;
+        assert_eq!(c3.next_event().await.unwrap().name, "connected");
+        let displaced = next_named(&mut c2, "displaced").await;
+        assert_eq!(displaced.name, "displaced");
+        assert!(c2.reaches_eof().await);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn refusals_heartbeat_and_suspect_temperatures() {
+        let rig = rig(Duration::from_secs(1)).await;
+        let six = "KNYC,KLGA,KJFK,KEWR,KMDW,KORD";
+        let mut c = rig.open(&rig.pro, "KNYC,KLGA,KBOS,KPHL,KMDW,KDCA", None).await;
+        assert_eq!(c.status, 403);
+        let body: Value = serde_json::from_slice(&c.read_body().await).unwrap();
+        assert_eq!(body["error"], "Too many stations");
+        let c = rig.open(&rig.pro, six, None).await;
+        assert_eq!(c.status, 400, "unknown stations are refused first");
+        for (key, want) in [("", 401), ("wx_nope", 401), (rig.no_stream.as_str(), 403)] {
+            let c = rig.open(key, "KNYC", None).await;
+            assert_eq!(c.status, want, "key {key:?}");
+        }
+        let mut c = rig.open(&rig.pro, "KNYC,KLGA,KBOS,KPHL,KMDW", None).await;
+        assert_eq!(c.status, 200);
+        assert_eq!(c.next_event().await.unwrap().name, "connected");
+        let hb = c.next_event().await.unwrap();
+        assert_eq!(hb.name, "heartbeat");
+        // A suspect temperature is an observation with null temperatures and no alert.
+        rig.ingest("KNYC 081651Z 27008KT 10SM CLR 65/M06 A3021 RMK AO2").await;
+        let obs = next_named(&mut c, "observation").await;
+        assert!(obs.data["temperature_celsius"].is_null());
+        assert_eq!(obs.data["suspect_temperature"]["reason"], "out_of_range");
+        // Next: a heartbeat, never a new_high.
+        let after = c.next_event().await.unwrap();
+        assert_eq!(after.name, "heartbeat", "{:?}", after.lines);
+    }
+}

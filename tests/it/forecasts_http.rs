@@ -1,0 +1,210 @@
+//! Forecast-side endpoints through the router: raw forecasts and runs, NWS hourly
+//! versions, precipitation, v1 forecasts.
+
+use axum::http::StatusCode;
+use chrono::{Duration, TimeZone, Utc};
+use wxlake::decode::types::{DailyKind, DailyReport, ForecastRow};
+use wxlake::ingest::{ingest_bytes, Format, IngestOptions, Summary};
+
+use crate::http::App;
+use crate::support::fixture;
+
+async fn store(app: &App, format: Format, bytes: &[u8], opts: IngestOptions) -> Summary {
+    let mut s = Summary::default();
+    ingest_bytes(app.state.lake(), format, "test", bytes, &opts, &mut s).await.unwrap();
+    assert!(s.rejected == 0, "{s}");
+    s
+}
+
+fn row(model: &str, run_h: i64, lead: i64, f: f64) -> ForecastRow {
+    let run = Utc.with_ymd_and_hms(2026, 3, 8, 0, 0, 0).unwrap() + Duration::hours(run_h);
+    let mut r = ForecastRow {
+        model: model.into(),
+        location_name: "KNYC".into(),
+        latitude: Some(40.78),
+        longitude: Some(-73.97),
+        run_time: run,
+        valid_time: run + Duration::hours(lead),
+        forecast_hour: lead as i32,
+        temperature_f: Some(f),
+        ..Default::default()
+    };
+    r.complete_temperatures();
+    r
+}
+
+#[tokio::test]
+async fn raw_forecasts_runs_and_latest() {
+    let app = App::new().await;
+    let mut rows = Vec::new();
+    for lead in 0..48 {
+        rows.push(row("GFS", 0, lead, 40.0 + lead as f64 * 0.1));
+        rows.push(row("GFS", 6, lead, 41.0 + lead as f64 * 0.1));
+        rows.push(row("HRRR", 6, lead.min(18), 42.0));
+    }
+    let csv = wxlake::decode::forecast_rows::encode_forecast_csv(&rows);
+    store(&app, Format::Forecasts, csv.as_bytes(), IngestOptions::default()).await;
+
+    // Raw window: every run intersecting it, all models.
+    let (s, v) = app
+        .get("/api/v2/forecasts.php?location_name=KNYC&start_valid_time=2026-03-08T10:00:00Z&end_valid_time=2026-03-08T11:00:00Z")
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let rows_back = v.as_array().unwrap();
+    // GFS 00Z (2) + GFS 06Z (2) + HRRR 06Z (2).
+    assert_eq!(rows_back.len(), 6, "{v}");
+    let first = &rows_back[0];
+    assert_eq!(first["model"], "GFS");
+    assert_eq!(first["run_time"], "2026-03-08T00:00:00Z");
+    assert_eq!(first["valid_time"], "2026-03-08T10:00:00Z");
+    assert_eq!(first["forecast_hour"], 10);
+    assert_eq!(first["temperature_f"].as_f64(), Some(41.0));
+    assert!(first["temperature_k"].is_f64() && first["temperature_c"].is_f64());
+    assert!(first.get("relative_humidity").unwrap().is_null(), "nullable fields are present as null");
+    assert!(first["id"].is_i64() && first["inserted_at"].is_string());
+
+    // run=latest needs model; answers the 06Z run with X-Run-Time.
+    let (s, v) = app.get("/api/v2/forecasts.php?location_name=KNYC&run=latest").await;
+    assert_eq!((s, v["error"].as_str()), (StatusCode::BAD_REQUEST, Some("Missing required parameter: model")));
+    let (s, h, v) =
+        app.call("GET", "/api/v2/forecasts.php?location_name=KNYC&run=latest&model=GFS", Some(app.key(wxlake::api::keys::Tier::Developer)), "").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(h["x-run-time"], "2026-03-08T06:00:00Z");
+    assert_eq!(v.as_array().unwrap().len(), 48, "F00 to the run's last lead");
+    // A pinned run filtered by a window.
+    let (_, v) = app
+        .get("/api/v2/forecasts.php?location_name=KNYC&model=GFS&run=2026-03-08T00:00:00Z&start_valid_time=2026-03-08T00:00:00Z&end_valid_time=2026-03-08T02:00:00Z")
+        .await;
+    let hours: Vec<i64> = v.as_array().unwrap().iter().map(|r| r["forecast_hour"].as_i64().unwrap()).collect();
+    assert_eq!(hours, [0, 1, 2]);
+    // Empty results are [] with 200.
+    let (s, v) = app.get("/api/v2/forecasts.php?location_name=KNYC&run=latest&model=UKMO").await;
+    assert_eq!((s, v.as_array().map(Vec::len)), (StatusCode::OK, Some(0)));
+    let (s, v) = app
+        .get("/api/v2/forecasts.php?location_name=KMDW&start_valid_time=2026-03-08T10:00:00Z&end_valid_time=2026-03-08T11:00:00Z")
+        .await;
+    assert_eq!((s, v.as_array().map(Vec::len)), (StatusCode::OK, Some(0)));
+    // Bad parameters.
+    for q in [
+        "location_name=KNYC&start_valid_time=2026-03-08T10:00:00Z",
+        "location_name=KNYC&model=gfs&run=latest",
+        "location_name=KNYC&run=yesterday",
+        "location_name=K'NYC&run=latest&model=GFS",
+        "location_name=KNYC&start_valid_time=2026-03-09T00:00:00Z&end_valid_time=2026-03-08T00:00:00Z",
+    ] {
+        let (s, v) = app.get(&format!("/api/v2/forecasts.php?{q}")).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{q}: {v}");
+    }
+    // Daily summaries need a configured timezone.
+    let (s, v) = app.get("/api/v2/forecasts.php?location_name=KORD&mode=daily").await;
+    assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+
+    // v1: the same rows with the v1 columns only.
+    let (s, v) = app
+        .get("/api/v1/forecasts.php?location_name=KNYC&model=HRRR&start_valid_time=2026-03-08T10:00:00Z&end_valid_time=2026-03-08T10:00:00Z")
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    let keys: Vec<&String> = v[0].as_object().unwrap().keys().collect();
+    assert_eq!(keys.len(), 8, "{keys:?}");
+    assert_eq!(v[0]["temperature_f"].as_f64(), Some(42.0));
+    let (s, _) = app.get("/api/v1/forecasts.php?location_name=KNYC").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn nws_hourly_versions_per_lst_date() {
+    let app = App::new().await;
+    app.clock.set(Utc.with_ymd_and_hms(2026, 9, 24, 12, 0, 0).unwrap());
+    let real = std::fs::read_to_string(fixture("forecast/nws_hourly_forecast_knyc_gen20260924T0316Z.json")).unwrap();
+    let opts = || IngestOptions { station: Some("KNYC".into()), ..Default::default() };
+    store(&app, Format::NwsHourly, real.as_bytes(), opts()).await;
+    // A later version with one hour changed, and a third identical to the second.
+    let v2 = real.replace("2026-09-24T03:16:37+00:00", "2026-09-24T04:16:37+00:00").replacen("\"temperature\":68", "\"temperature\":70", 1);
+    assert_ne!(v2, real, "fixture edit must apply");
+    store(&app, Format::NwsHourly, v2.as_bytes(), opts()).await;
+    let v3 = v2.replace("2026-09-24T04:16:37+00:00", "2026-09-24T04:46:37+00:00");
+    store(&app, Format::NwsHourly, v3.as_bytes(), opts()).await;
+
+    let (s, v) = app.get("/api/v2/nws_forecasts.php?station_code=KNYC&date=2026-09-24&mode=history").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["total_versions"], 2, "an unchanged version is not a new one");
+    let first = &v["forecasts"][0];
+    // Read off the JSON: slots from 05:00Z (midnight EST) hourly.
+    let want: Vec<i64> = vec![55, 55, 54, 53, 52, 52, 52, 53, 56, 59, 62, 64, 66, 67, 67, 68, 67, 66, 66, 64, 62, 60, 59, 60, 59];
+    let got: Vec<i64> = first["hourly_temps"].as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect();
+    assert_eq!(got, want);
+    assert_eq!((first["high"].as_i64(), first["low"].as_i64()), (Some(68), Some(52)));
+    assert_eq!(v["forecasts"][1]["high"].as_i64(), Some(70));
+    assert_eq!(v["time_convention"], "local_standard_time");
+    assert_eq!(v["timezone_offset_hours"], -5);
+
+    let (_, latest) = app.get("/api/v2/nws_forecasts.php?station_code=KNYC&date=2026-09-24").await;
+    assert_eq!((latest["version"].as_u64(), latest["high"].as_i64()), (Some(2), Some(70)));
+    assert_eq!(latest["hourly_temps"].as_array().unwrap().len(), 25);
+    // The evening before: the 03:16Z version starts at 23:00 EDT = 22:00 EST (slot 22); by
+    // the 04:16Z version that hour has ended, so it is null there: a new version.
+    let (_, d23) = app.get("/api/v2/nws_forecasts.php?station_code=KNYC&date=2026-09-23&mode=history").await;
+    assert_eq!(d23["total_versions"], 2, "{d23}");
+    let v1 = d23["forecasts"][0]["hourly_temps"].as_array().unwrap();
+    assert!(v1[..22].iter().all(|t| t.is_null()), "{d23}");
+    assert_eq!((v1[22].as_i64(), v1[23].as_i64(), v1[24].as_i64()), (Some(57), Some(57), Some(55)));
+    let v2 = d23["forecasts"][1]["hourly_temps"].as_array().unwrap();
+    assert!(v2[..23].iter().all(|t| t.is_null()), "{d23}");
+    assert_eq!(v2[23].as_i64(), Some(57));
+    // Date limits.
+    for d in ["2026-09-27", "2025-09-23", "tomorrow"] {
+        let (s, v) = app.get(&format!("/api/v2/nws_forecasts.php?station_code=KNYC&date={d}")).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{d}: {v}");
+    }
+    let (s, v) = app.get("/api/v2/nws_forecasts.php?station_code=KMDW&date=2026-09-26").await;
+    assert_eq!((s, v["version"].is_null()), (StatusCode::OK, true), "no version yet is not an error");
+}
+
+#[tokio::test]
+async fn precipitation_month_to_date_plus_today() {
+    let app = App::new().await;
+    let cli = DailyReport {
+        kind: DailyKind::Cli,
+        station: "KNYC".into(),
+        date: chrono::NaiveDate::from_ymd_opt(2026, 3, 7).unwrap(),
+        max_f: Some(50),
+        max_time_lst: None,
+        min_f: Some(38),
+        min_time_lst: None,
+        precip_in: Some(0.1),
+        precip_trace: false,
+        precip_mtd_in: Some(1.25),
+        precip_mtd_trace: false,
+        is_final: true,
+        valid_as_of_lst: None,
+        issued_at: Some(Utc.with_ymd_and_hms(2026, 3, 8, 11, 0, 0).unwrap()),
+        correction: false,
+        raw: String::new(),
+    };
+    let text = wxlake::decode::cli::encode_cli(&cli, "CENTRAL PARK NY");
+    let (s, v) = app.ingest("cli", "", &text).await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{v}");
+    let reports = "\
+KNYC 081451Z 27008KT 10SM -RA BKN050 08/06 A3021 RMK AO2 P0002 T00780061
+KNYC 081500Z AUTO 27008KT 10SM -RA BKN050 08/06 A3021 RMK P0001 T00800060 MADISHF
+KNYC 081545Z AUTO 27008KT 10SM -RA BKN050 08/06 A3021 RMK P0003 T00800060 MADISHF
+KNYC 081551Z 27008KT 10SM -RA BKN050 08/06 A3021 RMK AO2 P0004 T00780061
+KNYC 081600Z AUTO 27008KT 10SM BKN050 08/06 A3021 RMK P0000 T00800060 MADISHF
+";
+    let (s, v) = app.ingest("metar", "month=2026-03", reports).await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{v}");
+    let (s, v) = app.get("/api/v2/precipitation.php?station_code=KNYC").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["official_mtd"].as_f64(), Some(1.25));
+    assert_eq!(v["cli_date"], "2026-03-07");
+    assert_eq!(v["today_local_date"], "2026-03-08");
+    assert_eq!(v["today_hourly_max"]["2026-03-08 09"].as_f64(), Some(0.02));
+    assert_eq!(v["today_hourly_max"]["2026-03-08 10"].as_f64(), Some(0.04));
+    assert_eq!(v["today_precip"].as_f64(), Some(0.06));
+    assert_eq!(v["total_mtd"].as_f64(), Some(1.31));
+    assert_eq!(v["has_trace"], true);
+    assert_eq!(v["last_trace_time"], "2026-03-08 11:00:00");
+    assert_eq!((v["month"].as_i64(), v["year"].as_i64(), v["units"].as_str()), (Some(3), Some(2026), Some("inches")));
+    let (s, _) = app.get("/api/v2/precipitation.php?station_code=EGLC").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+}
