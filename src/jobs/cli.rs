@@ -136,9 +136,10 @@ async fn list(lake: &Lake, specs: &[JobSpec], source: &str) -> anyhow::Result<Ex
     let mut out = String::new();
     out.push_str("job\toutput\tpartition_by\tincremental\tschedule\ton_new_data\tdepends_on\tlast_run\n");
     for s in specs {
-        let l = last.iter().find(|r| r.job == s.name).map(|r| {
-            format!("{} {} ({} rows)", r.status.as_str(), r.finished_at.format("%Y-%m-%dT%H:%M:%SZ"), r.rows)
-        });
+        let l = last
+            .iter()
+            .find(|r| r.job == s.name)
+            .map(|r| format!("{} {} ({} rows)", r.status.as_str(), r.finished_at.format("%Y-%m-%dT%H:%M:%SZ"), r.rows));
         out.push_str(&format!(
             "{}\tderived/{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
             s.name,
@@ -185,7 +186,9 @@ fn show(bar: &ProgressBar, p: &Progress) {
             };
             bar.set_message(format!("{} rows{span}", p.rows));
         }
-        Step::Publish { files, replaced } => bar.set_message(format!("{} rows, publishing {files} files (replacing {replaced})", p.rows)),
+        Step::Publish { files, replaced } => {
+            bar.set_message(format!("{} rows, publishing {files} files (replacing {replaced})", p.rows))
+        }
         Step::Finish => bar.set_message(format!("{} rows", p.rows)),
     }
 }

@@ -30,7 +30,11 @@ mod tests {
                 if path.extension().is_some_and(|e| e == ext) {
                     let rel = format!("{dir}/{}", path.file_name().unwrap().to_string_lossy());
                     let text = std::fs::read_to_string(&path).unwrap();
-                    assert_eq!(file(&rel), Some(text.as_str()), "{rel} is not embedded (src/jobs/embedded.rs) or differs");
+                    assert_eq!(
+                        file(&rel),
+                        Some(text.as_str()),
+                        "{rel} is not embedded (src/jobs/embedded.rs) or differs"
+                    );
                     on_disk.push(rel);
                 }
             }

@@ -90,8 +90,13 @@ pub fn day_windows(from: NaiveDate, to: NaiveDate) -> Result<MemTable, JobError>
 /// `model_leads` for the 18 models.
 pub fn model_leads() -> Result<MemTable, JobError> {
     let n = MODELS.len() * (MAX_LEAD_H as usize + 1);
-    let (mut model, mut lead, mut before, mut after, mut index) =
-        (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    let (mut model, mut lead, mut before, mut after, mut index) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
     for m in &MODELS {
         // Count in 1/lcm(steps) units so the index is exact (19.0, not 19.000000000000004).
         let unit = m.steps.iter().fold(1u64, |acc, s| lcm(acc, u64::from(s.1.max(1))));
@@ -155,7 +160,11 @@ mod tests {
     async fn rows(ctx: &SessionContext, q: &str) -> Vec<String> {
         let b = ctx.sql(q).await.unwrap().collect().await.unwrap();
         let text = datafusion::arrow::util::pretty::pretty_format_batches(&b).unwrap().to_string();
-        text.lines().filter(|l| l.starts_with('|')).skip(1).map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ")).collect()
+        text.lines()
+            .filter(|l| l.starts_with('|'))
+            .skip(1)
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect()
     }
 
     #[tokio::test]
@@ -169,7 +178,13 @@ mod tests {
              AND date = DATE '2026-03-08' ORDER BY tz_mode",
         )
         .await;
-        assert_eq!(r, ["| civil | 2026-03-08 | 2026-03-08T06:00:00Z | 23 |", "| standard | 2026-03-08 | 2026-03-08T06:00:00Z | 24 |"]);
+        assert_eq!(
+            r,
+            [
+                "| civil | 2026-03-08 | 2026-03-08T06:00:00Z | 23 |",
+                "| standard | 2026-03-08 | 2026-03-08T06:00:00Z | 24 |"
+            ]
+        );
         let r = rows(&ctx, "SELECT start_utc FROM day_windows WHERE timezone = 'Asia/Kolkata' AND date = DATE '2026-03-08' AND tz_mode = 'civil'").await;
         assert_eq!(r, ["| 2026-03-07T18:30:00Z |"]);
     }
@@ -195,7 +210,11 @@ mod tests {
                 "| 72 | 6 | 6 | 22.0 |"
             ]
         );
-        let r = rows(&ctx, "SELECT step_before_h, step_after_h FROM model_leads WHERE model = 'GFS' AND forecast_hour = 120").await;
+        let r = rows(
+            &ctx,
+            "SELECT step_before_h, step_after_h FROM model_leads WHERE model = 'GFS' AND forecast_hour = 120",
+        )
+        .await;
         assert_eq!(r, ["| 1 | 3 |"]);
     }
 }

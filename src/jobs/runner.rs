@@ -253,7 +253,11 @@ async fn plan(lake: &Lake, spec: &JobSpec, range: Option<(NaiveDate, NaiveDate)>
         Some((a, b)) if a > b => Err(bad(format!("--from {a} is after --to {b}"))),
         Some((a, b)) => Ok(Plan { chunks: split_range(a, b, inc.chunk_days), replace: Replace::KeyRange(a, b), range }),
         None => {
-            let dir = if schema::table(&inc.source).is_some() { inc.source.clone() } else { format!("derived/{}", inc.source) };
+            let dir = if schema::table(&inc.source).is_some() {
+                inc.source.clone()
+            } else {
+                format!("derived/{}", inc.source)
+            };
             let dates = key_dates(lake, &dir, &inc.key).await?;
             let chunks = match (dates.first(), dates.last()) {
                 (Some(&a), Some(&b)) => split_range(a, b, inc.chunk_days),
@@ -425,7 +429,12 @@ pub async fn run_statements(
     let state = ctx.state();
     for (file, n, s) in statements {
         let plan = state.statement_to_plan(s).await.map_err(|e| sql_err(file, n, e))?;
-        ctx.execute_logical_plan(plan).await.map_err(|e| sql_err(file, n, e))?.collect().await.map_err(|e| sql_err(file, n, e))?;
+        ctx.execute_logical_plan(plan)
+            .await
+            .map_err(|e| sql_err(file, n, e))?
+            .collect()
+            .await
+            .map_err(|e| sql_err(file, n, e))?;
     }
     let (file, n, s) = last;
     let plan = state.statement_to_plan(s).await.map_err(|e| sql_err(file, n, e))?;
@@ -455,7 +464,11 @@ fn conform(df: DataFrame, spec: &JobSpec) -> Result<DataFrame, JobError> {
     let mut exprs = Vec::new();
     for c in &spec.output.columns {
         let Some(field) = df.schema().fields().iter().find(|f| f.name() == &c.name) else {
-            return Err(bad(format!("declared column {} is missing from the query (it produces {})", c.name, produced.join(", "))));
+            return Err(bad(format!(
+                "declared column {} is missing from the query (it produces {})",
+                c.name,
+                produced.join(", ")
+            )));
         };
         let want = c.kind.data_type();
         let e = Expr::Column(datafusion::common::Column::new_unqualified(&c.name));
@@ -493,26 +506,20 @@ fn encode_blocking(
     let bad = |reason: String| JobError::Output { job: spec.name.clone(), reason };
     let out = &spec.output;
     let schema = out.schema();
-    if batches.iter().all(|b| b.num_rows() == 0) {
-        return Ok(Vec::new());
-    }
-    let all = concat_batches(&batches[0].schema(), batches)?;
-    let mut cols = Vec::with_capacity(schema.fields().len());
-    for f in schema.fields() {
-        let c = all.column_by_name(f.name()).ok_or_else(|| bad(format!("column {} missing", f.name())))?;
-        if !f.is_nullable() && c.null_count() > 0 {
-            return Err(bad(format!("column {} is declared non-null but has {} null value(s)", f.name(), c.null_count())));
-        }
-        cols.push(if c.data_type() == f.data_type() { Arc::clone(c) } else { cast(c, f.data_type())? });
-    }
-    let all = RecordBatch::try_new(Arc::clone(&schema), cols)?;
+    let Some(all) = output_batch(spec, batches)? else { return Ok(Vec::new()) };
 
     // Partition directory of every row.
     let key = spec.incremental.as_ref().map(|i| i.key.as_str());
     let part_values: Vec<Vec<String>> = out
         .partition_by
         .iter()
-        .map(|p| partition_strings(all.column_by_name(p).ok_or_else(|| bad(format!("partition column {p} missing")))?, p, &bad))
+        .map(|p| {
+            partition_strings(
+                all.column_by_name(p).ok_or_else(|| bad(format!("partition column {p} missing")))?,
+                p,
+                &bad,
+            )
+        })
         .collect::<Result<_, _>>()?;
     let mut groups: BTreeMap<String, Vec<u32>> = BTreeMap::new();
     for row in 0..all.num_rows() {
@@ -560,6 +567,30 @@ fn encode_blocking(
         .collect()
 }
 
+/// The query's rows as one batch of the declared output schema (types and nullability
+/// checked); `None` when there are no rows.
+pub fn output_batch(spec: &JobSpec, batches: &[RecordBatch]) -> Result<Option<RecordBatch>, JobError> {
+    let bad = |reason: String| JobError::Output { job: spec.name.clone(), reason };
+    let schema = spec.output.schema();
+    if batches.iter().all(|b| b.num_rows() == 0) {
+        return Ok(None);
+    }
+    let all = concat_batches(&batches[0].schema(), batches)?;
+    let mut cols = Vec::with_capacity(schema.fields().len());
+    for f in schema.fields() {
+        let c = all.column_by_name(f.name()).ok_or_else(|| bad(format!("column {} missing", f.name())))?;
+        if !f.is_nullable() && c.null_count() > 0 {
+            return Err(bad(format!(
+                "column {} is declared non-null but has {} null value(s)",
+                f.name(),
+                c.null_count()
+            )));
+        }
+        cols.push(if c.data_type() == f.data_type() { Arc::clone(c) } else { cast(c, f.data_type())? });
+    }
+    Ok(Some(RecordBatch::try_new(schema, cols)?))
+}
+
 /// Path strings of a partition column: strings as they are, dates as YYYY-MM-DD.
 fn partition_strings(a: &ArrayRef, name: &str, bad: &dyn Fn(String) -> JobError) -> Result<Vec<String>, JobError> {
     if a.null_count() > 0 {
@@ -579,7 +610,10 @@ fn partition_strings(a: &ArrayRef, name: &str, bad: &dyn Fn(String) -> JobError)
             s.as_string::<i32>().iter().map(|v| v.unwrap_or_default().to_string()).collect()
         }
     };
-    if let Some(v) = values.iter().find(|v| v.is_empty() || v.contains(['/', '\\']) || v.chars().any(char::is_control) || *v == "." || *v == "..") {
+    if let Some(v) = values
+        .iter()
+        .find(|v| v.is_empty() || v.contains(['/', '\\']) || v.chars().any(char::is_control) || *v == "." || *v == "..")
+    {
         return Err(bad(format!("partition column {name} has value '{v}', unusable in a path")));
     }
     Ok(values)

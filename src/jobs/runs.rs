@@ -12,7 +12,9 @@ use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, Date32Array, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
 };
 use datafusion::arrow::compute::{concat_batches, sort_to_indices, take_record_batch};
-use datafusion::arrow::datatypes::{DataType, Date32Type, Field, Int64Type, Schema, SchemaRef, TimeUnit, TimestampMicrosecondType};
+use datafusion::arrow::datatypes::{
+    DataType, Date32Type, Field, Int64Type, Schema, SchemaRef, TimeUnit, TimestampMicrosecondType,
+};
 use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::parquet::basic::{Compression, ZstdLevel};
 use datafusion::parquet::file::properties::WriterProperties;
@@ -110,8 +112,14 @@ fn to_batch(runs: &[&JobRun]) -> Result<RecordBatch, JobError> {
     let cols: Vec<ArrayRef> = vec![
         Arc::new(StringArray::from_iter_values(runs.iter().map(|r| r.run_id.as_str()))),
         Arc::new(StringArray::from_iter_values(runs.iter().map(|r| r.trigger.as_str()))),
-        Arc::new(TimestampMicrosecondArray::from_iter_values(runs.iter().map(|r| r.started_at.timestamp_micros())).with_timezone("UTC")),
-        Arc::new(TimestampMicrosecondArray::from_iter_values(runs.iter().map(|r| r.finished_at.timestamp_micros())).with_timezone("UTC")),
+        Arc::new(
+            TimestampMicrosecondArray::from_iter_values(runs.iter().map(|r| r.started_at.timestamp_micros()))
+                .with_timezone("UTC"),
+        ),
+        Arc::new(
+            TimestampMicrosecondArray::from_iter_values(runs.iter().map(|r| r.finished_at.timestamp_micros()))
+                .with_timezone("UTC"),
+        ),
         Arc::new(StringArray::from_iter_values(runs.iter().map(|r| r.status.as_str()))),
         Arc::new(Int64Array::from_iter_values(runs.iter().map(|r| r.rows as i64))),
         Arc::new(Int64Array::from_iter_values(runs.iter().map(|r| r.partitions as i64))),
@@ -124,10 +132,13 @@ fn to_batch(runs: &[&JobRun]) -> Result<RecordBatch, JobError> {
 
 fn from_batch(job: &str, b: &RecordBatch) -> Result<Vec<JobRun>, JobError> {
     let col = |name: &str| -> Result<&ArrayRef, JobError> {
-        b.column_by_name(name).ok_or_else(|| JobError::Output { job: job.into(), reason: format!("job_runs file without {name}") })
+        b.column_by_name(name)
+            .ok_or_else(|| JobError::Output { job: job.into(), reason: format!("job_runs file without {name}") })
     };
     let s = |name: &str| -> Result<&StringArray, JobError> {
-        col(name)?.as_string_opt::<i32>().ok_or_else(|| JobError::Output { job: job.into(), reason: format!("job_runs.{name} type") })
+        col(name)?
+            .as_string_opt::<i32>()
+            .ok_or_else(|| JobError::Output { job: job.into(), reason: format!("job_runs.{name} type") })
     };
     let (run_id, trigger, status, error) = (s("run_id")?, s("trigger")?, s("status")?, s("error")?);
     let started = col("started_at")?.as_primitive::<TimestampMicrosecondType>();
@@ -227,7 +238,8 @@ mod tests {
             status,
             rows: i as u64,
             partitions: 1,
-            range: (i % 2 == 0).then(|| (NaiveDate::from_ymd_opt(2026, 3, 1).unwrap(), NaiveDate::from_ymd_opt(2026, 3, 2).unwrap())),
+            range: (i % 2 == 0)
+                .then(|| (NaiveDate::from_ymd_opt(2026, 3, 1).unwrap(), NaiveDate::from_ymd_opt(2026, 3, 2).unwrap())),
             error: (status == RunStatus::Failed).then(|| "boom".to_string()),
         }
     }

@@ -220,8 +220,14 @@ mod tests {
         // Both day fields restricted: either matches (the 13th, or any Friday).
         let c = Cron::parse("0 12 13 * 5").unwrap();
         assert_eq!(c.next_after(t("2026-03-01T00:00:00Z")), Some(t("2026-03-06T12:00:00Z")));
-        assert_eq!(Cron::parse("0 0 * * 7").unwrap(), Cron { text: "0 0 * * 7".into(), ..Cron::parse("0 0 * * 0").unwrap() });
-        assert_eq!(Cron::parse("@daily").unwrap().next_after(t("2026-03-08T10:00:00Z")), Some(t("2026-03-09T00:00:00Z")));
+        assert_eq!(
+            Cron::parse("0 0 * * 7").unwrap(),
+            Cron { text: "0 0 * * 7".into(), ..Cron::parse("0 0 * * 0").unwrap() }
+        );
+        assert_eq!(
+            Cron::parse("@daily").unwrap().next_after(t("2026-03-08T10:00:00Z")),
+            Some(t("2026-03-09T00:00:00Z"))
+        );
         assert_eq!(Cron::parse("0 0 31 2 *").unwrap().next_after(t("2026-03-08T10:00:00Z")), None);
     }
 

@@ -24,7 +24,8 @@ use crate::lake::Lake;
 const MAX_WAIT_DEBOUNCES: i32 = 10;
 
 /// Starts a job run and resolves to whether it succeeded.
-pub type RunFn = Arc<dyn Fn(JobSpec, Option<(NaiveDate, NaiveDate)>, &'static str) -> BoxFuture<'static, bool> + Send + Sync>;
+pub type RunFn =
+    Arc<dyn Fn(JobSpec, Option<(NaiveDate, NaiveDate)>, &'static str) -> BoxFuture<'static, bool> + Send + Sync>;
 
 /// Spawns the scheduler for `specs` on the current tokio runtime. `notify` carries the
 /// names of tables that received new data (ingest sends e.g. `"forecasts"`).
@@ -116,7 +117,10 @@ impl Machine {
     pub fn new(specs: Vec<JobSpec>, now: DateTime<Utc>) -> Self {
         let state = specs
             .iter()
-            .map(|s| JobState { next_cron: s.schedule.cron.as_ref().and_then(|c| c.next_after(now)), ..Default::default() })
+            .map(|s| JobState {
+                next_cron: s.schedule.cron.as_ref().and_then(|c| c.next_after(now)),
+                ..Default::default()
+            })
             .collect();
         Machine { specs, state }
     }

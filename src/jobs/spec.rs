@@ -300,7 +300,9 @@ pub fn parse_spec(
     let mut helpers = Vec::new();
     for h in &raw.helpers {
         let names: Vec<_> = Helper::ALL.iter().map(|h| h.name()).collect();
-        helpers.push(Helper::parse(h).ok_or_else(|| bad(format!("unknown helper '{h}' (helpers: {})", names.join(", "))))?);
+        helpers.push(
+            Helper::parse(h).ok_or_else(|| bad(format!("unknown helper '{h}' (helpers: {})", names.join(", "))))?,
+        );
     }
 
     // Output.
@@ -311,7 +313,10 @@ pub fn parse_spec(
     let mut columns = Vec::new();
     for c in o.columns {
         let kind = ColumnKind::parse(&c.kind).ok_or_else(|| {
-            bad(format!("column {}: unknown type '{}' (string, date, timestamp, int, bigint, double, bool)", c.name, c.kind))
+            bad(format!(
+                "column {}: unknown type '{}' (string, date, timestamp, int, bigint, double, bool)",
+                c.name, c.kind
+            ))
         })?;
         if columns.iter().any(|x: &Column| x.name == c.name) {
             return Err(bad(format!("column {} declared twice", c.name)));
@@ -325,7 +330,11 @@ pub fn parse_spec(
     for p in &o.partition_by {
         match kind_of(p) {
             Some(ColumnKind::String | ColumnKind::Date) => {}
-            Some(k) => return Err(bad(format!("partition column {p} is {k:?}: only string or date columns can be partitions"))),
+            Some(k) => {
+                return Err(bad(format!(
+                    "partition column {p} is {k:?}: only string or date columns can be partitions"
+                )))
+            }
             None => return Err(bad(format!("partition column {p} is not a declared column"))),
         }
     }
@@ -405,7 +414,8 @@ pub fn parse_spec(
 pub fn load_specs(dir: impl AsRef<Path>) -> Result<Vec<JobSpec>, JobError> {
     let dir = dir.as_ref();
     let io = |e: std::io::Error| JobError::Spec { origin: dir.display().to_string(), reason: e.to_string() };
-    let root: PathBuf = dir.canonicalize().map_err(io)?.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    let root: PathBuf =
+        dir.canonicalize().map_err(io)?.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(io)?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -415,8 +425,10 @@ pub fn load_specs(dir: impl AsRef<Path>) -> Result<Vec<JobSpec>, JobError> {
     let mut specs = Vec::new();
     for f in files {
         let origin = f.display().to_string();
-        let text = std::fs::read_to_string(&f).map_err(|e| JobError::Spec { origin: origin.clone(), reason: e.to_string() })?;
-        let read = |p: &str| std::fs::read_to_string(root.join(p)).map_err(|e| format!("{}: {e}", root.join(p).display()));
+        let text = std::fs::read_to_string(&f)
+            .map_err(|e| JobError::Spec { origin: origin.clone(), reason: e.to_string() })?;
+        let read =
+            |p: &str| std::fs::read_to_string(root.join(p)).map_err(|e| format!("{}: {e}", root.join(p).display()));
         specs.push(parse_spec(&origin, &text, &read)?);
     }
     validate_set(&mut specs)?;
@@ -438,7 +450,8 @@ pub fn embedded_specs() -> Result<Vec<JobSpec>, JobError> {
 /// producers of derived inputs are added to `depends_on`), no cycle.
 pub fn validate_set(specs: &mut [JobSpec]) -> Result<(), JobError> {
     let mut producers: HashMap<String, String> = HashMap::new();
-    let outputs: HashMap<String, OutputSpec> = specs.iter().map(|s| (s.output.table.clone(), s.output.clone())).collect();
+    let outputs: HashMap<String, OutputSpec> =
+        specs.iter().map(|s| (s.output.table.clone(), s.output.clone())).collect();
     let mut names = BTreeSet::new();
     for s in specs.iter() {
         if !names.insert(s.name.clone()) {
@@ -536,7 +549,10 @@ pub fn names(specs: &[JobSpec]) -> String {
 
 /// Finds a job by name.
 pub fn find<'a>(specs: &'a [JobSpec], name: &str) -> Result<&'a JobSpec, JobError> {
-    specs.iter().find(|s| s.name == name).ok_or_else(|| JobError::UnknownJob { name: name.to_string(), known: names(specs) })
+    specs
+        .iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| JobError::UnknownJob { name: name.to_string(), known: names(specs) })
 }
 
 #[cfg(test)]

@@ -40,7 +40,11 @@ impl StreamAuth for AppState {
             ));
         }
         if stations.is_empty() {
-            return Err(StreamRefusal::new(400, "Missing required parameter: stations", "comma-separated station codes"));
+            return Err(StreamRefusal::new(
+                400,
+                "Missing required parameter: stations",
+                "comma-separated station codes",
+            ));
         }
         if let Some(bad) = stations.iter().find(|s| Catalog::global().get(s).is_none()) {
             return Err(StreamRefusal::new(400, format!("Unknown station: {bad}"), "stations must be catalog codes"));
@@ -49,7 +53,10 @@ impl StreamAuth for AppState {
             return Err(StreamRefusal::new(
                 403,
                 "Too many stations",
-                format!("the Professional tier streams at most {PROFESSIONAL_MAX_STATIONS} stations; {} requested", stations.len()),
+                format!(
+                    "the Professional tier streams at most {PROFESSIONAL_MAX_STATIONS} stations; {} requested",
+                    stations.len()
+                ),
             ));
         }
         // One connection per user account (spec 5 item 7), not per key.
@@ -176,10 +183,8 @@ pub fn events_for(live: &LiveService, applied: &Applied) -> Vec<(String, &'stati
     };
     // Only changes of the trading day in progress are alerts; a late report that changes
     // an older day is visible through svc_high?date=, not pushed.
-    let current: BTreeMap<Logic, chrono::NaiveDate> = Logic::ALL
-        .iter()
-        .filter_map(|&l| live.hot.read(station, |h| (l, h.live.day_of(l, now))))
-        .collect();
+    let current: BTreeMap<Logic, chrono::NaiveDate> =
+        Logic::ALL.iter().filter_map(|&l| live.hot.read(station, |h| (l, h.live.day_of(l, now)))).collect();
     for e in changes {
         let c = e.change();
         if current.get(&c.logic) == Some(&c.date) {

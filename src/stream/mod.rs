@@ -35,9 +35,9 @@
 //! This module depends on no other wxlake module: authorization comes in through
 //! [`sse::StreamAuth`] and events through [`event_log::EventLog::append`].
 
+pub mod bridge;
 pub mod event_log;
 pub mod hub;
-pub mod bridge;
 pub mod sse;
 pub mod tls;
 

@@ -66,8 +66,14 @@ async fn raw_forecasts_runs_and_latest() {
     // run=latest needs model; answers the 06Z run with X-Run-Time.
     let (s, v) = app.get("/api/v2/forecasts.php?location_name=KNYC&run=latest").await;
     assert_eq!((s, v["error"].as_str()), (StatusCode::BAD_REQUEST, Some("Missing required parameter: model")));
-    let (s, h, v) =
-        app.call("GET", "/api/v2/forecasts.php?location_name=KNYC&run=latest&model=GFS", Some(app.key(wxlake::api::keys::Tier::Developer)), "").await;
+    let (s, h, v) = app
+        .call(
+            "GET",
+            "/api/v2/forecasts.php?location_name=KNYC&run=latest&model=GFS",
+            Some(app.key(wxlake::api::keys::Tier::Developer)),
+            "",
+        )
+        .await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(h["x-run-time"], "2026-03-08T06:00:00Z");
     assert_eq!(v.as_array().unwrap().len(), 48, "F00 to the run's last lead");
@@ -119,7 +125,11 @@ async fn nws_hourly_versions_per_lst_date() {
     let opts = || IngestOptions { station: Some("KNYC".into()), ..Default::default() };
     store(&app, Format::NwsHourly, real.as_bytes(), opts()).await;
     // A later version with one hour changed, and a third identical to the second.
-    let v2 = real.replace("2026-09-24T03:16:37+00:00", "2026-09-24T04:16:37+00:00").replacen("\"temperature\":68", "\"temperature\":70", 1);
+    let v2 = real.replace("2026-09-24T03:16:37+00:00", "2026-09-24T04:16:37+00:00").replacen(
+        "\"temperature\":68",
+        "\"temperature\":70",
+        1,
+    );
     assert_ne!(v2, real, "fixture edit must apply");
     store(&app, Format::NwsHourly, v2.as_bytes(), opts()).await;
     let v3 = v2.replace("2026-09-24T04:16:37+00:00", "2026-09-24T04:46:37+00:00");
@@ -130,7 +140,8 @@ async fn nws_hourly_versions_per_lst_date() {
     assert_eq!(v["total_versions"], 2, "an unchanged version is not a new one");
     let first = &v["forecasts"][0];
     // Read off the JSON: slots from 05:00Z (midnight EST) hourly.
-    let want: Vec<i64> = vec![55, 55, 54, 53, 52, 52, 52, 53, 56, 59, 62, 64, 66, 67, 67, 68, 67, 66, 66, 64, 62, 60, 59, 60, 59];
+    let want: Vec<i64> =
+        vec![55, 55, 54, 53, 52, 52, 52, 53, 56, 59, 62, 64, 66, 67, 67, 68, 67, 66, 66, 64, 62, 60, 59, 60, 59];
     let got: Vec<i64> = first["hourly_temps"].as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect();
     assert_eq!(got, want);
     assert_eq!((first["high"].as_i64(), first["low"].as_i64()), (Some(68), Some(52)));

@@ -38,7 +38,7 @@ use datafusion::prelude::SessionContext;
 use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
 use wxlake::catalog::Catalog;
 use wxlake::jobs::helpers::register_helpers;
-use wxlake::jobs::runner::run_statements;
+use wxlake::jobs::runner::{output_batch, run_statements};
 use wxlake::jobs::spec::{find, load_specs, JobSpec};
 use wxlake::lake::query::{models_table, stations_table};
 use wxlake::lake::schema::FORECASTS;
@@ -103,10 +103,10 @@ impl JobsDb {
         register_helpers(&self.ctx, &spec, range.0, range.1).map_err(err)?;
         let df = run_statements(&self.ctx, &spec, Some(range)).await.map_err(err)?;
         let batches = df.collect().await.map_err(err)?;
-        let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
-        let schema = spec.output.schema();
+        let batch = output_batch(&spec, &batches).map_err(err)?;
+        let rows = batch.as_ref().map_or(0, RecordBatch::num_rows);
         self.ctx.deregister_table(spec.output.table.as_str()).map_err(err)?;
-        let table = MemTable::try_new(schema, vec![batches]).map_err(err)?;
+        let table = MemTable::try_new(spec.output.schema(), vec![batch.into_iter().collect()]).map_err(err)?;
         self.ctx.register_table(spec.output.table.as_str(), Arc::new(table)).map_err(err)?;
         Ok(rows as u64)
     }

@@ -60,7 +60,10 @@ pub fn location_param(p: &Params) -> Result<String, ApiError> {
 }
 
 /// The raw-mode window; both ends required unless a run is given.
-fn window(p: &Params, run_given: bool) -> Result<Option<(DateTime<Utc>, DateTime<Utc>)>, ApiError> {
+/// A UTC time range, both ends inclusive.
+type Range = (DateTime<Utc>, DateTime<Utc>);
+
+fn window(p: &Params, run_given: bool) -> Result<Option<Range>, ApiError> {
     let fmt = "ISO 8601, e.g. 2026-03-08T00:00:00Z";
     let (start, end) = (p.time("start_valid_time")?, p.time("end_valid_time")?);
     match (start, end) {
@@ -167,7 +170,7 @@ pub async fn latest_run(state: &AppState, model: &str, loc: &str) -> ApiResult<O
         let batches = state.live.ctx.sql(&sql).await?.collect().await?;
         if let Some(b) = batches.first() {
             let a = b.column(0).as_primitive::<TimestampMicrosecondType>();
-            if a.len() > 0 && a.is_valid(0) {
+            if !a.is_empty() && a.is_valid(0) {
                 return Ok(DateTime::from_timestamp_micros(a.value(0)));
             }
         }
@@ -205,9 +208,9 @@ async fn daily(
     }
     let base = filters.join(" AND ");
     let run_filter = match run {
-        None | Some("latest") => format!(
-            "run_time = (SELECT max(l.run_time) FROM forecast_daily l WHERE l.model = d.model AND l.location_name = d.location_name AND l.tz_mode = d.tz_mode)"
-        ),
+        None | Some("latest") => "run_time = (SELECT max(l.run_time) FROM forecast_daily l WHERE l.model = d.model \
+             AND l.location_name = d.location_name AND l.tz_mode = d.tz_mode)"
+            .to_string(),
         Some(r) => {
             let rt = crate::time::parse_utc(r).ok_or_else(|| {
                 ApiError::bad_request(format!("Invalid run: {r}"), "run is `latest` or an ISO 8601 run_time")

@@ -3,5 +3,5 @@
 pub mod daily_extremes;
 pub mod forecasts;
 pub mod nws_forecasts;
-pub mod precipitation;
 pub mod observations;
+pub mod precipitation;

@@ -37,7 +37,11 @@ pub struct NwsVersion {
 }
 
 /// The 25 slots of `date` from one version's periods (start time → °F).
-pub fn slots(window_start: DateTime<Utc>, generated_at: DateTime<Utc>, periods: &BTreeMap<DateTime<Utc>, f64>) -> Vec<Option<i64>> {
+pub fn slots(
+    window_start: DateTime<Utc>,
+    generated_at: DateTime<Utc>,
+    periods: &BTreeMap<DateTime<Utc>, f64>,
+) -> Vec<Option<i64>> {
     (0..25)
         .map(|k| {
             let t = window_start + Duration::hours(k);
@@ -82,7 +86,9 @@ pub async fn versions(state: &AppState, station: &Station, date: NaiveDate) -> A
         let s = b.column(1).as_primitive::<TimestampMicrosecondType>();
         let f = b.column(2).as_primitive::<Float64Type>();
         for i in 0..b.num_rows() {
-            if let (Some(g), Some(s)) = (DateTime::from_timestamp_micros(g.value(i)), DateTime::from_timestamp_micros(s.value(i))) {
+            if let (Some(g), Some(s)) =
+                (DateTime::from_timestamp_micros(g.value(i)), DateTime::from_timestamp_micros(s.value(i)))
+            {
                 by_version.entry(g).or_default().insert(s, f.value(i));
             }
         }
@@ -156,7 +162,8 @@ pub async fn handler(
         map.insert("generated_at".into(), last.map(|v| v.generated_at.clone()).into());
         map.insert(
             "hourly_temps".into(),
-            serde_json::to_value(last.map(|v| v.hourly_temps.clone()).unwrap_or_else(|| vec![None; 25])).unwrap_or_default(),
+            serde_json::to_value(last.map(|v| v.hourly_temps.clone()).unwrap_or_else(|| vec![None; 25]))
+                .unwrap_or_default(),
         );
         map.insert("high".into(), last.and_then(|v| v.high).into());
         map.insert("low".into(), last.and_then(|v| v.low).into());
