@@ -3,11 +3,14 @@
 
 use axum::response::{Html, IntoResponse, Response};
 use axum::Json;
+use utoipa::openapi::path::{HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, ObjectBuilder, PathItem, Ref, Required, ResponseBuilder, Type};
 use utoipa::{Modify, OpenApi};
 
 use super::error::ErrorBody;
 use super::observation_json::{ObservationV1, ObservationV2};
+use super::paths;
 use super::v1::observations::SvcHighV1;
 use super::v2::observations::SvcHigh;
 
@@ -37,6 +40,7 @@ use super::v2::observations::SvcHigh;
         (name = "observations", description = "Latest observation, trading-day extremes, history"),
         (name = "forecasts", description = "Model forecasts: raw rows, runs, daily summaries; NWS hourly forecast versions"),
         (name = "ingest", description = "Live ingest (admin keys)"),
+        (name = "stream", description = "Push stream (HTTPS, its own listener)"),
         (name = "v1", description = "Legacy v1 interface"),
     )
 )]
@@ -53,8 +57,66 @@ impl Modify for Security {
         );
         components
             .add_security_scheme("api_key", SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-API-Key"))));
+        openapi.paths.paths.insert(paths::V2_STREAM.to_string(), stream_path());
     }
 }
+
+/// The push stream lives on its own HTTPS listener; it is documented here so one document
+/// describes the whole service (README "Push stream" has the same table).
+fn stream_path() -> PathItem {
+    let param = |name: &str, required: bool, desc: &str| {
+        ParameterBuilder::new()
+            .name(name)
+            .parameter_in(ParameterIn::Query)
+            .required(if required { Required::True } else { Required::False })
+            .description(Some(desc))
+            .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
+            .build()
+    };
+    let error = |d: &str| {
+        ResponseBuilder::new()
+            .description(d)
+            .content("application/json", ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build())
+            .build()
+    };
+    let op = OperationBuilder::new()
+        .tag("stream")
+        .summary(Some("Push stream of server-sent events (HTTPS, dedicated port: serve --stream-addr)"))
+        .description(Some(STREAM_DESCRIPTION))
+        .parameter(param("stations", true, "comma-separated station codes (Professional: at most 5)"))
+        .parameter(param(
+            "api_key",
+            true,
+            "a stream-enabled API key (wxlake keys create --stream / keys enable-stream)",
+        ))
+        .parameter(param(
+            "last_event_id",
+            false,
+            "id of the last event received: replays what was missed (the Last-Event-ID header works too)",
+        ))
+        .response(
+            "200",
+            ResponseBuilder::new()
+                .description("text/event-stream: events as `event:`, `id:`, `data:` lines")
+                .content("text/event-stream", ContentBuilder::new().build())
+                .build(),
+        )
+        .response("400", error("missing or unknown stations"))
+        .response("401", error("missing or invalid api_key"))
+        .response("403", error("key not stream-enabled, or too many stations for the tier"))
+        .build();
+    PathItem::new(HttpMethod::Get, op)
+}
+
+const STREAM_DESCRIPTION: &str =
+    "Events: `connected` (no id; stations, user, timestamp), `heartbeat` (no id; every 30 s), \
+`observation` (METAR, SPECI, HF-METAR; never one-minute data; spec 6 payload with svc_high/svc_low per logic, \
+valid-through times, anomaly, suspect_temperature, data_quality), `dsm`, `cli`, `new_high` / `new_low` (per logic, \
+with prev_value_f/prev_value_c, only for the trading day in progress; suspect temperatures never alert), `resync` \
+(no id; reason unknown_last_event_id or last_event_id_expired: resynchronise over REST, the stream continues; \
+slow_consumer: the client fell behind and is closed), `displaced` (no id; a newer connection of the same user took \
+over, this one closes). Reconnect with the last id received: missed events of the subscribed stations are replayed \
+in order from a 24-hour durable log, then the stream continues live without gap or duplicate.";
 
 /// The document as JSON.
 pub fn document() -> utoipa::openapi::OpenApi {

@@ -169,15 +169,27 @@ impl LiveService {
         events
     }
 
-    /// Writes everything pending to the lake, then trims the WAL through it.
+    /// Writes everything pending to the lake (one write per table, so a flush adds at most
+    /// one file per touched partition), then trims the WAL through it.
     pub async fn flush(&self) -> Result<WriteStats, LiveError> {
         let _guard = self.flush_lock.lock().await;
         let batch: Vec<WalEntry> = self.pending_lock().clone();
         let Some(last) = batch.last().map(|e| e.seq) else { return Ok(WriteStats::default()) };
-        let mut stats = WriteStats::default();
+        let (mut obs, mut onemin, mut reports, mut forecasts, mut nws) = (vec![], vec![], vec![], vec![], vec![]);
         for e in &batch {
-            stats += store(&self.lake, decode_entry(e).records).await?;
+            match decode_entry(e).records {
+                Records::Observations(v) => obs.extend(v),
+                Records::OneMinute(v) => onemin.extend(v),
+                Records::Reports(v) => reports.extend(v),
+                Records::Forecasts(v) => forecasts.extend(v),
+                Records::NwsHourly(v) => nws.extend(v),
+            }
         }
+        let mut stats = store(&self.lake, Records::Observations(obs)).await?;
+        stats += store(&self.lake, Records::OneMinute(onemin)).await?;
+        stats += store(&self.lake, Records::Reports(reports)).await?;
+        stats += store(&self.lake, Records::Forecasts(forecasts)).await?;
+        stats += store(&self.lake, Records::NwsHourly(nws)).await?;
         let wal = Arc::clone(&self.wal);
         tokio::task::spawn_blocking(move || wal.trim_through(last))
             .await
@@ -191,20 +203,31 @@ impl LiveService {
         self.pending_lock().len()
     }
 
-    /// Flushes every `every` and prunes the hot state, until the process ends.
+    /// Flushes every `every`, prunes the hot state, and compacts the lake hourly (each
+    /// flush adds small files), until the process ends.
     pub fn spawn_background(self: &Arc<Self>, every: StdDuration) -> tokio::task::JoinHandle<()> {
         let svc = Arc::clone(self);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let compact_every = (3600 / every.as_secs().max(1)).max(1);
+            let mut n: u64 = 0;
             loop {
                 tick.tick().await;
+                n += 1;
                 match svc.flush().await {
                     Ok(s) if s.stored > 0 => tracing::info!(stored = s.stored, files = s.files, "flushed WAL to lake"),
                     Ok(_) => {}
                     Err(e) => tracing::error!(error = %e, "flush failed; will retry"),
                 }
                 svc.hot.prune(svc.clock.now());
+                if n % compact_every == 0 {
+                    for t in crate::lake::schema::TABLES {
+                        if let Err(e) = svc.lake.compact(t).await {
+                            tracing::error!(table = t.name, error = %e, "compaction failed");
+                        }
+                    }
+                }
             }
         })
     }

@@ -284,6 +284,11 @@ async fn openapi_describes_every_route() {
         "/api/v2/observations.php",
         "/api/v1/observations.php",
         "/api/v2/ingest/{format}",
+        "/api/v2/forecasts.php",
+        "/api/v2/nws_forecasts.php",
+        "/api/v2/precipitation.php",
+        "/api/v1/forecasts.php",
+        "/api/v2/stream",
         "/api/v2/daily_extremes.php",
     ] {
         assert!(v["paths"].get(p).is_some(), "{p} missing from OpenAPI");
