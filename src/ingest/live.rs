@@ -221,7 +221,7 @@ impl LiveService {
                     Err(e) => tracing::error!(error = %e, "flush failed; will retry"),
                 }
                 svc.hot.prune(svc.clock.now());
-                if n % compact_every == 0 {
+                if n.is_multiple_of(compact_every) {
                     for t in crate::lake::schema::TABLES {
                         if let Err(e) = svc.lake.compact(t).await {
                             tracing::error!(table = t.name, error = %e, "compaction failed");
