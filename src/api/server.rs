@@ -23,6 +23,8 @@ pub fn router(state: AppState) -> Router {
         .route(paths::V2_NWS_FORECASTS, get(v2::nws_forecasts::handler))
         .route(paths::V2_PRECIPITATION, get(v2::precipitation::handler))
         .route(paths::V1_FORECASTS, get(v1::forecasts::handler))
+        .route(paths::V2_NEARBY, get(v2::nearby::handler))
+        .route(paths::V2_PACING, get(v2::pacing::handler))
         .route(paths::V2_INGEST, post(ingest::handler))
         .route_layer(middleware::from_fn_with_state(state.clone(), auth::authenticate));
     Router::new()

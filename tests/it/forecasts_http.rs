@@ -219,3 +219,55 @@ KNYC 081600Z AUTO 27008KT 10SM BKN050 08/06 A3021 RMK P0000 T00800060 MADISHF
     let (s, _) = app.get("/api/v2/precipitation.php?station_code=EGLC").await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test]
+async fn nearby_and_pacing_for_premium_tiers() {
+    let app = App::new().await;
+    let (s, v) = app
+        .ingest("metar", "month=2026-03", "KNYC 081600Z AUTO 28009KT 10SM CLR 10/M06 A3020 RMK T01001060 MADISHF\n")
+        .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{v}");
+    let rows: Vec<ForecastRow> = (0..48).map(|lead| row("GFS", 6, lead, 38.0 + lead as f64)).collect();
+    store(
+        &app,
+        Format::Forecasts,
+        wxlake::decode::forecast_rows::encode_forecast_csv(&rows).as_bytes(),
+        IngestOptions::default(),
+    )
+    .await;
+
+    for tier in [wxlake::api::keys::Tier::Professional, wxlake::api::keys::Tier::Testing] {
+        for path in ["/api/v2/nearby.php?station_code=KLGA", "/api/v2/pacing.php?station_code=KNYC"] {
+            let (s, _, v) = app.call("GET", path, Some(app.key(tier)), "").await;
+            assert_eq!((s, v["error"].as_str()), (StatusCode::FORBIDDEN, Some("Access Denied")), "{tier:?} {path}");
+        }
+    }
+
+    let (s, v) = app.get("/api/v2/nearby.php?station_code=KLGA&radius_km=30").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let st = v["stations"].as_array().unwrap();
+    assert_eq!(st.len(), 1, "{v}");
+    assert_eq!(st[0]["station_code"], "KNYC");
+    let d = st[0]["distance_km"].as_f64().unwrap();
+    assert!((5.0..15.0).contains(&d), "{d}");
+    assert_eq!(st[0]["latest"]["observation_time"], "2026-03-08 16:00:00");
+    let (_, v) = app.get("/api/v2/nearby.php?stations=KNYC,EGLC").await;
+    assert_eq!(v["stations"][1]["latest"], serde_json::Value::Null);
+    for q in ["", "station_code=KLGA&radius_km=-3", "stations=KNYC,NOPE"] {
+        let (s, _) = app.get(&format!("/api/v2/nearby.php?{q}")).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{q}");
+    }
+
+    // Observed 50 °F at 16Z; GFS 06Z says 38 + lead: 48 at 16Z → pace +2; over the LST day
+    // (05Z–05Z, leads 0..22) it peaks at 60 and bottoms at 38.
+    let (s, v) = app.get("/api/v2/pacing.php?station_code=KNYC").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!((v["date"].as_str(), v["logic"].as_str()), (Some("2026-03-08"), Some("nws")));
+    let gfs = &v["models"][0];
+    assert_eq!(gfs["model"], "GFS");
+    assert_eq!(gfs["run_time"], "2026-03-08T06:00:00Z");
+    assert_eq!((gfs["model_at_observation"].as_f64(), gfs["pace"].as_f64()), (Some(48.0), Some(2.0)));
+    assert_eq!((gfs["model_high"].as_f64(), gfs["high_pace"].as_f64()), (Some(60.0), Some(62.0)));
+    assert_eq!((gfs["model_low"].as_f64(), gfs["low_pace"].as_f64()), (Some(38.0), Some(40.0)));
+    assert!(v["nws"].is_null(), "no NWS hourly forecast ingested");
+}

@@ -2,6 +2,8 @@
 
 pub mod daily_extremes;
 pub mod forecasts;
+pub mod nearby;
 pub mod nws_forecasts;
 pub mod observations;
+pub mod pacing;
 pub mod precipitation;

@@ -1,0 +1,125 @@
+//! `GET /api/v2/nearby.php` (spec 4.7, beta, Developer and Enterprise): stations around a
+//! station by great-circle distance, or an explicit list, each with its latest observation.
+
+use axum::extract::{Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use chrono::Duration;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::observations::history;
+use crate::api::auth::{require_premium, Caller};
+use crate::api::error::{ApiError, ApiResult};
+use crate::api::observation_json::ObservationV2;
+use crate::api::params::Params;
+use crate::api::AppState;
+use crate::catalog::{distance_km, Catalog, Station};
+
+/// Default and largest search radius.
+pub const DEFAULT_RADIUS_KM: f64 = 100.0;
+pub const MAX_RADIUS_KM: f64 = 2000.0;
+
+/// One station of a nearby answer.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct NearbyStation {
+    pub station_code: String,
+    pub name: String,
+    pub city: String,
+    pub latitude: f64,
+    pub longitude: f64,
+    pub timezone: String,
+    pub units: String,
+    /// Great-circle distance from the reference station (radius search only).
+    pub distance_km: Option<f64>,
+    /// The latest observation of the last two days, or null.
+    pub latest: Option<ObservationV2>,
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v2/nearby.php",
+    tag = "analytics",
+    params(
+        ("station_code" = Option<String>, Query, description = "reference station for a radius search"),
+        ("radius_km" = Option<f64>, Query, description = "radius in km (default 100, at most 2000)"),
+        ("stations" = Option<String>, Query, description = "instead: comma-separated station codes to look up"),
+    ),
+    responses(
+        (status = 200, description = "{reference, radius_km, stations: [NearbyStation]} nearest first", body = [NearbyStation]),
+        (status = 400, description = "neither station_code nor stations, bad radius, unknown station", body = crate::api::error::ErrorBody),
+        (status = 403, description = "Professional and Testing keys: Access Denied", body = crate::api::error::ErrorBody),
+    ),
+    security(("bearer" = []), ("api_key" = []))
+)]
+pub async fn handler(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Query(q): Query<std::collections::HashMap<String, String>>,
+) -> ApiResult<Response> {
+    require_premium(&caller)?;
+    let p = Params(q);
+    let catalog = Catalog::global();
+    let (reference, radius, picked): (Option<&Station>, Option<f64>, Vec<(&Station, Option<f64>)>) =
+        if let Some(list) = p.get("stations") {
+            let mut out = Vec::new();
+            for code in list.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+                let s = catalog.lookup(code).ok_or_else(|| {
+                    ApiError::bad_request(format!("Unknown station: {code}"), "stations must be catalog codes")
+                })?;
+                out.push((s, None));
+            }
+            (None, None, out)
+        } else {
+            let center = p.station("station_code").map_err(|_| {
+                ApiError::bad_request(
+                    "Missing required parameter: station_code or stations",
+                    "give station_code (and radius_km) for a radius search, or stations=A,B for a lookup",
+                )
+            })?;
+            let radius = match p.get("radius_km") {
+                None => DEFAULT_RADIUS_KM,
+                Some(r) => r.parse::<f64>().ok().filter(|r| (0.0..=MAX_RADIUS_KM).contains(r)).ok_or_else(|| {
+                    ApiError::bad_request(
+                        format!("Invalid radius_km: {r}"),
+                        format!("a number of km from 0 to {MAX_RADIUS_KM}"),
+                    )
+                })?,
+            };
+            let mut near: Vec<(&Station, Option<f64>)> = catalog
+                .all()
+                .iter()
+                .filter(|s| s.code != center.code)
+                .map(|s| (s, distance_km(center.latitude, center.longitude, s.latitude, s.longitude)))
+                .filter(|(_, d)| *d <= radius)
+                .map(|(s, d)| (s, Some((d * 10.0).round() / 10.0)))
+                .collect();
+            near.sort_by(|a, b| a.1.partial_cmp(&b.1).unwrap_or(std::cmp::Ordering::Equal));
+            (Some(center), Some(radius), near)
+        };
+    let now = state.now();
+    let mut stations = Vec::with_capacity(picked.len());
+    for (s, d) in picked {
+        let latest = history(&state, s, now - Duration::days(2), now + Duration::hours(1))
+            .await?
+            .last()
+            .map(|(m, r)| ObservationV2::new(m, s, r.as_ref_pair()));
+        stations.push(NearbyStation {
+            station_code: s.code.clone(),
+            name: s.name.clone(),
+            city: s.city.clone(),
+            latitude: s.latitude,
+            longitude: s.longitude,
+            timezone: s.timezone.name().to_string(),
+            units: s.units.as_str().to_string(),
+            distance_km: d,
+            latest,
+        });
+    }
+    Ok(Json(serde_json::json!({
+        "reference": reference.map(|s| s.code.clone()),
+        "radius_km": radius,
+        "stations": stations,
+    }))
+    .into_response())
+}
