@@ -16,6 +16,9 @@ use crate::api::params::Params;
 use crate::api::AppState;
 use crate::catalog::{distance_km, Catalog, Station};
 
+/// A station chosen for the answer, with its distance when the search was by radius.
+type Picked<'a> = (&'a Station, Option<f64>);
+
 /// Default and largest search radius.
 pub const DEFAULT_RADIUS_KM: f64 = 100.0;
 pub const MAX_RADIUS_KM: f64 = 2000.0;
@@ -60,7 +63,7 @@ pub async fn handler(
     require_premium(&caller)?;
     let p = Params(q);
     let catalog = Catalog::global();
-    let (reference, radius, picked): (Option<&Station>, Option<f64>, Vec<(&Station, Option<f64>)>) =
+    let (reference, radius, picked): (Option<&Station>, Option<f64>, Vec<Picked>) =
         if let Some(list) = p.get("stations") {
             let mut out = Vec::new();
             for code in list.split(',').map(str::trim).filter(|c| !c.is_empty()) {
@@ -86,7 +89,7 @@ pub async fn handler(
                     )
                 })?,
             };
-            let mut near: Vec<(&Station, Option<f64>)> = catalog
+            let mut near: Vec<Picked> = catalog
                 .all()
                 .iter()
                 .filter(|s| s.code != center.code)
