@@ -24,12 +24,20 @@ pub trait LakeRecord: Send + Sync {
     fn table() -> &'static TableDef;
     /// Hive partition path segment(s), e.g. `date=2024-03-01`.
     fn partition(&self) -> String;
+    /// A cheap, allocation-free identity of the partition (equal for rows of one
+    /// partition): grouping ten million rows must not format ten million strings.
+    fn partition_key(&self) -> u64;
     /// Hash of the natural key (schema.rs `key_cols`).
     fn row_key(&self) -> u64;
     /// Ordering inside a file: the table's sort columns, then the key to be total.
     fn sort_cmp(&self, other: &Self) -> std::cmp::Ordering;
     /// Builds a batch of the table's file schema from rows already sorted.
     fn to_batch(rows: &[&Self], keys: &[u64], inserted_at: DateTime<Utc>) -> Result<RecordBatch, ArrowError>;
+}
+
+/// Days since the epoch of a UTC instant (the `date=` partitions).
+fn utc_day(t: DateTime<Utc>) -> u64 {
+    t.timestamp().div_euclid(86_400) as u64
 }
 
 fn micros(t: DateTime<Utc>) -> i64 {
@@ -64,6 +72,9 @@ impl LakeRecord for Metar {
     }
     fn partition(&self) -> String {
         format!("date={}", self.time.format("%Y-%m-%d"))
+    }
+    fn partition_key(&self) -> u64 {
+        utc_day(self.time)
     }
     fn row_key(&self) -> u64 {
         KeyHasher::default().str(&self.station).i64(micros(self.time)).str(report_type(self)).str(&self.raw).finish()
@@ -196,6 +207,9 @@ impl LakeRecord for OneMinute {
     fn partition(&self) -> String {
         format!("date={}", self.time.format("%Y-%m-%d"))
     }
+    fn partition_key(&self) -> u64 {
+        utc_day(self.time)
+    }
     fn row_key(&self) -> u64 {
         KeyHasher::default().str(&self.station).i64(micros(self.time)).finish()
     }
@@ -251,6 +265,9 @@ impl LakeRecord for DailyReport {
     }
     fn partition(&self) -> String {
         format!("kind={}", self.kind.as_str())
+    }
+    fn partition_key(&self) -> u64 {
+        self.kind as u64
     }
     fn row_key(&self) -> u64 {
         KeyHasher::default()
@@ -334,6 +351,9 @@ impl LakeRecord for ForecastRow {
     }
     fn partition(&self) -> String {
         format!("model={}/run_date={}", self.model, self.run_time.format("%Y-%m-%d"))
+    }
+    fn partition_key(&self) -> u64 {
+        KeyHasher::default().str(&self.model).i64(utc_day(self.run_time) as i64).finish()
     }
     fn row_key(&self) -> u64 {
         KeyHasher::default()
@@ -439,6 +459,9 @@ impl LakeRecord for NwsHourlyRow {
     }
     fn partition(&self) -> String {
         format!("date={}", self.generated_at.format("%Y-%m-%d"))
+    }
+    fn partition_key(&self) -> u64 {
+        utc_day(self.generated_at)
     }
     fn row_key(&self) -> u64 {
         KeyHasher::default()

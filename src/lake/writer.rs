@@ -5,7 +5,7 @@
 //! and writes one new zstd Parquet file per touched partition with a single atomic put.
 //! Encoding runs on rayon; store I/O is async and concurrent.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -109,15 +109,19 @@ impl Lake {
         let store = self.store();
         let inserted_at = Utc::now();
 
-        // Group by partition, computing keys once and dropping in-batch duplicates.
-        let keyed: Vec<(String, u64)> = records.par_iter().map(|r| (r.partition(), r.row_key())).collect();
-        let mut parts: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        // Group by partition, computing keys once (in parallel, without allocating) and
+        // dropping in-batch duplicates; the partition path is formatted once per group.
+        let keyed: Vec<(u64, u64)> = records.par_iter().map(|r| (r.partition_key(), r.row_key())).collect();
+        let mut groups: HashMap<u64, Vec<usize>> = HashMap::new();
         let mut seen = HashSet::with_capacity(records.len());
         for (i, (p, k)) in keyed.iter().enumerate() {
             if seen.insert(*k) {
-                parts.entry(p.clone()).or_default().push(i);
+                groups.entry(*p).or_default().push(i);
             }
         }
+        drop(seen);
+        let parts: BTreeMap<String, Vec<usize>> =
+            groups.into_values().map(|idx| (records[idx[0]].partition(), idx)).collect();
 
         // Existing keys per partition (concurrent reads).
         let work: Vec<(Path, Vec<usize>)> =
@@ -140,7 +144,7 @@ impl Lake {
                     if rows.is_empty() {
                         return None;
                     }
-                    rows.sort_by(|&a, &b| records[a].sort_cmp(&records[b]));
+                    rows.sort_unstable_by(|&a, &b| records[a].sort_cmp(&records[b]).then(keyed[a].1.cmp(&keyed[b].1)));
                     let refs: Vec<&R> = rows.iter().map(|&i| &records[i]).collect();
                     let keys: Vec<u64> = rows.iter().map(|&i| keyed[i].1).collect();
                     let file = R::to_batch(&refs, &keys, inserted_at)

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# forecast_daily: `wxlake jobs run forecast_daily` against DuckDB (and Polars when it
+# installs) computing the same table from the same Parquet files, in the same run.
+#
+#   benches/jobs_vs_duckdb.sh [--days N] [--stations A,B,...] [--lake DIR] [--repeat N]
+#
+# - Python tools live in a virtualenv under target/bench-venv (pip install duckdb polars).
+# - The lake: --lake DIR if given (used as is), else target/bench-lake-<days>d[-<n>st],
+#   built once with `wxlake demo` (90 days x 70 stations takes a while and ~GBs).
+# - wxlake: target/release/wxlake, built with the jobs feature unless WXLAKE_SKIP_BUILD=1.
+#   WXLAKE_JOBS="cmd ..." overrides the command that runs `jobs ...` subcommands (e.g. a
+#   build where `jobs` is not wired into the CLI yet); it gets `--lake URL` first.
+# - DuckDB and Polars run a port of sql/forecast_daily.sql on forecasts/*/*/*.parquet with
+#   the helper tables wxlake exports (`wxlake jobs helpers`), write their result as
+#   Parquet partitioned by model/run_date as wxlake does, and the results are compared
+#   row for row. Each engine runs --repeat times (default 3); best and median are printed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DAYS=90
+STATIONS=""
+LAKE=""
+REPEAT=3
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --days) DAYS="$2"; shift 2 ;;
+        --stations) STATIONS="$2"; shift 2 ;;
+        --lake) LAKE="$2"; shift 2 ;;
+        --repeat) REPEAT="$2"; shift 2 ;;
+        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        *) echo "unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+
+VENV=target/bench-venv
+if [ ! -x "$VENV/bin/python" ]; then
+    python3 -m venv "$VENV"
+fi
+"$VENV/bin/python" -c "import duckdb" 2>/dev/null || "$VENV/bin/pip" install -q duckdb
+"$VENV/bin/python" -c "import polars" 2>/dev/null || "$VENV/bin/pip" install -q polars \
+    || echo "polars did not install; comparing with DuckDB only" >&2
+
+WXLAKE="${WXLAKE:-target/release/wxlake}"
+if [ -z "${WXLAKE_SKIP_BUILD:-}" ]; then
+    cargo build --release --features jobs-wip --bin wxlake >&2
+fi
+
+if [ -z "$LAKE" ]; then
+    suffix=""
+    if [ -n "$STATIONS" ]; then
+        suffix="-$(echo "$STATIONS" | tr ',' '\n' | wc -l | tr -d ' ')st"
+    fi
+    LAKE="target/bench-lake-${DAYS}d${suffix}"
+    if [ ! -d "$LAKE/forecasts" ]; then
+        echo "building demo lake $LAKE ($DAYS days${STATIONS:+, stations $STATIONS})" >&2
+        "$WXLAKE" --lake "file://$PWD/$LAKE" demo --days "$DAYS" ${STATIONS:+--stations "$STATIONS"} >&2
+    fi
+fi
+LAKE="$(cd "$LAKE" && pwd)"
+JOBS="${WXLAKE_JOBS:-$WXLAKE}"
+if [ -n "${WXLAKE_JOBS:-}" ]; then
+    jobs_cmd() { $JOBS --lake "file://$LAKE" "$@"; }
+else
+    jobs_cmd() { "$WXLAKE" --lake "file://$LAKE" jobs "$@"; }
+fi
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/wxlake-jobs-bench.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+
+# Run dates present in the lake, for the helper tables.
+FIRST=$(ls "$LAKE/forecasts"/*/ | grep -o 'run_date=[0-9-]*' | sort | head -1 | cut -d= -f2)
+LAST=$(ls "$LAKE/forecasts"/*/ | grep -o 'run_date=[0-9-]*' | sort | tail -1 | cut -d= -f2)
+jobs_cmd helpers --out "$WORK/helpers" --from "$FIRST" --to "$LAST" 2>/dev/null
+
+exec "$VENV/bin/python" benches/jobs.py --lake "$LAKE" --helpers "$WORK/helpers" --work "$WORK" \
+    --repeat "$REPEAT" --jobs-cmd "${WXLAKE_JOBS:-$WXLAKE jobs}"
