@@ -11,7 +11,6 @@ pub mod clock;
 pub mod decode;
 pub mod demo;
 pub mod ingest;
-#[cfg(feature = "jobs-wip")]
 pub mod jobs;
 pub mod lake;
 pub mod live;

@@ -67,6 +67,11 @@ pub async fn build(lake: &Lake, args: &DemoArgs) -> anyhow::Result<()> {
     for t in TABLES {
         lake.compact(t).await?;
     }
+    // Derived tables (forecast_daily ...) so every endpoint has data from the start.
+    let specs = wxlake::jobs::embedded_specs()?;
+    for run in wxlake::jobs::run_all(lake, &specs, None, &wxlake::jobs::runner::no_progress).await? {
+        eprintln!("demo: job {} {:?}: {} rows", run.job, run.status, run.rows);
+    }
     eprintln!(
         "demo: {} days x {total} stations, {} rows stored in {:.1}s (lake {})",
         cfg.days,

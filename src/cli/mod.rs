@@ -43,6 +43,8 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// Manage API keys.
     Keys(keys::KeysArgs),
+    /// List and run the SQL jobs (derived tables).
+    Jobs(wxlake::jobs::cli::JobsArgs),
     /// Serve the REST API.
     Serve(serve::ServeArgs),
 }
@@ -69,5 +71,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Demo(a) => demo::run(open().await?, a).await,
         Command::Keys(a) => keys::run(open().await?, a).await,
         Command::Serve(a) => serve::run(open().await?, a).await,
+        Command::Jobs(a) => wxlake::jobs::cli::run_cli(open().await?, a).await,
     }
 }

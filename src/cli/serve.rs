@@ -71,6 +71,9 @@ pub async fn run(lake: Lake, a: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     let live = Arc::new(LiveService::open(lake, &dir, Arc::clone(&clock)).await?);
     live.spawn_background(Duration::from_secs(a.flush_secs.max(1)));
+    // Derived tables: scheduled (cron) and on-new-data job runs.
+    let specs = wxlake::jobs::embedded_specs()?;
+    wxlake::jobs::spawn_scheduler(live.lake.clone(), specs, live.subscribe_new_data());
     if a.demo {
         spawn_demo_feed(Arc::clone(&live));
     }

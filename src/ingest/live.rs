@@ -64,6 +64,8 @@ pub struct LiveService {
     pending: Mutex<Vec<WalEntry>>,
     flush_lock: tokio::sync::Mutex<()>,
     notices: broadcast::Sender<Arc<Applied>>,
+    /// Names of lake tables that just received rows (the job scheduler's new-data trigger).
+    new_data: broadcast::Sender<String>,
 }
 
 impl std::fmt::Debug for LiveService {
@@ -84,7 +86,12 @@ impl LiveService {
             tracing::warn!(segment = %issue.segment.display(), offset = issue.offset, reason = %issue.reason, "WAL damage skipped");
         }
         let (notices, _) = broadcast::channel(4096);
+        let (new_data, _) = broadcast::channel(64);
         let ctx = query::session(&lake).await?;
+        // Derived tables of the jobs (forecast_daily ...) are served from the same session.
+        crate::jobs::register_derived(&ctx, &lake)
+            .await
+            .map_err(|e| LiveError::Lake(LakeError::Config(e.to_string())))?;
         let svc = LiveService {
             lake,
             ctx,
@@ -94,6 +101,7 @@ impl LiveService {
             pending: Mutex::new(Vec::new()),
             flush_lock: tokio::sync::Mutex::new(()),
             notices,
+            new_data,
         };
         let now = svc.clock.now();
         let loaded = svc.rebuild_from_lake(now).await?;
@@ -109,6 +117,11 @@ impl LiveService {
 
     fn pending_lock(&self) -> std::sync::MutexGuard<'_, Vec<WalEntry>> {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Subscribes to the names of tables a flush added rows to.
+    pub fn subscribe_new_data(&self) -> broadcast::Receiver<String> {
+        self.new_data.subscribe()
     }
 
     /// Subscribes to everything the hot state applies (the push stream's source).
@@ -185,11 +198,22 @@ impl LiveService {
                 Records::NwsHourly(v) => nws.extend(v),
             }
         }
-        let mut stats = store(&self.lake, Records::Observations(obs)).await?;
-        stats += store(&self.lake, Records::OneMinute(onemin)).await?;
-        stats += store(&self.lake, Records::Reports(reports)).await?;
-        stats += store(&self.lake, Records::Forecasts(forecasts)).await?;
-        stats += store(&self.lake, Records::NwsHourly(nws)).await?;
+        let mut stats = WriteStats::default();
+        for records in [
+            Records::Observations(obs),
+            Records::OneMinute(onemin),
+            Records::Reports(reports),
+            Records::Forecasts(forecasts),
+            Records::NwsHourly(nws),
+        ] {
+            let table = records.table_name();
+            let s = store(&self.lake, records).await?;
+            if s.stored > 0 {
+                // No scheduler listening is fine.
+                let _ = self.new_data.send(table.to_string());
+            }
+            stats += s;
+        }
         let wal = Arc::clone(&self.wal);
         tokio::task::spawn_blocking(move || wal.trim_through(last))
             .await

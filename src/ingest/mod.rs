@@ -52,6 +52,16 @@ impl Records {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The lake table these records go to.
+    pub fn table_name(&self) -> &'static str {
+        match self {
+            Records::Observations(_) => crate::lake::schema::OBSERVATIONS.name,
+            Records::OneMinute(_) => crate::lake::schema::ONEMIN.name,
+            Records::Reports(_) => crate::lake::schema::REPORTS.name,
+            Records::Forecasts(_) => crate::lake::schema::FORECASTS.name,
+            Records::NwsHourly(_) => crate::lake::schema::NWS_HOURLY.name,
+        }
+    }
 }
 
 /// One decoded input: its records, its rejected lines and how many lines were read.

@@ -61,12 +61,3 @@ pub enum JobError {
     #[error("task: {0}")]
     Join(String),
 }
-
-// The sqllogictest module of the integration tests (tests/it/slt.rs), compiled into the
-// library's unit tests until tests/it/main.rs declares it (`#[cfg(feature = "jobs-wip")]
-// mod slt;`); then this shim can go.
-#[cfg(test)]
-mod slt_in_lib {
-    use crate as wxlake;
-    include!("../../tests/it/slt.rs");
-}

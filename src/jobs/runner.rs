@@ -418,7 +418,7 @@ pub async fn run_statements(
     for f in &spec.sql {
         let text = substitute(&f.text, range)
             .map_err(|r| JobError::Range { job: spec.name.clone(), reason: format!("{}: {r}", f.path) })?;
-        let parsed = DFParser::parse_sql(&text).map_err(|e| sql_err(&f.path, 0, e.into()))?;
+        let parsed = DFParser::parse_sql(&text).map_err(|e| sql_err(&f.path, 0, e))?;
         for (i, s) in parsed.into_iter().enumerate() {
             statements.push((f.path.as_str(), i + 1, s));
         }

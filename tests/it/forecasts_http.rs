@@ -271,3 +271,54 @@ async fn nearby_and_pacing_for_premium_tiers() {
     assert_eq!((gfs["model_low"].as_f64(), gfs["low_pace"].as_f64()), (Some(38.0), Some(40.0)));
     assert!(v["nws"].is_null(), "no NWS hourly forecast ingested");
 }
+
+#[tokio::test]
+async fn daily_summaries_from_the_forecast_daily_job() {
+    let app = App::new().await;
+    let mut rows = Vec::new();
+    for lead in 0..48 {
+        rows.push(row("GFS", 0, lead, 40.0 + lead as f64 * 0.1));
+        rows.push(row("HRRR", 6, lead.min(18), 42.0));
+    }
+    store(
+        &app,
+        Format::Forecasts,
+        wxlake::decode::forecast_rows::encode_forecast_csv(&rows).as_bytes(),
+        IngestOptions::default(),
+    )
+    .await;
+    let specs = wxlake::jobs::embedded_specs().unwrap();
+    let spec = specs.iter().find(|s| s.name == "forecast_daily").unwrap();
+    let run = wxlake::jobs::run_job(app.state.lake(), spec, None, &wxlake::jobs::runner::no_progress).await.unwrap();
+    assert!(run.rows > 0, "{run:?}");
+
+    // DST starts on 2026-03-08 in New York: the civil day is 23 hours (05Z..04Z), the
+    // standard day 24 (05Z..05Z). The 00Z GFS run covers both; the 9th ends 23Z: partial.
+    let key = app.key(wxlake::api::keys::Tier::Developer).to_string();
+    let (s, h, v) = app.call("GET", "/api/v2/forecasts.php?location_name=KNYC&mode=daily", Some(&key), "").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let days = v.as_array().unwrap();
+    assert_eq!(days.len(), 1, "only the fully covered day, only GFS (HRRR starts 06Z): {v}");
+    let d = &days[0];
+    assert_eq!(
+        (d["model"].as_str(), d["date"].as_str(), d["tz_mode"].as_str()),
+        (Some("GFS"), Some("2026-03-08"), Some("civil"))
+    );
+    assert_eq!(
+        (d["points_used"].as_i64(), d["high_f"].as_f64(), d["low_f"].as_f64()),
+        (Some(23), Some(42.7), Some(40.5))
+    );
+    assert!(d.get("high_c").is_none(), "US stations carry Fahrenheit fields only");
+    assert_eq!(d["timezone"], "America/New_York");
+    let sig = h["x-run-signature"].to_str().unwrap().to_string();
+    let (_, h2, _) =
+        app.call("GET", "/api/v2/forecasts.php?location_name=KNYC&mode=daily&model=GFS", Some(&key), "").await;
+    assert_eq!(h2["x-run-signature"].to_str().unwrap(), sig, "same set of runs, same signature");
+
+    let (_, v) = app.get("/api/v2/forecasts.php?location_name=KNYC&mode=daily&tz_mode=standard").await;
+    assert_eq!((v[0]["points_used"].as_i64(), v[0]["high_f"].as_f64()), (Some(24), Some(42.8)));
+    let (_, v) = app.get("/api/v2/forecasts.php?location_name=KNYC&mode=daily&run=2026-03-08T00:00:00Z").await;
+    assert_eq!(v.as_array().unwrap().len(), 1);
+    let (s, v) = app.get("/api/v2/forecasts.php?location_name=KNYC&mode=daily&model=UKMO").await;
+    assert_eq!((s, v.as_array().map(Vec::len)), (StatusCode::OK, Some(0)), "no covered day is [] with 200");
+}

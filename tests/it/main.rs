@@ -5,4 +5,5 @@ mod crash;
 mod forecasts_http;
 mod http;
 mod lake;
+mod slt;
 mod support;

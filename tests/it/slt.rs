@@ -89,7 +89,9 @@ impl JobsDb {
 
     /// `RUN JOB <name> FROM <date> TO <date>`
     async fn run_job(&mut self, words: &[&str]) -> Result<u64, SltError> {
-        let usage = || SltError(format!("expected RUN JOB <name> FROM <YYYY-MM-DD> TO <YYYY-MM-DD>, found {}", words.join(" ")));
+        let usage = || {
+            SltError(format!("expected RUN JOB <name> FROM <YYYY-MM-DD> TO <YYYY-MM-DD>, found {}", words.join(" ")))
+        };
         let [_, _, name, from_kw, from, to_kw, to] = words else { return Err(usage()) };
         if !from_kw.eq_ignore_ascii_case("FROM") || !to_kw.eq_ignore_ascii_case("TO") {
             return Err(usage());
@@ -131,12 +133,14 @@ async fn forecasts_from_points(ctx: &SessionContext) -> Result<MemTable, SltErro
         let s = |i: usize| cast(b.column(i), &DataType::Utf8).map_err(err);
         let (m, l, r) = (s(0)?, s(1)?, s(2)?);
         let h = cast(b.column(3), &DataType::Int32).map_err(err)?;
-        let (f, c) = (cast(b.column(4), &DataType::Float64).map_err(err)?, cast(b.column(5), &DataType::Float64).map_err(err)?);
+        let (f, c) =
+            (cast(b.column(4), &DataType::Float64).map_err(err)?, cast(b.column(5), &DataType::Float64).map_err(err)?);
         let (m, l, r) = (m.as_string::<i32>(), l.as_string::<i32>(), r.as_string::<i32>());
-        let (h, f, c) = (h.as_primitive::<Int32Type>(), f.as_primitive::<Float64Type>(), c.as_primitive::<Float64Type>());
+        let (h, f, c) =
+            (h.as_primitive::<Int32Type>(), f.as_primitive::<Float64Type>(), c.as_primitive::<Float64Type>());
         for i in 0..b.num_rows() {
-            let run_time: DateTime<Utc> =
-                parse_utc(r.value(i)).ok_or_else(|| SltError(format!("run_time '{}' is not a UTC time", r.value(i))))?;
+            let run_time: DateTime<Utc> = parse_utc(r.value(i))
+                .ok_or_else(|| SltError(format!("run_time '{}' is not a UTC time", r.value(i))))?;
             let valid_time = run_time + Duration::hours(i64::from(h.value(i)));
             let station = Catalog::global().get(l.value(i));
             model.push(m.value(i).to_string());
@@ -205,9 +209,10 @@ impl AsyncDB for JobsDb {
             return Ok(DBOutput::StatementComplete(self.run_job(&words).await?));
         }
         let df = self.ctx.sql(sql).await.map_err(err)?;
-        let is_query = !df.schema().fields().is_empty() && !words.first().is_some_and(|w| {
-            ["CREATE", "INSERT", "DROP", "SET"].iter().any(|k| w.eq_ignore_ascii_case(k))
-        });
+        let is_query = !df.schema().fields().is_empty()
+            && !words
+                .first()
+                .is_some_and(|w| ["CREATE", "INSERT", "DROP", "SET"].iter().any(|k| w.eq_ignore_ascii_case(k)));
         let types: Vec<DefaultColumnType> = df.schema().fields().iter().map(|f| column_type(f.data_type())).collect();
         let batches = df.collect().await.map_err(err)?;
         if !is_query {
@@ -229,7 +234,11 @@ impl AsyncDB for JobsDb {
                         .iter()
                         .map(|f| {
                             let s = f.value(r).to_string();
-                            if s.is_empty() { "(empty)".to_string() } else { s }
+                            if s.is_empty() {
+                                "(empty)".to_string()
+                            } else {
+                                s
+                            }
                         })
                         .collect(),
                 );
