@@ -7,7 +7,7 @@
 # - Python tools live in a virtualenv under target/bench-venv (pip install duckdb polars).
 # - The lake: --lake DIR if given (used as is), else target/bench-lake-<days>d[-<n>st],
 #   built once with `wxlake demo` (90 days x 70 stations takes a while and ~GBs).
-# - wxlake: target/release/wxlake, built with the jobs feature unless WXLAKE_SKIP_BUILD=1.
+# - wxlake: target/release/wxlake, built unless WXLAKE_SKIP_BUILD=1.
 #   WXLAKE_JOBS="cmd ..." overrides the command that runs `jobs ...` subcommands (e.g. a
 #   build where `jobs` is not wired into the CLI yet); it gets `--lake URL` first.
 # - DuckDB and Polars run a port of sql/forecast_daily.sql on forecasts/*/*/*.parquet with
@@ -42,7 +42,7 @@ fi
 
 WXLAKE="${WXLAKE:-target/release/wxlake}"
 if [ -z "${WXLAKE_SKIP_BUILD:-}" ]; then
-    cargo build --release --features jobs-wip --bin wxlake >&2
+    cargo build --release --bin wxlake >&2
 fi
 
 if [ -z "$LAKE" ]; then
