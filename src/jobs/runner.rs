@@ -26,9 +26,7 @@ use datafusion::arrow::datatypes::{DataType, Date32Type};
 use datafusion::dataframe::DataFrame;
 use datafusion::logical_expr::{cast as cast_expr, Expr, LogicalPlan};
 use datafusion::parquet::arrow::ArrowWriter;
-use datafusion::parquet::basic::{Compression, ZstdLevel};
-use datafusion::parquet::file::metadata::SortingColumn;
-use datafusion::parquet::file::properties::{EnabledStatistics, WriterProperties};
+use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::DFParser;
 use futures::TryStreamExt;
@@ -632,21 +630,9 @@ fn sort_by(batch: &RecordBatch, cols: &[String]) -> Result<RecordBatch, JobError
     Ok(take_record_batch(batch, &idx)?)
 }
 
-/// zstd, page statistics (readers prune by them), the sort order recorded in the footer.
+/// The lake's Parquet settings with the output's sort order.
 fn writer_props(out: &OutputSpec) -> WriterProperties {
-    let fs = out.file_schema();
-    let sorting: Vec<SortingColumn> = out
-        .sort_by
-        .iter()
-        .filter_map(|c| fs.index_of(c).ok())
-        .map(|i| SortingColumn { column_idx: i as i32, descending: false, nulls_first: false })
-        .collect();
-    WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap_or_default()))
-        .set_statistics_enabled(EnabledStatistics::Page)
-        .set_max_row_group_row_count(Some(256 * 1024))
-        .set_sorting_columns(Some(sorting))
-        .build()
+    crate::lake::writer::props_for(&out.file_schema(), &out.sort_by)
 }
 
 #[cfg(test)]

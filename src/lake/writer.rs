@@ -44,11 +44,15 @@ impl std::ops::AddAssign for WriteStats {
 
 /// Parquet settings for every lake file: zstd, page statistics, declared sort order.
 pub fn writer_props(table: &TableDef) -> WriterProperties {
-    let schema = table.file_schema();
-    let sorting: Vec<SortingColumn> = table
-        .sort_cols
+    props_for(&table.file_schema(), table.sort_cols)
+}
+
+/// The lake's Parquet settings for any schema sorted by `sort_cols` (derived tables too):
+/// zstd, page statistics (readers prune by them), the sort order recorded in the footer.
+pub fn props_for<S: AsRef<str>>(schema: &datafusion::arrow::datatypes::Schema, sort_cols: &[S]) -> WriterProperties {
+    let sorting: Vec<SortingColumn> = sort_cols
         .iter()
-        .filter_map(|c| schema.index_of(c).ok())
+        .filter_map(|c| schema.index_of(c.as_ref()).ok())
         .map(|i| SortingColumn { column_idx: i as i32, descending: false, nulls_first: false })
         .collect();
     WriterProperties::builder()
