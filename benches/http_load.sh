@@ -3,6 +3,8 @@
 # Every request goes through auth and the rate limiter: the load rotates over enough
 # Enterprise keys (1,200 req/min each) that none is limited during the run.
 # Usage: benches/http_load.sh [seconds=15] [connections=16] [threads=2]
+# Env: LOAD_PATH (default the svc_high request), LOAD_DEMO_DAYS (build a demo lake of that
+# many days for KNYC first, e.g. for forecast requests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-15}; conns=${2:-16}; threads=${3:-2}
@@ -15,6 +17,10 @@ lake="file://$work/lake"
 nkeys=$(( (100000 * secs) / 1200 + 10 ))
 $bin --lake "$lake" keys create --tier enterprise --user bench --admin --count "$nkeys" > "$work/keys.txt"
 admin=$(head -1 "$work/keys.txt")
+path=${LOAD_PATH:-/api/v2/observations.php?station_code=KNYC&mode=svc_high&logic=nws}
+if [ -n "${LOAD_DEMO_DAYS:-}" ]; then
+  $bin --lake "$lake" demo --days "$LOAD_DEMO_DAYS" --stations KNYC --no-onemin 2> "$work/demo.log"
+fi
 $bin --lake "$lake" serve --addr 127.0.0.1:18080 --flush-secs 3600 2> "$work/server.log" &
 server=$!
 for _ in $(seq 100); do curl -sf http://127.0.0.1:18080/healthz >/dev/null && break; sleep 0.1; done
@@ -30,11 +36,11 @@ for line in io.lines("$work/keys.txt") do keys[#keys + 1] = line end
 local i = math.random(#keys)
 request = function()
   i = i % #keys + 1
-  return wrk.format("GET", "/api/v2/observations.php?station_code=KNYC&mode=svc_high&logic=nws", {["X-API-Key"] = keys[i]})
+  return wrk.format("GET", "$path", {["X-API-Key"] = keys[i]})
 end
 LUA
 echo "wrk: ${secs}s, ${conns} connections, ${threads} threads, $nkeys keys"
 wrk -t"$threads" -c"$conns" -d"${secs}s" --latency -s "$work/rotate.lua" http://127.0.0.1:18080
 echo "status codes seen by a final probe:"
-curl -s -o /dev/null -w "%{http_code}\n" -H "X-API-Key: $(tail -1 "$work/keys.txt")" \
-  "http://127.0.0.1:18080/api/v2/observations.php?station_code=KNYC&mode=svc_high&logic=nws"
+curl -s -o /dev/null -w "%{http_code} %{size_download} bytes\n" -H "X-API-Key: $(tail -1 "$work/keys.txt")" \
+  "http://127.0.0.1:18080$path"
