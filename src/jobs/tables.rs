@@ -15,6 +15,23 @@ use super::JobError;
 use crate::lake::schema::{self, TableDef};
 use crate::lake::{query, Lake};
 
+/// Session settings for jobs.
+///
+/// - `split_file_groups_by_statistics`: a scan partition reads its files in the order of
+///   their min/max statistics on the declared sort order. Path order is not enough: it puts
+///   `model=GFS-MOS/` before `model=GFS/` ('-' < '/') although "GFS" < "GFS-MOS", and
+///   DataFusion then drops the declared order of the whole scan.
+/// - `use_statistics_registry`: cardinality estimates that survive joins and aggregates,
+///   so every hash join of a job builds on its small lookup table (without it, a join
+///   after an aggregate built on the aggregated side: 5x slower for forecast_daily).
+pub fn tune(ctx: &SessionContext) {
+    let state = ctx.state_ref();
+    let mut state = state.write();
+    let options = state.config_mut().options_mut();
+    options.execution.split_file_groups_by_statistics = true;
+    options.optimizer.use_statistics_registry = true;
+}
+
 /// Registers a listing table over `dir` (relative to the lake root).
 ///
 /// The declared order is the partition columns then `sort`: every file holds one value
@@ -74,6 +91,7 @@ pub fn register_derived_with(ctx: &SessionContext, lake: &Lake, specs: &[JobSpec
 /// partition-prefixed order (see [`register_listing`]).
 pub async fn job_session(lake: &Lake, spec: &JobSpec) -> Result<SessionContext, JobError> {
     let ctx = query::session(lake).await?;
+    tune(&ctx);
     for t in schema::TABLES {
         register_lake_table(&ctx, lake, t)?;
     }
