@@ -8,8 +8,8 @@
 # - The lake: --lake DIR if given (used as is), else target/bench-lake-<days>d[-<n>st],
 #   built once with `wxlake demo` (90 days x 70 stations takes a while and ~GBs).
 # - wxlake: target/release/wxlake, built unless WXLAKE_SKIP_BUILD=1.
-#   WXLAKE_JOBS="cmd ..." overrides the command that runs `jobs ...` subcommands (e.g. a
-#   build where `jobs` is not wired into the CLI yet); it gets `--lake URL` first.
+#   WXLAKE=path uses another binary; WXLAKE_JOBS="cmd" replaces `wxlake jobs` by a command
+#   taking `--lake URL` then the jobs subcommand.
 # - DuckDB and Polars run a port of sql/forecast_daily.sql on forecasts/*/*/*.parquet with
 #   the helper tables wxlake exports (`wxlake jobs helpers`), write their result as
 #   Parquet partitioned by model/run_date as wxlake does, and the results are compared
@@ -27,7 +27,7 @@ while [ $# -gt 0 ]; do
         --stations) STATIONS="$2"; shift 2 ;;
         --lake) LAKE="$2"; shift 2 ;;
         --repeat) REPEAT="$2"; shift 2 ;;
-        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
         *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done

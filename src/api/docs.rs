@@ -32,18 +32,19 @@ use super::v2::observations::SvcHigh;
         super::v2::precipitation::handler,
         super::v2::nearby::handler,
         super::v2::pacing::handler,
+        super::v2::model_accuracy::handler,
         super::v1::observations::handler,
         super::v1::forecasts::handler,
         super::ingest::handler,
     ),
-    components(schemas(ErrorBody, ObservationV2, ObservationV1, SvcHigh, SvcHighV1, super::v2::nws_forecasts::NwsVersion, super::v2::nearby::NearbyStation, super::v2::pacing::PaceRow)),
+    components(schemas(ErrorBody, ObservationV2, ObservationV1, SvcHigh, SvcHighV1, super::v2::nws_forecasts::NwsVersion, super::v2::nearby::NearbyStation, super::v2::pacing::PaceRow, super::v2::model_accuracy::Metrics)),
     modifiers(&Security),
     tags(
         (name = "observations", description = "Latest observation, trading-day extremes, history"),
         (name = "forecasts", description = "Model forecasts: raw rows, runs, daily summaries; NWS hourly forecast versions"),
         (name = "ingest", description = "Live ingest (admin keys)"),
         (name = "stream", description = "Push stream (HTTPS, its own listener)"),
-        (name = "analytics", description = "Beta, Developer and Enterprise: nearby stations, pacing"),
+        (name = "analytics", description = "Developer and Enterprise: model accuracy; beta: nearby stations, pacing"),
         (name = "v1", description = "Legacy v1 interface"),
     )
 )]

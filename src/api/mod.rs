@@ -32,6 +32,8 @@ pub struct AppInner {
     pub limiter: RateLimiter,
     pub live: Arc<LiveService>,
     pub clock: Arc<dyn Clock>,
+    /// The accuracy tables per station (model_accuracy.php).
+    pub accuracy: v2::model_accuracy::AccuracyCache,
 }
 
 impl std::ops::Deref for AppState {
@@ -43,7 +45,7 @@ impl std::ops::Deref for AppState {
 
 impl AppState {
     pub fn new(keys: KeyStore, limiter: RateLimiter, live: Arc<LiveService>, clock: Arc<dyn Clock>) -> Self {
-        AppState(Arc::new(AppInner { keys, limiter, live, clock }))
+        AppState(Arc::new(AppInner { keys, limiter, live, clock, accuracy: Default::default() }))
     }
     pub fn lake(&self) -> &crate::lake::Lake {
         &self.live.lake

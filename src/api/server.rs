@@ -25,6 +25,7 @@ pub fn router(state: AppState) -> Router {
         .route(paths::V1_FORECASTS, get(v1::forecasts::handler))
         .route(paths::V2_NEARBY, get(v2::nearby::handler))
         .route(paths::V2_PACING, get(v2::pacing::handler))
+        .route(paths::V2_MODEL_ACCURACY, get(v2::model_accuracy::handler))
         .route(paths::V2_INGEST, post(ingest::handler))
         .route_layer(middleware::from_fn_with_state(state.clone(), auth::authenticate));
     Router::new()

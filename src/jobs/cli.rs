@@ -235,7 +235,16 @@ async fn run(lake: &Lake, specs: &[JobSpec], a: RunArgs) -> anyhow::Result<ExitC
                 eprintln!("error: {e}");
                 return Ok(ExitCode::from(2));
             }
-            Err(_) => history(lake, Some(name), 1).await.context("reading job_runs")?,
+            Err(e) => {
+                bar.finish_and_clear();
+                eprintln!("{name}: FAILED: {e}");
+                if a.json {
+                    // The failed run as recorded (when recording worked).
+                    let last = history(lake, Some(name), 1).await.unwrap_or_default();
+                    println!("{}", serde_json::to_string_pretty(&last)?);
+                }
+                return Ok(ExitCode::from(1));
+            }
         }
     };
     bar.finish_and_clear();

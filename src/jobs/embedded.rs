@@ -6,8 +6,18 @@
 
 /// `(path relative to the crate root, contents)` of every job file.
 pub const FILES: &[(&str, &str)] = &[
+    ("jobs/accuracy_daily_detail.toml", include_str!("../../jobs/accuracy_daily_detail.toml")),
+    ("sql/accuracy_daily_detail.sql", include_str!("../../sql/accuracy_daily_detail.sql")),
+    ("jobs/accuracy_pairs.toml", include_str!("../../jobs/accuracy_pairs.toml")),
+    ("sql/accuracy_pairs.sql", include_str!("../../sql/accuracy_pairs.sql")),
+    ("jobs/accuracy_trends.toml", include_str!("../../jobs/accuracy_trends.toml")),
+    ("sql/accuracy_trends.sql", include_str!("../../sql/accuracy_trends.sql")),
+    ("jobs/daily_extremes.toml", include_str!("../../jobs/daily_extremes.toml")),
+    ("sql/daily_extremes.sql", include_str!("../../sql/daily_extremes.sql")),
     ("jobs/forecast_daily.toml", include_str!("../../jobs/forecast_daily.toml")),
     ("sql/forecast_daily.sql", include_str!("../../sql/forecast_daily.sql")),
+    ("jobs/model_accuracy.toml", include_str!("../../jobs/model_accuracy.toml")),
+    ("sql/model_accuracy.sql", include_str!("../../sql/model_accuracy.sql")),
 ];
 
 /// The embedded file at `path` (`jobs/x.toml`, `sql/x.sql`).

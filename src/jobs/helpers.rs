@@ -13,6 +13,8 @@
 //!   native leads). A run has no missing point between leads a and b when it has
 //!   `round(native_index(b) - native_index(a)) + 1` points there, whatever the phase of
 //!   its leads (NBS-MOS leads are 5, 8, 11 ... for a 01Z run).
+//! - `observed_extremes`: the live engine's high/low per station, trading day and logic for
+//!   the run's dates (see [`super::observed`]).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -141,11 +143,17 @@ fn lcm(a: u64, b: u64) -> u64 {
 
 /// Registers the helpers `spec` declares, for a run over incremental-key dates
 /// `from..=to` (the local dates a run of those days can reach).
-pub fn register_helpers(ctx: &SessionContext, spec: &JobSpec, from: NaiveDate, to: NaiveDate) -> Result<(), JobError> {
+pub async fn register_helpers(
+    ctx: &SessionContext,
+    spec: &JobSpec,
+    from: NaiveDate,
+    to: NaiveDate,
+) -> Result<(), JobError> {
     for h in &spec.helpers {
         let table = match h {
             Helper::DayWindows => day_windows(from - Duration::days(2), to + Duration::days(reach_days()))?,
             Helper::ModelLeads => model_leads()?,
+            Helper::ObservedExtremes => super::observed::observed_extremes(ctx, from, to, chrono::Utc::now()).await?,
         };
         ctx.deregister_table(h.name())?;
         ctx.register_table(h.name(), Arc::new(table))?;

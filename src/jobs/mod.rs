@@ -9,7 +9,8 @@
 //!   the run's range, computed chunk by chunk, written as sorted Parquet per output
 //!   partition and published atomically (lake/publish.rs): readers see the old output or
 //!   the new one, never a mix, and a failed run leaves the old one.
-//! - [`helpers`]: tables computed in Rust for the SQL (local day windows, model cadences).
+//! - [`helpers`]: tables computed in Rust for the SQL (local day windows, model cadences,
+//!   and [`observed`]: the live engine's daily extremes).
 //! - [`runs`]: `job_runs`, the record of every run.
 //! - [`tables`]: registering derived tables in any session ([`register_derived`]).
 //! - [`schedule`], [`scheduler`]: cron and new-data triggers, one run per job at a time.
@@ -18,6 +19,7 @@
 pub mod cli;
 pub mod embedded;
 pub mod helpers;
+pub mod observed;
 pub mod runner;
 pub mod runs;
 pub mod schedule;
@@ -58,6 +60,8 @@ pub enum JobError {
     Parquet(#[from] datafusion::parquet::errors::ParquetError),
     #[error("object store: {0}")]
     Store(#[from] object_store::Error),
+    #[error("helper table: {0}")]
+    Helper(String),
     #[error("task: {0}")]
     Join(String),
 }

@@ -15,14 +15,15 @@
 //!
 //! Runs of one job never overlap inside a process: [`run_job`] waits for the job's lock.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 use chrono::{Duration, NaiveDate, Utc};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, UInt32Array};
-use datafusion::arrow::compute::{cast, concat_batches, lexsort_to_indices, take_record_batch, SortColumn};
+use datafusion::arrow::compute::{cast, concat_batches, take_record_batch};
 use datafusion::arrow::datatypes::{DataType, Date32Type};
+use datafusion::arrow::row::{RowConverter, SortField};
 use datafusion::dataframe::DataFrame;
 use datafusion::logical_expr::{cast as cast_expr, Expr, LogicalPlan};
 use datafusion::parquet::arrow::ArrowWriter;
@@ -324,24 +325,34 @@ async fn execute(
     progress(&p);
     let mut publication = lake.begin_publish();
     let mut partitions = 0u64;
+    // Chunk i+1 is computed while chunk i is sorted and encoded on the blocking pool.
     let computed: Result<(), JobError> = async {
-        for chunk in &plan.chunks {
-            let ctx = job_session(lake, spec).await?;
-            if let Some((a, b)) = chunk {
-                register_helpers(&ctx, spec, *a, *b)?;
+        let mut encoding: Option<(Option<(NaiveDate, NaiveDate)>, tokio::task::JoinHandle<_>)> = None;
+        for chunk in plan.chunks.iter().map(Some).chain([None]) {
+            let next = match chunk {
+                Some(chunk) => {
+                    let ctx = job_session(lake, spec).await?;
+                    if let Some((a, b)) = chunk {
+                        register_helpers(&ctx, spec, *a, *b).await?;
+                    }
+                    let batches = run_statements(&ctx, spec, *chunk).await?.collect().await?;
+                    let (spec2, chunk2) = (spec.clone(), *chunk);
+                    Some((*chunk, tokio::task::spawn_blocking(move || encode_blocking(&spec2, &batches, chunk2))))
+                }
+                None => None,
+            };
+            if let Some((done, handle)) = std::mem::replace(&mut encoding, next) {
+                let files = handle.await.map_err(|e| JobError::Join(e.to_string()))??;
+                for f in files {
+                    let path = lake.table_path(&format!("{}/{}", spec.output.dir(), f.dir)).join(new_file_name());
+                    publication.stage(path, f.bytes).await?;
+                    p.rows += f.rows as u64;
+                    partitions += 1;
+                }
+                p.done += 1;
+                p.step = Step::Chunk { from: done.map(|c| c.0), to: done.map(|c| c.1) };
+                progress(&p);
             }
-            let df = run_statements(&ctx, spec, *chunk).await?;
-            let batches = df.collect().await?;
-            let files = encode_output(spec, batches, *chunk).await?;
-            for f in files {
-                let path = lake.table_path(&format!("{}/{}", spec.output.dir(), f.dir)).join(new_file_name());
-                publication.stage(path, f.bytes).await?;
-                p.rows += f.rows as u64;
-                partitions += 1;
-            }
-            p.done += 1;
-            p.step = Step::Chunk { from: chunk.map(|c| c.0), to: chunk.map(|c| c.1) };
-            progress(&p);
         }
         Ok(())
     }
@@ -506,25 +517,16 @@ fn encode_blocking(
     let schema = out.schema();
     let Some(all) = output_batch(spec, batches)? else { return Ok(Vec::new()) };
 
-    // Partition directory of every row.
+    // Partition of every row: the columns' distinct values are checked (usable in a path,
+    // key inside the range) and numbered once; rows are grouped by their numbers.
     let key = spec.incremental.as_ref().map(|i| i.key.as_str());
-    let part_values: Vec<Vec<String>> = out
-        .partition_by
-        .iter()
-        .map(|p| {
-            partition_strings(
-                all.column_by_name(p).ok_or_else(|| bad(format!("partition column {p} missing")))?,
-                p,
-                &bad,
-            )
-        })
-        .collect::<Result<_, _>>()?;
-    let mut groups: BTreeMap<String, Vec<u32>> = BTreeMap::new();
-    for row in 0..all.num_rows() {
-        let mut dir = String::new();
-        for (p, values) in out.partition_by.iter().zip(&part_values) {
-            let v = &values[row];
-            if Some(p.as_str()) == key {
+    let mut row_keys = vec![0u64; all.num_rows()];
+    let mut names: Vec<Vec<String>> = Vec::new();
+    for p in &out.partition_by {
+        let col = all.column_by_name(p).ok_or_else(|| bad(format!("partition column {p} missing")))?;
+        let (values, ids) = partition_values(col, p, &bad)?;
+        if Some(p.as_str()) == key {
+            for v in &values {
                 let d = NaiveDate::parse_from_str(v, "%Y-%m-%d")
                     .map_err(|_| bad(format!("incremental key {p} = '{v}' is not a YYYY-MM-DD date")))?;
                 if let Some((a, b)) = chunk {
@@ -533,13 +535,31 @@ fn encode_blocking(
                     }
                 }
             }
-            if !dir.is_empty() {
-                dir.push('/');
-            }
-            dir.push_str(&format!("{p}={v}"));
         }
-        groups.entry(dir).or_default().push(row as u32);
+        let radix = values.len() as u64;
+        for (k, id) in row_keys.iter_mut().zip(ids) {
+            *k = *k * radix + u64::from(id);
+        }
+        names.push(values);
     }
+    let mut groups: HashMap<u64, Vec<u32>> = HashMap::new();
+    for (row, k) in row_keys.iter().enumerate() {
+        groups.entry(*k).or_default().push(row as u32);
+    }
+    let groups: Vec<(String, Vec<u32>)> = groups
+        .into_values()
+        .map(|rows| {
+            let mut k = row_keys[rows[0] as usize];
+            let mut parts = Vec::with_capacity(names.len());
+            for (p, values) in out.partition_by.iter().zip(&names).rev() {
+                let radix = values.len() as u64;
+                parts.push(format!("{p}={}", values[(k % radix) as usize]));
+                k /= radix;
+            }
+            parts.reverse();
+            (parts.join("/"), rows)
+        })
+        .collect();
 
     let file_schema = out.file_schema();
     let keep: Vec<usize> = schema
@@ -589,45 +609,69 @@ pub fn output_batch(spec: &JobSpec, batches: &[RecordBatch]) -> Result<Option<Re
     Ok(Some(RecordBatch::try_new(schema, cols)?))
 }
 
-/// Path strings of a partition column: strings as they are, dates as YYYY-MM-DD.
-fn partition_strings(a: &ArrayRef, name: &str, bad: &dyn Fn(String) -> JobError) -> Result<Vec<String>, JobError> {
+/// The distinct path strings of a partition column (strings as they are, dates as
+/// YYYY-MM-DD) and each row's index into them.
+fn partition_values(
+    a: &ArrayRef,
+    name: &str,
+    bad: &dyn Fn(String) -> JobError,
+) -> Result<(Vec<String>, Vec<u32>), JobError> {
     if a.null_count() > 0 {
         return Err(bad(format!("partition column {name} has null values")));
     }
-    let values: Vec<String> = match a.data_type() {
-        DataType::Date32 => {
-            let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
-            a.as_primitive::<Date32Type>()
-                .values()
-                .iter()
-                .map(|d| (epoch + Duration::days(i64::from(*d))).format("%Y-%m-%d").to_string())
-                .collect()
+    let mut values: Vec<String> = Vec::new();
+    let mut ids = Vec::with_capacity(a.len());
+    if a.data_type() == &DataType::Date32 {
+        let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
+        let mut seen: HashMap<i32, u32> = HashMap::new();
+        for d in a.as_primitive::<Date32Type>().values().iter() {
+            let id = *seen.entry(*d).or_insert_with(|| {
+                values.push((epoch + Duration::days(i64::from(*d))).format("%Y-%m-%d").to_string());
+                values.len() as u32 - 1
+            });
+            ids.push(id);
         }
-        _ => {
-            let s = cast(a, &DataType::Utf8)?;
-            s.as_string::<i32>().iter().map(|v| v.unwrap_or_default().to_string()).collect()
+    } else {
+        let s = cast(a, &DataType::Utf8)?;
+        let mut seen: HashMap<&str, u32> = HashMap::new();
+        for v in s.as_string::<i32>().iter() {
+            let v = v.unwrap_or_default();
+            let id = match seen.get(v) {
+                Some(id) => *id,
+                None => {
+                    values.push(v.to_string());
+                    let id = values.len() as u32 - 1;
+                    seen.insert(v, id);
+                    id
+                }
+            };
+            ids.push(id);
         }
+    }
+    let unusable = |v: &String| {
+        v.is_empty() || v.contains(['/', '\\']) || v.chars().any(char::is_control) || v == "." || v == ".."
     };
-    if let Some(v) = values
-        .iter()
-        .find(|v| v.is_empty() || v.contains(['/', '\\']) || v.chars().any(char::is_control) || *v == "." || *v == "..")
-    {
+    if let Some(v) = values.iter().find(|v| unusable(v)) {
         return Err(bad(format!("partition column {name} has value '{v}', unusable in a path")));
     }
-    Ok(values)
+    Ok((values, ids))
 }
 
+/// Sorts by `cols` (compared in the row format: one byte comparison per pair of rows),
+/// unless the batch is sorted already.
 fn sort_by(batch: &RecordBatch, cols: &[String]) -> Result<RecordBatch, JobError> {
     if cols.is_empty() || batch.num_rows() < 2 {
         return Ok(batch.clone());
     }
-    let sort: Vec<SortColumn> = cols
-        .iter()
-        .filter_map(|c| batch.column_by_name(c))
-        .map(|a| SortColumn { values: Arc::clone(a), options: None })
-        .collect();
-    let idx = lexsort_to_indices(&sort, None)?;
-    Ok(take_record_batch(batch, &idx)?)
+    let arrays: Vec<ArrayRef> = cols.iter().filter_map(|c| batch.column_by_name(c)).cloned().collect();
+    let converter = RowConverter::new(arrays.iter().map(|a| SortField::new(a.data_type().clone())).collect())?;
+    let rows = converter.convert_columns(&arrays)?;
+    if (1..rows.num_rows()).all(|i| rows.row(i - 1) <= rows.row(i)) {
+        return Ok(batch.clone());
+    }
+    let mut idx: Vec<u32> = (0..rows.num_rows() as u32).collect();
+    idx.sort_unstable_by(|&a, &b| rows.row(a as usize).cmp(&rows.row(b as usize)));
+    Ok(take_record_batch(batch, &UInt32Array::from(idx))?)
 }
 
 /// The lake's Parquet settings with the output's sort order.
@@ -738,6 +782,16 @@ mod tests {
         let files = output_files(&lake, &spec).await;
         assert_eq!(files.len(), 2);
 
+        // A long-lived session (the API's) sees republished output.
+        let long_lived = query::session(&lake).await.unwrap();
+        register_derived_with(&long_lived, &lake, std::slice::from_ref(&spec)).unwrap();
+        let count = |ctx: SessionContext| async move {
+            let b = ctx.sql("SELECT count(DISTINCT run_time) FROM forecast_daily WHERE model = 'GFS'").await.unwrap();
+            let b = b.collect().await.unwrap();
+            b[0].column(0).as_primitive::<datafusion::arrow::datatypes::Int64Type>().value(0)
+        };
+        assert_eq!(count(long_lived.clone()).await, 1);
+
         // Re-run one day after new data: only that partition's file changes.
         lake.write(rows("GFS", "KNYC", r1 + Duration::hours(6), 0..=72, 0.0)).await.unwrap();
         let run2 = run_job(&lake, &spec, Some((d("2026-01-10"), d("2026-01-10"))), &no_progress).await.unwrap();
@@ -815,6 +869,13 @@ mod tests {
     async fn ranges_are_checked_and_chunked() {
         let (_tmp, lake) = lake().await;
         let spec = forecast_daily();
+        // Before any run the derived tables exist and are empty.
+        let ctx = query::session(&lake).await.unwrap();
+        crate::jobs::register_derived(&ctx, &lake).await.unwrap();
+        for t in ["forecast_daily", "job_runs"] {
+            let n = ctx.sql(&format!("SELECT count(*) FROM {t}")).await.unwrap().collect().await.unwrap();
+            assert_eq!(n[0].column(0).as_primitive::<datafusion::arrow::datatypes::Int64Type>().value(0), 0, "{t}");
+        }
         let e = run_job(&lake, &spec, Some((d("2026-01-12"), d("2026-01-10"))), &no_progress).await.unwrap_err();
         assert!(e.to_string().contains("after"), "{e}");
         assert_eq!(split_range(d("2026-01-01"), d("2026-01-15"), 7).len(), 3);

@@ -79,15 +79,18 @@ pub struct SqlFile {
 pub enum Helper {
     DayWindows,
     ModelLeads,
+    /// The live engine's daily extremes (observed.rs); needs observations, onemin, reports.
+    ObservedExtremes,
 }
 
 impl Helper {
-    pub const ALL: [Helper; 2] = [Helper::DayWindows, Helper::ModelLeads];
+    pub const ALL: [Helper; 3] = [Helper::DayWindows, Helper::ModelLeads, Helper::ObservedExtremes];
 
     pub fn name(self) -> &'static str {
         match self {
             Helper::DayWindows => "day_windows",
             Helper::ModelLeads => "model_leads",
+            Helper::ObservedExtremes => "observed_extremes",
         }
     }
 
@@ -170,6 +173,18 @@ impl OutputSpec {
                 .map(|c| Field::new(&c.name, c.kind.data_type(), c.nullable))
                 .collect::<Vec<_>>(),
         ))
+    }
+
+    /// The partition columns with their types (`string` or `date`), as readers register
+    /// them: a date partition compares and computes as a date in SQL.
+    pub fn partition_types(&self) -> Vec<(String, DataType)> {
+        self.partition_by
+            .iter()
+            .map(|p| {
+                let kind = self.columns.iter().find(|c| &c.name == p).map_or(ColumnKind::String, |c| c.kind);
+                (p.clone(), kind.data_type())
+            })
+            .collect()
     }
 
     /// Directory of the table relative to the lake root.
@@ -378,8 +393,13 @@ pub fn parse_spec(
     if uses_range && incremental.is_none() {
         return Err(bad("the SQL uses $from/$to but the job declares no [incremental] key".into()));
     }
-    if helpers.contains(&Helper::DayWindows) && incremental.is_none() {
-        return Err(bad("helper day_windows is computed for the run's range: declare an [incremental] key".into()));
+    if let Some(h) = helpers.iter().find(|h| matches!(h, Helper::DayWindows | Helper::ObservedExtremes)) {
+        if incremental.is_none() {
+            return Err(bad(format!(
+                "helper {} is computed for the run's range: declare an [incremental] key",
+                h.name()
+            )));
+        }
     }
 
     let s = raw.schedule;

@@ -68,6 +68,14 @@ impl Lake {
         for p in &old {
             delete_if_present(&inner, p).await?;
         }
+        // Local lakes: drop the staging directories left empty.
+        if let Some(dir) = &self.location.local_dir {
+            if let Ok(entries) = std::fs::read_dir(dir.join("_staging")) {
+                for e in entries.flatten() {
+                    std::fs::remove_dir(e.path()).ok();
+                }
+            }
+        }
         Ok(old.len())
     }
 }
@@ -139,6 +147,7 @@ impl Publication {
             .try_collect::<Vec<_>>()
             .await?;
         vis.drop_record(&self.id).await?;
+        self.remove_local_dir();
         Ok(())
     }
 
@@ -152,6 +161,14 @@ impl Publication {
         let inner = self.lake.visible().inner();
         for (s, _) in &self.staged {
             delete_if_present(inner, s).await.ok();
+        }
+        self.remove_local_dir();
+    }
+
+    /// Local lakes keep empty directories after renames: remove this publication's.
+    fn remove_local_dir(&self) {
+        if let Some(dir) = &self.lake.location.local_dir {
+            std::fs::remove_dir(dir.join("_staging").join(&self.id)).ok();
         }
     }
 }
@@ -194,6 +211,8 @@ mod tests {
         assert_eq!(visible(&lake, "derived/t").await, ["b.parquet", "c.parquet"]);
         let staged: Vec<_> = lake.store().list(Some(&lake.staging_root())).try_collect().await.unwrap();
         assert!(staged.is_empty());
+        let dirs = std::fs::read_dir(lake.location.local_dir.as_ref().unwrap().join("_staging")).unwrap().count();
+        assert_eq!(dirs, 0, "no empty staging directories left");
     }
 
     #[tokio::test]

@@ -73,7 +73,7 @@ mod readings;
 mod station;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::collections::BTreeMap;
 
@@ -86,7 +86,7 @@ use crate::units::{c_to_f, is_suspect_c, round1, Units};
 pub use day::{Side, Source};
 pub use logic::Logic;
 pub use quality::{DataQuality, HeldObservation, QualityWarning, Severity, TEMPERATURE_DATA_MISSING};
-pub use station::StationLive;
+pub use station::{StationLive, REPLAY_AFTER, REPLAY_BEFORE};
 
 /// One input to a station's live state.
 #[derive(Debug, Clone, Copy)]

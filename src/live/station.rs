@@ -17,6 +17,12 @@ use crate::decode::types::{DailyReport, Metar, OneMinute, ReportKind};
 use crate::time::{day_window, local_date, window_at, Window};
 use crate::units::{c_to_f, f_to_c, is_suspect_c, round1, round_half_away, tenths_c_to_whole_f, Units};
 
+/// Margins around a day's window when replaying stored rows for it: readings just before
+/// the window (a `wu` confirmation within ±10 min, the gap scan's context) and the reports
+/// just after it (the 24-hour group of the report closing the day, late one-minute data).
+pub const REPLAY_BEFORE: Duration = Duration::hours(7);
+pub const REPLAY_AFTER: Duration = Duration::hours(2);
+
 /// A second source this close (seconds) confirms a held whole-degree `wu` report.
 pub const CONFIRM_SECS: i64 = 10 * 60;
 /// A report this long before the end of a Local Standard Time day (or up to
@@ -55,6 +61,29 @@ impl StationLive {
             days: [BTreeMap::new(), BTreeMap::new()],
             cache: [None, None],
         }
+    }
+
+    /// A fresh state fed with stored rows (the engine's answer for past days: the API's
+    /// `svc_high` on an old date and the `daily_extremes` job both come through here, so
+    /// there is one implementation of the rules). Rows of other stations are ignored; the
+    /// order does not matter (see the module docs).
+    pub fn replay<'a>(
+        station: &Station,
+        metars: impl IntoIterator<Item = &'a Metar>,
+        onemin: impl IntoIterator<Item = &'a OneMinute>,
+        reports: impl IntoIterator<Item = &'a DailyReport>,
+    ) -> Self {
+        let mut live = StationLive::new(station);
+        for m in metars.into_iter().filter(|m| m.station == station.code) {
+            live.apply(LiveInput::Metar(m));
+        }
+        for o in onemin.into_iter().filter(|o| o.station == station.code) {
+            live.apply(LiveInput::OneMinute(o));
+        }
+        for r in reports.into_iter().filter(|r| r.station == station.code) {
+            live.apply(LiveInput::Report(r));
+        }
+        live
     }
 
     pub fn code(&self) -> &str {

@@ -72,7 +72,7 @@ fn low(live: &StationLive, logic: Logic, day: &str) -> Option<f64> {
 }
 
 /// KLNK (Lincoln, NE) is not in the catalog.
-fn klnk() -> Station {
+pub(crate) fn klnk() -> Station {
     Station {
         code: "KLNK".into(),
         name: "Lincoln Airport".into(),
@@ -90,7 +90,7 @@ fn klnk() -> Station {
 // ---------------------------------------------------------------- real data: KLNK
 
 /// The LCD file's official daily max/min (SOD rows), as integer °F by Local Standard date.
-fn klnk_sod() -> Vec<(NaiveDate, i32, i32)> {
+pub(crate) fn klnk_sod() -> Vec<(NaiveDate, i32, i32)> {
     let bytes = fixture("lcd/LCD_KLNK_USW00014939_2023-01-01_2023-02-26_metric.csv");
     let mut rdr = csv::Reader::from_reader(bytes.as_slice());
     let headers = rdr.headers().unwrap().clone();

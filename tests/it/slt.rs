@@ -1,25 +1,29 @@
-// sqllogictest for the SQL jobs (sql/*.sql): every tests/slt/*.slt file runs in a fresh
-// DataFusion session holding small fixture tables named like the real ones.
-//
-// The session has `stations` and `models` (the real in-memory catalog tables) and an empty
-// `forecast_points(model, location_name, run_time, forecast_hour, temperature_f,
-// temperature_c)` that a file fills with INSERT (run_time is an ISO 8601 UTC string).
-// The record
-//
-//     statement ok
-//     RUN JOB forecast_daily FROM 2026-03-07 TO 2026-03-08
-//
-// turns forecast_points into a `forecasts` table as ingest would (valid_time = run_time +
-// forecast_hour, run_date = UTC date of run_time, valid_date_standard / valid_date_civil
-// from the station's zone through crate::time), registers the job's helper tables for the
-// range and runs the job's own SQL files (jobs/<name>.toml) through the runner's
-// `run_statements`, so the tests run the exact text the job runs. The result is
-// registered as the job's output table (`forecast_daily`) for the queries that follow.
-//
-// `WXLAKE_SLT_COMPLETE=1 cargo test ... slt` rewrites the expected results in place.
-//
-// (No inner attributes or `//!` docs here: src/jobs/mod.rs includes this file into the
-// library's unit tests until tests/it/main.rs declares `#[cfg(feature = "jobs-wip")] mod slt;`.)
+//! sqllogictest for the SQL jobs (sql/*.sql): every tests/slt/*.slt file runs in a fresh
+//! DataFusion session holding small fixture tables named like the real ones.
+//!
+//! The session has `stations` and `models` (the real in-memory catalog tables), empty
+//! `observations`, `onemin` and `reports` tables with the lake's column types (all
+//! nullable), and an empty `forecast_points(model, location_name, run_time, forecast_hour,
+//! temperature_f, temperature_c)`; a file fills them with INSERT (run_time is an ISO 8601
+//! UTC string) and may create any other input (`forecast_daily`, `daily_extremes` ...)
+//! with CREATE TABLE.
+//! The record
+//!
+//! ```text
+//! statement ok
+//! RUN JOB forecast_daily FROM 2026-03-07 TO 2026-03-08
+//! ```
+//!
+//! (or `RUN JOB <name>` for a job without an incremental key) runs a job; for a job reading
+//! `forecasts` it first turns forecast_points into a `forecasts` table as ingest would (valid_time = run_time +
+//! forecast_hour, run_date = UTC date of run_time, valid_date_standard / valid_date_civil
+//! from the station's zone through crate::time), registers the job's helper tables for the
+//! range and runs the job's own SQL files (jobs/<name>.toml) through the runner's
+//! `run_statements`, with the job session's settings (`tables::tune`), so the tests run
+//! the exact text the job runs. The result is registered as the job's output table
+//! (`forecast_daily`) for the queries that follow.
+//!
+//! `WXLAKE_SLT_COMPLETE=1 cargo test ... slt` rewrites the expected results in place.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -40,8 +44,9 @@ use wxlake::catalog::Catalog;
 use wxlake::jobs::helpers::register_helpers;
 use wxlake::jobs::runner::{output_batch, run_statements};
 use wxlake::jobs::spec::{find, load_specs, JobSpec};
+use wxlake::jobs::tables::tune;
 use wxlake::lake::query::{models_table, stations_table};
-use wxlake::lake::schema::FORECASTS;
+use wxlake::lake::schema::{FORECASTS, OBSERVATIONS, ONEMIN, REPORTS};
 use wxlake::time::{civil_date, parse_utc, standard_date};
 
 /// A DataFusion session with the job fixtures; one per .slt file.
@@ -73,8 +78,19 @@ impl JobsDb {
     async fn new() -> Result<Self, SltError> {
         let specs = load_specs(crate_root().join("jobs")).map_err(err)?;
         let ctx = SessionContext::new();
+        tune(&ctx);
         ctx.register_table("stations", Arc::new(stations_table().map_err(err)?)).map_err(err)?;
         ctx.register_table("models", Arc::new(models_table().map_err(err)?)).map_err(err)?;
+        // Empty observation-side lake tables with their real column types (every column
+        // nullable, so a file INSERTs only the columns that matter; partition columns as
+        // strings, as the lake registers them).
+        for t in [&OBSERVATIONS, &ONEMIN, &REPORTS] {
+            let mut fields: Vec<Field> =
+                t.file_schema().fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect();
+            fields.extend(t.partition_cols.iter().map(|p| Field::new(*p, DataType::Utf8, true)));
+            let table = MemTable::try_new(Arc::new(Schema::new(fields)), vec![vec![]]).map_err(err)?;
+            ctx.register_table(t.name, Arc::new(table)).map_err(err)?;
+        }
         ctx.sql(
             "CREATE TABLE forecast_points (model VARCHAR NOT NULL, location_name VARCHAR NOT NULL, \
              run_time VARCHAR NOT NULL, forecast_hour INT NOT NULL, temperature_f DOUBLE, temperature_c DOUBLE)",
@@ -87,23 +103,32 @@ impl JobsDb {
         Ok(JobsDb { ctx, specs })
     }
 
-    /// `RUN JOB <name> FROM <date> TO <date>`
+    /// `RUN JOB <name> FROM <date> TO <date>`, or `RUN JOB <name>` for a job without an
+    /// incremental key.
     async fn run_job(&mut self, words: &[&str]) -> Result<u64, SltError> {
         let usage = || {
-            SltError(format!("expected RUN JOB <name> FROM <YYYY-MM-DD> TO <YYYY-MM-DD>, found {}", words.join(" ")))
+            SltError(format!("expected RUN JOB <name> [FROM <YYYY-MM-DD> TO <YYYY-MM-DD>], found {}", words.join(" ")))
         };
-        let [_, _, name, from_kw, from, to_kw, to] = words else { return Err(usage()) };
-        if !from_kw.eq_ignore_ascii_case("FROM") || !to_kw.eq_ignore_ascii_case("TO") {
-            return Err(usage());
-        }
         let date = |s: &str| NaiveDate::parse_from_str(s, "%Y-%m-%d").map_err(|_| usage());
-        let range = (date(from)?, date(to)?);
+        let (name, range) = match words {
+            [_, _, name] => (*name, None),
+            [_, _, name, from_kw, from, to_kw, to]
+                if from_kw.eq_ignore_ascii_case("FROM") && to_kw.eq_ignore_ascii_case("TO") =>
+            {
+                (*name, Some((date(from)?, date(to)?)))
+            }
+            _ => return Err(usage()),
+        };
         let spec = find(&self.specs, name).map_err(err)?.clone();
-        let forecasts = forecasts_from_points(&self.ctx).await?;
-        self.ctx.deregister_table("forecasts").map_err(err)?;
-        self.ctx.register_table("forecasts", Arc::new(forecasts)).map_err(err)?;
-        register_helpers(&self.ctx, &spec, range.0, range.1).map_err(err)?;
-        let df = run_statements(&self.ctx, &spec, Some(range)).await.map_err(err)?;
+        if spec.sql.iter().any(|f| f.text.contains("FROM forecasts")) {
+            let forecasts = forecasts_from_points(&self.ctx).await?;
+            self.ctx.deregister_table("forecasts").map_err(err)?;
+            self.ctx.register_table("forecasts", Arc::new(forecasts)).map_err(err)?;
+        }
+        if let Some((a, b)) = range {
+            register_helpers(&self.ctx, &spec, a, b).await.map_err(err)?;
+        }
+        let df = run_statements(&self.ctx, &spec, range).await.map_err(err)?;
         let batches = df.collect().await.map_err(err)?;
         let batch = output_batch(&spec, &batches).map_err(err)?;
         let rows = batch.as_ref().map_or(0, RecordBatch::num_rows);

@@ -1,16 +1,27 @@
 //! `GET /api/v2/daily_extremes.php` (beyond the spec): the trading-day high/low of every
-//! day in a range, computed by the same engine as `svc_high`.
+//! day in a range. Finished days come from the `daily_extremes` job's table (the live
+//! engine replayed over the lake, src/jobs/observed.rs); today, yesterday and any day the
+//! job has not stored as finished are answered like `svc_high`, by the same engine.
 
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use chrono::Duration;
+use std::collections::BTreeMap;
 
+use chrono::{DateTime, Duration, NaiveDate};
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Date32Type, Float64Type, TimestampMicrosecondType};
+
+use super::forecasts::lit;
 use super::observations::{logic_param, svc_high, SvcHigh};
 use crate::api::auth::Caller;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::params::Params;
 use crate::api::AppState;
+use crate::catalog::Station;
+use crate::live::Logic;
+use crate::time::fmt_utc;
 
 /// Longest range per request.
 pub const MAX_DAYS: i64 = 31;
@@ -48,11 +59,87 @@ pub async fn handler(
         ));
     }
     let today = crate::time::local_date(station.timezone, logic.clock(), state.now());
+    let last = end.min(today);
+    let mut stored = if start < today - Duration::days(1) {
+        stored_days(&state, station, logic, start, last.min(today - Duration::days(2))).await?
+    } else {
+        BTreeMap::new()
+    };
     let mut out = Vec::new();
     let mut d = start;
-    while d <= end.min(today) {
-        out.push(svc_high(&state, station, logic, Some(d)).await?);
+    while d <= last {
+        out.push(match stored.remove(&d) {
+            Some(s) => s,
+            None => svc_high(&state, station, logic, Some(d)).await?,
+        });
         d += Duration::days(1);
     }
     Ok(Json(out).into_response())
+}
+
+/// The finished days `from..=to` the `daily_extremes` table holds for the station and logic.
+async fn stored_days(
+    state: &AppState,
+    station: &Station,
+    logic: Logic,
+    from: NaiveDate,
+    to: NaiveDate,
+) -> ApiResult<BTreeMap<NaiveDate, SvcHigh>> {
+    let sql = format!(
+        "SELECT date, high, low, high_time, low_time, anomaly, data_quality, is_final, high_source, low_source, \
+         high_valid_through, low_valid_through FROM daily_extremes WHERE station_code = {} AND logic = '{}' \
+         AND day_complete AND date >= DATE '{from}' AND date <= DATE '{to}'",
+        lit(&station.code),
+        logic.as_str(),
+    );
+    let mut out = BTreeMap::new();
+    for b in state.live.ctx.sql(&sql).await?.collect().await? {
+        for (date, row) in rows(&b, station, logic)? {
+            out.insert(date, row);
+        }
+    }
+    Ok(out)
+}
+
+fn rows(b: &RecordBatch, station: &Station, logic: Logic) -> ApiResult<Vec<(NaiveDate, SvcHigh)>> {
+    let text = |i: usize| cast(b.column(i), &DataType::Utf8).map_err(ApiError::internal);
+    let (dq, hs, ls) = (text(6)?, text(8)?, text(9)?);
+    let (dq, hs, ls) = (dq.as_string::<i32>(), hs.as_string::<i32>(), ls.as_string::<i32>());
+    let num = |i: usize, r: usize| {
+        let a = b.column(i).as_primitive::<Float64Type>();
+        a.is_valid(r).then(|| a.value(r))
+    };
+    let time = |i: usize, r: usize| {
+        let a = b.column(i).as_primitive::<TimestampMicrosecondType>();
+        a.is_valid(r).then(|| DateTime::from_timestamp_micros(a.value(r))).flatten().map(fmt_utc)
+    };
+    let opt = |a: &datafusion::arrow::array::StringArray, r: usize| a.is_valid(r).then(|| a.value(r).to_string());
+    let dates = b.column(0).as_primitive::<Date32Type>();
+    let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
+    let mut out = Vec::with_capacity(b.num_rows());
+    for r in 0..b.num_rows() {
+        let date = epoch + Duration::days(i64::from(dates.value(r)));
+        let quality: serde_json::Value = serde_json::from_str(dq.value(r)).map_err(ApiError::internal)?;
+        out.push((
+            date,
+            SvcHigh {
+                station_code: station.code.clone(),
+                date: date.to_string(),
+                svc_high: num(1, r),
+                svc_low: num(2, r),
+                time_of_high_utc: time(3, r),
+                time_of_low_utc: time(4, r),
+                calculation_logic: logic.as_str().to_string(),
+                units: station.units.as_str().to_string(),
+                anomaly: b.column(5).as_boolean().value(r),
+                data_quality: BTreeMap::from([(logic.as_str().to_string(), quality)]),
+                is_final: b.column(7).as_boolean().value(r),
+                high_source: opt(hs, r),
+                low_source: opt(ls, r),
+                high_valid_through_utc: time(10, r),
+                low_valid_through_utc: time(11, r),
+            },
+        ));
+    }
+    Ok(out)
 }

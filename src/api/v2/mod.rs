@@ -2,6 +2,7 @@
 
 pub mod daily_extremes;
 pub mod forecasts;
+pub mod model_accuracy;
 pub mod nearby;
 pub mod nws_forecasts;
 pub mod observations;

@@ -18,7 +18,7 @@ use crate::catalog::Station;
 use crate::decode::types::{DailyKind, DailyReport, Metar};
 use crate::ingest::live::load_window;
 use crate::lake::rows::LakeRecord;
-use crate::live::{DayExtremes, Logic, StationLive};
+use crate::live::{DayExtremes, Logic, StationLive, REPLAY_AFTER, REPLAY_BEFORE};
 use crate::time::{fmt_utc, standard_date};
 
 /// Longest history range (spec 8).
@@ -273,19 +273,9 @@ pub async fn day_from_lake(
     date: NaiveDate,
     now: DateTime<Utc>,
 ) -> ApiResult<Option<DayExtremes>> {
-    let mut live = StationLive::new(station);
-    let w = live.window(logic, date);
+    let w = crate::time::day_window(station.timezone, logic.clock(), date);
     let (obs, onemin, reports) =
-        load_window(&state.live.ctx, Some(&station.code), w.start - Duration::hours(7), w.end + Duration::hours(2))
-            .await?;
-    for m in &obs {
-        live.apply(crate::live::LiveInput::Metar(m));
-    }
-    for o in &onemin {
-        live.apply(crate::live::LiveInput::OneMinute(o));
-    }
-    for r in reports.iter().filter(|r| r.date == date) {
-        live.apply(crate::live::LiveInput::Report(r));
-    }
+        load_window(&state.live.ctx, Some(&station.code), w.start - REPLAY_BEFORE, w.end + REPLAY_AFTER).await?;
+    let live = StationLive::replay(station, &obs, &onemin, reports.iter().filter(|r| r.date == date));
     Ok(live.extremes(logic, date, now))
 }

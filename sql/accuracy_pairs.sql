@@ -1,0 +1,119 @@
+-- accuracy_pairs: one forecast-observation pair per station, Local Standard Time day,
+-- model, run-time label, lead and target (high/low), for the trading days $from..$to.
+-- The metrics, trends and daily_detail jobs read this table (DESIGN.md "Settled
+-- interpretations"; src/api/v2/model_accuracy.rs serves them).
+--
+-- Rules:
+-- * Verifying value: the day's CLI value (final, else latest preliminary) when there is one,
+--   else the computed `nws` value (daily_extremes, logic nws). Only finished days count,
+--   and a day without a CLI only with at least 20 observations (about hourly coverage):
+--   a day with a hole in its data would score every model against a truncated extreme.
+-- * Forecast: forecast_daily's standard tz_mode (the same LST day), in the station's units;
+--   the NWS hourly forecast counts as model `NWS` (its version's 24 hourly temperatures of
+--   the LST day, all present).
+-- * Run-time label: `HHz` of the run's initialization (UTC). NWS versions are issued at any
+--   hour and are labelled by the 6-hour synoptic slot they fall in (00z, 06z, 12z, 18z).
+-- * Lead: for lead_days L, the forecast of day D is the latest run of each label issued
+--   before D starts minus (L - 1) days (L = 1: the latest run before the day starts). A run
+--   r with n = ceil((start of D - r) / 1 day) is the latest before the cutoffs of leads
+--   m < L <= n, where m is the n of the next newer run of its label (0 if none), so a
+--   missing run is covered by the one before it. Leads 1 to 3 are kept.
+-- * error = observed - forecast: positive means the model ran cold.
+
+-- 1. Verifying values.
+CREATE OR REPLACE TABLE ap_observed AS
+SELECT
+    station_code,
+    date,
+    COALESCE(cli_high, high) AS observed_high,
+    CASE WHEN cli_high IS NOT NULL THEN 'cli' ELSE high_source END AS high_source,
+    COALESCE(cli_low, low) AS observed_low,
+    CASE WHEN cli_low IS NOT NULL THEN 'cli' ELSE low_source END AS low_source
+FROM daily_extremes
+WHERE logic = 'nws'
+  AND day_complete
+  AND (cli_high IS NOT NULL OR cli_low IS NOT NULL OR observations >= 20)
+  AND date BETWEEN $from AND $to;
+
+-- 2. Every run's forecast of those days, with the start of the LST day (Unix seconds).
+CREATE OR REPLACE TABLE ap_runs AS
+SELECT
+    f.model,
+    f.location_name AS station_code,
+    f.date,
+    f.run_time,
+    lpad(CAST(CAST(date_part('hour', f.run_time) AS INT) AS VARCHAR), 2, '0') || 'z' AS run_label,
+    CASE WHEN s.units = 'fahrenheit' THEN f.high_f ELSE f.high_c END AS forecast_high,
+    CASE WHEN s.units = 'fahrenheit' THEN f.low_f ELSE f.low_c END AS forecast_low,
+    date_part('epoch', CAST(f.date AS TIMESTAMP)) - 60 * s.standard_offset_minutes AS day_start
+FROM forecast_daily f
+JOIN stations s ON s.station_code = f.location_name
+WHERE f.tz_mode = 'standard'
+  AND f.date BETWEEN $from AND $to
+  AND f.run_date >= CAST($from - INTERVAL '20 days' AS VARCHAR)
+  AND f.run_date <= CAST($to AS VARCHAR)
+UNION ALL
+SELECT
+    'NWS' AS model,
+    station_code,
+    CAST(day_num AS DATE) AS date,
+    run_time,
+    lpad(CAST(CAST(6 * floor(date_part('hour', run_time) / 6) AS INT) AS VARCHAR), 2, '0') || 'z' AS run_label,
+    CASE WHEN units = 'fahrenheit' THEN max_f ELSE round((max_f - 32) * 5 / 9, 1) END AS forecast_high,
+    CASE WHEN units = 'fahrenheit' THEN min_f ELSE round((min_f - 32) * 5 / 9, 1) END AS forecast_low,
+    86400.0 * day_num - 60 * standard_offset_minutes AS day_start
+FROM (
+    -- Each version's hours grouped by LST day (day_num: days since 1970-01-01).
+    SELECT
+        n.station_code,
+        s.units,
+        s.standard_offset_minutes,
+        CAST(floor((date_part('epoch', n.start_time) + 60 * s.standard_offset_minutes) / 86400) AS INT) AS day_num,
+        n.generated_at AS run_time,
+        max(n.temperature_f) AS max_f,
+        min(n.temperature_f) AS min_f,
+        count(DISTINCT n.start_time) AS hours
+    FROM nws_hourly n
+    JOIN stations s ON s.station_code = n.station_code
+    WHERE n.date >= CAST($from - INTERVAL '8 days' AS VARCHAR)
+      AND n.date <= CAST($to AS VARCHAR)
+    GROUP BY 1, 2, 3, 4, 5
+) v
+WHERE hours = 24
+  AND CAST(day_num AS DATE) BETWEEN $from AND $to
+  AND date_part('epoch', run_time) < 86400.0 * day_num - 60 * standard_offset_minutes;
+
+-- 3. The leads each run serves (see Rules), then the pairs.
+CREATE OR REPLACE TABLE ap_leads AS
+SELECT r.*, l.lead_days
+FROM (
+    SELECT
+        *,
+        LAG(natural_lead, 1, 0) OVER (
+            PARTITION BY model, station_code, run_label, date ORDER BY run_time DESC
+        ) AS newer_lead
+    FROM (
+        SELECT
+            *,
+            CAST(ceil((day_start - date_part('epoch', run_time)) / 86400.0) AS INT) AS natural_lead
+        FROM ap_runs
+    ) n
+) r
+JOIN (VALUES (1), (2), (3)) AS l(lead_days)
+  ON l.lead_days > r.newer_lead AND l.lead_days <= r.natural_lead;
+
+SELECT
+    l.station_code, l.date, l.model, l.run_label, l.run_time, l.lead_days,
+    'high' AS target, l.forecast_high AS forecast, o.observed_high AS observed,
+    o.observed_high - l.forecast_high AS error, o.high_source AS observed_source
+FROM ap_leads l
+JOIN ap_observed o ON o.station_code = l.station_code AND o.date = l.date
+WHERE l.forecast_high IS NOT NULL AND o.observed_high IS NOT NULL
+UNION ALL
+SELECT
+    l.station_code, l.date, l.model, l.run_label, l.run_time, l.lead_days,
+    'low' AS target, l.forecast_low AS forecast, o.observed_low AS observed,
+    o.observed_low - l.forecast_low AS error, o.low_source AS observed_source
+FROM ap_leads l
+JOIN ap_observed o ON o.station_code = l.station_code AND o.date = l.date
+WHERE l.forecast_low IS NOT NULL AND o.observed_low IS NOT NULL
