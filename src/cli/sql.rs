@@ -31,6 +31,8 @@ pub async fn run(lake: Lake, a: SqlArgs) -> anyhow::Result<ExitCode> {
         (None, None) => anyhow::bail!("give a query or -f FILE"),
     };
     let ctx = query::session(&lake).await?;
+    // The jobs' outputs (forecast_daily, daily_extremes, the accuracy tables, job_runs).
+    wxlake::jobs::register_derived(&ctx, &lake).await?;
     let statements: Vec<&str> = text.split(';').map(str::trim).filter(|s| !s.is_empty()).collect();
     let mut last = Vec::new();
     for stmt in statements {

@@ -107,12 +107,11 @@ impl Lake {
     /// Replaces `old` files by `new` atomically for readers (see module docs).
     async fn swap(&self, old: &[Path], new: &Path, bytes: bytes::Bytes) -> Result<(), LakeError> {
         let vis = self.visible();
-        let mut rec = TxnRecord {
-            id: uuid::Uuid::new_v4().simple().to_string(),
-            state: TxnState::Writing,
-            add: vec![new.to_string()],
-            remove: old.iter().map(|p| p.to_string()).collect(),
-        };
+        let mut rec = TxnRecord::writing(
+            uuid::Uuid::new_v4().simple().to_string(),
+            vec![new.to_string()],
+            old.iter().map(|p| p.to_string()).collect(),
+        );
         vis.put_record(&rec).await?;
         vis.inner().put(new, PutPayload::from(bytes)).await?;
         rec.state = TxnState::Committed;

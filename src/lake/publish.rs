@@ -112,12 +112,11 @@ impl Publication {
         }
         let vis = Arc::clone(self.lake.visible());
         let inner = Arc::clone(vis.inner());
-        let mut rec = TxnRecord {
-            id: self.id.clone(),
-            state: TxnState::Writing,
-            add: self.staged.iter().map(|(_, d)| d.to_string()).collect(),
-            remove: removes.iter().map(|p| p.to_string()).collect(),
-        };
+        let mut rec = TxnRecord::writing(
+            self.id.clone(),
+            self.staged.iter().map(|(_, d)| d.to_string()).collect(),
+            removes.iter().map(|p| p.to_string()).collect(),
+        );
         vis.put_record(&rec).await?;
         let moved = futures::stream::iter(self.staged.iter().cloned())
             .map(|(from, to)| {

@@ -7,6 +7,12 @@
 //! removed files are hidden. Then the removed files are deleted and the record dropped.
 //! Every listing through [`VisibleStore`] applies the records first, so DataFusion and the
 //! writer only ever see a consistent set. Recovery rolls each record forward or back.
+//!
+//! Several processes may share a lake (`wxlake serve` publishing job outputs while a
+//! `wxlake sql` or `ingest` opens it). Rolling forward a `committed` record is always safe
+//! (its owner would delete the same files), but a `writing` record may belong to a swap in
+//! progress elsewhere: recovery leaves it alone until it is [`WRITING_GRACE`] old (a swap
+//! takes seconds). Until then its files stay hidden, so readers are consistent either way.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -30,7 +36,14 @@ pub struct TxnRecord {
     pub state: TxnState,
     pub add: Vec<String>,
     pub remove: Vec<String>,
+    /// Unix seconds when the swap began (0 in records written before this field existed:
+    /// treated as old).
+    #[serde(default)]
+    pub created_at: i64,
 }
+
+/// A `writing` record younger than this may belong to a live swap of another process.
+pub const WRITING_GRACE: std::time::Duration = std::time::Duration::from_secs(600);
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -40,6 +53,11 @@ pub enum TxnState {
 }
 
 impl TxnRecord {
+    /// A new `writing` record, stamped now.
+    pub fn writing(id: String, add: Vec<String>, remove: Vec<String>) -> Self {
+        TxnRecord { id, state: TxnState::Writing, add, remove, created_at: chrono::Utc::now().timestamp() }
+    }
+
     /// Paths a reader must not see while this record exists.
     fn hidden(&self) -> &[String] {
         match self.state {
@@ -95,10 +113,18 @@ impl VisibleStore {
         }
     }
 
-    /// Finishes or undoes the swaps a crash left behind. Safe to run at any time no other
-    /// swap is in progress (the writer holds its lock while calling it).
+    /// Finishes or undoes the swaps a crash left behind: committed ones are rolled forward,
+    /// `writing` ones older than [`WRITING_GRACE`] rolled back (younger ones may be live in
+    /// another process and are left hidden). Returns how many records were resolved.
     pub async fn recover(&self) -> Result<usize> {
-        let recs = self.records().await?;
+        let now = chrono::Utc::now().timestamp();
+        let grace = WRITING_GRACE.as_secs() as i64;
+        let recs: Vec<TxnRecord> = self
+            .records()
+            .await?
+            .into_iter()
+            .filter(|r| r.state == TxnState::Committed || now - r.created_at >= grace)
+            .collect();
         for rec in &recs {
             let victims = match rec.state {
                 TxnState::Writing => &rec.add,
@@ -214,12 +240,11 @@ mod tests {
         for p in ["t/a.parquet", "t/b.parquet"] {
             s.put(&Path::from(p), PutPayload::from_static(b"x")).await.unwrap();
         }
-        let mut rec = TxnRecord {
-            id: "1".into(),
-            state: TxnState::Writing,
-            add: vec!["t/c.parquet".into()],
-            remove: vec!["t/a.parquet".into(), "t/b.parquet".into()],
-        };
+        let mut rec = TxnRecord::writing(
+            "1".into(),
+            vec!["t/c.parquet".into()],
+            vec!["t/a.parquet".into(), "t/b.parquet".into()],
+        );
         s.put_record(&rec).await.unwrap();
         s.put(&Path::from("t/c.parquet"), PutPayload::from_static(b"y")).await.unwrap();
         assert_eq!(names(&s).await, ["t/a.parquet", "t/b.parquet"], "new file hidden while writing");
@@ -239,15 +264,19 @@ mod tests {
         let inner: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
         let s = VisibleStore::new(Arc::clone(&inner), Path::from("_txn"));
         s.put(&Path::from("t/a.parquet"), PutPayload::from_static(b"x")).await.unwrap();
-        let rec = TxnRecord {
-            id: "2".into(),
-            state: TxnState::Writing,
-            add: vec!["t/c.parquet".into()],
-            remove: vec!["t/a.parquet".into()],
-        };
+        let mut rec = TxnRecord::writing("2".into(), vec!["t/c.parquet".into()], vec!["t/a.parquet".into()]);
         s.put_record(&rec).await.unwrap();
         s.put(&Path::from("t/c.parquet"), PutPayload::from_static(b"partial")).await.unwrap();
-        s.recover().await.unwrap();
+        // Just begun: maybe another process's live swap. Left alone, its file stays hidden.
+        assert_eq!(s.recover().await.unwrap(), 0);
         assert_eq!(names(&s).await, ["t/a.parquet"]);
+        assert_eq!(s.records().await.unwrap().len(), 1);
+        // Older than the grace period: a crashed swap, rolled back.
+        rec.created_at -= WRITING_GRACE.as_secs() as i64;
+        s.put_record(&rec).await.unwrap();
+        assert_eq!(s.recover().await.unwrap(), 1);
+        assert_eq!(names(&s).await, ["t/a.parquet"]);
+        let all: Vec<_> = inner.list(Some(&Path::from("t"))).try_collect::<Vec<_>>().await.unwrap();
+        assert_eq!(all.len(), 1, "the partial file is deleted");
     }
 }

@@ -38,6 +38,21 @@ fn ingest_then_sql_in_every_format() {
     assert!(stderr(&o).contains("stored 0, duplicate 24"), "{}", stderr(&o));
 }
 
+/// Job outputs are tables of `wxlake sql` too.
+#[test]
+fn job_outputs_are_sql_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let awc = fixture("metar/awc_metar_knyc_kmdw_kaus_20260925T0631Z.json");
+    let o = wxlake(&lake, &["ingest", "metar", awc.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = wxlake(&lake, &["jobs", "run", "daily_extremes"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let q = "SELECT count(DISTINCT logic) AS n FROM daily_extremes WHERE station_code = 'KNYC'";
+    let o = wxlake(&lake, &["sql", q, "--format", "csv"]);
+    assert_eq!(stdout(&o), "n\n2\n", "{}", stderr(&o));
+}
+
 #[test]
 fn sql_errors_are_one_clear_line() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,0 +1,527 @@
+"""The accuracy jobs in wxlake and DuckDB on the same Parquet files.
+
+Run through benches/accuracy_vs_duckdb.sh (it prepares the virtualenv, the lake and the
+helper tables). Steps, in dependency order, each timed on its own:
+
+  accuracy_pairs         forecast_daily + daily_extremes + nws_hourly + stations -> pairs
+  model_accuracy         pairs -> metrics per window / lead / target / scope
+  accuracy_trends        pairs -> rolling 7-day points
+  accuracy_daily_detail  pairs -> last 30 days
+
+wxlake: `wxlake jobs run <job>` (wall time of the process, incl. start-up, planning,
+publication and the job_runs record). DuckDB: a port of each sql/*.sql file, a fresh
+in-process connection per step, reading the same input Parquet files (the downstream
+steps read DuckDB's own accuracy_pairs output) and writing zstd Parquet partitioned as the
+job declares, each file sorted by the job's sort_by. Results are then compared row by
+row on each table's key (floats within 1e-9 x max(|a|, |b|, 1): sums taken in another order
+differ in the last bits, and a sum near 0 has no meaningful relative error).
+
+Porting notes (DataFusion -> DuckDB):
+- date_part('epoch', x)            -> epoch(x) (DOUBLE seconds)
+- date_part('hour', ts)            -> hour(ts) (session TimeZone = UTC, like wxlake)
+- CAST(date AS INT)                -> date - DATE '1970-01-01' (days since the epoch)
+- CAST(int AS DATE)                -> DATE '1970-01-01' + int
+- CAST(date - INTERVAL 'n days' AS VARCHAR): DataFusion keeps a DATE ('YYYY-MM-DD');
+  DuckDB's DATE - INTERVAL is a TIMESTAMP ('YYYY-MM-DD 00:00:00', which would compare
+  differently with the run_date strings), so the port subtracts an integer: date - n.
+- grouping(), bit_or, <<, LAG(x, 1, 0), GROUPING SETS: same in DuckDB.
+- Hive partition columns: strings (run_date, nws_hourly date) except the DATE `date`
+  partitions of the derived tables, as in wxlake sessions.
+"""
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+import duckdb
+
+STEPS = ["accuracy_pairs", "model_accuracy", "accuracy_trends", "accuracy_daily_detail"]
+
+INPUT_VIEWS = """
+SET TimeZone = 'UTC';
+CREATE OR REPLACE TEMP TABLE stations AS SELECT * FROM read_parquet('{h}/stations.parquet');
+CREATE OR REPLACE TEMP VIEW forecast_daily AS
+SELECT * FROM read_parquet('{lake}/derived/forecast_daily/*/*/*.parquet', hive_partitioning = true,
+                           hive_types = {{'model': VARCHAR, 'run_date': VARCHAR}});
+CREATE OR REPLACE TEMP VIEW daily_extremes AS
+SELECT * FROM read_parquet('{lake}/derived/daily_extremes/*/*.parquet', hive_partitioning = true,
+                           hive_types = {{'date': DATE}});
+CREATE OR REPLACE TEMP VIEW nws_hourly AS
+SELECT * FROM read_parquet('{lake}/nws_hourly/*/*.parquet', hive_partitioning = true,
+                           hive_types = {{'date': VARCHAR}});
+"""
+
+# sql/accuracy_pairs.sql; {frm} / {to} are DATE literals. Leaves the chunk's rows in
+# the temp table ap_out (appended to, so chunks accumulate).
+PAIRS_SQL = """
+CREATE OR REPLACE TEMP TABLE ap_observed AS
+SELECT
+    station_code,
+    date,
+    COALESCE(cli_high, high) AS observed_high,
+    CASE WHEN cli_high IS NOT NULL THEN 'cli' ELSE high_source END AS high_source,
+    COALESCE(cli_low, low) AS observed_low,
+    CASE WHEN cli_low IS NOT NULL THEN 'cli' ELSE low_source END AS low_source
+FROM daily_extremes
+WHERE logic = 'nws'
+  AND day_complete
+  AND (cli_high IS NOT NULL OR cli_low IS NOT NULL OR observations >= 20)
+  AND date BETWEEN {frm} AND {to};
+
+CREATE OR REPLACE TEMP TABLE ap_runs AS
+SELECT
+    f.model,
+    f.location_name AS station_code,
+    f.date,
+    f.run_time,
+    lpad(CAST(CAST(hour(f.run_time) AS INT) AS VARCHAR), 2, '0') || 'z' AS run_label,
+    CASE WHEN s.units = 'fahrenheit' THEN f.high_f ELSE f.high_c END AS forecast_high,
+    CASE WHEN s.units = 'fahrenheit' THEN f.low_f ELSE f.low_c END AS forecast_low,
+    epoch(CAST(f.date AS TIMESTAMP)) - 60 * s.standard_offset_minutes AS day_start
+FROM forecast_daily f
+JOIN stations s ON s.station_code = f.location_name
+WHERE f.tz_mode = 'standard'
+  AND f.date BETWEEN {frm} AND {to}
+  AND f.run_date >= CAST({frm} - 20 AS VARCHAR)
+  AND f.run_date <= CAST({to} AS VARCHAR)
+UNION ALL
+SELECT
+    'NWS' AS model,
+    station_code,
+    DATE '1970-01-01' + day_num AS date,
+    run_time,
+    lpad(CAST(CAST(6 * floor(hour(run_time) / 6) AS INT) AS VARCHAR), 2, '0') || 'z' AS run_label,
+    CASE WHEN units = 'fahrenheit' THEN max_f ELSE round((max_f - 32) * 5 / 9, 1) END AS forecast_high,
+    CASE WHEN units = 'fahrenheit' THEN min_f ELSE round((min_f - 32) * 5 / 9, 1) END AS forecast_low,
+    86400.0 * day_num - 60 * standard_offset_minutes AS day_start
+FROM (
+    SELECT
+        n.station_code,
+        s.units,
+        s.standard_offset_minutes,
+        CAST(floor((epoch(n.start_time) + 60 * s.standard_offset_minutes) / 86400) AS INT) AS day_num,
+        n.generated_at AS run_time,
+        max(n.temperature_f) AS max_f,
+        min(n.temperature_f) AS min_f,
+        count(DISTINCT n.start_time) AS hours
+    FROM nws_hourly n
+    JOIN stations s ON s.station_code = n.station_code
+    WHERE n.date >= CAST({frm} - 8 AS VARCHAR)
+      AND n.date <= CAST({to} AS VARCHAR)
+    GROUP BY 1, 2, 3, 4, 5
+) v
+WHERE hours = 24
+  AND DATE '1970-01-01' + day_num BETWEEN {frm} AND {to}
+  AND epoch(run_time) < 86400.0 * day_num - 60 * standard_offset_minutes;
+
+CREATE OR REPLACE TEMP TABLE ap_leads AS
+SELECT r.*, l.lead_days
+FROM (
+    SELECT
+        *,
+        LAG(natural_lead, 1, 0) OVER (
+            PARTITION BY model, station_code, run_label, date ORDER BY run_time DESC
+        ) AS newer_lead
+    FROM (
+        SELECT
+            *,
+            CAST(ceil((day_start - epoch(run_time)) / 86400.0) AS INT) AS natural_lead
+        FROM ap_runs
+    ) n
+) r
+JOIN (VALUES (1), (2), (3)) AS l(lead_days)
+  ON l.lead_days > r.newer_lead AND l.lead_days <= r.natural_lead;
+
+INSERT INTO ap_out
+SELECT
+    l.station_code, l.date, l.model, l.run_label, l.run_time, l.lead_days,
+    'high' AS target, l.forecast_high AS forecast, o.observed_high AS observed,
+    o.observed_high - l.forecast_high AS error, o.high_source AS observed_source
+FROM ap_leads l
+JOIN ap_observed o ON o.station_code = l.station_code AND o.date = l.date
+WHERE l.forecast_high IS NOT NULL AND o.observed_high IS NOT NULL
+UNION ALL
+SELECT
+    l.station_code, l.date, l.model, l.run_label, l.run_time, l.lead_days,
+    'low' AS target, l.forecast_low AS forecast, o.observed_low AS observed,
+    o.observed_low - l.forecast_low AS error, o.low_source AS observed_source
+FROM ap_leads l
+JOIN ap_observed o ON o.station_code = l.station_code AND o.date = l.date
+WHERE l.forecast_low IS NOT NULL AND o.observed_low IS NOT NULL;
+"""
+
+PAIRS_OUT = """
+CREATE OR REPLACE TEMP TABLE ap_out (
+    station_code VARCHAR, date DATE, model VARCHAR, run_label VARCHAR, run_time TIMESTAMPTZ,
+    lead_days INTEGER, target VARCHAR, forecast DOUBLE, observed DOUBLE, error DOUBLE,
+    observed_source VARCHAR);
+"""
+
+PAIRS_COPY = """
+COPY (SELECT * FROM ap_out ORDER BY date, station_code, lead_days, target, model, run_label)
+TO '{out}' (FORMAT parquet, PARTITION_BY (date), COMPRESSION zstd, COMPRESSION_LEVEL 1, OVERWRITE_OR_IGNORE);
+"""
+
+PAIRS_VIEW = """
+CREATE OR REPLACE TEMP VIEW accuracy_pairs AS
+SELECT * FROM read_parquet('{pairs}/*/*.parquet', hive_partitioning = true, hive_types = {{'date': DATE}});
+"""
+
+# sql/model_accuracy.sql
+MODEL_ACCURACY_SQL = """
+CREATE OR REPLACE TEMP TABLE ma_asof AS
+SELECT max(date) AS as_of FROM accuracy_pairs;
+
+CREATE OR REPLACE TEMP TABLE ma_pairs AS
+SELECT
+    p.station_code, p.model, p.run_label, p.lead_days, p.target, p.error, p.date,
+    w.window_name, w.window_days, a.as_of,
+    CAST(a.as_of - p.date AS BIGINT) AS age
+FROM accuracy_pairs p
+CROSS JOIN ma_asof a
+JOIN (VALUES ('7d', 7), ('14d', 14), ('30d', 30), ('90d', 90)) AS w(window_name, window_days)
+  ON a.as_of - p.date < w.window_days
+WHERE p.date > a.as_of - 90;
+
+COPY (
+SELECT * FROM (
+SELECT
+    station_code,
+    window_name AS "window",
+    CAST(window_days AS INTEGER) AS window_days,
+    as_of,
+    CAST(lead_days AS INTEGER) AS lead_days,
+    target,
+    CASE
+        WHEN grouping(model) = 1 THEN 'ensemble'
+        WHEN grouping(run_label) = 1 THEN 'per_model'
+        ELSE 'per_model_run'
+    END AS scope,
+    COALESCE(model, '') AS model,
+    COALESCE(run_label, '') AS run_label,
+    count(*) AS n,
+    sum(error) AS sum_error,
+    sum(abs(error)) AS sum_abs_error,
+    sum(error * error) AS sum_sq_error,
+    avg(abs(error)) AS mae,
+    avg(error) AS bias,
+    sqrt(avg(error * error)) AS rmse,
+    count(DISTINCT date) AS days_available,
+    COALESCE(bit_or(CASE WHEN age < 62 THEN CAST(1 AS BIGINT) << age END), 0) AS day_bits_lo,
+    COALESCE(bit_or(CASE WHEN age >= 62 THEN CAST(1 AS BIGINT) << (age - 62) END), 0) AS day_bits_hi,
+    now() AS computed_at
+FROM ma_pairs
+GROUP BY GROUPING SETS (
+    (station_code, window_name, window_days, as_of, lead_days, target, model, run_label),
+    (station_code, window_name, window_days, as_of, lead_days, target, model),
+    (station_code, window_name, window_days, as_of, lead_days, target)
+)) ORDER BY station_code, window_days, lead_days, target, scope, model, run_label
+) TO '{out}' (FORMAT parquet, PARTITION_BY (station_code), COMPRESSION zstd, COMPRESSION_LEVEL 1, OVERWRITE_OR_IGNORE);
+"""
+
+# sql/accuracy_trends.sql
+TRENDS_SQL = """
+CREATE OR REPLACE TEMP TABLE at_asof AS
+SELECT max(date) - DATE '1970-01-01' AS as_of FROM accuracy_pairs;
+
+CREATE OR REPLACE TEMP TABLE at_spread AS
+SELECT p.station_code, p.lead_days, p.target, p.model, p.run_label, p.error,
+       (p.date - DATE '1970-01-01') + o.k AS day
+FROM accuracy_pairs p
+CROSS JOIN at_asof a
+CROSS JOIN (VALUES (0), (1), (2), (3), (4), (5), (6)) AS o(k)
+WHERE p.date - DATE '1970-01-01' > a.as_of - 96
+  AND (p.date - DATE '1970-01-01') + o.k <= a.as_of
+  AND (p.date - DATE '1970-01-01') + o.k > a.as_of - 90;
+
+COPY (
+SELECT * FROM (
+SELECT
+    station_code,
+    CAST(lead_days AS INTEGER) AS lead_days,
+    target,
+    CASE WHEN grouping(run_label) = 1 THEN 'per_model' ELSE 'per_model_run' END AS scope,
+    model,
+    COALESCE(run_label, '') AS run_label,
+    DATE '1970-01-01' + CAST(day AS INTEGER) AS date,
+    count(*) AS n,
+    sum(error) AS sum_error,
+    sum(abs(error)) AS sum_abs_error,
+    sum(error * error) AS sum_sq_error,
+    avg(abs(error)) AS mae_7d,
+    avg(error) AS bias_7d,
+    now() AS computed_at
+FROM at_spread
+GROUP BY GROUPING SETS (
+    (station_code, lead_days, target, model, run_label, day),
+    (station_code, lead_days, target, model, day)
+)) ORDER BY station_code, lead_days, target, model, scope, run_label, date
+) TO '{out}' (FORMAT parquet, PARTITION_BY (station_code), COMPRESSION zstd, COMPRESSION_LEVEL 1, OVERWRITE_OR_IGNORE);
+"""
+
+# sql/accuracy_daily_detail.sql
+DETAIL_SQL = """
+COPY (
+SELECT
+    p.station_code, p.date, p.lead_days, p.target, p.model, p.run_label, p.run_time,
+    p.forecast, p.observed, p.observed_source, now() AS computed_at
+FROM accuracy_pairs p
+CROSS JOIN (SELECT max(date) AS as_of FROM accuracy_pairs) a
+WHERE p.date > a.as_of - 30
+ORDER BY p.station_code, p.lead_days, p.target, p.date, p.model, p.run_label
+) TO '{out}' (FORMAT parquet, PARTITION_BY (station_code), COMPRESSION zstd, COMPRESSION_LEVEL 1, OVERWRITE_OR_IGNORE);
+"""
+
+
+def lit(d):
+    return f"DATE '{d}'"
+
+
+def chunks(first, last, days):
+    """[first, last] in `days`-day pieces (days <= 0: one piece), as wxlake splits it."""
+    if days <= 0:
+        return [(first, last)]
+    import datetime as dt
+    a, end, out = dt.date.fromisoformat(first), dt.date.fromisoformat(last), []
+    while a <= end:
+        b = min(a + dt.timedelta(days=days - 1), end)
+        out.append((a.isoformat(), b.isoformat()))
+        a = b + dt.timedelta(days=1)
+    return out
+
+
+def count_rows(con, glob):
+    return con.execute(f"SELECT count(*) FROM read_parquet('{glob}')").fetchone()[0]
+
+
+def duck_step(step, lake, helpers, out_root, pair_chunks):
+    out = f"{out_root}/{step}"
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out_root, exist_ok=True)
+    con = duckdb.connect()
+    con.execute(INPUT_VIEWS.format(lake=lake, h=helpers))
+    if step == "accuracy_pairs":
+        con.execute(PAIRS_OUT)
+        for a, b in pair_chunks:
+            con.execute(PAIRS_SQL.format(frm=lit(a), to=lit(b)))
+        con.execute(PAIRS_COPY.format(out=out))
+        rows = con.execute("SELECT count(*) FROM ap_out").fetchone()[0]
+    else:
+        con.execute(PAIRS_VIEW.format(pairs=f"{out_root}/accuracy_pairs"))
+        sql = {"model_accuracy": MODEL_ACCURACY_SQL, "accuracy_trends": TRENDS_SQL,
+               "accuracy_daily_detail": DETAIL_SQL}[step]
+        con.execute(sql.format(out=out))
+        rows = None
+    con.close()
+    return rows
+
+
+def wx_step(jobs_cmd, lake, step):
+    cmd = shlex.split(jobs_cmd)
+    # `wxlake jobs` takes --lake before `jobs`; a shim takes it first.
+    cmd = cmd[:1] + ["--lake", f"file://{lake}"] + cmd[1:] + ["run", step, "--json"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"wxlake {step} failed ({r.returncode}): {r.stderr}")
+    try:
+        runs = json.loads(r.stdout)
+        return sum(x["rows"] for x in runs)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    v = fn()
+    return time.perf_counter() - t0, v
+
+
+# Per table: hive partition type, key columns (unique per row), columns compared exactly, float columns
+# compared within 1e-9 x max(|a|, |b|, 1) (sums in another order differ in the last bits).
+# computed_at (now()) is not compared.
+TABLES = {
+    "accuracy_pairs": ("{'date': DATE}",
+                       ["station_code", "date", "model", "run_label", "lead_days", "target"],
+                       ["run_time", "observed_source"], ["forecast", "observed", "error"]),
+    "model_accuracy": ("{'station_code': VARCHAR}",
+                       ["station_code", "window", "lead_days", "target", "scope", "model", "run_label"],
+                       ["window_days", "as_of", "n", "days_available", "day_bits_lo", "day_bits_hi"],
+                       ["sum_error", "sum_abs_error", "sum_sq_error", "mae", "bias", "rmse"]),
+    "accuracy_trends": ("{'station_code': VARCHAR}",
+                        ["station_code", "lead_days", "target", "scope", "model", "run_label", "date"],
+                        ["n"], ["sum_error", "sum_abs_error", "sum_sq_error", "mae_7d", "bias_7d"]),
+    "accuracy_daily_detail": ("{'station_code': VARCHAR}",
+                              ["station_code", "date", "lead_days", "target", "model", "run_label"],
+                              ["run_time", "observed_source"], ["forecast", "observed"]),
+}
+
+
+def q(c):
+    return f'"{c}"'
+
+
+def compare(table, wx_dir, duck_dir, examples=5):
+    """Full outer join of both results on the key; returns a dict of counts and examples."""
+    types, key, exact, floats = TABLES[table]
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    for name, d in (("w", wx_dir), ("d", duck_dir)):
+        con.execute(f"CREATE TEMP VIEW {name} AS SELECT * FROM read_parquet('{d}/*/*.parquet', "
+                    f"hive_partitioning = true, hive_types = {types})")
+    res = {"wx_rows": con.execute("SELECT count(*) FROM w").fetchone()[0],
+           "duck_rows": con.execute("SELECT count(*) FROM d").fetchone()[0]}
+    dup = {}
+    for name in ("w", "d"):
+        dup[name] = con.execute(
+            f"SELECT count(*) FROM (SELECT {', '.join(map(q, key))} FROM {name} GROUP BY ALL HAVING count(*) > 1)"
+        ).fetchone()[0]
+    res["dup_keys"] = (dup["w"], dup["d"])
+    on = " AND ".join(f"w.{q(k)} IS NOT DISTINCT FROM d.{q(k)}" for k in key)
+    diff = " OR ".join(
+        [f"w.{q(c)} IS DISTINCT FROM d.{q(c)}" for c in exact]
+        + [f"NOT (w.{q(c)} IS NOT DISTINCT FROM d.{q(c)} OR abs(w.{q(c)} - d.{q(c)}) "
+           f"<= 1e-9 * greatest(abs(w.{q(c)}), abs(d.{q(c)}), 1))" for c in floats])
+    con.execute(f"""CREATE TEMP TABLE j AS
+        SELECT {', '.join(f'COALESCE(w.{q(k)}, d.{q(k)}) AS {q(k)}' for k in key)},
+               w.{q(key[0])} IS NOT NULL AS in_w, d.{q(key[0])} IS NOT NULL AS in_d,
+               {', '.join(f'w.{q(c)} AS {q("w_" + c)}, d.{q(c)} AS {q("d_" + c)}' for c in exact + floats)},
+               CASE WHEN w.{q(key[0])} IS NOT NULL AND d.{q(key[0])} IS NOT NULL THEN ({diff}) ELSE false END AS differs
+        FROM w FULL OUTER JOIN d ON {on}""")
+    res["only_wx"], res["only_duck"], res["differ"] = con.execute(
+        "SELECT count(*) FILTER (WHERE in_w AND NOT in_d), count(*) FILTER (WHERE in_d AND NOT in_w), "
+        "count(*) FILTER (WHERE differs) FROM j").fetchone()
+    order = ", ".join(map(q, key))
+    res["examples"] = {}
+    for label, cond in (("only in wxlake", "in_w AND NOT in_d"), ("only in DuckDB", "in_d AND NOT in_w"),
+                        ("values differ", "differs")):
+        rel = con.execute(f"SELECT * FROM j WHERE {cond} ORDER BY {order} LIMIT {examples}")
+        cols = [c[0] for c in rel.description]
+        rows = rel.fetchall()
+        if rows:
+            res["examples"][label] = [
+                {c: v for c, v in zip(cols, r) if c not in ("in_w", "in_d", "differs")
+                 and (label == "values differ" or not c.startswith(("w_", "d_")))} for r in rows]
+    # Where missing rows concentrate (by model and by date), the quickest clue to a cause.
+    res["breakdown"] = {}
+    if res["only_wx"] or res["only_duck"]:
+        for col in ("model", "date", "lead_days"):
+            if col in key:
+                res["breakdown"][col] = con.execute(
+                    f"SELECT {q(col)}, count(*) FILTER (WHERE in_w AND NOT in_d) AS only_wx, "
+                    f"count(*) FILTER (WHERE in_d AND NOT in_w) AS only_duck FROM j "
+                    f"GROUP BY 1 HAVING only_wx + only_duck > 0 ORDER BY only_wx + only_duck DESC LIMIT 8"
+                ).fetchall()
+    con.close()
+    return res
+
+
+def lake_stats(lake):
+    con = duckdb.connect()
+    out = {}
+    for name, glob in (("forecast_daily", "derived/forecast_daily/*/*/*.parquet"),
+                       ("daily_extremes", "derived/daily_extremes/*/*.parquet"),
+                       ("nws_hourly", "nws_hourly/*/*.parquet")):
+        out[name] = count_rows(con, f"{lake}/{glob}")
+    dates = sorted(d.split("=", 1)[1] for d in os.listdir(f"{lake}/derived/daily_extremes") if d.startswith("date="))
+    stations = con.execute(
+        f"SELECT count(DISTINCT station_code) FROM read_parquet('{lake}/derived/daily_extremes/*/*.parquet')"
+    ).fetchone()[0]
+    models = con.execute(
+        f"SELECT count(DISTINCT model) FROM read_parquet('{lake}/derived/forecast_daily/*/*/*.parquet', "
+        f"hive_partitioning = true)").fetchone()[0]
+    size = sum(os.path.getsize(os.path.join(d, f))
+               for t in ("derived/forecast_daily", "derived/daily_extremes", "nws_hourly")
+               for d, _, fs in os.walk(f"{lake}/{t}") for f in fs)
+    con.close()
+    return out, dates, stations, models, size
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lake", required=True)
+    ap.add_argument("--helpers", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--jobs-cmd", required=True)
+    ap.add_argument("--duck-chunk-days", type=int, default=0,
+                    help="DuckDB accuracy_pairs in chunks of this many days as wxlake does (0: one go)")
+    a = ap.parse_args()
+
+    if os.path.isdir(f"{a.lake}/_txn") and os.listdir(f"{a.lake}/_txn"):
+        sys.exit(f"{a.lake}/_txn holds open transaction records: the lake is not quiescent")
+    rows, dates, n_st, n_models, size = lake_stats(a.lake)
+    if not dates:
+        sys.exit("no daily_extremes partitions in the lake")
+    print(f"lake: {a.lake}")
+    print(f"  {len(dates)} daily_extremes days ({dates[0]}..{dates[-1]}), {n_st} stations, {n_models} models; "
+          f"inputs {size / 1e6:.0f} MB")
+    print("  " + ", ".join(f"{k} {v:,} rows" for k, v in rows.items()))
+    pair_chunks = chunks(dates[0], dates[-1], a.duck_chunk_days)
+    print(f"wxlake accuracy_pairs: full run in 30-day chunks ({len(chunks(dates[0], dates[-1], 30))}); "
+          f"DuckDB accuracy_pairs: "
+          + ("full range in one go" if a.duck_chunk_days <= 0
+             else f"{len(pair_chunks)} chunks of {a.duck_chunk_days} days")
+          + f" ({dates[0]}..{dates[-1]})")
+    print(f"cores: {os.cpu_count()}, runs per engine: {a.repeat}, DuckDB {duckdb.__version__}", flush=True)
+
+    engines = {"wxlake": {s: [] for s in STEPS}, "duckdb": {s: [] for s in STEPS}}
+    rowcounts = {"wxlake": {}, "duckdb": {}}
+    duck_out = f"{a.work}/duckdb"
+    for i in range(a.repeat):
+        for s in STEPS:
+            t, n = timed(lambda: wx_step(a.jobs_cmd, a.lake, s))
+            engines["wxlake"][s].append(t)
+            rowcounts["wxlake"][s] = n
+        print(f"  wxlake run {i + 1}: " + ", ".join(f"{s} {engines['wxlake'][s][-1]:.2f}s" for s in STEPS),
+              flush=True)
+    for i in range(a.repeat):
+        for s in STEPS:
+            t, n = timed(lambda: duck_step(s, a.lake, a.helpers, duck_out, pair_chunks))
+            engines["duckdb"][s].append(t)
+            if n is not None:
+                rowcounts["duckdb"][s] = n
+        print(f"  DuckDB run {i + 1}: " + ", ".join(f"{s} {engines['duckdb'][s][-1]:.2f}s" for s in STEPS),
+              flush=True)
+    con = duckdb.connect()
+    for s in STEPS[1:]:
+        rowcounts["duckdb"][s] = count_rows(con, f"{duck_out}/{s}/*/*.parquet")
+    con.close()
+
+    # Comparison.
+    ok = True
+    print("\nresult check (join on each table's key; floats within 1e-9 x max(|a|,|b|,1); computed_at ignored):")
+    for s in STEPS:
+        r = compare(s, f"{a.lake}/derived/{s}", f"{duck_out}/{s}")
+        same = r["only_wx"] == 0 and r["only_duck"] == 0 and r["differ"] == 0 and r["dup_keys"] == (0, 0)
+        ok &= same
+        print(f"  {s}: wxlake {r['wx_rows']:,} rows, DuckDB {r['duck_rows']:,} rows; "
+              f"{r['only_wx']} only in wxlake, {r['only_duck']} only in DuckDB, {r['differ']} with different "
+              f"values, duplicate keys {r['dup_keys'][0]}/{r['dup_keys'][1]}: {'identical' if same else 'DIFFERENT'}")
+        for label, ex in r["examples"].items():
+            print(f"    {label}:")
+            for e in ex:
+                print("      " + ", ".join(f"{k}={v}" for k, v in e.items()))
+        for col, b in r["breakdown"].items():
+            print(f"    by {col} (value, only wxlake, only DuckDB): {b}")
+
+    # Summary.
+    print(f"\n{'engine':<22}{'step':<24}{'best s':>9}{'median s':>10}{'rows':>14}")
+    for eng, label in (("wxlake", "wxlake (DataFusion)"), ("duckdb", f"DuckDB {duckdb.__version__}")):
+        for s in STEPS:
+            t = engines[eng][s]
+            n = rowcounts[eng].get(s)
+            print(f"{label:<22}{s:<24}{min(t):>9.2f}{statistics.median(t):>10.2f}"
+                  f"{(f'{n:,}' if n is not None else '?'):>14}")
+        totals = [sum(engines[eng][s][i] for s in STEPS) for i in range(a.repeat)]
+        print(f"{label:<22}{'total':<24}{min(totals):>9.2f}{statistics.median(totals):>10.2f}")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

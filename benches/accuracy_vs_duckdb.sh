@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The accuracy jobs (accuracy_pairs, model_accuracy, accuracy_trends,
+# accuracy_daily_detail): `wxlake jobs run <job>` against DuckDB computing the same tables
+# from the same Parquet files, in the same run.
+#
+#   benches/accuracy_vs_duckdb.sh [--days N] [--stations A,B,...] [--lake DIR] [--repeat N]
+#                                 [--duck-chunk-days N]
+#
+# - Python tools live in a virtualenv under target/bench-venv (pip install duckdb).
+# - The lake: --lake DIR if given (used as is; it must hold forecast_daily, daily_extremes
+#   and nws_hourly), else target/bench-lake-<days>d[-<n>st], built once with `wxlake demo`
+#   (which ingests and runs every job; 90 days x 70 stations takes a while and ~GBs).
+# - wxlake: target/release/wxlake. It is built (cargo build --release) only when it is
+#   missing or WXLAKE_BUILD=1; WXLAKE_SKIP_BUILD=1 never builds. WXLAKE=path uses another
+#   binary; WXLAKE_JOBS="cmd" replaces `wxlake jobs` by a command taking `--lake URL`
+#   then the jobs subcommand.
+# - DuckDB runs a port of the four sql/*.sql files (benches/accuracy.py lists the
+#   DataFusion -> DuckDB translations) with the stations table wxlake exports
+#   (`wxlake jobs helpers`), writes zstd Parquet partitioned as the jobs declare, and the
+#   four results are compared row for row on their keys. accuracy_pairs: wxlake runs
+#   every daily_extremes date in 30-day chunks; DuckDB runs the whole range in one go
+#   unless --duck-chunk-days 30. Each engine runs --repeat times (default 3); best and
+#   median per step and in total are printed. The wxlake runs republish the lake's
+#   derived accuracy tables (idempotent).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DAYS=90
+STATIONS=""
+LAKE=""
+REPEAT=3
+DUCK_CHUNK_DAYS=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --days) DAYS="$2"; shift 2 ;;
+        --stations) STATIONS="$2"; shift 2 ;;
+        --lake) LAKE="$2"; shift 2 ;;
+        --repeat) REPEAT="$2"; shift 2 ;;
+        --duck-chunk-days) DUCK_CHUNK_DAYS="$2"; shift 2 ;;
+        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+        *) echo "unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+
+VENV=target/bench-venv
+if [ ! -x "$VENV/bin/python" ]; then
+    python3 -m venv "$VENV"
+fi
+"$VENV/bin/python" -c "import duckdb" 2>/dev/null || "$VENV/bin/pip" install -q duckdb
+
+WXLAKE="${WXLAKE:-target/release/wxlake}"
+if [ -z "${WXLAKE_SKIP_BUILD:-}" ] && { [ -n "${WXLAKE_BUILD:-}" ] || [ ! -x "$WXLAKE" ]; }; then
+    cargo build --release --bin wxlake >&2
+fi
+
+if [ -z "$LAKE" ]; then
+    suffix=""
+    if [ -n "$STATIONS" ]; then
+        suffix="-$(echo "$STATIONS" | tr ',' '\n' | wc -l | tr -d ' ')st"
+    fi
+    LAKE="target/bench-lake-${DAYS}d${suffix}"
+fi
+if [ ! -d "$LAKE/derived/forecast_daily" ] || [ ! -d "$LAKE/derived/daily_extremes" ] || [ ! -d "$LAKE/nws_hourly" ]; then
+    echo "building demo lake $LAKE ($DAYS days${STATIONS:+, stations $STATIONS})" >&2
+    mkdir -p "$LAKE"
+    "$WXLAKE" --lake "file://$(cd "$LAKE" && pwd)" demo --days "$DAYS" ${STATIONS:+--stations "$STATIONS"} >&2
+fi
+LAKE="$(cd "$LAKE" && pwd)"
+JOBS="${WXLAKE_JOBS:-$WXLAKE}"
+if [ -n "${WXLAKE_JOBS:-}" ]; then
+    jobs_cmd() { $JOBS --lake "file://$LAKE" "$@"; }
+else
+    jobs_cmd() { "$WXLAKE" --lake "file://$LAKE" jobs "$@"; }
+fi
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/wxlake-accuracy-bench.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+
+# The helper tables (only `stations` is used here); any date range will do.
+FIRST=$(ls "$LAKE/derived/daily_extremes" | grep -o 'date=[0-9-]*' | sort | head -1 | cut -d= -f2)
+LAST=$(ls "$LAKE/derived/daily_extremes" | grep -o 'date=[0-9-]*' | sort | tail -1 | cut -d= -f2)
+jobs_cmd helpers --out "$WORK/helpers" --from "$FIRST" --to "$LAST" >/dev/null 2>&1
+
+"$VENV/bin/python" benches/accuracy.py --lake "$LAKE" --helpers "$WORK/helpers" --work "$WORK" \
+    --repeat "$REPEAT" --duck-chunk-days "$DUCK_CHUNK_DAYS" --jobs-cmd "${WXLAKE_JOBS:-$WXLAKE jobs}"
