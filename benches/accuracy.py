@@ -473,6 +473,9 @@ def main():
     engines = {"wxlake": {s: [] for s in STEPS}, "duckdb": {s: [] for s in STEPS}}
     rowcounts = {"wxlake": {}, "duckdb": {}}
     duck_out = f"{a.work}/duckdb"
+    # The engines alternate (wxlake's four steps, then DuckDB's, --repeat times), so a
+    # change in machine load hits both alike.
+    print(f"load average before timing: {os.getloadavg()[0]:.2f} (1 min; should be near 0)", flush=True)
     for i in range(a.repeat):
         for s in STEPS:
             t, n = timed(lambda: wx_step(a.jobs_cmd, a.lake, s))
@@ -480,7 +483,6 @@ def main():
             rowcounts["wxlake"][s] = n
         print(f"  wxlake run {i + 1}: " + ", ".join(f"{s} {engines['wxlake'][s][-1]:.2f}s" for s in STEPS),
               flush=True)
-    for i in range(a.repeat):
         for s in STEPS:
             t, n = timed(lambda: duck_step(s, a.lake, a.helpers, duck_out, pair_chunks))
             engines["duckdb"][s].append(t)

@@ -11,7 +11,7 @@ secs=${1:-15}; conns=${2:-16}; threads=${3:-2}
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
 cargo build --release --quiet
 bin=target/release/wxlake
-work=$(mktemp -d); trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
+work=$(mktemp -d); trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$work"' EXIT
 lake="file://$work/lake"
 # Enough keys for the request budget: (req/s upper bound 100k x secs) / 1200 per minute.
 nkeys=$(( (100000 * secs) / 1200 + 10 ))

@@ -1,5 +1,6 @@
 //! The hot path: applying observations to a station's live state, answering svc_high from
-//! it, and a whole svc_high request through the router (auth, rate limit, JSON) in process.
+//! it, and whole requests through the router (auth, rate limit, JSON) in process: svc_high,
+//! one day of raw GFS forecasts and model_accuracy on a 3-day KNYC demo lake.
 //! Run: `cargo bench --bench live`. HTTP under load from a second process: benches/http_load.sh.
 
 use std::sync::Arc;
@@ -115,26 +116,46 @@ fn bench_request(c: &mut Criterion) {
         )
         .await
         .unwrap();
+        // Three demo days of KNYC (forecasts of all 18 models, NWS hourly) and every job,
+        // for the forecast and accuracy requests.
+        let lake = live.lake.clone();
+        let mut cfg = wxlake::demo::DemoConfig::ending_yesterday(now, 3);
+        cfg.stations = vec!["KNYC".into()];
+        cfg.onemin = false;
+        wxlake::demo::load::load(&lake, &cfg, 1, |_, _| {}).await.unwrap();
+        let specs = wxlake::jobs::embedded_specs().unwrap();
+        wxlake::jobs::run_all(&lake, &specs, None, &wxlake::jobs::runner::no_progress).await.unwrap();
         let state = AppState::new(keys, RateLimiter::new(lc), live, clock);
         (server::router(state), key)
     });
+    let today = Utc::now().date_naive();
+    let forecast_day = format!(
+        "/api/v2/forecasts.php?location_name=KNYC&model=GFS&start_valid_time={today}T00:00:00Z&end_valid_time={}T00:00:00Z",
+        today.succ_opt().unwrap()
+    );
     let mut g = c.benchmark_group("http_in_process");
     g.throughput(Throughput::Elements(1));
-    g.bench_function("svc_high_nws", |b| {
-        b.to_async(&rt).iter(|| {
-            let req = Request::get("/api/v2/observations.php?station_code=KNYC&mode=svc_high&logic=nws")
-                .header("X-API-Key", &key)
-                .body(Body::empty())
-                .unwrap();
-            let r = router.clone();
-            limiter_clock.advance(Duration::seconds(61));
-            async move {
-                let resp = r.oneshot(req).await.unwrap();
-                assert!(resp.status().is_success(), "{}", resp.status());
-                axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap().len()
-            }
-        })
-    });
+    for (name, path) in [
+        ("svc_high_nws", "/api/v2/observations.php?station_code=KNYC&mode=svc_high&logic=nws"),
+        ("forecasts_raw_gfs_one_day", forecast_day.as_str()),
+        (
+            "model_accuracy_30d_all_sections",
+            "/api/v2/model_accuracy.php?station_code=KNYC&window=30d&include=trends,daily_detail",
+        ),
+    ] {
+        g.bench_function(name, |b| {
+            b.to_async(&rt).iter(|| {
+                let req = Request::get(path).header("X-API-Key", &key).body(Body::empty()).unwrap();
+                let r = router.clone();
+                limiter_clock.advance(Duration::seconds(61));
+                async move {
+                    let resp = r.oneshot(req).await.unwrap();
+                    assert!(resp.status().is_success(), "{}", resp.status());
+                    axum::body::to_bytes(resp.into_body(), 1 << 24).await.unwrap().len()
+                }
+            })
+        });
+    }
     g.finish();
 }
 

@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod docs;
 pub mod error;
+pub mod forecast_cache;
 pub mod ingest;
 pub mod json_stream;
 pub mod keys;
@@ -34,6 +35,8 @@ pub struct AppInner {
     pub clock: Arc<dyn Clock>,
     /// The accuracy tables per station (model_accuracy.php).
     pub accuracy: v2::model_accuracy::AccuracyCache,
+    /// Recent raw forecast rows per (location, model) (forecasts.php).
+    pub forecasts: forecast_cache::ForecastCache,
 }
 
 impl std::ops::Deref for AppState {
@@ -45,7 +48,14 @@ impl std::ops::Deref for AppState {
 
 impl AppState {
     pub fn new(keys: KeyStore, limiter: RateLimiter, live: Arc<LiveService>, clock: Arc<dyn Clock>) -> Self {
-        AppState(Arc::new(AppInner { keys, limiter, live, clock, accuracy: Default::default() }))
+        AppState(Arc::new(AppInner {
+            keys,
+            limiter,
+            live,
+            clock,
+            accuracy: Default::default(),
+            forecasts: Default::default(),
+        }))
     }
     pub fn lake(&self) -> &crate::lake::Lake {
         &self.live.lake

@@ -66,6 +66,8 @@ pub struct LiveService {
     notices: broadcast::Sender<Arc<Applied>>,
     /// Names of lake tables that just received rows (the job scheduler's new-data trigger).
     new_data: broadcast::Sender<String>,
+    /// Per table, how many flushes added rows to it (caches of lake rows compare it).
+    versions: Mutex<std::collections::HashMap<&'static str, u64>>,
 }
 
 impl std::fmt::Debug for LiveService {
@@ -102,6 +104,7 @@ impl LiveService {
             flush_lock: tokio::sync::Mutex::new(()),
             notices,
             new_data,
+            versions: Mutex::new(std::collections::HashMap::new()),
         };
         let now = svc.clock.now();
         let loaded = svc.rebuild_from_lake(now).await?;
@@ -117,6 +120,12 @@ impl LiveService {
 
     fn pending_lock(&self) -> std::sync::MutexGuard<'_, Vec<WalEntry>> {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Changes whenever this service stores rows into `table` (a cache of its rows built at
+    /// version v is current while the version is still v, for rows arriving through it).
+    pub fn table_version(&self, table: &str) -> u64 {
+        self.versions.lock().unwrap_or_else(|p| p.into_inner()).get(table).copied().unwrap_or(0)
     }
 
     /// Subscribes to the names of tables a flush added rows to.
@@ -209,6 +218,7 @@ impl LiveService {
             let table = records.table_name();
             let s = store(&self.lake, records).await?;
             if s.stored > 0 {
+                *self.versions.lock().unwrap_or_else(|p| p.into_inner()).entry(table).or_default() += 1;
                 // No scheduler listening is fine.
                 let _ = self.new_data.send(table.to_string());
             }

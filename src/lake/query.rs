@@ -8,6 +8,8 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
 use datafusion::datasource::MemTable;
+use datafusion::execution::cache::cache_manager::CacheManagerConfig;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::logical_expr::{col, SortExpr};
 use datafusion::prelude::{SessionConfig, SessionContext};
 
@@ -23,7 +25,15 @@ pub async fn session(lake: &Lake) -> Result<SessionContext, LakeError> {
         .with_target_partitions(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).max(2))
         .set_bool("datafusion.execution.parquet.pushdown_filters", true)
         .set_bool("datafusion.execution.parquet.reorder_filters", true);
-    let ctx = SessionContext::new_with_config(config);
+    // DataFusion 55 caches file listings forever by default: a long-lived session (the
+    // server's) would never see a flushed file, and would still list the files a job run or
+    // a compaction replaced. Listings of the lake are cheap and must be current, so the
+    // cache is off (Parquet footers stay cached: a file never changes once written).
+    let runtime = RuntimeEnvBuilder::new()
+        .with_cache_manager(CacheManagerConfig::default().with_list_files_cache_limit(0))
+        .build_arc()
+        .map_err(|e| LakeError::Config(e.to_string()))?;
+    let ctx = SessionContext::new_with_config_rt(config, runtime);
     let url = url::Url::parse(lake.location.base_url.as_str()).map_err(|e| LakeError::Config(e.to_string()))?;
     ctx.register_object_store(&url, lake.store());
     for t in TABLES {

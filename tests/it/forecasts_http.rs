@@ -117,6 +117,53 @@ async fn raw_forecasts_runs_and_latest() {
     assert_eq!(s, StatusCode::BAD_REQUEST);
 }
 
+/// Raw requests with a model come from the hot cache (api/forecast_cache.rs): the same
+/// rows as the lake query, and runs ingested through the server show at once.
+#[tokio::test]
+async fn raw_forecasts_hot_cache_matches_the_lake_and_follows_live_ingest() {
+    let app = App::new().await;
+    let mut rows: Vec<ForecastRow> = (0..48).map(|lead| row("GFS", 0, lead, 40.0 + lead as f64 * 0.1)).collect();
+    rows.extend((0..19).map(|lead| row("HRRR", 6, lead, 42.0)));
+    store(
+        &app,
+        Format::Forecasts,
+        wxlake::decode::forecast_rows::encode_forecast_csv(&rows).as_bytes(),
+        IngestOptions::default(),
+    )
+    .await;
+    let window = "start_valid_time=2026-03-08T10:00:00Z&end_valid_time=2026-03-08T20:00:00Z";
+    let (_, cached) = app.get(&format!("/api/v2/forecasts.php?location_name=KNYC&model=GFS&{window}")).await;
+    let (_, all) = app.get(&format!("/api/v2/forecasts.php?location_name=KNYC&{window}")).await;
+    let from_lake: Vec<&serde_json::Value> = all.as_array().unwrap().iter().filter(|r| r["model"] == "GFS").collect();
+    assert_eq!(cached.as_array().unwrap().len(), 11);
+    assert_eq!(cached.as_array().unwrap().iter().collect::<Vec<_>>(), from_lake, "cache and lake give the same rows");
+
+    // A new run through the server's ingest: visible in the next request.
+    let new_run: Vec<ForecastRow> = (0..48).map(|lead| row("GFS", 6, lead, 50.0)).collect();
+    let (s, v) = app.ingest("forecasts", "", &wxlake::decode::forecast_rows::encode_forecast_csv(&new_run)).await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{v}");
+    app.state.live.flush().await.unwrap();
+    let (_, all) = app.get(&format!("/api/v2/forecasts.php?location_name=KNYC&{window}")).await;
+    assert_eq!(all.as_array().unwrap().iter().filter(|r| r["model"] == "GFS").count(), 22, "lake path");
+    let (_, cached) = app.get(&format!("/api/v2/forecasts.php?location_name=KNYC&model=GFS&{window}")).await;
+    assert_eq!(cached.as_array().unwrap().len(), 22, "both runs: {cached}");
+    let (_, h, latest) = app
+        .call(
+            "GET",
+            "/api/v2/forecasts.php?location_name=KNYC&model=GFS&run=latest",
+            Some(app.key(wxlake::api::keys::Tier::Developer)),
+            "",
+        )
+        .await;
+    assert_eq!(h["x-run-time"], "2026-03-08T06:00:00Z");
+    assert_eq!(latest.as_array().unwrap().len(), 48);
+    // Windows older than the cache's reach are read from the lake.
+    let (s, v) = app
+        .get("/api/v2/forecasts.php?location_name=KNYC&model=GFS&start_valid_time=2025-12-01T00:00:00Z&end_valid_time=2025-12-02T00:00:00Z")
+        .await;
+    assert_eq!((s, v.as_array().map(Vec::len)), (StatusCode::OK, Some(0)));
+}
+
 #[tokio::test]
 async fn nws_hourly_versions_per_lst_date() {
     let app = App::new().await;

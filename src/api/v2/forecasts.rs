@@ -110,6 +110,11 @@ pub async fn handler(
         return daily(&state, &loc, model, run, tz_mode, &p).await;
     }
     let win = window(&p, run.is_some())?;
+    if let Some(m) = model {
+        if let Some(resp) = from_cache(&state, &loc, m, run, win).await? {
+            return Ok(resp);
+        }
+    }
     let mut filters = vec![format!("location_name = {}", lit(&loc))];
     if let Some(m) = model {
         filters.push(format!("model = {}", lit(m)));
@@ -156,6 +161,46 @@ pub async fn handler(
         }
     }
     Ok(resp)
+}
+
+/// Serves a raw request for one model from the hot cache when the cache holds every row it
+/// needs (see api/forecast_cache.rs); `None` sends it to the lake.
+async fn from_cache(
+    state: &AppState,
+    loc: &str,
+    model: &str,
+    run: Option<&str>,
+    win: Option<Range>,
+) -> ApiResult<Option<Response>> {
+    let entry = state.forecasts.get(&state.live, loc, model).await?;
+    let pinned = match run {
+        None => match win {
+            Some((s, _)) if entry.covers_window(s, Duration::days(MAX_REACH_DAYS)) => None,
+            _ => return Ok(None),
+        },
+        Some("latest") => match entry.latest_run() {
+            Some(rt) => Some(rt),
+            None => return Ok(None),
+        },
+        Some(r) => match crate::time::parse_utc(r) {
+            Some(rt) if rt.date_naive() >= entry.from_date => Some(rt),
+            _ => return Ok(None),
+        },
+    };
+    let rows = entry.select(win, pinned)?;
+    let mut body = Vec::with_capacity(rows.num_rows() * 600 + 2);
+    body.push(b'[');
+    body.extend_from_slice(&crate::api::json_stream::batch_objects(&rows)?);
+    body.push(b']');
+    let mut resp = Response::new(axum::body::Body::from(body));
+    resp.headers_mut().insert(axum::http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if run == Some("latest") {
+        if let Some(v) = pinned.and_then(|rt| HeaderValue::from_str(&rt.format("%Y-%m-%dT%H:%M:%SZ").to_string()).ok())
+        {
+            resp.headers_mut().insert("x-run-time", v);
+        }
+    }
+    Ok(Some(resp))
 }
 
 /// The most recent run of `model` at `loc`: the last few days first (cheap), then all.
