@@ -1,17 +1,17 @@
 -- accuracy_trends: a rolling 7-day MAE and bias per station, lead, target and model, for
--- each day of the 90 days ending at `as_of` (the latest day of accuracy_pairs). The point
+-- each day of the 90 days ending at `as_of` (the station's latest day in accuracy_pairs). The point
 -- of day D pools the pairs of days D-6..D; a day whose 7-day span holds no pair has no
 -- point. Rows at two scopes: per_model_run (one run-time label) and per_model (all labels,
 -- run_label = ''). The sums are kept so the points of any subset of labels add up (the
 -- API's `run_time` filter).
 
 CREATE OR REPLACE TABLE at_asof AS
-SELECT CAST(max(date) AS INT) AS as_of FROM accuracy_pairs;
+SELECT station_code, CAST(max(date) AS INT) AS as_of FROM accuracy_pairs GROUP BY station_code;
 
 CREATE OR REPLACE TABLE at_spread AS
 SELECT p.station_code, p.lead_days, p.target, p.model, p.run_label, p.error, CAST(p.date AS INT) + o.k AS day
 FROM accuracy_pairs p
-CROSS JOIN at_asof a
+JOIN at_asof a ON a.station_code = p.station_code
 CROSS JOIN (VALUES (0), (1), (2), (3), (4), (5), (6)) AS o(k)
 WHERE CAST(p.date AS INT) > a.as_of - 96
   AND CAST(p.date AS INT) + o.k <= a.as_of
