@@ -24,12 +24,13 @@ Porting notes (DataFusion -> DuckDB):
 - CAST(date - INTERVAL 'n days' AS VARCHAR): DataFusion keeps a DATE ('YYYY-MM-DD');
   DuckDB's DATE - INTERVAL is a TIMESTAMP ('YYYY-MM-DD 00:00:00', which would compare
   differently with the run_date strings), so the port subtracts an integer: date - n.
-- grouping(), bit_or, <<, LAG(x, 1, 0), GROUPING SETS: same in DuckDB.
+- grouping(), bit_or, <<, GROUPING SETS: same in DuckDB.
 - Hive partition columns: strings (run_date, nws_hourly date) except the DATE `date`
   partitions of the derived tables, as in wxlake sessions.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import shlex
@@ -42,6 +43,24 @@ import time
 import duckdb
 
 STEPS = ["accuracy_pairs", "model_accuracy", "accuracy_trends", "accuracy_daily_detail"]
+
+# SHA-256 of the sql/*.sql files this port follows: a mismatch means the jobs' SQL changed
+# since and the port (below) needs the same change, or the results will differ.
+PORTED_SQL = {
+    "accuracy_pairs": "9a1ecfdc15fdba82227e4dfddd04d3ec8914c6619480f660746f2f89a5a97e35",
+    "model_accuracy": "7012ff85bebbde33a28d782b4128c9598a44a933e6fd35b9022d8c1ae746fb8a",
+    "accuracy_trends": "b4a52c8abb8a6d8700f9b90ea4561467fe074192b831c3d878d367d025daea77",
+    "accuracy_daily_detail": "c44a7e19f472f0fee6173ab5562e1afd22dd6f88a0dc3087b99754bb320ce1da",
+}
+SQL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sql")
+
+
+def sql_hashes():
+    out = {}
+    for step in STEPS:
+        with open(os.path.join(SQL_DIR, f"{step}.sql"), "rb") as f:
+            out[step] = hashlib.sha256(f.read()).hexdigest()
+    return out
 
 INPUT_VIEWS = """
 SET TimeZone = 'UTC';
@@ -120,23 +139,21 @@ WHERE hours = 24
   AND DATE '1970-01-01' + day_num BETWEEN {frm} AND {to}
   AND epoch(run_time) < 86400.0 * day_num - 60 * standard_offset_minutes;
 
+CREATE OR REPLACE TEMP TABLE ap_runs_n AS
+SELECT *, CAST(ceil((day_start - epoch(run_time)) / 86400.0) AS INT) AS natural_lead
+FROM ap_runs;
+
 CREATE OR REPLACE TEMP TABLE ap_leads AS
-SELECT r.*, l.lead_days
+SELECT r.*, c.lead_days
 FROM (
-    SELECT
-        *,
-        LAG(natural_lead, 1, 0) OVER (
-            PARTITION BY model, station_code, run_label, date ORDER BY run_time DESC
-        ) AS newer_lead
-    FROM (
-        SELECT
-            *,
-            CAST(ceil((day_start - epoch(run_time)) / 86400.0) AS INT) AS natural_lead
-        FROM ap_runs
-    ) n
-) r
-JOIN (VALUES (1), (2), (3)) AS l(lead_days)
-  ON l.lead_days > r.newer_lead AND l.lead_days <= r.natural_lead;
+    SELECT n.model, n.station_code, n.run_label, n.date, l.lead_days, max(n.run_time) AS run_time
+    FROM ap_runs_n n
+    JOIN (VALUES (1), (2), (3)) AS l(lead_days) ON n.natural_lead >= l.lead_days
+    GROUP BY n.model, n.station_code, n.run_label, n.date, l.lead_days
+) c
+JOIN ap_runs_n r
+  ON r.model = c.model AND r.station_code = c.station_code AND r.run_label = c.run_label
+ AND r.date = c.date AND r.run_time = c.run_time;
 
 INSERT INTO ap_out
 SELECT
@@ -176,7 +193,7 @@ SELECT * FROM read_parquet('{pairs}/*/*.parquet', hive_partitioning = true, hive
 # sql/model_accuracy.sql
 MODEL_ACCURACY_SQL = """
 CREATE OR REPLACE TEMP TABLE ma_asof AS
-SELECT max(date) AS as_of FROM accuracy_pairs;
+SELECT station_code, max(date) AS as_of FROM accuracy_pairs GROUP BY station_code;
 
 CREATE OR REPLACE TEMP TABLE ma_pairs AS
 SELECT
@@ -184,7 +201,7 @@ SELECT
     w.window_name, w.window_days, a.as_of,
     CAST(a.as_of - p.date AS BIGINT) AS age
 FROM accuracy_pairs p
-CROSS JOIN ma_asof a
+JOIN ma_asof a ON a.station_code = p.station_code
 JOIN (VALUES ('7d', 7), ('14d', 14), ('30d', 30), ('90d', 90)) AS w(window_name, window_days)
   ON a.as_of - p.date < w.window_days
 WHERE p.date > a.as_of - 90;
@@ -212,7 +229,6 @@ SELECT
     avg(abs(error)) AS mae,
     avg(error) AS bias,
     sqrt(avg(error * error)) AS rmse,
-    count(DISTINCT date) AS days_available,
     COALESCE(bit_or(CASE WHEN age < 62 THEN CAST(1 AS BIGINT) << age END), 0) AS day_bits_lo,
     COALESCE(bit_or(CASE WHEN age >= 62 THEN CAST(1 AS BIGINT) << (age - 62) END), 0) AS day_bits_hi,
     now() AS computed_at
@@ -228,13 +244,13 @@ GROUP BY GROUPING SETS (
 # sql/accuracy_trends.sql
 TRENDS_SQL = """
 CREATE OR REPLACE TEMP TABLE at_asof AS
-SELECT max(date) - DATE '1970-01-01' AS as_of FROM accuracy_pairs;
+SELECT station_code, max(date) - DATE '1970-01-01' AS as_of FROM accuracy_pairs GROUP BY station_code;
 
 CREATE OR REPLACE TEMP TABLE at_spread AS
 SELECT p.station_code, p.lead_days, p.target, p.model, p.run_label, p.error,
        (p.date - DATE '1970-01-01') + o.k AS day
 FROM accuracy_pairs p
-CROSS JOIN at_asof a
+JOIN at_asof a ON a.station_code = p.station_code
 CROSS JOIN (VALUES (0), (1), (2), (3), (4), (5), (6)) AS o(k)
 WHERE p.date - DATE '1970-01-01' > a.as_of - 96
   AND (p.date - DATE '1970-01-01') + o.k <= a.as_of
@@ -272,7 +288,8 @@ SELECT
     p.station_code, p.date, p.lead_days, p.target, p.model, p.run_label, p.run_time,
     p.forecast, p.observed, p.observed_source, now() AS computed_at
 FROM accuracy_pairs p
-CROSS JOIN (SELECT max(date) AS as_of FROM accuracy_pairs) a
+JOIN (SELECT station_code, max(date) AS as_of FROM accuracy_pairs GROUP BY station_code) a
+  ON a.station_code = p.station_code
 WHERE p.date > a.as_of - 30
 ORDER BY p.station_code, p.lead_days, p.target, p.date, p.model, p.run_label
 ) TO '{out}' (FORMAT parquet, PARTITION_BY (station_code), COMPRESSION zstd, COMPRESSION_LEVEL 1, OVERWRITE_OR_IGNORE);
@@ -351,7 +368,7 @@ TABLES = {
                        ["run_time", "observed_source"], ["forecast", "observed", "error"]),
     "model_accuracy": ("{'station_code': VARCHAR}",
                        ["station_code", "window", "lead_days", "target", "scope", "model", "run_label"],
-                       ["window_days", "as_of", "n", "days_available", "day_bits_lo", "day_bits_hi"],
+                       ["window_days", "as_of", "n", "day_bits_lo", "day_bits_hi"],
                        ["sum_error", "sum_abs_error", "sum_sq_error", "mae", "bias", "rmse"]),
     "accuracy_trends": ("{'station_code': VARCHAR}",
                         ["station_code", "lead_days", "target", "scope", "model", "run_label", "date"],
@@ -400,7 +417,10 @@ def compare(table, wx_dir, duck_dir, examples=5):
     res["examples"] = {}
     for label, cond in (("only in wxlake", "in_w AND NOT in_d"), ("only in DuckDB", "in_d AND NOT in_w"),
                         ("values differ", "differs")):
-        rel = con.execute(f"SELECT * FROM j WHERE {cond} ORDER BY {order} LIMIT {examples}")
+        # As text: fetching TIMESTAMPTZ values into Python would need pytz.
+        cols = [r[0] for r in con.execute("DESCRIBE j").fetchall()]
+        text = ", ".join(f"CAST({q(c)} AS VARCHAR) AS {q(c)}" for c in cols)
+        rel = con.execute(f"SELECT {text} FROM j WHERE {cond} ORDER BY {order} LIMIT {examples}")
         cols = [c[0] for c in rel.description]
         rows = rel.fetchall()
         if rows:
@@ -413,7 +433,7 @@ def compare(table, wx_dir, duck_dir, examples=5):
         for col in ("model", "date", "lead_days"):
             if col in key:
                 res["breakdown"][col] = con.execute(
-                    f"SELECT {q(col)}, count(*) FILTER (WHERE in_w AND NOT in_d) AS only_wx, "
+                    f"SELECT CAST({q(col)} AS VARCHAR), count(*) FILTER (WHERE in_w AND NOT in_d) AS only_wx, "
                     f"count(*) FILTER (WHERE in_d AND NOT in_w) AS only_duck FROM j "
                     f"GROUP BY 1 HAVING only_wx + only_duck > 0 ORDER BY only_wx + only_duck DESC LIMIT 8"
                 ).fetchall()
@@ -455,6 +475,11 @@ def main():
 
     if os.path.isdir(f"{a.lake}/_txn") and os.listdir(f"{a.lake}/_txn"):
         sys.exit(f"{a.lake}/_txn holds open transaction records: the lake is not quiescent")
+    hashes = sql_hashes()
+    stale = [k for k, v in hashes.items() if PORTED_SQL[k] != v]
+    if stale:
+        print(f"WARNING: sql/{{{','.join(stale)}}}.sql changed since the DuckDB port was written: "
+              "port the change into benches/accuracy.py (and update PORTED_SQL) or expect differences")
     rows, dates, n_st, n_models, size = lake_stats(a.lake)
     if not dates:
         sys.exit("no daily_extremes partitions in the lake")
@@ -494,6 +519,9 @@ def main():
     for s in STEPS[1:]:
         rowcounts["duckdb"][s] = count_rows(con, f"{duck_out}/{s}/*/*.parquet")
     con.close()
+
+    if sql_hashes() != hashes:
+        print("WARNING: sql/*.sql changed during the run: the wxlake runs used different SQL")
 
     # Comparison.
     ok = True

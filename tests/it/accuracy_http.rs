@@ -200,6 +200,7 @@ async fn model_accuracy_parameters_and_tiers() {
         "station_code=KNYC&model=GFS,Bogus",
         "station_code=KNYC&run_time=7z",
         "station_code=KNYC&run_time=24z",
+        "station_code=KNYC&run_time=%C3%A9z",
         "station_code=KNYC&include=everything",
         "station_code=KNYC&lead_days=0",
         "station_code=KNYC&lead_days=4",

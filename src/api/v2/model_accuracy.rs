@@ -300,7 +300,7 @@ impl AccuracyQuery {
             None => None,
             Some(labels) => {
                 let valid = |l: &str| {
-                    l.len() == 3 && l.ends_with('z') && l[..2].parse::<u8>().is_ok_and(|h| h < 24) && l.is_ascii()
+                    l.is_ascii() && l.len() == 3 && l.ends_with('z') && l[..2].parse::<u8>().is_ok_and(|h| h < 24)
                 };
                 if let Some(bad) = labels.iter().find(|l| !valid(l)) {
                     return Err(ApiError::bad_request(
