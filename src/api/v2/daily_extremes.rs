@@ -3,11 +3,11 @@
 //! engine replayed over the lake, src/jobs/observed.rs); today, yesterday and any day the
 //! job has not stored as finished are answered like `svc_high`, by the same engine.
 
+use std::collections::BTreeMap;
+
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Duration, NaiveDate};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
