@@ -187,13 +187,7 @@ async fn from_cache(
             _ => return Ok(None),
         },
     };
-    let rows = entry.select(win, pinned)?;
-    let mut body = Vec::with_capacity(rows.num_rows() * 600 + 2);
-    body.push(b'[');
-    body.extend_from_slice(&crate::api::json_stream::batch_objects(&rows)?);
-    body.push(b']');
-    let mut resp = Response::new(axum::body::Body::from(body));
-    resp.headers_mut().insert(axum::http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let mut resp = crate::api::json_stream::stream_batch(entry.select(win, pinned)?);
     if run == Some("latest") {
         if let Some(v) = pinned.and_then(|rt| HeaderValue::from_str(&rt.format("%Y-%m-%dT%H:%M:%SZ").to_string()).ok())
         {
