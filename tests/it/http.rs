@@ -290,6 +290,9 @@ async fn openapi_describes_every_route() {
         "/api/v1/forecasts.php",
         "/api/v2/stream",
         "/api/v2/daily_extremes.php",
+        "/api/v2/nearby.php",
+        "/api/v2/pacing.php",
+        "/api/v2/model_accuracy.php",
     ] {
         assert!(v["paths"].get(p).is_some(), "{p} missing from OpenAPI");
     }
