@@ -17,29 +17,14 @@ use wxlake::decode::types::{DailyKind, DailyReport, ForecastRow};
 use wxlake::ingest::{ingest_bytes, Format, IngestOptions, Summary};
 
 use crate::http::App;
+use crate::support::knyc_forecast;
 
 const HIGHS: [(u32, f64); 4] = [(1, 50.0), (2, 52.0), (3, 54.0), (4, 56.0)];
 
 /// The run of `model` at `hour` UTC on March `day` (0 = February 28).
 fn run(model: &str, day: u32, hour: i64, temp: f64, leads: i64) -> Vec<ForecastRow> {
     let run = Utc.with_ymd_and_hms(2026, 3, 1, 0, 0, 0).unwrap() + Duration::hours(24 * (i64::from(day) - 1) + hour);
-    (0..=leads)
-        .map(|lead| {
-            let mut r = ForecastRow {
-                model: model.into(),
-                location_name: "KNYC".into(),
-                latitude: Some(40.78),
-                longitude: Some(-73.97),
-                run_time: run,
-                valid_time: run + Duration::hours(lead),
-                forecast_hour: lead as i32,
-                temperature_f: Some(temp),
-                ..Default::default()
-            };
-            r.complete_temperatures();
-            r
-        })
-        .collect()
+    (0..=leads).map(|lead| knyc_forecast(model, run, lead, temp)).collect()
 }
 
 fn cli(day: u32, high: f64) -> String {

@@ -7,7 +7,7 @@ use wxlake::decode::types::{DailyKind, DailyReport, ForecastRow};
 use wxlake::ingest::{ingest_bytes, Format, IngestOptions, Summary};
 
 use crate::http::App;
-use crate::support::fixture;
+use crate::support::{fixture, knyc_forecast};
 
 async fn store(app: &App, format: Format, bytes: &[u8], opts: IngestOptions) -> Summary {
     let mut s = Summary::default();
@@ -17,20 +17,7 @@ async fn store(app: &App, format: Format, bytes: &[u8], opts: IngestOptions) -> 
 }
 
 fn row(model: &str, run_h: i64, lead: i64, f: f64) -> ForecastRow {
-    let run = Utc.with_ymd_and_hms(2026, 3, 8, 0, 0, 0).unwrap() + Duration::hours(run_h);
-    let mut r = ForecastRow {
-        model: model.into(),
-        location_name: "KNYC".into(),
-        latitude: Some(40.78),
-        longitude: Some(-73.97),
-        run_time: run,
-        valid_time: run + Duration::hours(lead),
-        forecast_hour: lead as i32,
-        temperature_f: Some(f),
-        ..Default::default()
-    };
-    r.complete_temperatures();
-    r
+    knyc_forecast(model, Utc.with_ymd_and_hms(2026, 3, 8, 0, 0, 0).unwrap() + Duration::hours(run_h), lead, f)
 }
 
 #[tokio::test]

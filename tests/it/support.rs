@@ -54,3 +54,26 @@ pub fn stdout(o: &Output) -> String {
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()
 }
+
+/// One KNYC forecast point of `model`'s run at `run`, `lead` hours ahead, at `temp_f` °F
+/// (the other units filled in as ingest does).
+pub fn knyc_forecast(
+    model: &str,
+    run: chrono::DateTime<chrono::Utc>,
+    lead: i64,
+    temp_f: f64,
+) -> wxlake::decode::types::ForecastRow {
+    let mut r = wxlake::decode::types::ForecastRow {
+        model: model.into(),
+        location_name: "KNYC".into(),
+        latitude: Some(40.78),
+        longitude: Some(-73.97),
+        run_time: run,
+        valid_time: run + chrono::Duration::hours(lead),
+        forecast_hour: lead as i32,
+        temperature_f: Some(temp_f),
+        ..Default::default()
+    };
+    r.complete_temperatures();
+    r
+}
