@@ -11,10 +11,10 @@
 //!   for [`TTL`] at most: rows written by another process (a `wxlake ingest`) appear within
 //!   that time.
 //! - At most [`MAX_ROWS`] rows are held; the least recently loaded entries go first.
+//! - Concurrent misses of one key run one load ([`HotCache`]).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration as StdDuration, Instant};
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use datafusion::arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
@@ -22,6 +22,7 @@ use datafusion::arrow::compute::{concat_batches, filter_record_batch};
 use datafusion::arrow::datatypes::TimestampMicrosecondType;
 
 use super::error::{ApiError, ApiResult};
+use super::hot_cache::HotCache;
 use super::v2::forecasts::{lit, RAW_COLUMNS};
 use crate::ingest::live::LiveService;
 use crate::lake::schema::FORECASTS;
@@ -35,8 +36,6 @@ pub const MAX_ROWS: usize = 2_000_000;
 
 /// One (location, model): its recent rows.
 pub struct Entry {
-    loaded: Instant,
-    version: u64,
     /// Runs on or after this date are all here.
     pub from_date: NaiveDate,
     /// Sorted by run_time, valid_time; the columns of spec 2.5.
@@ -84,45 +83,36 @@ impl Entry {
 /// The cache (one per server).
 #[derive(Default)]
 pub struct ForecastCache {
-    entries: Mutex<HashMap<(String, String), Arc<Entry>>>,
+    entries: HotCache<(String, String), Entry>,
 }
 
 impl ForecastCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Arc<Entry>>> {
-        self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     /// The current entry of (location, model), loading it when missing or stale.
     pub async fn get(&self, live: &LiveService, location: &str, model: &str) -> ApiResult<Arc<Entry>> {
         let version = live.table_version(FORECASTS.name);
         let key = (location.to_string(), model.to_string());
-        if let Some(e) = self.lock().get(&key) {
-            if e.version == version && e.loaded.elapsed() < TTL {
-                return Ok(Arc::clone(e));
-            }
-        }
-        let from_date = live.clock.now().date_naive() - Duration::days(RECENT_DAYS);
-        let sql = format!(
-            "SELECT {RAW_COLUMNS} FROM forecasts WHERE location_name = {} AND model = {} AND run_date >= '{from_date}' \
-             ORDER BY run_time, valid_time",
-            lit(location),
-            lit(model)
-        );
-        let df = live.ctx.sql(&sql).await?;
-        let schema = Arc::clone(df.schema().inner());
-        let batches = df.collect().await?;
-        let rows = concat_batches(&schema, &batches).map_err(ApiError::internal)?;
-        let entry = Arc::new(Entry { loaded: Instant::now(), version, from_date, rows });
-        let mut map = self.lock();
-        map.insert(key, Arc::clone(&entry));
-        // Bound the memory: drop the oldest loads until the rows fit.
-        let mut total: usize = map.values().map(|e| e.rows.num_rows()).sum();
-        while total > MAX_ROWS && map.len() > 1 {
-            let Some(oldest) = map.iter().min_by_key(|(_, e)| e.loaded).map(|(k, _)| k.clone()) else { break };
-            if let Some(e) = map.remove(&oldest) {
-                total -= e.rows.num_rows();
-            }
-        }
-        Ok(entry)
+        self.entries
+            .get_or_load(&key, version, TTL, || async {
+                let entry = load(live, location, model).await?;
+                // Room for it: the oldest entries go (only on a load, not per request).
+                self.entries.evict(|e| e.rows.num_rows(), MAX_ROWS.saturating_sub(entry.rows.num_rows()));
+                Ok(entry)
+            })
+            .await
     }
+}
+
+async fn load(live: &LiveService, location: &str, model: &str) -> ApiResult<Entry> {
+    let from_date = live.clock.now().date_naive() - Duration::days(RECENT_DAYS);
+    let sql = format!(
+        "SELECT {RAW_COLUMNS} FROM forecasts WHERE location_name = {} AND model = {} AND run_date >= '{from_date}' \
+         ORDER BY run_time, valid_time",
+        lit(location),
+        lit(model)
+    );
+    let df = live.ctx.sql(&sql).await?;
+    let schema = Arc::clone(df.schema().inner());
+    let batches = df.collect().await?;
+    let rows = concat_batches(&schema, &batches).map_err(ApiError::internal)?;
+    Ok(Entry { from_date, rows })
 }

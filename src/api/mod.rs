@@ -5,6 +5,7 @@ pub mod auth;
 pub mod docs;
 pub mod error;
 pub mod forecast_cache;
+pub mod hot_cache;
 pub mod ingest;
 pub mod json_stream;
 pub mod keys;

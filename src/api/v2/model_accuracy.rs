@@ -9,9 +9,9 @@
 //! the spec: `lead_days` (1 to 3, default 1: the latest run of each label issued before the
 //! day starts) and `target` (`high`, default, or `low`).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration as StdDuration, Instant};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
 
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
@@ -28,6 +28,7 @@ use utoipa::ToSchema;
 use super::forecasts::lit;
 use crate::api::auth::{require_premium, Caller};
 use crate::api::error::{ApiError, ApiResult};
+use crate::api::hot_cache::HotCache;
 use crate::api::params::Params;
 use crate::api::AppState;
 use crate::catalog::Station;
@@ -128,23 +129,12 @@ struct StationAccuracy {
 /// Per-station cache of the accuracy tables.
 #[derive(Default)]
 pub struct AccuracyCache {
-    entries: Mutex<HashMap<String, (Instant, Arc<StationAccuracy>)>>,
+    entries: HotCache<String, StationAccuracy>,
 }
 
 impl AccuracyCache {
     async fn get(&self, ctx: &SessionContext, code: &str) -> ApiResult<Arc<StationAccuracy>> {
-        if let Some((at, data)) = self.lock().get(code) {
-            if at.elapsed() < CACHE_TTL {
-                return Ok(Arc::clone(data));
-            }
-        }
-        let data = Arc::new(load(ctx, code).await?);
-        self.lock().insert(code.to_string(), (Instant::now(), Arc::clone(&data)));
-        Ok(data)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, Arc<StationAccuracy>)>> {
-        self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.entries.get_or_load(&code.to_string(), 0, CACHE_TTL, || load(ctx, code)).await
     }
 }
 
