@@ -42,36 +42,10 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-VENV=target/bench-venv
-if [ ! -x "$VENV/bin/python" ]; then
-    python3 -m venv "$VENV"
-fi
-"$VENV/bin/python" -c "import duckdb" 2>/dev/null || "$VENV/bin/pip" install -q duckdb
-
-WXLAKE="${WXLAKE:-target/release/wxlake}"
-if [ -z "${WXLAKE_SKIP_BUILD:-}" ] && { [ -n "${WXLAKE_BUILD:-}" ] || [ ! -x "$WXLAKE" ]; }; then
-    cargo build --release --bin wxlake >&2
-fi
-
-if [ -z "$LAKE" ]; then
-    suffix=""
-    if [ -n "$STATIONS" ]; then
-        suffix="-$(echo "$STATIONS" | tr ',' '\n' | wc -l | tr -d ' ')st"
-    fi
-    LAKE="target/bench-lake-${DAYS}d${suffix}"
-fi
-if [ ! -d "$LAKE/derived/forecast_daily" ] || [ ! -d "$LAKE/derived/daily_extremes" ] || [ ! -d "$LAKE/nws_hourly" ]; then
-    echo "building demo lake $LAKE ($DAYS days${STATIONS:+, stations $STATIONS})" >&2
-    mkdir -p "$LAKE"
-    "$WXLAKE" --lake "file://$(cd "$LAKE" && pwd)" demo --days "$DAYS" ${STATIONS:+--stations "$STATIONS"} >&2
-fi
-LAKE="$(cd "$LAKE" && pwd)"
-JOBS="${WXLAKE_JOBS:-$WXLAKE}"
-if [ -n "${WXLAKE_JOBS:-}" ]; then
-    jobs_cmd() { $JOBS --lake "file://$LAKE" "$@"; }
-else
-    jobs_cmd() { "$WXLAKE" --lake "file://$LAKE" jobs "$@"; }
-fi
+. benches/bench_env.sh
+bench_venv duckdb
+bench_binary
+bench_lake derived/forecast_daily derived/daily_extremes nws_hourly
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/wxlake-accuracy-bench.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT

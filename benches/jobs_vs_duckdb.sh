@@ -7,7 +7,8 @@
 # - Python tools live in a virtualenv under target/bench-venv (pip install duckdb polars).
 # - The lake: --lake DIR if given (used as is), else target/bench-lake-<days>d[-<n>st],
 #   built once with `wxlake demo` (90 days x 70 stations takes a while and ~GBs).
-# - wxlake: target/release/wxlake, built unless WXLAKE_SKIP_BUILD=1.
+# - wxlake: target/release/wxlake, built when missing or WXLAKE_BUILD=1 (never with
+#   WXLAKE_SKIP_BUILD=1); shared setup in benches/bench_env.sh.
 #   WXLAKE=path uses another binary; WXLAKE_JOBS="cmd" replaces `wxlake jobs` by a command
 #   taking `--lake URL` then the jobs subcommand.
 # - DuckDB and Polars run a port of sql/forecast_daily.sql on forecasts/*/*/*.parquet with
@@ -27,42 +28,15 @@ while [ $# -gt 0 ]; do
         --stations) STATIONS="$2"; shift 2 ;;
         --lake) LAKE="$2"; shift 2 ;;
         --repeat) REPEAT="$2"; shift 2 ;;
-        -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
         *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
 
-VENV=target/bench-venv
-if [ ! -x "$VENV/bin/python" ]; then
-    python3 -m venv "$VENV"
-fi
-"$VENV/bin/python" -c "import duckdb" 2>/dev/null || "$VENV/bin/pip" install -q duckdb
-"$VENV/bin/python" -c "import polars" 2>/dev/null || "$VENV/bin/pip" install -q polars \
-    || echo "polars did not install; comparing with DuckDB only" >&2
-
-WXLAKE="${WXLAKE:-target/release/wxlake}"
-if [ -z "${WXLAKE_SKIP_BUILD:-}" ]; then
-    cargo build --release --bin wxlake >&2
-fi
-
-if [ -z "$LAKE" ]; then
-    suffix=""
-    if [ -n "$STATIONS" ]; then
-        suffix="-$(echo "$STATIONS" | tr ',' '\n' | wc -l | tr -d ' ')st"
-    fi
-    LAKE="target/bench-lake-${DAYS}d${suffix}"
-    if [ ! -d "$LAKE/forecasts" ]; then
-        echo "building demo lake $LAKE ($DAYS days${STATIONS:+, stations $STATIONS})" >&2
-        "$WXLAKE" --lake "file://$PWD/$LAKE" demo --days "$DAYS" ${STATIONS:+--stations "$STATIONS"} >&2
-    fi
-fi
-LAKE="$(cd "$LAKE" && pwd)"
-JOBS="${WXLAKE_JOBS:-$WXLAKE}"
-if [ -n "${WXLAKE_JOBS:-}" ]; then
-    jobs_cmd() { $JOBS --lake "file://$LAKE" "$@"; }
-else
-    jobs_cmd() { "$WXLAKE" --lake "file://$LAKE" jobs "$@"; }
-fi
+. benches/bench_env.sh
+bench_venv duckdb polars
+bench_binary
+bench_lake forecasts
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/wxlake-jobs-bench.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
