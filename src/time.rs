@@ -96,6 +96,37 @@ pub fn window_at(tz: Tz, clock: DayClock, t: DateTime<Utc>) -> (NaiveDate, Windo
     (d, day_window(tz, clock, d))
 }
 
+/// [`local_date`] for many instants of one zone and clock, answered from the last day's
+/// window while instants stay inside it: the lake writes millions of rows sorted by
+/// station then time, and a zone lookup per row was a measurable share of ingest.
+#[derive(Debug, Clone, Copy)]
+pub struct DateMemo {
+    tz: Tz,
+    clock: DayClock,
+    day: Option<(NaiveDate, Window)>,
+}
+
+impl DateMemo {
+    pub fn new(tz: Tz, clock: DayClock) -> Self {
+        DateMemo { tz, clock, day: None }
+    }
+
+    /// The local date of `t`, equal to `local_date(tz, clock, t)`.
+    pub fn date(&mut self, t: DateTime<Utc>) -> NaiveDate {
+        match self.day {
+            Some((d, w)) if w.contains(t) => d,
+            _ => {
+                let d = local_date(self.tz, self.clock, t);
+                let w = day_window(self.tz, self.clock, d);
+                // Only a window that really holds `t` may answer later instants (a zone
+                // whose base offset changed that day could disagree with itself).
+                self.day = w.contains(t).then_some((d, w));
+                d
+            }
+        }
+    }
+}
+
 /// Formats a UTC time the way the spec's samples do: `YYYY-MM-DD HH:MM:SS`.
 pub fn fmt_utc(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S").to_string()
@@ -144,6 +175,29 @@ mod tests {
         // 00:30 EDT on the 5th (04:30Z) is still the 4th in LST.
         assert_eq!(standard_date(America::New_York, utc("2026-07-05T04:30:00Z")), d("2026-07-04"));
         assert_eq!(civil_date(America::New_York, utc("2026-07-05T04:30:00Z")), d("2026-07-05"));
+    }
+
+    #[test]
+    fn date_memo_agrees_with_local_date_for_every_station_across_dst() {
+        // Every catalog zone (plus a pre-2019 Sao Paulo with midnight DST jumps), every
+        // 40 minutes through a year, forwards and after jumping back (how the writer
+        // walks one run's valid times after another's).
+        let mut zones: Vec<Tz> = crate::catalog::Catalog::global().all().iter().map(|s| s.timezone).collect();
+        zones.push(chrono_tz::America::Sao_Paulo);
+        zones.sort_by_key(|z| z.name());
+        zones.dedup();
+        let start = utc("2017-10-01T00:00:00Z");
+        for tz in zones {
+            for clock in [DayClock::Standard, DayClock::Civil] {
+                let mut memo = DateMemo::new(tz, clock);
+                for pass in 0..2 {
+                    for step in 0..(366 * 36) {
+                        let t = start + Duration::minutes(40 * step + 7 * pass);
+                        assert_eq!(memo.date(t), local_date(tz, clock, t), "{tz} {clock:?} {t}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@
 
 use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, Timelike, Utc};
 
+use crate::decode::text::utf8_text;
 use crate::decode::types::{DailyKind, DailyReport, Decoded};
 
 /// AWIPS ids whose ICAO id is not "K" + id: Alaska, Hawaii, the Pacific, the Caribbean.
@@ -670,7 +671,7 @@ fn join_lines<'a>(parts: impl Iterator<Item = &'a str>) -> String {
 /// at 7 AM reports the overnight 81), which `is_final = false` tells consumers.
 /// Row problems are per-line errors; the record keeps what could be read.
 pub fn decode_cli(bytes: &[u8]) -> Decoded<DailyReport> {
-    let text = String::from_utf8_lossy(bytes);
+    let text = utf8_text(bytes);
     let lines: Vec<&str> = text.lines().map(|l| l.trim_end_matches('\r')).collect();
     let mut out = Decoded::new();
     out.read = lines.len();

@@ -22,6 +22,7 @@
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike, Utc};
 
 use super::cli::{clean, excerpt, is_sequence_line, nearest_day_time, parse_wmo_header, station_from_cli_id};
+use crate::decode::text::utf8_text;
 use crate::decode::types::{DailyKind, DailyReport, Decoded};
 
 /// Decodes DSM messages, resolving their DD/MM to the year nearest today's UTC date.
@@ -38,7 +39,7 @@ pub fn decode_dsm(bytes: &[u8]) -> Decoded<DailyReport> {
 /// `valid_as_of_lst` is the HHMM of an intermediate message (`KIPT DS 1700 06/06 ...`) and
 /// `None` for the full-day message; `precip_mtd_in` is always `None` (a DSM has no month total).
 pub fn decode_dsm_with_year(bytes: &[u8], reference: DateTime<Utc>) -> Decoded<DailyReport> {
-    let text = String::from_utf8_lossy(bytes);
+    let text = utf8_text(bytes);
     let lines: Vec<&str> = text.lines().map(|l| l.trim_end_matches('\r')).collect();
     let mut out = Decoded::new();
     out.read = lines.len();

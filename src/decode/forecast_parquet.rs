@@ -109,7 +109,7 @@ fn decode_batch(batch: &RecordBatch, row_no: &mut usize, out: &mut Decoded<Forec
             continue;
         };
         let v = |k: usize| f(&floats[k], i);
-        let row = ForecastRow {
+        let mut row = ForecastRow {
             model: s(&model, i).unwrap_or_default(),
             location_name: s(&loc, i).unwrap_or_default(),
             latitude: v(0),
@@ -137,8 +137,8 @@ fn decode_batch(batch: &RecordBatch, row_no: &mut usize, out: &mut Decoded<Forec
             pressure_msl_hpa: v(17),
             surface_pressure_hpa: v(18),
         };
-        match validate_row(row, n(&fh, i).map(|x| x as i32)) {
-            Ok(r) => out.records.push(r),
+        match validate_row(&mut row, n(&fh, i).map(|x| x as i32)) {
+            Ok(()) => out.records.push(row),
             Err(reason) => out.reject(*row_no, reason),
         }
     }

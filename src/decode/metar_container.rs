@@ -8,6 +8,7 @@
 //! so operators never have to say what they are feeding in.
 
 use super::metar::{is_station_id, parse_metar};
+use crate::decode::text::utf8_text;
 use crate::decode::types::{Decoded, Metar, ReportKind};
 use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveTime, TimeZone, Utc};
 use serde_json::Value;
@@ -87,7 +88,7 @@ pub fn decode_metar_input(bytes: &[u8], month_hint: Option<(i32, u32)>) -> Decod
 
 /// [`decode_metar_input`] with an explicit "now", so dating without a hint is testable.
 pub fn decode_metar_input_at(bytes: &[u8], month_hint: Option<(i32, u32)>, now: DateTime<Utc>) -> Decoded<Metar> {
-    let text = String::from_utf8_lossy(bytes);
+    let text = utf8_text(bytes);
     match detect(bytes) {
         MetarContainer::IemDelimited | MetarContainer::Lcd => decode_delimited(&text),
         MetarContainer::AwcJson => decode_awc_json(&text),

@@ -16,6 +16,7 @@ use std::fmt::Write as _;
 
 use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Timelike, Utc};
 
+use crate::decode::text::utf8_text;
 use crate::decode::types::{Decoded, ForecastRow};
 use crate::units::{c_to_f, f_to_c, kt_to_kmh, kt_to_mph};
 
@@ -583,7 +584,7 @@ enum State {
 /// `cloud_cover` is NBS `SKY` as written (percent); MAV/MET/LAMP only give the category
 /// `CLD`, mapped to CL 0 %, FW 25 %, SC 50 %, BK 80 %, OV 100 %.
 pub fn decode_mos(bytes: &[u8]) -> Decoded<ForecastRow> {
-    let text = String::from_utf8_lossy(bytes);
+    let text = utf8_text(bytes);
     let mut out = Decoded::new();
     let mut state = State::Outside;
     let mut seen_header = false;

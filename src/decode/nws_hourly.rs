@@ -17,6 +17,7 @@ use chrono_tz::Tz;
 use serde_json::{json, Map, Value};
 
 use super::forecast_rows::parse_time;
+use crate::decode::text::utf8_text;
 use crate::decode::types::{NwsHourlyForecast, NwsHourlyPeriod};
 use crate::units::c_to_f;
 
@@ -30,7 +31,7 @@ const MAX_SPAN_H: i64 = 24 * 31;
 /// else `updateTime` (the raw gridpoint has only that). `station` is left `None`: the
 /// document names a grid cell, not a station; the caller sets it.
 pub fn decode_nws_hourly(bytes: &[u8]) -> Result<NwsHourlyForecast, String> {
-    let text = String::from_utf8_lossy(bytes);
+    let text = utf8_text(bytes);
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let root: Value = serde_json::from_str(text).map_err(|e| format!("bad JSON: {e}"))?;
     let props = match root.get("properties") {

@@ -4,6 +4,7 @@
 //! integer °F, so gaps matter: the `-999` sentinel becomes a kept row with `temp_f: None`.
 
 use super::metar_container::{data_lines, parse_utc_time, sniff_delimiter, split_delimited};
+use crate::decode::text::utf8_text;
 use crate::decode::types::{Decoded, OneMinute};
 use chrono::Timelike;
 use std::borrow::Cow;
@@ -32,7 +33,7 @@ struct Columns {
 /// missing temperatures (`-999`, `M`, empty) are kept as gaps, because a gap is information
 /// the daily-extreme logic needs (an unconfirmed minute is not a confirmed one).
 pub fn decode_onemin(bytes: &[u8]) -> Decoded<OneMinute> {
-    let text = String::from_utf8_lossy(bytes);
+    let text = utf8_text(bytes);
     let mut out = Decoded::new();
     out.read = text.lines().count();
     let mut lines = data_lines(&text);

@@ -23,6 +23,7 @@ use chrono::{DateTime, Days, Duration, NaiveTime, Utc};
 use serde_json::{Map, Value};
 
 use super::forecast_rows::parse_iso;
+use crate::decode::text::utf8_text;
 use crate::decode::types::{Decoded, ForecastRow};
 use crate::units::{c_to_f, f_to_c, kt_to_kmh, kt_to_mph};
 
@@ -341,7 +342,7 @@ fn decode_into(
     if location.is_empty() {
         return Err("empty location_name".into());
     }
-    let text = String::from_utf8_lossy(bytes);
+    let text = utf8_text(bytes);
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let root: Value = serde_json::from_str(text).map_err(|e| format!("bad JSON: {e}"))?;
     let root = single_location(&root)?;

@@ -15,7 +15,7 @@ use super::schema::{KeyHasher, TableDef, FORECASTS, NWS_HOURLY, OBSERVATIONS, ON
 use crate::catalog::{standard_offset, Catalog};
 use crate::decode::metar::temperature_fields;
 use crate::decode::types::{DailyReport, ForecastRow, Metar, NwsHourlyPeriod, OneMinute};
-use crate::time::{civil_date, standard_date};
+use crate::time::{DateMemo, DayClock};
 use crate::units::relative_humidity;
 
 /// A record that can be stored in a lake table.
@@ -53,10 +53,27 @@ pub fn date32(d: NaiveDate) -> i32 {
 fn ts_builder(n: usize) -> TimestampMicrosecondBuilder {
     TimestampMicrosecondBuilder::with_capacity(n).with_timezone("UTC")
 }
-fn local_dates(station: &str, t: DateTime<Utc>) -> (Option<i32>, Option<i32>) {
-    match Catalog::global().get(station) {
-        Some(s) => (Some(date32(standard_date(s.timezone, t))), Some(date32(civil_date(s.timezone, t)))),
-        None => (None, None),
+/// The `local_date_standard` / `local_date_civil` columns of rows sorted by station then
+/// time: the station is looked up once per run of its rows and the dates come from
+/// [`DateMemo`]s. Unknown stations get nulls (no guessed zones).
+#[derive(Default)]
+struct LocalDates<'a> {
+    station: Option<&'a str>,
+    memos: Option<(DateMemo, DateMemo)>,
+}
+
+impl<'a> LocalDates<'a> {
+    fn get(&mut self, station: &'a str, t: DateTime<Utc>) -> (Option<i32>, Option<i32>) {
+        if self.station != Some(station) {
+            self.station = Some(station);
+            self.memos = Catalog::global()
+                .get(station)
+                .map(|s| (DateMemo::new(s.timezone, DayClock::Standard), DateMemo::new(s.timezone, DayClock::Civil)));
+        }
+        match &mut self.memos {
+            Some((std, civil)) => (Some(date32(std.date(t))), Some(date32(civil.date(t)))),
+            None => (None, None),
+        }
     }
 }
 fn finish(table: &TableDef, cols: Vec<ArrayRef>) -> Result<RecordBatch, ArrowError> {
@@ -111,6 +128,7 @@ impl LakeRecord for Metar {
         let mut raw = StringBuilder::with_capacity(n, n * 90);
         let mut key = UInt64Builder::with_capacity(n);
         let mut ins = ts_builder(n);
+        let mut dates = LocalDates::default();
         for (m, k) in rows.iter().zip(keys) {
             station.append_value(&m.station);
             time.append_value(micros(m.time));
@@ -146,7 +164,7 @@ impl LakeRecord for Metar {
             p24.append_option(m.precip_24h_in);
             auto.append_value(m.auto);
             cor.append_value(m.cor);
-            let (s, c) = local_dates(&m.station, m.time);
+            let (s, c) = dates.get(&m.station, m.time);
             lds.append_option(s);
             ldc.append_option(c);
             raw.append_value(&m.raw);
@@ -225,12 +243,13 @@ impl LakeRecord for OneMinute {
         let (mut lds, mut ldc) = (Date32Builder::with_capacity(n), Date32Builder::with_capacity(n));
         let mut key = UInt64Builder::with_capacity(n);
         let mut ins = ts_builder(n);
+        let mut dates = LocalDates::default();
         for (r, k) in rows.iter().zip(keys) {
             station.append_value(&r.station);
             time.append_value(micros(r.time));
             temp.append_option(r.temp_f);
             missing.append_value(r.temp_f.is_none());
-            let (s, c) = local_dates(&r.station, r.time);
+            let (s, c) = dates.get(&r.station, r.time);
             lds.append_option(s);
             ldc.append_option(c);
             key.append_value(*k);
@@ -397,8 +416,9 @@ impl LakeRecord for ForecastRow {
             });
         }
         let (mut vds, mut vdc) = (Date32Builder::with_capacity(n), Date32Builder::with_capacity(n));
+        let mut dates = LocalDates::default();
         for r in rows {
-            let (s, c) = local_dates(&r.location_name, r.valid_time);
+            let (s, c) = dates.get(&r.location_name, r.valid_time);
             vds.append_option(s);
             vdc.append_option(c);
         }

@@ -5,7 +5,7 @@
 //! and writes one new zstd Parquet file per touched partition with a single atomic put.
 //! Encoding runs on rayon; store I/O is async and concurrent.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -25,6 +25,11 @@ use rayon::prelude::*;
 use super::rows::LakeRecord;
 use super::schema::TableDef;
 use super::{Lake, LakeError};
+
+/// Hash containers for row keys and partition keys (already hashes of trusted fields,
+/// so a fast non-DoS-resistant hasher is right; SipHash was a visible share of ingest).
+type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 /// What a write did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -55,7 +60,13 @@ pub fn props_for<S: AsRef<str>>(schema: &datafusion::arrow::datatypes::Schema, s
         .filter_map(|c| schema.index_of(c.as_ref()).ok())
         .map(|i| SortingColumn { column_idx: i as i32, descending: false, nulls_first: false })
         .collect();
-    WriterProperties::builder()
+    let mut props = WriterProperties::builder();
+    if schema.index_of("row_key").is_ok() {
+        // A hash per row never repeats: dictionary-encoding it only burns the writer's
+        // time filling a dictionary that falls back to plain encoding anyway.
+        props = props.set_column_dictionary_enabled("row_key".into(), false);
+    }
+    props
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(1).unwrap_or_default()))
         .set_statistics_enabled(EnabledStatistics::Page)
         .set_max_row_group_row_count(Some(256 * 1024))
@@ -87,8 +98,8 @@ pub async fn partition_files(store: &Arc<dyn ObjectStore>, dir: &Path) -> Result
 }
 
 /// Reads the `row_key` column of every file in a partition.
-async fn existing_keys(store: &Arc<dyn ObjectStore>, dir: &Path) -> Result<HashSet<u64>, LakeError> {
-    let mut keys = HashSet::new();
+async fn existing_keys(store: &Arc<dyn ObjectStore>, dir: &Path) -> Result<FastSet<u64>, LakeError> {
+    let mut keys = FastSet::default();
     for f in partition_files(store, dir).await? {
         let bytes = store.get(&f).await?.bytes().await?;
         let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)?;
@@ -113,24 +124,20 @@ impl Lake {
         let store = self.store();
         let inserted_at = Utc::now();
 
-        // Group by partition, computing keys once (in parallel, without allocating) and
-        // dropping in-batch duplicates; the partition path is formatted once per group.
+        // Group by partition, computing keys once (in parallel, without allocating); the
+        // partition path is formatted once per group.
         let keyed: Vec<(u64, u64)> = records.par_iter().map(|r| (r.partition_key(), r.row_key())).collect();
-        let mut groups: HashMap<u64, Vec<usize>> = HashMap::new();
-        let mut seen = HashSet::with_capacity(records.len());
-        for (i, (p, k)) in keyed.iter().enumerate() {
-            if seen.insert(*k) {
-                groups.entry(*p).or_default().push(i);
-            }
+        let mut groups: FastMap<u64, Vec<usize>> = FastMap::default();
+        for (i, (p, _)) in keyed.iter().enumerate() {
+            groups.entry(*p).or_default().push(i);
         }
-        drop(seen);
         let parts: BTreeMap<String, Vec<usize>> =
             groups.into_values().map(|idx| (records[idx[0]].partition(), idx)).collect();
 
         // Existing keys per partition (concurrent reads).
         let work: Vec<(Path, Vec<usize>)> =
             parts.into_iter().map(|(p, idx)| (self.table_path(&format!("{}/{p}", table.name)), idx)).collect();
-        let work: Vec<(Path, Vec<usize>, HashSet<u64>)> = futures::stream::iter(work)
+        let work: Vec<(Path, Vec<usize>, FastSet<u64>)> = futures::stream::iter(work)
             .map(|(dir, idx)| {
                 let store = Arc::clone(&store);
                 async move { existing_keys(&store, &dir).await.map(|k| (dir, idx, k)) }
@@ -139,16 +146,21 @@ impl Lake {
             .try_collect()
             .await?;
 
-        // Filter, sort, build and encode each partition on rayon.
+        // Per partition on rayon: drop keys already stored or seen earlier in this batch
+        // (the first occurrence wins; a natural key includes its partition's fields), sort,
+        // build and encode.
         let total = records.len();
         let encoded = tokio::task::spawn_blocking(move || {
             work.into_par_iter()
-                .filter_map(|(dir, idx, have)| {
-                    let mut rows: Vec<usize> = idx.into_iter().filter(|&i| !have.contains(&keyed[i].1)).collect();
+                .filter_map(|(dir, idx, mut seen)| {
+                    seen.reserve(idx.len());
+                    let mut rows: Vec<usize> = idx.into_iter().filter(|&i| seen.insert(keyed[i].1)).collect();
                     if rows.is_empty() {
                         return None;
                     }
-                    rows.sort_unstable_by(|&a, &b| records[a].sort_cmp(&records[b]).then(keyed[a].1.cmp(&keyed[b].1)));
+                    // Stable sort: inputs usually arrive as sorted runs (one per station
+                    // file), which it merges in near-linear time.
+                    rows.sort_by(|&a, &b| records[a].sort_cmp(&records[b]).then(keyed[a].1.cmp(&keyed[b].1)));
                     let refs: Vec<&R> = rows.iter().map(|&i| &records[i]).collect();
                     let keys: Vec<u64> = rows.iter().map(|&i| keyed[i].1).collect();
                     let file = R::to_batch(&refs, &keys, inserted_at)
