@@ -1,9 +1,11 @@
-//! Decoder throughput on real reports: METAR core parser, containers, CLI and MOS.
+//! Decoder throughput on real reports: METAR core parser, containers, CLI and MOS; and
+//! the bulk path of forecast CSV (one generated station-day of all 18 models).
 //! Run: `cargo bench --bench decode`. Figures go in benches/README.md.
 
 use chrono::{DateTime, Utc};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use wxlake::decode::{cli, metar, metar_container, mos};
+use wxlake::decode::{cli, forecast_rows, metar, metar_container, mos, number};
+use wxlake::demo::{generate_station, DemoConfig};
 
 fn fixture(rel: &str) -> Vec<u8> {
     std::fs::read(format!("{}/data/real/{rel}", env!("CARGO_MANIFEST_DIR"))).expect("fixture")
@@ -58,5 +60,29 @@ fn bench_reports(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_metar, bench_reports);
+fn bench_forecasts(c: &mut Criterion) {
+    let mut cfg = DemoConfig::ending_yesterday(Utc::now(), 1);
+    cfg.stations = vec!["KNYC".into()];
+    let csv = generate_station(&cfg, "KNYC").forecast_csv;
+    let rows = forecast_rows::decode_forecast_csv(csv.as_bytes()).records.len();
+    let mut g = c.benchmark_group("forecasts");
+    g.throughput(Throughput::Elements(rows as u64));
+    g.bench_function(BenchmarkId::new("forecast_csv", rows), |b| {
+        b.iter(|| forecast_rows::decode_forecast_csv(csv.as_bytes()).records.len())
+    });
+    // The number cells of that file, through our decimal parser and through std's.
+    let cells: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .flat_map(|l| l.split(',').skip(2))
+        .filter(|c| c.bytes().next().is_some_and(|b| b.is_ascii_digit() || b == b'-'))
+        .filter(|c| !c.contains('T'))
+        .collect();
+    g.throughput(Throughput::Elements(cells.len() as u64));
+    g.bench_function("parse_f64", |b| b.iter(|| cells.iter().filter_map(|c| number::parse_f64(c)).sum::<f64>()));
+    g.bench_function("std_parse_f64", |b| b.iter(|| cells.iter().filter_map(|c| c.parse::<f64>().ok()).sum::<f64>()));
+    g.finish();
+}
+
+criterion_group!(benches, bench_metar, bench_reports, bench_forecasts);
 criterion_main!(benches);

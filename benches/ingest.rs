@@ -15,6 +15,10 @@ use wxlake::demo::{generate_station, DemoConfig};
 use wxlake::ingest::{store, Format, IngestOptions, Records};
 use wxlake::lake::Lake;
 
+/// The allocator the `wxlake` binary runs with, so the figures are the binary's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }

@@ -461,7 +461,10 @@ fn clip(s: &str) -> &str {
 /// `YYYY-MM-DD HH:MM:SS` form). Hand-written: it runs once or twice per row.
 pub fn parse_time(s: &str) -> Option<DateTime<Utc>> {
     let (naive, offset) = parse_iso(s)?;
-    let utc = naive.checked_sub_signed(chrono::Duration::seconds(i64::from(offset.unwrap_or(0))))?;
+    let utc = match offset {
+        None | Some(0) => naive,
+        Some(secs) => naive.checked_sub_signed(chrono::Duration::seconds(i64::from(secs)))?,
+    };
     Some(utc.and_utc())
 }
 

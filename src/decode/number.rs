@@ -13,8 +13,9 @@ const POW10: [f64; 23] = [
 const EXACT_MANTISSA: u64 = 1 << 53;
 
 /// Parses `s` as `str::parse::<f64>` would, with the same result and the same failures.
-/// A plain decimal (optional sign, digits, optional fraction, ≤ 15 digits in all) is an
-/// exact integer divided by an exact power of ten: one IEEE division, correctly rounded.
+/// A plain decimal (optional sign, ≤ 16 bytes of digits and at most one dot, a mantissa
+/// below 2^53) is an exact integer divided by an exact power of ten: one IEEE division,
+/// correctly rounded.
 pub fn parse_f64(s: &str) -> Option<f64> {
     let b = s.as_bytes();
     let (negative, digits) = match b.first() {
@@ -22,25 +23,24 @@ pub fn parse_f64(s: &str) -> Option<f64> {
         Some(b'+') => (false, &b[1..]),
         _ => (false, b),
     };
+    // At most 16 bytes: 15 digits and a dot, or 16 digits checked against 2^53 below.
+    if digits.is_empty() || digits.len() > 16 {
+        return s.parse().ok();
+    }
     let mut mantissa: u64 = 0;
-    let mut count = 0usize;
-    let mut frac_digits = 0usize;
-    let mut seen_dot = false;
-    for &c in digits {
-        match c {
-            b'0'..=b'9' => {
-                mantissa = mantissa * 10 + u64::from(c - b'0');
-                count += 1;
-                frac_digits += usize::from(seen_dot);
-                if count > 15 {
-                    return s.parse().ok();
-                }
-            }
-            b'.' if !seen_dot => seen_dot = true,
-            _ => return s.parse().ok(),
+    let mut dot = None;
+    for (i, &c) in digits.iter().enumerate() {
+        let d = c.wrapping_sub(b'0');
+        if d < 10 {
+            mantissa = mantissa * 10 + u64::from(d);
+        } else if c == b'.' && dot.is_none() {
+            dot = Some(i);
+        } else {
+            return s.parse().ok();
         }
     }
-    if count == 0 || mantissa >= EXACT_MANTISSA {
+    let frac_digits = dot.map_or(0, |i| digits.len() - i - 1);
+    if mantissa >= EXACT_MANTISSA || digits == b"." {
         return s.parse().ok();
     }
     let v = mantissa as f64 / POW10[frac_digits];

@@ -58,7 +58,7 @@ use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use chrono::{DateTime, Utc};
 use thiserror::Error;
@@ -503,13 +503,24 @@ fn delete_segments(dir: &Path, doomed: &[Segment]) {
     }
 }
 
+/// How long opening waits for a WAL lock held by someone else before giving up. A lock is
+/// also briefly "held" by any process forked from ours between fork and exec (the child
+/// shares the open file until exec closes it), and by a predecessor still exiting.
+const LOCK_WAIT: Duration = Duration::from_millis(500);
+
 fn take_dir_lock(dir: &Path) -> Result<File, WalError> {
     let path = dir.join(LOCK_FILE);
     let file = OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(io_err(&path))?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(TryLockError::WouldBlock) => Err(WalError::Locked(dir.to_path_buf())),
-        Err(TryLockError::Error(source)) => Err(WalError::Io { path, source }),
+    let deadline = Instant::now() + LOCK_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(TryLockError::WouldBlock) => return Err(WalError::Locked(dir.to_path_buf())),
+            Err(TryLockError::Error(source)) => return Err(WalError::Io { path, source }),
+        }
     }
 }
 

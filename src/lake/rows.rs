@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, Utc};
 use datafusion::arrow::array::{
     ArrayRef, BooleanBuilder, Date32Builder, Float64Builder, Int32Builder, RecordBatch, StringBuilder,
     TimestampMicrosecondBuilder, UInt64Builder,
@@ -29,8 +29,12 @@ pub trait LakeRecord: Send + Sync {
     fn partition_key(&self) -> u64;
     /// Hash of the natural key (schema.rs `key_cols`).
     fn row_key(&self) -> u64;
-    /// Ordering inside a file: the table's sort columns, then the key to be total.
-    fn sort_cmp(&self, other: &Self) -> std::cmp::Ordering;
+    /// The table's sort columns of this row: files are ordered by it (then by `row_key`
+    /// to be total). Borrowed, so the writer sorts compact keys instead of chasing rows.
+    type SortKey<'a>: Ord
+    where
+        Self: 'a;
+    fn sort_key(&self) -> Self::SortKey<'_>;
     /// Builds a batch of the table's file schema from rows already sorted.
     fn to_batch(rows: &[&Self], keys: &[u64], inserted_at: DateTime<Utc>) -> Result<RecordBatch, ArrowError>;
 }
@@ -48,8 +52,11 @@ fn naive_micros(t: NaiveDateTime) -> i64 {
 }
 /// Days since the Unix epoch, Arrow's Date32.
 pub fn date32(d: NaiveDate) -> i32 {
-    (d - NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default()).num_days() as i32
+    d.num_days_from_ce() - UNIX_EPOCH_DAYS_FROM_CE
 }
+
+/// `NaiveDate::num_days_from_ce` of 1970-01-01.
+const UNIX_EPOCH_DAYS_FROM_CE: i32 = 719_163;
 fn ts_builder(n: usize) -> TimestampMicrosecondBuilder {
     TimestampMicrosecondBuilder::with_capacity(n).with_timezone("UTC")
 }
@@ -96,8 +103,9 @@ impl LakeRecord for Metar {
     fn row_key(&self) -> u64 {
         KeyHasher::default().str(&self.station).i64(micros(self.time)).str(report_type(self)).str(&self.raw).finish()
     }
-    fn sort_cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (&self.station, self.time, report_type(self), &self.raw).cmp(&(&o.station, o.time, report_type(o), &o.raw))
+    type SortKey<'a> = (&'a str, DateTime<Utc>, &'static str, &'a str);
+    fn sort_key(&self) -> Self::SortKey<'_> {
+        (&self.station, self.time, report_type(self), &self.raw)
     }
     fn to_batch(rows: &[&Self], keys: &[u64], inserted_at: DateTime<Utc>) -> Result<RecordBatch, ArrowError> {
         let n = rows.len();
@@ -231,8 +239,9 @@ impl LakeRecord for OneMinute {
     fn row_key(&self) -> u64 {
         KeyHasher::default().str(&self.station).i64(micros(self.time)).finish()
     }
-    fn sort_cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (&self.station, self.time).cmp(&(&o.station, o.time))
+    type SortKey<'a> = (&'a str, DateTime<Utc>);
+    fn sort_key(&self) -> Self::SortKey<'_> {
+        (&self.station, self.time)
     }
     fn to_batch(rows: &[&Self], keys: &[u64], inserted_at: DateTime<Utc>) -> Result<RecordBatch, ArrowError> {
         let n = rows.len();
@@ -296,8 +305,9 @@ impl LakeRecord for DailyReport {
             .str(&self.raw)
             .finish()
     }
-    fn sort_cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (&self.station, self.date, self.issued_at, &self.raw).cmp(&(&o.station, o.date, o.issued_at, &o.raw))
+    type SortKey<'a> = (&'a str, NaiveDate, Option<DateTime<Utc>>, &'a str);
+    fn sort_key(&self) -> Self::SortKey<'_> {
+        (&self.station, self.date, self.issued_at, &self.raw)
     }
     fn to_batch(rows: &[&Self], keys: &[u64], inserted_at: DateTime<Utc>) -> Result<RecordBatch, ArrowError> {
         let n = rows.len();
@@ -382,8 +392,9 @@ impl LakeRecord for ForecastRow {
             .i64(micros(self.valid_time))
             .finish()
     }
-    fn sort_cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (&self.location_name, self.run_time, self.valid_time).cmp(&(&o.location_name, o.run_time, o.valid_time))
+    type SortKey<'a> = (&'a str, DateTime<Utc>, DateTime<Utc>);
+    fn sort_key(&self) -> Self::SortKey<'_> {
+        (&self.location_name, self.run_time, self.valid_time)
     }
     fn to_batch(rows: &[&Self], keys: &[u64], inserted_at: DateTime<Utc>) -> Result<RecordBatch, ArrowError> {
         let n = rows.len();
@@ -490,12 +501,9 @@ impl LakeRecord for NwsHourlyRow {
             .i64(micros(self.period.start_time))
             .finish()
     }
-    fn sort_cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (&self.station, self.generated_at, self.period.start_time).cmp(&(
-            &o.station,
-            o.generated_at,
-            o.period.start_time,
-        ))
+    type SortKey<'a> = (&'a str, DateTime<Utc>, DateTime<Utc>);
+    fn sort_key(&self) -> Self::SortKey<'_> {
+        (&self.station, self.generated_at, self.period.start_time)
     }
     fn to_batch(rows: &[&Self], keys: &[u64], inserted_at: DateTime<Utc>) -> Result<RecordBatch, ArrowError> {
         let n = rows.len();
@@ -525,5 +533,21 @@ impl LakeRecord for NwsHourlyRow {
                 Arc::new(ins.finish()),
             ],
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn date32_counts_days_from_the_unix_epoch() {
+        let d = |y, m, day| NaiveDate::from_ymd_opt(y, m, day).unwrap();
+        assert_eq!(date32(d(1970, 1, 1)), 0);
+        assert_eq!(date32(d(1969, 12, 31)), -1);
+        assert_eq!(date32(d(2000, 3, 1)), 11_017);
+        for day in [d(1900, 1, 1), d(2024, 2, 29), d(2026, 11, 24)] {
+            assert_eq!(date32(day) as i64, (day - d(1970, 1, 1)).num_days());
+        }
     }
 }

@@ -158,9 +158,13 @@ impl Lake {
                     if rows.is_empty() {
                         return None;
                     }
-                    // Stable sort: inputs usually arrive as sorted runs (one per station
-                    // file), which it merges in near-linear time.
-                    rows.sort_by(|&a, &b| records[a].sort_cmp(&records[b]).then(keyed[a].1.cmp(&keyed[b].1)));
+                    // Sort compact (sort key, row key, index) entries rather than indexes
+                    // into the rows; the stable sort merges the already-sorted runs inputs
+                    // usually arrive in (one per station file) in near-linear time.
+                    let mut order: Vec<_> = rows.iter().map(|&i| (records[i].sort_key(), keyed[i].1, i)).collect();
+                    order.sort();
+                    rows.clear();
+                    rows.extend(order.into_iter().map(|(_, _, i)| i));
                     let refs: Vec<&R> = rows.iter().map(|&i| &records[i]).collect();
                     let keys: Vec<u64> = rows.iter().map(|&i| keyed[i].1).collect();
                     let file = R::to_batch(&refs, &keys, inserted_at)
