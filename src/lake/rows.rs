@@ -401,38 +401,26 @@ impl LakeRecord for ForecastRow {
         let mut loc = StringBuilder::with_capacity(n, n * 4);
         let (mut run, mut valid) = (ts_builder(n), ts_builder(n));
         let mut fh = Int32Builder::with_capacity(n);
+        let mut nums: Vec<NumColumn> = FORECAST_NUMERIC.iter().map(|c| c.builder(n)).collect();
+        let (mut vds, mut vdc) = (Date32Builder::with_capacity(n), Date32Builder::with_capacity(n));
+        let mut dates = LocalDates::default();
+        // One pass over the rows (each ~400 bytes, touched once rather than once a column).
         for r in rows {
             loc.append_value(&r.location_name);
             run.append_value(micros(r.run_time));
             valid.append_value(micros(r.valid_time));
             fh.append_value(r.forecast_hour);
+            nums.iter_mut().for_each(|c| c.append(r));
+            let (s, c) = dates.get(&r.location_name, r.valid_time);
+            vds.append_option(s);
+            vdc.append_option(c);
         }
         let mut cols: Vec<ArrayRef> = Vec::with_capacity(29);
         cols.push(Arc::new(loc.finish()));
         cols.push(Arc::new(run.finish()));
         cols.push(Arc::new(valid.finish()));
         cols.push(Arc::new(fh.finish()));
-        for col in FORECAST_NUMERIC {
-            cols.push(match col {
-                Num::F(g) => {
-                    let mut b = Float64Builder::with_capacity(n);
-                    rows.iter().for_each(|r| b.append_option(g(r)));
-                    Arc::new(b.finish())
-                }
-                Num::I(g) => {
-                    let mut b = Int32Builder::with_capacity(n);
-                    rows.iter().for_each(|r| b.append_option(g(r)));
-                    Arc::new(b.finish())
-                }
-            });
-        }
-        let (mut vds, mut vdc) = (Date32Builder::with_capacity(n), Date32Builder::with_capacity(n));
-        let mut dates = LocalDates::default();
-        for r in rows {
-            let (s, c) = dates.get(&r.location_name, r.valid_time);
-            vds.append_option(s);
-            vdc.append_option(c);
-        }
+        cols.extend(nums.into_iter().map(NumColumn::finish));
         cols.push(Arc::new(vds.finish()));
         cols.push(Arc::new(vdc.finish()));
         let mut key = UInt64Builder::with_capacity(n);
@@ -449,6 +437,36 @@ impl LakeRecord for ForecastRow {
 enum Num {
     F(fn(&ForecastRow) -> Option<f64>),
     I(fn(&ForecastRow) -> Option<i32>),
+}
+
+impl Num {
+    fn builder(&self, n: usize) -> NumColumn {
+        match *self {
+            Num::F(g) => NumColumn::F(g, Float64Builder::with_capacity(n)),
+            Num::I(g) => NumColumn::I(g, Int32Builder::with_capacity(n)),
+        }
+    }
+}
+
+/// A numeric forecast column being built, with the getter that feeds it.
+enum NumColumn {
+    F(fn(&ForecastRow) -> Option<f64>, Float64Builder),
+    I(fn(&ForecastRow) -> Option<i32>, Int32Builder),
+}
+
+impl NumColumn {
+    fn append(&mut self, r: &ForecastRow) {
+        match self {
+            NumColumn::F(g, b) => b.append_option(g(r)),
+            NumColumn::I(g, b) => b.append_option(g(r)),
+        }
+    }
+    fn finish(self) -> ArrayRef {
+        match self {
+            NumColumn::F(_, mut b) => Arc::new(b.finish()),
+            NumColumn::I(_, mut b) => Arc::new(b.finish()),
+        }
+    }
 }
 
 /// The forecast columns from `latitude` to `surface_pressure_hpa`, in schema order.
