@@ -127,12 +127,24 @@ impl Lake {
         // Group by partition, computing keys once (in parallel, without allocating); the
         // partition path is formatted once per group.
         let keyed: Vec<(u64, u64)> = records.par_iter().map(|r| (r.partition_key(), r.row_key())).collect();
-        let mut groups: FastMap<u64, Vec<usize>> = FastMap::default();
+        // Rows of one input mostly arrive partition by partition: consecutive rows of the
+        // same partition skip the map lookup.
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut slot_of: FastMap<u64, usize> = FastMap::default();
+        let mut last: Option<(u64, usize)> = None;
         for (i, (p, _)) in keyed.iter().enumerate() {
-            groups.entry(*p).or_default().push(i);
+            let slot = match last {
+                Some((lp, slot)) if lp == *p => slot,
+                _ => *slot_of.entry(*p).or_insert_with(|| {
+                    groups.push(Vec::new());
+                    groups.len() - 1
+                }),
+            };
+            groups[slot].push(i);
+            last = Some((*p, slot));
         }
         let parts: BTreeMap<String, Vec<usize>> =
-            groups.into_values().map(|idx| (records[idx[0]].partition(), idx)).collect();
+            groups.into_iter().map(|idx| (records[idx[0]].partition(), idx)).collect();
 
         // Existing keys per partition (concurrent reads).
         let work: Vec<(Path, Vec<usize>)> =
