@@ -182,7 +182,13 @@ pub fn decode_forecast_csv(bytes: &[u8]) -> Decoded<ForecastRow> {
         out.read += 1;
         match &header {
             None => match Header::parse(&record) {
-                Ok(h) => header = Some(h),
+                Ok(h) => {
+                    // Room for every remaining line at once: growing a vector of ~400-byte
+                    // rows copies (and faults in) all of it again at each doubling, and
+                    // an estimate from one row's length undershoots when rows vary.
+                    out.records.reserve(memchr::memchr_iter(b'\n', text.as_bytes()).count().saturating_sub(line) + 1);
+                    header = Some(h)
+                }
                 Err(reason) => {
                     out.reject(line, reason);
                     return out;
@@ -196,15 +202,7 @@ pub fn decode_forecast_csv(bytes: &[u8]) -> Decoded<ForecastRow> {
                 }
                 let cell = |c: usize| h.cols[c].and_then(|i| record.get(i)).map_or(Cell::Null, Cell::from_text);
                 match build_row(cell) {
-                    Ok(row) => {
-                        if out.records.is_empty() {
-                            // Size the output from the first row (the growth copies are
-                            // otherwise a visible share of decoding a large export).
-                            let row_bytes = record.as_slice().len() + record.len();
-                            out.records.reserve(text.len() / row_bytes.max(1));
-                        }
-                        out.records.push(row)
-                    }
+                    Ok(row) => out.records.push(row),
                     Err(reason) => out.reject(line, reason),
                 }
             }
