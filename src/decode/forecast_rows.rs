@@ -174,8 +174,9 @@ pub fn decode_forecast_csv(bytes: &[u8]) -> Decoded<ForecastRow> {
         if !ok {
             break;
         }
-        let line =
-            lines.line_at(record_start(text.as_bytes(), record.position().map_or(lines.byte, |p| p.byte() as usize)));
+        // Line numbers only matter for rejects; count them (forwards only) when one occurs.
+        let start = record.position().map_or(lines.byte, |p| p.byte() as usize);
+        let mut line = || lines.line_at(record_start(text.as_bytes(), start));
         if is_blank(&record) {
             continue;
         }
@@ -186,24 +187,24 @@ pub fn decode_forecast_csv(bytes: &[u8]) -> Decoded<ForecastRow> {
                     // Room for every remaining line at once: growing a vector of ~400-byte
                     // rows copies (and faults in) all of it again at each doubling, and
                     // an estimate from one row's length undershoots when rows vary.
-                    out.records.reserve(memchr::memchr_iter(b'\n', text.as_bytes()).count().saturating_sub(line) + 1);
+                    out.records.reserve(memchr::memchr_iter(b'\n', text.as_bytes()).count().saturating_sub(line()) + 1);
                     header = Some(h)
                 }
                 Err(reason) => {
-                    out.reject(line, reason);
+                    out.reject(line(), reason);
                     return out;
                 }
             },
             Some(h) => {
                 if record.len() != h.width {
                     let reason = format!("expected {} fields, found {}", h.width, record.len());
-                    out.reject(line, reason);
+                    out.reject(line(), reason);
                     continue;
                 }
                 let cell = |c: usize| h.cols[c].and_then(|i| record.get(i)).map_or(Cell::Null, Cell::from_text);
                 match build_row(cell) {
                     Ok(row) => out.records.push(row),
-                    Err(reason) => out.reject(line, reason),
+                    Err(reason) => out.reject(line(), reason),
                 }
             }
         }
