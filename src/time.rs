@@ -96,9 +96,10 @@ pub fn window_at(tz: Tz, clock: DayClock, t: DateTime<Utc>) -> (NaiveDate, Windo
     (d, day_window(tz, clock, d))
 }
 
-/// [`local_date`] for many instants of one zone and clock, answered from the last day's
-/// window while instants stay inside it: the lake writes millions of rows sorted by
-/// station then time, and a zone lookup per row was a measurable share of ingest.
+/// [`local_date`] / [`window_at`] for many instants of one zone and clock, answered from
+/// the last day's window while instants stay inside it: the lake writes millions of rows
+/// sorted by station then time, and the live engine applies reports in time order; a zone
+/// lookup per instant was a measurable share of both.
 #[derive(Debug, Clone, Copy)]
 pub struct DateMemo {
     tz: Tz,
@@ -113,17 +114,26 @@ impl DateMemo {
 
     /// The local date of `t`, equal to `local_date(tz, clock, t)`.
     pub fn date(&mut self, t: DateTime<Utc>) -> NaiveDate {
+        self.locate(t).0
+    }
+
+    /// The date of `t` and that day's window, equal to `window_at(tz, clock, t)`.
+    pub fn locate(&mut self, t: DateTime<Utc>) -> (NaiveDate, Window) {
         match self.day {
-            Some((d, w)) if w.contains(t) => d,
+            Some((d, w)) if w.contains(t) => (d, w),
             _ => {
-                let d = local_date(self.tz, self.clock, t);
-                let w = day_window(self.tz, self.clock, d);
+                let found = window_at(self.tz, self.clock, t);
                 // Only a window that really holds `t` may answer later instants (a zone
                 // whose base offset changed that day could disagree with itself).
-                self.day = w.contains(t).then_some((d, w));
-                d
+                self.day = found.1.contains(t).then_some(found);
+                found
             }
         }
+    }
+
+    /// Forgets the remembered day (callers that prune their days).
+    pub fn clear(&mut self) {
+        self.day = None;
     }
 }
 

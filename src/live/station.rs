@@ -14,7 +14,7 @@ use super::{DayExtremes, Extreme, ExtremeChange, LiveEvent, LiveInput, Logic};
 use crate::catalog::{standard_offset, Station};
 use crate::decode::metar::temperature_fields;
 use crate::decode::types::{DailyReport, Metar, OneMinute, ReportKind};
-use crate::time::{day_window, local_date, window_at, Window};
+use crate::time::{day_window, local_date, DateMemo, Window};
 use crate::units::{c_to_f, f_to_c, is_suspect_c, round1, round_half_away, tenths_c_to_whole_f, Units};
 
 /// Margins around a day's window when replaying stored rows for it: readings just before
@@ -43,8 +43,8 @@ pub struct StationLive {
     latest: Option<Metar>,
     pub(super) readings: Readings,
     days: [BTreeMap<NaiveDate, DayState>; 2],
-    /// Last window looked up per logic: nearly every input falls in it.
-    cache: [Option<(NaiveDate, Window)>; 2],
+    /// Last day looked up per logic (`Logic::index` order): nearly every input falls in it.
+    cache: [DateMemo; 2],
 }
 
 impl StationLive {
@@ -59,7 +59,7 @@ impl StationLive {
             latest: None,
             readings: Readings::default(),
             days: [BTreeMap::new(), BTreeMap::new()],
-            cache: [None, None],
+            cache: Logic::ALL.map(|l| DateMemo::new(station.timezone, l.clock())),
         }
     }
 
@@ -180,7 +180,7 @@ impl StationLive {
             // Confirmation and anomaly checks look up to 20 minutes outside a window.
             self.readings.prune_before((s - Duration::hours(1)).timestamp());
         }
-        self.cache = [None, None];
+        self.cache.iter_mut().for_each(DateMemo::clear);
     }
 
     // ---- inputs ----
@@ -339,15 +339,7 @@ impl StationLive {
 
     /// The day containing `t` under `logic`, through the one-entry cache.
     fn locate(&mut self, logic: Logic, t: DateTime<Utc>) -> (NaiveDate, Window) {
-        let slot = &mut self.cache[logic.index()];
-        match *slot {
-            Some((d, w)) if w.contains(t) => (d, w),
-            _ => {
-                let found = window_at(self.tz, logic.clock(), t);
-                *slot = Some(found);
-                found
-            }
-        }
+        self.cache[logic.index()].locate(t)
     }
 
     fn day_mut(&mut self, logic: Logic, date: NaiveDate, w: Window) -> &mut DayState {
