@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use wxlake::ingest::{ingest_bytes, Format, IngestOptions, Summary};
+use wxlake::ingest::{ingest_inputs, Format, IngestOptions, Input, Summary};
 use wxlake::lake::Lake;
 
 #[derive(Debug, Args)]
@@ -29,6 +29,10 @@ pub struct IngestArgs {
     /// Print the summary as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Input megabytes decoded (on every core) and stored together; memory use is a few
+    /// times this. Larger batches leave fewer, larger files per partition.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch_mb: u64,
 }
 
 fn parse_month(s: &str) -> Result<(i32, u32), String> {
@@ -79,6 +83,17 @@ fn expand(paths: &[String]) -> anyhow::Result<Vec<String>> {
     Ok(out)
 }
 
+/// A file's bytes, or stdin's for `-`.
+fn read_input(f: &str) -> anyhow::Result<Vec<u8>> {
+    if f == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin().read_to_end(&mut buf).context("reading stdin")?;
+        Ok(buf)
+    } else {
+        std::fs::read(f).with_context(|| format!("reading {f}"))
+    }
+}
+
 pub async fn run(lake: Lake, a: IngestArgs) -> anyhow::Result<ExitCode> {
     let files = expand(&a.paths)?;
     let opts = IngestOptions { month: a.month, station: a.station.clone(), run_time: a.run_time };
@@ -93,17 +108,22 @@ pub async fn run(lake: Lake, a: IngestArgs) -> anyhow::Result<ExitCode> {
         ProgressBar::hidden()
     };
     let mut summary = Summary::default();
-    for f in &files {
-        let bytes = if f == "-" {
-            let mut buf = Vec::new();
-            std::io::stdin().read_to_end(&mut buf).context("reading stdin")?;
-            buf
-        } else {
-            std::fs::read(f).with_context(|| format!("reading {f}"))?
-        };
-        bar.set_message(f.clone());
-        ingest_bytes(&lake, a.format, f, &bytes, &opts, &mut summary).await.with_context(|| format!("storing {f}"))?;
-        bar.inc(1);
+    let batch_bytes = usize::try_from(a.batch_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
+    let mut files = files.iter().peekable();
+    while files.peek().is_some() {
+        // Read files until the batch is full (at least one file per batch).
+        let (mut batch, mut size) = (Vec::new(), 0);
+        while let Some(f) = files.next_if(|_| batch.is_empty() || size < batch_bytes) {
+            let bytes = read_input(f)?;
+            size += bytes.len();
+            batch.push(Input { name: f.clone(), bytes });
+        }
+        let (n, last) = (batch.len(), batch.last().map(|i| i.name.clone()).unwrap_or_default());
+        bar.set_message(last.clone());
+        ingest_inputs(&lake, a.format, batch, &opts, &mut summary)
+            .await
+            .with_context(|| format!("storing {n} input(s) up to {last}"))?;
+        bar.inc(n as u64);
     }
     bar.finish_and_clear();
     if a.json {

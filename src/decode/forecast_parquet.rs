@@ -8,7 +8,7 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type, TimeUnit};
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-use super::forecast_rows::validate_row;
+use super::forecast_rows::{model_name, unknown_model, validate_row};
 use super::types::{Decoded, ForecastRow};
 use crate::time::parse_utc;
 
@@ -108,9 +108,14 @@ fn decode_batch(batch: &RecordBatch, row_no: &mut usize, out: &mut Decoded<Forec
             out.reject(*row_no, "missing or invalid run_time/valid_time");
             continue;
         };
+        let name = s(&model, i).unwrap_or_default();
+        let Some(known) = model_name(&name) else {
+            out.reject(*row_no, unknown_model(&name));
+            continue;
+        };
         let v = |k: usize| f(&floats[k], i);
         let mut row = ForecastRow {
-            model: s(&model, i).unwrap_or_default(),
+            model: known,
             location_name: s(&loc, i).unwrap_or_default(),
             latitude: v(0),
             longitude: v(1),

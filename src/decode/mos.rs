@@ -380,10 +380,10 @@ impl Block {
         }
     }
 
-    fn make_row(&self, model: &str, valid: DateTime<Utc>, t: i32, k: usize) -> ForecastRow {
+    fn make_row(&self, model: &'static str, valid: DateTime<Utc>, t: i32, k: usize) -> ForecastRow {
         let get = |f: Field| self.data(f).and_then(|s| s.get(k)).map(f64::from);
         let mut r = ForecastRow {
-            model: model.to_string(),
+            model,
             location_name: self.station.clone(),
             run_time: self.run_time,
             valid_time: valid,
@@ -1178,7 +1178,7 @@ OBV   N  N BR  N  N  N  N  N  N BR FG  N  N  N  N  N  N  N BR  N  N
         assert_eq!(model_of_header("TMP  75 78 74"), None);
     }
 
-    fn rows_for(model: &str, station: &str, run: DateTime<Utc>) -> Vec<ForecastRow> {
+    fn rows_for(model: &'static str, station: &str, run: DateTime<Utc>) -> Vec<ForecastRow> {
         forecast_hours(model, run)
             .unwrap()
             .into_iter()
@@ -1186,7 +1186,7 @@ OBV   N  N BR  N  N  N  N  N  N BR FG  N  N  N  N  N  N  N BR  N  N
             .map(|(k, h)| {
                 let k = k as i32;
                 let mut r = ForecastRow {
-                    model: model.to_string(),
+                    model,
                     location_name: station.to_string(),
                     run_time: run,
                     valid_time: floor_hour(run) + Duration::hours(i64::from(h)),

@@ -130,7 +130,7 @@ const ENSEMBLE: &[(&str, &str)] = &[
 
 /// Maps an Open-Meteo model id (or one of our names) to a spec 2.5 model name.
 fn resolve_model(id: &str, ensemble: bool) -> Result<&'static str, String> {
-    if let Some(name) = super::forecast_rows::MODELS.iter().find(|m| **m == id) {
+    if let Some(name) = super::forecast_rows::model_name(id) {
         return Ok(name);
     }
     let table = if ensemble { ENSEMBLE } else { DETERMINISTIC };
@@ -481,7 +481,7 @@ fn group_series<'a>(
 }
 
 /// One row per hour that has a temperature.
-fn emit_group(g: &Group<'_>, model: &str, ctx: &Context<'_>, out: &mut Decoded<ForecastRow>) {
+fn emit_group(g: &Group<'_>, model: &'static str, ctx: &Context<'_>, out: &mut Decoded<ForecastRow>) {
     for (i, valid) in ctx.times.iter().enumerate() {
         let Some(valid) = *valid else {
             continue;
@@ -506,7 +506,7 @@ fn emit_group(g: &Group<'_>, model: &str, ctx: &Context<'_>, out: &mut Decoded<F
             continue;
         };
         let mut row = ForecastRow {
-            model: model.to_string(),
+            model,
             location_name: ctx.location.to_string(),
             latitude: ctx.latitude,
             longitude: ctx.longitude,
@@ -762,7 +762,7 @@ mod tests {
         assert!(d.errors.is_empty(), "{:?}", d.errors);
         assert_eq!(d.records.len(), 2);
         let r = &d.records[0];
-        assert_eq!((r.model.as_str(), r.valid_time), ("UKMO", utc("2026-09-24T00:00:00Z")));
+        assert_eq!((r.model, r.valid_time), ("UKMO", utc("2026-09-24T00:00:00Z")));
         assert_eq!(r.temperature_c, Some(12.3));
         assert!(close(r.temperature_k, 285.45));
         assert_eq!(r.wind_speed_kmh, Some(18.0));

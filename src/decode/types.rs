@@ -186,7 +186,9 @@ pub struct DailyReport {
 /// One forecast row in the column names of spec 2.5. Units as named.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ForecastRow {
-    pub model: String,
+    /// One of [`crate::decode::forecast_rows::MODELS`] (decoders map names onto that list,
+    /// so a row never carries an unknown model nor allocates its name).
+    pub model: &'static str,
     pub location_name: String,
     pub latitude: Option<f64>,
     pub longitude: Option<f64>,

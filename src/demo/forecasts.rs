@@ -197,7 +197,7 @@ fn row(site: &Site, spec: &ModelSpec, run: DateTime<Utc>, lead: u32, step: u32, 
     let opt = |on: bool, v: f64| on.then_some(v);
     let msl = round1(s.slp_hpa + 0.8 * spread * zp);
     ForecastRow {
-        model: spec.name.to_string(),
+        model: spec.name,
         location_name: st.code.clone(),
         latitude: Some(round2((st.latitude / g).round() * g)),
         longitude: Some(round2((st.longitude / g).round() * g)),
@@ -432,12 +432,12 @@ mod tests {
         let (csv, mos) = model_forecasts(&s, from, to, to);
         let d = decode_forecast_csv(csv.as_bytes());
         assert!(d.errors.is_empty(), "{:?}", &d.errors[..d.errors.len().min(5)]);
-        let mut by_run: BTreeMap<(String, DateTime<Utc>), Vec<u32>> = BTreeMap::new();
+        let mut by_run: BTreeMap<(&str, DateTime<Utc>), Vec<u32>> = BTreeMap::new();
         for r in &d.records {
-            by_run.entry((r.model.clone(), r.run_time)).or_default().push(r.forecast_hour as u32);
+            by_run.entry((r.model, r.run_time)).or_default().push(r.forecast_hour as u32);
             assert_eq!(r.valid_time - r.run_time, Duration::hours(i64::from(r.forecast_hour)));
         }
-        let models: std::collections::BTreeSet<&str> = by_run.keys().map(|k| k.0.as_str()).collect();
+        let models: std::collections::BTreeSet<&str> = by_run.keys().map(|k| k.0).collect();
         assert_eq!(models.len(), 14, "{models:?}");
         for ((name, run), leads) in &by_run {
             let spec = model(name).unwrap();

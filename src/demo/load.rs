@@ -112,8 +112,7 @@ pub async fn load(
         for (name, read, errors) in &g.outcomes {
             summary.add(name, *read, errors, Default::default());
         }
-        summary.stored += stats.stored;
-        summary.duplicate += stats.duplicate;
+        summary.add_stored(stats);
         debug_assert!(stats.stored + stats.duplicate == rows);
         done += codes.len().min(group.max(1)).min(codes.len() - done);
         progress(done, summary.stored);

@@ -254,13 +254,13 @@ fn every_forecast_product_decodes_with_the_expected_leads() {
         let inputs = generate_station(&cfg, code);
         let d = decode_forecast_csv(inputs.forecast_csv.as_bytes());
         assert!(d.errors.is_empty(), "{:?}", &d.errors[..d.errors.len().min(5)]);
-        let mut by_run: BTreeMap<(String, DateTime<Utc>), Vec<u32>> = BTreeMap::new();
+        let mut by_run: BTreeMap<(&str, DateTime<Utc>), Vec<u32>> = BTreeMap::new();
         for r in &d.records {
             assert_eq!(r.location_name, code);
             assert!(r.temperature_c.is_some() && r.temperature_f.is_some() && r.temperature_k.is_some());
-            by_run.entry((r.model.clone(), r.run_time)).or_default().push(r.forecast_hour as u32);
+            by_run.entry((r.model, r.run_time)).or_default().push(r.forecast_hour as u32);
         }
-        let gridded: std::collections::BTreeSet<&str> = by_run.keys().map(|k| k.0.as_str()).collect();
+        let gridded: std::collections::BTreeSet<&str> = by_run.keys().map(|k| k.0).collect();
         assert_eq!(gridded.len(), 14, "{gridded:?}");
         for ((name, run), leads) in &by_run {
             assert_eq!(*leads, model(name).unwrap().leads(run.hour()), "{name} {run}");

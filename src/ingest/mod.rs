@@ -74,13 +74,102 @@ pub struct DecodedInput {
 
 /// Stores decoded records in their table.
 pub async fn store(lake: &Lake, records: Records) -> Result<WriteStats, LakeError> {
-    match records {
-        Records::Observations(v) => lake.write(v).await,
-        Records::OneMinute(v) => lake.write(v).await,
-        Records::Reports(v) => lake.write(v).await,
-        Records::Forecasts(v) => lake.write(v).await,
-        Records::NwsHourly(v) => lake.write(v).await,
+    Chunks::from(records).store(lake).await
+}
+
+/// The records of several inputs bound for one table, kept per input until the write:
+/// concatenating them would copy every row of a bulk load once more.
+enum Chunks {
+    Observations(Vec<Vec<Metar>>),
+    OneMinute(Vec<Vec<OneMinute>>),
+    Reports(Vec<Vec<DailyReport>>),
+    Forecasts(Vec<Vec<ForecastRow>>),
+    NwsHourly(Vec<Vec<NwsHourlyRow>>),
+}
+
+impl From<Records> for Chunks {
+    fn from(r: Records) -> Self {
+        match r {
+            Records::Observations(v) => Chunks::Observations(vec![v]),
+            Records::OneMinute(v) => Chunks::OneMinute(vec![v]),
+            Records::Reports(v) => Chunks::Reports(vec![v]),
+            Records::Forecasts(v) => Chunks::Forecasts(vec![v]),
+            Records::NwsHourly(v) => Chunks::NwsHourly(vec![v]),
+        }
     }
+}
+
+impl Chunks {
+    /// Adds `r` when its records go to the same table; otherwise hands it back.
+    fn push(&mut self, r: Records) -> Result<(), Records> {
+        match (self, r) {
+            (Chunks::Observations(c), Records::Observations(v)) => c.push(v),
+            (Chunks::OneMinute(c), Records::OneMinute(v)) => c.push(v),
+            (Chunks::Reports(c), Records::Reports(v)) => c.push(v),
+            (Chunks::Forecasts(c), Records::Forecasts(v)) => c.push(v),
+            (Chunks::NwsHourly(c), Records::NwsHourly(v)) => c.push(v),
+            (_, other) => return Err(other),
+        }
+        Ok(())
+    }
+
+    async fn store(self, lake: &Lake) -> Result<WriteStats, LakeError> {
+        match self {
+            Chunks::Observations(c) => lake.write_chunks(c).await,
+            Chunks::OneMinute(c) => lake.write_chunks(c).await,
+            Chunks::Reports(c) => lake.write_chunks(c).await,
+            Chunks::Forecasts(c) => lake.write_chunks(c).await,
+            Chunks::NwsHourly(c) => lake.write_chunks(c).await,
+        }
+    }
+}
+
+/// One named input (a file, stdin, a request body).
+#[derive(Debug, Clone)]
+pub struct Input {
+    pub name: String,
+    pub bytes: Vec<u8>,
+}
+
+/// Decodes `inputs` on every core and stores their records together, adding each input's
+/// outcome to `summary`. One write per table rather than one per input: a write leaves a
+/// file in every partition it touches, so per-input writes of many station files would
+/// scatter each partition over as many small files (and decode on one core). Records keep
+/// input order, so where inputs repeat a natural key the first input's row is the one
+/// stored, as when they are ingested one by one.
+pub async fn ingest_inputs(
+    lake: &Lake,
+    format: Format,
+    inputs: Vec<Input>,
+    opts: &IngestOptions,
+    summary: &mut Summary,
+) -> Result<WriteStats, LakeError> {
+    let opts = opts.clone();
+    let decoded = tokio::task::spawn_blocking(move || {
+        use rayon::prelude::*;
+        inputs.into_par_iter().map(|i| (i.name, format.decode(&i.bytes, &opts))).collect::<Vec<_>>()
+    })
+    .await
+    .map_err(|e| LakeError::Join(e.to_string()))?;
+    let mut stats = WriteStats::default();
+    let mut pending: Option<Chunks> = None;
+    for (name, d) in decoded {
+        summary.add(&name, d.read, &d.errors, WriteStats::default());
+        let Some(p) = &mut pending else {
+            pending = Some(d.records.into());
+            continue;
+        };
+        if let Err(other) = p.push(d.records) {
+            if let Some(done) = pending.replace(other.into()) {
+                stats += done.store(lake).await?;
+            }
+        }
+    }
+    if let Some(p) = pending {
+        stats += p.store(lake).await?;
+    }
+    summary.add_stored(stats);
+    Ok(stats)
 }
 
 /// Decodes and stores one input, adding its outcome to `summary` under `name`.

@@ -41,6 +41,12 @@ impl Summary {
         }
     }
 
+    /// Counts a write's outcome (when it covered inputs added with empty stats).
+    pub fn add_stored(&mut self, stats: WriteStats) {
+        self.stored += stats.stored;
+        self.duplicate += stats.duplicate;
+    }
+
     /// True when nothing usable was found (no record stored or recognised as duplicate).
     pub fn nothing_usable(&self) -> bool {
         self.stored + self.duplicate == 0

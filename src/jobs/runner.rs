@@ -694,7 +694,7 @@ mod tests {
     }
 
     fn rows(
-        model: &str,
+        model: &'static str,
         station: &str,
         run: DateTime<Utc>,
         leads: impl Iterator<Item = i32>,
@@ -703,7 +703,7 @@ mod tests {
         leads
             .map(|h| {
                 let mut r = ForecastRow {
-                    model: model.into(),
+                    model,
                     location_name: station.into(),
                     run_time: run,
                     valid_time: run + Duration::hours(i64::from(h)),

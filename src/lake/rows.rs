@@ -382,11 +382,11 @@ impl LakeRecord for ForecastRow {
         format!("model={}/run_date={}", self.model, self.run_time.format("%Y-%m-%d"))
     }
     fn partition_key(&self) -> u64 {
-        KeyHasher::default().str(&self.model).i64(utc_day(self.run_time) as i64).finish()
+        KeyHasher::default().str(self.model).i64(utc_day(self.run_time) as i64).finish()
     }
     fn row_key(&self) -> u64 {
         KeyHasher::default()
-            .str(&self.model)
+            .str(self.model)
             .str(&self.location_name)
             .i64(micros(self.run_time))
             .i64(micros(self.valid_time))

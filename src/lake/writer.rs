@@ -116,7 +116,16 @@ async fn existing_keys(store: &Arc<dyn ObjectStore>, dir: &Path) -> Result<FastS
 impl Lake {
     /// Stores `records`, skipping any whose natural key is already in the lake.
     pub async fn write<R: LakeRecord + 'static>(&self, records: Vec<R>) -> Result<WriteStats, LakeError> {
-        if records.is_empty() {
+        self.write_chunks(vec![records]).await
+    }
+
+    /// Stores the records of several chunks (one per decoded input, say) as one write:
+    /// one new file per touched partition, the earlier chunk's row winning where chunks
+    /// repeat a natural key. Taking the chunks as they are saves concatenating them, which
+    /// for a bulk load copies gigabytes of rows once more.
+    pub async fn write_chunks<R: LakeRecord + 'static>(&self, chunks: Vec<Vec<R>>) -> Result<WriteStats, LakeError> {
+        let total: usize = chunks.iter().map(Vec::len).sum();
+        if total == 0 {
             return Ok(WriteStats::default());
         }
         let table = R::table();
@@ -125,26 +134,29 @@ impl Lake {
         let inserted_at = Utc::now();
 
         // Group by partition, computing keys once (in parallel, without allocating); the
-        // partition path is formatted once per group.
-        let keyed: Vec<(u64, u64)> = records.par_iter().map(|r| (r.partition_key(), r.row_key())).collect();
+        // partition path is formatted once per group. Rows are numbered across chunks in
+        // order.
+        let keyed: Vec<(u64, u64)> =
+            chunks.par_iter().flat_map_iter(|c| c.iter().map(|r| (r.partition_key(), r.row_key()))).collect();
         // Rows of one input mostly arrive partition by partition: consecutive rows of the
         // same partition skip the map lookup.
         let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut names: Vec<String> = Vec::new();
         let mut slot_of: FastMap<u64, usize> = FastMap::default();
         let mut last: Option<(u64, usize)> = None;
-        for (i, (p, _)) in keyed.iter().enumerate() {
+        for (i, (r, (p, _))) in chunks.iter().flatten().zip(&keyed).enumerate() {
             let slot = match last {
                 Some((lp, slot)) if lp == *p => slot,
                 _ => *slot_of.entry(*p).or_insert_with(|| {
                     groups.push(Vec::new());
+                    names.push(r.partition());
                     groups.len() - 1
                 }),
             };
             groups[slot].push(i);
             last = Some((*p, slot));
         }
-        let parts: BTreeMap<String, Vec<usize>> =
-            groups.into_iter().map(|idx| (records[idx[0]].partition(), idx)).collect();
+        let parts: BTreeMap<String, Vec<usize>> = names.into_iter().zip(groups).collect();
 
         // Existing keys per partition (concurrent reads).
         let work: Vec<(Path, Vec<usize>)> =
@@ -161,8 +173,8 @@ impl Lake {
         // Per partition on rayon: drop keys already stored or seen earlier in this batch
         // (the first occurrence wins; a natural key includes its partition's fields), sort,
         // build and encode.
-        let total = records.len();
         let encoded = tokio::task::spawn_blocking(move || {
+            let records: Vec<&R> = chunks.iter().flatten().collect();
             let encoded = work
                 .into_par_iter()
                 .filter_map(|(dir, idx, mut seen)| {
@@ -178,7 +190,7 @@ impl Lake {
                     order.sort();
                     rows.clear();
                     rows.extend(order.into_iter().map(|(_, _, i)| i));
-                    let refs: Vec<&R> = rows.iter().map(|&i| &records[i]).collect();
+                    let refs: Vec<&R> = rows.iter().map(|&i| records[i]).collect();
                     let keys: Vec<u64> = rows.iter().map(|&i| keyed[i].1).collect();
                     let file = R::to_batch(&refs, &keys, inserted_at)
                         .map_err(LakeError::from)
@@ -188,7 +200,8 @@ impl Lake {
                 .collect::<Result<Vec<_>, LakeError>>();
             // Free the rows on every core: dropping ten million records (two strings
             // each) on this one thread took longer than encoding some of them.
-            records.into_par_iter().for_each(drop);
+            drop(records);
+            chunks.into_par_iter().flat_map(Vec::into_par_iter).for_each(drop);
             encoded
         })
         .await

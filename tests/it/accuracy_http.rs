@@ -22,7 +22,7 @@ use crate::support::knyc_forecast;
 const HIGHS: [(u32, f64); 4] = [(1, 50.0), (2, 52.0), (3, 54.0), (4, 56.0)];
 
 /// The run of `model` at `hour` UTC on March `day` (0 = February 28).
-fn run(model: &str, day: u32, hour: i64, temp: f64, leads: i64) -> Vec<ForecastRow> {
+fn run(model: &'static str, day: u32, hour: i64, temp: f64, leads: i64) -> Vec<ForecastRow> {
     let run = Utc.with_ymd_and_hms(2026, 3, 1, 0, 0, 0).unwrap() + Duration::hours(24 * (i64::from(day) - 1) + hour);
     (0..=leads).map(|lead| knyc_forecast(model, run, lead, temp)).collect()
 }

@@ -3,7 +3,9 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use crate::support::{fixture, stderr, stdout, wxlake};
+use wxlake::decode::forecast_rows::encode_forecast_csv;
+
+use crate::support::{fixture, knyc_forecast, stderr, stdout, wxlake};
 
 #[test]
 fn ingest_then_sql_in_every_format() {
@@ -97,4 +99,45 @@ fn unknown_format_is_a_clear_usage_error() {
     let o = wxlake(&dir.path().join("lake"), &["ingest", "grib", "x"]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("valid formats: metar, onemin"), "{}", stderr(&o));
+}
+
+/// `--batch-mb` bounds how much input one write takes: every batch adds one file to each
+/// partition it touches, and the summary counts every file either way.
+#[test]
+fn ingest_batches_files_by_size() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two files of over 1 MiB, both of GFS's Mar 7 partition (runs 00Z and 06Z).
+    let file = |run_h: i64| {
+        let run = chrono::TimeZone::with_ymd_and_hms(&chrono::Utc, 2026, 3, 7, 0, 0, 0).unwrap()
+            + chrono::Duration::hours(run_h);
+        let rows: Vec<_> = (0..1000)
+            .flat_map(|n| {
+                (0..12).map(move |lead| {
+                    let mut r = knyc_forecast("GFS", run, lead, 40.0 + lead as f64);
+                    r.location_name = format!("POINT{n:04}");
+                    r
+                })
+            })
+            .collect();
+        let path = dir.path().join(format!("gfs_{run_h:02}z.csv"));
+        std::fs::write(&path, encode_forecast_csv(&rows)).unwrap();
+        assert!(std::fs::metadata(&path).unwrap().len() > 1 << 20);
+        path.to_str().unwrap().to_string()
+    };
+    let (a, b) = (file(0), file(6));
+    let files_in = |lake: &std::path::Path| {
+        std::fs::read_dir(lake.join("forecasts/model=GFS/run_date=2026-03-07"))
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "parquet"))
+            .count()
+    };
+    for (batch_mb, files) in [("1", 2), ("1024", 1)] {
+        let lake = dir.path().join(format!("lake{batch_mb}"));
+        let o = wxlake(&lake, &["ingest", "forecasts", "--batch-mb", batch_mb, &a, &b]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(stderr(&o).contains("2 input(s): read 24002, stored 24000, duplicate 0, rejected 0"), "{}", stderr(&o));
+        assert_eq!(files_in(&lake), files, "--batch-mb {batch_mb}");
+    }
+    let o = wxlake(&dir.path().join("lake0"), &["ingest", "forecasts", "--batch-mb", "0", &a]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }

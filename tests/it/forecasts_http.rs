@@ -16,7 +16,7 @@ async fn store(app: &App, format: Format, bytes: &[u8], opts: IngestOptions) -> 
     s
 }
 
-fn row(model: &str, run_h: i64, lead: i64, f: f64) -> ForecastRow {
+fn row(model: &'static str, run_h: i64, lead: i64, f: f64) -> ForecastRow {
     knyc_forecast(model, Utc.with_ymd_and_hms(2026, 3, 8, 0, 0, 0).unwrap() + Duration::hours(run_h), lead, f)
 }
 

@@ -1,17 +1,18 @@
 //! Ingest → lake → SQL round trips, idempotency, compaction and pruning.
 
 use chrono::{Duration, TimeZone, Utc};
+use wxlake::decode::forecast_rows::encode_forecast_csv;
 use wxlake::decode::types::ForecastRow;
-use wxlake::ingest::{ingest_bytes, Format, IngestOptions, Summary};
+use wxlake::ingest::{ingest_bytes, ingest_inputs, Format, IngestOptions, Input, Summary};
 use wxlake::lake::schema::{FORECASTS, OBSERVATIONS};
 use wxlake::lake::writer::partition_files;
 
 use crate::support::{fixture, scalar, sql, temp_lake};
 
-fn forecast(model: &str, station: &str, run_h: i64, lead: i64, temp_c: f64) -> ForecastRow {
+fn forecast(model: &'static str, station: &str, run_h: i64, lead: i64, temp_c: f64) -> ForecastRow {
     let run = Utc.with_ymd_and_hms(2026, 3, 7, 0, 0, 0).unwrap() + Duration::hours(run_h);
     let mut r = ForecastRow {
-        model: model.into(),
+        model,
         location_name: station.into(),
         run_time: run,
         valid_time: run + Duration::hours(lead),
@@ -111,6 +112,60 @@ async fn forecasts_partition_by_model_and_run_date_and_prune() {
     // Idempotent.
     let again = lake.write(rows).await.unwrap();
     assert_eq!((again.stored, again.duplicate, again.files), (0, n, 0));
+}
+
+/// Several inputs ingested together: one file per touched partition, every input's
+/// rejects named under that input, and where inputs repeat a natural key the earlier
+/// input's row is stored, the same rows as ingesting the inputs one by one.
+#[tokio::test]
+async fn inputs_ingested_together_match_one_by_one() {
+    let csv = |rows: Vec<ForecastRow>| encode_forecast_csv(&rows).into_bytes();
+    // a: GFS and HRRR runs of Mar 7; b: repeats GFS leads 0..5 at other values and adds a
+    // Mar 8 run; c: one good row after a malformed line.
+    let a =
+        csv((0..10).flat_map(|l| [forecast("GFS", "KNYC", 0, l, 1.0), forecast("HRRR", "KNYC", 0, l, 2.0)]).collect());
+    let b = csv((0..5)
+        .map(|l| forecast("GFS", "KNYC", 0, l, 9.0))
+        .chain((0..5).map(|l| forecast("GFS", "KNYC", 24, l, 3.0)))
+        .collect());
+    let mut c = csv(vec![forecast("NAM", "KMDW", 0, 1, 4.0)]);
+    let header_end = c.iter().position(|&b| b == b'\n').unwrap() + 1;
+    c.splice(header_end..header_end, b"GFS,KNYC,not,enough\n".iter().copied());
+    let inputs = vec![
+        Input { name: "a.csv".into(), bytes: a },
+        Input { name: "b.csv".into(), bytes: b },
+        Input { name: "c.csv".into(), bytes: c },
+    ];
+
+    let (_d, together) = temp_lake().await;
+    let mut s = Summary::default();
+    let stats =
+        ingest_inputs(&together, Format::Forecasts, inputs.clone(), &IngestOptions::default(), &mut s).await.unwrap();
+    assert_eq!((s.inputs, s.read, s.stored, s.duplicate, s.rejected), (3, 20 + 10 + 2 + 3, 26, 5, 1), "{s}");
+    assert_eq!((s.first_rejects[0].input.as_str(), s.first_rejects[0].line), ("c.csv", 2), "{s}");
+    // GFS Mar 7, HRRR Mar 7, GFS Mar 8, NAM Mar 7: one file each.
+    assert_eq!(stats.files, 4);
+    let dir = together.table_path(&format!("{}/model=GFS/run_date=2026-03-07", FORECASTS.name));
+    assert_eq!(partition_files(&together.store(), &dir).await.unwrap().len(), 1);
+    assert_eq!(scalar(&together, "SELECT max(temperature_c) FROM forecasts WHERE model = 'GFS' AND forecast_hour < 5 AND run_date = '2026-03-07'").await, "1.0");
+
+    let (_d2, one_by_one) = temp_lake().await;
+    let mut t = Summary::default();
+    for i in &inputs {
+        ingest_bytes(&one_by_one, Format::Forecasts, &i.name, &i.bytes, &IngestOptions::default(), &mut t)
+            .await
+            .unwrap();
+    }
+    assert_eq!(t, s);
+    let q = "SELECT model, run_time, valid_time, temperature_c FROM forecasts ORDER BY 1, 2, 3";
+    let show = |b: Vec<_>| datafusion::arrow::util::pretty::pretty_format_batches(&b).unwrap().to_string();
+    assert_eq!(show(sql(&together, q).await), show(sql(&one_by_one, q).await));
+
+    // Again: all duplicates, no new files.
+    let mut again = Summary::default();
+    let stats =
+        ingest_inputs(&together, Format::Forecasts, inputs, &IngestOptions::default(), &mut again).await.unwrap();
+    assert_eq!((again.stored, again.duplicate, stats.files), (0, 31, 0), "{again}");
 }
 
 #[tokio::test]

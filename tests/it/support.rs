@@ -58,13 +58,13 @@ pub fn stderr(o: &Output) -> String {
 /// One KNYC forecast point of `model`'s run at `run`, `lead` hours ahead, at `temp_f` °F
 /// (the other units filled in as ingest does).
 pub fn knyc_forecast(
-    model: &str,
+    model: &'static str,
     run: chrono::DateTime<chrono::Utc>,
     lead: i64,
     temp_f: f64,
 ) -> wxlake::decode::types::ForecastRow {
     let mut r = wxlake::decode::types::ForecastRow {
-        model: model.into(),
+        model,
         location_name: "KNYC".into(),
         latitude: Some(40.78),
         longitude: Some(-73.97),
