@@ -40,9 +40,11 @@ fn main() {
         .iter()
         .map(|i| i.metar_tsv.len() + i.forecast_csv.len() + i.onemin_csv.as_ref().map_or(0, |s| s.len()))
         .sum();
+    let forecast_csv: usize = inputs.iter().map(|i| i.forecast_csv.len()).sum();
     eprintln!(
-        "generated {days} days x {n_stations} stations: {:.1} MB in {:.1}s",
+        "generated {days} days x {n_stations} stations: {:.1} MB ({:.1} MB forecast CSV) in {:.1}s",
         bytes as f64 / 1e6,
+        forecast_csv as f64 / 1e6,
         t.elapsed().as_secs_f64()
     );
 
@@ -90,6 +92,11 @@ fn main() {
         }
     }
     let rows = fc.len() + obs.len() + om.len();
+    eprintln!(
+        "forecast rows in memory: {} bytes each, {:.1} MB",
+        std::mem::size_of::<wxlake::decode::types::ForecastRow>(),
+        (fc.len() * std::mem::size_of::<wxlake::decode::types::ForecastRow>()) as f64 / 1e6
+    );
     eprintln!(
         "decoded {rows} rows ({} forecast, {} observation, {} one-minute; {errors} errors) in {decode_s:.2}s: {:.2} M rows/s",
         fc.len(),

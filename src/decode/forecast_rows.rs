@@ -165,22 +165,40 @@ pub fn decode_forecast_csv(bytes: &[u8]) -> Decoded<ForecastRow> {
 
 /// Text without quotes or carriage returns (what exporters write unless a value needs
 /// quoting): every line is one record and every comma a separator, so records are split
-/// with memchr instead of the csv crate's state machine (a fifth of decoding). Records
-/// come out exactly as the csv crate reads such text: empty lines are skipped.
+/// on bytes (lines with memchr, commas in one loop over the line) instead of the csv
+/// crate's state machine, a fifth of decoding. Records come out exactly as the csv crate
+/// reads such text: empty lines are skipped.
 fn decode_plain_lines(text: &str) -> Decoded<ForecastRow> {
     let mut rows = CsvRows::new(text);
     let mut fields: Vec<&str> = Vec::with_capacity(COLUMNS.len());
-    for (i, line) in text.split('\n').enumerate() {
+    let mut start = 0;
+    let ends = memchr::memchr_iter(b'\n', text.as_bytes()).chain(std::iter::once(text.len()));
+    for (i, end) in ends.enumerate() {
+        let line = &text[start..end];
+        start = end + 1;
         if line.is_empty() {
             continue;
         }
-        fields.clear();
-        fields.extend(line.split(','));
+        split_commas(line, &mut fields);
         if !rows.take(&fields, || i + 1) {
             break;
         }
     }
     rows.out
+}
+
+/// The comma-separated cells of `line` into `fields` (cleared first). Cells are short, so
+/// one pass over the bytes beats a searcher call per cell.
+fn split_commas<'t>(line: &'t str, fields: &mut Vec<&'t str>) {
+    fields.clear();
+    let mut cell = 0;
+    for (i, b) in line.bytes().enumerate() {
+        if b == b',' {
+            fields.push(&line[cell..i]);
+            cell = i + 1;
+        }
+    }
+    fields.push(&line[cell..]);
 }
 
 /// Any CSV (quoted cells, line breaks inside quotes, CR or CRLF line ends), read with the
