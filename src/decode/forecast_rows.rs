@@ -411,7 +411,7 @@ pub fn decode_forecast_jsonl(bytes: &[u8]) -> Decoded<ForecastRow> {
 }
 
 /// Validates one row's cells and appends the record to `rows` (all three temperature units
-/// filled). Built straight into the vector and validated there: returning ~400-byte rows
+/// filled). Built straight into the vector and validated there: returning ~240-byte rows
 /// by value cost several copies per row, a tenth of decoding a large export.
 fn push_row<'a>(cell: impl Fn(usize) -> Cell<'a>, rows: &mut Vec<ForecastRow>) -> Result<(), String> {
     let run_time = time(cell(RUN), RUN)?;
@@ -422,30 +422,30 @@ fn push_row<'a>(cell: impl Fn(usize) -> Cell<'a>, rows: &mut Vec<ForecastRow>) -
     rows.push(ForecastRow {
         model,
         location_name: text(cell(LOCATION), LOCATION)?.to_string(),
-        latitude: num(cell(LAT), LAT)?,
-        longitude: num(cell(LON), LON)?,
+        latitude: num(cell(LAT), LAT)?.into(),
+        longitude: num(cell(LON), LON)?.into(),
         run_time,
         valid_time,
         forecast_hour: 0,
-        temperature_k: num(cell(TEMP_K), TEMP_K)?,
-        temperature_f: num(cell(TEMP_F), TEMP_F)?,
-        temperature_c: num(cell(TEMP_C), TEMP_C)?,
-        relative_humidity: num(cell(RH), RH)?,
-        dew_point_f: num(cell(DEW_F), DEW_F)?,
-        dew_point_c: num(cell(DEW_C), DEW_C)?,
-        apparent_temp_f: num(cell(APP_F), APP_F)?,
-        apparent_temp_c: num(cell(APP_C), APP_C)?,
-        wind_speed_mph: num(cell(WIND_MPH), WIND_MPH)?,
-        wind_speed_kmh: num(cell(WIND_KMH), WIND_KMH)?,
+        temperature_k: num(cell(TEMP_K), TEMP_K)?.into(),
+        temperature_f: num(cell(TEMP_F), TEMP_F)?.into(),
+        temperature_c: num(cell(TEMP_C), TEMP_C)?.into(),
+        relative_humidity: num(cell(RH), RH)?.into(),
+        dew_point_f: num(cell(DEW_F), DEW_F)?.into(),
+        dew_point_c: num(cell(DEW_C), DEW_C)?.into(),
+        apparent_temp_f: num(cell(APP_F), APP_F)?.into(),
+        apparent_temp_c: num(cell(APP_C), APP_C)?.into(),
+        wind_speed_mph: num(cell(WIND_MPH), WIND_MPH)?.into(),
+        wind_speed_kmh: num(cell(WIND_KMH), WIND_KMH)?.into(),
         wind_direction_deg: int(cell(WIND_DIR), WIND_DIR)?,
-        wind_gusts_mph: num(cell(GUST_MPH), GUST_MPH)?,
-        wind_gusts_kmh: num(cell(GUST_KMH), GUST_KMH)?,
-        cloud_cover: num(cell(CLOUD), CLOUD)?,
-        precipitation_mm: num(cell(PRECIP_MM), PRECIP_MM)?,
-        precipitation_in: num(cell(PRECIP_IN), PRECIP_IN)?,
+        wind_gusts_mph: num(cell(GUST_MPH), GUST_MPH)?.into(),
+        wind_gusts_kmh: num(cell(GUST_KMH), GUST_KMH)?.into(),
+        cloud_cover: num(cell(CLOUD), CLOUD)?.into(),
+        precipitation_mm: num(cell(PRECIP_MM), PRECIP_MM)?.into(),
+        precipitation_in: num(cell(PRECIP_IN), PRECIP_IN)?.into(),
         weather_code: int(cell(WEATHER_CODE), WEATHER_CODE)?,
-        pressure_msl_hpa: num(cell(PMSL), PMSL)?,
-        surface_pressure_hpa: num(cell(PSFC), PSFC)?,
+        pressure_msl_hpa: num(cell(PMSL), PMSL)?.into(),
+        surface_pressure_hpa: num(cell(PSFC), PSFC)?.into(),
     });
     let checked = rows.last_mut().map_or(Ok(()), |row| validate_row(row, given_hour));
     if checked.is_err() {
@@ -457,7 +457,7 @@ fn push_row<'a>(cell: impl Fn(usize) -> Cell<'a>, rows: &mut Vec<ForecastRow>) -
 /// Checks a row from any container (CSV, JSONL, Parquet) against the same rules: known
 /// model, a location, valid_time >= run_time, a `given_hour` that agrees with the times,
 /// plausible coordinates and temperatures. Fills `forecast_hour` and all three units, in
-/// place (a row is ~400 bytes; moving it through here was a visible share of decoding).
+/// place (a row is ~240 bytes; moving it through here was a visible share of decoding).
 pub fn validate_row(row: &mut ForecastRow, given_hour: Option<i32>) -> Result<(), String> {
     if !is_model(row.model) {
         return Err(unknown_model(row.model));
@@ -474,10 +474,10 @@ pub fn validate_row(row: &mut ForecastRow, given_hour: Option<i32>) -> Result<()
             ));
         }
     }
-    if row.latitude.is_some_and(|v| !(-90.0..=90.0).contains(&v)) {
+    if row.latitude.get().is_some_and(|v| !(-90.0..=90.0).contains(&v)) {
         return Err("latitude outside -90..90".into());
     }
-    if row.longitude.is_some_and(|v| !(-180.0..=360.0).contains(&v)) {
+    if row.longitude.get().is_some_and(|v| !(-180.0..=360.0).contains(&v)) {
         return Err("longitude outside -180..360".into());
     }
     if row.wind_direction_deg.is_some_and(|d| !(0..=360).contains(&d)) {
@@ -496,8 +496,11 @@ pub fn unknown_model(name: &str) -> String {
 /// Rejects rows without a temperature, or whose K/F/C columns describe different values
 /// (a corrupt export must not settle anything).
 fn check_temperatures(row: &ForecastRow) -> Result<(), String> {
-    let as_c =
-        [row.temperature_c, row.temperature_f.map(|f| (f - 32.0) * 5.0 / 9.0), row.temperature_k.map(|k| k - 273.15)];
+    let as_c = [
+        row.temperature_c.get(),
+        row.temperature_f.get().map(|f| (f - 32.0) * 5.0 / 9.0),
+        row.temperature_k.get().map(|k| k - 273.15),
+    ];
     let mut given = as_c.iter().flatten();
     let Some(&first) = given.next() else {
         return Err("no temperature (temperature_k/_f/_c all empty)".into());
@@ -644,8 +647,8 @@ pub fn encode_forecast_csv(rows: &[ForecastRow]) -> String {
     for r in rows {
         push_text(&mut out, r.model);
         push_text(&mut out, &r.location_name);
-        push_num(&mut out, r.latitude);
-        push_num(&mut out, r.longitude);
+        push_num(&mut out, r.latitude.get());
+        push_num(&mut out, r.longitude.get());
         push_raw(&mut out, &r.run_time.to_rfc3339_opts(SecondsFormat::AutoSi, true));
         push_raw(&mut out, &r.valid_time.to_rfc3339_opts(SecondsFormat::AutoSi, true));
         push_raw(&mut out, &r.forecast_hour.to_string());
@@ -661,15 +664,15 @@ pub fn encode_forecast_csv(rows: &[ForecastRow]) -> String {
             r.wind_speed_mph,
             r.wind_speed_kmh,
         ] {
-            push_num(&mut out, v);
+            push_num(&mut out, v.get());
         }
         push_int(&mut out, r.wind_direction_deg);
         for v in [r.wind_gusts_mph, r.wind_gusts_kmh, r.cloud_cover, r.precipitation_mm, r.precipitation_in] {
-            push_num(&mut out, v);
+            push_num(&mut out, v.get());
         }
         push_int(&mut out, r.weather_code);
-        push_num(&mut out, r.pressure_msl_hpa);
-        push_num(&mut out, r.surface_pressure_hpa);
+        push_num(&mut out, r.pressure_msl_hpa.get());
+        push_num(&mut out, r.surface_pressure_hpa.get());
         out.pop(); // trailing comma
         out.push('\n');
     }
@@ -766,8 +769,8 @@ mod tests {
         assert_eq!(r.forecast_hour, 6);
         assert_eq!(r.temperature_f, Some(61.5));
         // 61.5 °F = 16.388… °C = 289.538… K
-        assert!((r.temperature_c.unwrap() - 16.3889).abs() < 1e-3);
-        assert!((r.temperature_k.unwrap() - 289.5389).abs() < 1e-3);
+        assert!((r.temperature_c.get().unwrap() - 16.3889).abs() < 1e-3);
+        assert!((r.temperature_k.get().unwrap() - 289.5389).abs() < 1e-3);
         assert_eq!(r.relative_humidity, None);
     }
 
@@ -904,10 +907,10 @@ mod tests {
         assert_eq!(d.records.len(), 2);
         let r = &d.records[0];
         assert_eq!((r.model, r.forecast_hour), ("ICON", 12));
-        assert_eq!((r.latitude, r.longitude), (Some(51.47), Some(-0.45)));
+        assert_eq!((r.latitude.get(), r.longitude.get()), (Some(51.47), Some(-0.45)));
         assert_eq!(r.temperature_c, Some(4.2));
-        assert!((r.temperature_k.unwrap() - 277.35).abs() < 1e-9);
-        assert_eq!((r.wind_direction_deg, r.weather_code, r.precipitation_mm), (Some(250), Some(3), Some(0.4)));
+        assert!((r.temperature_k.get().unwrap() - 277.35).abs() < 1e-9);
+        assert_eq!((r.wind_direction_deg, r.weather_code, r.precipitation_mm.get()), (Some(250), Some(3), Some(0.4)));
         assert_eq!(d.records[1].forecast_hour, 14);
     }
 
@@ -915,28 +918,28 @@ mod tests {
         let mut a = ForecastRow {
             model: "NAM4KM",
             location_name: "KNYC \"Central Park\", NY".into(),
-            latitude: Some(40.78858),
-            longitude: Some(-73.9661),
+            latitude: 40.78858.into(),
+            longitude: Some(-73.9661).into(),
             run_time: utc("2026-09-24T06:00:00Z"),
             valid_time: utc("2026-09-25T09:00:00Z"),
             forecast_hour: 27,
-            temperature_f: Some(63.1),
-            relative_humidity: Some(81.0),
-            dew_point_f: Some(57.2),
-            dew_point_c: Some(14.0),
-            apparent_temp_f: Some(62.9),
-            apparent_temp_c: Some(17.166666666666668),
-            wind_speed_mph: Some(7.2),
-            wind_speed_kmh: Some(11.5872),
+            temperature_f: 63.1.into(),
+            relative_humidity: 81.0.into(),
+            dew_point_f: 57.2.into(),
+            dew_point_c: 14.0.into(),
+            apparent_temp_f: 62.9.into(),
+            apparent_temp_c: 17.166666666666668.into(),
+            wind_speed_mph: 7.2.into(),
+            wind_speed_kmh: 11.5872.into(),
             wind_direction_deg: Some(190),
-            wind_gusts_mph: Some(15.0),
-            wind_gusts_kmh: Some(24.14),
-            cloud_cover: Some(100.0),
-            precipitation_mm: Some(0.1),
-            precipitation_in: Some(0.003937007874015748),
+            wind_gusts_mph: 15.0.into(),
+            wind_gusts_kmh: 24.14.into(),
+            cloud_cover: 100.0.into(),
+            precipitation_mm: 0.1.into(),
+            precipitation_in: 0.003937007874015748.into(),
             weather_code: Some(61),
-            pressure_msl_hpa: Some(1013.2),
-            surface_pressure_hpa: Some(1008.1),
+            pressure_msl_hpa: 1013.2.into(),
+            surface_pressure_hpa: 1008.1.into(),
             ..Default::default()
         };
         a.complete_temperatures();
@@ -945,7 +948,7 @@ mod tests {
             location_name: "CYYZ".into(),
             run_time: utc("2026-01-01T00:00:00Z"),
             valid_time: utc("2026-01-01T00:00:00Z"),
-            temperature_c: Some(-21.3),
+            temperature_c: Some(-21.3).into(),
             ..Default::default()
         };
         b.complete_temperatures();

@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Timelike, Utc};
 
 use crate::decode::text::utf8_text;
-use crate::decode::types::{Decoded, ForecastRow};
+use crate::decode::types::{Decoded, ForecastRow, OptF64};
 use crate::units::{c_to_f, f_to_c, kt_to_kmh, kt_to_mph};
 
 /// Most columns a station block can have (NBS has 23, LAMP 25).
@@ -388,15 +388,15 @@ impl Block {
             run_time: self.run_time,
             valid_time: valid,
             forecast_hour: lead_hours(self.run_time, valid),
-            temperature_f: Some(f64::from(t)),
-            dew_point_f: get(Field::Dpt),
-            dew_point_c: get(Field::Dpt).map(f_to_c),
+            temperature_f: f64::from(t).into(),
+            dew_point_f: get(Field::Dpt).into(),
+            dew_point_c: get(Field::Dpt).map(f_to_c).into(),
             wind_direction_deg: self.data(Field::Wdr).and_then(|s| s.get(k)).map(|d| d * 10),
-            wind_speed_mph: get(Field::Wsp).map(kt_to_mph),
-            wind_speed_kmh: get(Field::Wsp).map(kt_to_kmh),
-            wind_gusts_mph: get(Field::Gust).map(kt_to_mph),
-            wind_gusts_kmh: get(Field::Gust).map(kt_to_kmh),
-            cloud_cover: get(Field::Cloud),
+            wind_speed_mph: get(Field::Wsp).map(kt_to_mph).into(),
+            wind_speed_kmh: get(Field::Wsp).map(kt_to_kmh).into(),
+            wind_gusts_mph: get(Field::Gust).map(kt_to_mph).into(),
+            wind_gusts_kmh: get(Field::Gust).map(kt_to_kmh).into(),
+            cloud_cover: get(Field::Cloud).into(),
             ..ForecastRow::default()
         };
         r.complete_temperatures();
@@ -714,10 +714,11 @@ fn encode(b: Bulletin, station: &str, run_time: DateTime<Utc>, rows: &[ForecastR
         write_row(&mut s, "FHR", &cols, |c| Some(c.lead), Pad::Zero);
     }
     write_row(&mut s, "TMP", &cols, |c| c.row.and_then(row_temp_f).and_then(temp_cell), Pad::Space);
-    let dew = |c: &Col<'_>| c.row.and_then(|r| r.dew_point_f.or(r.dew_point_c.map(c_to_f))).and_then(temp_cell);
+    let dew =
+        |c: &Col<'_>| c.row.and_then(|r| r.dew_point_f.get().or(r.dew_point_c.get().map(c_to_f))).and_then(temp_cell);
     write_row(&mut s, "DPT", &cols, dew, Pad::Space);
     if wide {
-        let sky = |c: &Col<'_>| c.row.and_then(|r| r.cloud_cover).map(|p| p.round().clamp(0.0, 100.0) as i32);
+        let sky = |c: &Col<'_>| c.row.and_then(|r| r.cloud_cover.get()).map(|p| p.round().clamp(0.0, 100.0) as i32);
         write_row(&mut s, "SKY", &cols, sky, Pad::Space);
     }
     // MAV/MET/LAMP write two-digit winds with a leading zero and 99 for missing.
@@ -781,7 +782,7 @@ fn write_gust_row(s: &mut String, cols: &[Col<'_>]) {
 fn write_cloud_row(s: &mut String, cols: &[Col<'_>]) {
     s.push_str(" CLD ");
     for c in cols {
-        let cat = match c.row.and_then(|r| r.cloud_cover) {
+        let cat = match c.row.and_then(|r| r.cloud_cover.get()) {
             Some(p) if p < 12.5 => " CL",
             Some(p) if p < 37.5 => " FW",
             Some(p) if p < 65.0 => " SC",
@@ -801,7 +802,7 @@ fn end_row(s: &mut String) {
 }
 
 fn row_temp_f(r: &ForecastRow) -> Option<f64> {
-    r.temperature_f.or(r.temperature_c.map(c_to_f)).or(r.temperature_k.map(|k| c_to_f(k - 273.15)))
+    r.temperature_f.get().or(r.temperature_c.get().map(c_to_f)).or(r.temperature_k.get().map(|k| c_to_f(k - 273.15)))
 }
 
 /// Whole °F that fits a 3-character cell and is not a missing marker.
@@ -810,8 +811,8 @@ fn temp_cell(f: f64) -> Option<i32> {
     (v.is_finite() && (-98.0..=140.0).contains(&v)).then_some(v as i32)
 }
 
-fn speed_kt(mph: Option<f64>, kmh: Option<f64>) -> Option<i32> {
-    let kt = mph.map(|m| m / kt_to_mph(1.0)).or(kmh.map(|k| k / kt_to_kmh(1.0)))?;
+fn speed_kt(mph: OptF64, kmh: OptF64) -> Option<i32> {
+    let kt = mph.get().map(|m| m / kt_to_mph(1.0)).or(kmh.get().map(|k| k / kt_to_kmh(1.0)))?;
     let v = kt.round();
     (v.is_finite() && (0.0..=150.0).contains(&v)).then_some(v as i32)
 }
@@ -996,8 +997,8 @@ mod tests {
         check(k[19], utc(2017, 8, 15, 6, 0), 66, 52.0, Some(52.0), Some(110), Some(1.0), Some(50.0));
         // Last column (HR 12): TMP 49, DPT 49, CLD BK, WDR 11, WSP 03.
         check(k[20], utc(2017, 8, 15, 12, 0), 72, 49.0, Some(49.0), Some(110), Some(3.0), Some(80.0));
-        assert!((k[0].temperature_c.unwrap() - 23.888_888).abs() < 1e-5);
-        assert!((k[0].dew_point_c.unwrap() - 7.777_777).abs() < 1e-5);
+        assert!((k[0].temperature_c.get().unwrap() - 23.888_888).abs() < 1e-5);
+        assert!((k[0].dew_point_c.get().unwrap() - 7.777_777).abs() < 1e-5);
         assert!(k.iter().all(|r| r.wind_gusts_mph.is_none()));
     }
 
@@ -1191,15 +1192,15 @@ OBV   N  N BR  N  N  N  N  N  N BR FG  N  N  N  N  N  N  N BR  N  N
                     run_time: run,
                     valid_time: floor_hour(run) + Duration::hours(i64::from(h)),
                     forecast_hour: h,
-                    temperature_f: Some(f64::from((13 * k) % 150 - 40)),
-                    dew_point_f: Some(f64::from(-20 + 5 * k)),
+                    temperature_f: f64::from((13 * k) % 150 - 40).into(),
+                    dew_point_f: f64::from(-20 + 5 * k).into(),
                     wind_direction_deg: Some(10 * (1 + (k * 7) % 36)),
-                    wind_speed_mph: Some(kt_to_mph(f64::from(1 + k % 23))),
-                    wind_gusts_mph: (k % 4 != 0).then(|| kt_to_mph(f64::from(10 + k))),
-                    cloud_cover: Some([0.0, 25.0, 50.0, 80.0, 100.0][k as usize % 5]),
+                    wind_speed_mph: kt_to_mph(f64::from(1 + k % 23)).into(),
+                    wind_gusts_mph: (k % 4 != 0).then(|| kt_to_mph(f64::from(10 + k))).into(),
+                    cloud_cover: [0.0, 25.0, 50.0, 80.0, 100.0][k as usize % 5].into(),
                     ..ForecastRow::default()
                 };
-                r.wind_speed_kmh = r.wind_speed_mph.map(|m| m / kt_to_mph(1.0) * 1.852);
+                r.wind_speed_kmh = r.wind_speed_mph.get().map(|m| m / kt_to_mph(1.0) * 1.852).into();
                 r
             })
             .collect()
@@ -1225,9 +1226,10 @@ OBV   N  N BR  N  N  N  N  N  N BR FG  N  N  N  N  N  N  N BR  N  N
                     assert_eq!(b.dew_point_f, a.dew_point_f);
                     assert_eq!(b.wind_direction_deg, a.wind_direction_deg);
                     let kt = |m: Option<f64>| m.map(|m| (m / kt_to_mph(1.0)).round());
-                    assert_eq!(kt(b.wind_speed_mph), kt(a.wind_speed_mph));
-                    let gusts = if model == "GFS-MOS" || model == "NAM-MOS" { None } else { kt(a.wind_gusts_mph) };
-                    assert_eq!(kt(b.wind_gusts_mph), gusts, "{model}\n{text}");
+                    assert_eq!(kt(b.wind_speed_mph.get()), kt(a.wind_speed_mph.get()));
+                    let gusts =
+                        if model == "GFS-MOS" || model == "NAM-MOS" { None } else { kt(a.wind_gusts_mph.get()) };
+                    assert_eq!(kt(b.wind_gusts_mph.get()), gusts, "{model}\n{text}");
                     assert_eq!(b.cloud_cover, a.cloud_cover);
                 }
             }
@@ -1280,7 +1282,7 @@ OBV   N  N BR  N  N  N  N  N  N BR FG  N  N  N  N  N  N  N BR  N  N
         let run = utc(2025, 1, 5, 12, 0);
         let mut rows = rows_for("GFS-MOS", "KNYC", run);
         rows.remove(3);
-        rows[0].dew_point_f = None;
+        rows[0].dew_point_f = OptF64::NONE;
         rows[1].wind_direction_deg = None;
         let text = encode_mav("KNYC", run, &rows);
         assert!(text.lines().nth(3).unwrap().starts_with(" TMP -40-27-14999 12"), "{text}");

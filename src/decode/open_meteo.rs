@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 
 use super::forecast_rows::parse_iso;
 use crate::decode::text::utf8_text;
-use crate::decode::types::{Decoded, ForecastRow};
+use crate::decode::types::{Decoded, ForecastRow, OptF64};
 use crate::units::{c_to_f, f_to_c, kt_to_kmh, kt_to_mph};
 
 const KMH_PER_MPH: f64 = 1.609344;
@@ -508,8 +508,8 @@ fn emit_group(g: &Group<'_>, model: &'static str, ctx: &Context<'_>, out: &mut D
         let mut row = ForecastRow {
             model,
             location_name: ctx.location.to_string(),
-            latitude: ctx.latitude,
-            longitude: ctx.longitude,
+            latitude: ctx.latitude.into(),
+            longitude: ctx.longitude.into(),
             run_time: run,
             valid_time: valid,
             forecast_hour,
@@ -533,45 +533,51 @@ fn emit_group(g: &Group<'_>, model: &'static str, ctx: &Context<'_>, out: &mut D
 fn apply(row: &mut ForecastRow, var: Var, unit: Unit, v: f64) {
     match var {
         Var::Temp => match unit {
-            Unit::DegF => row.temperature_f = Some(v),
-            _ => row.temperature_c = Some(v),
+            Unit::DegF => row.temperature_f = v.into(),
+            _ => row.temperature_c = v.into(),
         },
-        Var::Dew => (row.dew_point_f, row.dew_point_c) = both_temps(unit, v),
-        Var::Apparent => (row.apparent_temp_f, row.apparent_temp_c) = both_temps(unit, v),
-        Var::WindSpeed => (row.wind_speed_mph, row.wind_speed_kmh) = both_speeds(unit, v),
-        Var::Gusts => (row.wind_gusts_mph, row.wind_gusts_kmh) = both_speeds(unit, v),
+        Var::Dew => set_both(&mut row.dew_point_f, &mut row.dew_point_c, both_temps(unit, v)),
+        Var::Apparent => set_both(&mut row.apparent_temp_f, &mut row.apparent_temp_c, both_temps(unit, v)),
+        Var::WindSpeed => set_both(&mut row.wind_speed_mph, &mut row.wind_speed_kmh, both_speeds(unit, v)),
+        Var::Gusts => set_both(&mut row.wind_gusts_mph, &mut row.wind_gusts_kmh, both_speeds(unit, v)),
         Var::Precip => {
-            (row.precipitation_mm, row.precipitation_in) = match unit {
-                Unit::Inch => (Some(v * MM_PER_INCH), Some(v)),
-                _ => (Some(v), Some(v / MM_PER_INCH)),
-            }
+            let mm_in = match unit {
+                Unit::Inch => (v * MM_PER_INCH, v),
+                _ => (v, v / MM_PER_INCH),
+            };
+            set_both(&mut row.precipitation_mm, &mut row.precipitation_in, mm_in)
         }
         Var::WindDir => row.wind_direction_deg = Some(v.round() as i32),
         Var::Code => row.weather_code = Some(v.round() as i32),
-        Var::Rh => row.relative_humidity = Some(v),
-        Var::Cloud => row.cloud_cover = Some(v),
-        Var::PressureMsl => row.pressure_msl_hpa = Some(v),
-        Var::PressureSfc => row.surface_pressure_hpa = Some(v),
+        Var::Rh => row.relative_humidity = v.into(),
+        Var::Cloud => row.cloud_cover = v.into(),
+        Var::PressureMsl => row.pressure_msl_hpa = v.into(),
+        Var::PressureSfc => row.surface_pressure_hpa = v.into(),
     }
 }
 
 /// (°F, °C).
-fn both_temps(unit: Unit, v: f64) -> (Option<f64>, Option<f64>) {
+fn both_temps(unit: Unit, v: f64) -> (f64, f64) {
     match unit {
-        Unit::DegF => (Some(v), Some(f_to_c(v))),
-        _ => (Some(c_to_f(v)), Some(v)),
+        Unit::DegF => (v, f_to_c(v)),
+        _ => (c_to_f(v), v),
     }
 }
 
 /// (mph, km/h).
-fn both_speeds(unit: Unit, v: f64) -> (Option<f64>, Option<f64>) {
+fn both_speeds(unit: Unit, v: f64) -> (f64, f64) {
     let (mph, kmh) = match unit {
         Unit::Mph => (v, v * KMH_PER_MPH),
         Unit::Knots => (kt_to_mph(v), kt_to_kmh(v)),
         Unit::MetresPerSecond => (v * 3.6 / KMH_PER_MPH, v * 3.6),
         _ => (v / KMH_PER_MPH, v),
     };
-    (Some(mph), Some(kmh))
+    (mph, kmh)
+}
+
+/// Sets a pair of unit columns.
+fn set_both(a: &mut OptF64, b: &mut OptF64, (x, y): (f64, f64)) {
+    (*a, *b) = (x.into(), y.into());
 }
 
 /// A JSON value for an error message, at most 32 characters.
@@ -621,21 +627,21 @@ mod tests {
         let r = find(&d.records, "GFS", "2026-08-31T00:00:00Z", "2026-09-01T00:00:00Z");
         assert_eq!(r.forecast_hour, 24);
         assert_eq!(r.temperature_f, Some(71.5));
-        assert!(close(r.temperature_c, (71.5 - 32.0) * 5.0 / 9.0));
-        assert_eq!((r.latitude, r.longitude), (Some(40.78858), Some(-73.9661)));
+        assert!(close(r.temperature_c.get(), (71.5 - 32.0) * 5.0 / 9.0));
+        assert_eq!((r.latitude.get(), r.longitude.get()), (Some(40.78858), Some(-73.9661)));
         assert_eq!(r.location_name, "KNYC");
         // time[0], temperature_2m_previous_day3_ecmwf_ifs025[0] = 74.4 °F: run 2026-08-29 00Z, lead 72 h.
         let r = find(&d.records, "ECMWF-IFS", "2026-08-29T00:00:00Z", "2026-09-01T00:00:00Z");
-        assert_eq!((r.forecast_hour, r.temperature_f), (72, Some(74.4)));
+        assert_eq!((r.forecast_hour, r.temperature_f.get()), (72, Some(74.4)));
         // time[1] = "2026-09-01T01:00"; precipitation_previous_day1_ecmwf_ifs025[1] = 0.004 inch.
         let r = find(&d.records, "ECMWF-IFS", "2026-08-31T00:00:00Z", "2026-09-01T01:00:00Z");
-        assert_eq!((r.forecast_hour, r.temperature_f), (25, Some(71.7)));
+        assert_eq!((r.forecast_hour, r.temperature_f.get()), (25, Some(71.7)));
         assert_eq!(r.precipitation_in, Some(0.004));
-        assert!(close(r.precipitation_mm, 0.1016));
+        assert!(close(r.precipitation_mm.get(), 0.1016));
         // Last hour, time[71] = "2026-09-03T23:00": previous_day2_gfs_seamless[71] = 88.5 °F,
         // run 2026-09-01 00Z, lead 71 h.
         let r = find(&d.records, "GFS", "2026-09-01T00:00:00Z", "2026-09-03T23:00:00Z");
-        assert_eq!((r.forecast_hour, r.temperature_f), (71, Some(88.5)));
+        assert_eq!((r.forecast_hour, r.temperature_f.get()), (71, Some(88.5)));
         assert_eq!(previous_run_time(utc("2026-09-02T15:00:00Z"), 2), Some(utc("2026-08-31T00:00:00Z")));
     }
 
@@ -655,16 +661,16 @@ mod tests {
         // Hour 0: control 63.9, member01 64.9, member02 64.4 → (63.9 + 64.9 + 64.4) / 3 = 64.4 °F.
         let r = find(&d.records, "GEFS", run, "2026-09-24T00:00:00Z");
         assert_eq!(r.forecast_hour, 0);
-        assert!(close(r.temperature_f, 64.4));
-        assert!(close(r.precipitation_in, 0.0));
+        assert!(close(r.temperature_f.get(), 64.4));
+        assert!(close(r.precipitation_in.get(), 0.0));
         // Hour 1: 62.3, 63.5, 62.9 → 188.7 / 3 = 62.9 °F.
-        assert!(close(find(&d.records, "GEFS", run, "2026-09-24T01:00:00Z").temperature_f, 62.9));
+        assert!(close(find(&d.records, "GEFS", run, "2026-09-24T01:00:00Z").temperature_f.get(), 62.9));
         // Last hour (2026-09-27T23:00, index 95): 58.1, 57.1, 59.0 → 174.2 / 3 = 58.0667 °F;
         // precipitation 0.004, 0.0, 0.0 inch → 0.001333 inch.
         let r = find(&d.records, "GEFS", run, "2026-09-27T23:00:00Z");
         assert_eq!(r.forecast_hour, 95);
-        assert!(close(r.temperature_f, 174.2 / 3.0));
-        assert!(close(r.precipitation_in, 0.004 / 3.0));
+        assert!(close(r.temperature_f.get(), 174.2 / 3.0));
+        assert!(close(r.precipitation_in.get(), 0.004 / 3.0));
         assert_eq!(r.weather_code, None);
         // With the caller's run time the lead follows it.
         let run = utc("2026-09-23T18:00:00Z");
@@ -720,24 +726,24 @@ mod tests {
         assert_eq!(r.temperature_f, Some(60.1));
         assert_eq!(r.relative_humidity, Some(80.0));
         assert_eq!(r.dew_point_f, Some(53.6));
-        assert!(close(r.dew_point_c, 12.0));
+        assert!(close(r.dew_point_c.get(), 12.0));
         assert_eq!(r.apparent_temp_f, Some(59.0));
-        assert!(close(r.apparent_temp_c, 15.0));
+        assert!(close(r.apparent_temp_c.get(), 15.0));
         assert_eq!(r.wind_speed_mph, Some(10.0));
-        assert!(close(r.wind_speed_kmh, 16.09344));
+        assert!(close(r.wind_speed_kmh.get(), 16.09344));
         assert_eq!(r.wind_direction_deg, Some(200));
         // 20 kn = 23.0156 mph = 37.04 km/h.
-        assert!(close(r.wind_gusts_kmh, 37.04));
-        assert!((r.wind_gusts_mph.unwrap() - 23.0156).abs() < 1e-3);
+        assert!(close(r.wind_gusts_kmh.get(), 37.04));
+        assert!((r.wind_gusts_mph.get().unwrap() - 23.0156).abs() < 1e-3);
         assert_eq!(r.cloud_cover, Some(100.0));
         assert_eq!(r.precipitation_in, Some(0.01));
-        assert!(close(r.precipitation_mm, 0.254));
+        assert!(close(r.precipitation_mm.get(), 0.254));
         assert_eq!(r.weather_code, Some(61));
-        assert_eq!((r.pressure_msl_hpa, r.surface_pressure_hpa), (Some(1012.5), Some(1007.1)));
+        assert_eq!((r.pressure_msl_hpa.get(), r.surface_pressure_hpa.get()), (Some(1012.5), Some(1007.1)));
         let r = find(&d.records, "GFS", "2026-09-24T00:00:00Z", "2026-09-24T06:00:00Z");
-        assert_eq!((r.temperature_f, r.weather_code), (Some(58.7), Some(2)));
+        assert_eq!((r.temperature_f.get(), r.weather_code), (Some(58.7), Some(2)));
         let r = find(&d.records, "ECMWF-IFS", "2026-09-24T00:00:00Z", "2026-09-24T05:00:00Z");
-        assert_eq!((r.temperature_f, r.forecast_hour, r.relative_humidity), (Some(58.2), 5, None));
+        assert_eq!((r.temperature_f.get(), r.forecast_hour, r.relative_humidity.get()), (Some(58.2), 5, None));
         // Without a run time the first valid time (04:00Z) is used.
         let d = decode_open_meteo(PLAIN.as_bytes(), "KNYC", None);
         assert!(d.records.iter().all(|r| r.run_time == utc("2026-09-24T04:00:00Z")));
@@ -764,7 +770,7 @@ mod tests {
         let r = &d.records[0];
         assert_eq!((r.model, r.valid_time), ("UKMO", utc("2026-09-24T00:00:00Z")));
         assert_eq!(r.temperature_c, Some(12.3));
-        assert!(close(r.temperature_k, 285.45));
+        assert!(close(r.temperature_k.get(), 285.45));
         assert_eq!(r.wind_speed_kmh, Some(18.0));
         assert_eq!(d.records[1].wind_speed_kmh, None);
         let d = decode_open_meteo_model(json.as_bytes(), "EGLL", None, Some("UKMO"));
@@ -785,11 +791,11 @@ mod tests {
         assert_eq!(d.records.len(), 2);
         let r = &d.records[0];
         assert_eq!(r.model, "GEFS");
-        assert!(close(r.temperature_c, 10.5));
+        assert!(close(r.temperature_c.get(), 10.5));
         assert!(matches!(r.wind_direction_deg, Some(0 | 360)), "{:?}", r.wind_direction_deg);
         assert_eq!(r.weather_code, None);
         let r = &d.records[1];
-        assert_eq!((r.temperature_c, r.wind_direction_deg, r.forecast_hour), (Some(12.5), Some(90), 1));
+        assert_eq!((r.temperature_c.get(), r.wind_direction_deg, r.forecast_hour), (Some(12.5), Some(90), 1));
     }
 
     #[test]

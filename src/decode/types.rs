@@ -183,6 +183,72 @@ pub struct DailyReport {
     pub raw: String,
 }
 
+/// An optional number in 8 bytes instead of `Option<f64>`'s 16: NaN stands for "none".
+/// Forecast rows carry 19 of them and bulk loads hold millions of rows, so this takes a
+/// row from 392 to 240 bytes. Decoders never produce a NaN value (non-finite numbers are
+/// rejected), so no value is lost to the encoding; a NaN given in is read as none.
+#[derive(Clone, Copy)]
+pub struct OptF64(f64);
+
+impl OptF64 {
+    pub const NONE: OptF64 = OptF64(f64::NAN);
+
+    pub fn get(self) -> Option<f64> {
+        (!self.0.is_nan()).then_some(self.0)
+    }
+
+    pub fn is_some(self) -> bool {
+        !self.0.is_nan()
+    }
+
+    pub fn is_none(self) -> bool {
+        self.0.is_nan()
+    }
+
+    /// Sets `v` unless a value is already there (`Option::get_or_insert`).
+    pub fn fill(&mut self, v: f64) {
+        if self.is_none() {
+            self.0 = v;
+        }
+    }
+}
+
+impl Default for OptF64 {
+    fn default() -> Self {
+        OptF64::NONE
+    }
+}
+
+impl From<Option<f64>> for OptF64 {
+    fn from(v: Option<f64>) -> Self {
+        OptF64(v.unwrap_or(f64::NAN))
+    }
+}
+
+impl From<f64> for OptF64 {
+    fn from(v: f64) -> Self {
+        OptF64(v)
+    }
+}
+
+impl PartialEq for OptF64 {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl PartialEq<Option<f64>> for OptF64 {
+    fn eq(&self, other: &Option<f64>) -> bool {
+        self.get() == *other
+    }
+}
+
+impl std::fmt::Debug for OptF64 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
 /// One forecast row in the column names of spec 2.5. Units as named.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ForecastRow {
@@ -190,30 +256,30 @@ pub struct ForecastRow {
     /// so a row never carries an unknown model nor allocates its name).
     pub model: &'static str,
     pub location_name: String,
-    pub latitude: Option<f64>,
-    pub longitude: Option<f64>,
+    pub latitude: OptF64,
+    pub longitude: OptF64,
     pub run_time: DateTime<Utc>,
     pub valid_time: DateTime<Utc>,
     pub forecast_hour: i32,
-    pub temperature_k: Option<f64>,
-    pub temperature_f: Option<f64>,
-    pub temperature_c: Option<f64>,
-    pub relative_humidity: Option<f64>,
-    pub dew_point_f: Option<f64>,
-    pub dew_point_c: Option<f64>,
-    pub apparent_temp_f: Option<f64>,
-    pub apparent_temp_c: Option<f64>,
-    pub wind_speed_mph: Option<f64>,
-    pub wind_speed_kmh: Option<f64>,
+    pub temperature_k: OptF64,
+    pub temperature_f: OptF64,
+    pub temperature_c: OptF64,
+    pub relative_humidity: OptF64,
+    pub dew_point_f: OptF64,
+    pub dew_point_c: OptF64,
+    pub apparent_temp_f: OptF64,
+    pub apparent_temp_c: OptF64,
+    pub wind_speed_mph: OptF64,
+    pub wind_speed_kmh: OptF64,
     pub wind_direction_deg: Option<i32>,
-    pub wind_gusts_mph: Option<f64>,
-    pub wind_gusts_kmh: Option<f64>,
-    pub cloud_cover: Option<f64>,
-    pub precipitation_mm: Option<f64>,
-    pub precipitation_in: Option<f64>,
+    pub wind_gusts_mph: OptF64,
+    pub wind_gusts_kmh: OptF64,
+    pub cloud_cover: OptF64,
+    pub precipitation_mm: OptF64,
+    pub precipitation_in: OptF64,
     pub weather_code: Option<i32>,
-    pub pressure_msl_hpa: Option<f64>,
-    pub surface_pressure_hpa: Option<f64>,
+    pub pressure_msl_hpa: OptF64,
+    pub surface_pressure_hpa: OptF64,
 }
 
 impl ForecastRow {
@@ -222,12 +288,13 @@ impl ForecastRow {
     pub fn complete_temperatures(&mut self) {
         let c = self
             .temperature_c
-            .or_else(|| self.temperature_f.map(|f| (f - 32.0) * 5.0 / 9.0))
-            .or_else(|| self.temperature_k.map(|k| k - 273.15));
+            .get()
+            .or_else(|| self.temperature_f.get().map(|f| (f - 32.0) * 5.0 / 9.0))
+            .or_else(|| self.temperature_k.get().map(|k| k - 273.15));
         if let Some(c) = c {
-            self.temperature_c.get_or_insert(c);
-            self.temperature_f.get_or_insert(c * 9.0 / 5.0 + 32.0);
-            self.temperature_k.get_or_insert(c + 273.15);
+            self.temperature_c.fill(c);
+            self.temperature_f.fill(c * 9.0 / 5.0 + 32.0);
+            self.temperature_k.fill(c + 273.15);
         }
     }
 }
@@ -255,4 +322,34 @@ pub struct NwsHourlyPeriod {
 pub(crate) fn fixture(rel: &str) -> Vec<u8> {
     let path = format!("{}/data/real/{rel}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read(&path).unwrap_or_else(|e| panic!("fixture {path}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opt_f64_reads_back_as_the_option_it_was_given() {
+        for v in [None, Some(0.0), Some(-0.0), Some(-40.0), Some(1e-300), Some(f64::MAX), Some(f64::INFINITY)] {
+            let o = OptF64::from(v);
+            assert_eq!(o.get().map(f64::to_bits), v.map(f64::to_bits));
+            assert_eq!((o.is_some(), o.is_none()), (v.is_some(), v.is_none()));
+            assert_eq!(format!("{o:?}"), format!("{v:?}"));
+        }
+        // A NaN given in is none, and equal to none.
+        assert_eq!(OptF64::from(f64::NAN), None);
+        assert_eq!(OptF64::from(Some(f64::NAN)), OptF64::NONE);
+        assert_ne!(OptF64::from(1.5), OptF64::NONE);
+        let mut o = OptF64::default();
+        o.fill(2.5);
+        o.fill(3.0);
+        assert_eq!(o, Some(2.5), "fill keeps the first value");
+    }
+
+    /// Bulk loads hold millions of forecast rows: keep the row compact.
+    #[test]
+    fn forecast_row_stays_compact() {
+        assert_eq!(std::mem::size_of::<OptF64>(), 8);
+        assert!(std::mem::size_of::<ForecastRow>() <= 240, "{}", std::mem::size_of::<ForecastRow>());
+    }
 }

@@ -23,7 +23,7 @@ use super::site::Site;
 use crate::decode::forecast_rows::encode_forecast_csv;
 use crate::decode::mos::{encode_mos, forecast_hours};
 use crate::decode::nws_hourly::encode_nws_hourly;
-use crate::decode::types::{ForecastRow, NwsHourlyForecast, NwsHourlyPeriod};
+use crate::decode::types::{ForecastRow, NwsHourlyForecast, NwsHourlyPeriod, OptF64};
 use crate::models::{ModelSpec, MODELS};
 use crate::units::{c_to_f, kt_to_kmh, kt_to_mph, relative_humidity, round1};
 
@@ -199,30 +199,30 @@ fn row(site: &Site, spec: &ModelSpec, run: DateTime<Utc>, lead: u32, step: u32, 
     ForecastRow {
         model: spec.name,
         location_name: st.code.clone(),
-        latitude: Some(round2((st.latitude / g).round() * g)),
-        longitude: Some(round2((st.longitude / g).round() * g)),
+        latitude: round2((st.latitude / g).round() * g).into(),
+        longitude: round2((st.longitude / g).round() * g).into(),
         run_time: run,
         valid_time: run + Duration::hours(i64::from(lead)),
         forecast_hour: lead as i32,
-        temperature_k: Some(round2(t + 273.15)),
-        temperature_f: Some(round1(c_to_f(t))),
-        temperature_c: Some(round1(t)),
-        relative_humidity: opt(sup.humidity, rh),
-        dew_point_f: opt(sup.humidity, round1(c_to_f(dew))),
-        dew_point_c: opt(sup.humidity, round1(dew)),
-        apparent_temp_f: opt(sup.apparent, round1(c_to_f(apparent(t, rh, wind_kt)))),
-        apparent_temp_c: opt(sup.apparent, round1(apparent(t, rh, wind_kt))),
-        wind_speed_mph: opt(sup.wind, round1(kt_to_mph(wind_kt))),
-        wind_speed_kmh: opt(sup.wind, round1(kt_to_kmh(wind_kt))),
+        temperature_k: round2(t + 273.15).into(),
+        temperature_f: round1(c_to_f(t)).into(),
+        temperature_c: round1(t).into(),
+        relative_humidity: opt(sup.humidity, rh).into(),
+        dew_point_f: opt(sup.humidity, round1(c_to_f(dew))).into(),
+        dew_point_c: opt(sup.humidity, round1(dew)).into(),
+        apparent_temp_f: opt(sup.apparent, round1(c_to_f(apparent(t, rh, wind_kt)))).into(),
+        apparent_temp_c: opt(sup.apparent, round1(apparent(t, rh, wind_kt))).into(),
+        wind_speed_mph: opt(sup.wind, round1(kt_to_mph(wind_kt))).into(),
+        wind_speed_kmh: opt(sup.wind, round1(kt_to_kmh(wind_kt))).into(),
         wind_direction_deg: sup.wind.then(|| (s.wind_dir + 12.0 * zw).rem_euclid(360.0).round() as i32 % 360),
-        wind_gusts_mph: opt(sup.gusts, round1(kt_to_mph(gust_kt))),
-        wind_gusts_kmh: opt(sup.gusts, round1(kt_to_kmh(gust_kt))),
-        cloud_cover: opt(sup.cloud, cloud),
-        precipitation_mm: opt(sup.precip, round1(precip_mm)),
-        precipitation_in: opt(sup.precip, round2(round1(precip_mm) / 25.4)),
+        wind_gusts_mph: opt(sup.gusts, round1(kt_to_mph(gust_kt))).into(),
+        wind_gusts_kmh: opt(sup.gusts, round1(kt_to_kmh(gust_kt))).into(),
+        cloud_cover: opt(sup.cloud, cloud).into(),
+        precipitation_mm: opt(sup.precip, round1(precip_mm)).into(),
+        precipitation_in: opt(sup.precip, round2(round1(precip_mm) / 25.4)).into(),
         weather_code: sup.weather_code.then(|| weather_code(&s, t, cloud, precip_mm)),
-        pressure_msl_hpa: opt(sup.msl, msl),
-        surface_pressure_hpa: opt(sup.surface, round1(msl * (-st.elevation_ft * 0.3048 / 8434.0).exp())),
+        pressure_msl_hpa: opt(sup.msl, msl).into(),
+        surface_pressure_hpa: opt(sup.surface, round1(msl * (-st.elevation_ft * 0.3048 / 8434.0).exp())).into(),
     }
 }
 
@@ -266,15 +266,15 @@ fn weather_code(s: &HourState, t: f64, cloud: f64, precip_mm: f64) -> i32 {
 fn mos_row(site: &Site, spec: &ModelSpec, run: DateTime<Utc>, lead: u32, noise: &mut RunNoise) -> ForecastRow {
     let mut r = row(site, spec, run, lead, 1, noise);
     let kt = |mph: Option<f64>| mph.map(|m| kt_to_mph((m / kt_to_mph(1.0)).round()));
-    r.temperature_f = r.temperature_f.map(f64::round);
-    r.temperature_c = None;
-    r.temperature_k = None;
-    r.dew_point_f = r.dew_point_f.map(f64::round);
-    r.dew_point_c = None;
-    r.wind_speed_mph = kt(r.wind_speed_mph);
-    r.wind_gusts_mph = kt(r.wind_gusts_mph);
-    r.wind_speed_kmh = None;
-    r.wind_gusts_kmh = None;
+    r.temperature_f = r.temperature_f.get().map(f64::round).into();
+    r.temperature_c = OptF64::NONE;
+    r.temperature_k = OptF64::NONE;
+    r.dew_point_f = r.dew_point_f.get().map(f64::round).into();
+    r.dew_point_c = OptF64::NONE;
+    r.wind_speed_mph = kt(r.wind_speed_mph.get()).into();
+    r.wind_gusts_mph = kt(r.wind_gusts_mph.get()).into();
+    r.wind_speed_kmh = OptF64::NONE;
+    r.wind_gusts_kmh = OptF64::NONE;
     r.complete_temperatures();
     r
 }
@@ -479,7 +479,7 @@ mod tests {
             for lead in gfs.leads(run.hour()) {
                 let r = row(&s, gfs, run, lead, 1, &mut noise);
                 let truth = s.grid.state(&s.climate, hour_index(r.valid_time)).temp_c;
-                let err = r.temperature_c.unwrap() - truth;
+                let err = r.temperature_c.get().unwrap() - truth;
                 if (18..=30).contains(&lead) {
                     e1 += err * err;
                     n1 += 1.0;

@@ -708,7 +708,7 @@ mod tests {
                     run_time: run,
                     valid_time: run + Duration::hours(i64::from(h)),
                     forecast_hour: h,
-                    temperature_c: Some(f64::from(h) / 10.0 + offset),
+                    temperature_c: Some(f64::from(h) / 10.0 + offset).into(),
                     ..Default::default()
                 };
                 r.complete_temperatures();

@@ -17,7 +17,7 @@ fn forecast(model: &'static str, station: &str, run_h: i64, lead: i64, temp_c: f
         run_time: run,
         valid_time: run + Duration::hours(lead),
         forecast_hour: lead as i32,
-        temperature_c: Some(temp_c),
+        temperature_c: temp_c.into(),
         ..Default::default()
     };
     r.complete_temperatures();

@@ -66,12 +66,12 @@ pub fn knyc_forecast(
     let mut r = wxlake::decode::types::ForecastRow {
         model,
         location_name: "KNYC".into(),
-        latitude: Some(40.78),
-        longitude: Some(-73.97),
+        latitude: 40.78.into(),
+        longitude: Some(-73.97).into(),
         run_time: run,
         valid_time: run + chrono::Duration::hours(lead),
         forecast_hour: lead as i32,
-        temperature_f: Some(temp_f),
+        temperature_f: temp_f.into(),
         ..Default::default()
     };
     r.complete_temperatures();
