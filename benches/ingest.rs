@@ -182,7 +182,11 @@ impl CpuUse {
         CpuUse { user_s: secs(u.ru_utime), sys_s: secs(u.ru_stime), faults: u.ru_minflt }
     }
     fn since(&self, start: &CpuUse) -> CpuUse {
-        CpuUse { user_s: self.user_s - start.user_s, sys_s: self.sys_s - start.sys_s, faults: self.faults - start.faults }
+        CpuUse {
+            user_s: self.user_s - start.user_s,
+            sys_s: self.sys_s - start.sys_s,
+            faults: self.faults - start.faults,
+        }
     }
 }
 

@@ -116,7 +116,7 @@ fn decode_batch(batch: &RecordBatch, row_no: &mut usize, out: &mut Decoded<Forec
         let v = |k: usize| f(&floats[k], i);
         let mut row = ForecastRow {
             model: known,
-            location_name: s(&loc, i).unwrap_or_default(),
+            location_name: s(&loc, i).unwrap_or_default().into(),
             latitude: v(0).into(),
             longitude: v(1).into(),
             run_time,

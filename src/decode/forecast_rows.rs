@@ -421,7 +421,7 @@ fn push_row<'a>(cell: impl Fn(usize) -> Cell<'a>, rows: &mut Vec<ForecastRow>) -
     let model = model_name(model).ok_or_else(|| unknown_model(model))?;
     rows.push(ForecastRow {
         model,
-        location_name: text(cell(LOCATION), LOCATION)?.to_string(),
+        location_name: text(cell(LOCATION), LOCATION)?.into(),
         latitude: num(cell(LAT), LAT)?.into(),
         longitude: num(cell(LON), LON)?.into(),
         run_time,

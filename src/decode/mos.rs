@@ -384,7 +384,7 @@ impl Block {
         let get = |f: Field| self.data(f).and_then(|s| s.get(k)).map(f64::from);
         let mut r = ForecastRow {
             model,
-            location_name: self.station.clone(),
+            location_name: self.station.as_str().into(),
             run_time: self.run_time,
             valid_time: valid,
             forecast_hour: lead_hours(self.run_time, valid),
@@ -1188,7 +1188,7 @@ OBV   N  N BR  N  N  N  N  N  N BR FG  N  N  N  N  N  N  N BR  N  N
                 let k = k as i32;
                 let mut r = ForecastRow {
                     model,
-                    location_name: station.to_string(),
+                    location_name: station.into(),
                     run_time: run,
                     valid_time: floor_hour(run) + Duration::hours(i64::from(h)),
                     forecast_hour: h,

@@ -507,7 +507,7 @@ fn emit_group(g: &Group<'_>, model: &'static str, ctx: &Context<'_>, out: &mut D
         };
         let mut row = ForecastRow {
             model,
-            location_name: ctx.location.to_string(),
+            location_name: ctx.location.into(),
             latitude: ctx.latitude.into(),
             longitude: ctx.longitude.into(),
             run_time: run,

@@ -3,6 +3,7 @@
 //! container format never touches anything downstream.
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 
 /// One rejected input line: where it was and why, so an ingest summary can name it.
@@ -255,7 +256,9 @@ pub struct ForecastRow {
     /// One of [`crate::decode::forecast_rows::MODELS`] (decoders map names onto that list,
     /// so a row never carries an unknown model nor allocates its name).
     pub model: &'static str,
-    pub location_name: String,
+    /// Inline up to 24 bytes (station codes, most place names): a bulk load decodes
+    /// millions of rows, and a heap string each was a visible share of decoding them.
+    pub location_name: CompactString,
     pub latitude: OptF64,
     pub longitude: OptF64,
     pub run_time: DateTime<Utc>,

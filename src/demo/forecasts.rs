@@ -198,7 +198,7 @@ fn row(site: &Site, spec: &ModelSpec, run: DateTime<Utc>, lead: u32, step: u32, 
     let msl = round1(s.slp_hpa + 0.8 * spread * zp);
     ForecastRow {
         model: spec.name,
-        location_name: st.code.clone(),
+        location_name: st.code.as_str().into(),
         latitude: round2((st.latitude / g).round() * g).into(),
         longitude: round2((st.longitude / g).round() * g).into(),
         run_time: run,

@@ -34,6 +34,11 @@ pub enum LakeError {
     DataFusion(#[from] datafusion::error::DataFusionError),
     #[error("task: {0}")]
     Join(String),
+    #[error("write too large: {0}")]
+    TooLarge(&'static str),
+    /// The encoders of a write stop when its puts have failed (the put error is returned).
+    #[error("write stopped: a file could not be stored")]
+    PutAborted,
 }
 
 /// An open lake: its location and its (visibility-aware) store.

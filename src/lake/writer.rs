@@ -128,97 +128,167 @@ impl Lake {
         if total == 0 {
             return Ok(WriteStats::default());
         }
+        if chunks.len() > u32::MAX as usize || chunks.iter().any(|c| c.len() > u32::MAX as usize) {
+            return Err(LakeError::TooLarge("a write takes at most 2^32 chunks of 2^32 rows each"));
+        }
         let table = R::table();
         let _guard = self.lock_writes().await;
         let store = self.store();
         let inserted_at = Utc::now();
 
-        // Group by partition, computing keys once (in parallel, without allocating); the
-        // partition path is formatted once per group. Rows are numbered across chunks in
-        // order.
-        let keyed: Vec<(u64, u64)> =
-            chunks.par_iter().flat_map_iter(|c| c.iter().map(|r| (r.partition_key(), r.row_key()))).collect();
-        // Rows of one input mostly arrive partition by partition: consecutive rows of the
-        // same partition skip the map lookup.
-        let mut groups: Vec<Vec<usize>> = Vec::new();
-        let mut names: Vec<String> = Vec::new();
-        let mut slot_of: FastMap<u64, usize> = FastMap::default();
-        let mut last: Option<(u64, usize)> = None;
-        for (i, (r, (p, _))) in chunks.iter().flatten().zip(&keyed).enumerate() {
-            let slot = match last {
-                Some((lp, slot)) if lp == *p => slot,
-                _ => *slot_of.entry(*p).or_insert_with(|| {
-                    groups.push(Vec::new());
-                    names.push(r.partition());
-                    groups.len() - 1
-                }),
-            };
-            groups[slot].push(i);
-            last = Some((*p, slot));
-        }
-        let parts: BTreeMap<String, Vec<usize>> = names.into_iter().zip(groups).collect();
+        // Row keys and partition groups, per chunk on every core.
+        let (chunks, keys, parts) = blocking(move || {
+            let grouped: Vec<(Vec<u64>, Vec<Group>)> = chunks.par_iter().map(|c| group_chunk(c)).collect();
+            let mut keys = Vec::with_capacity(grouped.len());
+            let mut parts: BTreeMap<String, Vec<(u32, Vec<u32>)>> = BTreeMap::new();
+            for (c, (k, groups)) in grouped.into_iter().enumerate() {
+                keys.push(k);
+                for g in groups {
+                    parts.entry(g.name).or_default().push((c as u32, g.rows));
+                }
+            }
+            (chunks, keys, parts)
+        })
+        .await?;
 
         // Existing keys per partition (concurrent reads).
-        let work: Vec<(Path, Vec<usize>)> =
-            parts.into_iter().map(|(p, idx)| (self.table_path(&format!("{}/{p}", table.name)), idx)).collect();
-        let work: Vec<(Path, Vec<usize>, FastSet<u64>)> = futures::stream::iter(work)
-            .map(|(dir, idx)| {
+        let work: Vec<(Path, PartRows)> =
+            parts.into_iter().map(|(p, rows)| (self.table_path(&format!("{}/{p}", table.name)), rows)).collect();
+        let work: Vec<(Path, PartRows, FastSet<u64>)> = futures::stream::iter(work)
+            .map(|(dir, rows)| {
                 let store = Arc::clone(&store);
-                async move { existing_keys(&store, &dir).await.map(|k| (dir, idx, k)) }
+                async move { existing_keys(&store, &dir).await.map(|k| (dir, rows, k)) }
             })
             .buffer_unordered(8)
             .try_collect()
             .await?;
 
-        // Per partition on rayon: drop keys already stored or seen earlier in this batch
-        // (the first occurrence wins; a natural key includes its partition's fields), sort,
-        // build and encode.
-        let encoded = tokio::task::spawn_blocking(move || {
-            let records: Vec<&R> = chunks.iter().flatten().collect();
+        // Each partition's file is put as soon as it is encoded, while others still encode:
+        // waiting for the last one left the store idle for most of the write.
+        let (tx, rx) = tokio::sync::mpsc::channel::<(Path, Bytes)>(16);
+        let puts = tokio::spawn(put_all(Arc::clone(&store), rx));
+        let encoded = blocking(move || {
             let encoded = work
                 .into_par_iter()
-                .filter_map(|(dir, idx, mut seen)| {
-                    seen.reserve(idx.len());
-                    let mut rows: Vec<usize> = idx.into_iter().filter(|&i| seen.insert(keyed[i].1)).collect();
-                    if rows.is_empty() {
-                        return None;
-                    }
-                    // Sort compact (sort key, row key, index) entries rather than indexes
-                    // into the rows; the stable sort merges the already-sorted runs inputs
-                    // usually arrive in (one per station file) in near-linear time.
-                    let mut order: Vec<_> = rows.iter().map(|&i| (records[i].sort_key(), keyed[i].1, i)).collect();
-                    order.sort();
-                    rows.clear();
-                    rows.extend(order.into_iter().map(|(_, _, i)| i));
-                    let refs: Vec<&R> = rows.iter().map(|&i| records[i]).collect();
-                    let keys: Vec<u64> = rows.iter().map(|&i| keyed[i].1).collect();
-                    let file = R::to_batch(&refs, &keys, inserted_at)
-                        .map_err(LakeError::from)
-                        .and_then(|batch| encode_parquet(table, &batch));
-                    Some(file.map(|bytes| (dir.clone().join(new_file_name()), bytes, rows.len())))
+                .map(|(dir, rows, seen)| {
+                    let Some((file, n)) = encode_partition(table, &chunks, &keys, rows, seen, inserted_at)? else {
+                        return Ok(None);
+                    };
+                    // A closed channel means a put failed; `put_all` reports why.
+                    tx.blocking_send((dir.join(new_file_name()), file)).map_err(|_| LakeError::PutAborted)?;
+                    Ok(Some(n))
                 })
-                .collect::<Result<Vec<_>, LakeError>>();
-            // Free the rows on every core: dropping ten million records (two strings
-            // each) on this one thread took longer than encoding some of them.
-            drop(records);
+                .collect::<Result<Vec<Option<usize>>, LakeError>>();
+            drop(tx);
+            // Free the rows on every core: dropping ten million records on this one thread
+            // took longer than encoding some of them.
             chunks.into_par_iter().flat_map(Vec::into_par_iter).for_each(drop);
             encoded
         })
-        .await
-        .map_err(|e| LakeError::Join(e.to_string()))??;
-
-        let stored: usize = encoded.iter().map(|(_, _, n)| n).sum();
-        let stats = WriteStats { stored, duplicate: total - stored, files: encoded.len() };
-        futures::stream::iter(encoded)
-            .map(|(path, bytes, _)| {
-                let store = Arc::clone(&store);
-                async move { store.put(&path, PutPayload::from(bytes)).await }
-            })
-            .buffer_unordered(8)
-            .try_collect::<Vec<_>>()
-            .await?;
-        Ok(stats)
+        .await?;
+        let put = puts.await.map_err(|e| LakeError::Join(e.to_string()))?;
+        // A failed put explains an aborted encode better than the abort does.
+        put?;
+        let files: Vec<usize> = encoded?.into_iter().flatten().collect();
+        let stored: usize = files.iter().sum();
+        Ok(WriteStats { stored, duplicate: total - stored, files: files.len() })
     }
+}
+
+/// One partition's rows of one chunk.
+struct Group {
+    name: String,
+    rows: Vec<u32>,
+}
+
+/// A partition's rows: (chunk, row indexes) in chunk order.
+type PartRows = Vec<(u32, Vec<u32>)>;
+
+/// The row keys of one chunk and its rows grouped by partition (in row order). Rows of one
+/// input mostly arrive partition by partition: consecutive rows of the same partition
+/// skip the map lookup, and a partition's path is formatted once per chunk.
+fn group_chunk<R: LakeRecord>(chunk: &[R]) -> (Vec<u64>, Vec<Group>) {
+    let mut keys = Vec::with_capacity(chunk.len());
+    let mut groups: Vec<Group> = Vec::new();
+    let mut slot_of: FastMap<u64, usize> = FastMap::default();
+    let mut last: Option<(u64, usize)> = None;
+    for (i, r) in chunk.iter().enumerate() {
+        keys.push(r.row_key());
+        let p = r.partition_key();
+        let slot = match last {
+            Some((lp, slot)) if lp == p => slot,
+            _ => *slot_of.entry(p).or_insert_with(|| {
+                groups.push(Group { name: r.partition(), rows: Vec::new() });
+                groups.len() - 1
+            }),
+        };
+        groups[slot].rows.push(i as u32);
+        last = Some((p, slot));
+    }
+    (keys, groups)
+}
+
+/// One partition's new file: drops keys already stored or seen earlier in this write (the
+/// first occurrence wins; a natural key includes its partition's fields), sorts, builds
+/// and encodes. `None` when every row was a duplicate; else the file and its row count.
+fn encode_partition<R: LakeRecord>(
+    table: &TableDef,
+    chunks: &[Vec<R>],
+    keys: &[Vec<u64>],
+    rows: PartRows,
+    mut seen: FastSet<u64>,
+    inserted_at: DateTime<Utc>,
+) -> Result<Option<(Bytes, usize)>, LakeError> {
+    let n: usize = rows.iter().map(|(_, r)| r.len()).sum();
+    seen.reserve(n);
+    // Sort compact (sort key, row key, row) entries rather than the rows; the stable sort
+    // merges the already-sorted runs inputs usually arrive in (one per station file) in
+    // near-linear time.
+    let mut order = Vec::with_capacity(n);
+    for (c, idx) in &rows {
+        let (chunk, chunk_keys) = (&chunks[*c as usize], &keys[*c as usize]);
+        for &i in idx {
+            let key = chunk_keys[i as usize];
+            if seen.insert(key) {
+                let r = &chunk[i as usize];
+                order.push((r.sort_key(), key, r));
+            }
+        }
+    }
+    drop(rows);
+    if order.is_empty() {
+        return Ok(None);
+    }
+    order.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    let refs: Vec<&R> = order.iter().map(|o| o.2).collect();
+    let row_keys: Vec<u64> = order.iter().map(|o| o.1).collect();
+    drop(order);
+    let batch = R::to_batch(&refs, &row_keys, inserted_at)?;
+    Ok(Some((encode_parquet(table, &batch)?, refs.len())))
+}
+
+/// Puts every file that arrives, several at once, until the sender is done. On the first
+/// failure it stops (dropping the receiver, which stops the encoders) and returns it.
+async fn put_all(store: Arc<dyn ObjectStore>, rx: tokio::sync::mpsc::Receiver<(Path, Bytes)>) -> Result<(), LakeError> {
+    receiver_stream(rx)
+        .map(|(path, bytes)| {
+            let store = Arc::clone(&store);
+            async move { store.put(&path, PutPayload::from(bytes)).await }
+        })
+        .buffer_unordered(8)
+        .try_for_each(|_| async { Ok(()) })
+        .await?;
+    Ok(())
+}
+
+/// The receiver as a stream.
+fn receiver_stream<T: Send + 'static>(mut rx: tokio::sync::mpsc::Receiver<T>) -> impl futures::Stream<Item = T> + Send {
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+/// Runs CPU-bound work (which fans out on rayon) off the async workers.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, LakeError> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| LakeError::Join(e.to_string()))
 }
 
 /// Builds a batch of `R` rows without storing them (benchmarks and the live path).
