@@ -10,6 +10,7 @@ use chrono::{DateTime, NaiveDate, NaiveDateTime, SecondsFormat, Utc};
 use serde_json::Value;
 
 use crate::decode::number::parse_f64;
+use crate::decode::swar::bytes_equal;
 use crate::decode::text::utf8_text;
 use crate::decode::types::{Decoded, ForecastRow};
 
@@ -187,15 +188,29 @@ fn decode_plain_lines(text: &str) -> Decoded<ForecastRow> {
     rows.out
 }
 
-/// The comma-separated cells of `line` into `fields` (cleared first). Cells are short, so
-/// one pass over the bytes beats a searcher call per cell.
+/// The comma-separated cells of `line` into `fields` (cleared first). Eight bytes are
+/// tested at a time: cells are short, and a branch per byte cost more than the rest of
+/// the split.
 fn split_commas<'t>(line: &'t str, fields: &mut Vec<&'t str>) {
     fields.clear();
+    let bytes = line.as_bytes();
     let mut cell = 0;
-    for (i, b) in line.bytes().enumerate() {
-        if b == b',' {
+    let mut words = bytes.chunks_exact(8);
+    for (w, word) in words.by_ref().enumerate() {
+        let word = u64::from_le_bytes(word.try_into().unwrap_or_default());
+        let mut commas = bytes_equal(word, b',');
+        while commas != 0 {
+            let i = w * 8 + commas.trailing_zeros() as usize / 8;
             fields.push(&line[cell..i]);
             cell = i + 1;
+            commas &= commas - 1;
+        }
+    }
+    let tail = bytes.len() - words.remainder().len();
+    for (i, b) in words.remainder().iter().enumerate() {
+        if *b == b',' {
+            fields.push(&line[cell..tail + i]);
+            cell = tail + i + 1;
         }
     }
     fields.push(&line[cell..]);
@@ -953,6 +968,20 @@ mod tests {
         };
         b.complete_temperatures();
         vec![a, b]
+    }
+
+    #[test]
+    fn split_commas_matches_str_split() {
+        use rand::{rngs::SmallRng, Rng, SeedableRng};
+        let alphabet = [",", "a", "7", ".", "\u{e9}", " ", "\u{1F600}"];
+        let mut rng = SmallRng::seed_from_u64(11);
+        for _ in 0..20_000 {
+            let line: String =
+                (0..rng.random_range(0..40)).map(|_| alphabet[rng.random_range(0..alphabet.len())]).collect();
+            let mut fields = Vec::new();
+            split_commas(&line, &mut fields);
+            assert_eq!(fields, line.split(',').collect::<Vec<_>>(), "{line:?}");
+        }
     }
 
     /// The memchr line splitter must read quote- and CR-free text exactly as the csv

@@ -12,5 +12,6 @@ pub mod number;
 pub mod nws_hourly;
 pub mod onemin;
 pub mod open_meteo;
+pub mod swar;
 pub mod text;
 pub mod types;
