@@ -3,7 +3,7 @@
 //! them; this takes the exact fast path for such numbers and leaves every other spelling
 //! (exponents, long mantissas, inf/nan) to `str::parse`, so results are bit-identical.
 
-use super::swar::{nonzero_bytes, ONES};
+use super::swar::{load_le, nonzero_bytes, ONES};
 
 /// Powers of ten that an `f64` holds exactly (10^0 ..= 10^22).
 const POW10: [f64; 23] = [
@@ -64,10 +64,8 @@ pub fn parse_f64(s: &str) -> Option<f64> {
 /// other text (the caller's full parser decides).
 fn short_decimal(b: &[u8]) -> Option<(u64, usize)> {
     let n = b.len();
-    let mut word = [0u8; 8];
-    word[..n].copy_from_slice(b);
     // Little-endian: byte i is character i.
-    let v = u64::from_le_bytes(word);
+    let v = load_le(b);
     let live = if n == 8 { u64::MAX } else { (1u64 << (8 * n)) - 1 };
     // A digit is 0x30..=0x39: high nibble 3, and still 3 after adding 6. A carry out of a
     // byte of 0xFA or more can only make the next byte look like a non-digit: the full

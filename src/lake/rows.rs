@@ -14,6 +14,7 @@ use datafusion::arrow::error::ArrowError;
 use super::schema::{KeyHasher, TableDef, FORECASTS, NWS_HOURLY, OBSERVATIONS, ONEMIN, REPORTS};
 use crate::catalog::{standard_offset, Catalog};
 use crate::decode::metar::temperature_fields;
+use crate::decode::swar::load_le;
 use crate::decode::types::{DailyReport, ForecastRow, Metar, NwsHourlyPeriod, OneMinute, OptF64};
 use crate::time::{DateMemo, DayClock};
 use crate::units::relative_humidity;
@@ -51,10 +52,8 @@ pub struct StrKey<'a> {
 
 impl<'a> StrKey<'a> {
     pub fn new(s: &'a str) -> Self {
-        let mut head = [0u8; 8];
-        let n = s.len().min(8);
-        head[..n].copy_from_slice(&s.as_bytes()[..n]);
-        StrKey { prefix: u64::from_be_bytes(head), s }
+        // Byte 0 becomes the most significant (`load_le` pads with zeros, which land low).
+        StrKey { prefix: load_le(s.as_bytes()).swap_bytes(), s }
     }
 }
 
