@@ -114,7 +114,7 @@ fn ingest_batches_files_by_size() {
             .flat_map(|n| {
                 (0..12).map(move |lead| {
                     let mut r = knyc_forecast("GFS", run, lead, 40.0 + lead as f64);
-                    r.location_name = format!("POINT{n:04}");
+                    r.location_name = format!("POINT{n:04}").into();
                     r
                 })
             })

@@ -169,6 +169,27 @@ async fn inputs_ingested_together_match_one_by_one() {
 }
 
 #[tokio::test]
+async fn a_failed_put_fails_the_write_and_a_retry_stores_each_row_once() {
+    let (d, lake) = temp_lake().await;
+    // A file where the GFS partitions' directory belongs: no GFS file can be put.
+    let table_dir = d.path().join("lake").join(FORECASTS.name);
+    std::fs::create_dir_all(&table_dir).unwrap();
+    std::fs::write(table_dir.join("model=GFS"), b"in the way").unwrap();
+    let rows = |model| (0..4).map(move |run| forecast(model, "KNYC", run * 24, 1, 1.0));
+    let all: Vec<ForecastRow> = rows("GFS").chain(rows("HRRR")).collect();
+    let err = lake.write(all.clone()).await.unwrap_err().to_string();
+    assert!(err.contains("model=GFS"), "{err}");
+    // Whatever was stored is whole and readable.
+    let stored: usize = scalar(&lake, "SELECT count(*) FROM forecasts").await.parse().unwrap();
+    assert!(stored <= 4, "only HRRR rows can have been stored: {stored}");
+
+    std::fs::remove_file(table_dir.join("model=GFS")).unwrap();
+    let stats = lake.write(all).await.unwrap();
+    assert_eq!((stats.stored, stats.duplicate), (8 - stored, stored));
+    assert_eq!(scalar(&lake, "SELECT count(*) FROM forecasts").await, "8");
+}
+
+#[tokio::test]
 async fn compaction_merges_files_without_changing_rows() {
     let (_d, lake) = temp_lake().await;
     for batch in 0..4 {
