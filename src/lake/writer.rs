@@ -128,26 +128,40 @@ impl Lake {
         if total == 0 {
             return Ok(WriteStats::default());
         }
-        if chunks.len() > u32::MAX as usize || chunks.iter().any(|c| c.len() > u32::MAX as usize) {
-            return Err(LakeError::TooLarge("a write takes at most 2^32 chunks of 2^32 rows each"));
+        // Runs of at most SLICE_ROWS rows of one chunk: (chunk, first row).
+        let spans: Vec<(usize, usize)> = chunks
+            .iter()
+            .enumerate()
+            .flat_map(|(c, rows)| (0..rows.len()).step_by(SLICE_ROWS).map(move |start| (c, start)))
+            .collect();
+        if spans.len() > u32::MAX as usize {
+            return Err(LakeError::TooLarge("a write takes at most 2^32 slices of 65,536 rows"));
         }
         let table = R::table();
         let _guard = self.lock_writes().await;
         let store = self.store();
         let inserted_at = Utc::now();
 
-        // Row keys and partition groups, per chunk on every core.
-        let (chunks, keys, parts) = blocking(move || {
-            let grouped: Vec<(Vec<u64>, Vec<Group>)> = chunks.par_iter().map(|c| group_chunk(c)).collect();
-            let mut keys = Vec::with_capacity(grouped.len());
-            let mut parts: BTreeMap<String, Vec<(u32, Vec<u32>)>> = BTreeMap::new();
-            for (c, (k, groups)) in grouped.into_iter().enumerate() {
-                keys.push(k);
+        // Row keys and partition groups, a slice at a time on every core (one large input
+        // is split as well as many small ones are spread).
+        let (chunks, slices, parts) = blocking(move || {
+            let grouped: Vec<(Slice, Vec<Group>)> = spans
+                .par_iter()
+                .map(|&(chunk, start)| {
+                    let rows = &chunks[chunk][start..(start + SLICE_ROWS).min(chunks[chunk].len())];
+                    let (keys, groups) = group_rows(rows);
+                    (Slice { chunk, start, keys }, groups)
+                })
+                .collect();
+            let mut slices = Vec::with_capacity(grouped.len());
+            let mut parts: BTreeMap<String, PartRows> = BTreeMap::new();
+            for (s, (slice, groups)) in grouped.into_iter().enumerate() {
+                slices.push(slice);
                 for g in groups {
-                    parts.entry(g.name).or_default().push((c as u32, g.rows));
+                    parts.entry(g.name).or_default().push((s as u32, g.rows));
                 }
             }
-            (chunks, keys, parts)
+            (chunks, slices, parts)
         })
         .await?;
 
@@ -171,7 +185,7 @@ impl Lake {
             let encoded = work
                 .into_par_iter()
                 .map(|(dir, rows, seen)| {
-                    let Some((file, n)) = encode_partition(table, &chunks, &keys, rows, seen, inserted_at)? else {
+                    let Some((file, n)) = encode_partition(table, &chunks, &slices, rows, seen, inserted_at)? else {
                         return Ok(None);
                     };
                     // A closed channel means a put failed; `put_all` reports why.
@@ -195,24 +209,35 @@ impl Lake {
     }
 }
 
-/// One partition's rows of one chunk.
+/// Rows keyed and grouped per task: enough to amortise a task, few enough that one large
+/// input spreads over every core.
+const SLICE_ROWS: usize = 1 << 16;
+
+/// A run of rows of one chunk (from `start`) and their row keys.
+struct Slice {
+    chunk: usize,
+    start: usize,
+    keys: Vec<u64>,
+}
+
+/// One partition's rows of one slice (indexes from the slice's start).
 struct Group {
     name: String,
     rows: Vec<u32>,
 }
 
-/// A partition's rows: (chunk, row indexes) in chunk order.
+/// A partition's rows: (slice, row indexes) in input order.
 type PartRows = Vec<(u32, Vec<u32>)>;
 
-/// The row keys of one chunk and its rows grouped by partition (in row order). Rows of one
-/// input mostly arrive partition by partition: consecutive rows of the same partition
-/// skip the map lookup, and a partition's path is formatted once per chunk.
-fn group_chunk<R: LakeRecord>(chunk: &[R]) -> (Vec<u64>, Vec<Group>) {
-    let mut keys = Vec::with_capacity(chunk.len());
+/// The row keys of `rows` and their indexes grouped by partition (in row order). Rows of
+/// one input mostly arrive partition by partition: consecutive rows of the same partition
+/// skip the map lookup, and a partition's path is formatted once per slice.
+fn group_rows<R: LakeRecord>(rows: &[R]) -> (Vec<u64>, Vec<Group>) {
+    let mut keys = Vec::with_capacity(rows.len());
     let mut groups: Vec<Group> = Vec::new();
     let mut slot_of: FastMap<u64, usize> = FastMap::default();
     let mut last: Option<(u64, usize)> = None;
-    for (i, r) in chunk.iter().enumerate() {
+    for (i, r) in rows.iter().enumerate() {
         keys.push(r.row_key());
         let p = r.partition_key();
         let slot = match last {
@@ -234,7 +259,7 @@ fn group_chunk<R: LakeRecord>(chunk: &[R]) -> (Vec<u64>, Vec<Group>) {
 fn encode_partition<R: LakeRecord>(
     table: &TableDef,
     chunks: &[Vec<R>],
-    keys: &[Vec<u64>],
+    slices: &[Slice],
     rows: PartRows,
     mut seen: FastSet<u64>,
     inserted_at: DateTime<Utc>,
@@ -245,12 +270,13 @@ fn encode_partition<R: LakeRecord>(
     // merges the already-sorted runs inputs usually arrive in (one per station file) in
     // near-linear time.
     let mut order = Vec::with_capacity(n);
-    for (c, idx) in &rows {
-        let (chunk, chunk_keys) = (&chunks[*c as usize], &keys[*c as usize]);
+    for (s, idx) in &rows {
+        let slice = &slices[*s as usize];
+        let records = &chunks[slice.chunk][slice.start..];
         for &i in idx {
-            let key = chunk_keys[i as usize];
+            let key = slice.keys[i as usize];
             if seen.insert(key) {
-                let r = &chunk[i as usize];
+                let r = &records[i as usize];
                 order.push((r.sort_key(), key, r));
             }
         }

@@ -169,6 +169,22 @@ async fn inputs_ingested_together_match_one_by_one() {
 }
 
 #[tokio::test]
+async fn one_large_input_is_deduplicated_across_the_writers_slices() {
+    // More rows than the writer keys in one task (65,536), in one chunk, two partitions,
+    // the last row repeating the fourth at another value: the first one must be stored.
+    let row = |i: usize, temp: f64| {
+        forecast("GFS", &format!("P{:05}", i / 100), (i % 2) as i64 * 24, (i / 2 % 50) as i64, temp)
+    };
+    let mut rows: Vec<ForecastRow> = (0..70_000).map(|i| row(i, 1.0)).collect();
+    rows.push(row(3, 9.0));
+    let (_d, lake) = temp_lake().await;
+    let stats = lake.write(rows).await.unwrap();
+    assert_eq!((stats.stored, stats.duplicate, stats.files), (70_000, 1, 2));
+    assert_eq!(scalar(&lake, "SELECT max(temperature_c) FROM forecasts").await, "1.0");
+    assert_eq!(scalar(&lake, "SELECT count(DISTINCT location_name) FROM forecasts").await, "700");
+}
+
+#[tokio::test]
 async fn a_failed_put_fails_the_write_and_a_retry_stores_each_row_once() {
     let (d, lake) = temp_lake().await;
     // A file where the GFS partitions' directory belongs: no GFS file can be put.
