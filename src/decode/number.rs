@@ -3,8 +3,6 @@
 //! them; this takes the exact fast path for such numbers and leaves every other spelling
 //! (exponents, long mantissas, inf/nan) to `str::parse`, so results are bit-identical.
 
-use super::swar::{load_le, nonzero_bytes, ONES};
-
 /// Powers of ten that an `f64` holds exactly (10^0 ..= 10^22).
 const POW10: [f64; 23] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
@@ -25,16 +23,6 @@ pub fn parse_f64(s: &str) -> Option<f64> {
         Some(b'+') => (false, &b[1..]),
         _ => (false, b),
     };
-    if (1..=8).contains(&digits.len()) {
-        // Most export numbers: eight bytes at once, no loop to mispredict.
-        return match short_decimal(digits) {
-            Some((mantissa, frac_digits)) => {
-                let v = mantissa as f64 / POW10[frac_digits];
-                Some(if negative { -v } else { v })
-            }
-            None => s.parse().ok(),
-        };
-    }
     // At most 16 bytes: 15 digits and a dot, or 16 digits checked against 2^53 below.
     if digits.is_empty() || digits.len() > 16 {
         return s.parse().ok();
@@ -57,43 +45,6 @@ pub fn parse_f64(s: &str) -> Option<f64> {
     }
     let v = mantissa as f64 / POW10[frac_digits];
     Some(if negative { -v } else { v })
-}
-
-/// 1..=8 bytes of digits with at most one dot and at least one digit, read in a few
-/// word operations: the mantissa and the number of digits after the dot. `None` for any
-/// other text (the caller's full parser decides).
-fn short_decimal(b: &[u8]) -> Option<(u64, usize)> {
-    let n = b.len();
-    // Little-endian: byte i is character i.
-    let v = load_le(b);
-    let live = if n == 8 { u64::MAX } else { (1u64 << (8 * n)) - 1 };
-    // A digit is 0x30..=0x39: high nibble 3, and still 3 after adding 6. A carry out of a
-    // byte of 0xFA or more can only make the next byte look like a non-digit: the full
-    // parser then decides, so the answer stays the same.
-    let high = (v & (0xf0 * ONES)) ^ (0x30 * ONES);
-    let high6 = (v.wrapping_add(0x06 * ONES) & (0xf0 * ONES)) ^ (0x30 * ONES);
-    let odd = nonzero_bytes(high | high6) & live;
-    let (digits, count, frac) = match odd.count_ones() {
-        0 => (v, n, 0),
-        1 => {
-            let p = odd.trailing_zeros() as usize / 8;
-            if b[p] != b'.' || n == 1 {
-                return None;
-            }
-            // Close the gap: the bytes after the dot move down one.
-            let below = (1u64 << (8 * p)) - 1;
-            ((v & below) | ((v >> 8) & !below), n - 1, n - 1 - p)
-        }
-        _ => return None,
-    };
-    // Right-align the digits (leading bytes become zero digits), then combine pairs,
-    // quads and halves: the usual eight-digit multiply-and-shift.
-    let mut x = (digits << (8 * (8 - count))) & (0x0f * ONES);
-    // (The multiplications overflow by design: only the bits kept matter.)
-    x = x.wrapping_mul(10 * 256 + 1) >> 8;
-    x = (x & 0x00ff_00ff_00ff_00ff).wrapping_mul(100 * 65_536 + 1) >> 16;
-    x = (x & 0x0000_ffff_0000_ffff).wrapping_mul(10_000 * (1 << 32) + 1) >> 32;
-    Some((x, frac))
 }
 
 #[cfg(test)]
