@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::decode::number::parse_f64;
 use crate::decode::swar::bytes_equal;
 use crate::decode::text::utf8_text;
-use crate::decode::types::{Decoded, ForecastRow};
+use crate::decode::types::{Decoded, ForecastRow, OptF64};
 
 /// The 18 model names of spec 2.5, case-sensitive, in the spec's order. A row naming any
 /// other model is rejected: the lake is partitioned by model and the API filters on these.
@@ -662,32 +662,24 @@ pub fn encode_forecast_csv(rows: &[ForecastRow]) -> String {
     for r in rows {
         push_text(&mut out, r.model);
         push_text(&mut out, &r.location_name);
-        push_num(&mut out, r.latitude.get());
-        push_num(&mut out, r.longitude.get());
+        let floats = r.floats().map(OptF64::get);
+        for v in &floats[..2] {
+            push_num(&mut out, *v);
+        }
         push_raw(&mut out, &r.run_time.to_rfc3339_opts(SecondsFormat::AutoSi, true));
         push_raw(&mut out, &r.valid_time.to_rfc3339_opts(SecondsFormat::AutoSi, true));
         push_raw(&mut out, &r.forecast_hour.to_string());
-        for v in [
-            r.temperature_k,
-            r.temperature_f,
-            r.temperature_c,
-            r.relative_humidity,
-            r.dew_point_f,
-            r.dew_point_c,
-            r.apparent_temp_f,
-            r.apparent_temp_c,
-            r.wind_speed_mph,
-            r.wind_speed_kmh,
-        ] {
-            push_num(&mut out, v.get());
+        for v in &floats[2..12] {
+            push_num(&mut out, *v);
         }
         push_int(&mut out, r.wind_direction_deg);
-        for v in [r.wind_gusts_mph, r.wind_gusts_kmh, r.cloud_cover, r.precipitation_mm, r.precipitation_in] {
-            push_num(&mut out, v.get());
+        for v in &floats[12..17] {
+            push_num(&mut out, *v);
         }
         push_int(&mut out, r.weather_code);
-        push_num(&mut out, r.pressure_msl_hpa.get());
-        push_num(&mut out, r.surface_pressure_hpa.get());
+        for v in &floats[17..] {
+            push_num(&mut out, *v);
+        }
         out.pop(); // trailing comma
         out.push('\n');
     }

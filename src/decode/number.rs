@@ -98,17 +98,21 @@ mod tests {
         }
     }
 
-    #[test]
-    fn agrees_with_std_on_random_short_text() {
-        // Every short spelling over the characters numbers (and near misses) are made of.
-        let alphabet = b"0123456789.-+eE \xc3\xa9/:";
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = || {
+    /// A deterministic xorshift generator.
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             x
-        };
+        }
+    }
+
+    #[test]
+    fn agrees_with_std_on_random_short_text() {
+        // Every short spelling over the characters numbers (and near misses) are made of.
+        let alphabet = b"0123456789.-+eE \xc3\xa9/:";
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         for _ in 0..300_000 {
             let len = (next() % 11) as usize;
             let bytes: Vec<u8> = (0..len).map(|_| alphabet[(next() % alphabet.len() as u64) as usize]).collect();
@@ -121,14 +125,8 @@ mod tests {
 
     #[test]
     fn agrees_with_std_bit_for_bit_on_random_decimals() {
-        // Deterministic xorshift: every length of mantissa, every dot position, both signs.
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        // Every length of mantissa, every dot position, both signs.
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..200_000 {
             let len = 1 + (next() % 17) as usize;
             let mut s: String = (0..len).map(|_| char::from(b'0' + (next() % 10) as u8)).collect();
@@ -136,7 +134,7 @@ mod tests {
             if dot <= len {
                 s.insert(dot, '.');
             }
-            if next() % 2 == 0 {
+            if next().is_multiple_of(2) {
                 s.insert(0, '-');
             }
             same(&s);

@@ -286,6 +286,34 @@ pub struct ForecastRow {
 }
 
 impl ForecastRow {
+    /// The float columns in spec 2.5 order (`latitude` .. `surface_pressure_hpa`, without
+    /// the integer `wind_direction_deg` and `weather_code`), for writers that emit them all
+    /// in order: a fixed array, so a loop over it unrolls instead of calling a getter per
+    /// value.
+    pub fn floats(&self) -> [OptF64; 19] {
+        [
+            self.latitude,
+            self.longitude,
+            self.temperature_k,
+            self.temperature_f,
+            self.temperature_c,
+            self.relative_humidity,
+            self.dew_point_f,
+            self.dew_point_c,
+            self.apparent_temp_f,
+            self.apparent_temp_c,
+            self.wind_speed_mph,
+            self.wind_speed_kmh,
+            self.wind_gusts_mph,
+            self.wind_gusts_kmh,
+            self.cloud_cover,
+            self.precipitation_mm,
+            self.precipitation_in,
+            self.pressure_msl_hpa,
+            self.surface_pressure_hpa,
+        ]
+    }
+
     /// Fill whichever of K/F/C is missing from the one(s) present, so every row carries
     /// all three (spec 2.5: "present for all models").
     pub fn complete_temperatures(&mut self) {

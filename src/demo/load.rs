@@ -86,7 +86,7 @@ pub async fn load(
     for chunk in codes.chunks(group.max(1)) {
         let chunk = chunk.to_vec();
         let c = cfg.clone();
-        let mut g = tokio::task::spawn_blocking(move || {
+        let mut g = crate::lake::blocking(move || {
             use rayon::prelude::*;
             chunk.par_iter().map(|code| decode_station(&c, &generate_station(&c, code))).reduce(
                 Gathered::default,
@@ -101,8 +101,7 @@ pub async fn load(
                 },
             )
         })
-        .await
-        .map_err(|e| LakeError::Join(e.to_string()))?;
+        .await?;
         let rows = g.rows();
         let mut stats = store(lake, Records::Observations(std::mem::take(&mut g.obs))).await?;
         stats += store(lake, Records::OneMinute(std::mem::take(&mut g.onemin))).await?;

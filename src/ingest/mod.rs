@@ -145,12 +145,11 @@ pub async fn ingest_inputs(
     summary: &mut Summary,
 ) -> Result<WriteStats, LakeError> {
     let opts = opts.clone();
-    let decoded = tokio::task::spawn_blocking(move || {
+    let decoded = crate::lake::blocking(move || {
         use rayon::prelude::*;
         inputs.into_par_iter().map(|i| (i.name, format.decode(&i.bytes, &opts))).collect::<Vec<_>>()
     })
-    .await
-    .map_err(|e| LakeError::Join(e.to_string()))?;
+    .await?;
     let mut stats = WriteStats::default();
     let mut pending: Option<Chunks> = None;
     for (name, d) in decoded {

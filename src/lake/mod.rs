@@ -101,3 +101,8 @@ impl Lake {
         self.write_lock.lock().await
     }
 }
+
+/// Runs CPU-bound work (which fans out on rayon) off the async workers.
+pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, LakeError> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| LakeError::Join(e.to_string()))
+}

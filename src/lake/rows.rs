@@ -15,7 +15,7 @@ use super::schema::{KeyHasher, TableDef, FORECASTS, NWS_HOURLY, OBSERVATIONS, ON
 use crate::catalog::{standard_offset, Catalog};
 use crate::decode::metar::temperature_fields;
 use crate::decode::swar::load_le;
-use crate::decode::types::{DailyReport, ForecastRow, Metar, NwsHourlyPeriod, OneMinute, OptF64};
+use crate::decode::types::{DailyReport, ForecastRow, Metar, NwsHourlyPeriod, OneMinute};
 use crate::time::{DateMemo, DayClock};
 use crate::units::relative_humidity;
 
@@ -449,7 +449,7 @@ impl LakeRecord for ForecastRow {
             run.append_value(micros(r.run_time));
             valid.append_value(micros(r.valid_time));
             fh.append_value(r.forecast_hour);
-            for (b, v) in floats.iter_mut().zip(forecast_floats(r)) {
+            for (b, v) in floats.iter_mut().zip(r.floats()) {
                 b.append_option(v.get());
             }
             wind_dir.append_option(r.wind_direction_deg);
@@ -481,33 +481,6 @@ impl LakeRecord for ForecastRow {
         cols.push(Arc::new(ins.finish()));
         finish(&FORECASTS, cols)
     }
-}
-
-/// The float columns of a forecast row in schema order (from `latitude` to
-/// `surface_pressure_hpa`, without the two integer columns). A fixed array, so the batch
-/// builder's loop over it unrolls instead of calling a getter per value.
-fn forecast_floats(r: &ForecastRow) -> [OptF64; 19] {
-    [
-        r.latitude,
-        r.longitude,
-        r.temperature_k,
-        r.temperature_f,
-        r.temperature_c,
-        r.relative_humidity,
-        r.dew_point_f,
-        r.dew_point_c,
-        r.apparent_temp_f,
-        r.apparent_temp_c,
-        r.wind_speed_mph,
-        r.wind_speed_kmh,
-        r.wind_gusts_mph,
-        r.wind_gusts_kmh,
-        r.cloud_cover,
-        r.precipitation_mm,
-        r.precipitation_in,
-        r.pressure_msl_hpa,
-        r.surface_pressure_hpa,
-    ]
 }
 
 /// One period of one NWS hourly forecast version, flattened for storage.
@@ -573,35 +546,22 @@ impl LakeRecord for NwsHourlyRow {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode::types::OptF64;
 
     #[test]
     fn forecast_batch_puts_every_number_in_its_column() {
         use datafusion::arrow::array::{Array, AsArray};
-        use datafusion::arrow::datatypes::{Float64Type, Int32Type};
+        use datafusion::arrow::datatypes::{DataType, Float64Type, Int32Type};
         let t = |h: i64| DateTime::from_timestamp(1_767_225_600 + h * 3600, 0).unwrap();
-        let names = [
-            "latitude",
-            "longitude",
-            "temperature_k",
-            "temperature_f",
-            "temperature_c",
-            "relative_humidity",
-            "dew_point_f",
-            "dew_point_c",
-            "apparent_temp_f",
-            "apparent_temp_c",
-            "wind_speed_mph",
-            "wind_speed_kmh",
-            "wind_direction_deg",
-            "wind_gusts_mph",
-            "wind_gusts_kmh",
-            "cloud_cover",
-            "precipitation_mm",
-            "precipitation_in",
-            "weather_code",
-            "pressure_msl_hpa",
-            "surface_pressure_hpa",
-        ];
+        // The schema's numeric columns, latitude .. surface_pressure_hpa.
+        let schema = FORECASTS.file_schema();
+        let names: Vec<&str> = schema
+            .fields()
+            .iter()
+            .filter(|f| matches!(f.data_type(), DataType::Float64 | DataType::Int32) && f.name() != "forecast_hour")
+            .map(|f| f.name().as_str())
+            .collect();
+        assert_eq!(names.len(), 21, "{names:?}");
         // Column i holds i + 1 (as the test's own field list says, not the builder's).
         let v = |name: &str| OptF64::from((names.iter().position(|n| *n == name).unwrap() + 1) as f64);
         let row = ForecastRow {
@@ -636,9 +596,7 @@ mod tests {
         for (i, name) in names.iter().enumerate() {
             let col = batch.column_by_name(name).unwrap();
             let got = match col.data_type() {
-                datafusion::arrow::datatypes::DataType::Int32 => {
-                    col.is_valid(0).then(|| f64::from(col.as_primitive::<Int32Type>().value(0)))
-                }
+                DataType::Int32 => col.is_valid(0).then(|| f64::from(col.as_primitive::<Int32Type>().value(0))),
                 _ => col.is_valid(0).then(|| col.as_primitive::<Float64Type>().value(0)),
             };
             let want = (*name != "surface_pressure_hpa").then_some((i + 1) as f64);

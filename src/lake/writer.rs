@@ -24,7 +24,7 @@ use rayon::prelude::*;
 
 use super::rows::LakeRecord;
 use super::schema::TableDef;
-use super::{Lake, LakeError};
+use super::{blocking, Lake, LakeError};
 
 /// Hash containers for row keys and partition keys (already hashes of trusted fields,
 /// so a fast non-DoS-resistant hasher is right; SipHash was a visible share of ingest).
@@ -310,11 +310,6 @@ async fn put_all(store: Arc<dyn ObjectStore>, rx: tokio::sync::mpsc::Receiver<(P
 /// The receiver as a stream.
 fn receiver_stream<T: Send + 'static>(mut rx: tokio::sync::mpsc::Receiver<T>) -> impl futures::Stream<Item = T> + Send {
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
-}
-
-/// Runs CPU-bound work (which fans out on rayon) off the async workers.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, LakeError> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| LakeError::Join(e.to_string()))
 }
 
 /// Builds a batch of `R` rows without storing them (benchmarks and the live path).
