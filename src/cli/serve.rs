@@ -114,7 +114,7 @@ async fn start_stream(
     let config = stream::load_tls(&cert, &key)?;
     let log = Arc::new(stream::EventLog::open(&dir.join("events"), stream::default_retention())?);
     let hub = Hub::new(1024);
-    stream::bridge::spawn_publisher(Arc::clone(live), Arc::clone(&log), hub.clone());
+    stream::bridge::spawn_publisher(Arc::clone(live), Arc::clone(&log), hub.clone()).await;
     let stream_state = StreamState {
         hub: hub.clone(),
         log,
@@ -173,17 +173,27 @@ fn spawn_demo_feed(live: Arc<LiveService>) {
     });
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves on SIGINT or SIGTERM. The handlers are registered when this is called, not when
+/// the future is first polled: a SIGTERM that arrives right after the "listening" line must
+/// still stop the server gracefully (with its final flush), not kill it.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let term = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            s.recv().await;
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut int = signal(SignalKind::interrupt()).ok();
+        let mut term = signal(SignalKind::terminate()).ok();
+        async move {
+            let wait = |s: Option<tokio::signal::unix::Signal>| async move {
+                match s {
+                    Some(mut s) => drop(s.recv().await),
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! { () = wait(int.take()) => {}, () = wait(term.take()) => {} }
         }
-    };
+    }
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+    async {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

@@ -40,6 +40,17 @@ pub enum Applied {
     Report { station: String, report: DailyReport, events: Vec<LiveEvent> },
 }
 
+impl Applied {
+    /// How many new-high / new-low changes the record caused.
+    pub fn event_count(&self) -> usize {
+        match self {
+            Applied::Observation { events, .. }
+            | Applied::OneMinute { events, .. }
+            | Applied::Report { events, .. } => events.len(),
+        }
+    }
+}
+
 impl Default for HotState {
     fn default() -> Self {
         Self::new()

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
-use tokio::sync::broadcast::error::RecvError;
 
 use super::{EventLog, Hub, StreamAuth, StreamGrant, StreamRefusal};
 use crate::api::keys::Tier;
@@ -194,29 +193,27 @@ pub fn events_for(live: &LiveService, applied: &Applied) -> Vec<(String, &'stati
     out
 }
 
-/// Consumes the live path's notices and publishes their events until the live service
-/// goes away. Append, then publish, from this one task: ids reach clients in order.
-pub fn spawn_publisher(live: Arc<LiveService>, log: Arc<EventLog>, hub: Hub) -> tokio::task::JoinHandle<()> {
-    let mut rx = live.subscribe();
+/// Records the publisher's inbox holds before an ingest waits for it.
+pub const PUBLISHER_INBOX: usize = 4096;
+
+/// Attaches to the live path and publishes the events of everything it applies until the
+/// live service goes away. Append, then publish, from this one task: ids reach clients in
+/// order. Nothing is skipped: the live path waits when this task falls behind.
+pub async fn spawn_publisher(live: Arc<LiveService>, log: Arc<EventLog>, hub: Hub) -> tokio::task::JoinHandle<()> {
+    let mut rx = live.attach_publisher(PUBLISHER_INBOX).await;
     tokio::spawn(async move {
-        loop {
-            match rx.recv().await {
-                Ok(applied) => {
-                    for (station, name, data) in events_for(&live, &applied) {
-                        // Emission (wall-clock) time: the log's retention and the payload
-                        // `timestamp` are about when the event went out.
-                        match log.append(&station, name, data, Utc::now()) {
-                            Ok(event) => {
-                                hub.publish(event);
-                            }
-                            Err(e) => tracing::error!(error = %e, "event log append failed; event not streamed"),
-                        }
+        while let Some(applied) = rx.recv().await {
+            for (station, name, data) in events_for(&live, &applied) {
+                // Emission (wall-clock) time: the log's retention and the payload
+                // `timestamp` are about when the event went out.
+                match log.append(&station, name, data, Utc::now()) {
+                    Ok(event) => {
+                        hub.publish(event);
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, station, event = name, "event log append failed; event not streamed")
                     }
                 }
-                Err(RecvError::Lagged(n)) => {
-                    tracing::warn!(skipped = n, "stream publisher lagged behind the live path; events skipped");
-                }
-                Err(RecvError::Closed) => break,
             }
         }
     })
@@ -234,19 +231,26 @@ mod tests {
     use crate::clock::{Clock, ManualClock};
     use crate::ingest::{Format, IngestOptions};
     use crate::stream::testkit::{client_connector, SseClient};
-    use crate::stream::{load_tls, self_signed, serve_tls, stream_router, StreamState, STREAM_PATH};
+    use crate::stream::{load_tls, self_signed, serve_tls, stream_router, Replay, StreamState, STREAM_PATH};
 
     struct Rig {
         _dir: tempfile::TempDir,
         addr: std::net::SocketAddr,
         connector: tokio_rustls::TlsConnector,
         live: Arc<LiveService>,
+        log: Arc<EventLog>,
         pro: String,
         dev: String,
+        /// A second Developer user (one connection per user).
+        dev2: String,
         no_stream: String,
     }
 
     async fn rig(heartbeat: Duration) -> Rig {
+        rig_with(heartbeat, 256).await
+    }
+
+    async fn rig_with(heartbeat: Duration, hub_queue: usize) -> Rig {
         let dir = tempfile::tempdir().unwrap();
         let lake = crate::lake::Lake::open(&format!("file://{}", dir.path().join("lake").display())).await.unwrap();
         let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 3, 8, 18, 0, 0).unwrap()));
@@ -254,18 +258,19 @@ mod tests {
         let keys = KeyStore::open(&state_dir).unwrap();
         let pro = keys.create(Tier::Professional, "pat", false, true).unwrap().1;
         let dev = keys.create(Tier::Developer, "dana", false, true).unwrap().1;
+        let dev2 = keys.create(Tier::Developer, "dora", false, true).unwrap().1;
         let no_stream = keys.create(Tier::Enterprise, "erin", false, false).unwrap().1;
         let live = Arc::new(LiveService::open(lake, &state_dir, Arc::clone(&clock)).await.unwrap());
         let state = AppState::new(keys, RateLimiter::new(Arc::clone(&clock)), Arc::clone(&live), clock);
         let (cert, key) = self_signed(&dir.path().join("tls"), &["localhost", "127.0.0.1"]).unwrap();
         let log = Arc::new(EventLog::open(&dir.path().join("events"), crate::stream::default_retention()).unwrap());
-        let hub = Hub::new(256);
-        spawn_publisher(Arc::clone(&live), Arc::clone(&log), hub.clone());
-        let router = stream_router(StreamState { hub, log, auth: Arc::new(state), heartbeat });
+        let hub = Hub::new(hub_queue);
+        spawn_publisher(Arc::clone(&live), Arc::clone(&log), hub.clone()).await;
+        let router = stream_router(StreamState { hub, log: Arc::clone(&log), auth: Arc::new(state), heartbeat });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(serve_tls(listener, load_tls(&cert, &key).unwrap(), router, std::future::pending()));
-        Rig { addr, connector: client_connector(&cert), live, pro, dev, no_stream, _dir: dir }
+        Rig { addr, connector: client_connector(&cert), live, log, pro, dev, dev2, no_stream, _dir: dir }
     }
 
     impl Rig {
@@ -382,5 +387,79 @@ mod tests {
         // Next: a heartbeat, never a new_high.
         let after = c.next_event().await.unwrap();
         assert_eq!(after.name, "heartbeat", "{:?}", after.lines);
+    }
+
+    /// A burst far larger than any queue between the live path and the clients: every
+    /// event gets its id in the log, the fast client receives all of them in order, and a
+    /// client that reads nothing is dropped alone (it would resume from the log).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn burst_reaches_the_fast_client_whole_while_a_slow_one_is_dropped() {
+        let rig = rig_with(Duration::from_secs(30), 4096).await;
+        let stations = [
+            "KMDW", "KAUS", "KDFW", "KMSY", "KDAL", "KHOU", "KSAT", "KBNA", "KOKC", "KMSP", "KPHL", "KMIA", "KNYC",
+            "KLGA", "KDCA", "KCLT", "KBOS", "KATL", "KJAX", "KDEN",
+        ];
+        const MINUTES: usize = 1000;
+        let all = stations.join(",");
+        let mut fast = rig.open(&rig.dev, &all, None).await;
+        assert_eq!(fast.next_event().await.unwrap().name, "connected");
+        // Reads nothing at all: its socket and then its queue fill up.
+        let path = format!("{STREAM_PATH}?stations={all}&api_key={}", rig.dev2);
+        let slow = SseClient::connect_slow(rig.addr, &rig.connector, &path).await;
+        let start_id = rig.log.last_id();
+
+        // 20,000 reports in one input: 1,000 minutes of 8 March for each of 20 stations.
+        let mut lines = Vec::with_capacity(20 * MINUTES);
+        for minute in 0..MINUTES {
+            let (h, m) = (1 + (20 + minute) / 60, (20 + minute) % 60);
+            for st in &stations {
+                let t = minute % 30;
+                lines.push(format!(
+                    "{st} 08{h:02}{m:02}Z AUTO 27008KT 10SM CLR {t:02}/M06 A3021 RMK AO2 T0{:03}1061",
+                    t * 10
+                ));
+            }
+        }
+        let ingest = {
+            let live = Arc::clone(&rig.live);
+            tokio::spawn(async move {
+                let opts = IngestOptions { month: Some((2026, 3)), ..Default::default() };
+                live.ingest(Format::Metar, opts, lines.join("\n").into_bytes()).await.unwrap()
+            })
+        };
+        let mut ids = Vec::new();
+        let mut observations = 0;
+        while observations < 20 * MINUTES {
+            let e = tokio::time::timeout(Duration::from_secs(60), fast.next_event())
+                .await
+                .expect("the fast client waited a minute for the next event")
+                .expect("the fast client's stream ended");
+            assert_ne!(e.name, "resync", "the fast client was dropped after {} events", ids.len());
+            if e.name == "heartbeat" {
+                continue;
+            }
+            observations += usize::from(e.name == "observation");
+            ids.push(e.id_u64());
+        }
+        assert_eq!(ingest.await.unwrap().accepted, 20 * MINUTES);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let wanted: std::collections::HashSet<String> = stations.iter().map(|s| s.to_string()).collect();
+        let Replay::Events(logged) = rig.log.replay_after(&start_id.to_string(), &wanted) else {
+            panic!("the burst must be replayable from the log")
+        };
+        let logged: Vec<u64> = logged.iter().map(|e| e.id).collect();
+        assert_eq!(ids, logged, "the fast client got exactly the logged events, in id order");
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        assert!(ids.len() >= 20 * MINUTES, "observations and their new_high/new_low alerts: {}", ids.len());
+
+        // The client that read nothing was cut off: its stream ends short of its 5,000
+        // observations (what it got is what its socket held when it was dropped).
+        let mut slow = slow;
+        let mut slow_observations = 0;
+        while let Some(e) = slow.next_event().await {
+            slow_observations += usize::from(e.name == "observation");
+        }
+        assert_eq!(slow.status, 200);
+        assert!(slow_observations < 20 * MINUTES, "the slow client was not dropped");
     }
 }

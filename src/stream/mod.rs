@@ -295,6 +295,12 @@ pub(crate) mod testkit {
             client
         }
 
+        /// [`SseClient::connect`] over a socket with a tiny receive buffer, reading nothing
+        /// yet (not even the response head): a client that has stopped draining.
+        pub async fn connect_slow(addr: SocketAddr, connector: &TlsConnector, path: &str) -> SseClient {
+            Self::send_to(addr, connector, path, &[], Some(4096)).await
+        }
+
         async fn send_to(
             addr: SocketAddr,
             connector: &TlsConnector,
