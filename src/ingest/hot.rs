@@ -16,6 +16,12 @@ use crate::live::{LiveEvent, LiveInput, StationLive};
 /// How long observations stay in memory (history serves ≤ 24 h; a margin for late data).
 pub const RECENT: Duration = Duration::hours(50);
 
+/// The lake's last days the hot state is rebuilt from on start (`LiveService::open`): with
+/// every observation ingested since, the hot state then holds every observation younger
+/// than this, so a station's latest observation within it is the station's latest (the
+/// `latest` mode answers it from memory; an older one is checked against the lake).
+pub const REBUILD_WINDOW: Duration = Duration::days(2);
+
 /// One station's hot state.
 #[derive(Debug)]
 pub struct StationHot {

@@ -328,7 +328,7 @@ impl LiveService {
 
     /// Loads the lake's observations, one-minute data and reports of the last days.
     async fn rebuild_from_lake(&self, now: DateTime<Utc>) -> Result<usize, LiveError> {
-        let from = now - Duration::days(2);
+        let from = now - super::hot::REBUILD_WINDOW;
         let (obs, onemin, reports) = load_window(&self.ctx, None, from, now + Duration::hours(1)).await?;
         let n = obs.len() + onemin.len() + reports.len();
         obs.iter().for_each(|m| drop(self.hot.apply_metar(m)));
