@@ -153,30 +153,51 @@ pub fn change_payload(station: &str, e: &LiveEvent) -> Value {
     })
 }
 
+/// True when `day` is the trading day in progress (`today`) or the one before it (or
+/// later, for a clock running behind the source): the days whose data is live news.
+fn is_live_day(day: chrono::NaiveDate, today: chrono::NaiveDate) -> bool {
+    today.pred_opt().is_none_or(|previous| day >= previous)
+}
+
 /// The events one applied record produces, in order: (station, name, payload).
+///
+/// Only data about the station's current or previous trading day (under either logic) is
+/// live news: a backfilled observation or daily report updates the lake and the past days'
+/// extremes, and is not streamed (a month of backfill would otherwise flood every client and
+/// the event log).
 pub fn events_for(live: &LiveService, applied: &Applied) -> Vec<(String, &'static str, Value)> {
     let now = live.clock.now();
     let mut out = Vec::new();
     let (station, changes) = match applied {
         Applied::Observation { station, metar, events } => {
             if let Some(st) = Catalog::global().get(station) {
-                let (nws, wu) = live
-                    .hot
-                    .read(station, |h| {
-                        let nd = h.live.day_of(Logic::Nws, metar.time);
-                        let wd = h.live.day_of(Logic::Wu, metar.time);
-                        (h.live.extremes(Logic::Nws, nd, now), h.live.extremes(Logic::Wu, wd, now))
-                    })
-                    .unwrap_or((None, None));
-                out.push((station.clone(), "observation", observation_payload(st, metar, nws.as_ref(), wu.as_ref())));
+                let view = live.hot.read(station, |h| {
+                    let recent =
+                        Logic::ALL.iter().any(|&l| is_live_day(h.live.day_of(l, metar.time), h.live.day_of(l, now)));
+                    let nd = h.live.day_of(Logic::Nws, metar.time);
+                    let wd = h.live.day_of(Logic::Wu, metar.time);
+                    recent.then(|| (h.live.extremes(Logic::Nws, nd, now), h.live.extremes(Logic::Wu, wd, now)))
+                });
+                if let Some(Some((nws, wu))) = view {
+                    out.push((
+                        station.clone(),
+                        "observation",
+                        observation_payload(st, metar, nws.as_ref(), wu.as_ref()),
+                    ));
+                }
             }
             (station, events)
         }
         Applied::OneMinute { station, events } => (station, events),
         Applied::Report { station, report, events } => {
-            let anomaly = live.hot.read(station, |h| h.live.report_anomaly(report)).unwrap_or(false);
-            let name = if report.kind == DailyKind::Dsm { "dsm" } else { "cli" };
-            out.push((station.clone(), name, report_payload(report, anomaly)));
+            let view = live.hot.read(station, |h| {
+                let recent = Logic::ALL.iter().any(|&l| is_live_day(report.date, h.live.day_of(l, now)));
+                recent.then(|| h.live.report_anomaly(report))
+            });
+            if let Some(Some(anomaly)) = view {
+                let name = if report.kind == DailyKind::Dsm { "dsm" } else { "cli" };
+                out.push((station.clone(), name, report_payload(report, anomaly)));
+            }
             (station, events)
         }
     };
@@ -358,6 +379,80 @@ mod tests {
         let displaced = next_named(&mut c2, "displaced").await;
         assert_eq!(displaced.name, "displaced");
         assert!(c2.reaches_eof().await);
+    }
+
+    fn names(events: &[(String, &'static str, Value)]) -> Vec<&'static str> {
+        events.iter().map(|(_, name, _)| *name).collect()
+    }
+
+    fn report(kind: DailyKind, date: chrono::NaiveDate) -> DailyReport {
+        DailyReport {
+            kind,
+            station: "KNYC".into(),
+            date,
+            max_f: Some(50),
+            max_time_lst: None,
+            min_f: Some(30),
+            min_time_lst: None,
+            precip_in: None,
+            precip_trace: false,
+            precip_mtd_in: None,
+            precip_mtd_trace: false,
+            is_final: true,
+            valid_as_of_lst: None,
+            issued_at: None,
+            correction: false,
+            raw: format!("{kind:?} {date}"),
+        }
+    }
+
+    /// The clock says 2026-03-08 18:00 UTC (13:00 in New York): the 8th is the trading day
+    /// in progress and the 7th the previous one under both logics; the 6th is backfill.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn backfilled_days_produce_no_stream_events() {
+        let rig = rig(Duration::from_secs(30)).await;
+        let now = rig.live.clock.now();
+        let observe = |text: &str| {
+            let m = crate::decode::metar::parse_metar(text, now).unwrap();
+            events_for(&rig.live, &rig.live.hot.apply_metar(&m).unwrap())
+        };
+        // Oldest first, as a backfill arrives: a day's first value would be a new high.
+        let old = observe("KNYC 061451Z 27008KT 10SM FEW250 08/M06 A3021 RMK AO2 T00781061");
+        assert!(old.is_empty(), "backfill must not stream: {:?}", names(&old));
+        let previous = observe("KNYC 071451Z 27008KT 10SM FEW250 08/M06 A3021 RMK AO2 T00781061");
+        assert_eq!(names(&previous), ["observation"], "the previous day is still news (no alert)");
+        assert_eq!(previous[0].2["local_date"], "2026-03-07");
+        let today = observe("KNYC 081451Z 27008KT 10SM FEW250 08/M06 A3021 RMK AO2 T00781061");
+        assert_eq!(names(&today)[0], "observation");
+        assert!(names(&today).contains(&"new_high"), "{:?}", names(&today));
+        // A late METAR of the 5th after today's: still backfill.
+        assert!(observe("KNYC 051451Z 27008KT 10SM FEW250 08/M06 A3021 RMK AO2 T00781061").is_empty());
+
+        let date = |d| chrono::NaiveDate::from_ymd_opt(2026, 3, d).unwrap();
+        for (kind, name) in [(DailyKind::Cli, "cli"), (DailyKind::Dsm, "dsm")] {
+            for (day, streamed) in [(6, false), (7, true), (8, true)] {
+                let applied = rig.live.hot.apply_report(&report(kind, date(day))).unwrap();
+                let events = events_for(&rig.live, &applied);
+                assert_eq!(names(&events).contains(&name), streamed, "{name} for the {day}th: {:?}", names(&events));
+            }
+        }
+    }
+
+    /// End to end: a backfill posted through the live path reaches the lake's days but no
+    /// subscriber; the next live observation is the first event the client sees.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_posted_backfill_is_not_streamed() {
+        let rig = rig(Duration::from_secs(30)).await;
+        let mut c = rig.open(&rig.dev, "KNYC", None).await;
+        assert_eq!(c.next_event().await.unwrap().name, "connected");
+        let backfill: String = (1..=5)
+            .flat_map(|d| (0..24).map(move |h| format!("KNYC 0{d}{h:02}51Z 27008KT 10SM CLR 08/M06 A3021 RMK AO2\n")))
+            .collect();
+        rig.ingest(&backfill).await;
+        rig.ingest("KNYC 081651Z 27008KT 10SM CLR 09/M06 A3021 RMK AO2 T00891061").await;
+        let first = c.next_event().await.unwrap();
+        assert_eq!(first.name, "observation");
+        assert_eq!(first.data["observation_time_utc"], "2026-03-08T16:51:00Z");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
