@@ -539,7 +539,7 @@ mod tests {
         assert_eq!(ingest.await.unwrap().accepted, 20 * MINUTES);
         tokio::time::sleep(Duration::from_millis(300)).await;
         let wanted: std::collections::HashSet<String> = stations.iter().map(|s| s.to_string()).collect();
-        let Replay::Events(logged) = rig.log.replay_after(&start_id.to_string(), &wanted) else {
+        let Replay::Events { events: logged, more: false } = rig.log.replay_after(&start_id.to_string(), &wanted) else {
             panic!("the burst must be replayable from the log")
         };
         let logged: Vec<u64> = logged.iter().map(|e| e.id).collect();
