@@ -129,6 +129,28 @@ fn nothing_usable_exits_nonzero_and_stdin_works() {
     assert!(stderr(&o).contains("stored 2"), "{}", stderr(&o));
 }
 
+/// A 10 MB "METAR" line used to be stored (exit 0): it is rejected with its length and
+/// the limit, without being echoed, and only the good line of the file is stored.
+#[test]
+fn over_long_metar_line_is_rejected_and_the_good_line_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let input = dir.path().join("reports.txt");
+    let huge = format!("KNYC 011251Z 36010KT 10SM RMK {}", "X".repeat(10 << 20));
+    let good = "KNYC 011351Z 36010KT 10SM FEW250 05/M05 A3000";
+    std::fs::write(&input, format!("{huge}\n{good}\n")).unwrap();
+    let o = wxlake(&lake, &["ingest", "metar", "--month", "2024-03", input.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("read 2, stored 1, duplicate 0, rejected 1"), "{err}");
+    let reason = format!("reports.txt:1: METAR report of {} bytes is longer than the 1024-byte limit", huge.len());
+    assert!(err.contains(&reason), "{err}");
+    assert!(!err.contains("XXXXXXXX"), "the line is not echoed: {} bytes of stderr", err.len());
+    let o = wxlake(&lake, &["sql", "SELECT raw FROM observations", "--format", "csv"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), format!("raw\n{good}\n"));
+}
+
 #[test]
 fn unknown_format_is_a_clear_usage_error() {
     let dir = tempfile::tempdir().unwrap();
