@@ -246,24 +246,8 @@ mod tests {
     use crate::decode::types::DailyKind;
 
     fn report(kind: DailyKind, max_f: i32, min_f: i32) -> DailyReport {
-        DailyReport {
-            kind,
-            station: "KNYC".into(),
-            date: NaiveDate::from_ymd_opt(2026, 3, 8).unwrap(),
-            max_f: Some(max_f),
-            max_time_lst: None,
-            min_f: Some(min_f),
-            min_time_lst: None,
-            precip_in: None,
-            precip_trace: false,
-            precip_mtd_in: None,
-            precip_mtd_trace: false,
-            is_final: true,
-            valid_as_of_lst: None,
-            issued_at: None,
-            correction: false,
-            raw: String::new(),
-        }
+        let date = NaiveDate::from_ymd_opt(2026, 3, 8).unwrap();
+        DailyReport { max_f: Some(max_f), min_f: Some(min_f), ..DailyReport::blank(kind, "KNYC", date) }
     }
 
     /// Spec 2.1: every `*_display` but `temperature_display` is an integer, in native

@@ -194,6 +194,31 @@ pub struct DailyReport {
     pub raw: String,
 }
 
+impl DailyReport {
+    /// A final, uncorrected report with no values: decoders and tests fill in what the
+    /// product states.
+    pub fn blank(kind: DailyKind, station: &str, date: NaiveDate) -> Self {
+        DailyReport {
+            kind,
+            station: station.to_string(),
+            date,
+            max_f: None,
+            max_time_lst: None,
+            min_f: None,
+            min_time_lst: None,
+            precip_in: None,
+            precip_trace: false,
+            precip_mtd_in: None,
+            precip_mtd_trace: false,
+            is_final: true,
+            valid_as_of_lst: None,
+            issued_at: None,
+            correction: false,
+            raw: String::new(),
+        }
+    }
+}
+
 /// An optional number in 8 bytes instead of `Option<f64>`'s 16: NaN stands for "none".
 /// Forecast rows carry 19 of them and bulk loads hold millions of rows, so this takes a
 /// row from 392 to 240 bytes. Decoders never produce a NaN value (non-finite numbers are

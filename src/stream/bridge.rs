@@ -387,22 +387,10 @@ mod tests {
 
     fn report(kind: DailyKind, date: chrono::NaiveDate) -> DailyReport {
         DailyReport {
-            kind,
-            station: "KNYC".into(),
-            date,
             max_f: Some(50),
-            max_time_lst: None,
             min_f: Some(30),
-            min_time_lst: None,
-            precip_in: None,
-            precip_trace: false,
-            precip_mtd_in: None,
-            precip_mtd_trace: false,
-            is_final: true,
-            valid_as_of_lst: None,
-            issued_at: None,
-            correction: false,
             raw: format!("{kind:?} {date}"),
+            ..DailyReport::blank(kind, "KNYC", date)
         }
     }
 
