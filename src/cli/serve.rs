@@ -59,6 +59,9 @@ pub async fn run(lake: Lake, a: ServeArgs) -> anyhow::Result<ExitCode> {
     let dir = state_dir(&lake, a.state_dir.clone())?;
     // Held until the process ends.
     let _lock = take_serve_lock(&dir)?;
+    // One shutdown for both listeners, its signal handlers registered before anything
+    // listens: a SIGTERM at any moment from here on is a graceful stop with a final flush.
+    let shutdown = Shutdown::on_signal();
     if a.demo && !lake_has_data(&lake) {
         eprintln!("demo: building a {}-day demo lake (first run only)...", a.demo_days);
         let args = DemoArgs {
@@ -87,19 +90,32 @@ pub async fn run(lake: Lake, a: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     let state = AppState::new(keys, RateLimiter::new(Arc::clone(&clock)), Arc::clone(&live), clock);
     let stream_addr = a.stream_addr.clone().or_else(|| a.demo.then(|| "127.0.0.1:8443".to_string()));
-    let hub = match stream_addr {
-        Some(addr) => Some(start_stream(&a, &dir, &addr, &state, &live).await?),
+    let stream = match stream_addr {
+        Some(addr) => Some(start_stream(&a, &dir, &addr, &state, &live, &shutdown).await?),
         None => None,
     };
     let listener = tokio::net::TcpListener::bind(&a.addr).await?;
     eprintln!("wxlake listening on http://{} (docs: /docs, OpenAPI: /openapi.json)", listener.local_addr()?);
-    server::serve(listener, state, shutdown_signal()).await?;
-    if let Some(hub) = hub {
-        hub.close_all();
+    server::serve(listener, state, shutdown.wait()).await?;
+    if let Some(stream) = stream {
+        // Events of everything applied so far reach the log before the stream closes.
+        live.detach_publisher().await;
+        if let Err(e) = stream.publisher.await {
+            tracing::error!(error = %e, "stream publisher ended abnormally");
+        }
+        stream.log.sync()?;
+        stream.hub.close_all();
     }
     eprintln!("shutting down: flushing the WAL to the lake");
     live.flush().await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The running push stream, for its orderly stop.
+struct RunningStream {
+    hub: Hub,
+    log: Arc<stream::EventLog>,
+    publisher: tokio::task::JoinHandle<()>,
 }
 
 /// Starts the HTTPS push stream: event log, hub, publisher, listener.
@@ -109,7 +125,8 @@ async fn start_stream(
     addr: &str,
     state: &AppState,
     live: &Arc<LiveService>,
-) -> anyhow::Result<Hub> {
+    shutdown: &Shutdown,
+) -> anyhow::Result<RunningStream> {
     let (cert, key) = match (&a.tls_cert, &a.tls_key) {
         (Some(c), Some(k)) => (c.clone(), k.clone()),
         _ if a.demo => {
@@ -122,18 +139,18 @@ async fn start_stream(
     let config = stream::load_tls(&cert, &key)?;
     let log = Arc::new(stream::EventLog::open(&dir.join("events"), stream::default_retention())?);
     let hub = Hub::new(1024);
-    stream::bridge::spawn_publisher(Arc::clone(live), Arc::clone(&log), hub.clone()).await;
+    let publisher = stream::bridge::spawn_publisher(Arc::clone(live), Arc::clone(&log), hub.clone()).await;
     let stream_state = StreamState {
         hub: hub.clone(),
-        log,
+        log: Arc::clone(&log),
         auth: Arc::new(state.clone()),
         heartbeat: Duration::from_secs(a.heartbeat_secs.max(1)),
     };
     let listener = tokio::net::TcpListener::bind(addr).await?;
     state.set_stream_addr(listener.local_addr()?);
     eprintln!("wxlake stream on https://{}{}", listener.local_addr()?, stream::STREAM_PATH);
-    tokio::spawn(stream::serve_tls(listener, config, stream::stream_router(stream_state), shutdown_signal()));
-    Ok(hub)
+    tokio::spawn(stream::serve_tls(listener, config, stream::stream_router(stream_state), shutdown.wait()));
+    Ok(RunningStream { hub, log, publisher })
 }
 
 /// The lock file that makes a state directory one server's.
@@ -226,27 +243,45 @@ fn spawn_demo_feed(live: Arc<LiveService>) {
     });
 }
 
-/// Resolves on SIGINT or SIGTERM. The handlers are registered when this is called, not when
-/// the future is first polled: a SIGTERM that arrives right after the "listening" line must
-/// still stop the server gracefully (with its final flush), not kill it.
-fn shutdown_signal() -> impl std::future::Future<Output = ()> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut int = signal(SignalKind::interrupt()).ok();
-        let mut term = signal(SignalKind::terminate()).ok();
-        async move {
-            let wait = |s: Option<tokio::signal::unix::Signal>| async move {
-                match s {
-                    Some(mut s) => drop(s.recv().await),
-                    None => std::future::pending::<()>().await,
-                }
-            };
-            tokio::select! { () = wait(int.take()) => {}, () = wait(term.take()) => {} }
+/// The server's one shutdown: SIGINT or SIGTERM, seen by every listener.
+#[derive(Clone)]
+struct Shutdown(tokio::sync::watch::Receiver<bool>);
+
+impl Shutdown {
+    /// Registers the signal handlers now, not when a listener first polls them: a signal
+    /// that arrives before the servers run must still stop them gracefully, not kill the
+    /// process (the default action) or reach only one of them.
+    fn on_signal() -> Self {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let (int, term) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()));
+            tokio::spawn(async move {
+                let wait = |s: std::io::Result<tokio::signal::unix::Signal>| async move {
+                    match s {
+                        Ok(mut s) => drop(s.recv().await),
+                        Err(_) => std::future::pending::<()>().await,
+                    }
+                };
+                tokio::select! { () = wait(int) => {}, () = wait(term) => {} }
+                let _ = tx.send(true);
+            });
         }
+        #[cfg(not(unix))]
+        tokio::spawn(async move {
+            let _ = tokio::signal::ctrl_c().await;
+            let _ = tx.send(true);
+        });
+        Shutdown(rx)
     }
-    #[cfg(not(unix))]
-    async {
-        let _ = tokio::signal::ctrl_c().await;
+
+    /// Resolves once the shutdown is signalled.
+    fn wait(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut rx = self.0.clone();
+        async move {
+            // An error means the sender is gone, which only happens at process exit.
+            let _ = rx.wait_for(|stopped| *stopped).await;
+        }
     }
 }

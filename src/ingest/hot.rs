@@ -11,7 +11,7 @@ use chrono::{DateTime, Duration, Utc};
 use crate::catalog::Catalog;
 use crate::decode::types::{DailyKind, DailyReport, Metar, OneMinute};
 use crate::lake::rows::LakeRecord;
-use crate::live::{LiveEvent, LiveInput, StationLive};
+use crate::live::{DayExtremes, LiveEvent, LiveInput, Logic, StationLive};
 
 /// How long observations stay in memory (history serves ≤ 24 h; a margin for late data).
 pub const RECENT: Duration = Duration::hours(50);
@@ -41,9 +41,36 @@ pub struct HotState {
 /// A record the hot state took, with the events it caused.
 #[derive(Debug, Clone)]
 pub enum Applied {
-    Observation { station: String, metar: Metar, events: Vec<LiveEvent> },
-    OneMinute { station: String, events: Vec<LiveEvent> },
-    Report { station: String, report: DailyReport, events: Vec<LiveEvent> },
+    Observation {
+        station: String,
+        metar: Metar,
+        events: Vec<LiveEvent>,
+        /// The station's extremes of the observation's day right after it, per logic
+        /// (`nws`, `wu`), when asked for ([`Snapshot::At`]): what its stream payload shows,
+        /// whatever was applied after it by the time the payload is built.
+        after: Option<[Option<DayExtremes>; 2]>,
+    },
+    OneMinute {
+        station: String,
+        events: Vec<LiveEvent>,
+    },
+    Report {
+        station: String,
+        report: DailyReport,
+        events: Vec<LiveEvent>,
+        /// Whether the report disagrees with the observations, right after it was applied
+        /// (when asked for).
+        anomaly: Option<bool>,
+    },
+}
+
+/// Whether an apply also captures the state its stream payload needs.
+#[derive(Debug, Clone, Copy)]
+pub enum Snapshot {
+    /// No one streams the result (rebuilds, replays without a publisher).
+    Skip,
+    /// Capture the extremes as of this time.
+    At(DateTime<Utc>),
 }
 
 impl Applied {
@@ -92,11 +119,17 @@ impl HotState {
     }
 
     /// Applies one observation; `None` when the station is not in the catalog.
-    pub fn apply_metar(&self, m: &Metar) -> Option<Applied> {
+    pub fn apply_metar(&self, m: &Metar, snapshot: Snapshot) -> Option<Applied> {
         self.write(&m.station, |h| {
             let events = h.live.apply(LiveInput::Metar(m));
             h.recent.insert((m.time, m.row_key()), m.clone());
-            Applied::Observation { station: m.station.clone(), metar: m.clone(), events }
+            let after = match snapshot {
+                Snapshot::Skip => None,
+                Snapshot::At(now) => {
+                    Some([Logic::Nws, Logic::Wu].map(|l| h.live.extremes(l, h.live.day_of(l, m.time), now)))
+                }
+            };
+            Applied::Observation { station: m.station.clone(), metar: m.clone(), events, after }
         })
     }
 
@@ -107,14 +140,15 @@ impl HotState {
         })
     }
 
-    pub fn apply_report(&self, r: &DailyReport) -> Option<Applied> {
+    pub fn apply_report(&self, r: &DailyReport, snapshot: Snapshot) -> Option<Applied> {
         self.write(&r.station, |h| {
             let events = h.live.apply(LiveInput::Report(r));
             if !h.reports.iter().any(|x| x.raw == r.raw && x.kind == r.kind && x.date == r.date) {
                 h.reports.push(r.clone());
                 h.reports.sort_by_key(|x| (x.date, x.issued_at, x.is_final));
             }
-            Applied::Report { station: r.station.clone(), report: r.clone(), events }
+            let anomaly = matches!(snapshot, Snapshot::At(_)).then(|| h.live.report_anomaly(r));
+            Applied::Report { station: r.station.clone(), report: r.clone(), events, anomaly }
         })
     }
 

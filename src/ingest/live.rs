@@ -13,8 +13,10 @@
 //!
 //! Every record the hot state applies is handed, in apply order, to the stream publisher
 //! attached with [`LiveService::attach_publisher`] through a bounded channel that the
-//! ingest waits on when full: a burst slows the acknowledgement down, it never loses an
-//! event (the publisher gives each one its id in the durable event log).
+//! ingest waits on when full, and an ingest is acknowledged only once the publisher has
+//! logged its events: a burst slows the acknowledgement down, it never loses an event, and
+//! an acknowledged input's events are in the event log (which gives each its id) even if
+//! the process dies right after.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -24,9 +26,9 @@ use chrono::{DateTime, Duration, NaiveDate, Utc};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{Date32Type, Float64Type, Int32Type, TimestampMicrosecondType};
 use thiserror::Error;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, oneshot};
 
-use super::hot::{Applied, HotState};
+use super::hot::{Applied, HotState, Snapshot};
 use super::wal::{Wal, WalEntry, WalError};
 use super::{store, Format, IngestOptions, Records};
 use crate::clock::Clock;
@@ -45,6 +47,14 @@ pub enum LiveError {
     /// The input decoded to nothing: not acknowledged, not logged.
     #[error("no usable records")]
     Unusable(Vec<LineError>),
+}
+
+/// One applied record for the stream publisher. `logged`, when present, is answered once
+/// the events of this record and of every record sent before it are in the event log.
+#[derive(Debug)]
+pub struct Notice {
+    pub applied: Applied,
+    pub logged: Option<oneshot::Sender<()>>,
 }
 
 /// What an acknowledged live ingest did.
@@ -75,7 +85,7 @@ pub struct LiveService {
     flush_lock: tokio::sync::Mutex<()>,
     /// The stream publisher's inbox, once one is attached. Applies and sends happen under
     /// this lock, so the publisher sees records in the order the hot state applied them.
-    notices: tokio::sync::Mutex<Option<mpsc::Sender<Arc<Applied>>>>,
+    notices: tokio::sync::Mutex<Option<mpsc::Sender<Notice>>>,
     /// Names of lake tables that just received rows (the job scheduler's new-data trigger).
     new_data: broadcast::Sender<String>,
     /// Per table, how many flushes added rows to it (caches of lake rows compare it).
@@ -124,7 +134,7 @@ impl LiveService {
         // acknowledged them.
         for e in entries {
             let decoded = decode_entry(&e);
-            svc.hot_apply(&decoded.records);
+            svc.hot_apply(&decoded.records, Snapshot::Skip);
             svc.pending_lock().insert(e.seq, Arc::new(e));
         }
         tracing::info!(loaded, replayed, "hot state rebuilt");
@@ -149,10 +159,16 @@ impl LiveService {
     /// Attaches the stream publisher: from now on every record the hot state applies is
     /// sent to the returned receiver, in apply order, and an ingest waits while `capacity`
     /// records are unread. Attaching again replaces the previous publisher.
-    pub async fn attach_publisher(&self, capacity: usize) -> mpsc::Receiver<Arc<Applied>> {
+    pub async fn attach_publisher(&self, capacity: usize) -> mpsc::Receiver<Notice> {
         let (tx, rx) = mpsc::channel(capacity.max(1));
         *self.notices.lock().await = Some(tx);
         rx
+    }
+
+    /// Detaches the publisher: its inbox closes, so it ends once it has logged what it
+    /// holds (a graceful shutdown awaits that before it closes the stream).
+    pub async fn detach_publisher(&self) {
+        *self.notices.lock().await = None;
     }
 
     /// Decodes, logs durably, applies. Returns only after the WAL fsync.
@@ -212,27 +228,38 @@ impl LiveService {
     /// events.
     async fn apply(&self, records: &Records) -> usize {
         let mut notices = self.notices.lock().await;
-        let applied = self.hot_apply(records);
+        let snapshot = if notices.is_some() { Snapshot::At(self.clock.now()) } else { Snapshot::Skip };
+        let applied = self.hot_apply(records, snapshot);
         let events = applied.iter().map(Applied::event_count).sum();
+        let mut logged = None;
         if let Some(tx) = notices.as_ref() {
-            for a in applied {
-                if tx.send(Arc::new(a)).await.is_err() {
+            let last = applied.len().saturating_sub(1);
+            for (i, applied) in applied.into_iter().enumerate() {
+                let (done, wait) = if i == last { Some(oneshot::channel()).unzip() } else { (None, None) };
+                logged = wait;
+                if tx.send(Notice { applied, logged: done }).await.is_err() {
                     tracing::error!("stream publisher stopped; live events are no longer streamed");
                     *notices = None;
+                    logged = None;
                     break;
                 }
             }
+        }
+        drop(notices);
+        if let Some(wait) = logged {
+            // An error means the publisher went away: there is nothing left to wait for.
+            let _ = wait.await;
         }
         events
     }
 
     /// Applies records to the hot state; returns what each changed.
-    fn hot_apply(&self, records: &Records) -> Vec<Applied> {
+    fn hot_apply(&self, records: &Records, snapshot: Snapshot) -> Vec<Applied> {
         let mut applied = Vec::new();
         match records {
-            Records::Observations(v) => applied.extend(v.iter().filter_map(|m| self.hot.apply_metar(m))),
+            Records::Observations(v) => applied.extend(v.iter().filter_map(|m| self.hot.apply_metar(m, snapshot))),
             Records::OneMinute(v) => applied.extend(v.iter().filter_map(|o| self.hot.apply_onemin(o))),
-            Records::Reports(v) => applied.extend(v.iter().filter_map(|r| self.hot.apply_report(r))),
+            Records::Reports(v) => applied.extend(v.iter().filter_map(|r| self.hot.apply_report(r, snapshot))),
             Records::Forecasts(_) | Records::NwsHourly(_) => {}
         }
         applied
@@ -331,9 +358,9 @@ impl LiveService {
         let from = now - super::hot::REBUILD_WINDOW;
         let (obs, onemin, reports) = load_window(&self.ctx, None, from, now + Duration::hours(1)).await?;
         let n = obs.len() + onemin.len() + reports.len();
-        obs.iter().for_each(|m| drop(self.hot.apply_metar(m)));
+        obs.iter().for_each(|m| drop(self.hot.apply_metar(m, Snapshot::Skip)));
         onemin.iter().for_each(|o| drop(self.hot.apply_onemin(o)));
-        reports.iter().for_each(|r| drop(self.hot.apply_report(r)));
+        reports.iter().for_each(|r| drop(self.hot.apply_report(r, Snapshot::Skip)));
         Ok(n)
     }
 }
@@ -576,8 +603,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let svc = open(dir.path()).await;
         let mut rx = svc.attach_publisher(4).await;
+        // Warming for 300 minutes, then cooling.
+        let tenths = |i: usize| 50 + i.min(599 - i);
         let lines: Vec<String> = (0..600)
-            .map(|i| format!("KNYC 08{:02}{:02}Z AUTO 27008KT 10SM CLR 05/M02 A3012", i / 60, i % 60))
+            .map(|i| {
+                let t = tenths(i);
+                format!(
+                    "KNYC 08{:02}{:02}Z AUTO 27008KT 10SM CLR {:02}/M02 A3012 RMK AO2 T0{t:03}1017",
+                    i / 60,
+                    i % 60,
+                    t / 10
+                )
+            })
             .collect();
         let poster = {
             let svc = Arc::clone(&svc);
@@ -586,14 +623,25 @@ mod tests {
                 svc.ingest(Format::Metar, opts, lines.join("\n").into_bytes()).await.unwrap()
             })
         };
-        let mut times = Vec::new();
+        let (mut times, mut highs) = (Vec::new(), Vec::new());
         while times.len() < 600 {
-            match rx.recv().await.unwrap().as_ref() {
-                Applied::Observation { metar, .. } => times.push(metar.time),
+            let notice = rx.recv().await.unwrap();
+            match &notice.applied {
+                Applied::Observation { metar, after, .. } => {
+                    times.push(metar.time);
+                    highs.push(after.as_ref().unwrap()[0].as_ref().unwrap().high.unwrap().value_c);
+                }
                 other => panic!("unexpected {other:?}"),
+            }
+            if let Some(done) = notice.logged {
+                done.send(()).unwrap();
             }
         }
         assert_eq!(poster.await.unwrap().accepted, 600);
         assert!(times.windows(2).all(|w| w[0] < w[1]), "in apply order");
+        // Each notice carries the day's high as of its own report, not as of when the
+        // publisher reads it: rising with the warming, then flat at the peak.
+        assert!(highs[..300].windows(2).all(|w| w[0] <= w[1]) && highs[0] < highs[299], "{highs:?}");
+        assert!(highs[299..].iter().all(|&h| h == highs[299]), "{highs:?}");
     }
 }

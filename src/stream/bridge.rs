@@ -169,14 +169,23 @@ pub fn events_for(live: &LiveService, applied: &Applied) -> Vec<(String, &'stati
     let now = live.clock.now();
     let mut out = Vec::new();
     let (station, changes) = match applied {
-        Applied::Observation { station, metar, events } => {
+        Applied::Observation { station, metar, events, after } => {
             if let Some(st) = Catalog::global().get(station) {
+                // The extremes right after this report (captured when it was applied), or,
+                // when they were not captured, as they are now.
                 let view = live.hot.read(station, |h| {
                     let recent =
                         Logic::ALL.iter().any(|&l| is_live_day(h.live.day_of(l, metar.time), h.live.day_of(l, now)));
-                    let nd = h.live.day_of(Logic::Nws, metar.time);
-                    let wd = h.live.day_of(Logic::Wu, metar.time);
-                    recent.then(|| (h.live.extremes(Logic::Nws, nd, now), h.live.extremes(Logic::Wu, wd, now)))
+                    recent.then(|| match after {
+                        Some([nws, wu]) => (nws.clone(), wu.clone()),
+                        None => {
+                            let day = |l| h.live.day_of(l, metar.time);
+                            (
+                                h.live.extremes(Logic::Nws, day(Logic::Nws), now),
+                                h.live.extremes(Logic::Wu, day(Logic::Wu), now),
+                            )
+                        }
+                    })
                 });
                 if let Some(Some((nws, wu))) = view {
                     out.push((
@@ -189,10 +198,10 @@ pub fn events_for(live: &LiveService, applied: &Applied) -> Vec<(String, &'stati
             (station, events)
         }
         Applied::OneMinute { station, events } => (station, events),
-        Applied::Report { station, report, events } => {
+        Applied::Report { station, report, events, anomaly } => {
             let view = live.hot.read(station, |h| {
                 let recent = Logic::ALL.iter().any(|&l| is_live_day(report.date, h.live.day_of(l, now)));
-                recent.then(|| h.live.report_anomaly(report))
+                recent.then(|| anomaly.unwrap_or_else(|| h.live.report_anomaly(report)))
             });
             if let Some(Some(anomaly)) = view {
                 let name = if report.kind == DailyKind::Dsm { "dsm" } else { "cli" };
@@ -219,12 +228,13 @@ pub const PUBLISHER_INBOX: usize = 4096;
 
 /// Attaches to the live path and publishes the events of everything it applies until the
 /// live service goes away. Append, then publish, from this one task: ids reach clients in
-/// order. Nothing is skipped: the live path waits when this task falls behind.
+/// order. Nothing is skipped: the live path waits when this task falls behind, and an
+/// ingest is acknowledged once this task has logged its events.
 pub async fn spawn_publisher(live: Arc<LiveService>, log: Arc<EventLog>, hub: Hub) -> tokio::task::JoinHandle<()> {
     let mut rx = live.attach_publisher(PUBLISHER_INBOX).await;
     tokio::spawn(async move {
-        while let Some(applied) = rx.recv().await {
-            for (station, name, data) in events_for(&live, &applied) {
+        while let Some(notice) = rx.recv().await {
+            for (station, name, data) in events_for(&live, &notice.applied) {
                 // Emission (wall-clock) time: the log's retention and the payload
                 // `timestamp` are about when the event went out.
                 match log.append(&station, name, data, Utc::now()) {
@@ -235,6 +245,10 @@ pub async fn spawn_publisher(live: Arc<LiveService>, log: Arc<EventLog>, hub: Hu
                         tracing::error!(error = %e, station, event = name, "event log append failed; event not streamed")
                     }
                 }
+            }
+            if let Some(logged) = notice.logged {
+                // The ingest waiting for it may have given up: nothing to do then.
+                let _ = logged.send(());
             }
         }
     })
@@ -250,6 +264,7 @@ mod tests {
     use crate::api::keys::KeyStore;
     use crate::api::limits::RateLimiter;
     use crate::clock::{Clock, ManualClock};
+    use crate::ingest::hot::Snapshot;
     use crate::ingest::{Format, IngestOptions};
     use crate::stream::testkit::{client_connector, SseClient};
     use crate::stream::{load_tls, self_signed, serve_tls, stream_router, Replay, StreamState, STREAM_PATH};
@@ -402,7 +417,7 @@ mod tests {
         let now = rig.live.clock.now();
         let observe = |text: &str| {
             let m = crate::decode::metar::parse_metar(text, now).unwrap();
-            events_for(&rig.live, &rig.live.hot.apply_metar(&m).unwrap())
+            events_for(&rig.live, &rig.live.hot.apply_metar(&m, Snapshot::At(rig.live.clock.now())).unwrap())
         };
         // Oldest first, as a backfill arrives: a day's first value would be a new high.
         let old = observe("KNYC 061451Z 27008KT 10SM FEW250 08/M06 A3021 RMK AO2 T00781061");
@@ -419,7 +434,8 @@ mod tests {
         let date = |d| chrono::NaiveDate::from_ymd_opt(2026, 3, d).unwrap();
         for (kind, name) in [(DailyKind::Cli, "cli"), (DailyKind::Dsm, "dsm")] {
             for (day, streamed) in [(6, false), (7, true), (8, true)] {
-                let applied = rig.live.hot.apply_report(&report(kind, date(day))).unwrap();
+                let applied =
+                    rig.live.hot.apply_report(&report(kind, date(day)), Snapshot::At(rig.live.clock.now())).unwrap();
                 let events = events_for(&rig.live, &applied);
                 assert_eq!(names(&events).contains(&name), streamed, "{name} for the {day}th: {:?}", names(&events));
             }
@@ -527,7 +543,8 @@ mod tests {
         assert_eq!(ingest.await.unwrap().accepted, 20 * MINUTES);
         tokio::time::sleep(Duration::from_millis(300)).await;
         let wanted: std::collections::HashSet<String> = stations.iter().map(|s| s.to_string()).collect();
-        let Replay::Events { events: logged, more: false } = rig.log.replay_after(&start_id.to_string(), &wanted) else {
+        let Replay::Events { events: logged, more: false } = rig.log.replay_after(&start_id.to_string(), &wanted)
+        else {
             panic!("the burst must be replayable from the log")
         };
         let logged: Vec<u64> = logged.iter().map(|e| e.id).collect();
