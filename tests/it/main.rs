@@ -6,5 +6,6 @@ mod crash;
 mod forecasts_http;
 mod http;
 mod lake;
+mod openapi;
 mod slt;
 mod support;
