@@ -51,8 +51,9 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/wxlake-accuracy-bench.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
 # The helper tables (only `stations` is used here); any date range will do.
-FIRST=$(ls "$LAKE/derived/daily_extremes" | grep -o 'date=[0-9-]*' | sort | head -1 | cut -d= -f2)
-LAST=$(ls "$LAKE/derived/daily_extremes" | grep -o 'date=[0-9-]*' | sort | tail -1 | cut -d= -f2)
+RANGE=$(partition_range "$LAKE/derived/daily_extremes" date)
+[ -n "$RANGE" ] || { echo "no date= partitions under $LAKE/derived/daily_extremes" >&2; exit 1; }
+read -r FIRST LAST <<< "$RANGE"
 jobs_cmd helpers --out "$WORK/helpers" --from "$FIRST" --to "$LAST" >/dev/null 2>&1
 
 "$VENV/bin/python" benches/accuracy.py --lake "$LAKE" --helpers "$WORK/helpers" --work "$WORK" \

@@ -10,6 +10,8 @@
 #                            path, built with `wxlake demo` unless every DIR exists in it
 #   jobs_cmd ARGS...         `wxlake --lake file://LAKE jobs ARGS`, or WXLAKE_JOBS="cmd"
 #                            taking `--lake URL` then ARGS
+#   partition_range DIR KEY  "FIRST LAST": the smallest and largest KEY=value of the
+#                            partition directories under DIR (any depth); nothing if none
 
 VENV=target/bench-venv
 
@@ -63,4 +65,10 @@ jobs_cmd() {
     else
         "$WXLAKE" --lake "file://$LAKE" jobs "$@"
     fi
+}
+
+# Reads the whole listing (no `sort | head`: under `set -o pipefail` the writer of a long
+# listing dies of SIGPIPE when head exits early, and the script with it, exit 141).
+partition_range() {
+    find "$1" -type d -name "$2=*" -printf '%f\n' | cut -d= -f2 | sort -u | awk 'NR == 1 { first = $0 } { last = $0 } END { if (NR) print first, last }'
 }

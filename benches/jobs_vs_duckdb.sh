@@ -42,8 +42,9 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/wxlake-jobs-bench.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
 # Run dates present in the lake, for the helper tables.
-FIRST=$(ls "$LAKE/forecasts"/*/ | grep -o 'run_date=[0-9-]*' | sort | head -1 | cut -d= -f2)
-LAST=$(ls "$LAKE/forecasts"/*/ | grep -o 'run_date=[0-9-]*' | sort | tail -1 | cut -d= -f2)
+RANGE=$(partition_range "$LAKE/forecasts" run_date)
+[ -n "$RANGE" ] || { echo "no run_date= partitions under $LAKE/forecasts" >&2; exit 1; }
+read -r FIRST LAST <<< "$RANGE"
 jobs_cmd helpers --out "$WORK/helpers" --from "$FIRST" --to "$LAST" 2>/dev/null
 
 exec "$VENV/bin/python" benches/jobs.py --lake "$LAKE" --helpers "$WORK/helpers" --work "$WORK" \

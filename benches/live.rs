@@ -1,6 +1,7 @@
 //! The hot path: applying observations to a station's live state, answering svc_high from
-//! it, and whole requests through the router (auth, rate limit, JSON) in process: svc_high,
-//! one day of raw GFS forecasts and model_accuracy on a 3-day KNYC demo lake.
+//! it, and whole requests through the router (auth, rate limit, JSON) in process: latest,
+//! svc_high, one day of raw GFS forecasts and model_accuracy on a 3-day KNYC demo lake;
+//! then the latency percentiles of `mode=latest` over 20,000 sequential requests.
 //! Run: `cargo bench --bench live`. HTTP under load from a second process: benches/http_load.sh.
 
 use std::sync::Arc;
@@ -136,6 +137,7 @@ fn bench_request(c: &mut Criterion) {
     let mut g = c.benchmark_group("http_in_process");
     g.throughput(Throughput::Elements(1));
     for (name, path) in [
+        ("latest", "/api/v2/observations.php?station_code=KNYC&mode=latest"),
         ("svc_high_nws", "/api/v2/observations.php?station_code=KNYC&mode=svc_high&logic=nws"),
         ("forecasts_raw_gfs_one_day", forecast_day.as_str()),
         (
@@ -157,6 +159,35 @@ fn bench_request(c: &mut Criterion) {
         });
     }
     g.finish();
+
+    // Tail latency of latest (criterion reports means): one request at a time, each timed
+    // from the request to the last body byte.
+    let mut micros: Vec<f64> = rt.block_on(async {
+        let mut out = Vec::with_capacity(20_000);
+        for _ in 0..20_000 {
+            let req = Request::get("/api/v2/observations.php?station_code=KNYC&mode=latest")
+                .header("X-API-Key", &key)
+                .body(Body::empty())
+                .unwrap();
+            limiter_clock.advance(Duration::seconds(61));
+            let t0 = std::time::Instant::now();
+            let resp = router.clone().oneshot(req).await.unwrap();
+            assert!(resp.status().is_success(), "{}", resp.status());
+            axum::body::to_bytes(resp.into_body(), 1 << 16).await.unwrap();
+            out.push(t0.elapsed().as_secs_f64() * 1e6);
+        }
+        out
+    });
+    micros.sort_by(f64::total_cmp);
+    let pct = |p: f64| micros[((micros.len() as f64 * p) as usize).min(micros.len() - 1)];
+    println!(
+        "latest (in process, {} requests): p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs",
+        micros.len(),
+        pct(0.5),
+        pct(0.99),
+        pct(0.999),
+        micros[micros.len() - 1]
+    );
 }
 
 criterion_group!(benches, bench_apply, bench_request);

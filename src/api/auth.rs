@@ -27,15 +27,23 @@ impl Caller {
     }
 }
 
-/// The secret a request carries, if any.
+/// The secret a request carries, if any. The `Authorization` scheme name is matched
+/// case-insensitively (RFC 9110 11.1: `Bearer`, `bearer` and `BEARER` are the same scheme),
+/// with any run of spaces or tabs before the key.
 pub fn key_from_headers(headers: &HeaderMap) -> Option<&str> {
     if let Some(v) = headers.get("authorization").and_then(|v| v.to_str().ok()) {
-        let v = v.trim();
-        if let Some(k) = v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")) {
-            return Some(k.trim());
+        if let Some(k) = bearer_token(v) {
+            return Some(k);
         }
     }
-    headers.get("x-api-key").and_then(|v| v.to_str().ok()).map(str::trim)
+    headers.get("x-api-key").and_then(|v| v.to_str().ok()).map(str::trim).filter(|k| !k.is_empty())
+}
+
+/// The token of a `Bearer` credential, whatever the case of the scheme name.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, rest) = value.trim().split_once([' ', '\t'])?;
+    let token = rest.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
 /// Middleware: 401 without a valid key, 429 over the limit, else the handler with
@@ -96,5 +104,35 @@ pub fn require_admin(caller: &Caller) -> Result<(), ApiError> {
         Ok(())
     } else {
         Err(ApiError::forbidden("ingest requires an admin key (wxlake keys create --admin)"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::HeaderValue;
+
+    use super::*;
+
+    fn key(auth: Option<&str>, x_api_key: Option<&str>) -> Option<String> {
+        let mut h = HeaderMap::new();
+        if let Some(a) = auth {
+            h.insert("authorization", HeaderValue::from_str(a).unwrap());
+        }
+        if let Some(k) = x_api_key {
+            h.insert("x-api-key", HeaderValue::from_str(k).unwrap());
+        }
+        key_from_headers(&h).map(str::to_string)
+    }
+
+    /// RFC 9110: the scheme name is case-insensitive; the key itself is taken as sent.
+    #[test]
+    fn bearer_scheme_is_case_insensitive() {
+        for auth in ["Bearer k-1", "bearer k-1", "BEARER k-1", "bEaReR   k-1", "Bearer\tk-1", " Bearer k-1 "] {
+            assert_eq!(key(Some(auth), None).as_deref(), Some("k-1"), "{auth:?}");
+        }
+        assert_eq!(key(Some("Basic dXNlcjpw"), None), None, "another scheme is no key");
+        assert_eq!(key(Some("Bearer"), None), None, "a scheme without a token is no key");
+        assert_eq!(key(Some("Bearerk-1"), None), None);
+        assert_eq!(key(Some("Basic x"), Some(" k-2 ")).as_deref(), Some("k-2"), "X-API-Key still works");
     }
 }

@@ -379,6 +379,10 @@ fn stream_path() -> PathItem {
         .response("400", error("missing or unknown stations"))
         .response("401", error("missing or invalid api_key"))
         .response("403", error("key not stream-enabled, or too many stations for the tier"))
+        .response(
+            "429",
+            error("the user reconnects too fast (5 back to back, then one per 5 s); the Retry-After header says when to retry"),
+        )
         .build();
     PathItem::new(HttpMethod::Get, op)
 }
@@ -390,8 +394,10 @@ valid-through times, anomaly, suspect_temperature, data_quality), `dsm`, `cli`, 
 with prev_value_f/prev_value_c, only for the trading day in progress; suspect temperatures never alert), `resync` \
 (no id; reason unknown_last_event_id or last_event_id_expired: resynchronise over REST, the stream continues; \
 slow_consumer: the client fell behind and is closed), `displaced` (no id; a newer connection of the same user took \
-over, this one closes). Reconnect with the last id received: missed events of the subscribed stations are replayed \
-in order from a 24-hour durable log, then the stream continues live without gap or duplicate.";
+over, this one closes; the frame's `retry:` field and `retry_after_ms` say how long to wait before reconnecting). \
+Reconnect with the last id received: missed events of the subscribed stations are replayed in order from a 24-hour \
+durable log, then the stream continues live without gap or duplicate. Only data about a station's current or \
+previous trading day is streamed; backfills are not.";
 
 /// The document as JSON.
 pub fn document() -> utoipa::openapi::OpenApi {

@@ -4,9 +4,10 @@
 
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
+
+use super::json::Json;
 
 /// Error body of every non-2xx response.
 #[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]

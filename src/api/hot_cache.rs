@@ -62,6 +62,11 @@ impl<K: Hash + Eq + Clone, V> HotCache<K, V> {
         Ok(value)
     }
 
+    /// Forgets `key`'s entry (the next request loads it again).
+    pub fn remove(&self, key: &K) {
+        lock(&self.entries).remove(key);
+    }
+
     /// Drops the least recently loaded entries while the entries weigh more than `max`
     /// (the newest entry always stays). Call it from a load, not per request.
     pub fn evict(&self, weight: impl Fn(&V) -> usize, max: usize) {

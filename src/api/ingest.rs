@@ -1,19 +1,28 @@
 //! `POST /api/v2/ingest/{format}` (admin keys): the live ingest. A 2xx means the input is
 //! in the write-ahead log (it survives kill -9) and in the hot state.
+//!
+//! A body is at most [`MAX_BODY_BYTES`] (2 MiB): one request is one WAL record and one
+//! decode on the request path, so a larger input is refused with a JSON 413 before any of
+//! it is logged; split it into several requests, or load files with `wxlake ingest`.
 
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::Extension;
 
 use super::auth::{require_admin, Caller};
 use super::error::{ApiError, ApiResult};
+use super::json::Json;
 use super::params::Params;
 use super::AppState;
 use crate::ingest::format::ALL_FORMATS;
 use crate::ingest::live::{LiveError, LiveOutcome};
 use crate::ingest::{Format, IngestOptions};
+
+/// Largest ingest body accepted (the router sets it as the route's body limit).
+pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 
 #[utoipa::path(
     post,
@@ -25,11 +34,12 @@ use crate::ingest::{Format, IngestOptions};
         ("station" = Option<String>, Query, description = "station for open-meteo and nws-hourly inputs"),
         ("run_time" = Option<String>, Query, description = "run time for open-meteo inputs"),
     ),
-    request_body(content = String, description = "the raw input, as `wxlake ingest` reads it", content_type = "text/plain"),
+    request_body(content = String, description = "the raw input, as `wxlake ingest` reads it; at most 2 MiB (2,097,152 bytes) per request", content_type = "text/plain"),
     responses(
         (status = 202, description = "durable in the WAL and applied to the hot state", body = Object),
         (status = 400, description = "unknown format, bad parameter, or nothing usable in the body", body = crate::api::error::ErrorBody),
         (status = 403, description = "the key is not an admin key", body = crate::api::error::ErrorBody),
+        (status = 413, description = "the body is larger than 2 MiB (2,097,152 bytes); nothing was logged", body = crate::api::error::ErrorBody),
     ),
     security(("bearer" = []), ("api_key" = []))
 )]
@@ -38,9 +48,10 @@ pub async fn handler(
     Extension(caller): Extension<Caller>,
     Path(format): Path<String>,
     Query(q): Query<std::collections::HashMap<String, String>>,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Response> {
     require_admin(&caller)?;
+    let body = body.map_err(body_error)?;
     let format: Format =
         format.parse().map_err(|e: String| ApiError::bad_request(format!("Unknown format: {format}"), e))?;
     let p = Params(q);
@@ -64,6 +75,19 @@ pub async fn handler(
             ))
         }
         Err(e) => Err(ApiError::internal(e)),
+    }
+}
+
+/// The JSON error for a body that could not be read: over the cap (413), or cut short.
+fn body_error(r: BytesRejection) -> ApiError {
+    if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("Body too large: the ingest limit is {MAX_BODY_BYTES} bytes (2 MiB) per request"),
+            "split the input into several requests of at most 2 MiB, or load files with `wxlake ingest`",
+        )
+    } else {
+        ApiError::new(r.status(), "Could not read the request body", r.body_text())
     }
 }
 

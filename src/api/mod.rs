@@ -7,6 +7,7 @@ pub mod error;
 pub mod forecast_cache;
 pub mod hot_cache;
 pub mod ingest;
+pub mod json;
 pub mod json_stream;
 pub mod keys;
 pub mod limits;
@@ -17,7 +18,8 @@ pub mod server;
 pub mod v1;
 pub mod v2;
 
-use std::sync::Arc;
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
 
 use crate::clock::Clock;
 use crate::ingest::live::LiveService;
@@ -38,6 +40,11 @@ pub struct AppInner {
     pub accuracy: v2::model_accuracy::AccuracyCache,
     /// Recent raw forecast rows per (location, model) (forecasts.php).
     pub forecasts: forecast_cache::ForecastCache,
+    /// The newest lake observation of stations the hot state cannot answer for (latest).
+    pub latest: v2::observations::LatestCache,
+    /// Where the HTTPS push stream listens, once it does (unset: the stream is not
+    /// enabled). The REST port names it to clients that ask it for the stream.
+    stream_addr: OnceLock<SocketAddr>,
 }
 
 impl std::ops::Deref for AppState {
@@ -56,7 +63,17 @@ impl AppState {
             clock,
             accuracy: Default::default(),
             forecasts: Default::default(),
+            latest: Default::default(),
+            stream_addr: OnceLock::new(),
         }))
+    }
+    /// Records the push stream's listening address (once; later calls are ignored).
+    pub fn set_stream_addr(&self, addr: SocketAddr) {
+        let _ = self.stream_addr.set(addr);
+    }
+    /// The push stream's listening address, when the stream is enabled.
+    pub fn stream_addr(&self) -> Option<SocketAddr> {
+        self.stream_addr.get().copied()
     }
     pub fn lake(&self) -> &crate::lake::Lake {
         &self.live.lake

@@ -1,6 +1,8 @@
 //! Observation objects as the API returns them (spec 2.1 for v2, part 9 for v1).
-//! Celsius fields keep the report's precision; `*_display` is the station's native unit,
-//! `*_f` Fahrenheit (integers, as the spec types them).
+//! Celsius fields keep the report's precision; `*_display` is the station's native unit and
+//! `*_f` Fahrenheit, both integers as spec 2.1 types them (whole °F, or whole °C at Celsius
+//! stations, rounded half away from zero). The one exception is `temperature_display`,
+//! which spec 2.1 types decimal: Celsius stations keep its tenths.
 
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -33,7 +35,7 @@ pub struct ObservationV2 {
     /// 1 = exact (T-group); otherwise the number of integer °F the reading allows.
     pub precision_level: Option<i64>,
     pub dew_point: Option<f64>,
-    pub dew_point_display: Option<f64>,
+    pub dew_point_display: Option<i64>,
     pub dew_point_f: Option<i64>,
     pub relative_humidity: Option<f64>,
     /// Degrees as a string, `VRB` for variable.
@@ -48,10 +50,10 @@ pub struct ObservationV2 {
     /// hPa; null without an SLP group.
     pub sea_level_pressure: Option<f64>,
     pub six_hour_high: Option<f64>,
-    pub six_hour_high_display: Option<f64>,
+    pub six_hour_high_display: Option<i64>,
     pub six_hour_high_f: Option<i64>,
     pub six_hour_low: Option<f64>,
-    pub six_hour_low_display: Option<f64>,
+    pub six_hour_low_display: Option<i64>,
     pub six_hour_low_f: Option<i64>,
     /// The report's 24-hour maximum temperature group (remark `4snTTTsnTTT`), Celsius
     /// tenths: present in the report that closes the station's Local Standard Time day (US
@@ -59,25 +61,25 @@ pub struct ObservationV2 {
     /// hours ending at the report, the span the `nws` trading day settles on. Null outside
     /// −60…60 °C, as the engine drops such values.
     pub twentyfour_hour_high: Option<f64>,
-    pub twentyfour_hour_high_display: Option<f64>,
+    pub twentyfour_hour_high_display: Option<i64>,
     pub twentyfour_hour_high_f: Option<i64>,
     /// The same group's 24-hour minimum, Celsius.
     pub twentyfour_hour_low: Option<f64>,
-    pub twentyfour_hour_low_display: Option<f64>,
+    pub twentyfour_hour_low_display: Option<i64>,
     pub twentyfour_hour_low_f: Option<i64>,
     /// Climate-report (CLI) values for the observation's Local Standard Time day, US only.
     pub cli_high: Option<f64>,
-    pub cli_high_display: Option<f64>,
+    pub cli_high_display: Option<i64>,
     pub cli_high_f: Option<i64>,
     pub cli_low: Option<f64>,
-    pub cli_low_display: Option<f64>,
+    pub cli_low_display: Option<i64>,
     pub cli_low_f: Option<i64>,
     /// Daily-summary (DSM) values for the same day, US only.
     pub dsm_high: Option<f64>,
-    pub dsm_high_display: Option<f64>,
+    pub dsm_high_display: Option<i64>,
     pub dsm_high_f: Option<i64>,
     pub dsm_low: Option<f64>,
-    pub dsm_low_display: Option<f64>,
+    pub dsm_low_display: Option<i64>,
     pub dsm_low_f: Option<i64>,
     /// The raw report text.
     pub raw_text: String,
@@ -102,19 +104,24 @@ fn native(units: Units, c: Option<f64>) -> Option<f64> {
     })
 }
 
+/// A `*_display` value: whole native units.
+fn native_whole(units: Units, c: Option<f64>) -> Option<i64> {
+    native(units, c).map(|v| v.round() as i64)
+}
+
 fn whole_f(c: Option<f64>) -> Option<i64> {
     c.map(|c| c_to_f(c).round() as i64)
 }
 
-/// (°C, native, °F) of a report value given in °F.
-fn from_f(units: Units, f: Option<i32>) -> (Option<f64>, Option<f64>, Option<i64>) {
+/// (°C, native whole units, °F) of a report value given in °F.
+fn from_f(units: Units, f: Option<i32>) -> (Option<f64>, Option<i64>, Option<i64>) {
     match f {
         None => (None, None, None),
         Some(f) => {
             let c = round1(f_to_c(f64::from(f)));
             let display = match units {
-                Units::Fahrenheit => f64::from(f),
-                Units::Celsius => c,
+                Units::Fahrenheit => i64::from(f),
+                Units::Celsius => c.round() as i64,
             };
             (Some(c), Some(display), Some(i64::from(f)))
         }
@@ -163,7 +170,7 @@ impl ObservationV2 {
             units: units.as_str(),
             precision_level: p.map(|p| i64::from(p.precision_level)),
             dew_point: td,
-            dew_point_display: native(units, td),
+            dew_point_display: native_whole(units, td),
             dew_point_f: whole_f(td),
             relative_humidity: t.zip(td).map(|(t, td)| relative_humidity(t, td)),
             wind_direction: if m.wind_variable { Some("VRB".into()) } else { m.wind_dir_deg.map(|d| d.to_string()) },
@@ -173,16 +180,16 @@ impl ObservationV2 {
             altimeter: m.altimeter_hpa.map(|a| (a * 10.0).round() / 10.0),
             sea_level_pressure: m.sea_level_pressure_hpa,
             six_hour_high: m.six_hour_max_c,
-            six_hour_high_display: native(units, m.six_hour_max_c),
+            six_hour_high_display: native_whole(units, m.six_hour_max_c),
             six_hour_high_f: whole_f(m.six_hour_max_c),
             six_hour_low: m.six_hour_min_c,
-            six_hour_low_display: native(units, m.six_hour_min_c),
+            six_hour_low_display: native_whole(units, m.six_hour_min_c),
             six_hour_low_f: whole_f(m.six_hour_min_c),
             twentyfour_hour_high: day_max,
-            twentyfour_hour_high_display: native(units, day_max),
+            twentyfour_hour_high_display: native_whole(units, day_max),
             twentyfour_hour_high_f: whole_f(day_max),
             twentyfour_hour_low: day_min,
-            twentyfour_hour_low_display: native(units, day_min),
+            twentyfour_hour_low_display: native_whole(units, day_min),
             twentyfour_hour_low_f: whole_f(day_min),
             cli_high: cli_h.0,
             cli_high_display: cli_h.1,
@@ -246,5 +253,54 @@ impl ObservationV1 {
             wind_speed: v2.wind_speed,
             visibility: v2.visibility,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{NaiveDate, TimeZone, Utc};
+
+    use super::*;
+    use crate::catalog::Catalog;
+    use crate::decode::metar::parse_metar;
+    use crate::decode::types::DailyKind;
+
+    fn report(kind: DailyKind, max_f: i32, min_f: i32) -> DailyReport {
+        let date = NaiveDate::from_ymd_opt(2026, 3, 8).unwrap();
+        DailyReport { max_f: Some(max_f), min_f: Some(min_f), ..DailyReport::blank(kind, "KNYC", date) }
+    }
+
+    /// Spec 2.1: every `*_display` but `temperature_display` is an integer, in native
+    /// units (°F at US stations, °C elsewhere).
+    #[test]
+    fn display_fields_are_integers_in_native_units() {
+        let t = Utc.with_ymd_and_hms(2026, 3, 8, 18, 0, 0).unwrap();
+        let m = parse_metar("KNYC 081751Z 27008KT 10SM CLR 14/M06 A3021 RMK AO2 T01441061 10150 20017", t).unwrap();
+        let (cli, dsm) = (report(DailyKind::Cli, 58, 41), report(DailyKind::Dsm, 57, 40));
+        let knyc = Catalog::global().get("KNYC").unwrap();
+        let v = serde_json::to_value(ObservationV2::new(&m, knyc, DayReports { cli: Some(&cli), dsm: Some(&dsm) }))
+            .unwrap();
+        let want = [
+            ("dew_point_display", 21),
+            ("six_hour_high_display", 59),
+            ("six_hour_low_display", 35),
+            ("cli_high_display", 58),
+            ("cli_low_display", 41),
+            ("dsm_high_display", 57),
+            ("dsm_low_display", 40),
+        ];
+        for (f, n) in want {
+            assert!(v[f].is_i64(), "{f}: {}", v[f]);
+            assert_eq!(v[f].as_i64(), Some(n), "{f}");
+        }
+        assert_eq!(v["temperature_display"].as_f64(), Some(58.0));
+
+        let eglc = Catalog::global().get("EGLC").unwrap();
+        let m = parse_metar("EGLC 081750Z 27008KT 9999 FEW030 14/M06 Q1021 RMK T01441061 10156", t).unwrap();
+        let v = serde_json::to_value(ObservationV2::new(&m, eglc, DayReports::default())).unwrap();
+        assert_eq!(v["dew_point_display"].as_i64(), Some(-6), "{}", v["dew_point_display"]);
+        assert_eq!(v["six_hour_high_display"].as_i64(), Some(16), "15.6 °C shows as 16");
+        assert_eq!(v["temperature_display"].as_f64(), Some(14.4), "decimal in spec 2.1: tenths kept");
+        assert!(v["cli_high_display"].is_null());
     }
 }

@@ -1,4 +1,9 @@
 //! `wxlake serve [--addr A] [--demo]`
+//!
+//! One server per state directory: the first thing `serve` does is take the directory's
+//! `serve.lock` (an exclusive advisory lock the OS drops when the process ends, even on
+//! kill -9). A second `serve` on the same state refuses before any side effect: no demo
+//! lake built, no key minted or printed, no WAL or event log opened.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -52,6 +57,8 @@ pub struct ServeArgs {
 
 pub async fn run(lake: Lake, a: ServeArgs) -> anyhow::Result<ExitCode> {
     let dir = state_dir(&lake, a.state_dir.clone())?;
+    // Held until the process ends.
+    let _lock = take_serve_lock(&dir)?;
     if a.demo && !lake_has_data(&lake) {
         eprintln!("demo: building a {}-day demo lake (first run only)...", a.demo_days);
         let args = DemoArgs {
@@ -69,7 +76,8 @@ pub async fn run(lake: Lake, a: ServeArgs) -> anyhow::Result<ExitCode> {
     if a.demo {
         print_demo_keys(&keys)?;
     }
-    let live = Arc::new(LiveService::open(lake, &dir, Arc::clone(&clock)).await?);
+    // The error's text already carries its cause: print it once.
+    let live = Arc::new(LiveService::open(lake, &dir, Arc::clone(&clock)).await.map_err(|e| anyhow::anyhow!("{e}"))?);
     live.spawn_background(Duration::from_secs(a.flush_secs.max(1)));
     // Derived tables: scheduled (cron) and on-new-data job runs.
     let specs = wxlake::jobs::embedded_specs()?;
@@ -114,7 +122,7 @@ async fn start_stream(
     let config = stream::load_tls(&cert, &key)?;
     let log = Arc::new(stream::EventLog::open(&dir.join("events"), stream::default_retention())?);
     let hub = Hub::new(1024);
-    stream::bridge::spawn_publisher(Arc::clone(live), Arc::clone(&log), hub.clone());
+    stream::bridge::spawn_publisher(Arc::clone(live), Arc::clone(&log), hub.clone()).await;
     let stream_state = StreamState {
         hub: hub.clone(),
         log,
@@ -122,9 +130,54 @@ async fn start_stream(
         heartbeat: Duration::from_secs(a.heartbeat_secs.max(1)),
     };
     let listener = tokio::net::TcpListener::bind(addr).await?;
+    state.set_stream_addr(listener.local_addr()?);
     eprintln!("wxlake stream on https://{}{}", listener.local_addr()?, stream::STREAM_PATH);
     tokio::spawn(stream::serve_tls(listener, config, stream::stream_router(stream_state), shutdown_signal()));
     Ok(hub)
+}
+
+/// The lock file that makes a state directory one server's.
+pub const SERVE_LOCK: &str = "serve.lock";
+
+/// How long to wait for a lock held by a predecessor that is still exiting.
+const SERVE_LOCK_WAIT: Duration = Duration::from_millis(500);
+
+/// Takes `<dir>/serve.lock` exclusively (waiting up to 0.5 s), or says who holds the
+/// state. The file records the holder's pid for that message.
+fn take_serve_lock(dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
+    use std::io::{Read, Seek, Write};
+    let path = dir.join(SERVE_LOCK);
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", path.display()))?;
+    let deadline = std::time::Instant::now() + SERVE_LOCK_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => break,
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                let _ = file.read_to_string(&mut holder);
+                let holder = holder.trim();
+                let who = if holder.is_empty() { String::new() } else { format!(" (pid {holder})") };
+                anyhow::bail!(
+                    "another wxlake serve{who} is using the state directory {}; stop it first, or give this one \
+                     another --state-dir (and lake)",
+                    dir.display()
+                );
+            }
+            Err(std::fs::TryLockError::Error(e)) => anyhow::bail!("cannot lock {}: {e}", path.display()),
+        }
+    }
+    // Best effort: the pid is only for the message above.
+    let _ = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| writeln!(file, "{}", std::process::id()));
+    Ok(file)
 }
 
 fn lake_has_data(lake: &Lake) -> bool {
@@ -173,17 +226,27 @@ fn spawn_demo_feed(live: Arc<LiveService>) {
     });
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves on SIGINT or SIGTERM. The handlers are registered when this is called, not when
+/// the future is first polled: a SIGTERM that arrives right after the "listening" line must
+/// still stop the server gracefully (with its final flush), not kill it.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let term = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            s.recv().await;
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut int = signal(SignalKind::interrupt()).ok();
+        let mut term = signal(SignalKind::terminate()).ok();
+        async move {
+            let wait = |s: Option<tokio::signal::unix::Signal>| async move {
+                match s {
+                    Some(mut s) => drop(s.recv().await),
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! { () = wait(int.take()) => {}, () = wait(term.take()) => {} }
         }
-    };
+    }
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+    async {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

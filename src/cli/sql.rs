@@ -12,6 +12,7 @@ use wxlake::sql_output::{write_batches, OutputFormat};
 #[derive(Debug, Args)]
 pub struct SqlArgs {
     /// The query (several statements separated by `;` run in order; the last one prints).
+    /// Read-only: statements that would change data or the session are refused.
     pub query: Option<String>,
     /// Read the query from a file.
     #[arg(short = 'f', long = "file", conflicts_with = "query")]
@@ -33,17 +34,21 @@ pub async fn run(lake: Lake, a: SqlArgs) -> anyhow::Result<ExitCode> {
     let ctx = query::session(&lake).await?;
     // The jobs' outputs (forecast_daily, daily_extremes, the accuracy tables, job_runs).
     wxlake::jobs::register_derived(&ctx, &lake).await?;
-    let statements: Vec<&str> = text.split(';').map(str::trim).filter(|s| !s.is_empty()).collect();
+    let plans = match query::read_only_plans(&ctx, &text).await {
+        Ok(p) if p.is_empty() => anyhow::bail!("no SQL statement given"),
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {}", one_line(&e.to_string()));
+            return Ok(ExitCode::from(2));
+        }
+    };
     let mut last = Vec::new();
-    for stmt in statements {
-        let df = match ctx.sql(stmt).await {
-            Ok(df) => df,
-            Err(e) => {
-                eprintln!("error: {}", one_line(&e.to_string()));
-                return Ok(ExitCode::from(2));
-            }
+    for plan in plans {
+        let result = match ctx.execute_logical_plan(plan).await {
+            Ok(df) => df.collect().await,
+            Err(e) => Err(e),
         };
-        match df.collect().await {
+        match result {
             Ok(b) => last = b,
             Err(e) => {
                 eprintln!("error: {}", one_line(&e.to_string()));

@@ -14,7 +14,8 @@
 
 use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, Timelike, Utc};
 
-use crate::decode::text::utf8_text;
+use crate::decode::limits::{CLI_LINE, CLI_PRODUCT};
+use crate::decode::text::{input_text, quote};
 use crate::decode::types::{DailyKind, DailyReport, Decoded};
 
 /// AWIPS ids whose ICAO id is not "K" + id: Alaska, Hawaii, the Pacific, the Caribbean.
@@ -170,13 +171,10 @@ pub(crate) fn is_sequence_line(t: &str) -> bool {
     (1..=5).contains(&t.len()) && t.bytes().all(|c| c.is_ascii_digit())
 }
 
-/// First `n` characters of a line for an error message (char-boundary safe).
+/// First `n` characters of a line for an error message (char-boundary safe), control
+/// characters escaped so that a reason never echoes raw bytes.
 pub(crate) fn excerpt(s: &str, n: usize) -> String {
-    let t = clean(s);
-    match t.char_indices().nth(n) {
-        Some((i, _)) => format!("{}...", &t[..i]),
-        None => t.to_string(),
-    }
+    quote(clean(s), n).into_owned()
 }
 
 /// Month number from a full or abbreviated (3+ letters) English month name.
@@ -669,11 +667,26 @@ fn join_lines<'a>(parts: impl Iterator<Item = &'a str>) -> String {
 /// so it is moved back one hour to LST when the issue line's zone is a daylight zone.
 /// Values are kept as printed: a morning preliminary's MAXIMUM is the highest so far (CLIAUS
 /// at 7 AM reports the overnight 81), which `is_final = false` tells consumers.
-/// Row problems are per-line errors; the record keeps what could be read.
+/// Row problems are per-line errors; the record keeps what could be read. A line longer
+/// than [`CLI_LINE`] is rejected and left out (no CLI row is that long), a section longer
+/// than [`CLI_PRODUCT`] rejected whole; input that is not UTF-8 text is refused whole.
 pub fn decode_cli(bytes: &[u8]) -> Decoded<DailyReport> {
-    let text = utf8_text(bytes);
-    let lines: Vec<&str> = text.lines().map(|l| l.trim_end_matches('\r')).collect();
+    let text = match input_text(bytes) {
+        Ok(t) => t,
+        Err(e) => return Decoded::refused(e.to_string()),
+    };
     let mut out = Decoded::new();
+    let lines: Vec<&str> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| match CLI_LINE.check(l.len()) {
+            Ok(()) => l.trim_end_matches('\r'),
+            Err(reason) => {
+                out.reject(i + 1, reason);
+                ""
+            }
+        })
+        .collect();
     out.read = lines.len();
     for (start, end) in split_products(&lines) {
         decode_product(&lines, start, end, &mut out);
@@ -725,6 +738,9 @@ fn decode_section(
     raw: String,
     out: &mut Decoded<DailyReport>,
 ) {
+    if let Err(reason) = CLI_PRODUCT.check(raw.len()) {
+        return out.reject(s + 1, reason);
+    }
     let head = match parse_headline(lines, s) {
         Ok(h) => h,
         Err(r) => return out.reject(s + 1, r),
@@ -1201,6 +1217,34 @@ mod tests {
         for n in (0..full.len()).step_by(7) {
             let _ = decode_cli(&full[..n]);
         }
+    }
+
+    /// An implausibly long line is rejected with its length and left out, the product
+    /// still decodes; a product far longer than any CLI is rejected whole; UTF-16 input
+    /// is named.
+    #[test]
+    fn over_long_lines_products_and_utf16() {
+        let text = String::from_utf8(fixture("cli/CLINYC.txt")).unwrap();
+        let at = text.find("  MINIMUM").unwrap();
+        let long = format!("{}{}\n{}", &text[..at], "X".repeat(3000), &text[at..]);
+        let line = long[..at].lines().count() + 1;
+        let d = decode_cli(long.as_bytes());
+        assert_eq!(d.records.len(), 1);
+        assert_eq!(d.records[0].min_f, Some(22));
+        assert!(!d.records[0].raw.contains("XXX"));
+        assert_eq!(d.errors.len(), 1, "{:?}", d.errors);
+        assert_eq!(
+            (d.errors[0].line, d.errors[0].reason.as_str()),
+            (line, "CLI line of 3000 bytes is longer than the 1024-byte limit")
+        );
+        let padded = format!("{}{}{}", &text[..at], format!("{}\n", "X".repeat(1000)).repeat(70), &text[at..]);
+        let d = decode_cli(padded.as_bytes());
+        assert!(d.records.is_empty());
+        assert!(d.errors.iter().any(|e| e.reason.starts_with("CLI product of ")), "{:?}", d.errors);
+        let utf16: Vec<u8> = text.encode_utf16().flat_map(u16::to_be_bytes).collect();
+        let d = decode_cli(&utf16);
+        assert_eq!((d.records.len(), d.errors.len()), (0, 1));
+        assert!(d.errors[0].reason.starts_with("input is UTF-16BE text"), "{:?}", d.errors);
     }
 
     #[test]

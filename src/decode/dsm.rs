@@ -22,7 +22,8 @@
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike, Utc};
 
 use super::cli::{clean, excerpt, is_sequence_line, nearest_day_time, parse_wmo_header, station_from_cli_id};
-use crate::decode::text::utf8_text;
+use crate::decode::limits::{DSM_LINE, DSM_MESSAGE};
+use crate::decode::text::input_text;
 use crate::decode::types::{DailyKind, DailyReport, Decoded};
 
 /// Decodes DSM messages, resolving their DD/MM to the year nearest today's UTC date.
@@ -35,11 +36,16 @@ pub fn decode_dsm(bytes: &[u8]) -> Decoded<DailyReport> {
 /// date to the date nearest that heading (or nearest `reference` without one).
 ///
 /// Each message is one record; a malformed one is a [`crate::decode::types::LineError`]
-/// at its first line, and the rest of the input is still read.
+/// at its first line, and the rest of the input is still read. Lines and messages longer
+/// than [`DSM_LINE`] / [`DSM_MESSAGE`] are rejected; input that is not UTF-8 text is
+/// refused as a whole.
 /// `valid_as_of_lst` is the HHMM of an intermediate message (`KIPT DS 1700 06/06 ...`) and
 /// `None` for the full-day message; `precip_mtd_in` is always `None` (a DSM has no month total).
 pub fn decode_dsm_with_year(bytes: &[u8], reference: DateTime<Utc>) -> Decoded<DailyReport> {
-    let text = utf8_text(bytes);
+    let text = match input_text(bytes) {
+        Ok(t) => t,
+        Err(e) => return Decoded::refused(e.to_string()),
+    };
     let lines: Vec<&str> = text.lines().map(|l| l.trim_end_matches('\r')).collect();
     let mut out = Decoded::new();
     out.read = lines.len();
@@ -49,6 +55,11 @@ pub fn decode_dsm_with_year(bytes: &[u8], reference: DateTime<Utc>) -> Decoded<D
     let mut heading: Option<(u32, u32, u32)> = None;
     let mut i = 0;
     while i < lines.len() {
+        if let Err(reason) = DSM_LINE.check(lines[i].len()) {
+            out.reject(i + 1, reason);
+            i += 1;
+            continue;
+        }
         let t = clean(lines[i]);
         if t.is_empty() || is_sequence_line(t) || matches!(t, "NNNN" | "$$" | "&&") || is_awips_line(t) {
             i += 1;
@@ -63,7 +74,9 @@ pub fn decode_dsm_with_year(bytes: &[u8], reference: DateTime<Utc>) -> Decoded<D
         match message_kind(t) {
             Some(kind) => {
                 let (next, body, raw) = collect_message(&lines, i);
-                if kind == "DS" {
+                if let Err(reason) = DSM_MESSAGE.check(raw.len()) {
+                    out.reject(i + 1, reason);
+                } else if kind == "DS" {
                     let anchor = issued.unwrap_or_else(|| reference.naive_utc());
                     match parse_message(&body, anchor) {
                         Ok(mut r) => {
@@ -488,6 +501,58 @@ mod tests {
             let _ = decode_dsm_with_year(&full[..n], reference());
         }
         let _ = decode_dsm(&full);
+    }
+
+    /// UTF-16 and binary input is refused up front, naming what it is (it used to fail
+    /// line by line, quoting raw bytes); junk lines in a text input are quoted with their
+    /// control characters escaped.
+    #[test]
+    fn non_text_input_is_named_and_junk_is_escaped() {
+        let text = String::from_utf8(fixture("dsm/DSM.txt")).unwrap();
+        let utf16: Vec<u8> = text.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        let d = decode_dsm_with_year(&utf16, reference());
+        assert_eq!((d.records.len(), d.errors.len()), (0, 1), "{:?}", d.errors);
+        assert!(d.errors[0].reason.starts_with("input is UTF-16LE text (every other byte is NUL)"), "{:?}", d.errors);
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let binary: Vec<u8> = (0..4096)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            })
+            .collect();
+        let d = decode_dsm_with_year(&binary, reference());
+        assert_eq!(d.errors.len(), 1);
+        assert!(d.errors[0].reason.starts_with("input is binary, not text"), "{:?}", d.errors);
+        let junk = format!("{text}KXX\u{1b}[2J\u{7} DS 26/11 junk\n");
+        let d = decode_dsm_with_year(junk.as_bytes(), reference());
+        assert_eq!(d.records.len(), 23);
+        assert_eq!(d.errors.len(), 1, "{:?}", d.errors);
+        assert!(d.errors[0].reason.contains("KXX\\u{1b}[2J\\u{7} DS"), "{:?}", d.errors);
+        assert!(!d.errors[0].reason.chars().any(char::is_control), "{:?}", d.errors);
+    }
+
+    /// A line or message longer than any DSM is rejected with its length; the messages
+    /// around it still decode.
+    #[test]
+    fn over_long_lines_and_messages_are_rejected() {
+        let text = String::from_utf8(fixture("dsm/DSM.txt")).unwrap();
+        let long_line = format!("KXXX DS 26/11 {}=\n{text}", "9".repeat(5000));
+        let d = decode_dsm_with_year(long_line.as_bytes(), reference());
+        assert_eq!(d.records.len(), 23);
+        assert_eq!(d.errors.len(), 1);
+        assert_eq!(
+            (d.errors[0].line, d.errors[0].reason.as_str()),
+            (1, "DSM line of 5015 bytes is longer than the 1024-byte limit")
+        );
+        // Lines of plausible length that never reach a '=' make one implausible message.
+        let wrapped = format!("KXXX DS 26/11 661152/\n{}{text}", "470316//\n".repeat(200));
+        let d = decode_dsm_with_year(wrapped.as_bytes(), reference());
+        assert_eq!(d.records.len(), 23);
+        assert_eq!(d.errors.len(), 1);
+        assert_eq!(d.errors[0].line, 1);
+        assert!(d.errors[0].reason.starts_with("DSM message of "), "{:?}", d.errors);
     }
 
     #[test]

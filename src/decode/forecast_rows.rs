@@ -9,9 +9,10 @@
 use chrono::{DateTime, NaiveDate, NaiveDateTime, SecondsFormat, Utc};
 use serde_json::Value;
 
+use crate::decode::limits::FORECAST_ROW;
 use crate::decode::number::parse_f64;
 use crate::decode::swar::bytes_equal;
-use crate::decode::text::utf8_text;
+use crate::decode::text::input_text;
 use crate::decode::types::{Decoded, ForecastRow, OptF64};
 
 /// The 18 model names of spec 2.5, case-sensitive, in the spec's order. A row naming any
@@ -154,8 +155,13 @@ impl<'a> Cell<'a> {
 /// Decodes a CSV export with a header row naming spec 2.5 columns (any order, extra
 /// columns ignored, empty cells null). A row whose cell count differs from the header's
 /// is rejected rather than guessed at: a stray comma would shift every later column.
+/// Records longer than [`FORECAST_ROW`] are rejected; input that is not UTF-8 text is
+/// refused whole.
 pub fn decode_forecast_csv(bytes: &[u8]) -> Decoded<ForecastRow> {
-    let text = utf8_text(bytes);
+    let text = match input_text(bytes) {
+        Ok(t) => t,
+        Err(e) => return Decoded::refused(e.to_string()),
+    };
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     if memchr::memchr2(b'"', b'\r', text.as_bytes()).is_none() {
         decode_plain_lines(text)
@@ -181,7 +187,7 @@ fn decode_plain_lines(text: &str) -> Decoded<ForecastRow> {
             continue;
         }
         split_commas(line, &mut fields);
-        if !rows.take(&fields, || i + 1) {
+        if !rows.take(&fields, line.len(), || i + 1) {
             break;
         }
     }
@@ -243,7 +249,9 @@ fn decode_csv_records(text: &str) -> Decoded<ForecastRow> {
         }
         // Line numbers only matter for rejects; count them (forwards only) when one occurs.
         let start = record.position().map_or(lines.byte, |p| p.byte() as usize);
-        if !rows.take(&record, || lines.line_at(record_start(text.as_bytes(), start))) {
+        // The cells' bytes plus their separators (quotes not counted).
+        let len = record.as_slice().len() + record.len().saturating_sub(1);
+        if !rows.take(&record, len, || lines.line_at(record_start(text.as_bytes(), start))) {
             break;
         }
     }
@@ -296,13 +304,17 @@ impl<'t> CsvRows<'t> {
         CsvRows { text, header: None, out: Decoded::new() }
     }
 
-    /// Takes one record starting on the line `line()` gives (asked only for rejects);
-    /// false when the input cannot be read further (a bad header).
-    fn take(&mut self, record: &impl Fields, mut line: impl FnMut() -> usize) -> bool {
+    /// Takes one record of `len` bytes starting on the line `line()` gives (asked only for
+    /// rejects); false when the input cannot be read further (a bad header).
+    fn take(&mut self, record: &impl Fields, len: usize, mut line: impl FnMut() -> usize) -> bool {
         if record.is_blank() {
             return true;
         }
         self.out.read += 1;
+        if let Err(reason) = FORECAST_ROW.check(len) {
+            self.out.reject(line(), reason);
+            return self.header.is_some();
+        }
         let Some(h) = &self.header else {
             match Header::parse(record) {
                 Ok(h) => {
@@ -395,9 +407,13 @@ impl Header {
 }
 
 /// Decodes JSON Lines: one object per line with spec 2.5 keys; null or missing values are
-/// null, numbers may be given as strings. Blank lines are skipped.
+/// null, numbers may be given as strings. Blank lines are skipped, lines longer than
+/// [`FORECAST_ROW`] rejected; input that is not UTF-8 text is refused whole.
 pub fn decode_forecast_jsonl(bytes: &[u8]) -> Decoded<ForecastRow> {
-    let text = utf8_text(bytes);
+    let text = match input_text(bytes) {
+        Ok(t) => t,
+        Err(e) => return Decoded::refused(e.to_string()),
+    };
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let mut out = Decoded::new();
     for (i, line) in text.lines().enumerate() {
@@ -407,6 +423,10 @@ pub fn decode_forecast_jsonl(bytes: &[u8]) -> Decoded<ForecastRow> {
             continue;
         }
         out.read += 1;
+        if let Err(reason) = FORECAST_ROW.check(line.len()) {
+            out.reject(line_no, reason);
+            continue;
+        }
         let obj = match serde_json::from_str::<Value>(line) {
             Ok(Value::Object(obj)) => obj,
             Ok(_) => {
@@ -578,12 +598,9 @@ fn int(c: Cell<'_>, col: usize) -> Result<Option<i32>, String> {
     Ok(Some(v as i32))
 }
 
-/// At most 24 characters of an offending value, cut on a char boundary.
-fn clip(s: &str) -> &str {
-    match s.char_indices().nth(24) {
-        Some((i, _)) => &s[..i],
-        None => s,
-    }
+/// At most 24 characters of an offending value, control characters escaped.
+fn clip(s: &str) -> std::borrow::Cow<'_, str> {
+    crate::decode::text::quote(s, 24)
 }
 
 /// Parses the timestamps exports carry: `YYYY-MM-DD[T ]HH:MM[:SS[.f]]` followed by `Z`,
@@ -887,6 +904,40 @@ mod tests {
         assert_eq!(d.records[0].location_name, "KN\u{fffd}YC");
         assert_eq!(d.errors.len(), 1);
         assert_eq!(d.errors[0].line, 3);
+    }
+
+    /// Rows longer than any forecast row are rejected with their length, in both CSV
+    /// readers and JSON Lines; a too-long header stops the file; UTF-16 is named.
+    #[test]
+    fn over_long_rows_and_utf16() {
+        let good = "1,GFS,KNYC,2026-09-24T06:00:00Z,2026-09-24T07:00:00Z,1,60,";
+        let long = format!("2,GFS,{},2026-09-24T06:00:00Z,2026-09-24T08:00:00Z,2,60,", "K".repeat(20_000));
+        for quoted in [false, true] {
+            let long =
+                if quoted { long.replacen(",K", ",\"K", 1).replacen("K,2026", "K\",2026", 1) } else { long.clone() };
+            let csv = format!("{HEADER}\n{long}\n{good}\n");
+            let d = decode_forecast_csv(csv.as_bytes());
+            assert_eq!(d.records.len(), 1, "quoted {quoted}");
+            assert_eq!(d.errors.len(), 1, "{:?}", d.errors);
+            assert_eq!(d.errors[0].line, 2);
+            let want = format!("forecast row of {} bytes is longer than the 16384-byte limit", 20_054);
+            assert_eq!(d.errors[0].reason, want);
+        }
+        let d = decode_forecast_csv(format!("{HEADER},{}\n{good}\n", "x".repeat(20_000)).as_bytes());
+        assert_eq!((d.records.len(), d.errors.len(), d.errors[0].line), (0, 1, 1));
+        let jsonl = format!("{{\"model\":\"GFS\",\"location_name\":\"{}\"}}\n", "K".repeat(20_000));
+        let d = decode_forecast_jsonl(jsonl.as_bytes());
+        assert_eq!(d.errors.len(), 1);
+        assert!(
+            d.errors[0].reason.starts_with(&format!("forecast row of {} bytes", jsonl.trim().len())),
+            "{:?}",
+            d.errors
+        );
+        let utf16: Vec<u8> = format!("{HEADER}\n{good}\n").encode_utf16().flat_map(u16::to_le_bytes).collect();
+        for d in [decode_forecast_csv(&utf16), decode_forecast_jsonl(&utf16)] {
+            assert_eq!((d.records.len(), d.errors.len()), (0, 1));
+            assert!(d.errors[0].reason.starts_with("input is UTF-16LE text"), "{:?}", d.errors);
+        }
     }
 
     #[test]

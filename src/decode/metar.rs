@@ -274,6 +274,9 @@ fn other_body_group<'a, I: Iterator<Item = &'a str>>(
                 m.visibility_less_than = less;
             }
         }
+    } else if let Some(digits) = b.strip_prefix(b"SLP") {
+        // Some stations put the sea-level pressure before RMK (`A3001 SLP162 RMK ...`).
+        slp_group(m, digits);
     } else if b.len() == 7 && b.get(3) == Some(&b'V') {
         variable_sector(m, b);
     } else if b.len() == 5 && matches!(b[0], b'A' | b'Q') {
@@ -286,8 +289,14 @@ fn other_body_group<'a, I: Iterator<Item = &'a str>>(
         }
     } else if let Some(metres) = metric_visibility(b) {
         set_metric_visibility(m, metres);
-    } else if b.len() == 1 && b[0].is_ascii_digit() {
-        whole_plus_fraction(m, b[0], toks);
+    } else if let [whole] | [b'P', whole] = b {
+        if whole.is_ascii_digit() {
+            whole_plus_fraction(m, *whole - b'0', toks);
+        }
+    } else if let [b'M', whole] = b {
+        if whole.is_ascii_digit() && whole_plus_fraction(m, *whole - b'0', toks) {
+            m.visibility_less_than = true;
+        }
     } else if !*temp_seen && b.contains(&b'/') {
         if let Some((t, d)) = temp_dew(b) {
             *temp_seen = t.is_some() || d.is_some();
@@ -300,50 +309,67 @@ fn other_body_group<'a, I: Iterator<Item = &'a str>>(
 /// `dddffKT`, `dddffGggKT`, `VRBffKT`, 3-digit speeds; `unit` converts to knots.
 /// `rest` is the group without its unit suffix. Only the first wind group counts (a wind
 /// shear group `WS020/18040KT` does not parse as one).
+///
+/// Each part may be reported missing on its own (`///` or `MMM` direction, `//` speed,
+/// `G//` gust, as automated stations and decoder test suites write them): a missing part
+/// is `None` and the parts that were reported are kept (`///04KT` is 4 kt from an unknown
+/// direction, `27010G//KT` 10 kt from 270° with an unknown gust). A part that is neither
+/// a value nor a missing marker makes the token something other than a wind group.
 fn wind_group(m: &mut Metar, rest: &[u8], unit: f64) {
-    if m.wind_speed_kt.is_some() || rest.len() < 5 {
+    let seen = m.wind_speed_kt.is_some() || m.wind_dir_deg.is_some() || m.wind_variable;
+    if seen || rest.len() < 5 {
         return;
     }
     let (dir_b, speeds) = rest.split_at(3);
-    let (dir, variable) = if dir_b == b"VRB" {
-        (None, true)
-    } else {
-        match num(dir_b) {
+    let (dir, variable) = match dir_b {
+        b"VRB" => (None, true),
+        d if is_missing(d) => (None, false),
+        d => match num(d) {
             Some(d) if d <= 360 => (Some(d as u16), false),
             _ => return,
-        }
+        },
     };
     let (speed_b, gust_b) = match speeds.iter().position(|&c| c == b'G') {
         Some(i) => {
             let (s, g) = speeds.split_at(i);
-            (s, g.get(1..))
+            (s, Some(&g[1..]))
         }
         None => (speeds, None),
     };
-    let speed = match speed_digits(speed_b) {
-        Some(s) => s,
-        None => return,
+    let Some(speed) = wind_speed(speed_b) else {
+        return;
     };
     let gust = match gust_b {
-        Some(g) => match speed_digits(g) {
-            Some(g) => Some(g),
+        Some([]) => None,
+        Some(g) => match wind_speed(g) {
+            Some(g) => g,
             None => return,
         },
         None => None,
     };
-    m.wind_dir_deg = if speed == 0 && dir == Some(0) { None } else { dir };
+    // 000 is the direction of a calm only; with a speed missing it says nothing.
+    m.wind_dir_deg = if dir == Some(0) && speed.is_none_or(|s| s == 0) { None } else { dir };
     m.wind_variable = variable;
-    m.wind_speed_kt = Some(f64::from(speed) * unit);
+    m.wind_speed_kt = speed.map(|s| f64::from(s) * unit);
     m.wind_gust_kt = gust.map(|g| f64::from(g) * unit);
 }
 
-/// Wind speed digits: two or three.
-fn speed_digits(b: &[u8]) -> Option<u32> {
+/// A wind speed: `Some(Some(v))` for two or three digits, `Some(None)` for a missing
+/// marker (`//`, `///`, `MM`), `None` for anything else.
+fn wind_speed(b: &[u8]) -> Option<Option<u32>> {
+    if is_missing(b) && b.len() <= 3 {
+        return Some(None);
+    }
     if (2..=3).contains(&b.len()) {
-        num(b)
+        num(b).map(Some)
     } else {
         None
     }
+}
+
+/// All `/` or all `M`: a value the station did not report.
+fn is_missing(b: &[u8]) -> bool {
+    !b.is_empty() && (b.iter().all(|&c| c == b'/') || b.iter().all(|&c| c == b'M'))
 }
 
 /// `dddVddd` variable wind sector.
@@ -381,39 +407,59 @@ fn set_altimeter(m: &mut Metar, hpa: f64) {
     }
 }
 
-/// `nnnn` or `nnnnNDV` metres visibility.
+/// `nnnn`, `nnnnNDV` or `nnnnD` (`D` a compass direction: `1000W`, `5000NE`) metres
+/// visibility. A direction marks a visibility that differs by direction; as the first
+/// visibility group of a report it is the one the report leads with, and the plain
+/// group after it (`1000W 3000`) is the largest, not the prevailing one.
 fn metric_visibility(b: &[u8]) -> Option<u32> {
-    match b {
-        [d @ .., b'N', b'D', b'V'] | d if d.len() == 4 => num(d),
-        _ => None,
+    const DIRECTIONS: [&[u8]; 8] = [b"N", b"NE", b"E", b"SE", b"S", b"SW", b"W", b"NW"];
+    let digits = b.get(..4)?;
+    let suffix = &b[4..];
+    let known = suffix.is_empty() || suffix == b"NDV" || DIRECTIONS.contains(&suffix);
+    if known {
+        num(digits)
+    } else {
+        None
     }
 }
 
-/// Metres to statute miles, two decimals (10 km = 6.21 SM). 9999 means 10 km or more.
+/// Stores a metric visibility in the statute-mile column without rounding: the stored
+/// value is the double nearest `metres / 1609.344`, so `round(visibility_sm * 1609.344)`
+/// gives back exactly the metres the report gave (rounding to hundredths of a mile
+/// turned `0100` into 96.6 m). 9999 means 10 km or more and is stored as 10 km.
 fn set_metric_visibility(m: &mut Metar, metres: u32) {
     if m.visibility_sm.is_some() {
         return;
     }
     let metres = if metres == 9999 { 10_000 } else { metres };
-    m.visibility_sm = Some((f64::from(metres) / METRES_PER_SM * 100.0).round() / 100.0);
+    m.visibility_sm = Some(f64::from(metres) / METRES_PER_SM);
     m.visibility_less_than = false;
 }
 
-/// `1 1/2SM`: a lone digit followed by a fraction in statute miles.
-fn whole_plus_fraction<'a, I: Iterator<Item = &'a str>>(m: &mut Metar, whole: u8, toks: &mut std::iter::Peekable<I>) {
+/// `1 1/2SM` (and `P1 1/2SM`, `M1 1/2SM`, whose prefix the caller has read): a whole
+/// number of miles in its own token followed by a proper fraction. True when the two
+/// tokens were a visibility and were stored.
+fn whole_plus_fraction<'a, I: Iterator<Item = &'a str>>(
+    m: &mut Metar,
+    whole: u8,
+    toks: &mut std::iter::Peekable<I>,
+) -> bool {
     if m.visibility_sm.is_some() {
-        return;
+        return false;
     }
-    let frac = toks.peek().and_then(|t| t.as_bytes().strip_suffix(b"SM")).and_then(fraction);
-    if let Some(f) = frac {
-        toks.next();
-        m.visibility_sm = Some(f64::from(whole - b'0') + f);
-        m.visibility_less_than = false;
-    }
+    let frac = toks.peek().and_then(|t| t.as_bytes().strip_suffix(b"SM")).and_then(fraction).filter(|f| *f < 1.0);
+    let Some(f) = frac else {
+        return false;
+    };
+    toks.next();
+    m.visibility_sm = Some(f64::from(whole) + f);
+    m.visibility_less_than = false;
+    true
 }
 
 /// Statute-mile visibility without its `SM`: `10`, `1/2`, `M1/4` (less than), `P6` (more
-/// than 6, stored as 6), and the run-together `11/2` for 1 1/2.
+/// than 6, stored as its bound 6, like `P1 1/2SM` as 1.5), and the run-together `11/2`
+/// for 1 1/2.
 fn statute_miles(b: &[u8]) -> Option<(f64, bool)> {
     let (less, b) = match b.strip_prefix(b"M") {
         Some(r) => (true, r),
@@ -482,9 +528,7 @@ fn whole_c(b: &[u8]) -> Option<i32> {
 fn remark_group(m: &mut Metar, tok: &str) {
     let b = tok.as_bytes();
     match b {
-        [b'S', b'L', b'P', rest @ ..] if rest.len() == 3 && m.sea_level_pressure_hpa.is_none() => {
-            m.sea_level_pressure_hpa = num(rest).map(slp_hpa);
-        }
+        [b'S', b'L', b'P', rest @ ..] => slp_group(m, rest),
         [b'T', rest @ ..] if rest.len() == 4 || rest.len() == 8 => t_group(m, rest),
         [b'P', rest @ ..] if rest.len() == 4 && m.precip_hour_in.is_none() => {
             m.precip_hour_in = hundredths(rest);
@@ -505,6 +549,14 @@ fn day_extremes(m: &mut Metar, rest: &[u8]) {
     if let (Some(hi), Some(lo)) = (signed_tenths(hi), signed_tenths(lo)) {
         m.day_max_c = Some(hi);
         m.day_min_c = Some(lo);
+    }
+}
+
+/// `SLPppp` (the digits after `SLP`), in the remarks or before them; `SLPNO` and
+/// other non-digit forms stay `None`. The first one wins.
+fn slp_group(m: &mut Metar, digits: &[u8]) {
+    if digits.len() == 3 && m.sea_level_pressure_hpa.is_none() {
+        m.sea_level_pressure_hpa = num(digits).map(slp_hpa);
     }
 }
 
@@ -555,6 +607,11 @@ mod tests {
 
     fn ok(text: &str) -> Metar {
         parse_metar(text, utc(2024, 3, 1, 12, 0)).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    /// A metric visibility as the decoder stores it.
+    fn metres(m: u32) -> Option<f64> {
+        Some(f64::from(m) / METRES_PER_SM)
     }
 
     fn close(a: Option<f64>, b: f64, tol: f64) -> bool {
@@ -852,14 +909,14 @@ mod tests {
         assert_eq!(m.time, utc(2025, 12, 5, 16, 0));
         assert_eq!((m.wind_dir_deg, m.wind_speed_kt), (Some(320), Some(4.0)));
         assert_eq!((m.wind_var_from, m.wind_var_to), (Some(280), Some(360)));
-        assert_eq!(m.visibility_sm, Some(6.21));
+        assert_eq!(m.visibility_sm, metres(10_000));
         assert_eq!((m.temp_whole_c, m.dew_whole_c, m.altimeter_hpa), (Some(27), Some(23), Some(1012.0)));
         assert_eq!(temperature_fields(&m), Some(Probable::from_whole_c(27)));
         // The trend's 6000 must not replace the observed 4000 m.
         let m = ok("SPECI WSSS 120941Z 30004KT 240V010 4000 TSRA FEW012 FEW015CB FEW017TCU \
                     BKN150 25/23 Q1007 BECMG FM1015 TL1025 6000 NSW");
         assert_eq!(m.kind, Some(ReportKind::Speci));
-        assert_eq!(m.visibility_sm, Some(2.49));
+        assert_eq!(m.visibility_sm, metres(4000));
     }
 
     /// Hyderabad: compare with IEM's decoded columns (tmpf, alti, vsby, sknt).
@@ -904,11 +961,11 @@ mod tests {
         assert!(unitless > 0);
         // First row: VOHY 010040Z 13004KT 3000 HZ BKN010 SCT015 21/16 Q1015 NOSIG
         let m = parse_metar(&rows[0][c_metar], iem_time(&rows[0][c_valid])).unwrap();
-        assert_eq!((m.visibility_sm, m.altimeter_hpa), (Some(1.86), Some(1015.0)));
+        assert_eq!((m.visibility_sm, m.altimeter_hpa), (metres(3000), Some(1015.0)));
         assert_eq!((m.temp_whole_c, m.dew_whole_c, m.kind), (Some(21), Some(16), None));
         // Row of 28 March: "VOHY 280140Z 00000 4000 ..." (wind without unit).
         let m = ok("VOHY 280140Z 00000 4000 HZ NSC 23/14 Q1015 NOSIG");
-        assert_eq!((m.wind_speed_kt, m.visibility_sm), (Some(0.0), Some(2.49)));
+        assert_eq!((m.wind_speed_kt, m.visibility_sm), (Some(0.0), metres(4000)));
         // Nonstandard "QNH 1011".
         let m = ok("VOHY 010040Z 00000KT 4000 HZ FEW 020 SCT 020 26/12 QNH 1011 NOSIG");
         assert_eq!((m.altimeter_hpa, m.wind_dir_deg, m.wind_speed_kt), (Some(1011.0), None, Some(0.0)));
@@ -1011,7 +1068,7 @@ mod tests {
         let m = ok("XXXX 011155Z 27037KMH 9999");
         assert!(close(m.wind_speed_kt, 19.98, 0.01));
         // Missing or malformed wind is skipped, not an error, and later groups still parse.
-        for w in ["/////KT", "3605KT", "37010KT", "27010GKT", "ABCDEKT", "KT"] {
+        for w in ["/////KT", "3605KT", "37010KT", "27010G5KT", "ABCDEKT", "270AAKT", "KT"] {
             let m = ok(&format!("KABC 011155Z {w} 10SM 05/04"));
             assert_eq!((m.wind_speed_kt, m.temp_whole_c), (None, Some(5)), "{w}");
         }
@@ -1030,11 +1087,11 @@ mod tests {
         assert_eq!(vis("M1/4SM"), (Some(0.25), true));
         assert_eq!(vis("P6SM"), (Some(6.0), false));
         assert_eq!(vis("11/2SM"), (Some(1.5), false));
-        assert_eq!(vis("9999"), (Some(6.21), false));
-        assert_eq!(vis("CAVOK"), (Some(6.21), false));
-        assert_eq!(vis("0800"), (Some(0.5), false));
+        assert_eq!(vis("9999"), (metres(10_000), false));
+        assert_eq!(vis("CAVOK"), (metres(10_000), false));
+        assert_eq!(vis("0800"), (metres(800), false));
         assert_eq!(vis("0000"), (Some(0.0), false));
-        assert_eq!(vis("9999NDV"), (Some(6.21), false));
+        assert_eq!(vis("9999NDV"), (metres(10_000), false));
         for bad in ["1/0SM", "SM", "MSM", "1//2SM", "22/2SM", "ABCDSM", "12345"] {
             assert_eq!(vis(bad), (None, false), "{bad}");
         }
@@ -1132,9 +1189,118 @@ mod tests {
     #[test]
     fn trend_groups_are_ignored() {
         let m = ok("EGLL 011150Z 24010KT 9999 FEW030 12/08 Q1020 TEMPO 3000 RA 25015G25KT");
-        assert_eq!((m.visibility_sm, m.wind_speed_kt), (Some(6.21), Some(10.0)));
+        assert_eq!((m.visibility_sm, m.wind_speed_kt), (metres(10_000), Some(10.0)));
         let m = ok("EGLL 011150Z TEMPO 3000 RA RMK SLP123");
         assert_eq!((m.visibility_sm, m.sea_level_pressure_hpa), (None, Some(1012.3)));
+    }
+
+    /// What a case expects of the decoded report: wind, visibility and sea-level pressure,
+    /// the groups the acceptance cases are about.
+    #[derive(Debug, PartialEq)]
+    struct Groups {
+        dir: Option<u16>,
+        vrb: bool,
+        kt: Option<f64>,
+        gust: Option<f64>,
+        vis_sm: Option<f64>,
+        less: bool,
+        slp: Option<f64>,
+    }
+
+    impl Groups {
+        fn of(m: &Metar) -> Self {
+            Groups {
+                dir: m.wind_dir_deg,
+                vrb: m.wind_variable,
+                kt: m.wind_speed_kt,
+                gust: m.wind_gust_kt,
+                vis_sm: m.visibility_sm,
+                less: m.visibility_less_than,
+                slp: m.sea_level_pressure_hpa,
+            }
+        }
+    }
+
+    /// Acceptance cases written by public METAR decoder projects (python-metar's
+    /// `test_metar.py`, aeharding/metar-taf-parser, SimGear's METAR tests, factor's
+    /// `metar-tests`), each as a whole report line with the fields its project expects.
+    /// A part a report gives as missing is `None`; the parts it does give are kept.
+    #[test]
+    fn decoder_project_acceptance_cases() {
+        let g = |dir, kt, gust, vis_sm, slp| Groups { dir, vrb: false, kt, gust, vis_sm, less: false, slp };
+        let cases: Vec<(&str, Groups)> = vec![
+            // Gust reported missing: speed and direction stay (python-metar, SimGear).
+            ("KXYZ 011155Z 09010G//KT 10SM 05/04 A2992", g(Some(90), Some(10.0), None, Some(10.0), None)),
+            ("KXYZ 011155Z 09010GMMKT 10SM 05/04 A2992", g(Some(90), Some(10.0), None, Some(10.0), None)),
+            ("KXYZ 011155Z 09010GKT 10SM 05/04 A2992", g(Some(90), Some(10.0), None, Some(10.0), None)),
+            (
+                "CYAZ 171600Z 14040G//KT 10SM -RA OVC012 12/11 A2895 RMK NS8 VIA CYXY SLP806 DENSITY ALT 900FT",
+                g(Some(140), Some(40.0), None, Some(10.0), Some(980.6)),
+            ),
+            // Direction missing: the speed stays; a missing speed keeps the direction.
+            ("KXYZ 011155Z ///04KT 10SM CLR M01/M10 A2986 RMK AO2 T10061102", g(None, Some(4.0), None, Some(10.0), None)),
+            ("KXYZ 011155Z ///00KT 10SM 05/04 A2992", g(None, Some(0.0), None, Some(10.0), None)),
+            ("KXYZ 011155Z MMM00KT 10SM 05/04 A2992", g(None, Some(0.0), None, Some(10.0), None)),
+            ("ZBAA 121253Z 180//KT 8000 12/02 Q1013", g(Some(180), None, None, metres(8000), None)),
+            ("KXYZ 011155Z 000//KT 10SM 05/04 A2992", g(None, None, None, Some(10.0), None)),
+            ("KXYZ 011155Z /////KT 10SM 05/04 A2992", g(None, None, None, Some(10.0), None)),
+            ("KXYZ 011155Z MMMMMKT 10SM 05/04 A2992", g(None, None, None, Some(10.0), None)),
+            (
+                "KXYZ 011155Z VRB03G40KT 10SM 05/04 A2992",
+                Groups { vrb: true, ..g(None, Some(3.0), Some(40.0), Some(10.0), None) },
+            ),
+            // Unit-less gusty wind: knots or m/s cannot be told, so nothing is stored.
+            ("ENLK 081350Z 26026G40 240V300 9999 VCSH FEW025 BKN030 02/M01 Q0996", g(None, None, None, metres(10_000), None)),
+            // Statute-mile visibility, prefixed fractions included (metar-taf-parser).
+            ("SUMU 070520Z P1 1/2SM", g(None, None, None, Some(1.5), None)),
+            ("SUMU 070520Z 3 1/4SM", g(None, None, None, Some(3.25), None)),
+            ("SUMU 070520Z P6SM", g(None, None, None, Some(6.0), None)),
+            ("SUMU 070520Z M1/4SM", Groups { less: true, ..g(None, None, None, Some(0.25), None) }),
+            ("SUMU 070520Z M1 1/2SM", Groups { less: true, ..g(None, None, None, Some(1.5), None) }),
+            ("KTTN 051853Z 04011KT 1 1/2SM VCTS SN FZFG BKN003 OVC010 M02/M02 A3006 RMK AO2 TSB40 SLP176 P0002 T10171017",
+             g(Some(40), Some(11.0), None, Some(1.5), Some(1017.6))),
+            // SLP before RMK (python-metar `test_slp_outside_remarks`), wind after the sky.
+            (
+                "METAR KCOF 191855Z 18015G22KT 7SM FEW049 SCT300 28/18 A3001 SLP162 RMK WND DATA ESTMD",
+                g(Some(180), Some(15.0), Some(22.0), Some(7.0), Some(1016.2)),
+            ),
+            (
+                "METAR KCOF 281855Z FEW029TCU FEW040 SCT250 09008KT 7SM 32/25 A3008 RMK VIRGA E TCU NE AND DSNT ALQDS SLP186",
+                g(Some(90), Some(8.0), None, Some(7.0), Some(1018.6)),
+            ),
+            ("METAR KXYZ 191855Z 18015KT 7SM 28/18 A3001 SLPNO RMK AO2", g(Some(180), Some(15.0), None, Some(7.0), None)),
+            // Metres, stored without rounding (factor, python-metar, metar-taf-parser).
+            ("EGXX 011150Z 24010KT 0100 FG VV001 08/08 Q1020", g(Some(240), Some(10.0), None, metres(100), None)),
+            ("EGXX 011150Z 24010KT 4200 BR 08/08 Q1020", g(Some(240), Some(10.0), None, metres(4200), None)),
+            ("EGXX 011150Z 24010KT 9999 08/08 Q1020", g(Some(240), Some(10.0), None, metres(10_000), None)),
+            ("EGXX 011150Z 24010KT CAVOK 08/08 Q1020", g(Some(240), Some(10.0), None, metres(10_000), None)),
+            ("EGXX 011150Z 24010KT 7000NDV 08/08 Q1020", g(Some(240), Some(10.0), None, metres(7000), None)),
+            ("EGXX 011150Z 24010KT 5000E 08/08 Q1020", g(Some(240), Some(10.0), None, metres(5000), None)),
+            ("EGXX 011150Z 24010KT 1000W 3000 08/08 Q1020", g(Some(240), Some(10.0), None, metres(1000), None)),
+            ("EGXX 011150Z 24010KT 1000 3000NE 08/08 Q1020", g(Some(240), Some(10.0), None, metres(1000), None)),
+            (
+                "LFPG 170830Z 00000KT 0350 R27L/0375N R09R/0175N R26R/0500D R08L/0400N R26L/0275D R08R/0250N \
+                 R27R/0300N R09L/0200N FG SCT000 M01/M01 Q1026 NOSIG",
+                g(None, Some(0.0), None, metres(350), None),
+            ),
+        ];
+        for (report, want) in cases {
+            assert_eq!(Groups::of(&ok(report)), want, "{report}");
+        }
+    }
+
+    /// Metres come back exactly: `0100` is 100 m, not 96.6 m (0.06 SM), for every value
+    /// a four-digit group can hold.
+    #[test]
+    fn metric_visibility_round_trips_to_the_reported_metres() {
+        let m = ok("EGXX 011150Z 24010KT 0100 FG 08/08 Q1020");
+        assert_eq!(m.visibility_sm.map(|v| (v * METRES_PER_SM).round()), Some(100.0));
+        for metres in 0..=9998u32 {
+            let m = ok(&format!("EGXX 011150Z 24010KT {metres:04} 08/08 Q1020"));
+            let back = m.visibility_sm.map(|v| v * METRES_PER_SM).unwrap();
+            assert_eq!(back.round(), f64::from(metres), "{metres:04}");
+            assert!((back - f64::from(metres)).abs() < 1e-9, "{metres:04}: {back}");
+        }
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! so operators never have to say what they are feeding in.
 
 use super::metar::{is_station_id, parse_metar};
-use crate::decode::text::utf8_text;
+use crate::decode::limits::{METAR_REPORT, METAR_ROW};
+use crate::decode::text::{input_text, quote};
 use crate::decode::types::{Decoded, Metar, ReportKind};
 use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveTime, TimeZone, Utc};
 use serde_json::Value;
@@ -87,8 +88,12 @@ pub fn decode_metar_input(bytes: &[u8], month_hint: Option<(i32, u32)>) -> Decod
 }
 
 /// [`decode_metar_input`] with an explicit "now", so dating without a hint is testable.
+/// Input that is not UTF-8 text (UTF-16, binary) is refused as a whole, naming what it is.
 pub fn decode_metar_input_at(bytes: &[u8], month_hint: Option<(i32, u32)>, now: DateTime<Utc>) -> Decoded<Metar> {
-    let text = utf8_text(bytes);
+    let text = match input_text(bytes) {
+        Ok(t) => t,
+        Err(e) => return Decoded::refused(e.to_string()),
+    };
     match detect(bytes) {
         MetarContainer::IemDelimited | MetarContainer::Lcd => decode_delimited(&text),
         MetarContainer::AwcJson => decode_awc_json(&text),
@@ -127,7 +132,10 @@ pub fn decode_delimited(text: &str) -> Decoded<Metar> {
     };
     let delim = sniff_delimiter(header);
     let mut fields = Vec::new();
-    let columns = split_delimited(header, delim, &mut fields).and_then(|()| delimited_columns(&fields));
+    let columns = METAR_ROW
+        .check(header.len())
+        .and_then(|()| split_delimited(header, delim, &mut fields))
+        .and_then(|()| delimited_columns(&fields));
     let cols = match columns {
         Ok(c) => c,
         Err(reason) => {
@@ -136,7 +144,10 @@ pub fn decode_delimited(text: &str) -> Decoded<Metar> {
         }
     };
     for (no, line) in lines {
-        let row = split_delimited(line, delim, &mut fields).and_then(|()| delimited_row(&fields, &cols));
+        let row = METAR_ROW
+            .check(line.len())
+            .and_then(|()| split_delimited(line, delim, &mut fields))
+            .and_then(|()| delimited_row(&fields, &cols));
         match row {
             Ok(Some(m)) => out.records.push(m),
             Ok(None) => {}
@@ -536,6 +547,9 @@ fn bulletin_line(
 /// Ends the pending report: normalise, drop verbatim repeats, decode, record.
 fn flush(pending: &mut Option<Pending>, bulletin: &mut Bulletin, dating: Dating, out: &mut Decoded<Metar>) {
     let Some(p) = pending.take() else { return };
+    if let Err(reason) = METAR_REPORT.check(p.text.len()) {
+        return out.reject(p.line, reason);
+    }
     let text = p.text.split_whitespace().collect::<Vec<_>>().join(" ");
     if text.is_empty() || !bulletin.seen.insert(text.clone()) {
         return;
@@ -622,6 +636,10 @@ pub fn decode_bare_lines(text: &str, month_hint: Option<(i32, u32)>, now: DateTi
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
+        if let Err(reason) = METAR_REPORT.check(line.len()) {
+            out.reject(idx + 1, reason);
+            continue;
+        }
         if is_keyword(line) {
             default_kind = keyword_kind(line);
             continue;
@@ -640,11 +658,12 @@ pub fn decode_bare_lines(text: &str, month_hint: Option<(i32, u32)>, now: DateTi
 // ---------------------------------------------------------------------------------------
 // Shared report handling
 
-/// Checks what every container must check, then parses: no control or non-ASCII
-/// characters (a NUL byte means a garbled transmission), a station id first, something
-/// after the time group. A report without its own keyword gets HF-METAR when IEM marked
+/// Checks what every container must check, then parses: a plausible length (see
+/// [`METAR_REPORT`]), no control or non-ASCII characters (a NUL byte means a garbled
+/// transmission), a station id first, something after the time group. A report without its own keyword gets HF-METAR when IEM marked
 /// it `MADISHF`, else `fallback`.
 fn finish_report(text: &str, reference: DateTime<Utc>, fallback: ReportKind) -> Result<Metar, String> {
+    METAR_REPORT.check(text.trim().len())?;
     check_chars(text)?;
     let text = normalise_ws(text);
     let mut toks = text.split_whitespace().skip_while(|t| is_prefix(t));
@@ -782,12 +801,10 @@ fn clean_line(l: &str) -> &str {
     l.trim_matches(|c: char| c.is_whitespace() || c == '\u{1}' || c == '\u{3}')
 }
 
-/// At most 24 characters of a bad value, so a reason never carries a whole line.
-fn clip(s: &str) -> &str {
-    match s.char_indices().nth(24) {
-        Some((i, _)) => s.get(..i).unwrap_or(s),
-        None => s,
-    }
+/// At most 24 characters of a bad value, control characters escaped, so a reason never
+/// carries a whole line or raw bytes.
+fn clip(s: &str) -> Cow<'_, str> {
+    quote(s, 24)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1308,6 +1325,65 @@ mod tests {
         let d = decode_metar_input(&inputs[3], Some((2024, 3)));
         assert_eq!(d.errors.len(), 2, "{:?}", d.errors);
         assert_eq!(d.errors[0].reason, "invalid UTF-8 byte in report");
+    }
+
+    /// A report longer than any real METAR is rejected with its length in every container
+    /// (it used to be stored), and the good report next to it decodes. Exactly at the
+    /// limit still decodes.
+    #[test]
+    fn over_long_reports_are_rejected_in_every_container() {
+        let now = utc(2024, 3, 20, 0, 0);
+        let good = "KNYC 011251Z 36010KT 10SM FEW250 05/M05 A3000";
+        let huge = format!("KNYC 011251Z {}", "36010KT ".repeat(150_000));
+        let huge = huge.trim_end();
+        let too_long = |len: usize| format!("METAR report of {len} bytes is longer than the 1024-byte limit");
+        let errs = |d: &Decoded<Metar>| d.errors.iter().map(|e| (e.line, e.reason.clone())).collect::<Vec<_>>();
+        let stored = |d: &Decoded<Metar>| d.records.iter().map(|m| m.raw.clone()).collect::<Vec<_>>();
+
+        let bare = format!("{huge}\n{good}\n");
+        let d = decode_metar_input_at(bare.as_bytes(), Some((2024, 3)), now);
+        assert_eq!((stored(&d), errs(&d)), (vec![good.to_string()], vec![(1, too_long(huge.len()))]));
+
+        let coll = format!("SAUS70 KWBC 011300\nMETAR\n{huge}=\n{good}=\n");
+        let d = decode_metar_input_at(coll.as_bytes(), Some((2024, 3)), now);
+        assert_eq!((stored(&d), errs(&d)), (vec![good.to_string()], vec![(3, too_long(huge.len()))]));
+
+        let json =
+            serde_json::json!([{"rawOb": huge, "obsTime": 1_709_297_460}, {"rawOb": good, "obsTime": 1_709_297_460}]);
+        let d = decode_metar_input_at(json.to_string().as_bytes(), None, now);
+        assert_eq!((stored(&d), errs(&d)), (vec![good.to_string()], vec![(1, too_long(huge.len()))]));
+
+        // In a CSV the row is held to its own limit, the report to the report's.
+        let row = |text: &str| format!("NYC\t2024-03-01 12:51\t{text}\n");
+        let mid = format!("KNYC 011251Z 36010KT 10SM RMK {}", "X".repeat(2000));
+        let tsv = format!("station\tvalid\tmetar\n{}{}{}", row(huge), row(&mid), row(good));
+        let d = decode_metar_input_at(tsv.as_bytes(), None, now);
+        let row_reason = format!("METAR CSV row of {} bytes is longer than the 16384-byte limit", row(huge).len() - 1);
+        assert_eq!(stored(&d), vec![good.to_string()]);
+        assert_eq!(errs(&d), vec![(2, row_reason), (3, too_long(mid.len()))]);
+
+        let at_limit = format!("{good} RMK {}", "X".repeat(1024 - good.len() - 5));
+        assert_eq!(at_limit.len(), 1024);
+        let d = decode_metar_input_at(format!("{at_limit}\n{at_limit}X\n").as_bytes(), Some((2024, 3)), now);
+        assert_eq!((stored(&d), errs(&d)), (vec![at_limit.clone()], vec![(2, too_long(1025))]));
+    }
+
+    /// UTF-16 and binary inputs are refused as a whole, naming the encoding (a UTF-16 IEM
+    /// export used to be reported as a header without a metar column).
+    #[test]
+    fn utf16_and_binary_inputs_are_named() {
+        let now = utc(2024, 3, 20, 0, 0);
+        let text = String::from_utf8(fixture("metar/IEM_KCVG_2024-03-01_routine.tsv")).unwrap();
+        let le: Vec<u8> = [0xFF, 0xFE].into_iter().chain(text.encode_utf16().flat_map(u16::to_le_bytes)).collect();
+        let d = decode_metar_input_at(&le, None, now);
+        assert_eq!((d.records.len(), d.read), (0, 1));
+        assert_eq!(d.errors.len(), 1);
+        assert_eq!(
+            d.errors[0].reason,
+            "input is UTF-16LE text (byte-order mark FF FE); wxlake reads UTF-8: convert it first (iconv -f UTF-16 -t UTF-8)"
+        );
+        let d = decode_metar_input_at(&[0x1F, 0x8B, 0x08, 0x00, 0x12, 0x34], None, now);
+        assert_eq!(d.errors[0].reason, "input is gzip-compressed data, not text");
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod cli;
 pub mod dsm;
 pub mod forecast_parquet;
 pub mod forecast_rows;
+pub mod limits;
 pub mod metar;
 pub mod metar_container;
 pub mod mos;

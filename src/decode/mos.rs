@@ -16,7 +16,8 @@ use std::fmt::Write as _;
 
 use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Timelike, Utc};
 
-use crate::decode::text::utf8_text;
+use crate::decode::limits::MOS_LINE;
+use crate::decode::text::{input_text, quote};
 use crate::decode::types::{Decoded, ForecastRow, OptF64};
 use crate::units::{c_to_f, f_to_c, kt_to_kmh, kt_to_mph};
 
@@ -249,9 +250,10 @@ fn small_uint(s: &str, max_len: usize) -> Option<u32> {
     s.parse().ok()
 }
 
-/// At most `max` characters of `s`, cut on a character boundary, for error reasons.
+/// At most `max` characters of `s`, cut on a character boundary, control characters
+/// escaped, for error reasons.
 fn snippet(s: &str, max: usize) -> String {
-    s.chars().take(max).collect()
+    quote(s, max).into_owned()
 }
 
 /// Lines a bulletin carries before its first station: the sequence number (`906`), the
@@ -577,14 +579,18 @@ enum State {
 /// one after the other) into forecast rows of GFS-MOS (MAV), NAM-MOS (MET), LAV-MOS
 /// (LAMP) and NBS-MOS (NBS), one row per column that carries a temperature.
 /// `latitude`/`longitude` stay `None`: the caller fills them from the station catalog.
-/// MEX, ECMWF MOS and NBE/NBX blocks are skipped silently.
+/// MEX, ECMWF MOS and NBE/NBX blocks are skipped silently. A line longer than
+/// [`MOS_LINE`] is rejected and skipped; input that is not UTF-8 text is refused whole.
 ///
 /// Units: TMP/DPT °F (°C and K derived), WDR tens of degrees (00 with WSP 00 is calm and
 /// gives 0°), WSP and gusts (NBS `GST`, LAMP `WGS`) knots converted to mph and km/h.
 /// `cloud_cover` is NBS `SKY` as written (percent); MAV/MET/LAMP only give the category
 /// `CLD`, mapped to CL 0 %, FW 25 %, SC 50 %, BK 80 %, OV 100 %.
 pub fn decode_mos(bytes: &[u8]) -> Decoded<ForecastRow> {
-    let text = utf8_text(bytes);
+    let text = match input_text(bytes) {
+        Ok(t) => t,
+        Err(e) => return Decoded::refused(e.to_string()),
+    };
     let mut out = Decoded::new();
     let mut state = State::Outside;
     let mut seen_header = false;
@@ -592,6 +598,10 @@ pub fn decode_mos(bytes: &[u8]) -> Decoded<ForecastRow> {
     for (i, raw) in text.lines().enumerate() {
         let n = i + 1;
         out.read += 1;
+        if let Err(reason) = MOS_LINE.check(raw.len()) {
+            out.reject(n, reason);
+            continue;
+        }
         let line = raw.trim_end_matches(is_pad);
         let trimmed = line.trim_start_matches(is_pad);
         if trimmed.is_empty() {
@@ -1393,6 +1403,28 @@ OBV   N  N BR  N  N  N  N  N  N BR FG  N  N  N  N  N  N  N BR  N  N
                 let _ = decode_mos(&m);
             }
         }
+    }
+
+    /// UTF-16 input is named, junk rows are quoted with control characters escaped, and
+    /// an implausibly long line is rejected with its length while the block decodes.
+    #[test]
+    fn non_text_junk_and_over_long_lines() {
+        let utf16: Vec<u8> =
+            [0xFF, 0xFE].into_iter().chain(MAV_KMCO.encode_utf16().flat_map(u16::to_le_bytes)).collect();
+        let d = decode_mos(&utf16);
+        assert_eq!((d.records.len(), d.errors.len()), (0, 1), "{:?}", d.errors);
+        assert!(d.errors[0].reason.starts_with("input is UTF-16LE text (byte-order mark FF FE)"), "{:?}", d.errors);
+        let whole = decode_mos(MAV_KMCO.as_bytes()).records;
+        assert_eq!(whole.len(), 21);
+        let d = decode_mos(MAV_KMCO.replacen("P06 ", "\u{1b}[2J\u{7}garbage ", 1).as_bytes());
+        assert_eq!(d.errors.len(), 1, "{:?}", d.errors);
+        assert_eq!(d.errors[0].reason, "unrecognised row '\\u{1b}[2J\\u{7}garbage…'");
+        assert_eq!(d.records, whole);
+        let d = decode_mos(MAV_KMCO.replacen("P06 ", &format!("P06 {}", "  5".repeat(1000)), 1).as_bytes());
+        assert_eq!(d.errors.len(), 1, "{:?}", d.errors);
+        assert!(d.errors[0].reason.starts_with("MOS line of "), "{:?}", d.errors);
+        assert!(d.errors[0].reason.ends_with("bytes is longer than the 1024-byte limit"), "{:?}", d.errors);
+        assert_eq!(d.records, whole);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use chrono_tz::Tz;
 use serde_json::{json, Map, Value};
 
 use super::forecast_rows::parse_time;
-use crate::decode::text::utf8_text;
+use crate::decode::text::input_text;
 use crate::decode::types::{NwsHourlyForecast, NwsHourlyPeriod};
 use crate::units::c_to_f;
 
@@ -31,7 +31,7 @@ const MAX_SPAN_H: i64 = 24 * 31;
 /// else `updateTime` (the raw gridpoint has only that). `station` is left `None`: the
 /// document names a grid cell, not a station; the caller sets it.
 pub fn decode_nws_hourly(bytes: &[u8]) -> Result<NwsHourlyForecast, String> {
-    let text = utf8_text(bytes);
+    let text = input_text(bytes).map_err(|e| e.to_string())?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let root: Value = serde_json::from_str(text).map_err(|e| format!("bad JSON: {e}"))?;
     let props = match root.get("properties") {
@@ -231,12 +231,9 @@ fn temperature_json(f: f64) -> Value {
     }
 }
 
-/// At most 32 characters of an offending value, cut on a char boundary.
-fn clip(s: &str) -> &str {
-    match s.char_indices().nth(32) {
-        Some((i, _)) => &s[..i],
-        None => s,
-    }
+/// At most 32 characters of an offending value, control characters escaped.
+fn clip(s: &str) -> std::borrow::Cow<'_, str> {
+    crate::decode::text::quote(s, 32)
 }
 
 #[cfg(test)]
@@ -352,7 +349,10 @@ mod tests {
         for (input, want) in cases {
             assert_eq!(decode_nws_hourly(input.as_bytes()).unwrap_err(), want);
         }
-        assert!(decode_nws_hourly(b"\xff\xfe\x00garbage").unwrap_err().starts_with("bad JSON"));
+        assert!(decode_nws_hourly(b"\xfe\x00garbage").unwrap_err().starts_with("bad JSON"));
+        // FF FE is UTF-16's byte-order mark: named, not "bad JSON".
+        let e = decode_nws_hourly(b"\xff\xfe{\x00}\x00").unwrap_err();
+        assert!(e.starts_with("input is UTF-16LE text (byte-order mark FF FE)"), "{e}");
         let full = fixture("forecast/nws_hourly_forecast_knyc_gen20260924T0316Z.json");
         for cut in [0, 10, full.len() / 2, full.len() - 3] {
             assert!(decode_nws_hourly(&full[..cut]).is_err());

@@ -4,7 +4,8 @@
 //! integer °F, so gaps matter: the `-999` sentinel becomes a kept row with `temp_f: None`.
 
 use super::metar_container::{data_lines, parse_utc_time, sniff_delimiter, split_delimited};
-use crate::decode::text::utf8_text;
+use crate::decode::limits::ONEMIN_LINE;
+use crate::decode::text::{input_text, quote};
 use crate::decode::types::{Decoded, OneMinute};
 use chrono::Timelike;
 use std::borrow::Cow;
@@ -31,9 +32,13 @@ struct Columns {
 
 /// Decodes a one-minute temperature CSV. Rows that cannot be read are reported by line;
 /// missing temperatures (`-999`, `M`, empty) are kept as gaps, because a gap is information
-/// the daily-extreme logic needs (an unconfirmed minute is not a confirmed one).
+/// the daily-extreme logic needs (an unconfirmed minute is not a confirmed one). Lines
+/// longer than [`ONEMIN_LINE`] are rejected; input that is not UTF-8 text is refused whole.
 pub fn decode_onemin(bytes: &[u8]) -> Decoded<OneMinute> {
-    let text = utf8_text(bytes);
+    let text = match input_text(bytes) {
+        Ok(t) => t,
+        Err(e) => return Decoded::refused(e.to_string()),
+    };
     let mut out = Decoded::new();
     out.read = text.lines().count();
     let mut lines = data_lines(&text);
@@ -42,7 +47,10 @@ pub fn decode_onemin(bytes: &[u8]) -> Decoded<OneMinute> {
     };
     let delim = sniff_delimiter(header);
     let mut fields = Vec::new();
-    let columns = split_delimited(header, delim, &mut fields).and_then(|()| header_columns(&fields));
+    let columns = ONEMIN_LINE
+        .check(header.len())
+        .and_then(|()| split_delimited(header, delim, &mut fields))
+        .and_then(|()| header_columns(&fields));
     let cols = match columns {
         Ok(c) => c,
         Err(reason) => {
@@ -51,7 +59,11 @@ pub fn decode_onemin(bytes: &[u8]) -> Decoded<OneMinute> {
         }
     };
     for (no, line) in lines {
-        match split_delimited(line, delim, &mut fields).and_then(|()| decode_row(&fields, &cols)) {
+        let row = ONEMIN_LINE
+            .check(line.len())
+            .and_then(|()| split_delimited(line, delim, &mut fields))
+            .and_then(|()| decode_row(&fields, &cols));
+        match row {
             Ok(row) => out.records.push(row),
             Err(reason) => out.reject(no, reason),
         }
@@ -164,12 +176,10 @@ fn parse_tmpf(s: &str) -> Result<Option<f64>, String> {
     Ok(Some(v))
 }
 
-/// At most 24 characters of a bad value, so a reason never carries a whole line.
-fn clip(s: &str) -> &str {
-    match s.char_indices().nth(24) {
-        Some((i, _)) => s.get(..i).unwrap_or(s),
-        None => s,
-    }
+/// At most 24 characters of a bad value, control characters escaped, so a reason never
+/// carries a whole line or raw bytes.
+fn clip(s: &str) -> std::borrow::Cow<'_, str> {
+    quote(s, 24)
 }
 
 #[cfg(test)]
@@ -243,6 +253,34 @@ KNYC,NEW YORK CNTRL PK TWR,2024-03-01T05:12:00Z,39.9,30.0
         assert_eq!(d.errors.len(), 1);
         assert_eq!(d.errors[0].line, 1);
         assert_eq!(d.errors[0].reason, "header lacks a 'tmpf' column");
+    }
+
+    /// UTF-16 input (a spreadsheet saved as "Unicode text") used to be reported as a
+    /// header without a station column; it is named for what it is.
+    #[test]
+    fn utf16_input_is_named_not_a_missing_column() {
+        for (bom, le) in [(&[0xFF, 0xFE][..], true), (&[][..], true), (&[0xFE, 0xFF][..], false)] {
+            let body = FIXTURE.encode_utf16().flat_map(|u| if le { u.to_le_bytes() } else { u.to_be_bytes() });
+            let bytes: Vec<u8> = bom.iter().copied().chain(body).collect();
+            let d = decode_onemin(&bytes);
+            assert_eq!((d.records.len(), d.errors.len()), (0, 1), "{:?}", d.errors);
+            let want = if le { "input is UTF-16LE text" } else { "input is UTF-16BE text" };
+            assert!(d.errors[0].reason.starts_with(want), "{:?}", d.errors);
+            assert!(!d.errors[0].reason.contains("column"), "{:?}", d.errors);
+        }
+    }
+
+    #[test]
+    fn over_long_line_is_rejected_with_its_length() {
+        let csv =
+            format!("station,valid,tmpf\nNYC,2024-03-01 05:00,41,{}\nNYC,2024-03-01 05:01,42\n", "x".repeat(5000));
+        let d = decode_onemin(csv.as_bytes());
+        assert_eq!(d.records.len(), 1);
+        assert_eq!(d.errors.len(), 1);
+        assert_eq!(
+            (d.errors[0].line, d.errors[0].reason.as_str()),
+            (2, "one-minute CSV line of 5024 bytes is longer than the 4096-byte limit")
+        );
     }
 
     #[test]

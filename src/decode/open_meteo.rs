@@ -23,7 +23,7 @@ use chrono::{DateTime, Days, Duration, NaiveTime, Utc};
 use serde_json::{Map, Value};
 
 use super::forecast_rows::parse_iso;
-use crate::decode::text::utf8_text;
+use crate::decode::text::input_text;
 use crate::decode::types::{Decoded, ForecastRow, OptF64};
 use crate::units::{c_to_f, f_to_c, kt_to_kmh, kt_to_mph};
 
@@ -342,7 +342,7 @@ fn decode_into(
     if location.is_empty() {
         return Err("empty location_name".into());
     }
-    let text = utf8_text(bytes);
+    let text = input_text(bytes).map_err(|e| e.to_string())?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let root: Value = serde_json::from_str(text).map_err(|e| format!("bad JSON: {e}"))?;
     let root = single_location(&root)?;

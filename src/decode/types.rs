@@ -30,6 +30,14 @@ impl<T> Decoded<T> {
     pub fn reject(&mut self, line: usize, reason: impl Into<String>) {
         self.errors.push(LineError { line, reason: reason.into() });
     }
+    /// An input refused as a whole (it is not text, see [`crate::decode::text::NotText`]):
+    /// one error at line 1, nothing decoded.
+    pub fn refused(reason: impl Into<String>) -> Self {
+        let mut d = Self::new();
+        d.read = 1;
+        d.reject(1, reason);
+        d
+    }
 }
 
 /// The kind of surface report, as the stream and API name them.
@@ -78,7 +86,9 @@ pub struct Metar {
     /// Variable sector `dddVddd`.
     pub wind_var_from: Option<u16>,
     pub wind_var_to: Option<u16>,
-    /// Statute miles (metres converted); `M1/4SM` gives 0.25 with `visibility_less_than`.
+    /// Statute miles; `M1/4SM` gives 0.25 with `visibility_less_than`, `P6SM` its bound 6.
+    /// Metres are converted without rounding, so `round(visibility_sm * 1609.344)` is
+    /// exactly the metres the report gave (`0100` → 100 m; 9999 and CAVOK → 10 km).
     pub visibility_sm: Option<f64>,
     pub visibility_less_than: bool,
     /// Body temperature, whole degrees Celsius.
@@ -182,6 +192,31 @@ pub struct DailyReport {
     /// Correction (CCA/COR) flag.
     pub correction: bool,
     pub raw: String,
+}
+
+impl DailyReport {
+    /// A final, uncorrected report with no values: decoders and tests fill in what the
+    /// product states.
+    pub fn blank(kind: DailyKind, station: &str, date: NaiveDate) -> Self {
+        DailyReport {
+            kind,
+            station: station.to_string(),
+            date,
+            max_f: None,
+            max_time_lst: None,
+            min_f: None,
+            min_time_lst: None,
+            precip_in: None,
+            precip_trace: false,
+            precip_mtd_in: None,
+            precip_mtd_trace: false,
+            is_final: true,
+            valid_as_of_lst: None,
+            issued_at: None,
+            correction: false,
+            raw: String::new(),
+        }
+    }
 }
 
 /// An optional number in 8 bytes instead of `Option<f64>`'s 16: NaN stands for "none".

@@ -5,8 +5,11 @@
 //! lead (`demo_noise_c` per day). The error is an AR(1) process along the leads of one run
 //! (consecutive hours are correlated, as real model errors are) mixed with a field shared
 //! by every forecast of the same valid hour (the weather nobody saw coming), so models
-//! miss together on the hard days. Values are rounded as the products round them: tenths
-//! for gridded output, whole °F and knots for MOS, whole °F for the NWS.
+//! miss together on the hard days. The error is bent smoothly below 14 °C beyond 8 °C, and
+//! temperatures and dew points stay inside physical bounds (−60…60 °C, dew point at most
+//! 35 °C and below the temperature), so every row passes ingest. Values are rounded as the
+//! products round them: tenths for gridded output, whole °F and knots for MOS, whole °F for
+//! the NWS.
 //!
 //! Gridded models go out as spec 2.5 CSV rows (variables a model does not supply are
 //! null); GFS-MOS, NAM-MOS, LAV-MOS and NBS-MOS as MOS text bulletins on the real
@@ -167,13 +170,35 @@ impl RunNoise {
     }
 }
 
+/// Forecast errors up to this size (°C) are kept as drawn; larger ones are bent smoothly
+/// towards [`MAX_ERROR_C`]. The error's spread grows with lead without limit (0.5 °C plus
+/// `demo_noise_c` per day), so a 3-sigma draw at a 16-day lead on a hot day once made a
+/// 73.1 °C ZSPD forecast, which ingest rightly rejects.
+const LINEAR_ERROR_C: f64 = 8.0;
+/// No forecast misses the truth by more than this (°C).
+const MAX_ERROR_C: f64 = 14.0;
+/// Plausible air temperature (spec 8: −60 to 60 °C); forecasts stay inside it.
+const TEMP_BOUNDS_C: (f64, f64) = (-60.0, 60.0);
+/// The highest dew point ever measured (35 °C, Dhahran 2003): forecast air never holds more
+/// water than that.
+const MAX_DEW_POINT_C: f64 = 35.0;
+
+/// `e` unchanged up to [`LINEAR_ERROR_C`], then bent towards ±[`MAX_ERROR_C`] (continuous,
+/// with slope 1 at the bend, so the bulk of the error distribution is untouched).
+fn bounded_error(e: f64) -> f64 {
+    if e.abs() <= LINEAR_ERROR_C {
+        return e;
+    }
+    let room = MAX_ERROR_C - LINEAR_ERROR_C;
+    e.signum() * (LINEAR_ERROR_C + room * ((e.abs() - LINEAR_ERROR_C) / room).tanh())
+}
+
 /// Forecast temperature (°C) of a model at lead `lead` for a valid hour with state `s`.
 fn forecast_temp(spec: &ModelSpec, s: &HourState, lead: u32, z: f64) -> f64 {
     let spread = 0.5 + spec.demo_noise_c * f64::from(lead) / 24.0;
-    s.temp_c
-        + (diurnal_gain(spec.name) - 1.0) * s.diurnal_c
-        + spec.demo_bias_c
-        + spread * (0.45 * s.unpredictable + 0.89 * z)
+    let error = bounded_error(spread * (0.45 * s.unpredictable + 0.89 * z));
+    (s.temp_c + (diurnal_gain(spec.name) - 1.0) * s.diurnal_c + spec.demo_bias_c + error)
+        .clamp(TEMP_BOUNDS_C.0, TEMP_BOUNDS_C.1)
 }
 
 /// One forecast row for `lead` of `run`.
@@ -185,7 +210,7 @@ fn row(site: &Site, spec: &ModelSpec, run: DateTime<Utc>, lead: u32, step: u32, 
     let t = forecast_temp(spec, &s, lead, z);
     let (zd, zw, zc, zp) = (noise.normal(), noise.normal(), noise.normal(), noise.normal());
     let dep = ((s.temp_c - s.dew_c) + 0.6 * spread * zd).max(0.2);
-    let dew = t - dep;
+    let dew = (t - dep).min(MAX_DEW_POINT_C);
     let wind_kt = (s.wind_kt * (1.0 + 0.15 * zw)).max(0.0);
     let gust_kt = if s.gust_kt > 0.0 { s.gust_kt * (1.0 + 0.1 * zw) } else { wind_kt * 1.4 };
     let cloud = (s.cloud * 100.0 + 15.0 * zc).clamp(0.0, 100.0).round();
@@ -373,7 +398,8 @@ pub fn nws_version(site: &Site, generated_at: DateTime<Utc>) -> NwsHourlyForecas
             let lead_days = (h - gen_h) as f64 / 24.0;
             let spread = 0.6 + 0.45 * lead_days;
             let version = noise::smooth(version_key, Stream::NwsVersion, h as f64 / 8.0);
-            let t = s.temp_c + NWS_BIAS_C + spread * (0.6 * s.unpredictable + 0.3 * version);
+            let t = (s.temp_c + NWS_BIAS_C + bounded_error(spread * (0.6 * s.unpredictable + 0.3 * version)))
+                .clamp(TEMP_BOUNDS_C.0, TEMP_BOUNDS_C.1);
             let start = DateTime::from_timestamp(h * 3600, 0).unwrap_or_default();
             NwsHourlyPeriod {
                 start_time: start,
@@ -496,6 +522,88 @@ mod tests {
         assert!((0.5..2.5).contains(&rmse1), "{rmse1}");
         // GFS runs warm by 0.4 °C (plus its damped diurnal cycle, which averages out).
         assert!((bias / n1 - 0.4).abs() < 0.6, "{}", bias / n1);
+    }
+
+    /// Every value the generator makes, at every catalog station, for every model's runs of
+    /// a northern-summer and a southern-summer day (all leads, to 16 days ahead) and the
+    /// NWS versions, lies inside physical bounds and passes ingest's row checks. (A 73.1 °C
+    /// ZSPD row at a long GFS lead was once rejected at ingest.)
+    #[test]
+    fn every_station_and_model_stays_physical() {
+        use crate::decode::forecast_rows::validate_row;
+        let days = [(utc(2026, 7, 20, 0), utc(2026, 7, 21, 0)), (utc(2026, 1, 20, 0), utc(2026, 1, 21, 0))];
+        let bad = std::cell::RefCell::new(Vec::<String>::new());
+        let mut rows = 0usize;
+        let mut hottest = (f64::MIN, String::new());
+        let check = |what: &str, v: Option<f64>, lo: f64, hi: f64, at: &dyn Fn() -> String| {
+            if let Some(v) = v {
+                if !(lo..=hi).contains(&v) || !v.is_finite() {
+                    bad.borrow_mut().push(format!("{what} {v} outside {lo}..{hi} at {}", at()));
+                }
+            }
+        };
+        for station in Catalog::global().all() {
+            for (from, to) in days {
+                let s = Site::new(station, crate::demo::DEFAULT_SEED, from, to, to + Duration::hours(400));
+                for (index, spec) in MODELS.iter().enumerate() {
+                    let is_mos = MOS_MODELS.contains(&spec.name);
+                    for run in runs(spec, from, to, to) {
+                        let mut noise = RunNoise::new(&s, index, run);
+                        for lead in run_leads(spec, run) {
+                            let mut r = if is_mos {
+                                mos_row(&s, spec, run, lead, &mut noise)
+                            } else {
+                                let step = if lead == 0 { 1 } else { spec.step_at(lead - 1) };
+                                row(&s, spec, run, lead, step, &mut noise)
+                            };
+                            rows += 1;
+                            let at = || format!("{} {} run {run} +{lead}h", station.code, spec.name);
+                            let t = r.temperature_c.get().or(r.temperature_f.get().map(crate::units::f_to_c));
+                            if t.is_some_and(|t| t > hottest.0) {
+                                hottest = (t.unwrap_or_default(), at());
+                            }
+                            check("temperature_c", t, -60.0, 60.0, &at);
+                            let dew = r.dew_point_c.get().or(r.dew_point_f.get().map(crate::units::f_to_c));
+                            check("dew_point_c", dew, -90.0, 35.0, &at);
+                            if let (Some(t), Some(d)) = (t, dew) {
+                                check("dew point above temperature by", Some(d - t), -200.0, 0.1, &at);
+                            }
+                            check("apparent_temp_c", r.apparent_temp_c.get(), -80.0, 75.0, &at);
+                            check("relative_humidity", r.relative_humidity.get(), 0.0, 100.0, &at);
+                            check("wind_speed_mph", r.wind_speed_mph.get(), 0.0, 250.0, &at);
+                            check("wind_gusts_mph", r.wind_gusts_mph.get(), 0.0, 300.0, &at);
+                            check("cloud_cover", r.cloud_cover.get(), 0.0, 100.0, &at);
+                            check("precipitation_mm", r.precipitation_mm.get(), 0.0, 400.0, &at);
+                            check("pressure_msl_hpa", r.pressure_msl_hpa.get(), 870.0, 1085.0, &at);
+                            check("surface_pressure_hpa", r.surface_pressure_hpa.get(), 500.0, 1085.0, &at);
+                            if let Err(e) = validate_row(&mut r, Some(lead as i32)) {
+                                bad.borrow_mut().push(format!("ingest rejects {}: {e}", at()));
+                            }
+                        }
+                    }
+                }
+                if station.is_us() {
+                    for t in nws_issue_times(&s, from, to, to) {
+                        for p in nws_version(&s, t).periods {
+                            let at = || format!("{} NWS version {t} period {}", station.code, p.start_time);
+                            check("NWS temperature_f", Some(p.temperature_f), -76.0, 140.0, &at);
+                        }
+                    }
+                }
+            }
+        }
+        assert!(rows > 500_000, "{rows} rows");
+        let bad = bad.into_inner();
+        let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+        for b in &bad {
+            *kinds.entry(b.split(' ').next().unwrap_or_default().to_string()).or_default() += 1;
+        }
+        assert!(
+            bad.is_empty(),
+            "{} of {rows} rows out of bounds {kinds:?} (hottest {hottest:?}), e.g.\n{}",
+            bad.len(),
+            bad[..bad.len().min(15)].join("\n")
+        );
     }
 
     #[test]

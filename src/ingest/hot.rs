@@ -16,6 +16,12 @@ use crate::live::{LiveEvent, LiveInput, StationLive};
 /// How long observations stay in memory (history serves ≤ 24 h; a margin for late data).
 pub const RECENT: Duration = Duration::hours(50);
 
+/// The lake's last days the hot state is rebuilt from on start (`LiveService::open`): with
+/// every observation ingested since, the hot state then holds every observation younger
+/// than this, so a station's latest observation within it is the station's latest (the
+/// `latest` mode answers it from memory; an older one is checked against the lake).
+pub const REBUILD_WINDOW: Duration = Duration::days(2);
+
 /// One station's hot state.
 #[derive(Debug)]
 pub struct StationHot {
@@ -38,6 +44,17 @@ pub enum Applied {
     Observation { station: String, metar: Metar, events: Vec<LiveEvent> },
     OneMinute { station: String, events: Vec<LiveEvent> },
     Report { station: String, report: DailyReport, events: Vec<LiveEvent> },
+}
+
+impl Applied {
+    /// How many new-high / new-low changes the record caused.
+    pub fn event_count(&self) -> usize {
+        match self {
+            Applied::Observation { events, .. }
+            | Applied::OneMinute { events, .. }
+            | Applied::Report { events, .. } => events.len(),
+        }
+    }
 }
 
 impl Default for HotState {

@@ -1,12 +1,22 @@
 //! The live ingest path: decode → write-ahead log (durable: only then is a request
 //! acknowledged) → hot state → background flush to the lake → WAL trim.
 //!
-//! The flush follows "persist, then clear": the lake files are written first and the WAL
-//! is trimmed after, so a record is always in at least one of them; a crash between the
-//! two replays records the lake already has, which idempotent ingest turns into
-//! duplicates counted, not rows added. On start the hot state is rebuilt from the lake's
-//! recent days and then the WAL.
+//! The flush follows "persist, then clear exactly what was persisted": it snapshots the
+//! pending inputs, writes them to the lake, then removes those inputs (by sequence number)
+//! from memory and releases them to the WAL, which trims only a run of released records
+//! with no unreleased one among them ([`Wal::release`]). Inputs reach `pending` out of
+//! sequence order under group commit, so nothing here may assume "everything below the
+//! newest stored seq is stored". A record is always in the lake, the WAL or both; a crash
+//! between the two replays records the lake already has, which idempotent ingest turns
+//! into duplicates counted, not rows added. On start the hot state is rebuilt from the
+//! lake's recent days and then the WAL.
+//!
+//! Every record the hot state applies is handed, in apply order, to the stream publisher
+//! attached with [`LiveService::attach_publisher`] through a bounded channel that the
+//! ingest waits on when full: a burst slows the acknowledgement down, it never loses an
+//! event (the publisher gives each one its id in the durable event log).
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration as StdDuration;
 
@@ -14,7 +24,7 @@ use chrono::{DateTime, Duration, NaiveDate, Utc};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{Date32Type, Float64Type, Int32Type, TimestampMicrosecondType};
 use thiserror::Error;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 
 use super::hot::{Applied, HotState};
 use super::wal::{Wal, WalEntry, WalError};
@@ -60,10 +70,12 @@ pub struct LiveService {
     pub hot: HotState,
     pub clock: Arc<dyn Clock>,
     wal: Arc<Wal>,
-    /// Logged but not yet in the lake, in append order.
-    pending: Mutex<Vec<WalEntry>>,
+    /// Logged but not yet in the lake, by WAL seq.
+    pending: Mutex<BTreeMap<u64, Arc<WalEntry>>>,
     flush_lock: tokio::sync::Mutex<()>,
-    notices: broadcast::Sender<Arc<Applied>>,
+    /// The stream publisher's inbox, once one is attached. Applies and sends happen under
+    /// this lock, so the publisher sees records in the order the hot state applied them.
+    notices: tokio::sync::Mutex<Option<mpsc::Sender<Arc<Applied>>>>,
     /// Names of lake tables that just received rows (the job scheduler's new-data trigger).
     new_data: broadcast::Sender<String>,
     /// Per table, how many flushes added rows to it (caches of lake rows compare it).
@@ -87,7 +99,6 @@ impl LiveService {
         for issue in wal.replay_issues() {
             tracing::warn!(segment = %issue.segment.display(), offset = issue.offset, reason = %issue.reason, "WAL damage skipped");
         }
-        let (notices, _) = broadcast::channel(4096);
         let (new_data, _) = broadcast::channel(64);
         let ctx = query::session(&lake).await?;
         // Derived tables of the jobs (forecast_daily ...) are served from the same session.
@@ -100,25 +111,27 @@ impl LiveService {
             hot: HotState::new(),
             clock,
             wal: Arc::new(wal),
-            pending: Mutex::new(Vec::new()),
+            pending: Mutex::new(BTreeMap::new()),
             flush_lock: tokio::sync::Mutex::new(()),
-            notices,
+            notices: tokio::sync::Mutex::new(None),
             new_data,
             versions: Mutex::new(std::collections::HashMap::new()),
         };
         let now = svc.clock.now();
         let loaded = svc.rebuild_from_lake(now).await?;
         let replayed = entries.len();
+        // No publisher is attached yet: replayed inputs were streamed by the run that
+        // acknowledged them.
         for e in entries {
             let decoded = decode_entry(&e);
-            svc.apply(decoded.records);
-            svc.pending_lock().push(e);
+            svc.hot_apply(&decoded.records);
+            svc.pending_lock().insert(e.seq, Arc::new(e));
         }
         tracing::info!(loaded, replayed, "hot state rebuilt");
         Ok(svc)
     }
 
-    fn pending_lock(&self) -> std::sync::MutexGuard<'_, Vec<WalEntry>> {
+    fn pending_lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<WalEntry>>> {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -133,13 +146,22 @@ impl LiveService {
         self.new_data.subscribe()
     }
 
-    /// Subscribes to everything the hot state applies (the push stream's source).
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Applied>> {
-        self.notices.subscribe()
+    /// Attaches the stream publisher: from now on every record the hot state applies is
+    /// sent to the returned receiver, in apply order, and an ingest waits while `capacity`
+    /// records are unread. Attaching again replaces the previous publisher.
+    pub async fn attach_publisher(&self, capacity: usize) -> mpsc::Receiver<Arc<Applied>> {
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        *self.notices.lock().await = Some(tx);
+        rx
     }
 
     /// Decodes, logs durably, applies. Returns only after the WAL fsync.
-    pub async fn ingest(&self, format: Format, opts: IngestOptions, bytes: Vec<u8>) -> Result<LiveOutcome, LiveError> {
+    pub async fn ingest(
+        self: &Arc<Self>,
+        format: Format,
+        opts: IngestOptions,
+        bytes: Vec<u8>,
+    ) -> Result<LiveOutcome, LiveError> {
         let opts_json = serde_json::to_string(&opts).unwrap_or_default();
         let (decoded, bytes) = tokio::task::spawn_blocking(move || (format.decode(&bytes, &opts), bytes))
             .await
@@ -147,17 +169,34 @@ impl LiveService {
         if decoded.records.is_empty() {
             return Err(LiveError::Unusable(decoded.errors));
         }
+        // From the WAL append on, the work runs to its end even if the caller goes away (a
+        // client that disconnects drops this future): an input that is durable but never
+        // reached `pending` would hold back every later WAL trim until a restart.
+        let svc = Arc::clone(self);
+        tokio::spawn(async move { svc.log_and_apply(format, opts_json, bytes, decoded).await })
+            .await
+            .map_err(|e| LiveError::Wal(WalError::Task(e.to_string())))?
+    }
+
+    async fn log_and_apply(
+        &self,
+        format: Format,
+        opts_json: String,
+        bytes: Vec<u8>,
+        decoded: super::DecodedInput,
+    ) -> Result<LiveOutcome, LiveError> {
         let payload = bytes.clone();
         let seq = self.wal.append_async(format.as_str().to_string(), opts_json.clone(), payload).await?;
-        let accepted = decoded.records.len();
-        let events = self.apply(decoded.records);
-        self.pending_lock().push(WalEntry {
+        let entry = WalEntry {
             seq,
             timestamp: self.clock.now(),
             format: format.as_str().to_string(),
             options_json: opts_json,
             payload: bytes,
-        });
+        };
+        self.pending_lock().insert(seq, Arc::new(entry));
+        let accepted = decoded.records.len();
+        let events = self.apply(&decoded.records).await;
         Ok(LiveOutcome {
             seq,
             read: decoded.read,
@@ -168,37 +207,63 @@ impl LiveService {
         })
     }
 
-    /// Applies records to the hot state and announces them; returns the number of
-    /// new-high/new-low events.
-    fn apply(&self, records: Records) -> usize {
+    /// Applies records to the hot state and hands them to the stream publisher, if one is
+    /// attached (waiting while its inbox is full); returns the number of new-high/new-low
+    /// events.
+    async fn apply(&self, records: &Records) -> usize {
+        let mut notices = self.notices.lock().await;
+        let applied = self.hot_apply(records);
+        let events = applied.iter().map(Applied::event_count).sum();
+        if let Some(tx) = notices.as_ref() {
+            for a in applied {
+                if tx.send(Arc::new(a)).await.is_err() {
+                    tracing::error!("stream publisher stopped; live events are no longer streamed");
+                    *notices = None;
+                    break;
+                }
+            }
+        }
+        events
+    }
+
+    /// Applies records to the hot state; returns what each changed.
+    fn hot_apply(&self, records: &Records) -> Vec<Applied> {
         let mut applied = Vec::new();
-        match &records {
+        match records {
             Records::Observations(v) => applied.extend(v.iter().filter_map(|m| self.hot.apply_metar(m))),
             Records::OneMinute(v) => applied.extend(v.iter().filter_map(|o| self.hot.apply_onemin(o))),
             Records::Reports(v) => applied.extend(v.iter().filter_map(|r| self.hot.apply_report(r))),
             Records::Forecasts(_) | Records::NwsHourly(_) => {}
         }
-        let mut events = 0;
-        for a in applied {
-            events += match &a {
-                Applied::Observation { events, .. }
-                | Applied::OneMinute { events, .. }
-                | Applied::Report { events, .. } => events.len(),
-            };
-            // No subscriber is fine: the stream may not be running.
-            let _ = self.notices.send(Arc::new(a));
-        }
-        events
+        applied
     }
 
     /// Writes everything pending to the lake (one write per table, so a flush adds at most
-    /// one file per touched partition), then trims the WAL through it.
+    /// one file per touched partition), then forgets exactly those inputs and releases them
+    /// to the WAL (see the module docs for why not "through the newest").
     pub async fn flush(&self) -> Result<WriteStats, LiveError> {
         let _guard = self.flush_lock.lock().await;
-        let batch: Vec<WalEntry> = self.pending_lock().clone();
-        let Some(last) = batch.last().map(|e| e.seq) else { return Ok(WriteStats::default()) };
+        let batch: Vec<Arc<WalEntry>> = self.pending_lock().values().cloned().collect();
+        let stats = self.store_entries(&batch).await?;
+        let seqs: Vec<u64> = batch.iter().map(|e| e.seq).collect();
+        {
+            let mut pending = self.pending_lock();
+            for seq in &seqs {
+                pending.remove(seq);
+            }
+        }
+        // Also retries a release that failed after an earlier flush had stored its inputs.
+        let wal = Arc::clone(&self.wal);
+        tokio::task::spawn_blocking(move || wal.release(seqs))
+            .await
+            .map_err(|e| LiveError::Wal(WalError::Task(e.to_string())))??;
+        Ok(stats)
+    }
+
+    /// Decodes WAL entries and stores them in the lake, one write per table.
+    async fn store_entries(&self, batch: &[Arc<WalEntry>]) -> Result<WriteStats, LiveError> {
         let (mut obs, mut onemin, mut reports, mut forecasts, mut nws) = (vec![], vec![], vec![], vec![], vec![]);
-        for e in &batch {
+        for e in batch {
             match decode_entry(e).records {
                 Records::Observations(v) => obs.extend(v),
                 Records::OneMinute(v) => onemin.extend(v),
@@ -224,11 +289,6 @@ impl LiveService {
             }
             stats += s;
         }
-        let wal = Arc::clone(&self.wal);
-        tokio::task::spawn_blocking(move || wal.trim_through(last))
-            .await
-            .map_err(|e| LiveError::Wal(WalError::Task(e.to_string())))??;
-        self.pending_lock().retain(|e| e.seq > last);
         Ok(stats)
     }
 
@@ -268,7 +328,7 @@ impl LiveService {
 
     /// Loads the lake's observations, one-minute data and reports of the last days.
     async fn rebuild_from_lake(&self, now: DateTime<Utc>) -> Result<usize, LiveError> {
-        let from = now - Duration::days(2);
+        let from = now - super::hot::REBUILD_WINDOW;
         let (obs, onemin, reports) = load_window(&self.ctx, None, from, now + Duration::hours(1)).await?;
         let n = obs.len() + onemin.len() + reports.len();
         obs.iter().for_each(|m| drop(self.hot.apply_metar(m)));
@@ -411,4 +471,129 @@ fn reports_of(b: &RecordBatch) -> Vec<DailyReport> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+    use crate::clock::ManualClock;
+
+    async fn open(dir: &std::path::Path) -> Arc<LiveService> {
+        let lake = Lake::open(&format!("file://{}", dir.join("lake").display())).await.unwrap();
+        let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 3, 8, 18, 0, 0).unwrap()));
+        Arc::new(LiveService::open(lake, &dir.join("state"), clock).await.unwrap())
+    }
+
+    async fn lake_counts(svc: &LiveService) -> (i64, i64) {
+        let q = "SELECT count(*), count(DISTINCT row_key) FROM observations";
+        let b = svc.ctx.sql(q).await.unwrap().collect().await.unwrap();
+        let col = |c: usize| b[0].column(c).as_primitive::<datafusion::arrow::datatypes::Int64Type>().value(0);
+        (col(0), col(1))
+    }
+
+    /// Many posters against a flusher that never pauses: under group commit inputs reach
+    /// `pending` out of seq order, and a flush that trimmed "through the newest stored seq"
+    /// lost the older ones still on their way. Every acknowledged line must end up in the
+    /// lake exactly once, also across a restart that replays what was not yet flushed.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_ingests_and_flushes_lose_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let svc = open(dir.path()).await;
+        const EACH: usize = 150;
+        const STATIONS: [&str; 8] = ["KNYC", "KLGA", "KJFK", "KEWR", "KBOS", "KPHL", "KDCA", "KMDW"];
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flusher = {
+            let (svc, stop) = (Arc::clone(&svc), Arc::clone(&stop));
+            tokio::spawn(async move {
+                let mut flushes = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    svc.flush().await.unwrap();
+                    flushes += 1;
+                }
+                flushes
+            })
+        };
+        let mut posters = Vec::new();
+        for (p, station) in STATIONS.into_iter().enumerate() {
+            let svc = Arc::clone(&svc);
+            posters.push(tokio::spawn(async move {
+                let mut acked = 0;
+                for i in 0..EACH {
+                    // One report per minute of 8 March, unique per poster.
+                    let (h, m) = (i / 60, i % 60);
+                    let line = format!(
+                        "{station} 08{h:02}{m:02}Z AUTO 27008KT 10SM CLR 05/M02 A3012 RMK T00{:02}1017",
+                        p * 10 + i % 10
+                    );
+                    let opts = IngestOptions { month: Some((2026, 3)), ..Default::default() };
+                    svc.ingest(Format::Metar, opts, line.into_bytes()).await.unwrap();
+                    acked += 1;
+                }
+                acked
+            }));
+        }
+        let mut acked = 0;
+        for p in posters {
+            acked += p.await.unwrap();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(flusher.await.unwrap() > 1, "the flusher ran alongside the posters");
+        // Some inputs may still be pending: stop without flushing them, as a crash would.
+        drop(svc);
+        let svc = open(dir.path()).await;
+        svc.flush().await.unwrap();
+        assert_eq!(svc.pending(), 0);
+        assert_eq!(lake_counts(&svc).await, (acked as i64, acked as i64), "every acknowledged line, once");
+        assert_eq!(svc.wal.pending().records, 0, "the WAL is trimmed once everything is in the lake");
+    }
+
+    /// A caller that goes away mid-ingest (an HTTP client disconnecting drops the handler's
+    /// future) must not leave a durable input outside `pending`: it would never reach the
+    /// lake before a restart, and would hold every later WAL trim back.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn abandoned_ingests_still_reach_the_lake() {
+        let dir = tempfile::tempdir().unwrap();
+        let svc = open(dir.path()).await;
+        for i in 0..200u64 {
+            let line = format!("KNYC 08{:02}{:02}Z AUTO 27008KT 10SM CLR 05/M02 A3012", i / 60, i % 60);
+            let opts = IngestOptions { month: Some((2026, 3)), ..Default::default() };
+            let cut = StdDuration::from_micros(i * 37 % 3000);
+            let _ = tokio::time::timeout(cut, svc.ingest(Format::Metar, opts, line.into_bytes())).await;
+        }
+        tokio::time::sleep(StdDuration::from_millis(500)).await;
+        svc.flush().await.unwrap();
+        let logged = svc.wal.last_seq();
+        assert!(logged > 0, "some inputs reached the WAL");
+        assert_eq!(lake_counts(&svc).await.0, logged as i64, "every logged input is in the lake");
+        assert_eq!(svc.wal.pending().records, 0, "and the WAL is trimmed");
+    }
+
+    /// The publisher's inbox is bounded: an ingest waits for it rather than skip records.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn publisher_receives_every_applied_record_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let svc = open(dir.path()).await;
+        let mut rx = svc.attach_publisher(4).await;
+        let lines: Vec<String> = (0..600)
+            .map(|i| format!("KNYC 08{:02}{:02}Z AUTO 27008KT 10SM CLR 05/M02 A3012", i / 60, i % 60))
+            .collect();
+        let poster = {
+            let svc = Arc::clone(&svc);
+            tokio::spawn(async move {
+                let opts = IngestOptions { month: Some((2026, 3)), ..Default::default() };
+                svc.ingest(Format::Metar, opts, lines.join("\n").into_bytes()).await.unwrap()
+            })
+        };
+        let mut times = Vec::new();
+        while times.len() < 600 {
+            match rx.recv().await.unwrap().as_ref() {
+                Applied::Observation { metar, .. } => times.push(metar.time),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(poster.await.unwrap().accepted, 600);
+        assert!(times.windows(2).all(|w| w[0] < w[1]), "in apply order");
+    }
 }

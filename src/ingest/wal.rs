@@ -53,7 +53,7 @@
 //! cost about one fsync per disk round trip instead of N. Every caller gets its seq only
 //! after the fsync covering its record returned.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -181,8 +181,12 @@ struct Queue {
     /// Every seq ≤ this has been written and fsynced, or its batch failed.
     settled_seq: u64,
     failures: Vec<Failure>,
+    /// Durable records not yet trimmed, (seq, encoded length), in seq order.
     pending: VecDeque<(u64, u32)>,
     pending_bytes: u64,
+    /// Seqs of `pending` the owner declared stored elsewhere ([`Wal::release`]) but that
+    /// cannot be trimmed yet because an older durable record is still unreleased.
+    released: BTreeSet<u64>,
     commits: u64,
 }
 
@@ -262,6 +266,7 @@ impl Wal {
                 failures: Vec::new(),
                 pending,
                 pending_bytes,
+                released: BTreeSet::new(),
                 commits: 0,
             }),
             committed: Condvar::new(),
@@ -387,6 +392,38 @@ impl Wal {
             q.pending_bytes -= u64::from(len);
         }
         Ok(())
+    }
+
+    /// Declares the records `seqs` durably stored elsewhere (the lake) and trims the log
+    /// through the longest run of durable records, oldest first, that are all released.
+    /// Returns the checkpoint after the call.
+    ///
+    /// This is the trim the live path uses, because it is correct whatever order records
+    /// reach their owner in: under group commit, appenders wake in any order, so a flush
+    /// may store seq 7 while seq 6 is durable but not yet handed to it. Trimming "through
+    /// the highest stored seq" would hide 6 from replay; here 7 waits, released, until 6
+    /// is released too. Unknown or already trimmed seqs are ignored.
+    pub fn release(&self, seqs: impl IntoIterator<Item = u64>) -> Result<u64, WalError> {
+        let through = {
+            let mut q = lock(&self.queue);
+            let settled = q.settled_seq;
+            q.released.extend(seqs.into_iter().filter(|&s| s <= settled));
+            let mut through = None;
+            for &(seq, _) in &q.pending {
+                if !q.released.contains(&seq) {
+                    break;
+                }
+                through = Some(seq);
+            }
+            through
+        };
+        if let Some(seq) = through {
+            self.trim_through(seq)?;
+        }
+        let checkpoint = *lock(&self.checkpoint);
+        let mut q = lock(&self.queue);
+        q.released = q.released.split_off(&(checkpoint + 1));
+        Ok(checkpoint)
     }
 
     /// Records appended (or replayed) and not yet trimmed, for flush scheduling and metrics.
@@ -1089,6 +1126,26 @@ mod tests {
         assert_eq!(wal.append("metar", "{}", &[7u8; 200]).unwrap(), 13);
         assert_eq!(segment_files(dir.path()).len(), 3);
         assert_eq!(fs::metadata(dir.path().join(segment_name(11))).unwrap().len(), 3 * 241);
+    }
+
+    #[test]
+    fn release_trims_only_a_released_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (wal, _) = Wal::open_with(dir.path(), tiny(1)).unwrap();
+            append_n(&wal, 6);
+            // 2, 3 and 5 are stored, 1 is not yet: nothing may be trimmed.
+            assert_eq!(wal.release([2, 3, 5]).unwrap(), 0);
+            assert_eq!(wal.pending().records, 6);
+            // 1 arrives: the run 1..=3 goes, 4 holds 5 back.
+            assert_eq!(wal.release([1]).unwrap(), 3);
+            assert_eq!(wal.pending().records, 3);
+            // Unknown, repeated and trimmed seqs change nothing.
+            assert_eq!(wal.release([1, 2, 99]).unwrap(), 3);
+            assert_eq!(wal.release([4]).unwrap(), 5);
+        }
+        let (_wal, entries) = reopen(dir.path());
+        assert_eq!(seqs(&entries), [6], "only the unreleased record is replayed");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Running jobs.
 //!
 //! A run of an incremental job covers a range of its key (`run_date` for forecast_daily):
-//! the given `--from/--to`, or for a full run every key value of its source input. The
+//! the given `--from/--to`, or for a full run every key value its source inputs hold (the
+//! union of all of them, widened by `margin_days`; see [`JobSpec`]'s `[incremental]`). The
 //! range is computed `chunk_days` at a time (bounded memory): each chunk gets a fresh
 //! session with the inputs and helpers registered, the job's statements run in order with
 //! `$from`/`$to` replaced by the chunk's bounds as `DATE 'YYYY-MM-DD'` literals, and the
@@ -252,19 +253,59 @@ async fn plan(lake: &Lake, spec: &JobSpec, range: Option<(NaiveDate, NaiveDate)>
         Some((a, b)) if a > b => Err(bad(format!("--from {a} is after --to {b}"))),
         Some((a, b)) => Ok(Plan { chunks: split_range(a, b, inc.chunk_days), replace: Replace::KeyRange(a, b), range }),
         None => {
-            let dir = if schema::table(&inc.source).is_some() {
-                inc.source.clone()
-            } else {
-                format!("derived/{}", inc.source)
-            };
-            let dates = key_dates(lake, &dir, &inc.key).await?;
-            let chunks = match (dates.first(), dates.last()) {
-                (Some(&a), Some(&b)) => split_range(a, b, inc.chunk_days),
-                _ => Vec::new(),
+            let chunks = match full_range(lake, spec, inc).await? {
+                Some((a, b)) => split_range(a, b, inc.chunk_days),
+                None => Vec::new(),
             };
             Ok(Plan { chunks, replace: Replace::All, range: None })
         }
     }
+}
+
+/// The days a full run covers: from the first to the last day any of the job's
+/// incremental sources holds, widened by `margin_days`; `None` when they hold nothing.
+/// Every source counts, not only one: a history loaded as one-minute data or reports
+/// alone (its observations only recent) has days the observations' partitions lack.
+async fn full_range(
+    lake: &Lake,
+    spec: &JobSpec,
+    inc: &super::spec::Incremental,
+) -> Result<Option<(NaiveDate, NaiveDate)>, JobError> {
+    let mut bounds: Option<(NaiveDate, NaiveDate)> = None;
+    let mut widen = |a: NaiveDate, b: NaiveDate| {
+        bounds = Some(bounds.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+    };
+    for src in &inc.sources {
+        match &src.column {
+            None => {
+                let dir = if schema::table(&src.table).is_some() {
+                    src.table.clone()
+                } else {
+                    format!("derived/{}", src.table)
+                };
+                let dates = key_dates(lake, &dir, &inc.key).await?;
+                if let (Some(&a), Some(&b)) = (dates.first(), dates.last()) {
+                    widen(a, b);
+                }
+            }
+            Some(column) => {
+                let ctx = job_session(lake, spec).await?;
+                let q = format!("SELECT min({column}), max({column}) FROM {}", src.table);
+                for b in ctx.sql(&q).await?.collect().await? {
+                    let (lo, hi) = (b.column(0).as_primitive::<Date32Type>(), b.column(1).as_primitive::<Date32Type>());
+                    if b.num_rows() > 0 && lo.is_valid(0) && hi.is_valid(0) {
+                        if let (Some(a), Some(z)) =
+                            (Date32Type::to_naive_date_opt(lo.value(0)), Date32Type::to_naive_date_opt(hi.value(0)))
+                        {
+                            widen(a, z);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let margin = Duration::days(i64::from(inc.margin_days));
+    Ok(bounds.map(|(a, b)| (a - margin, b + margin)))
 }
 
 /// Every file under `dir` (relative to the lake root) with the `key=` value of its path.

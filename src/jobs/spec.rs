@@ -16,7 +16,10 @@
 //!
 //! [incremental]                           # optional: allows --from/--to
 //! key = "run_date"                        # a partition column (YYYY-MM-DD values)
-//! source = "forecasts"                    # input whose `key` partitions bound a full run
+//! source = "forecasts"                    # the inputs whose days bound a full run: one or a
+//!                                         # list; "table" = its `key` partitions, "table.col"
+//!                                         # = the dates of a date column (min to max)
+//! margin_days = 0                         # a full run reaches this many days beyond them
 //! chunk_days = 7                          # a full run is computed this many days at a time
 //!
 //! [schedule]                              # optional
@@ -196,12 +199,33 @@ impl OutputSpec {
 /// Incremental recomputation by a date-valued partition column.
 #[derive(Debug, Clone)]
 pub struct Incremental {
-    /// The partition column of both the source input and the output.
+    /// The partition column of the output (and of partition sources).
     pub key: String,
-    /// The input whose `key` partitions bound a full run.
-    pub source: String,
+    /// The inputs whose days bound a full run: every day any of them holds is computed.
+    pub sources: Vec<KeySource>,
+    /// Days a full run reaches before the first and after the last source day (a trading
+    /// day can begin the UTC day before its first observation's date, or end the day after).
+    pub margin_days: u32,
     /// Days of `key` per query in a run (bounds memory; the run publishes once).
     pub chunk_days: u32,
+}
+
+/// Where a full run's days come from in one input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeySource {
+    pub table: String,
+    /// A date column whose smallest and largest values bound the run; `None`: the table's
+    /// partitions of the incremental key.
+    pub column: Option<String>,
+}
+
+impl KeySource {
+    fn parse(text: &str) -> KeySource {
+        match text.split_once('.') {
+            Some((t, c)) => KeySource { table: t.to_string(), column: Some(c.to_string()) },
+            None => KeySource { table: text.to_string(), column: None },
+        }
+    }
 }
 
 /// When the scheduler runs a job.
@@ -265,7 +289,8 @@ struct RawColumn {
 #[serde(deny_unknown_fields)]
 struct RawIncremental {
     key: String,
-    source: Option<String>,
+    source: Option<OneOrMany>,
+    margin_days: Option<u32>,
     chunk_days: Option<u32>,
 }
 
@@ -370,23 +395,45 @@ pub fn parse_spec(
             if !output.partition_by.contains(&i.key) {
                 return Err(bad(format!("incremental key {} must be an output partition column", i.key)));
             }
-            let source = match i.source {
-                Some(s) => s,
-                None => raw
+            let sources: Vec<KeySource> = match i.source {
+                Some(OneOrMany::One(s)) => vec![KeySource::parse(&s)],
+                Some(OneOrMany::Many(v)) => v.iter().map(|s| KeySource::parse(s)).collect(),
+                None => vec![raw
                     .inputs
                     .iter()
                     .find(|t| schema::table(t).is_some_and(|d| d.partition_cols.contains(&i.key.as_str())))
-                    .cloned()
-                    .ok_or_else(|| bad(format!("no input is partitioned by {}: set incremental.source", i.key)))?,
+                    .map(|t| KeySource::parse(t))
+                    .ok_or_else(|| bad(format!("no input is partitioned by {}: set incremental.source", i.key)))?],
             };
-            if !raw.inputs.contains(&source) {
-                return Err(bad(format!("incremental source {source} is not an input")));
+            if sources.is_empty() {
+                return Err(bad("incremental.source names no input".into()));
+            }
+            for src in &sources {
+                if !raw.inputs.contains(&src.table) {
+                    return Err(bad(format!("incremental source {} is not an input", src.table)));
+                }
+                let Some(def) = schema::table(&src.table) else { continue };
+                match &src.column {
+                    None if !def.partition_cols.contains(&i.key.as_str()) => {
+                        return Err(bad(format!(
+                            "incremental source {} is not partitioned by {}: name a date column as {}.<column>",
+                            src.table, i.key, src.table
+                        )))
+                    }
+                    Some(c)
+                        if def.file_schema().field_with_name(c).map(|f| f.data_type().clone()).ok()
+                            != Some(DataType::Date32) =>
+                    {
+                        return Err(bad(format!("incremental source {}.{c} is not a date column", src.table)))
+                    }
+                    _ => {}
+                }
             }
             let chunk_days = i.chunk_days.unwrap_or(DEFAULT_CHUNK_DAYS);
             if chunk_days == 0 {
                 return Err(bad("incremental.chunk_days must be at least 1".into()));
             }
-            Some(Incremental { key: i.key, source, chunk_days })
+            Some(Incremental { key: i.key, sources, margin_days: i.margin_days.unwrap_or(0), chunk_days })
         }
     };
     let uses_range = sql.iter().any(|f| super::runner::mentions_range(&f.text));
@@ -636,6 +683,42 @@ columns = [{{ name = "model", type = "string" }}, {{ name = "n", type = "bigint"
         assert!(validate_set(&mut specs).unwrap_err().to_string().contains("ghost"));
         let mut specs = vec![parse("a_job", &[], &[], "same"), parse("b_job", &[], &[], "same")];
         assert!(validate_set(&mut specs).unwrap_err().to_string().contains("also written"));
+    }
+
+    /// `source` takes one input or a list; `table.column` names a date column.
+    #[test]
+    fn incremental_sources_are_checked() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("jobs");
+        let de = load_specs(&dir).unwrap().into_iter().find(|s| s.name == "daily_extremes").unwrap();
+        let inc = de.incremental.unwrap();
+        assert_eq!(
+            inc.sources,
+            [
+                KeySource { table: "observations".into(), column: None },
+                KeySource { table: "onemin".into(), column: None },
+                KeySource { table: "reports".into(), column: Some("report_date".into()) },
+            ]
+        );
+        assert_eq!(inc.margin_days, 1);
+        let base = |source: &str| {
+            format!(
+                "name = \"x\"\nsql = \"q.sql\"\ninputs = [\"observations\", \"reports\"]\n[output]\ntable = \"x_out\"\n\
+                 partition_by = [\"date\"]\ncolumns = [{{ name = \"date\", type = \"date\" }}, {{ name = \"n\", type = \"bigint\" }}]\n\
+                 [incremental]\nkey = \"date\"\n{source}"
+            )
+        };
+        let ok = |_: &str| -> Result<String, String> { Ok("SELECT 1".into()) };
+        let spec = parse_spec("t", &base(""), &ok).unwrap();
+        assert_eq!(spec.incremental.unwrap().sources, [KeySource { table: "observations".into(), column: None }]);
+        for (source, needle) in [
+            ("source = \"reports\"", "not partitioned by date"),
+            ("source = \"reports.station_code\"", "not a date column"),
+            ("source = [\"observations\", \"onemin\"]", "onemin is not an input"),
+            ("source = []", "names no input"),
+        ] {
+            let e = parse_spec("t", &base(source), &ok).unwrap_err().to_string();
+            assert!(e.contains(needle), "{source}: {e}");
+        }
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub enum LakeError {
     DataFusion(#[from] datafusion::error::DataFusionError),
     #[error("task: {0}")]
     Join(String),
+    /// A statement that would change data or the session, given where only reads are allowed.
+    #[error("read-only: {0} (wxlake SQL only reads; rows enter the lake through ingest)")]
+    ReadOnly(String),
     #[error("write too large: {0}")]
     TooLarge(&'static str),
     /// The encoders of a write stop when its puts have failed (the put error is returned).

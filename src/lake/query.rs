@@ -10,13 +10,37 @@ use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTable
 use datafusion::datasource::MemTable;
 use datafusion::execution::cache::cache_manager::CacheManagerConfig;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::logical_expr::LogicalPlan;
 use datafusion::logical_expr::{col, SortExpr};
 use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::sql::parser::DFParser;
 
 use super::schema::{TableDef, TABLES};
 use super::{Lake, LakeError};
 use crate::catalog::Catalog;
 use crate::models::MODELS;
+
+/// Plans the statements of `text` (split by the SQL parser, so a `;` inside a string
+/// literal or a comment is not a separator) and refuses any that would change something:
+/// DDL (`CREATE ...`, `DROP ...`), DML (`INSERT`, `COPY`) and session statements (`SET`).
+/// Rows enter the lake only through ingest, which deduplicates; an `INSERT` here would
+/// bypass that, so analysts' SQL is read-only.
+pub async fn read_only_plans(ctx: &SessionContext, text: &str) -> Result<Vec<LogicalPlan>, LakeError> {
+    let options = datafusion::execution::context::SQLOptions::new()
+        .with_allow_ddl(false)
+        .with_allow_dml(false)
+        .with_allow_statements(false);
+    let state = ctx.state();
+    let mut plans = Vec::new();
+    for statement in DFParser::parse_sql(text)? {
+        let plan = state.statement_to_plan(statement).await?;
+        options.verify_plan(&plan).map_err(|e| {
+            LakeError::ReadOnly(e.to_string().trim_start_matches("Error during planning: ").to_string())
+        })?;
+        plans.push(plan);
+    }
+    Ok(plans)
+}
 
 /// A session with every lake table registered.
 pub async fn session(lake: &Lake) -> Result<SessionContext, LakeError> {

@@ -69,6 +69,8 @@ cached_schema!(
         f("wind_gust_kt", DataType::Float64, true),
         f("wind_var_from", DataType::Int32, true),
         f("wind_var_to", DataType::Int32, true),
+        // Statute miles; metric groups unrounded, so round(visibility_sm * 1609.344) is
+        // exactly the metres the report gave. `P6SM` is stored as its bound 6.
         f("visibility_sm", DataType::Float64, true),
         f("visibility_less_than", DataType::Boolean, false),
         f("altimeter", DataType::Float64, true),

@@ -6,6 +6,11 @@
 //! big the gap is, whether it is still open and whether it sits next to the extreme.
 //! The scan runs at query time over the day's readings (about 1,500 entries, a few
 //! microseconds) so that it is exact whatever order the readings arrived in; ingest stays O(1).
+//!
+//! A day without any usable temperature reading (nothing received yet, or only -999 minutes
+//! and suspect values) is not "coverage complete": [`DataQuality::no_data`] reports it as
+//! `ok: false` with one critical `temperature_data_missing` warning whose gap is the whole
+//! window so far, counted in minutes (the one-minute cadence a complete day has).
 
 use chrono::{DateTime, Utc};
 use serde::{Serialize, Serializer};
@@ -84,6 +89,47 @@ impl DataQuality {
     pub(crate) fn new(gap: Option<QualityWarning>, held: Option<Vec<HeldObservation>>) -> Self {
         let warnings: Vec<QualityWarning> = gap.into_iter().collect();
         DataQuality { ok: warnings.is_empty(), warnings, held: held.as_ref().map(Vec::len), pending_confirmation: held }
+    }
+
+    /// The quality of a `logic` day `[start, end)` with no usable temperature reading, as
+    /// seen at `now` (see the module docs). `held` lists `wu` reports waiting for
+    /// confirmation, when the rule applies.
+    pub fn no_data(
+        logic: &str,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+        now: DateTime<Utc>,
+        held: Option<Vec<HeldObservation>>,
+    ) -> Self {
+        let until = now.clamp(start, end);
+        let minutes = (until - start).num_minutes().max(0);
+        let active = now < end;
+        let count = u32::try_from(minutes).unwrap_or(u32::MAX);
+        let mut message = format!(
+            "no temperature reading in the {logic} day ({} to {} UTC){}: the high and low are unknown",
+            fmt_utc(start),
+            fmt_utc(end),
+            if active { " so far" } else { "" },
+        );
+        if held.as_ref().is_some_and(|h| !h.is_empty()) {
+            message.push_str("; whole-degree reports are held for confirmation (pending_confirmation)");
+        }
+        let warning = QualityWarning {
+            code: TEMPERATURE_DATA_MISSING,
+            severity: Severity::Critical,
+            message,
+            missing_count: count,
+            longest_run: count,
+            longest_run_minutes: minutes,
+            first_missing_utc: start,
+            last_missing_utc: (until - chrono::Duration::minutes(1)).max(start),
+            active,
+            active_run: if active { count } else { 0 },
+            near_extreme: false,
+            near_high: false,
+            near_low: false,
+        };
+        DataQuality::new(Some(warning), held)
     }
 }
 
@@ -299,6 +345,31 @@ mod tests {
             let want = want.map(|w| (w.0, w.1, w.2, w.3.to_string(), w.4.to_string(), w.5, w.6, w.7, w.8, w.9));
             assert_eq!(got, want, "case {i}");
         }
+    }
+
+    /// No reading at all is not complete coverage: a finished day is one gap of 1,440
+    /// minutes; a day in progress is an active gap up to now.
+    #[test]
+    fn no_data_is_not_ok() {
+        let start = parse_utc("2024-01-01T05:00:00Z").unwrap();
+        let end = start + chrono::Duration::hours(24);
+        let done = DataQuality::no_data("nws", start, end, end + chrono::Duration::days(400), None);
+        assert!(!done.ok);
+        let w = &done.warnings[0];
+        assert_eq!((w.code, w.severity), (TEMPERATURE_DATA_MISSING, Severity::Critical));
+        assert_eq!((w.missing_count, w.longest_run, w.longest_run_minutes), (1440, 1440, 1440));
+        assert_eq!(
+            (fmt_utc(w.first_missing_utc), fmt_utc(w.last_missing_utc)),
+            (fmt_utc(start), "2024-01-02 04:59:00".into())
+        );
+        assert!(!w.active && w.active_run == 0 && !w.near_extreme);
+        assert!(w.message.contains("no temperature reading"), "{}", w.message);
+        let live = DataQuality::no_data("wu", start, end, start + chrono::Duration::minutes(90), Some(Vec::new()));
+        let w = &live.warnings[0];
+        assert!(!live.ok && w.active);
+        assert_eq!((w.missing_count, w.active_run), (90, 90));
+        assert!(w.message.contains("so far"));
+        assert_eq!(live.held, Some(0));
     }
 
     #[test]

@@ -128,7 +128,8 @@ impl StationLive {
     }
 
     /// The day's full answer, or `None` when nothing has been seen for that day. `now` only
-    /// decides whether a -999 gap at the end of the data is still "active".
+    /// decides whether a gap at the end of the data is still "active". A day with no usable
+    /// temperature is not ok ([`DataQuality::no_data`]).
     pub fn extremes(&self, logic: Logic, date: NaiveDate, now: DateTime<Utc>) -> Option<DayExtremes> {
         let day = self.days[logic.index()].get(&date)?;
         let w = day.window;
@@ -142,6 +143,12 @@ impl StationLive {
             logic: logic.as_str(),
         };
         let held = (logic == Logic::Wu && self.rule3).then(|| self.held_list(in_window, high, low));
+        let data_quality = if high.is_none() && low.is_none() {
+            // Touched (a held report, -999 minutes, a suspect value) but nothing usable.
+            DataQuality::no_data(logic.as_str(), w.start, w.end, now, held)
+        } else {
+            DataQuality::new(gap_warning(in_window, ctx), held)
+        };
         let nws = logic == Logic::Nws;
         Some(DayExtremes {
             date,
@@ -155,7 +162,7 @@ impl StationLive {
             low_sources: day.sources(Side::Low),
             is_final: nws && day.is_final(),
             anomaly: self.day_anomaly(date),
-            data_quality: DataQuality::new(gap_warning(in_window, ctx), held),
+            data_quality,
             high_valid_through_utc: day.valid_through(Side::High).filter(|_| nws),
             low_valid_through_utc: day.valid_through(Side::Low).filter(|_| nws),
         })

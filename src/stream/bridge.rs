@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
-use tokio::sync::broadcast::error::RecvError;
 
 use super::{EventLog, Hub, StreamAuth, StreamGrant, StreamRefusal};
 use crate::api::keys::Tier;
@@ -154,30 +153,51 @@ pub fn change_payload(station: &str, e: &LiveEvent) -> Value {
     })
 }
 
+/// True when `day` is the trading day in progress (`today`) or the one before it (or
+/// later, for a clock running behind the source): the days whose data is live news.
+fn is_live_day(day: chrono::NaiveDate, today: chrono::NaiveDate) -> bool {
+    today.pred_opt().is_none_or(|previous| day >= previous)
+}
+
 /// The events one applied record produces, in order: (station, name, payload).
+///
+/// Only data about the station's current or previous trading day (under either logic) is
+/// live news: a backfilled observation or daily report updates the lake and the past days'
+/// extremes, and is not streamed (a month of backfill would otherwise flood every client and
+/// the event log).
 pub fn events_for(live: &LiveService, applied: &Applied) -> Vec<(String, &'static str, Value)> {
     let now = live.clock.now();
     let mut out = Vec::new();
     let (station, changes) = match applied {
         Applied::Observation { station, metar, events } => {
             if let Some(st) = Catalog::global().get(station) {
-                let (nws, wu) = live
-                    .hot
-                    .read(station, |h| {
-                        let nd = h.live.day_of(Logic::Nws, metar.time);
-                        let wd = h.live.day_of(Logic::Wu, metar.time);
-                        (h.live.extremes(Logic::Nws, nd, now), h.live.extremes(Logic::Wu, wd, now))
-                    })
-                    .unwrap_or((None, None));
-                out.push((station.clone(), "observation", observation_payload(st, metar, nws.as_ref(), wu.as_ref())));
+                let view = live.hot.read(station, |h| {
+                    let recent =
+                        Logic::ALL.iter().any(|&l| is_live_day(h.live.day_of(l, metar.time), h.live.day_of(l, now)));
+                    let nd = h.live.day_of(Logic::Nws, metar.time);
+                    let wd = h.live.day_of(Logic::Wu, metar.time);
+                    recent.then(|| (h.live.extremes(Logic::Nws, nd, now), h.live.extremes(Logic::Wu, wd, now)))
+                });
+                if let Some(Some((nws, wu))) = view {
+                    out.push((
+                        station.clone(),
+                        "observation",
+                        observation_payload(st, metar, nws.as_ref(), wu.as_ref()),
+                    ));
+                }
             }
             (station, events)
         }
         Applied::OneMinute { station, events } => (station, events),
         Applied::Report { station, report, events } => {
-            let anomaly = live.hot.read(station, |h| h.live.report_anomaly(report)).unwrap_or(false);
-            let name = if report.kind == DailyKind::Dsm { "dsm" } else { "cli" };
-            out.push((station.clone(), name, report_payload(report, anomaly)));
+            let view = live.hot.read(station, |h| {
+                let recent = Logic::ALL.iter().any(|&l| is_live_day(report.date, h.live.day_of(l, now)));
+                recent.then(|| h.live.report_anomaly(report))
+            });
+            if let Some(Some(anomaly)) = view {
+                let name = if report.kind == DailyKind::Dsm { "dsm" } else { "cli" };
+                out.push((station.clone(), name, report_payload(report, anomaly)));
+            }
             (station, events)
         }
     };
@@ -194,29 +214,27 @@ pub fn events_for(live: &LiveService, applied: &Applied) -> Vec<(String, &'stati
     out
 }
 
-/// Consumes the live path's notices and publishes their events until the live service
-/// goes away. Append, then publish, from this one task: ids reach clients in order.
-pub fn spawn_publisher(live: Arc<LiveService>, log: Arc<EventLog>, hub: Hub) -> tokio::task::JoinHandle<()> {
-    let mut rx = live.subscribe();
+/// Records the publisher's inbox holds before an ingest waits for it.
+pub const PUBLISHER_INBOX: usize = 4096;
+
+/// Attaches to the live path and publishes the events of everything it applies until the
+/// live service goes away. Append, then publish, from this one task: ids reach clients in
+/// order. Nothing is skipped: the live path waits when this task falls behind.
+pub async fn spawn_publisher(live: Arc<LiveService>, log: Arc<EventLog>, hub: Hub) -> tokio::task::JoinHandle<()> {
+    let mut rx = live.attach_publisher(PUBLISHER_INBOX).await;
     tokio::spawn(async move {
-        loop {
-            match rx.recv().await {
-                Ok(applied) => {
-                    for (station, name, data) in events_for(&live, &applied) {
-                        // Emission (wall-clock) time: the log's retention and the payload
-                        // `timestamp` are about when the event went out.
-                        match log.append(&station, name, data, Utc::now()) {
-                            Ok(event) => {
-                                hub.publish(event);
-                            }
-                            Err(e) => tracing::error!(error = %e, "event log append failed; event not streamed"),
-                        }
+        while let Some(applied) = rx.recv().await {
+            for (station, name, data) in events_for(&live, &applied) {
+                // Emission (wall-clock) time: the log's retention and the payload
+                // `timestamp` are about when the event went out.
+                match log.append(&station, name, data, Utc::now()) {
+                    Ok(event) => {
+                        hub.publish(event);
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, station, event = name, "event log append failed; event not streamed")
                     }
                 }
-                Err(RecvError::Lagged(n)) => {
-                    tracing::warn!(skipped = n, "stream publisher lagged behind the live path; events skipped");
-                }
-                Err(RecvError::Closed) => break,
             }
         }
     })
@@ -234,19 +252,26 @@ mod tests {
     use crate::clock::{Clock, ManualClock};
     use crate::ingest::{Format, IngestOptions};
     use crate::stream::testkit::{client_connector, SseClient};
-    use crate::stream::{load_tls, self_signed, serve_tls, stream_router, StreamState, STREAM_PATH};
+    use crate::stream::{load_tls, self_signed, serve_tls, stream_router, Replay, StreamState, STREAM_PATH};
 
     struct Rig {
         _dir: tempfile::TempDir,
         addr: std::net::SocketAddr,
         connector: tokio_rustls::TlsConnector,
         live: Arc<LiveService>,
+        log: Arc<EventLog>,
         pro: String,
         dev: String,
+        /// A second Developer user (one connection per user).
+        dev2: String,
         no_stream: String,
     }
 
     async fn rig(heartbeat: Duration) -> Rig {
+        rig_with(heartbeat, 256).await
+    }
+
+    async fn rig_with(heartbeat: Duration, hub_queue: usize) -> Rig {
         let dir = tempfile::tempdir().unwrap();
         let lake = crate::lake::Lake::open(&format!("file://{}", dir.path().join("lake").display())).await.unwrap();
         let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 3, 8, 18, 0, 0).unwrap()));
@@ -254,18 +279,19 @@ mod tests {
         let keys = KeyStore::open(&state_dir).unwrap();
         let pro = keys.create(Tier::Professional, "pat", false, true).unwrap().1;
         let dev = keys.create(Tier::Developer, "dana", false, true).unwrap().1;
+        let dev2 = keys.create(Tier::Developer, "dora", false, true).unwrap().1;
         let no_stream = keys.create(Tier::Enterprise, "erin", false, false).unwrap().1;
         let live = Arc::new(LiveService::open(lake, &state_dir, Arc::clone(&clock)).await.unwrap());
         let state = AppState::new(keys, RateLimiter::new(Arc::clone(&clock)), Arc::clone(&live), clock);
         let (cert, key) = self_signed(&dir.path().join("tls"), &["localhost", "127.0.0.1"]).unwrap();
         let log = Arc::new(EventLog::open(&dir.path().join("events"), crate::stream::default_retention()).unwrap());
-        let hub = Hub::new(256);
-        spawn_publisher(Arc::clone(&live), Arc::clone(&log), hub.clone());
-        let router = stream_router(StreamState { hub, log, auth: Arc::new(state), heartbeat });
+        let hub = Hub::new(hub_queue);
+        spawn_publisher(Arc::clone(&live), Arc::clone(&log), hub.clone()).await;
+        let router = stream_router(StreamState { hub, log: Arc::clone(&log), auth: Arc::new(state), heartbeat });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(serve_tls(listener, load_tls(&cert, &key).unwrap(), router, std::future::pending()));
-        Rig { addr, connector: client_connector(&cert), live, pro, dev, no_stream, _dir: dir }
+        Rig { addr, connector: client_connector(&cert), live, log, pro, dev, dev2, no_stream, _dir: dir }
     }
 
     impl Rig {
@@ -355,6 +381,68 @@ mod tests {
         assert!(c2.reaches_eof().await);
     }
 
+    fn names(events: &[(String, &'static str, Value)]) -> Vec<&'static str> {
+        events.iter().map(|(_, name, _)| *name).collect()
+    }
+
+    fn report(kind: DailyKind, date: chrono::NaiveDate) -> DailyReport {
+        DailyReport {
+            max_f: Some(50),
+            min_f: Some(30),
+            raw: format!("{kind:?} {date}"),
+            ..DailyReport::blank(kind, "KNYC", date)
+        }
+    }
+
+    /// The clock says 2026-03-08 18:00 UTC (13:00 in New York): the 8th is the trading day
+    /// in progress and the 7th the previous one under both logics; the 6th is backfill.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn backfilled_days_produce_no_stream_events() {
+        let rig = rig(Duration::from_secs(30)).await;
+        let now = rig.live.clock.now();
+        let observe = |text: &str| {
+            let m = crate::decode::metar::parse_metar(text, now).unwrap();
+            events_for(&rig.live, &rig.live.hot.apply_metar(&m).unwrap())
+        };
+        // Oldest first, as a backfill arrives: a day's first value would be a new high.
+        let old = observe("KNYC 061451Z 27008KT 10SM FEW250 08/M06 A3021 RMK AO2 T00781061");
+        assert!(old.is_empty(), "backfill must not stream: {:?}", names(&old));
+        let previous = observe("KNYC 071451Z 27008KT 10SM FEW250 08/M06 A3021 RMK AO2 T00781061");
+        assert_eq!(names(&previous), ["observation"], "the previous day is still news (no alert)");
+        assert_eq!(previous[0].2["local_date"], "2026-03-07");
+        let today = observe("KNYC 081451Z 27008KT 10SM FEW250 08/M06 A3021 RMK AO2 T00781061");
+        assert_eq!(names(&today)[0], "observation");
+        assert!(names(&today).contains(&"new_high"), "{:?}", names(&today));
+        // A late METAR of the 5th after today's: still backfill.
+        assert!(observe("KNYC 051451Z 27008KT 10SM FEW250 08/M06 A3021 RMK AO2 T00781061").is_empty());
+
+        let date = |d| chrono::NaiveDate::from_ymd_opt(2026, 3, d).unwrap();
+        for (kind, name) in [(DailyKind::Cli, "cli"), (DailyKind::Dsm, "dsm")] {
+            for (day, streamed) in [(6, false), (7, true), (8, true)] {
+                let applied = rig.live.hot.apply_report(&report(kind, date(day))).unwrap();
+                let events = events_for(&rig.live, &applied);
+                assert_eq!(names(&events).contains(&name), streamed, "{name} for the {day}th: {:?}", names(&events));
+            }
+        }
+    }
+
+    /// End to end: a backfill posted through the live path reaches the lake's days but no
+    /// subscriber; the next live observation is the first event the client sees.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_posted_backfill_is_not_streamed() {
+        let rig = rig(Duration::from_secs(30)).await;
+        let mut c = rig.open(&rig.dev, "KNYC", None).await;
+        assert_eq!(c.next_event().await.unwrap().name, "connected");
+        let backfill: String = (1..=5)
+            .flat_map(|d| (0..24).map(move |h| format!("KNYC 0{d}{h:02}51Z 27008KT 10SM CLR 08/M06 A3021 RMK AO2\n")))
+            .collect();
+        rig.ingest(&backfill).await;
+        rig.ingest("KNYC 081651Z 27008KT 10SM CLR 09/M06 A3021 RMK AO2 T00891061").await;
+        let first = c.next_event().await.unwrap();
+        assert_eq!(first.name, "observation");
+        assert_eq!(first.data["observation_time_utc"], "2026-03-08T16:51:00Z");
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn refusals_heartbeat_and_suspect_temperatures() {
         let rig = rig(Duration::from_secs(1)).await;
@@ -382,5 +470,79 @@ mod tests {
         // Next: a heartbeat, never a new_high.
         let after = c.next_event().await.unwrap();
         assert_eq!(after.name, "heartbeat", "{:?}", after.lines);
+    }
+
+    /// A burst far larger than any queue between the live path and the clients: every
+    /// event gets its id in the log, the fast client receives all of them in order, and a
+    /// client that reads nothing is dropped alone (it would resume from the log).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn burst_reaches_the_fast_client_whole_while_a_slow_one_is_dropped() {
+        let rig = rig_with(Duration::from_secs(30), 4096).await;
+        let stations = [
+            "KMDW", "KAUS", "KDFW", "KMSY", "KDAL", "KHOU", "KSAT", "KBNA", "KOKC", "KMSP", "KPHL", "KMIA", "KNYC",
+            "KLGA", "KDCA", "KCLT", "KBOS", "KATL", "KJAX", "KDEN",
+        ];
+        const MINUTES: usize = 1000;
+        let all = stations.join(",");
+        let mut fast = rig.open(&rig.dev, &all, None).await;
+        assert_eq!(fast.next_event().await.unwrap().name, "connected");
+        // Reads nothing at all: its socket and then its queue fill up.
+        let path = format!("{STREAM_PATH}?stations={all}&api_key={}", rig.dev2);
+        let slow = SseClient::connect_slow(rig.addr, &rig.connector, &path).await;
+        let start_id = rig.log.last_id();
+
+        // 20,000 reports in one input: 1,000 minutes of 8 March for each of 20 stations.
+        let mut lines = Vec::with_capacity(20 * MINUTES);
+        for minute in 0..MINUTES {
+            let (h, m) = (1 + (20 + minute) / 60, (20 + minute) % 60);
+            for st in &stations {
+                let t = minute % 30;
+                lines.push(format!(
+                    "{st} 08{h:02}{m:02}Z AUTO 27008KT 10SM CLR {t:02}/M06 A3021 RMK AO2 T0{:03}1061",
+                    t * 10
+                ));
+            }
+        }
+        let ingest = {
+            let live = Arc::clone(&rig.live);
+            tokio::spawn(async move {
+                let opts = IngestOptions { month: Some((2026, 3)), ..Default::default() };
+                live.ingest(Format::Metar, opts, lines.join("\n").into_bytes()).await.unwrap()
+            })
+        };
+        let mut ids = Vec::new();
+        let mut observations = 0;
+        while observations < 20 * MINUTES {
+            let e = tokio::time::timeout(Duration::from_secs(60), fast.next_event())
+                .await
+                .expect("the fast client waited a minute for the next event")
+                .expect("the fast client's stream ended");
+            assert_ne!(e.name, "resync", "the fast client was dropped after {} events", ids.len());
+            if e.name == "heartbeat" {
+                continue;
+            }
+            observations += usize::from(e.name == "observation");
+            ids.push(e.id_u64());
+        }
+        assert_eq!(ingest.await.unwrap().accepted, 20 * MINUTES);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let wanted: std::collections::HashSet<String> = stations.iter().map(|s| s.to_string()).collect();
+        let Replay::Events { events: logged, more: false } = rig.log.replay_after(&start_id.to_string(), &wanted) else {
+            panic!("the burst must be replayable from the log")
+        };
+        let logged: Vec<u64> = logged.iter().map(|e| e.id).collect();
+        assert_eq!(ids, logged, "the fast client got exactly the logged events, in id order");
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        assert!(ids.len() >= 20 * MINUTES, "observations and their new_high/new_low alerts: {}", ids.len());
+
+        // The client that read nothing was cut off: its stream ends short of its 5,000
+        // observations (what it got is what its socket held when it was dropped).
+        let mut slow = slow;
+        let mut slow_observations = 0;
+        while let Some(e) = slow.next_event().await {
+            slow_observations += usize::from(e.name == "observation");
+        }
+        assert_eq!(slow.status, 200);
+        assert!(slow_observations < 20 * MINUTES, "the slow client was not dropped");
     }
 }

@@ -14,12 +14,19 @@
 //!
 //! Memory per idle client is its registry entry, an empty bounded queue and its waker; no
 //! per-client buffers beyond the queue.
+//!
+//! "The newest connection wins" invites a loop: two copies of a client sharing a key displace
+//! each other, and a client that reconnects at once after the close does so hundreds of times
+//! a second. [`Hub::admit`] paces each user's connections ([`ReconnectPolicy`]: a burst, then
+//! one per interval, a GCRA over one timestamp per user) and the displaced connection is told
+//! how long to wait ([`ReconnectPolicy::displaced_retry`], sent as the SSE `retry:` field).
 
 use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use futures::Stream;
 use tokio::sync::{mpsc, Notify};
@@ -75,6 +82,38 @@ impl ConnectionCloser {
     }
 }
 
+/// How fast one user may (re)connect to the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReconnectPolicy {
+    /// Connections a user may open back to back (at least 1).
+    pub burst: u32,
+    /// Past the burst, one more connection per this interval.
+    pub interval: Duration,
+    /// How long a displaced connection is asked to wait before reconnecting (SSE `retry:`).
+    pub displaced_retry: Duration,
+}
+
+impl Default for ReconnectPolicy {
+    /// Five back to back (a restart, a flaky network), then one every 5 s; a displaced client
+    /// waits 10 s. A client that reconnects as soon as it is closed settles at one connection
+    /// per 5 s instead of hundreds per second.
+    fn default() -> Self {
+        ReconnectPolicy { burst: 5, interval: Duration::from_secs(5), displaced_retry: Duration::from_secs(10) }
+    }
+}
+
+/// Users' connection pacing: per user, the time at which its allowance is back to full
+/// (GCRA's "theoretical arrival time"); a user whose allowance is full has no entry.
+#[derive(Debug)]
+struct Admissions {
+    next_full: HashMap<String, Instant>,
+    /// Size at which entries of users whose allowance is full again are swept out.
+    sweep_at: usize,
+}
+
+/// Entries kept before the first sweep of idle users.
+const ADMISSIONS_SWEEP: usize = 1024;
+
 /// Counters for monitoring and tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HubStats {
@@ -88,6 +127,8 @@ pub struct HubStats {
     pub dropped_slow: u64,
     /// Clients displaced by a newer connection of the same user.
     pub displaced: u64,
+    /// Connections refused because the user reconnected too fast.
+    pub throttled: u64,
 }
 
 /// The fan-out hub. Cloning is cheap and shares the same registry.
@@ -99,12 +140,15 @@ pub struct Hub {
 #[derive(Debug)]
 struct HubInner {
     capacity: usize,
+    policy: ReconnectPolicy,
+    admissions: Mutex<Admissions>,
     registry: RwLock<Registry>,
     next_conn: AtomicU64,
     published: AtomicU64,
     delivered: AtomicU64,
     dropped_slow: AtomicU64,
     displaced: AtomicU64,
+    throttled: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -150,17 +194,56 @@ impl Hub {
     ///
     /// Size it for bursts (a CLI release touches every station at once), not for the average.
     pub fn new(queue_capacity: usize) -> Self {
+        Self::with_policy(queue_capacity, ReconnectPolicy::default())
+    }
+
+    /// [`Hub::new`] with an explicit reconnect policy.
+    pub fn with_policy(queue_capacity: usize, policy: ReconnectPolicy) -> Self {
+        let policy = ReconnectPolicy { burst: policy.burst.max(1), ..policy };
         Hub {
             inner: Arc::new(HubInner {
                 capacity: queue_capacity.max(1),
+                policy,
+                admissions: Mutex::new(Admissions { next_full: HashMap::new(), sweep_at: ADMISSIONS_SWEEP }),
                 registry: RwLock::new(Registry::default()),
                 next_conn: AtomicU64::new(1),
                 published: AtomicU64::new(0),
                 delivered: AtomicU64::new(0),
                 dropped_slow: AtomicU64::new(0),
                 displaced: AtomicU64::new(0),
+                throttled: AtomicU64::new(0),
             }),
         }
+    }
+
+    /// The pacing of users' connections.
+    pub fn reconnect_policy(&self) -> ReconnectPolicy {
+        self.inner.policy
+    }
+
+    /// Counts a connection attempt of `user` against its allowance; `Err(wait)` when it comes
+    /// too soon (nothing is counted then, and the caller must not connect: a refused attempt
+    /// displaces nobody). Call after authorization, before [`Hub::connect`].
+    pub fn admit(&self, user: &str) -> Result<(), Duration> {
+        let now = Instant::now();
+        let policy = self.inner.policy;
+        // With a full allowance a user may come `burst` times at once: `next_full` may run
+        // ahead of now by up to (burst - 1) intervals before a connection is refused.
+        let tolerance = policy.interval.saturating_mul(policy.burst - 1);
+        let mut admissions = self.inner.admissions.lock().unwrap_or_else(PoisonError::into_inner);
+        if admissions.next_full.len() >= admissions.sweep_at {
+            admissions.next_full.retain(|_, full| *full > now);
+            admissions.sweep_at = (admissions.next_full.len() * 2).max(ADMISSIONS_SWEEP);
+        }
+        let full = admissions.next_full.get(user).copied().unwrap_or(now).max(now);
+        let ahead = full - now;
+        if ahead > tolerance {
+            drop(admissions);
+            self.inner.throttled.fetch_add(1, Ordering::Relaxed);
+            return Err(ahead - tolerance);
+        }
+        admissions.next_full.insert(user.to_string(), full + policy.interval);
+        Ok(())
     }
 
     /// Subscribes `user` to `stations`, displacing the user's previous subscription (which
@@ -206,7 +289,7 @@ impl Hub {
         let mut slow = Vec::new();
         {
             let reg = self.inner.read();
-            if let Some(clients) = reg.by_station.get(&event.station) {
+            if let Some(clients) = reg.by_station.get(&*event.station) {
                 for client in clients.values() {
                     match client.tx.try_send(Arc::clone(&event)) {
                         Ok(()) => queued += 1,
@@ -245,6 +328,7 @@ impl Hub {
             delivered: self.inner.delivered.load(Ordering::Relaxed),
             dropped_slow: self.inner.dropped_slow.load(Ordering::Relaxed),
             displaced: self.inner.displaced.load(Ordering::Relaxed),
+            throttled: self.inner.throttled.load(Ordering::Relaxed),
         }
     }
 
@@ -463,6 +547,29 @@ mod tests {
         let reg = hub.inner.read();
         assert!(!reg.by_user.contains_key("alice"));
         assert_eq!(reg.by_station["KNYC"].len(), 1);
+    }
+
+    #[test]
+    fn admit_allows_a_burst_then_one_per_interval_per_user() {
+        let policy = ReconnectPolicy { burst: 3, interval: Duration::from_millis(300), ..Default::default() };
+        let hub = Hub::with_policy(8, policy);
+        for _ in 0..3 {
+            hub.admit("alice").unwrap();
+        }
+        let wait = hub.admit("alice").unwrap_err();
+        assert!(wait > Duration::ZERO && wait <= policy.interval, "{wait:?}");
+        // Refusals are not counted: waiting what was asked is enough.
+        assert!(hub.admit("alice").is_err());
+        hub.admit("bob").unwrap();
+        std::thread::sleep(hub.admit("alice").unwrap_err());
+        hub.admit("alice").unwrap();
+        assert!(hub.admit("alice").is_err());
+        assert_eq!(hub.stats().throttled, 4);
+        // A user idle for burst × interval has its whole burst again.
+        std::thread::sleep(policy.interval * 3);
+        for _ in 0..3 {
+            hub.admit("alice").unwrap();
+        }
     }
 
     #[tokio::test]

@@ -5,11 +5,13 @@
 //! one slow client never holds up the others, and a user has exactly one live connection.
 //!
 //! The pieces, each usable on its own:
-//! - [`event_log::EventLog`]: the durable, bounded record of events. It assigns the ids
-//!   (monotonic across restarts) and answers "what happened after id N" for replay.
+//! - [`event_log::EventLog`]: the durable record of events, bounded in time (retention) and
+//!   in memory (payloads on disk, an index and the newest frames in memory). It assigns the
+//!   ids (monotonic across restarts) and answers "what happened after id N" for replay.
 //! - [`hub::Hub`]: the fan-out. One `publish` per event hands an `Arc<Event>` to the bounded
 //!   queue of each subscriber of that station; a full queue drops that client alone, and a
-//!   second connection of a user displaces the first.
+//!   second connection of a user displaces the first (told when to come back), and a user's
+//!   reconnects are paced.
 //! - [`sse`]: the HTTP side. `GET /api/v2/stream` authorizes through the integrator's
 //!   [`sse::StreamAuth`], then writes `connected`, replayed events, live events and heartbeats
 //!   as `event:` / `id:` / `data:` lines.
@@ -41,8 +43,10 @@ pub mod hub;
 pub mod sse;
 pub mod tls;
 
-pub use event_log::{default_retention, Event, EventLog, EventLogError, Replay};
-pub use hub::{CloseReason, ConnectionCloser, Delivery, Hub, HubStats, Subscription};
+pub use event_log::{
+    default_retention, Event, EventLog, EventLogError, EventLogOptions, EventLogStats, Replay, DEFAULT_MEMORY_BUDGET,
+};
+pub use hub::{CloseReason, ConnectionCloser, Delivery, Hub, HubStats, ReconnectPolicy, Subscription};
 pub use sse::{stream_router, StreamAuth, StreamGrant, StreamRefusal, StreamState, DEFAULT_HEARTBEAT, STREAM_PATH};
 pub use tls::{load_tls, self_signed, serve_tls, serve_tls_with, ServeOptions, TlsError};
 
@@ -107,11 +111,19 @@ pub(crate) mod testkit {
         pub heartbeat: Duration,
         pub queue: usize,
         pub close_grace: Duration,
+        pub reconnect: ReconnectPolicy,
+        pub log_budget: usize,
     }
 
     impl Default for Options {
         fn default() -> Self {
-            Options { heartbeat: DEFAULT_HEARTBEAT, queue: 64, close_grace: ServeOptions::default().close_grace }
+            Options {
+                heartbeat: DEFAULT_HEARTBEAT,
+                queue: 64,
+                close_grace: ServeOptions::default().close_grace,
+                reconnect: ReconnectPolicy::default(),
+                log_budget: DEFAULT_MEMORY_BUDGET,
+            }
         }
     }
 
@@ -130,8 +142,9 @@ pub(crate) mod testkit {
             let dir = tempfile::tempdir().unwrap();
             let (cert, key) = self_signed(&dir.path().join("tls"), &["localhost", "127.0.0.1"]).unwrap();
             let config = load_tls(&cert, &key).unwrap();
-            let log = Arc::new(EventLog::open(&dir.path().join("events"), default_retention()).unwrap());
-            let hub = Hub::new(options.queue);
+            let log_options = EventLogOptions { memory_budget: options.log_budget, ..EventLogOptions::default() };
+            let log = Arc::new(EventLog::open_with(&dir.path().join("events"), log_options).unwrap());
+            let hub = Hub::with_policy(options.queue, options.reconnect);
             let state = StreamState {
                 hub: hub.clone(),
                 log: Arc::clone(&log),
@@ -243,6 +256,8 @@ pub(crate) mod testkit {
         pub lines: Vec<String>,
         pub name: String,
         pub id: Option<String>,
+        /// The `retry:` field (milliseconds), when sent.
+        pub retry: Option<u64>,
         pub data: Value,
     }
 
@@ -293,6 +308,12 @@ pub(crate) mod testkit {
             let mut client = Self::send_to(addr, connector, path, &[], None).await;
             client.read_head().await;
             client
+        }
+
+        /// [`SseClient::connect`] over a socket with a tiny receive buffer, reading nothing
+        /// yet (not even the response head): a client that has stopped draining.
+        pub async fn connect_slow(addr: SocketAddr, connector: &TlsConnector, path: &str) -> SseClient {
+            Self::send_to(addr, connector, path, &[], Some(4096)).await
         }
 
         async fn send_to(
@@ -451,12 +472,15 @@ pub(crate) mod testkit {
     fn parse_event(block: &[u8]) -> SseEvent {
         let text = std::str::from_utf8(block).unwrap();
         let lines: Vec<String> = text.split('\n').map(str::to_string).collect();
-        let mut event = SseEvent { lines: lines.clone(), name: String::new(), id: None, data: Value::Null };
+        let mut event =
+            SseEvent { lines: lines.clone(), name: String::new(), id: None, retry: None, data: Value::Null };
         for line in &lines {
             if let Some(v) = line.strip_prefix("event: ") {
                 event.name = v.to_string();
             } else if let Some(v) = line.strip_prefix("id: ") {
                 event.id = Some(v.to_string());
+            } else if let Some(v) = line.strip_prefix("retry: ") {
+                event.retry = Some(v.parse().unwrap());
             } else if let Some(v) = line.strip_prefix("data: ") {
                 event.data = serde_json::from_str(v).unwrap();
             } else {

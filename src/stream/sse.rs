@@ -21,12 +21,24 @@
 //!   written to this connection and the connection closes after it: reconnect with that id to
 //!   replay the rest. For the other two it echoes the id the client sent; the stream then goes
 //!   on live, and the client should refetch current state over REST.
-//! - `displaced`: `{"reason": "new_connection", "last_event_id": "...", "timestamp": "..."}`,
-//!   then the connection closes.
+//! - `displaced`: `{"reason": "new_connection", "last_event_id": "...", "retry_after_ms": N,
+//!   "timestamp": "..."}`, then the connection closes. Its frame also carries the SSE field
+//!   `retry: N` (after `event:`), which a standard client obeys before reconnecting: two copies
+//!   of a client sharing a key would otherwise displace each other as fast as they can
+//!   reconnect.
+//!
+//! Replay is served page by page ([`REPLAY_PAGE_BYTES`]): pages the log holds in memory are
+//! written at once, pages that need the segment files are read on the blocking pool, so a
+//! client far behind never holds its whole backlog and never stalls an async worker.
+//!
+//! Reconnects are throttled per user before anything else happens ([`Hub::admit`]): one
+//! that comes faster than the hub's [`ReconnectPolicy`] is refused with 429, a `Retry-After`
+//! header and the usual JSON error body, and displaces nobody.
 
 use std::collections::{HashSet, VecDeque};
 use std::convert::Infallible;
 use std::fmt::Write as _;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -43,11 +55,12 @@ use chrono::Utc;
 use futures::Stream;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use tokio::task::JoinHandle;
 use tokio::time::{Interval, MissedTickBehavior};
-use tracing::info;
+use tracing::{debug, info, warn};
 
 use super::event_log::{EventLog, Replay};
-use super::hub::{CloseReason, ConnectionCloser, Delivery, Hub, Subscription};
+use super::hub::{CloseReason, ConnectionCloser, Delivery, Hub, ReconnectPolicy, Subscription};
 
 /// Path of the stream endpoint on the stream port.
 pub const STREAM_PATH: &str = "/api/v2/stream";
@@ -58,6 +71,8 @@ const MIN_HEARTBEAT: Duration = Duration::from_millis(100);
 /// Ready frames are coalesced into one body chunk up to this size (fewer TLS records and
 /// syscalls during replay and bursts; a single live event is never held back).
 const MAX_CHUNK: usize = 64 * 1024;
+/// Frames fetched from the log per replay step: a bounded slice of a client's backlog.
+pub const REPLAY_PAGE_BYTES: usize = 256 * 1024;
 
 /// Who may stream what; implemented by the server's key store.
 pub trait StreamAuth: Send + Sync + 'static {
@@ -151,6 +166,10 @@ async fn stream_handler(State(state): State<StreamState>, request: Request) -> R
             return refusal.into_response();
         }
     };
+    // Before subscribing: a refused reconnect must not displace the user's live connection.
+    if let Err(wait) = state.hub.admit(&grant.user) {
+        return too_many_connections(&grant.user, wait, state.hub.reconnect_policy());
+    }
     let last_event_id = resume_id(request.headers(), query.last_event_id.as_deref());
     let closer = request.extensions().get::<ConnectionCloser>().cloned();
     let body = open_stream(&state, grant, last_event_id, closer);
@@ -163,6 +182,25 @@ async fn stream_handler(State(state): State<StreamState>, request: Request) -> R
     headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
     // Proxies (nginx) must not buffer the events.
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// 429 for a reconnect that came too soon, with `Retry-After` in whole seconds (rounded up,
+/// so a client that waits exactly that long is admitted).
+fn too_many_connections(user: &str, wait: Duration, policy: ReconnectPolicy) -> Response {
+    let secs = wait.as_secs().saturating_add(u64::from(wait.subsec_nanos() > 0)).max(1);
+    info!(user, retry_after = secs, "stream: reconnect refused (too fast)");
+    let mut response = StreamRefusal::new(
+        429,
+        "Too many stream connections",
+        format!(
+            "a user may open {} stream connections back to back, then one every {} s; retry after {secs} s",
+            policy.burst,
+            policy.interval.as_secs_f64()
+        ),
+    )
+    .into_response();
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
     response
 }
 
@@ -186,7 +224,7 @@ fn parse_stations(raw: &str) -> Vec<String> {
     out
 }
 
-/// Subscribes, then replays, and builds the response body.
+/// Subscribes, then sets up the replay, and builds the response body.
 fn open_stream(
     state: &StreamState,
     grant: StreamGrant,
@@ -208,41 +246,59 @@ fn open_stream(
         "connected",
         json!({"stations": grant.stations, "user": grant.user, "timestamp": super::iso_timestamp(Utc::now())}),
     ));
-    let mut position = head;
-    let mut skip_through = 0;
-    let mut replayed = 0usize;
-    if let Some(last) = &last_event_id {
-        match state.log.replay_after(last, &stations) {
-            Replay::Events(events) => {
-                // A numeric id that passed replay_after is ≤ the head; it parses.
-                let last = last.trim().parse::<u64>().unwrap_or(0);
-                skip_through = events.last().map_or(last, |e| e.id.max(last));
-                position = skip_through;
-                replayed = events.len();
-                prelude.extend(events.iter().map(|e| e.sse_frame()));
-            }
-            Replay::Unknown => prelude.push_back(resync_frame("unknown_last_event_id", last)),
-            Replay::Expired => prelude.push_back(resync_frame("last_event_id_expired", last)),
-        }
-    }
     info!(
         user = %grant.user,
         conn = subscription.conn_id(),
         stations = grant.stations.len(),
         last_event_id = last_event_id.as_deref().unwrap_or(""),
-        replayed,
         "stream: connected"
     );
+    let replay = last_event_id.map(|sent| ReplayCursor {
+        log: Arc::clone(&state.log),
+        stations: Arc::new(stations),
+        after: sent.clone(),
+        sent,
+        first: true,
+        task: None,
+        replayed: 0,
+    });
     let heartbeat = state.heartbeat.max(MIN_HEARTBEAT);
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + heartbeat, heartbeat);
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    SseBody { prelude, subscription, heartbeat: ticker, skip_through, position, done: false, user: grant.user }
+    SseBody {
+        prelude,
+        replay,
+        subscription,
+        heartbeat: ticker,
+        skip_through: 0,
+        position: head,
+        done: false,
+        user: grant.user,
+        displaced_retry: state.hub.reconnect_policy().displaced_retry,
+    }
+}
+
+/// Where a connection's replay stands.
+struct ReplayCursor {
+    log: Arc<EventLog>,
+    stations: Arc<HashSet<String>>,
+    /// The id the client sent (echoed by a `resync` about it).
+    sent: String,
+    /// The next page starts after this id.
+    after: String,
+    /// True until the first page is answered (which judges the client's id).
+    first: bool,
+    /// A page being read from disk on the blocking pool.
+    task: Option<JoinHandle<Replay>>,
+    replayed: usize,
 }
 
 /// The response body: prelude (connected + replay), then heartbeats and live events, then at
 /// most one closing control event.
 struct SseBody {
     prelude: VecDeque<Bytes>,
+    /// Replay still to send; live events wait until it is done.
+    replay: Option<ReplayCursor>,
     subscription: Subscription,
     heartbeat: Interval,
     /// Live events with ids up to here were already replayed.
@@ -251,6 +307,8 @@ struct SseBody {
     position: u64,
     done: bool,
     user: String,
+    /// What a displaced connection is told to wait before reconnecting.
+    displaced_retry: Duration,
 }
 
 impl Stream for SseBody {
@@ -262,14 +320,22 @@ impl Stream for SseBody {
             return Poll::Ready(None);
         }
         let mut out = BytesMut::new();
-        while out.len() < MAX_CHUNK {
-            match this.prelude.pop_front() {
-                Some(frame) => out.extend_from_slice(&frame),
-                None => break,
+        loop {
+            while out.len() < MAX_CHUNK {
+                match this.prelude.pop_front() {
+                    Some(frame) => out.extend_from_slice(&frame),
+                    None => break,
+                }
             }
-        }
-        if !out.is_empty() {
-            return Poll::Ready(Some(Ok(out.freeze())));
+            if !out.is_empty() {
+                return Poll::Ready(Some(Ok(out.freeze())));
+            }
+            if this.replay.is_none() {
+                break;
+            }
+            if this.poll_replay(cx).is_pending() {
+                return Poll::Pending;
+            }
         }
         if this.heartbeat.poll_tick(cx).is_ready() {
             out.extend_from_slice(&control_frame("heartbeat", json!({"timestamp": super::iso_timestamp(Utc::now())})));
@@ -283,6 +349,68 @@ impl Stream for SseBody {
 }
 
 impl SseBody {
+    /// Fetches the next replay page into the prelude (or ends the replay). Pending only while
+    /// a page is read from disk.
+    fn poll_replay(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        let Some(cursor) = self.replay.as_mut() else {
+            return Poll::Ready(());
+        };
+        let answer = loop {
+            if let Some(task) = cursor.task.as_mut() {
+                let answer = match Pin::new(task).poll(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Ok(answer)) => answer,
+                    Poll::Ready(Err(e)) => {
+                        warn!(user = %self.user, error = %e, "stream: replay read failed");
+                        Replay::Expired
+                    }
+                };
+                cursor.task = None;
+                break answer;
+            }
+            if let Some(answer) = cursor.log.replay_page_cached(&cursor.after, &cursor.stations, REPLAY_PAGE_BYTES) {
+                break answer;
+            }
+            let (log, stations, after) = (Arc::clone(&cursor.log), Arc::clone(&cursor.stations), cursor.after.clone());
+            cursor.task =
+                Some(tokio::task::spawn_blocking(move || log.replay_page(&after, &stations, REPLAY_PAGE_BYTES)));
+        };
+        match answer {
+            Replay::Events { events, more } => {
+                if cursor.first {
+                    // A numeric id that the log accepted is at most the head; it parses.
+                    self.skip_through = cursor.sent.trim().parse::<u64>().unwrap_or(0);
+                }
+                for event in &events {
+                    self.skip_through = self.skip_through.max(event.id);
+                    self.prelude.push_back(event.sse_frame());
+                }
+                self.position = self.skip_through;
+                cursor.replayed += events.len();
+                cursor.first = false;
+                match events.last() {
+                    Some(last) if more => cursor.after = last.id.to_string(),
+                    _ => {
+                        debug!(user = %self.user, replayed = cursor.replayed, "stream: replay done");
+                        self.replay = None;
+                    }
+                }
+            }
+            Replay::Unknown => {
+                self.prelude.push_back(resync_frame("unknown_last_event_id", &cursor.sent));
+                self.replay = None;
+            }
+            Replay::Expired => {
+                // Later pages expire only if the client fell a whole retention behind while
+                // replaying: name where it got to.
+                let last = if cursor.first { cursor.sent.clone() } else { self.position.to_string() };
+                self.prelude.push_back(resync_frame("last_event_id_expired", &last));
+                self.replay = None;
+            }
+        }
+        Poll::Ready(())
+    }
+
     /// Appends ready live events (and a closing event) to `out`.
     fn poll_live(&mut self, cx: &mut Context<'_>, out: &mut BytesMut) {
         while out.len() < MAX_CHUNK {
@@ -296,7 +424,7 @@ impl SseBody {
                 }
                 Poll::Ready(Some(Delivery::Closed(reason))) => {
                     info!(user = %self.user, ?reason, last_event_id = self.position, "stream: closed by hub");
-                    if let Some(frame) = closing_frame(reason, self.position) {
+                    if let Some(frame) = closing_frame(reason, self.position, self.displaced_retry) {
                         out.extend_from_slice(&frame);
                     }
                     self.done = true;
@@ -312,17 +440,23 @@ impl SseBody {
     }
 }
 
-fn closing_frame(reason: CloseReason, position: u64) -> Option<Bytes> {
+fn closing_frame(reason: CloseReason, position: u64, displaced_retry: Duration) -> Option<Bytes> {
     let now = super::iso_timestamp(Utc::now());
     match reason {
         CloseReason::SlowConsumer => Some(control_frame(
             "resync",
             json!({"reason": "slow_consumer", "last_event_id": position.to_string(), "timestamp": now}),
         )),
-        CloseReason::Displaced => Some(control_frame(
-            "displaced",
-            json!({"reason": "new_connection", "last_event_id": position.to_string(), "timestamp": now}),
-        )),
+        CloseReason::Displaced => {
+            let retry_ms = u64::try_from(displaced_retry.as_millis()).unwrap_or(u64::MAX);
+            let data = json!({
+                "reason": "new_connection",
+                "last_event_id": position.to_string(),
+                "retry_after_ms": retry_ms,
+                "timestamp": now,
+            });
+            Some(encode_frame_with_retry("displaced", retry_ms, &data))
+        }
         CloseReason::Shutdown => None,
     }
 }
@@ -343,17 +477,41 @@ fn control_frame(name: &str, data: Value) -> Bytes {
 /// `serde_json` never emits a raw newline, so the data is always one line; a name is
 /// stripped of CR/LF so it cannot split the frame.
 pub fn encode_frame(name: &str, id: Option<u64>, data: &Value) -> Bytes {
-    let json = data.to_string();
-    let mut frame = String::with_capacity(json.len() + name.len() + 40);
-    frame.push_str("event: ");
-    frame.extend(name.chars().filter(|c| *c != '\n' && *c != '\r'));
-    frame.push('\n');
+    encode_raw_frame(name, id, data.to_string().as_bytes())
+}
+
+/// [`encode_frame`] for data already encoded: `json` must be one line of JSON (the event log
+/// stores and replays payloads as serde_json wrote them).
+pub(crate) fn encode_raw_frame(name: &str, id: Option<u64>, json: &[u8]) -> Bytes {
+    let mut frame = frame_head(name, json.len());
     if let Some(id) = id {
         let _ = writeln!(frame, "id: {id}");
     }
-    frame.push_str("data: ");
-    frame.push_str(&json);
-    frame.push_str("\n\n");
+    frame_data(frame, json)
+}
+
+/// A control frame with the SSE `retry:` field (milliseconds a client waits before it
+/// reconnects), between `event:` and `data:`.
+fn encode_frame_with_retry(name: &str, retry_ms: u64, data: &Value) -> Bytes {
+    let json = data.to_string();
+    let mut frame = frame_head(name, json.len());
+    let _ = writeln!(frame, "retry: {retry_ms}");
+    frame_data(frame, json.as_bytes())
+}
+
+fn frame_head(name: &str, data_len: usize) -> String {
+    let mut frame = String::with_capacity(data_len + name.len() + 48);
+    frame.push_str("event: ");
+    frame.extend(name.chars().filter(|c| *c != '\n' && *c != '\r'));
+    frame.push('\n');
+    frame
+}
+
+fn frame_data(head: String, json: &[u8]) -> Bytes {
+    let mut frame = head.into_bytes();
+    frame.extend_from_slice(b"data: ");
+    frame.extend_from_slice(json);
+    frame.extend_from_slice(b"\n\n");
     Bytes::from(frame)
 }
 
@@ -546,11 +704,109 @@ mod tests {
         let displaced = first.next_event().await.expect("displaced");
         assert_eq!(displaced.name, "displaced");
         assert_eq!(displaced.data["last_event_id"], id.to_string());
+        assert_eq!(displaced.retry, Some(ReconnectPolicy::default().displaced_retry.as_millis() as u64));
         assert!(first.next_event().await.is_none(), "displaced connection must reach EOF");
         assert!(first.reaches_eof().await);
         let next = server.publish("KNYC", "observation", json!({}));
         assert_eq!(second.next_event().await.expect("event").id_u64(), next);
         assert_eq!(server.hub.stats().displaced, 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn displaced_client_is_told_how_long_to_wait() {
+        let reconnect = ReconnectPolicy { displaced_retry: Duration::from_millis(7500), ..Default::default() };
+        let server = TestServer::start(testkit::Options { reconnect, ..Default::default() }).await;
+        let mut first = server.open("alice", "KNYC", None).await;
+        first.next_event().await.expect("connected");
+        let mut second = server.open("alice", "KNYC", None).await;
+        second.next_event().await.expect("connected");
+        let displaced = first.next_event().await.expect("displaced");
+        // `retry:` after `event:` (clients start an event there), before `data:`.
+        assert_eq!(displaced.lines[0], "event: displaced");
+        assert_eq!(displaced.lines[1], "retry: 7500");
+        assert!(displaced.lines[2].starts_with("data: {"), "{:?}", displaced.lines);
+        assert_eq!(displaced.retry, Some(7500));
+        assert_eq!(displaced.data["retry_after_ms"], 7500);
+        assert!(first.reaches_eof().await);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fast_reconnects_get_429_with_retry_after_and_displace_nobody() {
+        let reconnect = ReconnectPolicy { burst: 3, interval: Duration::from_secs(10), ..Default::default() };
+        let server = TestServer::start(testkit::Options { reconnect, ..Default::default() }).await;
+        let mut clients = Vec::new();
+        for _ in 0..3 {
+            let mut c = server.open("bob", "KNYC", None).await;
+            assert_eq!(c.status, 200);
+            c.next_event().await.expect("connected");
+            clients.push(c);
+        }
+        let mut refused = server.open("bob", "KNYC", None).await;
+        assert_eq!(refused.status, 429);
+        assert_eq!(refused.header("content-type"), Some("application/json"));
+        let retry_after: u64 = refused.header("retry-after").expect("Retry-After").parse().unwrap();
+        assert!((1..=10).contains(&retry_after), "{retry_after}");
+        let body: Value = serde_json::from_slice(&refused.read_body().await).unwrap();
+        assert_eq!(body["error"], "Too many stream connections");
+        assert!(body["details"].as_str().unwrap().contains(&format!("retry after {retry_after} s")), "{body}");
+        // The refused attempt displaced nobody: the newest admitted connection stays live.
+        let id = server.publish("KNYC", "observation", json!({}));
+        let live = clients.last_mut().unwrap();
+        assert_eq!(live.next_event().await.expect("event").id_u64(), id);
+        let stats = server.hub.stats();
+        assert_eq!((stats.displaced, stats.throttled, stats.clients), (2, 1, 1));
+        // Other users have their own allowance.
+        let mut other = server.open("carol", "KNYC", None).await;
+        assert_eq!(other.status, 200);
+        assert_eq!(other.next_event().await.expect("connected").name, "connected");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_refused_user_is_admitted_once_retry_after_has_passed() {
+        let reconnect = ReconnectPolicy { burst: 1, interval: Duration::from_secs(2), ..Default::default() };
+        let server = TestServer::start(testkit::Options { reconnect, ..Default::default() }).await;
+        let mut first = server.open("bob", "KNYC", None).await;
+        first.next_event().await.expect("connected");
+        let refused = server.open("bob", "KNYC", None).await;
+        assert_eq!(refused.status, 429);
+        let retry_after: u64 = refused.header("retry-after").unwrap().parse().unwrap();
+        assert!((1..=2).contains(&retry_after), "{retry_after}");
+        tokio::time::sleep(Duration::from_secs(retry_after)).await;
+        let mut again = server.open("bob", "KNYC", None).await;
+        assert_eq!(again.status, 200);
+        assert_eq!(again.next_event().await.expect("connected").name, "connected");
+        assert_eq!(first.next_event().await.expect("displaced").name, "displaced");
+    }
+
+    /// A backlog larger than the log's memory and than one replay page: read back from the
+    /// segment files page by page, still every event once and in order, then live.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn replay_from_disk_spans_pages_exactly() {
+        let server = TestServer::start(testkit::Options { log_budget: 64 * 1024, ..Default::default() }).await;
+        let pad = "x".repeat(1000);
+        let mut expected = Vec::new();
+        for i in 0..800u64 {
+            let station = if i % 4 == 3 { "KMDW" } else { "KNYC" };
+            let id = server.publish(station, "observation", json!({"n": i, "pad": pad}));
+            if station == "KNYC" {
+                expected.push(id);
+            }
+        }
+        let stats = server.log.stats();
+        assert!(stats.cached < 100 && stats.memory_bytes <= 64 * 1024, "{stats:?}");
+        assert!(expected.len() * 1000 > 2 * REPLAY_PAGE_BYTES, "spans pages");
+        let mut client = server.open("alice", "KNYC", Some("0")).await;
+        assert_eq!(client.next_event().await.expect("connected").name, "connected");
+        let mut seen = Vec::new();
+        while seen.len() < expected.len() {
+            let e = client.next_event().await.expect("replayed");
+            assert_eq!(e.name, "observation");
+            assert_eq!(e.data["pad"], pad.as_str());
+            seen.push(e.id_u64());
+        }
+        assert_eq!(seen, expected);
+        let live = server.publish("KNYC", "new_high", json!({}));
+        assert_eq!(client.next_event().await.expect("live").id_u64(), live);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -179,7 +179,7 @@ async fn model_accuracy_parameters_and_tiers() {
     assert_eq!(s, StatusCode::UNAUTHORIZED);
     for q in [
         "",
-        "station_code=NOPE",
+        "station_code=NOPE1", // not an ICAO code (a well-formed one outside the catalog is accepted, spec 2.10)
         "station_code=KNYC&window=5d",
         "station_code=KNYC&model=gfs",
         "station_code=KNYC&model=GFS,Bogus",

@@ -55,6 +55,42 @@ fn job_outputs_are_sql_tables() {
     assert_eq!(stdout(&o), "n\n2\n", "{}", stderr(&o));
 }
 
+/// `wxlake sql` is an analyst's tool: nothing it runs changes the lake or the session, and
+/// statements are split by the SQL parser, not at every `;`.
+#[test]
+fn sql_is_read_only_and_splits_statements_by_the_parser() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let kcvg = fixture("metar/IEM_KCVG_2024-03-01_routine.tsv");
+    assert!(wxlake(&lake, &["ingest", "metar", kcvg.to_str().unwrap()]).status.success());
+    let count = "SELECT count(*) AS n, count(DISTINCT row_key) AS k FROM observations";
+    let before = stdout(&wxlake(&lake, &["sql", count, "--format", "csv"]));
+    assert_eq!(before, "n,k\n24,24\n");
+    let copy_to = format!("COPY (SELECT 1) TO '{}'", dir.path().join("x.csv").display());
+    for refused in [
+        "INSERT INTO observations SELECT * FROM observations LIMIT 5",
+        "CREATE TABLE t AS SELECT 1",
+        "DROP TABLE observations",
+        "SET datafusion.execution.batch_size = 1",
+        copy_to.as_str(),
+        "SELECT 1; INSERT INTO observations SELECT * FROM observations LIMIT 1",
+    ] {
+        let o = wxlake(&lake, &["sql", refused]);
+        assert_eq!(o.status.code(), Some(2), "{refused}: {}", stdout(&o));
+        let err = stderr(&o);
+        assert!(err.starts_with("error: read-only:") && err.lines().count() == 1, "{refused}: {err}");
+    }
+    assert!(!dir.path().join("x.csv").exists(), "COPY wrote nothing");
+    assert_eq!(stdout(&wxlake(&lake, &["sql", count, "--format", "csv"])), before, "the lake is unchanged");
+
+    let o = wxlake(
+        &lake,
+        &["sql", "SELECT 'a;b' AS s; -- a comment; with a semicolon\nSELECT 'c;d' AS s", "--format", "csv"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "s\nc;d\n", "two statements, the last one printed");
+}
+
 #[test]
 fn sql_errors_are_one_clear_line() {
     let dir = tempfile::tempdir().unwrap();
@@ -91,6 +127,28 @@ fn nothing_usable_exits_nonzero_and_stdin_works() {
     let o = child.wait_with_output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("stored 2"), "{}", stderr(&o));
+}
+
+/// A 10 MB "METAR" line used to be stored (exit 0): it is rejected with its length and
+/// the limit, without being echoed, and only the good line of the file is stored.
+#[test]
+fn over_long_metar_line_is_rejected_and_the_good_line_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let input = dir.path().join("reports.txt");
+    let huge = format!("KNYC 011251Z 36010KT 10SM RMK {}", "X".repeat(10 << 20));
+    let good = "KNYC 011351Z 36010KT 10SM FEW250 05/M05 A3000";
+    std::fs::write(&input, format!("{huge}\n{good}\n")).unwrap();
+    let o = wxlake(&lake, &["ingest", "metar", "--month", "2024-03", input.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("read 2, stored 1, duplicate 0, rejected 1"), "{err}");
+    let reason = format!("reports.txt:1: METAR report of {} bytes is longer than the 1024-byte limit", huge.len());
+    assert!(err.contains(&reason), "{err}");
+    assert!(!err.contains("XXXXXXXX"), "the line is not echoed: {} bytes of stderr", err.len());
+    let o = wxlake(&lake, &["sql", "SELECT raw FROM observations", "--format", "csv"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), format!("raw\n{good}\n"));
 }
 
 #[test]

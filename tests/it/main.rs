@@ -2,6 +2,8 @@
 
 mod accuracy_http;
 mod cli;
+mod contract_cli;
+mod contract_http;
 mod crash;
 mod forecasts_http;
 mod http;

@@ -3,15 +3,16 @@
 
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::Extension;
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::api::auth::Caller;
-use crate::api::error::{ApiError, ApiResult};
+use crate::api::error::ApiResult;
+use crate::api::json::Json;
 use crate::api::observation_json::ObservationV1;
 use crate::api::params::Params;
-use crate::api::v2::observations::{history, history_range, svc_high};
+use crate::api::v2::observations::{history, history_range, latest_observation, no_observation, svc_high};
 use crate::api::AppState;
 use crate::catalog::Station;
 use crate::live::Logic;
@@ -66,13 +67,8 @@ pub async fn handler(
     let station = p.station("station_code")?;
     match p.choice("mode", &["latest", "svc_high", "history"])? {
         Some("latest") => {
-            let now = state.now();
-            let obs =
-                history(&state, station, now - chrono::Duration::days(2), now + chrono::Duration::hours(1)).await?;
-            let (m, r) = obs.last().ok_or_else(|| {
-                ApiError::not_found(format!("No observation for {}", station.code), "nothing in the last two days")
-            })?;
-            Ok(Json(ObservationV1::new(m, station, r.as_ref_pair())).into_response())
+            let (m, r) = latest_observation(&state, station).await?.ok_or_else(|| no_observation(station))?;
+            Ok(Json(ObservationV1::new(&m, station, r.as_ref_pair())).into_response())
         }
         Some("svc_high") => {
             let (logic, label) = v1_logic(station);

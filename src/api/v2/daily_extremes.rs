@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::Extension;
 use chrono::{DateTime, Duration, NaiveDate};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
@@ -17,6 +17,7 @@ use super::forecasts::lit;
 use super::observations::{logic_param, svc_high, SvcHigh};
 use crate::api::auth::Caller;
 use crate::api::error::{ApiError, ApiResult};
+use crate::api::json::Json;
 use crate::api::params::Params;
 use crate::api::AppState;
 use crate::catalog::Station;

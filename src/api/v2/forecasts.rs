@@ -4,13 +4,14 @@
 use axum::extract::{Query, State};
 use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::Extension;
 use chrono::{DateTime, Duration, Utc};
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{Date32Type, Float64Type, Int64Type, TimestampMicrosecondType};
 
 use crate::api::auth::Caller;
 use crate::api::error::{ApiError, ApiResult};
+use crate::api::json::Json;
 use crate::api::json_stream::stream_array;
 use crate::api::params::Params;
 use crate::api::AppState;

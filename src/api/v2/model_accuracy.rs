@@ -8,6 +8,12 @@
 //! error e = observed − forecast (positive bias: the model ran cold). Our parameters beyond
 //! the spec: `lead_days` (1 to 3, default 1: the latest run of each label issued before the
 //! day starts) and `target` (`high`, default, or `low`).
+//!
+//! `station_code` is any ICAO code (four characters, a letter first), not only the
+//! catalog's (spec 2.10: "other codes (for example KORD) are accepted there"). A code
+//! outside the catalog is answered from the same tables, read per request rather than
+//! cached (the codes are unbounded); with no pairs for it the answer has empty metrics,
+//! and `city` and `units` are null (unknown).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -15,7 +21,7 @@ use std::time::Duration as StdDuration;
 
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::Extension;
 use chrono::{DateTime, NaiveDate, Utc};
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
@@ -29,6 +35,7 @@ use super::forecasts::lit;
 use crate::api::auth::{require_premium, Caller};
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::hot_cache::HotCache;
+use crate::api::json::Json;
 use crate::api::params::Params;
 use crate::api::AppState;
 use crate::catalog::Station;
@@ -133,9 +140,33 @@ pub struct AccuracyCache {
 }
 
 impl AccuracyCache {
-    async fn get(&self, ctx: &SessionContext, code: &str) -> ApiResult<Arc<StationAccuracy>> {
+    /// A catalog station's tables (cached), or another code's (read now).
+    async fn get(&self, ctx: &SessionContext, code: &str, in_catalog: bool) -> ApiResult<Arc<StationAccuracy>> {
+        if !in_catalog {
+            return Ok(Arc::new(load(ctx, code).await?));
+        }
         self.entries.get_or_load(&code.to_string(), 0, CACHE_TTL, || load(ctx, code)).await
     }
+}
+
+/// The `station_code` of this endpoint: a catalog station, or any well-formed ICAO code.
+fn station_param(p: &Params) -> Result<(String, Option<&'static Station>), ApiError> {
+    let raw = p.required("station_code", "an ICAO station code, e.g. KNYC or KORD")?;
+    if let Some(s) = crate::catalog::Catalog::global().lookup(raw) {
+        return Ok((s.code.clone(), Some(s)));
+    }
+    let code = raw.to_ascii_uppercase();
+    let mut chars = code.chars();
+    let icao = code.len() == 4
+        && chars.next().is_some_and(|c| c.is_ascii_uppercase())
+        && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
+    if !icao {
+        return Err(ApiError::bad_request(
+            format!("Invalid station_code: {}", raw.chars().take(24).collect::<String>()),
+            "station_code is an ICAO code: four letters or digits, the first a letter (e.g. KNYC, KORD)",
+        ));
+    }
+    Ok((code, None))
 }
 
 async fn query(ctx: &SessionContext, sql: &str) -> ApiResult<Vec<RecordBatch>> {
@@ -336,8 +367,9 @@ impl AccuracyQuery {
     }
 }
 
-/// The response body for `station` from its tables.
-fn respond(station: &Station, data: &StationAccuracy, q: &AccuracyQuery) -> Value {
+/// The response body for station `code` (`station`: its catalog entry, if any) from its
+/// tables.
+fn respond(code: &str, station: Option<&Station>, data: &StationAccuracy, q: &AccuracyQuery) -> Value {
     let cells: Vec<&CellRow> = data
         .cells
         .iter()
@@ -358,14 +390,14 @@ fn respond(station: &Station, data: &StationAccuracy, q: &AccuracyQuery) -> Valu
     }
     let models: Vec<&str> = per_model.keys().copied().collect();
     let mut body = json!({
-        "station": station.code,
-        "city": station.city,
+        "station": code,
+        "city": station.map(|s| s.city.as_str()),
         "computed_at": data.computed_at.map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string()),
         "as_of": data.as_of.map(|d| d.to_string()),
         "window": q.window.0,
         "lead_days": q.lead_days,
         "target": q.target,
-        "units": station.units.as_str(),
+        "units": station.map(|s| s.units.as_str()),
         "models": models,
         "days_available": bits.0.count_ones() + bits.1.count_ones(),
         "ensemble": ensemble.metrics(),
@@ -444,7 +476,7 @@ fn daily_detail(data: &StationAccuracy, q: &AccuracyQuery, models: &[&str]) -> V
     ),
     responses(
         (status = 200, description = "spec 4.6: station, city, computed_at, window, models, days_available, ensemble, per_model, per_model_run, [trends], [daily_detail]; plus as_of, lead_days, target, units. Metrics are {mae, bias, rmse, n} in the station's units, error = observed - forecast (positive bias: the model ran cold); ensemble is null without pairs. daily_detail items carry actual_high (target=high) or actual_low (target=low)", body = Object),
-        (status = 400, description = "invalid parameter (unknown model, label, window, include, lead_days or target)", body = crate::api::error::ErrorBody),
+        (status = 400, description = "invalid parameter (station_code not an ICAO code; unknown model, label, window, include, lead_days or target)", body = crate::api::error::ErrorBody),
         (status = 403, description = "Professional and Testing keys: Access Denied", body = crate::api::error::ErrorBody),
     ),
     security(("bearer" = []), ("api_key" = []))
@@ -456,8 +488,8 @@ pub async fn handler(
 ) -> ApiResult<Response> {
     require_premium(&caller)?;
     let p = Params(q);
-    let station = p.station("station_code")?;
+    let (code, station) = station_param(&p)?;
     let q = AccuracyQuery::parse(&p)?;
-    let data = state.accuracy.get(&state.live.ctx, &station.code).await?;
-    Ok(Json(respond(station, &data, &q)).into_response())
+    let data = state.accuracy.get(&state.live.ctx, &code, station.is_some()).await?;
+    Ok(Json(respond(&code, station, &data, &q)).into_response())
 }

@@ -3,14 +3,14 @@
 
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
-use chrono::Duration;
+use axum::Extension;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::observations::history;
+use super::observations::latest_observation;
 use crate::api::auth::{require_premium, Caller};
 use crate::api::error::{ApiError, ApiResult};
+use crate::api::json::Json;
 use crate::api::observation_json::ObservationV2;
 use crate::api::params::Params;
 use crate::api::AppState;
@@ -35,7 +35,8 @@ pub struct NearbyStation {
     pub units: String,
     /// Great-circle distance from the reference station (radius search only).
     pub distance_km: Option<f64>,
-    /// The latest observation of the last two days, or null.
+    /// The station's latest observation however old (its time says how old), or null when
+    /// there is none.
     pub latest: Option<ObservationV2>,
 }
 
@@ -112,13 +113,9 @@ pub async fn handler(
             near.sort_by(|a, b| a.1.partial_cmp(&b.1).unwrap_or(std::cmp::Ordering::Equal));
             (Some(center), Some(radius), near)
         };
-    let now = state.now();
     let mut stations = Vec::with_capacity(picked.len());
     for (s, d) in picked {
-        let latest = history(&state, s, now - Duration::days(2), now + Duration::hours(1))
-            .await?
-            .last()
-            .map(|(m, r)| ObservationV2::new(m, s, r.as_ref_pair()));
+        let latest = latest_observation(&state, s).await?.map(|(m, r)| ObservationV2::new(&m, s, r.as_ref_pair()));
         stations.push(NearbyStation {
             station_code: s.code.clone(),
             name: s.name.clone(),

@@ -1,11 +1,13 @@
 //! `GET /api/v2/nws_forecasts.php` (spec 4.4, 2.8): the versions of the api.weather.gov
-//! hourly forecast for one Local Standard Time date, as 25 hourly slots.
+//! hourly forecast for one Local Standard Time date, as 25 hourly slots. US stations only
+//! (the NWS forecasts nowhere else); an international station is a 400, as on
+//! precipitation.php.
 
 use std::collections::BTreeMap;
 
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::Extension;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use datafusion::arrow::array::AsArray;
 use datafusion::arrow::datatypes::{Float64Type, TimestampMicrosecondType};
@@ -15,6 +17,7 @@ use utoipa::ToSchema;
 use super::forecasts::lit;
 use crate::api::auth::Caller;
 use crate::api::error::{ApiError, ApiResult};
+use crate::api::json::Json;
 use crate::api::params::Params;
 use crate::api::AppState;
 use crate::catalog::Station;
@@ -115,7 +118,7 @@ pub async fn versions(state: &AppState, station: &Station, date: NaiveDate) -> A
     ),
     responses(
         (status = 200, description = "object 2.8: latest has version/hourly_temps/high/low (null when no version); history has total_versions and forecasts", body = Object),
-        (status = 400, description = "invalid parameter or date out of range", body = crate::api::error::ErrorBody),
+        (status = 400, description = "invalid parameter, date out of range, or not a US station (NWS forecasts exist for US stations only)", body = crate::api::error::ErrorBody),
     ),
     security(("bearer" = []), ("api_key" = []))
 )]
@@ -126,6 +129,13 @@ pub async fn handler(
 ) -> ApiResult<Response> {
     let p = Params(q);
     let station = p.station("station_code")?;
+    if !station.is_us() {
+        // Refused like precipitation.php: an answer of nulls would look like "no forecast yet".
+        return Err(ApiError::bad_request(
+            format!("{} is not a US station", station.code),
+            "NWS hourly forecasts (api.weather.gov) exist for US stations only: the catalog's K stations",
+        ));
+    }
     let mode = p.choice("mode", &["latest", "history"])?.unwrap_or("latest");
     let now = state.now();
     let today = standard_date(station.timezone, now);

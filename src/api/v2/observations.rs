@@ -1,24 +1,40 @@
 //! `GET /api/v2/observations.php`: latest, svc_high (both logics) and history.
+//!
+//! `mode=latest` is the station's most recent observation however old (its
+//! `observation_time` says how old). It is a hot-path read answered from memory: the hot
+//! state holds every observation of the lake's last [`REBUILD_WINDOW`] and every one
+//! ingested since, so a latest observation younger than that is the answer. Only a station
+//! whose latest is older (down for days, or known from a backfill only) asks the lake for
+//! its newest row, and that answer is kept for [`LATEST_LAKE_TTL`] (rows another process
+//! writes to the lake show within that time; a station with no row at all is asked again
+//! on every request, so its first rows show at once).
 
 use std::collections::BTreeMap;
+use std::time::Duration as StdDuration;
 
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::Extension;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::datatypes::TimestampMicrosecondType;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::forecasts::lit;
 use crate::api::auth::Caller;
 use crate::api::error::{ApiError, ApiResult};
+use crate::api::hot_cache::HotCache;
+use crate::api::json::Json;
 use crate::api::observation_json::{DayReports, ObservationV2};
 use crate::api::params::Params;
 use crate::api::AppState;
 use crate::catalog::Station;
 use crate::decode::types::{DailyKind, DailyReport, Metar};
+use crate::ingest::hot::REBUILD_WINDOW;
 use crate::ingest::live::load_window;
 use crate::lake::rows::LakeRecord;
-use crate::live::{DayExtremes, Logic, StationLive, REPLAY_AFTER, REPLAY_BEFORE};
+use crate::live::{DataQuality, DayExtremes, Logic, StationLive, REPLAY_AFTER, REPLAY_BEFORE};
 use crate::time::{fmt_utc, standard_date};
 
 /// Longest history range (spec 8).
@@ -60,10 +76,18 @@ pub struct SvcHigh {
 }
 
 impl SvcHigh {
-    pub fn new(station: &Station, logic: Logic, date: NaiveDate, x: Option<&DayExtremes>) -> Self {
-        let dq = x
-            .map(|x| serde_json::to_value(&x.data_quality).unwrap_or_default())
-            .unwrap_or_else(|| serde_json::json!({"ok": true, "warnings": []}));
+    /// The answer for `date` from the engine's extremes; `None` (nothing at all for that day)
+    /// is answered with null values and a data quality that says so, as seen at `now`.
+    pub fn new(station: &Station, logic: Logic, date: NaiveDate, x: Option<&DayExtremes>, now: DateTime<Utc>) -> Self {
+        let dq = match x {
+            Some(x) => serde_json::to_value(&x.data_quality),
+            None => {
+                let w = crate::time::day_window(station.timezone, logic.clock(), date);
+                let held = (logic == Logic::Wu && station.code.starts_with('K')).then(Vec::new);
+                serde_json::to_value(DataQuality::no_data(logic.as_str(), w.start, w.end, now, held))
+            }
+        }
+        .unwrap_or_default();
         SvcHigh {
             station_code: station.code.clone(),
             date: date.to_string(),
@@ -164,6 +188,7 @@ pub fn history_range(p: &Params) -> Result<(DateTime<Utc>, DateTime<Utc>), ApiEr
 }
 
 /// An observation with the CLI/DSM of its Local Standard Time day.
+#[derive(Debug, Clone)]
 pub struct WithReports {
     pub cli: Option<DailyReport>,
     pub dsm: Option<DailyReport>,
@@ -213,40 +238,110 @@ pub async fn history(
 
 /// The latest observation (optionally: the latest whose day has the given report value).
 async fn latest(state: &AppState, station: &Station, kind: Option<&str>) -> ApiResult<ObservationV2> {
+    let Some(kind) = kind else {
+        return match latest_observation(state, station).await? {
+            Some((m, r)) => Ok(ObservationV2::new(&m, station, r.as_ref_pair())),
+            None => Err(no_observation(station)),
+        };
+    };
     let now = state.now();
     let wanted = |o: &ObservationV2| match kind {
-        Some("dsm_high") => o.dsm_high.is_some(),
-        Some("dsm_low") => o.dsm_low.is_some(),
-        Some("cli_high") => o.cli_high.is_some(),
-        Some("cli_low") => o.cli_low.is_some(),
+        "dsm_high" => o.dsm_high.is_some(),
+        "dsm_low" => o.dsm_low.is_some(),
+        "cli_high" => o.cli_high.is_some(),
+        "cli_low" => o.cli_low.is_some(),
         _ => true,
     };
-    // Recent first (hot ∪ lake over two days), then a wider lake window for filters.
+    // Recent first (hot ∪ lake over two days), then a wider lake window.
     for back in [Duration::days(2), Duration::days(10)] {
-        let obs = history_unbounded(state, station, now - back, now + Duration::hours(1)).await?;
+        let obs = history(state, station, now - back, now + Duration::hours(1)).await?;
         if let Some(o) = obs.iter().rev().map(|(m, r)| ObservationV2::new(m, station, r.as_ref_pair())).find(wanted) {
             return Ok(o);
-        }
-        if kind.is_none() {
-            break;
         }
     }
     Err(ApiError::not_found(
         format!("No observation for {}", station.code),
-        match kind {
-            Some(k) => format!("no recent observation whose day has a {k} value"),
-            None => "the station has reported nothing in the last two days".into(),
-        },
+        format!("no observation of the last 10 days whose day has a {kind} value"),
     ))
 }
 
-async fn history_unbounded(
-    state: &AppState,
-    station: &Station,
-    start: DateTime<Utc>,
-    end: DateTime<Utc>,
-) -> ApiResult<Vec<(Metar, WithReports)>> {
-    history(state, station, start, end).await
+/// The 404 of a station the lake has never seen an observation of.
+pub fn no_observation(station: &Station) -> ApiError {
+    ApiError::not_found(
+        format!("No observation for {}", station.code),
+        "neither the live state nor the lake holds any observation of this station",
+    )
+}
+
+/// How long the lake's newest observation of a station stays in memory (stations whose
+/// hot state has nothing recent).
+pub const LATEST_LAKE_TTL: StdDuration = StdDuration::from_secs(60);
+
+/// The lake's newest observation per station, with its day's reports.
+#[derive(Default)]
+pub struct LatestCache(HotCache<String, Option<(Metar, WithReports)>>);
+
+/// The order of "latest" (the live engine's): time, then a correction over the original,
+/// then the raw text so that the choice never depends on read order.
+fn latest_key(m: &Metar) -> (DateTime<Utc>, bool, &str) {
+    (m.time, m.cor, m.raw.as_str())
+}
+
+/// The station's most recent METAR/SPECI/HF-METAR however old, with the CLI/DSM of its day;
+/// `None` when neither the hot state nor the lake has any. See the module docs.
+pub async fn latest_observation(state: &AppState, station: &Station) -> ApiResult<Option<(Metar, WithReports)>> {
+    let hot = state
+        .live
+        .hot
+        .read(&station.code, |h| {
+            h.live.latest().map(|m| {
+                let day = standard_date(station.timezone, m.time);
+                let reports = WithReports {
+                    cli: report_for(&h.reports, DailyKind::Cli, day).cloned(),
+                    dsm: report_for(&h.reports, DailyKind::Dsm, day).cloned(),
+                };
+                (m.clone(), reports)
+            })
+        })
+        .flatten();
+    if hot.as_ref().is_some_and(|(m, _)| m.time >= state.now() - REBUILD_WINDOW) {
+        return Ok(hot);
+    }
+    let lake = state.latest.0.get_or_load(&station.code, 0, LATEST_LAKE_TTL, || newest_in_lake(state, station)).await?;
+    if lake.is_none() {
+        // "Nothing yet" is not kept: the station's first rows must show at once.
+        state.latest.0.remove(&station.code);
+    }
+    Ok(match (hot, lake.as_ref()) {
+        (Some(h), Some(l)) if latest_key(&l.0) > latest_key(&h.0) => Some(l.clone()),
+        (Some(h), _) => Some(h),
+        (None, l) => l.clone(),
+    })
+}
+
+/// The lake's newest observation of the station, however old: the recent partitions
+/// first (one small scan in the usual case), then the whole table.
+async fn newest_in_lake(state: &AppState, station: &Station) -> ApiResult<Option<(Metar, WithReports)>> {
+    let recent = (state.now() - Duration::days(10)).date_naive();
+    for since in [Some(recent), None] {
+        let partitions = since.map(|d| format!(" AND date >= '{d}'")).unwrap_or_default();
+        let sql = format!(
+            "SELECT max(observation_time) FROM observations WHERE station_code = {}{partitions}",
+            lit(&station.code)
+        );
+        let batches = state.live.ctx.sql(&sql).await?.collect().await?;
+        let newest = batches.iter().find(|b| b.num_rows() > 0).and_then(|b| {
+            let t = b.column(0).as_primitive::<TimestampMicrosecondType>();
+            t.is_valid(0).then(|| t.value(0))
+        });
+        let Some(t) = newest.and_then(DateTime::from_timestamp_micros) else { continue };
+        let (obs, _, mut reports) =
+            load_window(&state.live.ctx, Some(&station.code), t, t + Duration::seconds(1)).await?;
+        state.live.hot.read(&station.code, |h| reports.extend(h.reports.iter().cloned()));
+        let best = obs.into_iter().max_by(|a, b| latest_key(a).cmp(&latest_key(b)));
+        return Ok(best.map(|m| attach(station, m, &reports)));
+    }
+    Ok(None)
 }
 
 /// The trading-day extremes of `date` (default: today) under `logic`. Today and
@@ -276,7 +371,7 @@ pub async fn svc_high(
         Some(x) => Some(x),
         None => day_from_lake(state, station, logic, date, now).await?,
     };
-    Ok(SvcHigh::new(station, logic, date, x.as_ref()))
+    Ok(SvcHigh::new(station, logic, date, x.as_ref(), now))
 }
 
 /// Recomputes one past day from the lake's rows with a fresh engine.

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::Extension;
 use chrono::{DateTime, Duration, Utc};
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{Float64Type, TimestampMicrosecondType};
@@ -19,6 +19,7 @@ use super::forecasts::lit;
 use super::observations::{history, logic_param};
 use crate::api::auth::{require_premium, Caller};
 use crate::api::error::{ApiError, ApiResult};
+use crate::api::json::Json;
 use crate::api::observation_json::ObservationV2;
 use crate::api::params::Params;
 use crate::api::AppState;

@@ -11,12 +11,13 @@ use std::collections::BTreeMap;
 
 use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::Extension;
 use chrono::{Datelike, Duration, FixedOffset};
 
 use super::observations::history;
 use crate::api::auth::Caller;
 use crate::api::error::{ApiError, ApiResult};
+use crate::api::json::Json;
 use crate::api::params::Params;
 use crate::api::AppState;
 use crate::decode::types::{DailyKind, DailyReport};
