@@ -8,6 +8,7 @@
 SELECT
     station_code, date, logic, units,
     high, low, high_f, low_f, high_c, low_c, high_time, low_time, high_source, low_source,
+    high_sources, low_sources,
     cli_high, cli_low, is_final, anomaly, day_complete, high_valid_through, low_valid_through,
     observations, suspect, onemin, missing_minutes, held, quality_ok, data_quality,
     now() AS computed_at

@@ -1,18 +1,218 @@
 //! The OpenAPI 3.1 document (generated from the handlers' annotations) and a
 //! self-contained docs page that renders it (no CDN: the service may run offline).
+//!
+//! The document is a contract that clients generate code from and that the schemathesis
+//! test (tests/it/openapi.rs) checks every response against, so each operation's 200 body
+//! is the shape the handler really sends: one schema per mode where a parameter switches
+//! the shape (observations, forecasts). Statuses every authenticated operation can answer
+//! (401, 429, 500) are added to all of them here, so a new handler cannot forget them.
 
 use axum::response::{Html, IntoResponse, Response};
 use axum::Json;
+use serde::Serialize;
 use utoipa::openapi::path::{HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::openapi::{ContentBuilder, ObjectBuilder, PathItem, Ref, Required, ResponseBuilder, Type};
-use utoipa::{Modify, OpenApi};
+use utoipa::openapi::server::{ServerBuilder, ServerVariableBuilder};
+use utoipa::openapi::{ContentBuilder, ObjectBuilder, PathItem, Ref, RefOr, Required, ResponseBuilder, Type};
+use utoipa::{Modify, OpenApi, ToSchema};
 
 use super::error::ErrorBody;
 use super::observation_json::{ObservationV1, ObservationV2};
 use super::paths;
 use super::v1::observations::SvcHighV1;
 use super::v2::observations::SvcHigh;
+
+/// 200 body of `GET /api/v2/observations.php`: the shape depends on `mode`.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code, clippy::large_enum_variant)] // documentation only: never built, the handler sends the variants' types
+pub enum ObservationsV2Body {
+    /// `mode=latest`: one observation record (spec 2.1).
+    Latest(ObservationV2),
+    /// `mode=svc_high`: the trading-day extremes (spec 2.2).
+    SvcHigh(SvcHigh),
+    /// history (mode omitted or `history`): the observations of the range, oldest first.
+    History(Vec<ObservationV2>),
+}
+
+/// 200 body of `GET /api/v1/observations.php`: the shape depends on `mode`.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code, clippy::large_enum_variant)] // documentation only: never built, the handler sends the variants' types
+pub enum ObservationsV1Body {
+    /// `mode=latest`: one v1 observation record.
+    Latest(ObservationV1),
+    /// `mode=svc_high`: the day high (no low in v1).
+    SvcHigh(SvcHighV1),
+    /// history (mode omitted or `history`): the observations of the range, oldest first.
+    History(Vec<ObservationV1>),
+}
+
+/// One raw forecast row (spec 2.5) as `GET /api/v2/forecasts.php` streams it: every column
+/// of `RAW_COLUMNS`, nulls explicit. Times are ISO 8601 UTC strings.
+#[derive(Serialize, ToSchema)]
+#[allow(dead_code)] // documentation only: rows are streamed from Arrow batches
+pub struct ForecastRowV2 {
+    /// Record id (53 bits of the natural-key hash).
+    pub id: i64,
+    pub model: String,
+    pub location_name: String,
+    pub latitude: Option<f64>,
+    pub longitude: Option<f64>,
+    /// Model initialization time.
+    pub run_time: String,
+    pub valid_time: String,
+    /// Lead time in hours.
+    pub forecast_hour: i32,
+    pub temperature_k: Option<f64>,
+    pub temperature_f: Option<f64>,
+    pub temperature_c: Option<f64>,
+    pub relative_humidity: Option<f64>,
+    pub dew_point_f: Option<f64>,
+    pub dew_point_c: Option<f64>,
+    pub apparent_temp_f: Option<f64>,
+    pub apparent_temp_c: Option<f64>,
+    pub wind_speed_mph: Option<f64>,
+    pub wind_speed_kmh: Option<f64>,
+    pub wind_direction_deg: Option<i32>,
+    pub wind_gusts_mph: Option<f64>,
+    pub wind_gusts_kmh: Option<f64>,
+    pub cloud_cover: Option<f64>,
+    pub precipitation_mm: Option<f64>,
+    pub precipitation_in: Option<f64>,
+    /// WMO weather interpretation code.
+    pub weather_code: Option<i32>,
+    pub pressure_msl_hpa: Option<f64>,
+    pub surface_pressure_hpa: Option<f64>,
+    /// When the row was ingested.
+    pub inserted_at: String,
+}
+
+/// One `mode=daily` row (spec 2.6). Fahrenheit fields for US stations, Celsius fields for
+/// international ones; a field is absent when the model gave no value for the day.
+#[derive(Serialize, ToSchema)]
+#[allow(dead_code)] // documentation only: the handler builds the rows as JSON maps
+pub struct DailyForecastRow {
+    pub model: String,
+    /// Local calendar day `YYYY-MM-DD`.
+    pub date: String,
+    /// IANA timezone used for bucketing.
+    pub timezone: String,
+    /// `civil` or `standard`.
+    pub tz_mode: String,
+    pub run_time: String,
+    /// Forecast points that contributed.
+    pub points_used: i64,
+    pub high_f: Option<f64>,
+    pub low_f: Option<f64>,
+    pub high_c: Option<f64>,
+    pub low_c: Option<f64>,
+}
+
+/// One item of `GET /api/v2/forecasts.php`: a raw row (default, `mode=raw` or
+/// `mode=hourly`) or a daily summary (`mode=daily`); one response holds one kind.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code, clippy::large_enum_variant)] // documentation only: never built
+pub enum ForecastsV2Item {
+    Raw(ForecastRowV2),
+    Daily(DailyForecastRow),
+}
+
+/// One row of `GET /api/v1/forecasts.php` (spec 9).
+#[derive(Serialize, ToSchema)]
+#[allow(dead_code)] // documentation only: rows are streamed from Arrow batches
+pub struct ForecastRowV1 {
+    pub model: String,
+    pub location_name: String,
+    pub run_time: String,
+    pub valid_time: String,
+    pub forecast_hour: i32,
+    pub temperature_k: Option<f64>,
+    pub temperature_f: Option<f64>,
+    pub temperature_c: Option<f64>,
+}
+
+/// Query parameter values of closed sets, so the document (and clients generated from
+/// it) name the valid values; the handlers answer anything else with 400.
+pub mod param {
+    use serde::Serialize;
+    use utoipa::ToSchema;
+
+    /// `mode` of the observations endpoints.
+    #[derive(Serialize, ToSchema)]
+    #[serde(rename_all = "snake_case")]
+    pub enum ObservationMode {
+        Latest,
+        SvcHigh,
+        History,
+    }
+
+    /// A trading-day logic.
+    #[derive(Serialize, ToSchema)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Logic {
+        Nws,
+        Wu,
+    }
+
+    /// `observation_type` of `mode=latest`.
+    #[derive(Serialize, ToSchema)]
+    #[serde(rename_all = "snake_case")]
+    pub enum ObservationType {
+        DsmHigh,
+        DsmLow,
+        CliHigh,
+        CliLow,
+    }
+
+    /// `mode` of the v2 forecasts: `raw` (default; `hourly` is a synonym the original
+    /// service accepted) or `daily`.
+    #[derive(Serialize, ToSchema)]
+    #[serde(rename_all = "snake_case")]
+    pub enum ForecastMode {
+        Raw,
+        Hourly,
+        Daily,
+    }
+
+    /// `tz_mode` of forecasts `mode=daily`.
+    #[derive(Serialize, ToSchema)]
+    #[serde(rename_all = "snake_case")]
+    pub enum TzMode {
+        Civil,
+        Standard,
+    }
+
+    /// `mode` of the NWS forecasts.
+    #[derive(Serialize, ToSchema)]
+    #[serde(rename_all = "snake_case")]
+    pub enum NwsMode {
+        Latest,
+        History,
+    }
+
+    /// `window` of model accuracy.
+    #[derive(Serialize, ToSchema)]
+    pub enum AccuracyWindow {
+        #[serde(rename = "7d")]
+        Days7,
+        #[serde(rename = "14d")]
+        Days14,
+        #[serde(rename = "30d")]
+        Days30,
+        #[serde(rename = "90d")]
+        Days90,
+    }
+
+    /// `target` of model accuracy.
+    #[derive(Serialize, ToSchema)]
+    #[serde(rename_all = "snake_case")]
+    pub enum AccuracyTarget {
+        High,
+        Low,
+    }
+}
 
 /// The service's OpenAPI document.
 #[derive(OpenApi)]
@@ -37,8 +237,14 @@ use super::v2::observations::SvcHigh;
         super::v1::forecasts::handler,
         super::ingest::handler,
     ),
-    components(schemas(ErrorBody, ObservationV2, ObservationV1, SvcHigh, SvcHighV1, super::v2::nws_forecasts::NwsVersion, super::v2::nearby::NearbyStation, super::v2::pacing::PaceRow, super::v2::model_accuracy::Metrics)),
-    modifiers(&Security),
+    // Parameter types are not collected from `params(...)`: listed here so their $refs resolve.
+    components(schemas(
+        ErrorBody, ObservationV2, ObservationV1, SvcHigh, SvcHighV1, super::v2::nws_forecasts::NwsVersion,
+        super::v2::nearby::NearbyStation, super::v2::pacing::PaceRow, super::v2::model_accuracy::Metrics,
+        param::ObservationMode, param::Logic, param::ObservationType, param::ForecastMode, param::TzMode,
+        param::NwsMode, param::AccuracyWindow, param::AccuracyTarget,
+    )),
+    modifiers(&Security, &CommonResponses, &StreamServer),
     tags(
         (name = "observations", description = "Latest observation, trading-day extremes, history"),
         (name = "forecasts", description = "Model forecasts: raw rows, runs, daily summaries; NWS hourly forecast versions"),
@@ -61,7 +267,70 @@ impl Modify for Security {
         );
         components
             .add_security_scheme("api_key", SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-API-Key"))));
-        openapi.paths.paths.insert(paths::V2_STREAM.to_string(), stream_path());
+    }
+}
+
+/// Adds 401, 429 and 500 to every operation behind an API key (the auth middleware and
+/// the rate limiter answer them before any handler runs; spec 7).
+struct CommonResponses;
+
+impl Modify for CommonResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let error = |d: &str| {
+            RefOr::T(
+                ResponseBuilder::new()
+                    .description(d)
+                    .content(
+                        "application/json",
+                        ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build(),
+                    )
+                    .build(),
+            )
+        };
+        for item in openapi.paths.paths.values_mut() {
+            for op in [&mut item.get, &mut item.post].into_iter().flatten() {
+                if op.security.as_ref().is_none_or(Vec::is_empty) {
+                    continue;
+                }
+                let r = &mut op.responses.responses;
+                r.entry("401".into()).or_insert_with(|| error("invalid or missing API key"));
+                r.entry("429".into()).or_insert_with(|| {
+                    error("rate limit exceeded (per key, per minute and per day); Retry-After says when to retry")
+                });
+                r.entry("500".into()).or_insert_with(|| error("internal server error"));
+            }
+        }
+    }
+}
+
+/// The push stream's path, with the server that serves it: its own HTTPS listener, not
+/// the REST port this document is served from (which answers 404 there).
+struct StreamServer;
+
+/// Where the push stream listens unless `serve --stream-addr` says otherwise (`--demo`).
+pub const DEMO_STREAM_PORT: &str = "8443";
+
+impl Modify for StreamServer {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let mut item = stream_path();
+        item.servers = Some(vec![ServerBuilder::new()
+            .url("https://{host}:{port}")
+            .description(Some(
+                "The push stream's own HTTPS listener (`wxlake serve --stream-addr HOST:PORT`, with --tls-cert and \
+                 --tls-key; `serve --demo` listens on 127.0.0.1:8443 with a self-signed certificate). The REST port \
+                 that serves this document does not serve the stream.",
+            ))
+            .parameter("host", ServerVariableBuilder::new().default_value("127.0.0.1").description(Some("stream host")))
+            .parameter(
+                "port",
+                ServerVariableBuilder::new().default_value(DEMO_STREAM_PORT).description(Some("stream port")),
+            )
+            .build()]);
+        openapi.paths.paths.insert(paths::V2_STREAM.to_string(), item);
+        openapi.servers = Some(vec![ServerBuilder::new()
+            .url("/")
+            .description(Some("The REST listener serving this document (`wxlake serve --addr`)"))
+            .build()]);
     }
 }
 
@@ -85,7 +354,9 @@ fn stream_path() -> PathItem {
     };
     let op = OperationBuilder::new()
         .tag("stream")
-        .summary(Some("Push stream of server-sent events (HTTPS, dedicated port: serve --stream-addr)"))
+        .summary(Some(
+            "Push stream of server-sent events (HTTPS, on the stream listener of `servers`, not the REST port)",
+        ))
         .description(Some(STREAM_DESCRIPTION))
         .parameter(param("stations", true, "comma-separated station codes (Professional: at most 5)"))
         .parameter(param(
@@ -157,9 +428,11 @@ code{background:#f4f4f4;padding:0 .2rem}
 fetch('/openapi.json').then(r => r.json()).then(spec => {
   const esc = s => String(s ?? '').replace(/[&<>]/g, c => ({'&':'&amp;','<':'&lt;','>':'&gt;'}[c]));
   let html = `<p>${esc(spec.info.description)}</p>`;
-  for (const [path, ops] of Object.entries(spec.paths)) {
-    for (const [method, op] of Object.entries(ops)) {
+  for (const [path, item] of Object.entries(spec.paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      if (!['get', 'post', 'put', 'delete', 'patch'].includes(method)) continue;
       html += `<h2><span class="m">${esc(method)}</span><code>${esc(path)}</code></h2>`;
+      if (item.servers) html += `<p>Served by ${item.servers.map(s => `<code>${esc(s.url)}</code>: ${esc(s.description)}`).join('; ')}</p>`;
       if (op.description) html += `<p>${esc(op.description)}</p>`;
       if (op.parameters) {
         html += '<table><tr><th>parameter</th><th>in</th><th>required</th><th>description</th></tr>';

@@ -55,6 +55,18 @@ pub struct ObservationV2 {
     pub six_hour_low: Option<f64>,
     pub six_hour_low_display: Option<i64>,
     pub six_hour_low_f: Option<i64>,
+    /// The report's 24-hour maximum temperature group (remark `4snTTTsnTTT`), Celsius
+    /// tenths: present in the report that closes the station's Local Standard Time day (US
+    /// ASOS, around local standard midnight), null in every other report. It covers the 24
+    /// hours ending at the report, the span the `nws` trading day settles on. Null outside
+    /// −60…60 °C, as the engine drops such values.
+    pub twentyfour_hour_high: Option<f64>,
+    pub twentyfour_hour_high_display: Option<i64>,
+    pub twentyfour_hour_high_f: Option<i64>,
+    /// The same group's 24-hour minimum, Celsius.
+    pub twentyfour_hour_low: Option<f64>,
+    pub twentyfour_hour_low_display: Option<i64>,
+    pub twentyfour_hour_low_f: Option<i64>,
     /// Climate-report (CLI) values for the observation's Local Standard Time day, US only.
     pub cli_high: Option<f64>,
     pub cli_high_display: Option<i64>,
@@ -122,6 +134,8 @@ impl ObservationV2 {
         let suspect = m.temperature_c().is_some_and(crate::units::is_suspect_c);
         let t = m.temperature_c().filter(|_| !suspect);
         let td = m.dew_point_c();
+        let plausible = |c: Option<f64>| c.filter(|c| !crate::units::is_suspect_c(*c));
+        let (day_max, day_min) = (plausible(m.day_max_c), plausible(m.day_min_c));
         let p = temperature_fields(m).filter(|_| !suspect);
         let (lo, hi) = match (units, p) {
             (_, None) => (None, None),
@@ -171,6 +185,12 @@ impl ObservationV2 {
             six_hour_low: m.six_hour_min_c,
             six_hour_low_display: native_whole(units, m.six_hour_min_c),
             six_hour_low_f: whole_f(m.six_hour_min_c),
+            twentyfour_hour_high: day_max,
+            twentyfour_hour_high_display: native_whole(units, day_max),
+            twentyfour_hour_high_f: whole_f(day_max),
+            twentyfour_hour_low: day_min,
+            twentyfour_hour_low_display: native_whole(units, day_min),
+            twentyfour_hour_low_f: whole_f(day_min),
             cli_high: cli_h.0,
             cli_high_display: cli_h.1,
             cli_high_f: cli_h.2,

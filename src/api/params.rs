@@ -2,11 +2,36 @@
 
 use std::collections::HashMap;
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, Utc};
 
 use super::error::ApiError;
 use crate::catalog::{Catalog, Station};
 use crate::time::parse_utc;
+
+/// Years a time or date parameter may fall in. Query times become SQL timestamp literals,
+/// which hold nanoseconds (years 1678 to 2261): a year outside that range, valid ISO 8601
+/// as it is, was a 500. No weather data of the service is that old or that far ahead.
+pub const SUPPORTED_YEARS: std::ops::RangeInclusive<i32> = 1900..=2199;
+
+fn out_of_range(name: &str, s: &str) -> ApiError {
+    ApiError::bad_request(
+        format!("Invalid {name}: {s} is out of range"),
+        format!("{name} must fall in the years {} to {}", SUPPORTED_YEARS.start(), SUPPORTED_YEARS.end()),
+    )
+}
+
+/// An ISO 8601 UTC time given as parameter `name` (also for values read outside [`Params`],
+/// such as a forecast `run`).
+pub fn time_value(name: &str, s: &str) -> Result<DateTime<Utc>, ApiError> {
+    match parse_utc(s) {
+        Some(t) if SUPPORTED_YEARS.contains(&t.year()) => Ok(t),
+        Some(_) => Err(out_of_range(name, s)),
+        None => Err(ApiError::bad_request(
+            format!("Invalid {name}: {s}"),
+            format!("{name} must be an ISO 8601 UTC time, e.g. 2026-03-08T06:00:00Z"),
+        )),
+    }
+}
 
 /// The request's query parameters (last value wins for repeated names).
 #[derive(Debug, Clone, Default)]
@@ -34,24 +59,21 @@ impl Params {
 
     /// An ISO 8601 time.
     pub fn time(&self, name: &str) -> Result<Option<DateTime<Utc>>, ApiError> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(s) => parse_utc(s).map(Some).ok_or_else(|| {
-                ApiError::bad_request(
-                    format!("Invalid {name}: {s}"),
-                    format!("{name} must be an ISO 8601 UTC time, e.g. 2026-03-08T06:00:00Z"),
-                )
-            }),
-        }
+        self.get(name).map(|s| time_value(name, s)).transpose()
     }
 
     /// A `YYYY-MM-DD` date.
     pub fn date(&self, name: &str) -> Result<Option<NaiveDate>, ApiError> {
         match self.get(name) {
             None => Ok(None),
-            Some(s) => NaiveDate::parse_from_str(s, "%Y-%m-%d").map(Some).map_err(|_| {
-                ApiError::bad_request(format!("Invalid {name}: {s}"), format!("{name} must be a date YYYY-MM-DD"))
-            }),
+            Some(s) => match NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+                Ok(d) if SUPPORTED_YEARS.contains(&d.year()) => Ok(Some(d)),
+                Ok(_) => Err(out_of_range(name, s)),
+                Err(_) => Err(ApiError::bad_request(
+                    format!("Invalid {name}: {s}"),
+                    format!("{name} must be a date YYYY-MM-DD"),
+                )),
+            },
         }
     }
 

@@ -6,11 +6,13 @@
 //!
 //! Columns (one row per station, date and logic that has any input):
 //! `station_code, date, logic, units, high, low, high_f, low_f, high_c, low_c, high_time,
-//! low_time, high_source, low_source, cli_high, cli_low, is_final, anomaly, day_complete,
+//! low_time, high_source, low_source, high_sources, low_sources, cli_high, cli_low, is_final, anomaly, day_complete,
 //! high_valid_through, low_valid_through, observations, suspect, onemin, missing_minutes,
 //! held, quality_ok, data_quality`.
 //!
 //! - `date` is the Local Standard Time date for `nws`, the civil date for `wu`.
+//! - `high_sources`/`low_sources`: comma-separated, every source whose own extreme equals
+//!   the day's value (`svc_high_sources` of the API); empty without a value.
 //! - `cli_high`/`cli_low` (`nws` rows only, native units): the day's CLI values, the final
 //!   CLI when there is one, else the latest issued; the accuracy jobs verify against them.
 //! - `day_complete`: the day's window had ended when the job ran (`now`); a row of a day
@@ -36,7 +38,7 @@ use super::JobError;
 use crate::catalog::{Catalog, Station};
 use crate::decode::types::{DailyKind, DailyReport, Metar, OneMinute};
 use crate::ingest::live::load_window;
-use crate::live::{suspect_temperature, DayExtremes, Logic, StationLive, REPLAY_AFTER, REPLAY_BEFORE};
+use crate::live::{suspect_temperature, DayExtremes, Logic, Source, StationLive, REPLAY_AFTER, REPLAY_BEFORE};
 use crate::units::{f_to_c, round1, Units};
 
 /// One output row.
@@ -170,6 +172,8 @@ pub fn schema() -> SchemaRef {
         f("low_time", ts(), true),
         f("high_source", DataType::Utf8, true),
         f("low_source", DataType::Utf8, true),
+        f("high_sources", DataType::Utf8, false),
+        f("low_sources", DataType::Utf8, false),
         f("cli_high", DataType::Float64, true),
         f("cli_low", DataType::Float64, true),
         f("is_final", DataType::Boolean, false),
@@ -185,6 +189,11 @@ pub fn schema() -> SchemaRef {
         f("quality_ok", DataType::Boolean, false),
         f("data_quality", DataType::Utf8, false),
     ]))
+}
+
+/// Sources as the table stores them: comma-separated names.
+pub fn source_list(sources: &[Source]) -> String {
+    sources.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",")
 }
 
 fn to_batch(rows: &[ObservedDay]) -> Result<RecordBatch, JobError> {
@@ -218,6 +227,8 @@ fn to_batch(rows: &[ObservedDay]) -> Result<RecordBatch, JobError> {
         Arc::new(t(|e| e.low.map(|v| v.time))),
         Arc::new(s(|e| e.high.map(|v| v.source.as_str()))),
         Arc::new(s(|e| e.low.map(|v| v.source.as_str()))),
+        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| source_list(&r.extremes.high_sources)))),
+        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| source_list(&r.extremes.low_sources)))),
         Arc::new(Float64Array::from_iter(rows.iter().map(|r| r.cli_high))),
         Arc::new(Float64Array::from_iter(rows.iter().map(|r| r.cli_low))),
         Arc::new(b(|r| r.extremes.is_final)),

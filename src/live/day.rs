@@ -32,6 +32,20 @@ pub enum Source {
 }
 
 impl Source {
+    /// Every source, in the order lists of sources are given.
+    pub const ALL: [Source; 6] = [
+        Source::Observation,
+        Source::OneMinute,
+        Source::SixHourGroup,
+        Source::TwentyFourHourGroup,
+        Source::Dsm,
+        Source::Cli,
+    ];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Source::Observation => "observation",
@@ -51,6 +65,23 @@ pub enum Side {
     Low,
 }
 
+impl Side {
+    fn index(self) -> usize {
+        match self {
+            Side::High => 0,
+            Side::Low => 1,
+        }
+    }
+
+    /// True when `a` is a better `self` extreme than `b` (higher high, lower low).
+    fn better(self, a: f64, b: f64) -> bool {
+        match self {
+            Side::High => a > b,
+            Side::Low => a < b,
+        }
+    }
+}
+
 /// One candidate value for an extreme, in the station's native units. For `nws` the value of
 /// a whole-°C reading is already the bound that counts (lowest probable for the high, highest
 /// probable for the low).
@@ -67,11 +98,7 @@ impl Cand {
     /// or — same value, same time — the more official source. A total order, so the winner
     /// never depends on arrival order.
     fn beats(&self, cur: &Cand, side: Side) -> bool {
-        let better = match side {
-            Side::High => self.value > cur.value,
-            Side::Low => self.value < cur.value,
-        };
-        better
+        side.better(self.value, cur.value)
             || (self.value == cur.value
                 && (self.time, std::cmp::Reverse(self.source)) < (cur.time, std::cmp::Reverse(cur.source)))
     }
@@ -188,6 +215,9 @@ pub(crate) struct DayState {
     pub window: Window,
     high: Option<Cand>,
     low: Option<Cand>,
+    /// Each source's own extreme per side (`[side][source]`), so the answer can say which
+    /// sources reached its value (O(1) per input, like the running extremes).
+    by_source: [[Option<f64>; Source::ALL.len()]; 2],
     reports: Vec<ReportEntry>,
     /// The final CLI with the highest precedence: its values are the answer.
     final_cli: Option<ReportEntry>,
@@ -204,6 +234,7 @@ impl DayState {
             window,
             high: None,
             low: None,
+            by_source: [[None; Source::ALL.len()]; 2],
             reports: Vec::new(),
             final_cli: None,
             six_max: Vec::new(),
@@ -214,6 +245,10 @@ impl DayState {
 
     /// Offers a candidate to the running extreme.
     pub fn offer(&mut self, side: Side, c: Cand) {
+        let own = &mut self.by_source[side.index()][c.source.index()];
+        if own.is_none_or(|v| side.better(c.value, v)) {
+            *own = Some(c.value);
+        }
         let slot = match side {
             Side::High => &mut self.high,
             Side::Low => &mut self.low,
@@ -264,6 +299,22 @@ impl DayState {
             Side::High => self.high,
             Side::Low => self.low,
         })
+    }
+
+    /// The sources that reached the day's `side` value: every source whose own extreme for
+    /// the day equals the answer (a final CLI's value may differ from what the observations
+    /// reached; then they are not listed), in [`Source::ALL`] order, always including the
+    /// answer's own source. Empty without a value.
+    pub fn sources(&self, side: Side) -> Vec<Source> {
+        let Some(answer) = self.answer(side) else {
+            return Vec::new();
+        };
+        let tenths = |v: f64| (v * 10.0).round();
+        let own = &self.by_source[side.index()];
+        Source::ALL
+            .into_iter()
+            .filter(|s| *s == answer.source || own[s.index()].is_some_and(|v| tenths(v) == tenths(answer.value)))
+            .collect()
     }
 
     pub fn is_final(&self) -> bool {
@@ -355,6 +406,44 @@ mod tests {
             assert_eq!(d.answer(Side::High), Some(b));
             assert_eq!(d.answer(Side::Low), Some(c));
         }
+    }
+
+    #[test]
+    fn sources_are_every_source_whose_own_extreme_equals_the_answer() {
+        let c = |v: f64, t: &str, source: Source| Cand { value: v, time: utc(t), source };
+        let mut d = DayState::new(window());
+        assert_eq!(d.sources(Side::High), [], "no value, no source");
+        // In any order: 45 by an observation (first) and a 6-hour group, 44 by a minute.
+        let inputs = [
+            c(45.0, "2026-01-10T18:00:00Z", Source::SixHourGroup),
+            c(44.0, "2026-01-10T12:00:00Z", Source::OneMinute),
+            c(45.0, "2026-01-10T15:00:00Z", Source::Observation),
+            c(43.0, "2026-01-10T10:00:00Z", Source::Observation),
+        ];
+        for x in inputs {
+            d.offer(Side::High, x);
+            d.offer(Side::Low, x);
+        }
+        assert_eq!(d.answer(Side::High).map(|a| a.source), Some(Source::Observation));
+        assert_eq!(d.sources(Side::High), [Source::Observation, Source::SixHourGroup]);
+        assert_eq!(d.sources(Side::Low), [Source::Observation], "43 by one observation");
+        // A final CLI decides the high: only sources that reached its value are listed.
+        let cli = ReportEntry {
+            kind: DailyKind::Cli,
+            is_final: true,
+            max_f: Some(46),
+            min_f: Some(44),
+            max: Some(46.0),
+            min: Some(44.0),
+            max_time: None,
+            min_time: None,
+            valid_through: None,
+            issued_at: None,
+            correction: false,
+        };
+        d.add_report(cli);
+        assert_eq!(d.sources(Side::High), [Source::Cli]);
+        assert_eq!(d.sources(Side::Low), [Source::OneMinute, Source::Cli], "44 by a minute and the CLI");
     }
 
     #[test]

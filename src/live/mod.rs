@@ -133,6 +133,10 @@ pub struct DayExtremes {
     pub window_end: DateTime<Utc>,
     pub high: Option<Extreme>,
     pub low: Option<Extreme>,
+    /// The sources whose own extreme for the day equals the high / low (see
+    /// `DayState::sources`); empty without a value.
+    pub high_sources: Vec<Source>,
+    pub low_sources: Vec<Source>,
     /// A final CLI fixed the values (`nws` only).
     pub is_final: bool,
     pub anomaly: bool,

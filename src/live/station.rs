@@ -158,6 +158,8 @@ impl StationLive {
             window_end: w.end,
             high: high.map(|c| self.extreme(c)),
             low: low.map(|c| self.extreme(c)),
+            high_sources: day.sources(Side::High),
+            low_sources: day.sources(Side::Low),
             is_final: nws && day.is_final(),
             anomaly: self.day_anomaly(date),
             data_quality,

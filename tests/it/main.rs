@@ -8,5 +8,6 @@ mod crash;
 mod forecasts_http;
 mod http;
 mod lake;
+mod openapi;
 mod slt;
 mod support;

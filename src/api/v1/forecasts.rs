@@ -18,12 +18,12 @@ use crate::api::AppState;
     tag = "v1",
     params(
         ("location_name" = String, Query, description = "Station code"),
-        ("start_valid_time" = String, Query, description = "ISO 8601"),
-        ("end_valid_time" = String, Query, description = "ISO 8601"),
+        ("start_valid_time" = String, Query, format = DateTime, description = "ISO 8601"),
+        ("end_valid_time" = String, Query, format = DateTime, description = "ISO 8601, not before start_valid_time"),
         ("model" = Option<String>, Query, description = "One of the 18 model names"),
     ),
     responses(
-        (status = 200, description = "rows {model, location_name, run_time, valid_time, forecast_hour, temperature_k, temperature_f, temperature_c}", body = Object),
+        (status = 200, description = "array of rows {model, location_name, run_time, valid_time, forecast_hour, temperature_k, temperature_f, temperature_c}; [] when empty", body = [crate::api::docs::ForecastRowV1]),
         (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
     ),
     security(("bearer" = []), ("api_key" = []))

@@ -45,12 +45,13 @@ pub fn v1_logic(station: &Station) -> (Logic, &'static str) {
     tag = "v1",
     params(
         ("station_code" = String, Query, description = "Station code"),
-        ("mode" = Option<String>, Query, description = "`latest`, `svc_high`, or omitted for history"),
-        ("start_time" = Option<String>, Query, description = "history: ISO 8601 UTC"),
-        ("end_time" = Option<String>, Query, description = "history: ISO 8601 UTC, at most 24 h after start_time"),
+        ("mode" = Option<crate::api::docs::param::ObservationMode>, Query, description = "`latest`, `svc_high`, or `history` (the default)"),
+        ("start_time" = Option<String>, Query, format = DateTime, description = "history, required: ISO 8601 UTC"),
+        ("end_time" = Option<String>, Query, format = DateTime, description = "history, required: ISO 8601 UTC, after start_time and at most 24 h after it"),
     ),
     responses(
-        (status = 200, description = "latest: one observation; svc_high: SvcHighV1; history: array", body = ObservationV1),
+        (status = 200, description = "latest: one v1 observation; svc_high: the day high (SvcHighV1); history: array of v1 observations, oldest first", body = crate::api::docs::ObservationsV1Body),
+        (status = 404, description = "no observation for the station (latest)", body = crate::api::error::ErrorBody),
         (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
         (status = 401, description = "invalid or missing API key", body = crate::api::error::ErrorBody),
         (status = 429, description = "rate limit exceeded (v1 limits)", body = crate::api::error::ErrorBody),

@@ -33,9 +33,9 @@ pub const MAX_DAYS: i64 = 31;
     tag = "observations",
     params(
         ("station_code" = String, Query, description = "Station code"),
-        ("start_date" = String, Query, description = "First trading day YYYY-MM-DD"),
-        ("end_date" = String, Query, description = "Last trading day YYYY-MM-DD (at most 31 days after start_date)"),
-        ("logic" = String, Query, description = "`nws` or `wu`"),
+        ("start_date" = String, Query, format = Date, description = "First trading day YYYY-MM-DD"),
+        ("end_date" = String, Query, format = Date, description = "Last trading day YYYY-MM-DD (31 days at most in all); days after today are left out"),
+        ("logic" = crate::api::docs::param::Logic, Query, description = "`nws` or `wu`"),
     ),
     responses(
         (status = 200, description = "one SvcHigh object per day", body = [SvcHigh]),
@@ -88,7 +88,7 @@ async fn stored_days(
 ) -> ApiResult<BTreeMap<NaiveDate, SvcHigh>> {
     let sql = format!(
         "SELECT date, high, low, high_time, low_time, anomaly, data_quality, is_final, high_source, low_source, \
-         high_valid_through, low_valid_through FROM daily_extremes WHERE station_code = {} AND logic = '{}' \
+         high_valid_through, low_valid_through, high_sources, low_sources FROM daily_extremes WHERE station_code = {} AND logic = '{}' \
          AND day_complete AND date >= DATE '{from}' AND date <= DATE '{to}'",
         lit(&station.code),
         logic.as_str(),
@@ -104,8 +104,12 @@ async fn stored_days(
 
 fn rows(b: &RecordBatch, station: &Station, logic: Logic) -> ApiResult<Vec<(NaiveDate, SvcHigh)>> {
     let text = |i: usize| cast(b.column(i), &DataType::Utf8).map_err(ApiError::internal);
-    let (dq, hs, ls) = (text(6)?, text(8)?, text(9)?);
+    let (dq, hs, ls, hl, ll) = (text(6)?, text(8)?, text(9)?, text(12)?, text(13)?);
     let (dq, hs, ls) = (dq.as_string::<i32>(), hs.as_string::<i32>(), ls.as_string::<i32>());
+    let (hl, ll) = (hl.as_string::<i32>(), ll.as_string::<i32>());
+    let list = |a: &datafusion::arrow::array::StringArray, r: usize| -> Vec<String> {
+        a.value(r).split(',').filter(|s| !s.is_empty()).map(str::to_string).collect()
+    };
     let num = |i: usize, r: usize| {
         let a = b.column(i).as_primitive::<Float64Type>();
         a.is_valid(r).then(|| a.value(r))
@@ -119,6 +123,10 @@ fn rows(b: &RecordBatch, station: &Station, logic: Logic) -> ApiResult<Vec<(Naiv
     let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
     let mut out = Vec::with_capacity(b.num_rows());
     for r in 0..b.num_rows() {
+        // Rows stored before the source lists existed lack them: recomputed instead.
+        if hl.is_null(r) || ll.is_null(r) {
+            continue;
+        }
         let date = epoch + Duration::days(i64::from(dates.value(r)));
         let quality: serde_json::Value = serde_json::from_str(dq.value(r)).map_err(ApiError::internal)?;
         out.push((
@@ -137,6 +145,8 @@ fn rows(b: &RecordBatch, station: &Station, logic: Logic) -> ApiResult<Vec<(Naiv
                 is_final: b.column(7).as_boolean().value(r),
                 high_source: opt(hs, r),
                 low_source: opt(ls, r),
+                svc_high_sources: list(hl, r),
+                svc_low_sources: list(ll, r),
                 high_valid_through_utc: time(10, r),
                 low_valid_through_utc: time(11, r),
             },

@@ -39,6 +39,14 @@ fn ts(t: DateTime<Utc>) -> String {
     format!("TIMESTAMP '{}'", t.format("%Y-%m-%dT%H:%M:%S%.6fZ"))
 }
 
+/// A `run` other than `latest`: an ISO 8601 run time.
+fn run_time(r: &str) -> Result<DateTime<Utc>, ApiError> {
+    crate::api::params::time_value("run", r).map_err(|mut e| {
+        e.body.details = format!("run is `latest` or an ISO 8601 run_time; {}", e.body.details);
+        e
+    })
+}
+
 /// `model`: one of the 18 names, case-sensitive (spec 2.5).
 pub fn model_param(p: &Params) -> Result<Option<&str>, ApiError> {
     match p.get("model") {
@@ -82,15 +90,15 @@ fn window(p: &Params, run_given: bool) -> Result<Option<Range>, ApiError> {
     tag = "forecasts",
     params(
         ("location_name" = String, Query, description = "Station code"),
-        ("start_valid_time" = Option<String>, Query, description = "ISO 8601; required unless run is given"),
-        ("end_valid_time" = Option<String>, Query, description = "ISO 8601; required unless run is given"),
+        ("start_valid_time" = Option<String>, Query, format = DateTime, description = "ISO 8601; required unless run is given"),
+        ("end_valid_time" = Option<String>, Query, format = DateTime, description = "ISO 8601, not before start_valid_time; required unless run is given"),
         ("model" = Option<String>, Query, description = "One of the 18 model names; required with run=latest"),
         ("run" = Option<String>, Query, description = "`latest` or an ISO 8601 run_time"),
-        ("mode" = Option<String>, Query, description = "`daily` for per-day summaries"),
-        ("tz_mode" = Option<String>, Query, description = "daily only: `civil` (default) or `standard`"),
+        ("mode" = Option<crate::api::docs::param::ForecastMode>, Query, description = "`raw` (the default: hourly rows; `hourly` is accepted as a synonym) or `daily` for per-day summaries"),
+        ("tz_mode" = Option<crate::api::docs::param::TzMode>, Query, description = "daily only: `civil` (default) or `standard`"),
     ),
     responses(
-        (status = 200, description = "raw: forecast rows (2.5), header X-Run-Time with run=latest; daily: summary rows (2.6), header X-Run-Signature; [] when empty", body = Object),
+        (status = 200, description = "raw: array of forecast rows (2.5), header X-Run-Time with run=latest; daily: array of summary rows (2.6), header X-Run-Signature; [] when empty", body = [crate::api::docs::ForecastsV2Item]),
         (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
         (status = 422, description = "mode=daily for a location without a configured timezone", body = crate::api::error::ErrorBody),
     ),
@@ -104,7 +112,8 @@ pub async fn handler(
     let p = Params(q);
     let loc = location_param(&p)?;
     let model = model_param(&p)?;
-    let mode = p.choice("mode", &["daily", "raw"])?;
+    // `hourly`: the original service's name for raw rows, still sent by real clients.
+    let mode = p.choice("mode", &["raw", "hourly", "daily"])?;
     let run = p.get("run");
     if mode == Some("daily") {
         let tz_mode = p.choice("tz_mode", &["civil", "standard"])?.unwrap_or("civil");
@@ -133,9 +142,7 @@ pub async fn handler(
             }
         }
         Some(r) => {
-            let rt = crate::time::parse_utc(r).ok_or_else(|| {
-                ApiError::bad_request(format!("Invalid run: {r}"), "run is `latest` or an ISO 8601 run_time")
-            })?;
+            let rt = run_time(r)?;
             filters.push(format!("run_time = {} AND run_date = '{}'", ts(rt), rt.format("%Y-%m-%d")));
         }
         None => {}
@@ -183,8 +190,8 @@ async fn from_cache(
             Some(rt) => Some(rt),
             None => return Ok(None),
         },
-        Some(r) => match crate::time::parse_utc(r) {
-            Some(rt) if rt.date_naive() >= entry.from_date => Some(rt),
+        Some(r) => match run_time(r)? {
+            rt if rt.date_naive() >= entry.from_date => Some(rt),
             _ => return Ok(None),
         },
     };
@@ -252,9 +259,7 @@ async fn daily(
              AND l.location_name = d.location_name AND l.tz_mode = d.tz_mode)"
             .to_string(),
         Some(r) => {
-            let rt = crate::time::parse_utc(r).ok_or_else(|| {
-                ApiError::bad_request(format!("Invalid run: {r}"), "run is `latest` or an ISO 8601 run_time")
-            })?;
+            let rt = run_time(r)?;
             format!("run_time = {}", ts(rt))
         }
     };

@@ -467,12 +467,12 @@ fn daily_detail(data: &StationAccuracy, q: &AccuracyQuery, models: &[&str]) -> V
     tag = "analytics",
     params(
         ("station_code" = String, Query, description = "Station code, e.g. KORD"),
-        ("window" = Option<String>, Query, description = "`7d` (default), `14d`, `30d` or `90d`, ending at `as_of`, the latest verified day"),
+        ("window" = Option<crate::api::docs::param::AccuracyWindow>, Query, description = "`7d` (default), `14d`, `30d` or `90d`, ending at `as_of`, the latest verified day"),
         ("model" = Option<String>, Query, description = "Comma-separated, case-sensitive model names (spec 2.5 plus `NWS`, the api.weather.gov hourly forecast); omitted: all"),
         ("run_time" = Option<String>, Query, description = "Comma-separated run-time labels (`00z`, `12z` ...: UTC initialization hour; NWS versions are labelled by their 6-hour slot); omitted: all"),
         ("include" = Option<String>, Query, description = "Comma-separated optional sections: `trends`, `daily_detail`"),
-        ("lead_days" = Option<i32>, Query, description = "1 (default) to 3: the forecast of day D is the latest run of each label issued before D starts minus lead_days - 1 days"),
-        ("target" = Option<String>, Query, description = "`high` (default) or `low`: which daily extreme is verified"),
+        ("lead_days" = Option<i32>, Query, minimum = 1, maximum = 3, description = "1 (default) to 3: the forecast of day D is the latest run of each label issued before D starts minus lead_days - 1 days"),
+        ("target" = Option<crate::api::docs::param::AccuracyTarget>, Query, description = "`high` (default) or `low`: which daily extreme is verified"),
     ),
     responses(
         (status = 200, description = "spec 4.6: station, city, computed_at, window, models, days_available, ensemble, per_model, per_model_run, [trends], [daily_detail]; plus as_of, lead_days, target, units. Metrics are {mae, bias, rmse, n} in the station's units, error = observed - forecast (positive bias: the model ran cold); ensemble is null without pairs. daily_detail items carry actual_high (target=high) or actual_low (target=low)", body = Object),

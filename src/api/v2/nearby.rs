@@ -40,17 +40,29 @@ pub struct NearbyStation {
     pub latest: Option<ObservationV2>,
 }
 
+/// The nearby answer.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Nearby {
+    /// The reference station of a radius search; null for a `stations` lookup.
+    pub reference: Option<String>,
+    /// The radius searched; null for a `stations` lookup.
+    pub radius_km: Option<f64>,
+    /// Radius search: nearest first, the reference station excluded; lookup: in the order
+    /// asked.
+    pub stations: Vec<NearbyStation>,
+}
+
 #[utoipa::path(
     get,
     path = "/api/v2/nearby.php",
     tag = "analytics",
     params(
         ("station_code" = Option<String>, Query, description = "reference station for a radius search"),
-        ("radius_km" = Option<f64>, Query, description = "radius in km (default 100, at most 2000)"),
+        ("radius_km" = Option<f64>, Query, minimum = 0, maximum = 2000, description = "radius in km (default 100, at most 2000)"),
         ("stations" = Option<String>, Query, description = "instead: comma-separated station codes to look up"),
     ),
     responses(
-        (status = 200, description = "{reference, radius_km, stations: [NearbyStation]} nearest first", body = [NearbyStation]),
+        (status = 200, description = "the stations found, each with its latest observation", body = Nearby),
         (status = 400, description = "neither station_code nor stations, bad radius, unknown station", body = crate::api::error::ErrorBody),
         (status = 403, description = "Professional and Testing keys: Access Denied", body = crate::api::error::ErrorBody),
     ),
@@ -116,10 +128,5 @@ pub async fn handler(
             latest,
         });
     }
-    Ok(Json(serde_json::json!({
-        "reference": reference.map(|s| s.code.clone()),
-        "radius_km": radius,
-        "stations": stations,
-    }))
-    .into_response())
+    Ok(Json(Nearby { reference: reference.map(|s| s.code.clone()), radius_km: radius, stations }).into_response())
 }

@@ -113,8 +113,8 @@ pub async fn versions(state: &AppState, station: &Station, date: NaiveDate) -> A
     tag = "forecasts",
     params(
         ("station_code" = String, Query, description = "Station code"),
-        ("date" = Option<String>, Query, description = "YYYY-MM-DD (Local Standard Time); default today; at most 2 days ahead and 365 back"),
-        ("mode" = Option<String>, Query, description = "`latest` (default) or `history`"),
+        ("date" = Option<String>, Query, format = Date, description = "YYYY-MM-DD (Local Standard Time); default today; at most 2 days ahead and 365 back"),
+        ("mode" = Option<crate::api::docs::param::NwsMode>, Query, description = "`latest` (default) or `history`"),
     ),
     responses(
         (status = 200, description = "object 2.8: latest has version/hourly_temps/high/low (null when no version); history has total_versions and forecasts", body = Object),

@@ -60,9 +60,17 @@ pub struct SvcHigh {
     pub data_quality: BTreeMap<String, serde_json::Value>,
     /// A final CLI fixed the values (nws).
     pub is_final: bool,
-    /// observation, one_minute, six_hour_group, twenty_four_hour_group, dsm or cli.
+    /// Where the value came from: observation, one_minute, six_hour_group,
+    /// twenty_four_hour_group, dsm or cli.
     pub high_source: Option<String>,
     pub low_source: Option<String>,
+    /// Every source that reached `svc_high`: the sources (names as in `high_source`) whose
+    /// own high for the day equals it, in the order observation, one_minute, six_hour_group,
+    /// twenty_four_hour_group, dsm, cli; always includes `high_source`; `[]` without a value.
+    /// Several entries mean independent reports agree on the value.
+    pub svc_high_sources: Vec<String>,
+    /// The same for `svc_low`.
+    pub svc_low_sources: Vec<String>,
     pub high_valid_through_utc: Option<String>,
     pub low_valid_through_utc: Option<String>,
 }
@@ -94,10 +102,16 @@ impl SvcHigh {
             is_final: x.is_some_and(|x| x.is_final),
             high_source: x.and_then(|x| x.high).map(|e| e.source.as_str().to_string()),
             low_source: x.and_then(|x| x.low).map(|e| e.source.as_str().to_string()),
+            svc_high_sources: x.map(|x| source_names(&x.high_sources)).unwrap_or_default(),
+            svc_low_sources: x.map(|x| source_names(&x.low_sources)).unwrap_or_default(),
             high_valid_through_utc: x.and_then(|x| x.high_valid_through_utc).map(fmt_utc),
             low_valid_through_utc: x.and_then(|x| x.low_valid_through_utc).map(fmt_utc),
         }
     }
+}
+
+fn source_names(sources: &[crate::live::Source]) -> Vec<String> {
+    sources.iter().map(|s| s.as_str().to_string()).collect()
 }
 
 #[utoipa::path(
@@ -106,15 +120,15 @@ impl SvcHigh {
     tag = "observations",
     params(
         ("station_code" = String, Query, description = "Station code of the catalog, e.g. KNYC"),
-        ("mode" = Option<String>, Query, description = "`latest`, `svc_high`, or omitted for history"),
-        ("logic" = Option<String>, Query, description = "svc_high only, required: `nws` or `wu`"),
-        ("date" = Option<String>, Query, description = "svc_high only: a past trading day YYYY-MM-DD (default: today)"),
-        ("observation_type" = Option<String>, Query, description = "latest only: `dsm_high`, `dsm_low`, `cli_high`, `cli_low`"),
-        ("start_time" = Option<String>, Query, description = "history: ISO 8601 UTC"),
-        ("end_time" = Option<String>, Query, description = "history: ISO 8601 UTC, at most 24 h after start_time"),
+        ("mode" = Option<crate::api::docs::param::ObservationMode>, Query, description = "`latest`, `svc_high`, or `history` (the default)"),
+        ("logic" = Option<crate::api::docs::param::Logic>, Query, description = "svc_high only, required: `nws` or `wu`"),
+        ("date" = Option<String>, Query, format = Date, description = "svc_high only: a trading day YYYY-MM-DD, not after today (default: today)"),
+        ("observation_type" = Option<crate::api::docs::param::ObservationType>, Query, description = "latest only: the latest observation whose day has that report value"),
+        ("start_time" = Option<String>, Query, format = DateTime, description = "history, required: ISO 8601 UTC"),
+        ("end_time" = Option<String>, Query, format = DateTime, description = "history, required: ISO 8601 UTC, after start_time and at most 24 h after it"),
     ),
     responses(
-        (status = 200, description = "latest: one observation; svc_high: SvcHigh; history: array of observations", body = ObservationV2),
+        (status = 200, description = "latest: one observation record (2.1); svc_high: the trading-day extremes (2.2); history: array of observation records, oldest first", body = crate::api::docs::ObservationsV2Body),
         (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
         (status = 401, description = "invalid or missing API key", body = crate::api::error::ErrorBody),
         (status = 404, description = "no observation for the station (latest)", body = crate::api::error::ErrorBody),

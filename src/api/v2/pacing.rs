@@ -45,6 +45,33 @@ pub struct PaceRow {
     pub low_pace: Option<f64>,
 }
 
+/// The pacing answer.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub struct Pacing {
+    pub station_code: String,
+    /// The contract day `YYYY-MM-DD` in the logic's clock.
+    pub date: String,
+    /// `nws` or `wu`.
+    pub logic: String,
+    /// `fahrenheit` or `celsius`: every value below is in these units.
+    pub units: String,
+    /// The observation paced against.
+    pub observation: PacedObservation,
+    /// One row per model with a run in the last three days, by model name.
+    pub models: Vec<PaceRow>,
+    /// The latest NWS hourly forecast version's row; null without one.
+    pub nws: Option<PaceRow>,
+}
+
+/// The latest plausible observation of the last 24 hours.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub struct PacedObservation {
+    /// `YYYY-MM-DD HH:MM:SS`, UTC.
+    pub observation_time: String,
+    /// Temperature in native units (the observation record's `temperature_display`).
+    pub value: f64,
+}
+
 fn r1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
 }
@@ -95,10 +122,10 @@ pub fn pace_row(
     tag = "analytics",
     params(
         ("station_code" = String, Query, description = "Station code"),
-        ("logic" = Option<String>, Query, description = "contract day window: `nws` (Local Standard Time, default) or `wu` (civil)"),
+        ("logic" = Option<crate::api::docs::param::Logic>, Query, description = "contract day window: `nws` (Local Standard Time, default) or `wu` (civil)"),
     ),
     responses(
-        (status = 200, description = "{station_code, date, logic, units, observation, models: [PaceRow], nws: PaceRow|null}", body = [PaceRow]),
+        (status = 200, description = "the latest observation against each model's latest run and the latest NWS hourly version", body = Pacing),
         (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
         (status = 403, description = "Professional and Testing keys: Access Denied", body = crate::api::error::ErrorBody),
         (status = 404, description = "no recent observation to pace against", body = crate::api::error::ErrorBody),
@@ -166,15 +193,15 @@ pub async fn handler(
     let models: Vec<PaceRow> =
         series.iter().map(|((model, run), s)| pace_row(model.clone(), *run, s, w, m.time, obs_value)).collect();
     let nws = nws_pace(&state, &station.code, station.units, w, m.time, obs_value, now).await?;
-    Ok(Json(serde_json::json!({
-        "station_code": station.code,
-        "date": date.to_string(),
-        "logic": logic.as_str(),
-        "units": station.units.as_str(),
-        "observation": {"observation_time": o.observation_time, "value": obs_value},
-        "models": models,
-        "nws": nws,
-    }))
+    Ok(Json(Pacing {
+        station_code: station.code.clone(),
+        date: date.to_string(),
+        logic: logic.as_str().to_string(),
+        units: station.units.as_str().to_string(),
+        observation: PacedObservation { observation_time: o.observation_time, value: obs_value },
+        models,
+        nws,
+    })
     .into_response())
 }
 
