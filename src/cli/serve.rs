@@ -85,15 +85,16 @@ pub async fn run(lake: Lake, a: ServeArgs) -> anyhow::Result<ExitCode> {
     // Derived tables: scheduled (cron) and on-new-data job runs.
     let specs = wxlake::jobs::embedded_specs()?;
     wxlake::jobs::spawn_scheduler(live.lake.clone(), specs, live.subscribe_new_data());
-    if a.demo {
-        spawn_demo_feed(Arc::clone(&live));
-    }
     let state = AppState::new(keys, RateLimiter::new(Arc::clone(&clock)), Arc::clone(&live), clock);
     let stream_addr = a.stream_addr.clone().or_else(|| a.demo.then(|| "127.0.0.1:8443".to_string()));
     let stream = match stream_addr {
         Some(addr) => Some(start_stream(&a, &dir, &addr, &state, &live, &shutdown).await?),
         None => None,
     };
+    // After the stream's publisher is attached, so the feed's first reports are streamed.
+    if a.demo {
+        spawn_demo_feed(Arc::clone(&live));
+    }
     let listener = tokio::net::TcpListener::bind(&a.addr).await?;
     eprintln!("wxlake listening on http://{} (docs: /docs, OpenAPI: /openapi.json)", listener.local_addr()?);
     server::serve(listener, state, shutdown.wait()).await?;
