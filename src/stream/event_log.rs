@@ -394,7 +394,9 @@ impl EventLog {
     /// Opens (creating if needed) the log in `dir` with explicit options.
     ///
     /// Unreadable lines (a write torn by a crash, a hand edit) are skipped with a warning:
-    /// losing one derived event is better than refusing to start the stream.
+    /// losing one derived event is better than refusing to start the stream. So is a
+    /// segment that cannot be read at all (its ids then replay as [`Replay::Expired`]); only
+    /// a directory that cannot be listed or a corrupt reservation refuse to open.
     pub fn open_with(dir: &Path, options: EventLogOptions) -> Result<Self> {
         fs::create_dir_all(dir).map_err(io_err("create", dir))?;
         let retention = options.retention.max(Duration::seconds(1));
