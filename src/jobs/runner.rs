@@ -338,7 +338,10 @@ async fn full_range(
                 match df.schema().field_with_unqualified_name(column) {
                     Ok(f) if f.data_type() == &DataType::Date32 => {}
                     Ok(f) => {
-                        return Err(bad(format!("is {}, not a date: a full run cannot take its days from it", f.data_type())))
+                        return Err(bad(format!(
+                            "is {}, not a date: a full run cannot take its days from it",
+                            f.data_type()
+                        )))
                     }
                     Err(_) => return Err(bad(format!("does not exist in {}", src.table))),
                 }

@@ -1580,7 +1580,10 @@ mod tests {
         drop(log);
         let log = EventLog::open(dir.path(), default_retention()).unwrap();
         let back = events(log.replay_after("0", &stations(&["KNYC"])));
-        assert_eq!(back.iter().map(|e| e.data().unwrap()["n"].as_i64()).collect::<Vec<_>>(), [Some(1), Some(2), Some(4)]);
+        assert_eq!(
+            back.iter().map(|e| e.data().unwrap()["n"].as_i64()).collect::<Vec<_>>(),
+            [Some(1), Some(2), Some(4)]
+        );
     }
 
     /// When the torn bytes cannot be cut, the segment is retired, its id skipped, and the
