@@ -62,6 +62,21 @@ impl<K: Hash + Eq + Clone, V> HotCache<K, V> {
         Ok(value)
     }
 
+    /// The entry of `key` of this `version`, current or not (true: younger than `ttl`),
+    /// without loading it: a caller that must not wait for a load serves it and refreshes
+    /// it elsewhere.
+    pub fn peek(&self, key: &K, version: u64, ttl: Duration) -> Option<(Arc<V>, bool)> {
+        lock(&self.entries)
+            .get(key)
+            .filter(|s| s.version == version)
+            .map(|s| (Arc::clone(&s.value), s.loaded.elapsed() < ttl))
+    }
+
+    /// Stores `value` as `key`'s entry, loaded now.
+    pub fn insert(&self, key: K, version: u64, value: V) {
+        lock(&self.entries).insert(key, Slot { loaded: Instant::now(), version, value: Arc::new(value) });
+    }
+
     /// Forgets `key`'s entry (the next request loads it again).
     pub fn remove(&self, key: &K) {
         lock(&self.entries).remove(key);

@@ -34,6 +34,7 @@ use datafusion::sql::parser::DFParser;
 use futures::TryStreamExt;
 use object_store::path::Path;
 use rayon::prelude::*;
+use tracing::warn;
 
 use super::helpers::register_helpers;
 use super::runs::{self, JobRun, RunStatus};
@@ -262,15 +263,47 @@ async fn plan(lake: &Lake, spec: &JobSpec, range: Option<(NaiveDate, NaiveDate)>
     }
 }
 
+/// Days after today (UTC) a full run's sources may reach: a local trading day runs at most
+/// a day ahead of the UTC date, and observations and forecast runs are never in the
+/// future, so a later source date is a bogus value (a report dated 2099), not data.
+pub const FULL_RUN_FUTURE_DAYS: i64 = 2;
+
+/// The earliest day a date column (e.g. `reports.report_date`) may bound a full run with,
+/// unless the lake holds older observations or forecasts: ASOS, which the DSM and the
+/// observations come from, began in the early 1990s. See [`plausible_days`].
+pub const FULL_RUN_FLOOR: (i32, u32, u32) = (1990, 1, 1);
+
+/// The days a full run's date-column sources may contribute: from [`FULL_RUN_FLOOR`] (or the
+/// first day of the lake's observations, one-minute data or forecast runs, if earlier) to
+/// today + [`FULL_RUN_FUTURE_DAYS`]. One bogus row (a report dated 1970 or 2099)
+/// must not stretch a full run over decades; rows outside are left out of the range, with
+/// a warning (a run with `--from/--to` still covers any day asked for).
+async fn plausible_days(lake: &Lake) -> Result<(NaiveDate, NaiveDate), JobError> {
+    let today = Utc::now().date_naive();
+    let mut first: Option<NaiveDate> = None;
+    for (table, key) in [("observations", "date"), ("onemin", "date"), ("forecasts", "run_date")] {
+        if let Some(&d) = key_dates(lake, table, key).await?.first() {
+            first = Some(first.map_or(d, |f| f.min(d)));
+        }
+    }
+    let (y, m, d) = FULL_RUN_FLOOR;
+    let documented = NaiveDate::from_ymd_opt(y, m, d).unwrap_or(today);
+    let floor = first.map_or(documented, |f| f.min(documented));
+    Ok((floor.min(today), today + Duration::days(FULL_RUN_FUTURE_DAYS)))
+}
+
 /// The days a full run covers: from the first to the last day any of the job's
 /// incremental sources holds, widened by `margin_days`; `None` when they hold nothing.
 /// Every source counts, not only one: a history loaded as one-minute data or reports
 /// alone (its observations only recent) has days the observations' partitions lack.
+/// No source day is later than today + [`FULL_RUN_FUTURE_DAYS`], and a date column's days
+/// are bounded by [`plausible_days`].
 async fn full_range(
     lake: &Lake,
     spec: &JobSpec,
     inc: &super::spec::Incremental,
 ) -> Result<Option<(NaiveDate, NaiveDate)>, JobError> {
+    let (floor, ceiling) = plausible_days(lake).await?;
     let mut bounds: Option<(NaiveDate, NaiveDate)> = None;
     let mut widen = |a: NaiveDate, b: NaiveDate| {
         bounds = Some(bounds.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
@@ -283,22 +316,58 @@ async fn full_range(
                 } else {
                     format!("derived/{}", src.table)
                 };
-                let dates = key_dates(lake, &dir, &inc.key).await?;
+                let mut dates = key_dates(lake, &dir, &inc.key).await?;
+                let future = dates.iter().filter(|d| **d > ceiling).count();
+                if future > 0 {
+                    warn!(job = %spec.name, source = %src.table, partitions = future, after = %ceiling, "full run: partitions dated in the future left out");
+                    dates.retain(|d| *d <= ceiling);
+                }
                 if let (Some(&a), Some(&b)) = (dates.first(), dates.last()) {
                     widen(a, b);
                 }
             }
             Some(column) => {
                 let ctx = job_session(lake, spec).await?;
-                let q = format!("SELECT min({column}), max({column}) FROM {}", src.table);
+                let bad = |reason: String| JobError::Range {
+                    job: spec.name.clone(),
+                    reason: format!("incremental source {}.{column} {reason}", src.table),
+                };
+                // The spec cannot check a derived table's column when it is loaded alone:
+                // check it here, before reading values as dates.
+                let df = ctx.table(src.table.as_str()).await?;
+                match df.schema().field_with_unqualified_name(column) {
+                    Ok(f) if f.data_type() == &DataType::Date32 => {}
+                    Ok(f) => {
+                        return Err(bad(format!(
+                            "is {}, not a date: a full run cannot take its days from it",
+                            f.data_type()
+                        )))
+                    }
+                    Err(_) => return Err(bad(format!("does not exist in {}", src.table))),
+                }
+                let inside = format!("{column} BETWEEN DATE '{floor}' AND DATE '{ceiling}'");
+                let q = format!(
+                    "SELECT min({column}) FILTER (WHERE {inside}), max({column}) FILTER (WHERE {inside}), \
+                     count({column}) FILTER (WHERE NOT ({inside})) FROM {}",
+                    src.table
+                );
                 for b in ctx.sql(&q).await?.collect().await? {
-                    let (lo, hi) = (b.column(0).as_primitive::<Date32Type>(), b.column(1).as_primitive::<Date32Type>());
-                    if b.num_rows() > 0 && lo.is_valid(0) && hi.is_valid(0) {
-                        if let (Some(a), Some(z)) =
-                            (Date32Type::to_naive_date_opt(lo.value(0)), Date32Type::to_naive_date_opt(hi.value(0)))
-                        {
-                            widen(a, z);
-                        }
+                    if b.num_rows() == 0 {
+                        continue;
+                    }
+                    let date = |i: usize| -> Result<Option<NaiveDate>, JobError> {
+                        let a = b.column(i).as_primitive_opt::<Date32Type>().ok_or_else(|| {
+                            bad(format!("gave {} values where dates were expected", b.column(i).data_type()))
+                        })?;
+                        Ok(a.is_valid(0).then(|| Date32Type::to_naive_date_opt(a.value(0))).flatten())
+                    };
+                    let outside = b.column(2).as_primitive_opt::<datafusion::arrow::datatypes::Int64Type>();
+                    let outside = outside.filter(|o| o.is_valid(0)).map_or(0, |o| o.value(0));
+                    if outside > 0 {
+                        warn!(job = %spec.name, source = %src.table, column = %column, rows = outside, from = %floor, to = %ceiling, "full run: rows with implausible dates left out of the range");
+                    }
+                    if let (Some(a), Some(z)) = (date(0)?, date(1)?) {
+                        widen(a, z);
                     }
                 }
             }
@@ -948,5 +1017,52 @@ mod tests {
         assert!(substitute("x > $from", None).is_err());
         assert!(mentions_range("a >= $to)"));
         assert!(!mentions_range("a >= $today"));
+    }
+
+    /// An incremental job whose full-run days come from a column of a derived table
+    /// (`[incremental] source = "forecast_daily.model"`): the spec cannot check the type
+    /// when it is loaded; a full run refuses with a clear error instead of panicking.
+    fn by_days(source: &str, input: &str) -> JobSpec {
+        let toml = format!(
+            "name = \"by_days\"\nsql = \"q.sql\"\ninputs = [\"{input}\"]\n[output]\ntable = \"by_days\"\n\
+             partition_by = [\"d\"]\ncolumns = [{{ name = \"d\", type = \"date\" }}, {{ name = \"n\", type = \"bigint\" }}]\n\
+             [incremental]\nkey = \"d\"\nsource = \"{source}\"\n"
+        );
+        parse_spec("t", &toml, &|_| Ok("SELECT DATE '2026-01-10' AS d, count(*) AS n FROM stations WHERE DATE '2026-01-10' BETWEEN $from AND $to".into()))
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_derived_source_column_that_is_not_a_date_is_refused() {
+        let (_tmp, lake) = lake().await;
+        let mut spec = by_days("forecast_daily.model", "forecast_daily");
+        spec.derived_inputs = vec![forecast_daily().output];
+        let e = run_job(&lake, &spec, None, &no_progress).await.unwrap_err();
+        assert!(e.to_string().contains("forecast_daily.model is Utf8, not a date"), "{e}");
+        let mut missing = by_days("forecast_daily.nope", "forecast_daily");
+        missing.derived_inputs = vec![forecast_daily().output];
+        let e = run_job(&lake, &missing, None, &no_progress).await.unwrap_err();
+        assert!(e.to_string().contains("does not exist"), "{e}");
+    }
+
+    /// One report dated 1970 and one dated 2099 do not stretch a full run over decades:
+    /// the range is the plausible days (FULL_RUN_FLOOR or older lake data, today + 2).
+    #[tokio::test]
+    async fn bogus_report_dates_do_not_stretch_a_full_run() {
+        use crate::decode::types::{DailyKind, DailyReport};
+        let (_tmp, lake) = lake().await;
+        let spec = by_days("reports.report_date", "reports");
+        let inc = spec.incremental.clone().unwrap();
+        let today = Utc::now().date_naive();
+        let report = |date: NaiveDate| DailyReport::blank(DailyKind::Cli, "KNYC", date);
+        lake.write(vec![report(d("1970-01-01")), report(d("1995-06-01")), report(today - Duration::days(3))])
+            .await
+            .unwrap();
+        lake.write(vec![report(d("2099-01-01")), report(today + Duration::days(40))]).await.unwrap();
+        assert_eq!(full_range(&lake, &spec, &inc).await.unwrap(), Some((d("1995-06-01"), today - Duration::days(3))));
+        // Forecasts older than the floor make it earlier: a 1985 report is then plausible.
+        lake.write(rows("GFS", "KNYC", Utc.with_ymd_and_hms(1985, 1, 10, 0, 0, 0).unwrap(), 0..=3, 0.0)).await.unwrap();
+        lake.write(vec![report(d("1985-02-01"))]).await.unwrap();
+        assert_eq!(full_range(&lake, &spec, &inc).await.unwrap(), Some((d("1985-02-01"), today - Duration::days(3))));
     }
 }

@@ -14,6 +14,13 @@
 //!   [`MAX_SEGMENT_BYTES`]) and is deleted once all its events have left the retained window,
 //!   so the directory holds about retention × 9/8 of events and never needs a rewrite.
 //!
+//! A write that fails (a full disk) is cut back to where the line began, so the segment
+//! stays clean and active and the id is not issued; if even that fails, the segment is
+//! retired and the id skipped, so no later segment reuses its name. Segments are deleted by
+//! identity, never the one being appended to. A segment that cannot be read at open is
+//! skipped (the log still opens) and its ids replay as [`Replay::Expired`]; a line is read
+//! through a bound of [`MAX_EVENT_BYTES`], whatever the file holds.
+//!
 //! Durability policy: each event is written with one `write` call (in the OS page cache as
 //! soon as `append` returns, so a process crash loses nothing), and the segment is fsynced at
 //! most once per [`SYNC_INTERVAL`] (on the next append), on rotation, on [`EventLog::sync`] and
@@ -313,6 +320,19 @@ struct Inner {
     /// Sequence number of the next segment created or loaded.
     next_seq: u32,
     last_sync: Instant,
+    /// The next write's injected failure (tests only; see [`WriteFault`]).
+    #[cfg(test)]
+    fault: Option<WriteFault>,
+}
+
+/// A failure tests inject into the next segment write: `torn` bytes of the line reach the
+/// file before the error (as with ENOSPC midway), and with `truncate_fails` the repair
+/// fails too.
+#[cfg(test)]
+#[derive(Debug, Clone, Copy)]
+struct WriteFault {
+    torn: usize,
+    truncate_fails: bool,
 }
 
 #[derive(Debug)]
@@ -374,7 +394,9 @@ impl EventLog {
     /// Opens (creating if needed) the log in `dir` with explicit options.
     ///
     /// Unreadable lines (a write torn by a crash, a hand edit) are skipped with a warning:
-    /// losing one derived event is better than refusing to start the stream.
+    /// losing one derived event is better than refusing to start the stream. So is a
+    /// segment that cannot be read at all (its ids then replay as [`Replay::Expired`]); only
+    /// a directory that cannot be listed or a corrupt reservation refuse to open.
     pub fn open_with(dir: &Path, options: EventLogOptions) -> Result<Self> {
         fs::create_dir_all(dir).map_err(io_err("create", dir))?;
         let retention = options.retention.max(Duration::seconds(1));
@@ -398,12 +420,21 @@ impl EventLog {
             active: None,
             next_seq: 0,
             last_sync: Instant::now(),
+            #[cfg(test)]
+            fault: None,
         };
         let cutoff_ms = (Utc::now() - retention).timestamp_millis();
         let mut load = Load::default();
-        for (first_id, path) in list_segments(dir)? {
-            load.first_segment_id.get_or_insert(first_id);
-            inner.load_segment(&path, cutoff_ms, &mut load)?;
+        let segments = list_segments(dir)?;
+        for (i, (first_id, path)) in segments.iter().enumerate() {
+            load.first_segment_id.get_or_insert(*first_id);
+            // The last id the segment may hold: up to the next segment's first, or for the
+            // newest one up to the reservation (no id beyond it was ever issued).
+            let through = match segments.get(i + 1) {
+                Some((next, _)) => next.saturating_sub(1),
+                None => reserved.max(*first_id),
+            };
+            inner.load_segment(path, cutoff_ms, through, &mut load);
         }
         inner.pruned_through = match load.first_segment_id {
             Some(first) => inner.pruned_through.max(first.saturating_sub(1)),
@@ -417,6 +448,7 @@ impl EventLog {
             retained = inner.entries.len(),
             last_issued = inner.last_issued,
             skipped_lines = load.skipped,
+            skipped_segments = load.skipped_segments,
             "event log opened"
         );
         Ok(EventLog { inner: Mutex::new(inner) })
@@ -632,6 +664,7 @@ struct Load {
     max_id: u64,
     first_segment_id: Option<u64>,
     skipped: usize,
+    skipped_segments: usize,
 }
 
 impl Inner {
@@ -664,12 +697,40 @@ impl Inner {
             });
         };
         let offset = active.bytes;
-        if let Err(source) = active.file.write_all(line) {
-            // A partial write may have left a torn line: never append after it again. The
-            // segment stays known (its earlier events are indexed) and expires as usual.
+        #[cfg(test)]
+        let fault = self.fault.take();
+        #[cfg(test)]
+        let written = match fault {
+            Some(f) => {
+                let _ = active.file.write_all(&line[..f.torn.min(line.len())]);
+                Err(io::Error::other("injected write failure"))
+            }
+            None => active.file.write_all(line),
+        };
+        #[cfg(not(test))]
+        let written = active.file.write_all(line);
+        if let Err(source) = written {
+            // A partial write may have left a torn line. Cut it off, so the segment is as
+            // it was and stays the active one: the id was not issued and the next append
+            // writes a clean line at the same offset.
+            #[cfg(test)]
+            let repaired = match fault {
+                Some(f) if f.truncate_fails => Err(io::Error::other("injected truncate failure")),
+                _ => active.file.set_len(offset),
+            };
+            #[cfg(not(test))]
+            let repaired = active.file.set_len(offset);
             let path = active.path.to_path_buf();
-            if let Some(active) = self.active.take() {
-                self.closed.push_back(active.into_closed());
+            if let Err(e) = repaired {
+                // The torn bytes stay: never append after them again. The segment is retired
+                // (its earlier events stay indexed and expire as usual) and its id is skipped
+                // (never issued: ids are only ordered), so the next segment, named after the
+                // next id, can never reopen this file.
+                warn!(path = %path.display(), error = %e, "event log: cannot cut a torn write; segment retired");
+                if let Some(active) = self.active.take() {
+                    self.closed.push_back(active.into_closed());
+                }
+                self.last_issued = self.last_issued.max(id);
             }
             return Err(EventLogError::Io { action: "write", path, source });
         }
@@ -783,6 +844,12 @@ impl Inner {
         }
         while self.closed.front().is_some_and(|s| s.last_id <= self.pruned_through) {
             if let Some(segment) = self.closed.pop_front() {
+                // A segment is deleted by identity: never the file being appended to, even
+                // if a closed record names the same path.
+                if self.active.as_ref().is_some_and(|a| a.path == segment.path) {
+                    warn!(path = %segment.path.display(), "event log: expired segment is the active file, kept");
+                    continue;
+                }
                 match fs::remove_file(&segment.path) {
                     Ok(()) => debug!(path = %segment.path.display(), "event log: expired segment removed"),
                     Err(e) => warn!(path = %segment.path.display(), error = %e, "event log: cannot remove segment"),
@@ -791,23 +858,54 @@ impl Inner {
         }
     }
 
-    /// Indexes the readable lines of one segment (payloads are validated, not kept).
-    fn load_segment(&mut self, path: &Path, cutoff_ms: i64, load: &mut Load) -> Result<()> {
-        let file = File::open(path).map_err(io_err("open", path))?;
-        let mut reader = BufReader::with_capacity(256 * 1024, file);
+    /// Indexes the readable lines of one segment (payloads are validated, not kept), whose
+    /// ids are at most `through`.
+    ///
+    /// A segment that cannot be read (an I/O error, not a bad line) is skipped with a
+    /// warning rather than refusing to open: the stream must start. Its ids cannot be
+    /// replayed, so they and every id before them leave the retained window (a replay from
+    /// before `through` is [`Replay::Expired`], never a silent gap), and the file is removed
+    /// with them.
+    fn load_segment(&mut self, path: &Path, cutoff_ms: i64, through: u64, load: &mut Load) {
         let seq = self.next_seq;
         self.next_seq += 1;
+        match self.index_segment(path, seq, cutoff_ms, load) {
+            Ok(last_id) => self.closed.push_back(Segment { seq, path: Arc::from(path), last_id }),
+            Err(e) => {
+                let through = through.max(load.max_id);
+                warn!(error = %e, expired_through = through, "event log: unreadable segment skipped; replays from before it resync");
+                while self.entries.front().is_some_and(|x| x.id <= through) {
+                    self.pop_front_entry();
+                }
+                self.pruned_through = self.pruned_through.max(through);
+                load.max_id = through;
+                load.skipped_segments += 1;
+                self.closed.push_back(Segment { seq, path: Arc::from(path), last_id: through });
+            }
+        }
+    }
+
+    /// [`Inner::load_segment`]'s reading: indexes the lines, returns the highest id.
+    fn index_segment(&mut self, path: &Path, seq: u32, cutoff_ms: i64, load: &mut Load) -> Result<u64> {
+        let file = File::open(path).map_err(io_err("open", path))?;
+        let mut reader = BufReader::with_capacity(256 * 1024, file);
         let (mut buf, mut head) = (Vec::new(), Vec::new());
         let (mut offset, mut line_no, mut last_id) = (0u64, 0usize, 0u64);
         loop {
             buf.clear();
-            let n = reader.read_until(b'\n', &mut buf).map_err(io_err("read", path))?;
+            // Bounded: a garbage file without line ends is never read into memory whole.
+            let n = read_line_limited(&mut reader, &mut buf, MAX_EVENT_BYTES + 1).map_err(io_err("read", path))?;
             if n == 0 {
                 break;
             }
             line_no += 1;
             let line_offset = offset;
-            offset += n as u64;
+            offset += n;
+            if n > MAX_EVENT_BYTES as u64 {
+                warn!(path = %path.display(), line = line_no, bytes = n, "event log: line longer than an event may be, skipped");
+                load.skipped += 1;
+                continue;
+            }
             let (id, at, station, name) = match parse_line(&buf, &mut head, true) {
                 Ok((h, _)) if h.id > load.max_id => {
                     (h.id, h.at, self.stations.intern(&h.station), self.names.intern(&h.name))
@@ -834,8 +932,35 @@ impl Inner {
             let entry = Entry { id, at_ms, offset: line_offset, len: n as u32, segment: seq, station, name };
             self.push(entry, None);
         }
-        self.closed.push_back(Segment { seq, path: Arc::from(path), last_id });
-        Ok(())
+        Ok(last_id)
+    }
+}
+
+/// Reads one line (through its `\n`) into `buf`, keeping at most `limit` bytes of it: the
+/// rest of a longer line is consumed and dropped. Returns the bytes consumed (0 at the end).
+fn read_line_limited<R: BufRead>(reader: &mut R, buf: &mut Vec<u8>, limit: usize) -> io::Result<u64> {
+    let mut total = 0u64;
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok(total);
+        }
+        let (chunk, done) = match memchr::memchr(b'\n', available) {
+            Some(i) => (&available[..=i], true),
+            None => (available, false),
+        };
+        let room = limit.saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let n = chunk.len();
+        reader.consume(n);
+        total += n as u64;
+        if done {
+            return Ok(total);
+        }
     }
 }
 
@@ -1426,5 +1551,141 @@ mod tests {
             heap1 / 1024,
             heap1.saturating_sub(heap0) / 1024
         );
+    }
+
+    /// A write that fails halfway (ENOSPC) on the first line of a new segment: the file
+    /// is cut back and stays the active segment, the id is not issued, and the next append
+    /// writes a clean line there. Before, the segment was retired with no event, recreated
+    /// under the same name (appending after the torn bytes) and then deleted by `prune` as
+    /// an expired segment while it was the active file.
+    #[test]
+    fn a_failed_first_write_neither_tears_nor_deletes_the_active_segment() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = Utc::now();
+        let log = EventLog::open(dir.path(), default_retention()).unwrap();
+        log.lock().fault = Some(WriteFault { torn: 20, truncate_fails: false });
+        let err = log.append("KNYC", "observation", json!({"n": 0}), now).unwrap_err();
+        assert!(matches!(err, EventLogError::Io { action: "write", .. }), "{err}");
+        assert_eq!(log.last_id(), 0, "a failed append issues no id");
+        let a = log.append("KNYC", "observation", json!({"n": 1}), now).unwrap();
+        let b = log.append("KNYC", "observation", json!({"n": 2}), now).unwrap();
+        assert_eq!((a.id, b.id), (1, 2));
+        assert_eq!(segment_files(dir.path()).len(), 1, "the active segment is still on disk");
+        // A failure in the middle of a segment: the same, the torn bytes are cut.
+        log.lock().fault = Some(WriteFault { torn: 7, truncate_fails: false });
+        assert!(log.append("KNYC", "observation", json!({"n": 3}), now).is_err());
+        let c = log.append("KNYC", "observation", json!({"n": 4}), now).unwrap();
+        assert_eq!(c.id, 3);
+        assert_eq!(ids(log.replay_after("0", &stations(&["KNYC"]))), vec![1, 2, 3]);
+        drop(log);
+        let log = EventLog::open(dir.path(), default_retention()).unwrap();
+        let back = events(log.replay_after("0", &stations(&["KNYC"])));
+        assert_eq!(
+            back.iter().map(|e| e.data().unwrap()["n"].as_i64()).collect::<Vec<_>>(),
+            [Some(1), Some(2), Some(4)]
+        );
+    }
+
+    /// When the torn bytes cannot be cut, the segment is retired, its id skipped, and the
+    /// next segment is a new file: nothing is appended after a torn line, nothing live is
+    /// deleted.
+    #[test]
+    fn a_torn_write_that_cannot_be_cut_retires_the_segment_under_its_own_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = Utc::now();
+        let log = EventLog::open(dir.path(), default_retention()).unwrap();
+        let a = log.append("KNYC", "observation", json!({"n": 1}), now).unwrap();
+        log.lock().fault = Some(WriteFault { torn: 20, truncate_fails: true });
+        assert!(log.append("KNYC", "observation", json!({"n": 2}), now).is_err());
+        let b = log.append("KNYC", "observation", json!({"n": 3}), now).unwrap();
+        assert!(b.id > a.id + 1, "the torn line's id is skipped: {}", b.id);
+        assert_eq!(segment_files(dir.path()).len(), 2);
+        // The first line of a fresh segment, torn and not cut: retired and removed (it has
+        // no event), and the next append gets a file of its own.
+        drop(log);
+        let log = EventLog::open(dir.path(), default_retention()).unwrap();
+        log.lock().fault = Some(WriteFault { torn: 20, truncate_fails: true });
+        assert!(log.append("KNYC", "observation", json!({"n": 4}), now).is_err());
+        let c = log.append("KNYC", "observation", json!({"n": 5}), now).unwrap();
+        let d = log.append("KNYC", "observation", json!({"n": 6}), now).unwrap();
+        drop(log);
+        let log = EventLog::open(dir.path(), default_retention()).unwrap();
+        assert_eq!(ids(log.replay_after("0", &stations(&["KNYC"]))), vec![a.id, b.id, c.id, d.id]);
+    }
+
+    /// A segment that cannot be read (here a directory where a file should be: every read
+    /// fails) no longer stops the log from opening. Its ids, and the ones before them,
+    /// replay as Expired; the segments after it replay as before.
+    #[test]
+    fn an_unreadable_segment_is_skipped_and_its_ids_expire() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = Utc::now();
+        {
+            let log = EventLog::open(dir.path(), default_retention()).unwrap();
+            for _ in 0..3 {
+                log.append("KNYC", "observation", json!({}), now).unwrap();
+            }
+        }
+        let after: Vec<u64> = {
+            let log = EventLog::open(dir.path(), default_retention()).unwrap();
+            (0..3).map(|_| log.append("KNYC", "observation", json!({}), now).unwrap().id).collect()
+        };
+        assert_eq!(after[0], ID_BLOCK + 1);
+        fs::create_dir(dir.path().join(format!("{SEGMENT_PREFIX}{:020}{SEGMENT_SUFFIX}", 500))).unwrap();
+        let log = EventLog::open(dir.path(), default_retention()).unwrap();
+        let knyc = stations(&["KNYC"]);
+        assert!(matches!(log.replay_after("0", &knyc), Replay::Expired));
+        assert!(matches!(log.replay_after("3", &knyc), Replay::Expired));
+        assert!(matches!(log.replay_after("700", &knyc), Replay::Expired));
+        assert_eq!(ids(log.replay_after(&ID_BLOCK.to_string(), &knyc)), after);
+        drop(log);
+
+        // The newest segment unreadable: everything up to the reservation is expired and a
+        // fresh client starts after it.
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let log = EventLog::open(dir.path(), default_retention()).unwrap();
+            log.append("KNYC", "observation", json!({}), now).unwrap();
+        }
+        fs::create_dir(dir.path().join(format!("{SEGMENT_PREFIX}{:020}{SEGMENT_SUFFIX}", 2))).unwrap();
+        let log = EventLog::open(dir.path(), default_retention()).unwrap();
+        assert!(matches!(log.replay_after("1", &knyc), Replay::Expired));
+        assert_eq!(log.last_id(), ID_BLOCK);
+        let next = log.append("KNYC", "observation", json!({}), now).unwrap();
+        assert_eq!(ids(log.replay_after(&ID_BLOCK.to_string(), &knyc)), vec![next.id]);
+    }
+
+    /// A line longer than an event may be (a garbage file without line ends) is read
+    /// through a bounded buffer and skipped; the lines after it are indexed at their offsets.
+    #[test]
+    fn an_overlong_line_is_skipped_without_reading_it_into_memory() {
+        let mut input = vec![b'x'; MAX_EVENT_BYTES + 100];
+        input.extend_from_slice(b"\nab\n");
+        let mut reader = BufReader::with_capacity(64 * 1024, &input[..]);
+        let mut buf = Vec::new();
+        let limit = 1024;
+        assert_eq!(read_line_limited(&mut reader, &mut buf, limit).unwrap(), MAX_EVENT_BYTES as u64 + 101);
+        assert_eq!(buf.len(), limit);
+        assert!(buf.capacity() < 4 * limit, "{}", buf.capacity());
+        buf.clear();
+        assert_eq!(read_line_limited(&mut reader, &mut buf, limit).unwrap(), 3);
+        assert_eq!(buf, b"ab\n");
+        buf.clear();
+        assert_eq!(read_line_limited(&mut reader, &mut buf, limit).unwrap(), 0);
+
+        let dir = tempfile::tempdir().unwrap();
+        let now = Utc::now();
+        let good = {
+            let log = EventLog::open(dir.path(), default_retention()).unwrap();
+            log.append("KNYC", "observation", json!({"v": 1}), now).unwrap()
+        };
+        let path = dir.path().join(segment_files(dir.path())[0].clone());
+        let line = fs::read(&path).unwrap();
+        let mut text = vec![b'y'; MAX_EVENT_BYTES + 10];
+        text.push(b'\n');
+        text.extend_from_slice(&line);
+        fs::write(&path, text).unwrap();
+        let log = EventLog::open(dir.path(), default_retention()).unwrap();
+        assert_same_events(&events(log.replay_after("0", &stations(&["KNYC"]))), &[&good]);
     }
 }

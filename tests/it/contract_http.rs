@@ -2,7 +2,7 @@
 //! old and from memory, no-data quality, JSON numbers, codes outside the catalog, the
 //! ingest body cap, the Bearer scheme, the stream's address and US-only NWS forecasts.
 
-use std::time::Instant;
+use std::time::{Duration as StdDuration, Instant};
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -17,8 +17,13 @@ use crate::http::{now0, App};
 /// Stores METAR lines of March 2026 straight into the lake (as `wxlake ingest` does),
 /// bypassing the server's hot state.
 async fn into_lake(app: &App, lines: &str) {
+    into_lake_in(app, (2026, 3), lines).await;
+}
+
+/// [`into_lake`] for METAR lines of another month.
+async fn into_lake_in(app: &App, month: (i32, u32), lines: &str) {
     let mut s = wxlake::ingest::Summary::default();
-    let opts = wxlake::ingest::IngestOptions { month: Some((2026, 3)), ..Default::default() };
+    let opts = wxlake::ingest::IngestOptions { month: Some(month), ..Default::default() };
     wxlake::ingest::ingest_bytes(app.state.lake(), wxlake::ingest::Format::Metar, "t", lines.as_bytes(), &opts, &mut s)
         .await
         .unwrap();
@@ -45,8 +50,13 @@ async fn latest_is_the_newest_observation_however_old() {
     assert_eq!(s, StatusCode::NOT_FOUND, "nothing at all: {v}");
     assert!(v["error"].is_string() && v["details"].is_string());
 
-    // A week old, in the lake only.
+    // A week old, in the lake only (written by another process): "none" is kept for the
+    // TTL, so the row shows once it has passed.
     into_lake(&app, "KNYC 011451Z 27008KT 10SM FEW250 03/M06 A3021 RMK AO2 SLP231 T00281061\n").await;
+    let (s, _) = app.get(LATEST).await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "within the TTL");
+    app.state.latest.set_ttl(StdDuration::from_millis(50));
+    tokio::time::sleep(StdDuration::from_millis(60)).await;
     let (s, v) = app.get(LATEST).await;
     assert_eq!(s, StatusCode::OK, "{v}");
     assert_eq!(v["observation_time"], "2026-03-01 14:51:00");
@@ -71,6 +81,58 @@ async fn latest_is_the_newest_observation_however_old() {
     let (_, v) = app.get(LATEST).await;
     assert_eq!(v["observation_time"], "2026-03-08 17:51:00");
     assert_eq!(v["temperature"].as_f64(), Some(8.9));
+}
+
+/// Rows another process (`wxlake ingest`) writes to the lake while `serve` runs show in
+/// latest (v2, v1) and nearby within the TTL, even when the hot state has a recent latest
+/// (before, the lake was never asked then). The memory answer does not wait for the lake.
+#[tokio::test]
+async fn latest_sees_lake_rows_written_by_another_process() {
+    let app = App::new().await;
+    app.state.latest.set_ttl(StdDuration::from_millis(100));
+    let (s, _) =
+        app.ingest("metar", "month=2026-03", "KNYC 081751Z 27008KT 10SM CLR 09/M06 A3021 RMK AO2 T00891061\n").await;
+    assert_eq!(s, StatusCode::ACCEPTED);
+    let (_, v) = app.get(LATEST).await;
+    assert_eq!(v["observation_time"], "2026-03-08 17:51:00");
+    into_lake(&app, "KNYC 081756Z 27009KT 10SM CLR 10/M06 A3021 RMK AO2 T01001061\n").await;
+    let mut seen = Value::Null;
+    for _ in 0..100 {
+        let (s, v) = app.get(LATEST).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+        seen = v["observation_time"].clone();
+        if seen == "2026-03-08 17:56:00" {
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(50)).await;
+    }
+    assert_eq!(seen, "2026-03-08 17:56:00", "the lake's newer row never showed");
+    let (_, v1) = app.get("/api/v1/observations.php?station_code=KNYC&mode=latest").await;
+    assert_eq!(v1["observation_time"], "2026-03-08T17:56:00Z");
+    let (_, near) = app.get("/api/v2/nearby.php?stations=KNYC").await;
+    assert_eq!(near["stations"][0]["latest"]["observation_time"], "2026-03-08 17:56:00");
+}
+
+/// The lake lookup of latest is cheap: "none" is kept for the TTL (one lookup, not one
+/// per request), and it reads the newest partitions first, stopping at the first that
+/// holds the station (an unreadable older partition is never read; before, a row older
+/// than ten days meant a scan of the whole table).
+#[tokio::test]
+async fn latest_lake_lookup_is_cached_and_reads_the_newest_partitions_first() {
+    let app = App::new().await;
+    into_lake_in(&app, (2026, 2), "KNYC 011451Z 27008KT 10SM FEW250 03/M06 A3021 RMK AO2 SLP231 T00281061\n").await;
+    let before = app.state.latest.lookups();
+    for _ in 0..5 {
+        let (s, _) = app.get("/api/v2/observations.php?station_code=KMDW&mode=latest").await;
+        assert_eq!(s, StatusCode::NOT_FOUND);
+    }
+    assert_eq!(app.state.latest.lookups() - before, 1, "no row is kept for the TTL too");
+    let dir = app.state.lake().location.local_dir.clone().unwrap().join("observations/date=2026-01-15");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("part-broken.parquet"), b"PAR1 this is not parquet").unwrap();
+    let (s, v) = app.get(LATEST).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!(v["observation_time"], "2026-02-01 14:51:00");
 }
 
 /// A station in the hot state is answered from memory: with the lake's partition of the

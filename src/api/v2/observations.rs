@@ -1,15 +1,23 @@
 //! `GET /api/v2/observations.php`: latest, svc_high (both logics) and history.
 //!
 //! `mode=latest` is the station's most recent observation however old (its
-//! `observation_time` says how old). It is a hot-path read answered from memory: the hot
-//! state holds every observation of the lake's last [`REBUILD_WINDOW`] and every one
-//! ingested since, so a latest observation younger than that is the answer. Only a station
-//! whose latest is older (down for days, or known from a backfill only) asks the lake for
-//! its newest row, and that answer is kept for [`LATEST_LAKE_TTL`] (rows another process
-//! writes to the lake show within that time; a station with no row at all is asked again
-//! on every request, so its first rows show at once).
+//! `observation_time` says how old): the newer of the hot state's latest and the lake's
+//! newest row of the station. The hot state holds every observation of the lake's last
+//! [`REBUILD_WINDOW`] and every one this process ingested since; the lake's newest row
+//! also sees rows another process (`wxlake ingest`) wrote while `serve` runs. The lake's
+//! answer, "none" included, is kept per station for [`LATEST_LAKE_TTL`], so such rows
+//! show in `latest` (v1 and v2) and `nearby` within a minute.
+//!
+//! The memory answer stays the fast path: when the hot state has a recent latest, the
+//! request never waits for the lake; a stale lake answer is served while it is refreshed
+//! in the background (one refresh per station at a time, at most once per TTL). Only a
+//! station with no recent observation in memory waits for the lake, once per TTL. The lake lookup reads the
+//! `date` partitions newest first, in groups of 1, 2, 4, ... partitions, and stops at the
+//! first group that holds the station: a recent row costs a scan of one day.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration as StdDuration;
 
 use axum::extract::{Query, State};
@@ -19,6 +27,7 @@ use chrono::{DateTime, Duration, NaiveDate, Utc};
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::TimestampMicrosecondType;
 use serde::Serialize;
+use tracing::warn;
 use utoipa::ToSchema;
 
 use super::forecasts::lit;
@@ -273,13 +282,53 @@ pub fn no_observation(station: &Station) -> ApiError {
     )
 }
 
-/// How long the lake's newest observation of a station stays in memory (stations whose
-/// hot state has nothing recent).
+/// How long the lake's newest observation of a station (or "none") stays in memory: rows
+/// another process writes to the lake show in `latest` within this time.
 pub const LATEST_LAKE_TTL: StdDuration = StdDuration::from_secs(60);
 
-/// The lake's newest observation per station, with its day's reports.
-#[derive(Default)]
-pub struct LatestCache(HotCache<String, Option<(Metar, WithReports)>>);
+/// The lake's newest observation per station, with its day's reports (`None`: the lake
+/// has no row of the station), kept for [`LATEST_LAKE_TTL`].
+pub struct LatestCache {
+    lake: HotCache<String, Option<(Metar, WithReports)>>,
+    /// Stations whose background refresh is running.
+    refreshing: Mutex<HashSet<String>>,
+    /// The TTL in milliseconds ([`LATEST_LAKE_TTL`] unless set).
+    ttl_ms: AtomicU64,
+    /// Lake lookups run so far (monitoring, tests).
+    lookups: AtomicU64,
+}
+
+impl Default for LatestCache {
+    fn default() -> Self {
+        LatestCache {
+            lake: HotCache::default(),
+            refreshing: Mutex::new(HashSet::new()),
+            ttl_ms: AtomicU64::new(LATEST_LAKE_TTL.as_millis() as u64),
+            lookups: AtomicU64::new(0),
+        }
+    }
+}
+
+impl LatestCache {
+    /// How long a lake answer is kept.
+    pub fn ttl(&self) -> StdDuration {
+        StdDuration::from_millis(self.ttl_ms.load(Ordering::Relaxed))
+    }
+
+    /// Changes how long a lake answer is kept (tests; the default is [`LATEST_LAKE_TTL`]).
+    pub fn set_ttl(&self, ttl: StdDuration) {
+        self.ttl_ms.store(ttl.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// How many lake lookups ran (each is at most one per station per TTL).
+    pub fn lookups(&self) -> u64 {
+        self.lookups.load(Ordering::Relaxed)
+    }
+
+    fn refreshing(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.refreshing.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
 
 /// The order of "latest" (the live engine's): time, then a correction over the original,
 /// then the raw text so that the choice never depends on read order.
@@ -304,37 +353,95 @@ pub async fn latest_observation(state: &AppState, station: &Station) -> ApiResul
             })
         })
         .flatten();
-    if hot.as_ref().is_some_and(|(m, _)| m.time >= state.now() - REBUILD_WINDOW) {
-        return Ok(hot);
-    }
-    let lake = state.latest.0.get_or_load(&station.code, 0, LATEST_LAKE_TTL, || newest_in_lake(state, station)).await?;
-    if lake.is_none() {
-        // "Nothing yet" is not kept: the station's first rows must show at once.
-        state.latest.0.remove(&station.code);
-    }
-    Ok(match (hot, lake.as_ref()) {
+    let cache = &state.latest;
+    let ttl = cache.ttl();
+    let lake = if hot.as_ref().is_some_and(|(m, _)| m.time >= state.now() - REBUILD_WINDOW) {
+        // The fast path: never wait for the lake. A stale answer still counts until the
+        // refresh replaces it (latest must not step back to an older memory row).
+        let cached = cache.lake.peek(&station.code, 0, ttl);
+        if !cached.as_ref().is_some_and(|(_, fresh)| *fresh) {
+            refresh_in_background(state, station);
+        }
+        cached.map(|(v, _)| v)
+    } else {
+        Some(cache.lake.get_or_load(&station.code, 0, ttl, || newest_in_lake(state, station)).await?)
+    };
+    Ok(match (hot, lake.as_deref().and_then(Option::as_ref)) {
         (Some(h), Some(l)) if latest_key(&l.0) > latest_key(&h.0) => Some(l.clone()),
         (Some(h), _) => Some(h),
-        (None, l) => l.clone(),
+        (None, l) => l.cloned(),
     })
 }
 
-/// The lake's newest observation of the station, however old: the recent partitions
-/// first (one small scan in the usual case), then the whole table.
+/// Looks the station's newest lake row up off the request path, unless a lookup for it
+/// is already running. A failed lookup is kept as "none" for the TTL (the memory answer
+/// stands; the lake is not asked again on every request).
+fn refresh_in_background(state: &AppState, station: &Station) {
+    if !state.latest.refreshing().insert(station.code.clone()) {
+        return;
+    }
+    /// Ends the station's refresh however the task ends (a panic included), so a later
+    /// request can start the next one.
+    struct Running(AppState, String);
+    impl Drop for Running {
+        fn drop(&mut self) {
+            self.0.latest.refreshing().remove(&self.1);
+        }
+    }
+    let running = Running(state.clone(), station.code.clone());
+    let station = station.clone();
+    tokio::spawn(async move {
+        let state = &running.0;
+        let cache = &state.latest;
+        let loaded = cache.lake.get_or_load(&station.code, 0, cache.ttl(), || newest_in_lake(state, &station)).await;
+        if let Err(e) = loaded {
+            warn!(station = %station.code, error = %e.body.error, "latest: the lake's newest observation cannot be read");
+            cache.lake.insert(station.code.clone(), 0, None);
+        }
+        drop(running);
+    });
+}
+
+/// The `date` partitions of the observations, newest first.
+async fn observation_dates(state: &AppState) -> ApiResult<Vec<NaiveDate>> {
+    let lake = state.lake();
+    let listing =
+        lake.store().list_with_delimiter(Some(&lake.table_path("observations"))).await.map_err(ApiError::internal)?;
+    let mut dates: Vec<NaiveDate> = listing
+        .common_prefixes
+        .iter()
+        .filter_map(|p| p.filename())
+        .filter_map(|part| part.strip_prefix("date=").and_then(|d| NaiveDate::parse_from_str(d, "%Y-%m-%d").ok()))
+        .collect();
+    dates.sort_unstable_by(|a, b| b.cmp(a));
+    dates.dedup();
+    Ok(dates)
+}
+
+/// The lake's newest observation of the station, however old: the `date` partitions
+/// newest first, in groups of 1, 2, 4, ... partitions (each query prunes to its group),
+/// stopping at the first group that holds the station. A recent row costs one day's
+/// scan; a station with no row at all costs one pass over the table, which the caller
+/// keeps for the TTL.
 async fn newest_in_lake(state: &AppState, station: &Station) -> ApiResult<Option<(Metar, WithReports)>> {
-    let recent = (state.now() - Duration::days(10)).date_naive();
-    for since in [Some(recent), None] {
-        let partitions = since.map(|d| format!(" AND date >= '{d}'")).unwrap_or_default();
+    state.latest.lookups.fetch_add(1, Ordering::Relaxed);
+    let dates = observation_dates(state).await?;
+    let (mut start, mut width) = (0usize, 1usize);
+    while start < dates.len() {
+        let group = &dates[start..(start + width).min(dates.len())];
+        let (newest, oldest) = (group[0], group[group.len() - 1]);
+        start += group.len();
+        width *= 2;
         let sql = format!(
-            "SELECT max(observation_time) FROM observations WHERE station_code = {}{partitions}",
+            "SELECT max(observation_time) FROM observations WHERE station_code = {} AND date >= '{oldest}' AND date <= '{newest}'",
             lit(&station.code)
         );
         let batches = state.live.ctx.sql(&sql).await?.collect().await?;
-        let newest = batches.iter().find(|b| b.num_rows() > 0).and_then(|b| {
-            let t = b.column(0).as_primitive::<TimestampMicrosecondType>();
+        let found = batches.iter().find(|b| b.num_rows() > 0).and_then(|b| {
+            let t = b.column(0).as_primitive_opt::<TimestampMicrosecondType>()?;
             t.is_valid(0).then(|| t.value(0))
         });
-        let Some(t) = newest.and_then(DateTime::from_timestamp_micros) else { continue };
+        let Some(t) = found.and_then(DateTime::from_timestamp_micros) else { continue };
         let (obs, _, mut reports) =
             load_window(&state.live.ctx, Some(&station.code), t, t + Duration::seconds(1)).await?;
         state.live.hot.read(&station.code, |h| reports.extend(h.reports.iter().cloned()));
