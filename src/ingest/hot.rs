@@ -48,7 +48,7 @@ pub enum Applied {
         /// The station's extremes of the observation's day right after it, per logic
         /// (`nws`, `wu`), when asked for ([`Snapshot::At`]): what its stream payload shows,
         /// whatever was applied after it by the time the payload is built.
-        after: Option<[Option<DayExtremes>; 2]>,
+        after: Option<Box<[Option<DayExtremes>; 2]>>,
     },
     OneMinute {
         station: String,
@@ -126,7 +126,7 @@ impl HotState {
             let after = match snapshot {
                 Snapshot::Skip => None,
                 Snapshot::At(now) => {
-                    Some([Logic::Nws, Logic::Wu].map(|l| h.live.extremes(l, h.live.day_of(l, m.time), now)))
+                    Some(Box::new([Logic::Nws, Logic::Wu].map(|l| h.live.extremes(l, h.live.day_of(l, m.time), now))))
                 }
             };
             Applied::Observation { station: m.station.clone(), metar: m.clone(), events, after }

@@ -177,7 +177,7 @@ pub fn events_for(live: &LiveService, applied: &Applied) -> Vec<(String, &'stati
                     let recent =
                         Logic::ALL.iter().any(|&l| is_live_day(h.live.day_of(l, metar.time), h.live.day_of(l, now)));
                     recent.then(|| match after {
-                        Some([nws, wu]) => (nws.clone(), wu.clone()),
+                        Some(after) => (after[0].clone(), after[1].clone()),
                         None => {
                             let day = |l| h.live.day_of(l, metar.time);
                             (
