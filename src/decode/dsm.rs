@@ -513,15 +513,7 @@ mod tests {
         let d = decode_dsm_with_year(&utf16, reference());
         assert_eq!((d.records.len(), d.errors.len()), (0, 1), "{:?}", d.errors);
         assert!(d.errors[0].reason.starts_with("input is UTF-16LE text (every other byte is NUL)"), "{:?}", d.errors);
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let binary: Vec<u8> = (0..4096)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x >> 24) as u8
-            })
-            .collect();
+        let binary = crate::decode::testrand::bytes(0x9E37_79B9_7F4A_7C15, 4096);
         let d = decode_dsm_with_year(&binary, reference());
         assert_eq!(d.errors.len(), 1);
         assert!(d.errors[0].reason.starts_with("input is binary, not text"), "{:?}", d.errors);

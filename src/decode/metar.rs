@@ -1312,17 +1312,10 @@ mod tests {
             let _ = parse_metar(&full[..i], utc(2024, 3, 1, 0, 0));
         }
         // Pseudo-random bytes (xorshift), lossily decoded like a decoder's input would be.
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = crate::decode::testrand::xorshift(0x9E37_79B9_7F4A_7C15);
         let mut errors = 0;
         for _ in 0..2000 {
-            let bytes: Vec<u8> = (0..64)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    (x >> 24) as u8
-                })
-                .collect();
+            let bytes: Vec<u8> = (0..64).map(|_| (next() >> 24) as u8).collect();
             let text = String::from_utf8_lossy(&bytes);
             errors += usize::from(parse_metar(&text, utc(2024, 3, 1, 0, 0)).is_err());
         }

@@ -50,6 +50,7 @@ pub fn parse_f64(s: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode::testrand::xorshift;
 
     fn same(s: &str) {
         let want = s.parse::<f64>().ok();
@@ -95,16 +96,6 @@ mod tests {
             "١٢",
         ] {
             same(s);
-        }
-    }
-
-    /// A deterministic xorshift generator.
-    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
-        move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
         }
     }
 

@@ -214,16 +214,7 @@ mod tests {
         let e = input_text(&[0x1F, 0x8B, 8, 0, 0, 0, 0, 0]).unwrap_err();
         assert_eq!(e.to_string(), "input is gzip-compressed data, not text");
         assert_eq!(input_text(b"PAR1\x15\x04").unwrap_err(), NotText::Container("Parquet"));
-        // Pseudo-random bytes (xorshift).
-        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-        let bytes: Vec<u8> = (0..20_000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x >> 32) as u8
-            })
-            .collect();
+        let bytes = crate::decode::testrand::bytes(0x2545_F491_4F6C_DD1D, 20_000);
         let e = input_text(&bytes).unwrap_err();
         let NotText::Binary { bad, sample, .. } = &e else { panic!("{e:?}") };
         assert_eq!(*sample, SNIFF_BYTES);
