@@ -500,35 +500,14 @@ fn sha256(secret: &str) -> [u8; 32] {
 }
 
 fn to_hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(char::from(DIGITS[usize::from(b >> 4)]));
-        s.push(char::from(DIGITS[usize::from(b & 0x0f)]));
-    }
-    s
+    hex::encode(bytes)
 }
 
 /// Parses 64 hex digits (either case) into a digest.
-fn parse_digest(hex: &str) -> Option<[u8; 32]> {
-    if hex.len() != 64 {
-        return None;
-    }
+fn parse_digest(digits: &str) -> Option<[u8; 32]> {
     let mut out = [0u8; 32];
-    for (o, pair) in out.iter_mut().zip(hex.as_bytes().chunks_exact(2)) {
-        let [hi, lo] = *pair else { return None };
-        *o = (nibble(hi)? << 4) | nibble(lo)?;
-    }
+    hex::decode_to_slice(digits, &mut out).ok()?;
     Some(out)
-}
-
-fn nibble(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        b'A'..=b'F' => Some(c - b'A' + 10),
-        _ => None,
-    }
 }
 
 fn millis(d: Duration) -> u64 {
