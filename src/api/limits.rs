@@ -237,7 +237,7 @@ impl RateLimiter {
 
     fn shard(&self, key_id: &str) -> &Mutex<Shard> {
         // Truncating the hash is fine: any bits pick a shard; the modulo keeps the index in range.
-        &self.shards[fnv1a(key_id.as_bytes()) as usize % SHARDS].0
+        &self.shards[shard_of(key_id)].0
     }
 }
 
@@ -281,9 +281,10 @@ fn decide(c: &mut Counters, limits: Limits, at: Moment) -> Decision {
     Decision { allowed: true, limit, remaining, reset_secs: reset, retry_after_secs: None, window }
 }
 
-/// FNV-1a: cheap and well spread over short ids, to pick a shard.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3))
+/// The shard of a key id: a fixed-seed hash (the same shard for the same key in every run).
+fn shard_of(key_id: &str) -> usize {
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::with_seed(0).hash_one(key_id) as usize % SHARDS
 }
 
 #[cfg(test)]
@@ -493,7 +494,6 @@ mod tests {
     fn keys_idle_for_a_day_are_forgotten() {
         let (clock, rl) = limiter(at(23, 59, 0));
         // Three ids in one shard, so one request sweeps them all.
-        let shard_of = |k: &str| fnv1a(k.as_bytes()) as usize % SHARDS;
         let ids: Vec<String> =
             (0..).map(|i| format!("k_{i:08x}")).filter(|k| shard_of(k) == shard_of("a")).take(2).collect();
         let (b, c) = (ids[0].as_str(), ids[1].as_str());
