@@ -1,7 +1,7 @@
 //! The hot path of raw forecast requests (`forecasts.php` with a `model`): the recent rows
 //! of one (location, model) held in memory as one Arrow batch sorted by run_time then
 //! valid_time, so a request is a filter and a JSON encoding instead of a DataFusion plan
-//! over a dozen Parquet files (measured 9.3 ms → see benches/README.md).
+//! over a dozen Parquet files (figures: benches/README.md, "Raw forecast requests").
 //!
 //! - An entry holds the run dates from [`RECENT_DAYS`] days before its load: every run that
 //!   can reach a window starting after that date minus the longest horizon. Older windows
