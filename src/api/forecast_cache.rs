@@ -23,7 +23,8 @@ use datafusion::arrow::datatypes::TimestampMicrosecondType;
 
 use super::error::{ApiError, ApiResult};
 use super::hot_cache::HotCache;
-use super::v2::forecasts::{lit, RAW_COLUMNS};
+use super::bound_sql::Bindings;
+use super::v2::forecasts::RAW_COLUMNS;
 use crate::ingest::live::LiveService;
 use crate::lake::schema::FORECASTS;
 
@@ -104,13 +105,15 @@ impl ForecastCache {
 
 async fn load(live: &LiveService, location: &str, model: &str) -> ApiResult<Entry> {
     let from_date = live.clock.now().date_naive() - Duration::days(RECENT_DAYS);
+    let mut b = Bindings::new();
     let sql = format!(
-        "SELECT {RAW_COLUMNS} FROM forecasts WHERE location_name = {} AND model = {} AND run_date >= '{from_date}' \
+        "SELECT {RAW_COLUMNS} FROM forecasts WHERE location_name = {} AND model = {} AND run_date >= {} \
          ORDER BY run_time, valid_time",
-        lit(location),
-        lit(model)
+        b.str(location),
+        b.str(model),
+        b.partition_date(from_date)
     );
-    let df = live.ctx.sql(&sql).await?;
+    let df = b.frame(&live.ctx, &sql).await?;
     let schema = Arc::clone(df.schema().inner());
     let batches = df.collect().await?;
     let rows = concat_batches(&schema, &batches).map_err(ApiError::internal)?;

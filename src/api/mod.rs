@@ -2,6 +2,7 @@
 //! OpenAPI document. One module per endpoint; every path lives in [`paths`].
 
 pub mod auth;
+pub mod bound_sql;
 pub mod docs;
 pub mod error;
 pub mod forecast_cache;

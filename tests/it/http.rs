@@ -300,3 +300,54 @@ async fn openapi_describes_every_route() {
     assert_eq!(s, StatusCode::OK);
     assert!(v.as_str().unwrap().contains("/openapi.json"));
 }
+
+/// Issue 16 item 1: a station code or model name carrying SQL (a quote, `--`, `;`) is a
+/// precise 400 in the spec's error format on every endpoint that takes one. The handlers
+/// bind request values as parameters (`api::bound_sql`), so such a value could never be
+/// read as SQL; the check here is that it is refused before any query at all.
+#[tokio::test]
+async fn sql_in_a_code_or_model_is_a_400_not_sql() {
+    let app = App::new().await;
+    let enterprise = app.key(Tier::Enterprise).to_string();
+    // Raw value, URL-encoded value.
+    let hostile = [
+        ("KNYC' OR '1'='1", "KNYC%27%20OR%20%271%27%3D%271"),
+        ("KNYC'--", "KNYC%27--"),
+        ("KNYC;DROP TABLE observations", "KNYC%3BDROP%20TABLE%20observations"),
+    ];
+    let win = "start_valid_time=2026-03-08T00:00:00Z&end_valid_time=2026-03-09T00:00:00Z";
+    for (raw, enc) in hostile {
+        let cases = [
+            (format!("/api/v2/observations.php?station_code={enc}&mode=latest"), format!("Unknown station: {raw}")),
+            (format!("/api/v2/precipitation.php?station_code={enc}"), format!("Unknown station: {raw}")),
+            (format!("/api/v2/nws_forecasts.php?station_code={enc}"), format!("Unknown station: {raw}")),
+            (
+                format!("/api/v2/daily_extremes.php?station_code={enc}&start_date=2026-03-01&end_date=2026-03-08"),
+                format!("Unknown station: {raw}"),
+            ),
+            (format!("/api/v2/pacing.php?station_code={enc}"), format!("Unknown station: {raw}")),
+            (format!("/api/v2/nearby.php?stations={enc}"), format!("Unknown station: {raw}")),
+            (format!("/api/v2/model_accuracy.php?station_code={enc}"), {
+                // The code is cut to 24 characters in the message.
+                format!("Invalid station_code: {}", raw.chars().take(24).collect::<String>())
+            }),
+            (format!("/api/v2/forecasts.php?location_name={enc}&{win}"), format!("Invalid location_name: {raw}")),
+            (format!("/api/v2/forecasts.php?location_name=KNYC&model={enc}&{win}"), format!("Unknown model: {raw}")),
+            (
+                format!("/api/v2/forecasts.php?location_name=KNYC&model={enc}&mode=daily"),
+                format!("Unknown model: {raw}"),
+            ),
+            (format!("/api/v2/model_accuracy.php?station_code=KNYC&model={enc}"), format!("Unknown model '{raw}'")),
+            (format!("/api/v1/observations.php?station_code={enc}&mode=latest"), format!("Unknown station: {raw}")),
+            (format!("/api/v1/forecasts.php?location_name={enc}&{win}"), format!("Invalid location_name: {raw}")),
+            (format!("/api/v1/forecasts.php?location_name=KNYC&model={enc}&{win}"), format!("Unknown model: {raw}")),
+        ];
+        for (uri, error) in cases {
+            let (s, _, v) = app.call("GET", &uri, Some(&enterprise), "").await;
+            assert_eq!(s, StatusCode::BAD_REQUEST, "{uri}: {v}");
+            assert_eq!(v["error"], error.as_str(), "{uri}");
+            let details = v["details"].as_str().unwrap_or_default();
+            assert!(!details.is_empty() && v.as_object().unwrap().len() == 2, "{uri}: {v}");
+        }
+    }
+}

@@ -6,10 +6,11 @@ use axum::Extension;
 use chrono::Duration;
 
 use crate::api::auth::Caller;
+use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json_stream::stream_array;
 use crate::api::params::Params;
-use crate::api::v2::forecasts::{lit, location_param, model_param};
+use crate::api::v2::forecasts::{location_param, model_param};
 use crate::api::AppState;
 
 #[utoipa::path(
@@ -42,16 +43,21 @@ pub async fn handler(
     if e < s {
         return Err(ApiError::bad_request("end_valid_time is before start_valid_time", fmt));
     }
-    let model_filter = model.map(|m| format!(" AND model = {}", lit(m))).unwrap_or_default();
+    let mut b = Bindings::new();
+    let mut filters = vec![format!("location_name = {}", b.str(&loc))];
+    if let Some(m) = model {
+        filters.push(format!("model = {}", b.str(m)));
+    }
+    filters.push(format!("valid_time >= {} AND valid_time <= {}", b.time(s), b.time(e)));
+    filters.push(format!(
+        "run_date >= {} AND run_date <= {}",
+        b.partition_date((s - Duration::days(17)).date_naive()),
+        b.partition_date(e.date_naive())
+    ));
     let sql = format!(
         "SELECT model, location_name, run_time, valid_time, forecast_hour, temperature_k, temperature_f, temperature_c \
-         FROM forecasts WHERE location_name = {}{model_filter} AND valid_time >= TIMESTAMP '{}' AND valid_time <= TIMESTAMP '{}' \
-         AND run_date >= '{}' AND run_date <= '{}' ORDER BY model, run_time, valid_time",
-        lit(&loc),
-        s.to_rfc3339(),
-        e.to_rfc3339(),
-        (s - Duration::days(17)).format("%Y-%m-%d"),
-        e.format("%Y-%m-%d"),
+         FROM forecasts WHERE {} ORDER BY model, run_time, valid_time",
+        filters.join(" AND ")
     );
-    stream_array(state.live.ctx.sql(&sql).await?).await
+    stream_array(b.frame(&state.live.ctx, &sql).await?).await
 }

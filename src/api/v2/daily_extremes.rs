@@ -13,7 +13,7 @@ use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Date32Type, Float64Type, TimestampMicrosecondType};
 
-use super::forecasts::lit;
+use crate::api::bound_sql::Bindings;
 use super::observations::{logic_param, svc_high, SvcHigh};
 use crate::api::auth::Caller;
 use crate::api::error::{ApiError, ApiResult};
@@ -86,15 +86,18 @@ async fn stored_days(
     from: NaiveDate,
     to: NaiveDate,
 ) -> ApiResult<BTreeMap<NaiveDate, SvcHigh>> {
+    let mut p = Bindings::new();
     let sql = format!(
         "SELECT date, high, low, high_time, low_time, anomaly, data_quality, is_final, high_source, low_source, \
-         high_valid_through, low_valid_through, high_sources, low_sources FROM daily_extremes WHERE station_code = {} AND logic = '{}' \
-         AND day_complete AND date >= DATE '{from}' AND date <= DATE '{to}'",
-        lit(&station.code),
-        logic.as_str(),
+         high_valid_through, low_valid_through, high_sources, low_sources FROM daily_extremes WHERE station_code = {} AND logic = {} \
+         AND day_complete AND date >= {} AND date <= {}",
+        p.str(&station.code),
+        p.str(logic.as_str()),
+        p.date(from),
+        p.date(to),
     );
     let mut out = BTreeMap::new();
-    for b in state.live.ctx.sql(&sql).await?.collect().await? {
+    for b in p.collect(&state.live.ctx, &sql).await? {
         for (date, row) in rows(&b, station, logic)? {
             out.insert(date, row);
         }

@@ -10,6 +10,7 @@ use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{Date32Type, Float64Type, Int64Type, TimestampMicrosecondType};
 
 use crate::api::auth::Caller;
+use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::json_stream::stream_array;
@@ -29,15 +30,6 @@ pub const RAW_COLUMNS: &str = "CAST(row_key / 2048 AS BIGINT) AS id, model, loca
     dew_point_f, dew_point_c, apparent_temp_f, apparent_temp_c, wind_speed_mph, wind_speed_kmh, \
     wind_direction_deg, wind_gusts_mph, wind_gusts_kmh, cloud_cover, precipitation_mm, precipitation_in, \
     weather_code, pressure_msl_hpa, surface_pressure_hpa, inserted_at";
-
-/// A SQL string literal.
-pub fn lit(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
-}
-
-fn ts(t: DateTime<Utc>) -> String {
-    format!("TIMESTAMP '{}'", t.format("%Y-%m-%dT%H:%M:%S%.6fZ"))
-}
 
 /// A `run` other than `latest`: an ISO 8601 run time.
 fn run_time(r: &str) -> Result<DateTime<Utc>, ApiError> {
@@ -125,35 +117,37 @@ pub async fn handler(
             return Ok(resp);
         }
     }
-    let mut filters = vec![format!("location_name = {}", lit(&loc))];
+    let mut b = Bindings::new();
+    let mut filters = vec![format!("location_name = {}", b.str(&loc))];
     if let Some(m) = model {
-        filters.push(format!("model = {}", lit(m)));
+        filters.push(format!("model = {}", b.str(m)));
     }
     let mut run_time_header = None;
-    match run {
+    let pinned = match run {
         Some("latest") => {
             let m = model.ok_or_else(|| ApiError::missing("model", "model is required with run=latest"))?;
             match latest_run(&state, m, &loc).await? {
                 None => return Ok(Json(Vec::<serde_json::Value>::new()).into_response()),
                 Some(rt) => {
-                    filters.push(format!("run_time = {} AND run_date = '{}'", ts(rt), rt.format("%Y-%m-%d")));
                     run_time_header = Some(rt);
+                    Some(rt)
                 }
             }
         }
-        Some(r) => {
-            let rt = run_time(r)?;
-            filters.push(format!("run_time = {} AND run_date = '{}'", ts(rt), rt.format("%Y-%m-%d")));
-        }
-        None => {}
+        Some(r) => Some(run_time(r)?),
+        None => None,
+    };
+    if let Some(rt) = pinned {
+        filters.push(format!("run_time = {} AND run_date = {}", b.time(rt), b.partition_date(rt.date_naive())));
     }
     if let Some((s, e)) = win {
-        filters.push(format!("valid_time >= {} AND valid_time <= {} AND run_time <= {}", ts(s), ts(e), ts(e)));
+        let (s_, e_) = (b.time(s), b.time(e));
+        filters.push(format!("valid_time >= {s_} AND valid_time <= {e_} AND run_time <= {e_}"));
         if run.is_none() {
             filters.push(format!(
-                "run_date >= '{}' AND run_date <= '{}'",
-                (s - Duration::days(MAX_REACH_DAYS)).format("%Y-%m-%d"),
-                e.format("%Y-%m-%d")
+                "run_date >= {} AND run_date <= {}",
+                b.partition_date((s - Duration::days(MAX_REACH_DAYS)).date_naive()),
+                b.partition_date(e.date_naive())
             ));
         }
     }
@@ -161,7 +155,7 @@ pub async fn handler(
         "SELECT {RAW_COLUMNS} FROM forecasts WHERE {} ORDER BY model, run_time, valid_time",
         filters.join(" AND ")
     );
-    let df = state.live.ctx.sql(&sql).await?;
+    let df = b.frame(&state.live.ctx, &sql).await?;
     let mut resp = stream_array(df).await?;
     if let Some(rt) = run_time_header {
         if let Ok(v) = HeaderValue::from_str(&rt.format("%Y-%m-%dT%H:%M:%SZ").to_string()) {
@@ -207,14 +201,15 @@ async fn from_cache(
 
 /// The most recent run of `model` at `loc`: the last few days first (cheap), then all.
 pub async fn latest_run(state: &AppState, model: &str, loc: &str) -> ApiResult<Option<DateTime<Utc>>> {
-    let recent = (state.now() - Duration::days(3)).format("%Y-%m-%d").to_string();
-    for extra in [format!(" AND run_date >= '{recent}'"), String::new()] {
-        let sql = format!(
-            "SELECT max(run_time) FROM forecasts WHERE model = {} AND location_name = {}{extra}",
-            lit(model),
-            lit(loc)
-        );
-        let batches = state.live.ctx.sql(&sql).await?.collect().await?;
+    let recent = (state.now() - Duration::days(3)).date_naive();
+    for only_recent in [true, false] {
+        let mut b = Bindings::new();
+        let mut sql =
+            format!("SELECT max(run_time) FROM forecasts WHERE model = {} AND location_name = {}", b.str(model), b.str(loc));
+        if only_recent {
+            sql += &format!(" AND run_date >= {}", b.partition_date(recent));
+        }
+        let batches = b.collect(&state.live.ctx, &sql).await?;
         if let Some(b) = batches.first() {
             let a = b.column(0).as_primitive::<TimestampMicrosecondType>();
             if !a.is_empty() && a.is_valid(0) {
@@ -242,16 +237,17 @@ async fn daily(
              only catalog stations have one",
         ));
     };
-    let mut filters = vec![format!("location_name = {}", lit(&station.code)), format!("tz_mode = {}", lit(tz_mode))];
+    let mut b = Bindings::new();
+    let mut filters = vec![format!("location_name = {}", b.str(&station.code)), format!("tz_mode = {}", b.str(tz_mode))];
     if let Some(m) = model {
-        filters.push(format!("model = {}", lit(m)));
+        filters.push(format!("model = {}", b.str(m)));
     }
     let win = window(p, true)?;
     if let Some((s, e)) = win {
         let clock = if tz_mode == "standard" { crate::time::DayClock::Standard } else { crate::time::DayClock::Civil };
         let (ds, de) =
             (crate::time::local_date(station.timezone, clock, s), crate::time::local_date(station.timezone, clock, e));
-        filters.push(format!("date >= DATE '{ds}' AND date <= DATE '{de}'"));
+        filters.push(format!("date >= {} AND date <= {}", b.date(ds), b.date(de)));
     }
     let base = filters.join(" AND ");
     let run_filter = match run {
@@ -260,14 +256,14 @@ async fn daily(
             .to_string(),
         Some(r) => {
             let rt = run_time(r)?;
-            format!("run_time = {}", ts(rt))
+            format!("run_time = {}", b.time(rt))
         }
     };
     let sql = format!(
         "SELECT model, date, timezone, tz_mode, run_time, points_used, high_f, low_f, high_c, low_c \
          FROM forecast_daily d WHERE {base} AND {run_filter} ORDER BY model, date"
     );
-    let batches = state.live.ctx.sql(&sql).await?.collect().await?;
+    let batches = b.collect(&state.live.ctx, &sql).await?;
     let us = station.is_us();
     let mut rows = Vec::new();
     let mut runs: Vec<String> = Vec::new();

@@ -31,7 +31,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use utoipa::ToSchema;
 
-use super::forecasts::lit;
+use crate::api::bound_sql::Bindings;
 use crate::api::auth::{require_premium, Caller};
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::hot_cache::HotCache;
@@ -169,8 +169,11 @@ fn station_param(p: &Params) -> Result<(String, Option<&'static Station>), ApiEr
     Ok((code, None))
 }
 
-async fn query(ctx: &SessionContext, sql: &str) -> ApiResult<Vec<RecordBatch>> {
-    Ok(ctx.sql(sql).await?.collect().await?)
+/// Runs `sql` with the station code bound to `$1`.
+async fn query(ctx: &SessionContext, code: &str, sql: &str) -> ApiResult<Vec<RecordBatch>> {
+    let mut b = Bindings::new();
+    b.str(code);
+    b.collect(ctx, sql).await
 }
 
 fn strings(b: &RecordBatch, i: usize) -> ApiResult<datafusion::arrow::array::ArrayRef> {
@@ -182,15 +185,13 @@ fn date_of(days: i32) -> NaiveDate {
 }
 
 async fn load(ctx: &SessionContext, code: &str) -> ApiResult<StationAccuracy> {
-    let st = lit(code);
     let mut out = StationAccuracy::default();
     let cells = query(
         ctx,
-        &format!(
-            "SELECT window_days, lead_days, target, model, run_label, n, sum_error, sum_abs_error, sum_sq_error, \
-             day_bits_lo, day_bits_hi, as_of, computed_at FROM model_accuracy \
-             WHERE station_code = {st} AND scope = 'per_model_run'"
-        ),
+        code,
+        "SELECT window_days, lead_days, target, model, run_label, n, sum_error, sum_abs_error, sum_sq_error, \
+         day_bits_lo, day_bits_hi, as_of, computed_at FROM model_accuracy \
+         WHERE station_code = $1 AND scope = 'per_model_run'",
     )
     .await?;
     for b in &cells {
@@ -222,10 +223,9 @@ async fn load(ctx: &SessionContext, code: &str) -> ApiResult<StationAccuracy> {
     }
     let trends = query(
         ctx,
-        &format!(
-            "SELECT lead_days, target, model, run_label, date, n, sum_error, sum_abs_error, sum_sq_error \
-             FROM accuracy_trends WHERE station_code = {st} AND scope = 'per_model_run'"
-        ),
+        code,
+        "SELECT lead_days, target, model, run_label, date, n, sum_error, sum_abs_error, sum_sq_error \
+         FROM accuracy_trends WHERE station_code = $1 AND scope = 'per_model_run'",
     )
     .await?;
     for b in &trends {
@@ -250,10 +250,9 @@ async fn load(ctx: &SessionContext, code: &str) -> ApiResult<StationAccuracy> {
     }
     let detail = query(
         ctx,
-        &format!(
-            "SELECT date, lead_days, target, model, run_label, run_time, forecast, observed \
-             FROM accuracy_daily_detail WHERE station_code = {st}"
-        ),
+        code,
+        "SELECT date, lead_days, target, model, run_label, run_time, forecast, observed \
+         FROM accuracy_daily_detail WHERE station_code = $1",
     )
     .await?;
     for b in &detail {

@@ -14,7 +14,7 @@ use datafusion::arrow::datatypes::{Float64Type, TimestampMicrosecondType};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::forecasts::lit;
+use crate::api::bound_sql::Bindings;
 use crate::api::auth::Caller;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
@@ -72,19 +72,20 @@ fn version(n: usize, generated_at: DateTime<Utc>, temps: Vec<Option<i64>>) -> Nw
 /// before it is not a new version).
 pub async fn versions(state: &AppState, station: &Station, date: NaiveDate) -> ApiResult<Vec<NwsVersion>> {
     let w = day_window(station.timezone, DayClock::Standard, date);
+    let mut p = Bindings::new();
     let sql = format!(
         "SELECT generated_at, start_time, temperature_f FROM nws_hourly WHERE station_code = {} \
-         AND date >= '{}' AND date <= '{}' AND start_time >= TIMESTAMP '{}' AND start_time <= TIMESTAMP '{}' \
-         AND generated_at < TIMESTAMP '{}' ORDER BY generated_at, start_time",
-        lit(&station.code),
-        date - Duration::days(8),
-        date + Duration::days(1),
-        w.start.to_rfc3339(),
-        (w.start + Duration::hours(24)).to_rfc3339(),
-        w.end.to_rfc3339(),
+         AND date >= {} AND date <= {} AND start_time >= {} AND start_time <= {} \
+         AND generated_at < {} ORDER BY generated_at, start_time",
+        p.str(&station.code),
+        p.partition_date(date - Duration::days(8)),
+        p.partition_date(date + Duration::days(1)),
+        p.time(w.start),
+        p.time(w.start + Duration::hours(24)),
+        p.time(w.end),
     );
     let mut by_version: BTreeMap<DateTime<Utc>, BTreeMap<DateTime<Utc>, f64>> = BTreeMap::new();
-    for b in state.live.ctx.sql(&sql).await?.collect().await? {
+    for b in p.collect(&state.live.ctx, &sql).await? {
         let g = b.column(0).as_primitive::<TimestampMicrosecondType>();
         let s = b.column(1).as_primitive::<TimestampMicrosecondType>();
         let f = b.column(2).as_primitive::<Float64Type>();

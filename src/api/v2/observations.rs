@@ -30,7 +30,7 @@ use serde::Serialize;
 use tracing::warn;
 use utoipa::ToSchema;
 
-use super::forecasts::lit;
+use crate::api::bound_sql::Bindings;
 use crate::api::auth::Caller;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::hot_cache::HotCache;
@@ -432,11 +432,14 @@ async fn newest_in_lake(state: &AppState, station: &Station) -> ApiResult<Option
         let (newest, oldest) = (group[0], group[group.len() - 1]);
         start += group.len();
         width *= 2;
+        let mut p = Bindings::new();
         let sql = format!(
-            "SELECT max(observation_time) FROM observations WHERE station_code = {} AND date >= '{oldest}' AND date <= '{newest}'",
-            lit(&station.code)
+            "SELECT max(observation_time) FROM observations WHERE station_code = {} AND date >= {} AND date <= {}",
+            p.str(&station.code),
+            p.partition_date(oldest),
+            p.partition_date(newest)
         );
-        let batches = state.live.ctx.sql(&sql).await?.collect().await?;
+        let batches = p.collect(&state.live.ctx, &sql).await?;
         let found = batches.iter().find(|b| b.num_rows() > 0).and_then(|b| {
             let t = b.column(0).as_primitive_opt::<TimestampMicrosecondType>()?;
             t.is_valid(0).then(|| t.value(0))

@@ -15,7 +15,7 @@ use datafusion::arrow::datatypes::{Float64Type, TimestampMicrosecondType};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::forecasts::lit;
+use crate::api::bound_sql::Bindings;
 use super::observations::{history, logic_param};
 use crate::api::auth::{require_premium, Caller};
 use crate::api::error::{ApiError, ApiResult};
@@ -159,21 +159,21 @@ pub async fn handler(
     let unit_col = if station.units == Units::Fahrenheit { "temperature_f" } else { "temperature_c" };
 
     // Each model's latest run, then that run's points around the contract day.
-    let recent = (now - Duration::days(3)).format("%Y-%m-%d");
+    let mut p = Bindings::new();
+    let (loc, recent, now_) =
+        (p.str(&station.code), p.partition_date((now - Duration::days(3)).date_naive()), p.time(now));
     let sql = format!(
         "WITH latest AS (SELECT model, max(run_time) AS rt FROM forecasts WHERE location_name = {loc} \
-           AND run_date >= '{recent}' AND run_time <= TIMESTAMP '{now}' GROUP BY model) \
+           AND run_date >= {recent} AND run_time <= {now_} GROUP BY model) \
          SELECT f.model, f.run_time, f.valid_time, f.{unit_col} FROM forecasts f JOIN latest l \
            ON f.model = l.model AND f.run_time = l.rt \
-         WHERE f.location_name = {loc} AND f.run_date >= '{recent}' \
-           AND f.valid_time >= TIMESTAMP '{from}' AND f.valid_time <= TIMESTAMP '{to}' ORDER BY f.model, f.valid_time",
-        loc = lit(&station.code),
-        now = now.to_rfc3339(),
-        from = (w.start.min(m.time) - Duration::hours(6)).to_rfc3339(),
-        to = (w.end + Duration::hours(6)).to_rfc3339(),
+         WHERE f.location_name = {loc} AND f.run_date >= {recent} \
+           AND f.valid_time >= {from} AND f.valid_time <= {to} ORDER BY f.model, f.valid_time",
+        from = p.time(w.start.min(m.time) - Duration::hours(6)),
+        to = p.time(w.end + Duration::hours(6)),
     );
     let mut series: BTreeMap<(String, DateTime<Utc>), BTreeMap<DateTime<Utc>, f64>> = BTreeMap::new();
-    for b in state.live.ctx.sql(&sql).await?.collect().await? {
+    for b in p.collect(&state.live.ctx, &sql).await? {
         let (md, rt, vt, v) = (
             b.column(0).as_string::<i32>(),
             b.column(1).as_primitive::<TimestampMicrosecondType>(),
@@ -215,18 +215,17 @@ async fn nws_pace(
     obs: f64,
     now: DateTime<Utc>,
 ) -> ApiResult<Option<PaceRow>> {
+    let mut p = Bindings::new();
+    let (loc, d, now) = (p.str(code), p.partition_date((now - Duration::days(8)).date_naive()), p.time(now));
     let sql = format!(
-        "WITH v AS (SELECT max(generated_at) AS g FROM nws_hourly WHERE station_code = {loc} AND date >= '{d}' \
-           AND generated_at <= TIMESTAMP '{now}') \
+        "WITH v AS (SELECT max(generated_at) AS g FROM nws_hourly WHERE station_code = {loc} AND date >= {d} \
+           AND generated_at <= {now}) \
          SELECT n.generated_at, n.start_time, n.temperature_f FROM nws_hourly n JOIN v ON n.generated_at = v.g \
-         WHERE n.station_code = {loc} AND n.date >= '{d}' ORDER BY n.start_time",
-        loc = lit(code),
-        d = (now - Duration::days(8)).format("%Y-%m-%d"),
-        now = now.to_rfc3339(),
+         WHERE n.station_code = {loc} AND n.date >= {d} ORDER BY n.start_time",
     );
     let mut s = BTreeMap::new();
     let mut gen = None;
-    for b in state.live.ctx.sql(&sql).await?.collect().await? {
+    for b in p.collect(&state.live.ctx, &sql).await? {
         let (g, st, f) = (
             b.column(0).as_primitive::<TimestampMicrosecondType>(),
             b.column(1).as_primitive::<TimestampMicrosecondType>(),
