@@ -1,5 +1,6 @@
 //! The HTTP API (axum): v2 and legacy v1 endpoints, authentication and rate limits, the
-//! OpenAPI document. One module per endpoint; every path lives in [`paths`].
+//! OpenAPI document, and what the push stream needs from the server ([`stream_bridge`]).
+//! One module per endpoint; every path lives in [`paths`].
 
 pub mod auth;
 pub mod bound_sql;
@@ -16,6 +17,7 @@ pub mod observation_json;
 pub mod params;
 pub mod paths;
 pub mod server;
+pub mod stream_bridge;
 pub mod v1;
 pub mod v2;
 

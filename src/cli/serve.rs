@@ -140,7 +140,7 @@ async fn start_stream(
     let config = stream::load_tls(&cert, &key)?;
     let log = Arc::new(stream::EventLog::open(&dir.join("events"), stream::default_retention())?);
     let hub = Hub::new(1024);
-    let publisher = stream::bridge::spawn_publisher(Arc::clone(live), Arc::clone(&log), hub.clone()).await;
+    let publisher = wxlake::api::stream_bridge::spawn_publisher(Arc::clone(live), Arc::clone(&log), hub.clone()).await;
     let stream_state = StreamState {
         hub: hub.clone(),
         log: Arc::clone(&log),

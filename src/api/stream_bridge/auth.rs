@@ -1,0 +1,50 @@
+//! The stream's authorization (spec 5, 8): a stream-enabled key, catalog stations, and the
+//! Professional tier's station limit.
+
+use crate::api::keys::Tier;
+use crate::api::AppState;
+use crate::catalog::Catalog;
+use crate::stream::{StreamAuth, StreamGrant, StreamRefusal};
+
+/// Stations a Professional key may stream at once (spec 8).
+pub const PROFESSIONAL_MAX_STATIONS: usize = 5;
+
+impl StreamAuth for AppState {
+    fn authorize(&self, api_key: &str, stations: &[String]) -> Result<StreamGrant, StreamRefusal> {
+        if api_key.is_empty() {
+            return Err(StreamRefusal::new(401, "Missing API key", "pass the key as api_key=<API_KEY>"));
+        }
+        let Some(key) = self.keys.authenticate(api_key) else {
+            return Err(StreamRefusal::new(401, "Invalid API key", "the key is unknown or revoked"));
+        };
+        if !key.stream {
+            return Err(StreamRefusal::new(
+                403,
+                "Stream access not enabled for this key",
+                format!("enable it with: wxlake keys enable-stream {}", key.id),
+            ));
+        }
+        if stations.is_empty() {
+            return Err(StreamRefusal::new(
+                400,
+                "Missing required parameter: stations",
+                "comma-separated station codes",
+            ));
+        }
+        if let Some(bad) = stations.iter().find(|s| Catalog::global().get(s).is_none()) {
+            return Err(StreamRefusal::new(400, format!("Unknown station: {bad}"), "stations must be catalog codes"));
+        }
+        if key.tier == Tier::Professional && stations.len() > PROFESSIONAL_MAX_STATIONS {
+            return Err(StreamRefusal::new(
+                403,
+                "Too many stations",
+                format!(
+                    "the Professional tier streams at most {PROFESSIONAL_MAX_STATIONS} stations; {} requested",
+                    stations.len()
+                ),
+            ));
+        }
+        // One connection per user account (spec 5 item 7), not per key.
+        Ok(StreamGrant { user: key.user.clone(), stations: stations.to_vec() })
+    }
+}
