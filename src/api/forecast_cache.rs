@@ -21,9 +21,9 @@ use datafusion::arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
 use datafusion::arrow::compute::{concat_batches, filter_record_batch};
 use datafusion::arrow::datatypes::TimestampMicrosecondType;
 
+use super::bound_sql::Bindings;
 use super::error::{ApiError, ApiResult};
 use super::hot_cache::HotCache;
-use super::bound_sql::Bindings;
 use super::v2::forecasts::RAW_COLUMNS;
 use crate::ingest::live::LiveService;
 use crate::lake::schema::FORECASTS;

@@ -7,15 +7,17 @@
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 use super::auth::{require_admin, Caller};
 use super::error::{ApiError, ApiResult};
 use super::json::Json;
-use super::params::Params;
+use super::params::{self, QueryParams};
 use super::AppState;
 use crate::ingest::format::ALL_FORMATS;
 use crate::ingest::live::{LiveError, LiveOutcome};
@@ -24,15 +26,28 @@ use crate::ingest::{Format, IngestOptions};
 /// Largest ingest body accepted (the router sets it as the route's body limit).
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 
+/// Query of `POST /api/v2/ingest/{format}`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct IngestQuery {
+    /// YYYY-MM for inputs without a year (bare METAR lines, DSM)
+    #[param(value_type = Option<String>)]
+    pub month: Option<String>,
+    /// station for open-meteo and nws-hourly inputs
+    #[param(value_type = Option<String>)]
+    pub station: Option<String>,
+    /// run time for open-meteo inputs
+    #[param(value_type = Option<String>)]
+    pub run_time: Option<String>,
+}
+
 #[utoipa::path(
     post,
     path = "/api/v2/ingest/{format}",
     tag = "ingest",
     params(
         ("format" = String, Path, description = "metar, onemin, cli, dsm, forecasts, open-meteo, mos, nws-hourly"),
-        ("month" = Option<String>, Query, description = "YYYY-MM for inputs without a year (bare METAR lines, DSM)"),
-        ("station" = Option<String>, Query, description = "station for open-meteo and nws-hourly inputs"),
-        ("run_time" = Option<String>, Query, description = "run time for open-meteo inputs"),
+        IngestQuery,
     ),
     request_body(content = String, description = "the raw input, as `wxlake ingest` reads it; at most 2 MiB (2,097,152 bytes) per request", content_type = "text/plain"),
     responses(
@@ -47,21 +62,24 @@ pub async fn handler(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(format): Path<String>,
-    Query(q): Query<std::collections::HashMap<String, String>>,
+    QueryParams(q): QueryParams<IngestQuery>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Response> {
     require_admin(&caller)?;
     let body = body.map_err(body_error)?;
     let format: Format =
         format.parse().map_err(|e: String| ApiError::bad_request(format!("Unknown format: {format}"), e))?;
-    let p = Params(q);
-    let month = match p.get("month") {
+    let month = match params::value(&q.month) {
         None => None,
         Some(m) => Some(
             parse_month(m).ok_or_else(|| ApiError::bad_request(format!("Invalid month: {m}"), "month is YYYY-MM"))?,
         ),
     };
-    let opts = IngestOptions { month, station: p.get("station").map(str::to_string), run_time: p.time("run_time")? };
+    let opts = IngestOptions {
+        month,
+        station: params::value(&q.station).map(str::to_string),
+        run_time: params::time("run_time", &q.run_time)?,
+    };
     if body.is_empty() {
         return Err(ApiError::bad_request("Empty body", "POST the raw input of the format as the request body"));
     }

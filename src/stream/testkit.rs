@@ -84,12 +84,8 @@ impl TestServer {
         let log_options = EventLogOptions { memory_budget: options.log_budget, ..EventLogOptions::default() };
         let log = Arc::new(EventLog::open_with(&dir.path().join("events"), log_options).unwrap());
         let hub = Hub::with_policy(options.queue, options.reconnect);
-        let state = StreamState {
-            hub: hub.clone(),
-            log: Arc::clone(&log),
-            auth: Arc::new(Auth),
-            heartbeat: options.heartbeat,
-        };
+        let state =
+            StreamState { hub: hub.clone(), log: Arc::clone(&log), auth: Arc::new(Auth), heartbeat: options.heartbeat };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (tx, rx) = oneshot::channel::<()>();
@@ -233,12 +229,7 @@ impl SseClient {
         client
     }
 
-    pub async fn send(
-        server: &TestServer,
-        path: &str,
-        headers: &[(&str, &str)],
-        recv_buf: Option<u32>,
-    ) -> SseClient {
+    pub async fn send(server: &TestServer, path: &str, headers: &[(&str, &str)], recv_buf: Option<u32>) -> SseClient {
         Self::send_to(server.addr, &server.connector, path, headers, recv_buf).await
     }
 
@@ -411,8 +402,7 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 fn parse_event(block: &[u8]) -> SseEvent {
     let text = std::str::from_utf8(block).unwrap();
     let lines: Vec<String> = text.split('\n').map(str::to_string).collect();
-    let mut event =
-        SseEvent { lines: lines.clone(), name: String::new(), id: None, retry: None, data: Value::Null };
+    let mut event = SseEvent { lines: lines.clone(), name: String::new(), id: None, retry: None, data: Value::Null };
     for line in &lines {
         if let Some(v) = line.strip_prefix("event: ") {
             event.name = v.to_string();

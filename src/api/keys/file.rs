@@ -9,8 +9,8 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use super::record::parse_digest;
 use super::error::{corrupt, io_error, KeyError};
+use super::record::parse_digest;
 use super::record::KeyRecord;
 
 /// Name of the key file inside the state directory.

@@ -5,8 +5,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
 
-use super::file::{FileStamp, KEYS_FILE};
 use super::error::{io_error, KeyError};
+use super::file::{FileStamp, KEYS_FILE};
 
 /// Blocks until this process holds the exclusive advisory lock; released when dropped.
 pub(super) fn lock_exclusive(path: &Path) -> Result<File, KeyError> {

@@ -22,9 +22,9 @@ mod file;
 mod lock;
 mod record;
 mod store;
-mod tier;
 #[cfg(test)]
 mod tests;
+mod tier;
 
 pub use error::KeyError;
 pub use file::{KEYS_FILE, LOCK_FILE};

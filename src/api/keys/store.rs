@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 use chrono::{SubsecRound, Utc};
 use rand::Rng;
 
-use super::file::{digests, file_stamp, read_key_file, serialize, FileStamp, LOCK_FILE, KEYS_FILE};
-use super::lock::{lock_exclusive, write_atomic};
-use super::record::{new_secret, redact, resolve, sha256, to_hex, validate_user, MAX_SECRET_LEN, STORED_PREFIX_LEN};
 use super::error::{corrupt, io_error, KeyError};
+use super::file::{digests, file_stamp, read_key_file, serialize, FileStamp, KEYS_FILE, LOCK_FILE};
+use super::lock::{lock_exclusive, write_atomic};
 use super::record::KeyRecord;
+use super::record::{new_secret, redact, resolve, sha256, to_hex, validate_user, MAX_SECRET_LEN, STORED_PREFIX_LEN};
 use super::tier::Tier;
 
 /// How often, at most, the authentication path looks at the file for changes.

@@ -209,9 +209,7 @@ fn corrupt_files_give_clear_errors() {
     let path = dir.path().join(KEYS_FILE);
     let hash = to_hex(&sha256("s"));
     let record = |id: &str, hash: &str| {
-        format!(
-            r#"{{"id":"{id}","user":"u","tier":"developer","created_at":"2024-01-01T00:00:00Z","hash":"{hash}"}}"#
-        )
+        format!(r#"{{"id":"{id}","user":"u","tier":"developer","created_at":"2024-01-01T00:00:00Z","hash":"{hash}"}}"#)
     };
     let cases = [
         ("{not json".to_string(), "key"),

@@ -7,18 +7,18 @@ use chrono::{TimeZone, Utc};
 use serde_json::{json, Value};
 
 use super::*;
-use crate::api::keys::Tier;
-use crate::api::AppState;
-use crate::decode::types::{DailyKind, DailyReport};
-use crate::ingest::live::LiveService;
-use crate::stream::{EventLog, Hub};
 use crate::api::keys::KeyStore;
+use crate::api::keys::Tier;
 use crate::api::limits::RateLimiter;
+use crate::api::AppState;
 use crate::clock::{Clock, ManualClock};
+use crate::decode::types::{DailyKind, DailyReport};
 use crate::ingest::hot::Snapshot;
+use crate::ingest::live::LiveService;
 use crate::ingest::{Format, IngestOptions};
 use crate::stream::testkit::{client_connector, SseClient};
 use crate::stream::{load_tls, self_signed, serve_tls, stream_router, Replay, StreamState, STREAM_PATH};
+use crate::stream::{EventLog, Hub};
 
 struct Rig {
     _dir: tempfile::TempDir,
@@ -246,8 +246,8 @@ async fn refusals_heartbeat_and_suspect_temperatures() {
 async fn burst_reaches_the_fast_client_whole_while_a_slow_one_is_dropped() {
     let rig = rig_with(Duration::from_secs(30), 4096).await;
     let stations = [
-        "KMDW", "KAUS", "KDFW", "KMSY", "KDAL", "KHOU", "KSAT", "KBNA", "KOKC", "KMSP", "KPHL", "KMIA", "KNYC",
-        "KLGA", "KDCA", "KCLT", "KBOS", "KATL", "KJAX", "KDEN",
+        "KMDW", "KAUS", "KDFW", "KMSY", "KDAL", "KHOU", "KSAT", "KBNA", "KOKC", "KMSP", "KPHL", "KMIA", "KNYC", "KLGA",
+        "KDCA", "KCLT", "KBOS", "KATL", "KJAX", "KDEN",
     ];
     const MINUTES: usize = 1000;
     let all = stations.join(",");
@@ -294,8 +294,7 @@ async fn burst_reaches_the_fast_client_whole_while_a_slow_one_is_dropped() {
     assert_eq!(ingest.await.unwrap().accepted, 20 * MINUTES);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let wanted: std::collections::HashSet<String> = stations.iter().map(|s| s.to_string()).collect();
-    let Replay::Events { events: logged, more: false } = rig.log.replay_after(&start_id.to_string(), &wanted)
-    else {
+    let Replay::Events { events: logged, more: false } = rig.log.replay_after(&start_id.to_string(), &wanted) else {
         panic!("the burst must be replayable from the log")
     };
     let logged: Vec<u64> = logged.iter().map(|e| e.id).collect();

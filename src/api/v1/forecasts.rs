@@ -1,28 +1,43 @@
 //! `GET /api/v1/forecasts.php` (spec part 9): raw rows with the v1 columns.
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::response::Response;
 use axum::Extension;
 use chrono::Duration;
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 use crate::api::auth::Caller;
 use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json_stream::stream_array;
-use crate::api::params::Params;
+use crate::api::params::{self, QueryParams};
 use crate::api::v2::forecasts::{location_param, model_param};
 use crate::api::AppState;
+
+/// Query of `GET /api/v1/forecasts.php`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ForecastsV1Query {
+    /// Station code
+    #[param(required = true, value_type = String)]
+    pub location_name: Option<String>,
+    /// ISO 8601
+    #[param(required = true, value_type = String, format = DateTime)]
+    pub start_valid_time: Option<String>,
+    /// ISO 8601, not before start_valid_time
+    #[param(required = true, value_type = String, format = DateTime)]
+    pub end_valid_time: Option<String>,
+    /// One of the 18 model names
+    #[param(value_type = Option<String>)]
+    pub model: Option<String>,
+}
 
 #[utoipa::path(
     get,
     path = "/api/v1/forecasts.php",
     tag = "v1",
-    params(
-        ("location_name" = String, Query, description = "Station code"),
-        ("start_valid_time" = String, Query, format = DateTime, description = "ISO 8601"),
-        ("end_valid_time" = String, Query, format = DateTime, description = "ISO 8601, not before start_valid_time"),
-        ("model" = Option<String>, Query, description = "One of the 18 model names"),
-    ),
+    params(ForecastsV1Query),
     responses(
         (status = 200, description = "array of rows {model, location_name, run_time, valid_time, forecast_hour, temperature_k, temperature_f, temperature_c}; [] when empty", body = [crate::api::docs::ForecastRowV1]),
         (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
@@ -32,14 +47,15 @@ use crate::api::AppState;
 pub async fn handler(
     State(state): State<AppState>,
     Extension(_caller): Extension<Caller>,
-    Query(q): Query<std::collections::HashMap<String, String>>,
+    QueryParams(q): QueryParams<ForecastsV1Query>,
 ) -> ApiResult<Response> {
-    let p = Params(q);
-    let loc = location_param(&p)?;
-    let model = model_param(&p)?;
+    let loc = location_param(&q.location_name)?;
+    let model = model_param(&q.model)?;
     let fmt = "ISO 8601, e.g. 2026-03-08T00:00:00Z";
-    let s = p.time("start_valid_time")?.ok_or_else(|| ApiError::missing("start_valid_time", fmt))?;
-    let e = p.time("end_valid_time")?.ok_or_else(|| ApiError::missing("end_valid_time", fmt))?;
+    let s = params::time("start_valid_time", &q.start_valid_time)?
+        .ok_or_else(|| ApiError::missing("start_valid_time", fmt))?;
+    let e =
+        params::time("end_valid_time", &q.end_valid_time)?.ok_or_else(|| ApiError::missing("end_valid_time", fmt))?;
     if e < s {
         return Err(ApiError::bad_request("end_valid_time is before start_valid_time", fmt));
     }

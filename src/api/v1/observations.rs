@@ -1,17 +1,17 @@
 //! `GET /api/v1/observations.php` (spec part 9): latest, svc_high (no low, logic chosen
 //! by station type) and history, with v1 field names.
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::api::auth::Caller;
 use crate::api::error::ApiResult;
 use crate::api::json::Json;
 use crate::api::observation_json::ObservationV1;
-use crate::api::params::Params;
+use crate::api::params::{self, QueryParams};
 use crate::api::v2::observations::{history, history_range, latest_observation, no_observation, svc_high};
 use crate::api::AppState;
 use crate::catalog::Station;
@@ -39,16 +39,29 @@ pub fn v1_logic(station: &Station) -> (Logic, &'static str) {
     }
 }
 
+/// Query of `GET /api/v1/observations.php`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ObservationsV1Query {
+    /// Station code
+    #[param(required = true, value_type = String)]
+    pub station_code: Option<String>,
+    /// `latest`, `svc_high`, or `history` (the default)
+    #[param(value_type = Option<crate::api::docs::param::ObservationMode>)]
+    pub mode: Option<String>,
+    /// history, required: ISO 8601 UTC
+    #[param(value_type = Option<String>, format = DateTime)]
+    pub start_time: Option<String>,
+    /// history, required: ISO 8601 UTC, after start_time and at most 24 h after it
+    #[param(value_type = Option<String>, format = DateTime)]
+    pub end_time: Option<String>,
+}
+
 #[utoipa::path(
     get,
     path = "/api/v1/observations.php",
     tag = "v1",
-    params(
-        ("station_code" = String, Query, description = "Station code"),
-        ("mode" = Option<crate::api::docs::param::ObservationMode>, Query, description = "`latest`, `svc_high`, or `history` (the default)"),
-        ("start_time" = Option<String>, Query, format = DateTime, description = "history, required: ISO 8601 UTC"),
-        ("end_time" = Option<String>, Query, format = DateTime, description = "history, required: ISO 8601 UTC, after start_time and at most 24 h after it"),
-    ),
+    params(ObservationsV1Query),
     responses(
         (status = 200, description = "latest: one v1 observation; svc_high: the day high (SvcHighV1); history: array of v1 observations, oldest first", body = crate::api::docs::ObservationsV1Body),
         (status = 404, description = "no observation for the station (latest)", body = crate::api::error::ErrorBody),
@@ -61,11 +74,10 @@ pub fn v1_logic(station: &Station) -> (Logic, &'static str) {
 pub async fn handler(
     State(state): State<AppState>,
     Extension(_caller): Extension<Caller>,
-    Query(q): Query<std::collections::HashMap<String, String>>,
+    QueryParams(q): QueryParams<ObservationsV1Query>,
 ) -> ApiResult<Response> {
-    let p = Params(q);
-    let station = p.station("station_code")?;
-    match p.choice("mode", &["latest", "svc_high", "history"])? {
+    let station = params::station("station_code", &q.station_code)?;
+    match params::choice("mode", &q.mode, &["latest", "svc_high", "history"])? {
         Some("latest") => {
             let (m, r) = latest_observation(&state, station).await?.ok_or_else(|| no_observation(station))?;
             Ok(Json(ObservationV1::new(&m, station, r.as_ref_pair())).into_response())
@@ -83,7 +95,7 @@ pub async fn handler(
             .into_response())
         }
         _ => {
-            let (start, end) = history_range(&p)?;
+            let (start, end) = history_range(&q.start_time, &q.end_time)?;
             let obs = history(&state, station, start, end).await?;
             let out: Vec<ObservationV1> =
                 obs.iter().map(|(m, r)| ObservationV1::new(m, station, r.as_ref_pair())).collect();

@@ -5,20 +5,22 @@
 
 use std::collections::BTreeMap;
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use chrono::{DateTime, Duration, NaiveDate};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Date32Type, Float64Type, TimestampMicrosecondType};
+use serde::Deserialize;
+use utoipa::IntoParams;
 
-use crate::api::bound_sql::Bindings;
 use super::observations::{logic_param, svc_high, SvcHigh};
 use crate::api::auth::Caller;
+use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
-use crate::api::params::Params;
+use crate::api::params::{self, QueryParams};
 use crate::api::AppState;
 use crate::catalog::Station;
 use crate::live::Logic;
@@ -27,16 +29,29 @@ use crate::time::fmt_utc;
 /// Longest range per request.
 pub const MAX_DAYS: i64 = 31;
 
+/// Query of `GET /api/v2/daily_extremes.php`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DailyExtremesQuery {
+    /// Station code
+    #[param(required = true, value_type = String)]
+    pub station_code: Option<String>,
+    /// First trading day YYYY-MM-DD
+    #[param(required = true, value_type = String, format = Date)]
+    pub start_date: Option<String>,
+    /// Last trading day YYYY-MM-DD (31 days at most in all); days after today are left out
+    #[param(required = true, value_type = String, format = Date)]
+    pub end_date: Option<String>,
+    /// `nws` or `wu`
+    #[param(required = true, value_type = crate::api::docs::param::Logic)]
+    pub logic: Option<String>,
+}
+
 #[utoipa::path(
     get,
     path = "/api/v2/daily_extremes.php",
     tag = "observations",
-    params(
-        ("station_code" = String, Query, description = "Station code"),
-        ("start_date" = String, Query, format = Date, description = "First trading day YYYY-MM-DD"),
-        ("end_date" = String, Query, format = Date, description = "Last trading day YYYY-MM-DD (31 days at most in all); days after today are left out"),
-        ("logic" = crate::api::docs::param::Logic, Query, description = "`nws` or `wu`"),
-    ),
+    params(DailyExtremesQuery),
     responses(
         (status = 200, description = "one SvcHigh object per day", body = [SvcHigh]),
         (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
@@ -46,13 +61,13 @@ pub const MAX_DAYS: i64 = 31;
 pub async fn handler(
     State(state): State<AppState>,
     Extension(_caller): Extension<Caller>,
-    Query(q): Query<std::collections::HashMap<String, String>>,
+    QueryParams(q): QueryParams<DailyExtremesQuery>,
 ) -> ApiResult<Response> {
-    let p = Params(q);
-    let station = p.station("station_code")?;
-    let logic = logic_param(&p)?;
-    let start = p.date("start_date")?.ok_or_else(|| ApiError::missing("start_date", "YYYY-MM-DD"))?;
-    let end = p.date("end_date")?.ok_or_else(|| ApiError::missing("end_date", "YYYY-MM-DD"))?;
+    let station = params::station("station_code", &q.station_code)?;
+    let logic = logic_param(&q.logic)?;
+    let start =
+        params::date("start_date", &q.start_date)?.ok_or_else(|| ApiError::missing("start_date", "YYYY-MM-DD"))?;
+    let end = params::date("end_date", &q.end_date)?.ok_or_else(|| ApiError::missing("end_date", "YYYY-MM-DD"))?;
     if end < start || end - start > Duration::days(MAX_DAYS - 1) {
         return Err(ApiError::bad_request(
             "Invalid date range",

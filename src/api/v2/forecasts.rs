@@ -1,20 +1,22 @@
 //! `GET /api/v2/forecasts.php` (spec 4.2): raw rows of every run intersecting a window,
 //! one pinned or the latest run, or per-day summaries from the `forecast_daily` job.
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use chrono::{DateTime, Duration, Utc};
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{Date32Type, Float64Type, Int64Type, TimestampMicrosecondType};
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 use crate::api::auth::Caller;
 use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::json_stream::stream_array;
-use crate::api::params::Params;
+use crate::api::params::{self, QueryParams};
 use crate::api::AppState;
 use crate::catalog::Catalog;
 use crate::lake::schema::KeyHasher;
@@ -33,15 +35,15 @@ pub const RAW_COLUMNS: &str = "CAST(row_key / 2048 AS BIGINT) AS id, model, loca
 
 /// A `run` other than `latest`: an ISO 8601 run time.
 fn run_time(r: &str) -> Result<DateTime<Utc>, ApiError> {
-    crate::api::params::time_value("run", r).map_err(|mut e| {
+    params::time_value("run", r).map_err(|mut e| {
         e.body.details = format!("run is `latest` or an ISO 8601 run_time; {}", e.body.details);
         e
     })
 }
 
 /// `model`: one of the 18 names, case-sensitive (spec 2.5).
-pub fn model_param(p: &Params) -> Result<Option<&str>, ApiError> {
-    match p.get("model") {
+pub fn model_param(raw: &Option<String>) -> Result<Option<&str>, ApiError> {
+    match params::value(raw) {
         None => Ok(None),
         Some(m) if MODELS.iter().any(|s| s.name == m) => Ok(Some(m)),
         Some(m) => Err(ApiError::bad_request(
@@ -52,8 +54,8 @@ pub fn model_param(p: &Params) -> Result<Option<&str>, ApiError> {
 }
 
 /// `location_name`: a station code (letters and digits).
-pub fn location_param(p: &Params) -> Result<String, ApiError> {
-    let loc = p.required("location_name", "a station code, e.g. KNYC")?;
+pub fn location_param(raw: &Option<String>) -> Result<String, ApiError> {
+    let loc = params::required("location_name", raw, "a station code, e.g. KNYC")?;
     if loc.len() > 12 || !loc.chars().all(|c| c.is_ascii_alphanumeric()) {
         return Err(ApiError::bad_request(format!("Invalid location_name: {loc}"), "a station code, e.g. KNYC"));
     }
@@ -64,9 +66,10 @@ pub fn location_param(p: &Params) -> Result<String, ApiError> {
 /// A UTC time range, both ends inclusive.
 type Range = (DateTime<Utc>, DateTime<Utc>);
 
-fn window(p: &Params, run_given: bool) -> Result<Option<Range>, ApiError> {
+fn window(q: &ForecastsQuery, run_given: bool) -> Result<Option<Range>, ApiError> {
     let fmt = "ISO 8601, e.g. 2026-03-08T00:00:00Z";
-    let (start, end) = (p.time("start_valid_time")?, p.time("end_valid_time")?);
+    let (start, end) =
+        (params::time("start_valid_time", &q.start_valid_time)?, params::time("end_valid_time", &q.end_valid_time)?);
     match (start, end) {
         (Some(s), Some(e)) if e < s => Err(ApiError::bad_request("end_valid_time is before start_valid_time", fmt)),
         (Some(s), Some(e)) => Ok(Some((s, e))),
@@ -76,19 +79,38 @@ fn window(p: &Params, run_given: bool) -> Result<Option<Range>, ApiError> {
     }
 }
 
+/// Query of `GET /api/v2/forecasts.php`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ForecastsQuery {
+    /// Station code
+    #[param(required = true, value_type = String)]
+    pub location_name: Option<String>,
+    /// ISO 8601; required unless run is given
+    #[param(value_type = Option<String>, format = DateTime)]
+    pub start_valid_time: Option<String>,
+    /// ISO 8601, not before start_valid_time; required unless run is given
+    #[param(value_type = Option<String>, format = DateTime)]
+    pub end_valid_time: Option<String>,
+    /// One of the 18 model names; required with run=latest
+    #[param(value_type = Option<String>)]
+    pub model: Option<String>,
+    /// `latest` or an ISO 8601 run_time
+    #[param(value_type = Option<String>)]
+    pub run: Option<String>,
+    /// `raw` (the default: hourly rows; `hourly` is accepted as a synonym) or `daily` for per-day summaries
+    #[param(value_type = Option<crate::api::docs::param::ForecastMode>)]
+    pub mode: Option<String>,
+    /// daily only: `civil` (default) or `standard`
+    #[param(value_type = Option<crate::api::docs::param::TzMode>)]
+    pub tz_mode: Option<String>,
+}
+
 #[utoipa::path(
     get,
     path = "/api/v2/forecasts.php",
     tag = "forecasts",
-    params(
-        ("location_name" = String, Query, description = "Station code"),
-        ("start_valid_time" = Option<String>, Query, format = DateTime, description = "ISO 8601; required unless run is given"),
-        ("end_valid_time" = Option<String>, Query, format = DateTime, description = "ISO 8601, not before start_valid_time; required unless run is given"),
-        ("model" = Option<String>, Query, description = "One of the 18 model names; required with run=latest"),
-        ("run" = Option<String>, Query, description = "`latest` or an ISO 8601 run_time"),
-        ("mode" = Option<crate::api::docs::param::ForecastMode>, Query, description = "`raw` (the default: hourly rows; `hourly` is accepted as a synonym) or `daily` for per-day summaries"),
-        ("tz_mode" = Option<crate::api::docs::param::TzMode>, Query, description = "daily only: `civil` (default) or `standard`"),
-    ),
+    params(ForecastsQuery),
     responses(
         (status = 200, description = "raw: array of forecast rows (2.5), header X-Run-Time with run=latest; daily: array of summary rows (2.6), header X-Run-Signature; [] when empty", body = [crate::api::docs::ForecastsV2Item]),
         (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
@@ -99,19 +121,18 @@ fn window(p: &Params, run_given: bool) -> Result<Option<Range>, ApiError> {
 pub async fn handler(
     State(state): State<AppState>,
     Extension(_caller): Extension<Caller>,
-    Query(q): Query<std::collections::HashMap<String, String>>,
+    QueryParams(q): QueryParams<ForecastsQuery>,
 ) -> ApiResult<Response> {
-    let p = Params(q);
-    let loc = location_param(&p)?;
-    let model = model_param(&p)?;
+    let loc = location_param(&q.location_name)?;
+    let model = model_param(&q.model)?;
     // `hourly`: the original service's name for raw rows, still sent by real clients.
-    let mode = p.choice("mode", &["raw", "hourly", "daily"])?;
-    let run = p.get("run");
+    let mode = params::choice("mode", &q.mode, &["raw", "hourly", "daily"])?;
+    let run = params::value(&q.run);
     if mode == Some("daily") {
-        let tz_mode = p.choice("tz_mode", &["civil", "standard"])?.unwrap_or("civil");
-        return daily(&state, &loc, model, run, tz_mode, &p).await;
+        let tz_mode = params::choice("tz_mode", &q.tz_mode, &["civil", "standard"])?.unwrap_or("civil");
+        return daily(&state, &loc, model, run, tz_mode, &q).await;
     }
-    let win = window(&p, run.is_some())?;
+    let win = window(&q, run.is_some())?;
     if let Some(m) = model {
         if let Some(resp) = from_cache(&state, &loc, m, run, win).await? {
             return Ok(resp);
@@ -204,8 +225,11 @@ pub async fn latest_run(state: &AppState, model: &str, loc: &str) -> ApiResult<O
     let recent = (state.now() - Duration::days(3)).date_naive();
     for only_recent in [true, false] {
         let mut b = Bindings::new();
-        let mut sql =
-            format!("SELECT max(run_time) FROM forecasts WHERE model = {} AND location_name = {}", b.str(model), b.str(loc));
+        let mut sql = format!(
+            "SELECT max(run_time) FROM forecasts WHERE model = {} AND location_name = {}",
+            b.str(model),
+            b.str(loc)
+        );
         if only_recent {
             sql += &format!(" AND run_date >= {}", b.partition_date(recent));
         }
@@ -228,7 +252,7 @@ async fn daily(
     model: Option<&str>,
     run: Option<&str>,
     tz_mode: &str,
-    p: &Params,
+    q: &ForecastsQuery,
 ) -> ApiResult<Response> {
     let Some(station) = Catalog::global().lookup(loc) else {
         return Err(ApiError::unprocessable(
@@ -238,11 +262,12 @@ async fn daily(
         ));
     };
     let mut b = Bindings::new();
-    let mut filters = vec![format!("location_name = {}", b.str(&station.code)), format!("tz_mode = {}", b.str(tz_mode))];
+    let mut filters =
+        vec![format!("location_name = {}", b.str(&station.code)), format!("tz_mode = {}", b.str(tz_mode))];
     if let Some(m) = model {
         filters.push(format!("model = {}", b.str(m)));
     }
-    let win = window(p, true)?;
+    let win = window(q, true)?;
     if let Some((s, e)) = win {
         let clock = if tz_mode == "standard" { crate::time::DayClock::Standard } else { crate::time::DayClock::Civil };
         let (ds, de) =

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use chrono::{DateTime, NaiveDate, Utc};
@@ -27,16 +27,16 @@ use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Date32Type, Float64Type, Int32Type, Int64Type, TimestampMicrosecondType};
 use datafusion::prelude::SessionContext;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
-use crate::api::bound_sql::Bindings;
 use crate::api::auth::{require_premium, Caller};
+use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::hot_cache::HotCache;
 use crate::api::json::Json;
-use crate::api::params::Params;
+use crate::api::params::{self, QueryParams};
 use crate::api::AppState;
 use crate::catalog::Station;
 use crate::models::{MODELS, NWS_MODEL};
@@ -150,8 +150,8 @@ impl AccuracyCache {
 }
 
 /// The `station_code` of this endpoint: a catalog station, or any well-formed ICAO code.
-fn station_param(p: &Params) -> Result<(String, Option<&'static Station>), ApiError> {
-    let raw = p.required("station_code", "an ICAO station code, e.g. KNYC or KORD")?;
+fn station_param(raw: &Option<String>) -> Result<(String, Option<&'static Station>), ApiError> {
+    let raw = params::required("station_code", raw, "an ICAO station code, e.g. KNYC or KORD")?;
     if let Some(s) = crate::catalog::Catalog::global().lookup(raw) {
         return Ok((s.code.clone(), Some(s)));
     }
@@ -289,21 +289,21 @@ pub struct AccuracyQuery {
 }
 
 /// A comma-separated list parameter (empty items ignored); `None` when absent or empty.
-fn list(p: &Params, name: &str) -> Option<Vec<String>> {
+fn list(raw: &Option<String>) -> Option<Vec<String>> {
     let items: Vec<String> =
-        p.get(name)?.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect();
+        params::value(raw)?.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect();
     (!items.is_empty()).then_some(items)
 }
 
 impl AccuracyQuery {
-    pub fn parse(p: &Params) -> Result<Self, ApiError> {
-        let window = match p.get("window") {
+    pub fn parse(p: &ModelAccuracyQuery) -> Result<Self, ApiError> {
+        let window = match params::value(&p.window) {
             None => WINDOWS[0],
             Some(w) => WINDOWS.into_iter().find(|(name, _)| *name == w).ok_or_else(|| {
                 ApiError::bad_request(format!("Invalid window '{w}'"), "window must be one of 7d, 14d, 30d, 90d")
             })?,
         };
-        let models = match list(p, "model") {
+        let models = match list(&p.model) {
             None => None,
             Some(names) => {
                 let known: Vec<&str> = MODELS.iter().map(|m| m.name).chain([NWS_MODEL]).collect();
@@ -316,7 +316,7 @@ impl AccuracyQuery {
                 Some(names.into_iter().collect())
             }
         };
-        let run_times = match list(p, "run_time") {
+        let run_times = match list(&p.run_time) {
             None => None,
             Some(labels) => {
                 let valid = |l: &str| {
@@ -332,7 +332,7 @@ impl AccuracyQuery {
             }
         };
         let (mut trends, mut daily_detail) = (false, false);
-        for s in list(p, "include").unwrap_or_default() {
+        for s in list(&p.include).unwrap_or_default() {
             match s.as_str() {
                 "trends" => trends = true,
                 "daily_detail" => daily_detail = true,
@@ -344,7 +344,7 @@ impl AccuracyQuery {
                 }
             }
         }
-        let lead_days = match p.get("lead_days") {
+        let lead_days = match params::value(&p.lead_days) {
             None => 1,
             Some(s) => s.parse::<i32>().ok().filter(|l| (1..=MAX_LEAD_DAYS).contains(l)).ok_or_else(|| {
                 ApiError::bad_request(
@@ -353,7 +353,7 @@ impl AccuracyQuery {
                 )
             })?,
         };
-        let target = match p.choice("target", &["high", "low"])? {
+        let target = match params::choice("target", &p.target, &["high", "low"])? {
             Some("low") => "low",
             _ => "high",
         };
@@ -460,19 +460,38 @@ fn daily_detail(data: &StationAccuracy, q: &AccuracyQuery, models: &[&str]) -> V
         .collect()
 }
 
+/// Query of `GET /api/v2/model_accuracy.php`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ModelAccuracyQuery {
+    /// Station code, e.g. KORD
+    #[param(required = true, value_type = String)]
+    pub station_code: Option<String>,
+    /// `7d` (default), `14d`, `30d` or `90d`, ending at `as_of`, the latest verified day
+    #[param(value_type = Option<crate::api::docs::param::AccuracyWindow>)]
+    pub window: Option<String>,
+    /// Comma-separated, case-sensitive model names (spec 2.5 plus `NWS`, the api.weather.gov hourly forecast); omitted: all
+    #[param(value_type = Option<String>)]
+    pub model: Option<String>,
+    /// Comma-separated run-time labels (`00z`, `12z` ...: UTC initialization hour; NWS versions are labelled by their 6-hour slot); omitted: all
+    #[param(value_type = Option<String>)]
+    pub run_time: Option<String>,
+    /// Comma-separated optional sections: `trends`, `daily_detail`
+    #[param(value_type = Option<String>)]
+    pub include: Option<String>,
+    /// 1 (default) to 3: the forecast of day D is the latest run of each label issued before D starts minus lead_days - 1 days
+    #[param(value_type = Option<i32>, minimum = 1, maximum = 3)]
+    pub lead_days: Option<String>,
+    /// `high` (default) or `low`: which daily extreme is verified
+    #[param(value_type = Option<crate::api::docs::param::AccuracyTarget>)]
+    pub target: Option<String>,
+}
+
 #[utoipa::path(
     get,
     path = "/api/v2/model_accuracy.php",
     tag = "analytics",
-    params(
-        ("station_code" = String, Query, description = "Station code, e.g. KORD"),
-        ("window" = Option<crate::api::docs::param::AccuracyWindow>, Query, description = "`7d` (default), `14d`, `30d` or `90d`, ending at `as_of`, the latest verified day"),
-        ("model" = Option<String>, Query, description = "Comma-separated, case-sensitive model names (spec 2.5 plus `NWS`, the api.weather.gov hourly forecast); omitted: all"),
-        ("run_time" = Option<String>, Query, description = "Comma-separated run-time labels (`00z`, `12z` ...: UTC initialization hour; NWS versions are labelled by their 6-hour slot); omitted: all"),
-        ("include" = Option<String>, Query, description = "Comma-separated optional sections: `trends`, `daily_detail`"),
-        ("lead_days" = Option<i32>, Query, minimum = 1, maximum = 3, description = "1 (default) to 3: the forecast of day D is the latest run of each label issued before D starts minus lead_days - 1 days"),
-        ("target" = Option<crate::api::docs::param::AccuracyTarget>, Query, description = "`high` (default) or `low`: which daily extreme is verified"),
-    ),
+    params(ModelAccuracyQuery),
     responses(
         (status = 200, description = "spec 4.6: station, city, computed_at, window, models, days_available, ensemble, per_model, per_model_run, [trends], [daily_detail]; plus as_of, lead_days, target, units. Metrics are {mae, bias, rmse, n} in the station's units, error = observed - forecast (positive bias: the model ran cold); ensemble is null without pairs. daily_detail items carry actual_high (target=high) or actual_low (target=low)", body = Object),
         (status = 400, description = "invalid parameter (station_code not an ICAO code; unknown model, label, window, include, lead_days or target)", body = crate::api::error::ErrorBody),
@@ -483,11 +502,10 @@ fn daily_detail(data: &StationAccuracy, q: &AccuracyQuery, models: &[&str]) -> V
 pub async fn handler(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Query(q): Query<std::collections::HashMap<String, String>>,
+    QueryParams(p): QueryParams<ModelAccuracyQuery>,
 ) -> ApiResult<Response> {
     require_premium(&caller)?;
-    let p = Params(q);
-    let (code, station) = station_param(&p)?;
+    let (code, station) = station_param(&p.station_code)?;
     let q = AccuracyQuery::parse(&p)?;
     let data = state.accuracy.get(&state.live.ctx, &code, station.is_some()).await?;
     Ok(Json(respond(&code, station, &data, &q)).into_response())

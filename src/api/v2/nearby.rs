@@ -1,18 +1,18 @@
 //! `GET /api/v2/nearby.php` (spec 4.7, beta, Developer and Enterprise): stations around a
 //! station by great-circle distance, or an explicit list, each with its latest observation.
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use super::observations::latest_observation;
 use crate::api::auth::{require_premium, Caller};
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::observation_json::ObservationV2;
-use crate::api::params::Params;
+use crate::api::params::{self, QueryParams};
 use crate::api::AppState;
 use crate::catalog::{distance_km, Catalog, Station};
 
@@ -52,15 +52,26 @@ pub struct Nearby {
     pub stations: Vec<NearbyStation>,
 }
 
+/// Query of `GET /api/v2/nearby.php`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct NearbyQuery {
+    /// reference station for a radius search
+    #[param(value_type = Option<String>)]
+    pub station_code: Option<String>,
+    /// radius in km (default 100, at most 2000)
+    #[param(value_type = Option<f64>, minimum = 0, maximum = 2000)]
+    pub radius_km: Option<String>,
+    /// instead: comma-separated station codes to look up
+    #[param(value_type = Option<String>)]
+    pub stations: Option<String>,
+}
+
 #[utoipa::path(
     get,
     path = "/api/v2/nearby.php",
     tag = "analytics",
-    params(
-        ("station_code" = Option<String>, Query, description = "reference station for a radius search"),
-        ("radius_km" = Option<f64>, Query, minimum = 0, maximum = 2000, description = "radius in km (default 100, at most 2000)"),
-        ("stations" = Option<String>, Query, description = "instead: comma-separated station codes to look up"),
-    ),
+    params(NearbyQuery),
     responses(
         (status = 200, description = "the stations found, each with its latest observation", body = Nearby),
         (status = 400, description = "neither station_code nor stations, bad radius, unknown station", body = crate::api::error::ErrorBody),
@@ -71,13 +82,12 @@ pub struct Nearby {
 pub async fn handler(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Query(q): Query<std::collections::HashMap<String, String>>,
+    QueryParams(q): QueryParams<NearbyQuery>,
 ) -> ApiResult<Response> {
     require_premium(&caller)?;
-    let p = Params(q);
     let catalog = Catalog::global();
     let (reference, radius, picked): (Option<&Station>, Option<f64>, Vec<Picked>) =
-        if let Some(list) = p.get("stations") {
+        if let Some(list) = params::value(&q.stations) {
             let mut out = Vec::new();
             for code in list.split(',').map(str::trim).filter(|c| !c.is_empty()) {
                 let s = catalog.lookup(code).ok_or_else(|| {
@@ -87,13 +97,13 @@ pub async fn handler(
             }
             (None, None, out)
         } else {
-            let center = p.station("station_code").map_err(|_| {
+            let center = params::station("station_code", &q.station_code).map_err(|_| {
                 ApiError::bad_request(
                     "Missing required parameter: station_code or stations",
                     "give station_code (and radius_km) for a radius search, or stations=A,B for a lookup",
                 )
             })?;
-            let radius = match p.get("radius_km") {
+            let radius = match params::value(&q.radius_km) {
                 None => DEFAULT_RADIUS_KM,
                 Some(r) => r.parse::<f64>().ok().filter(|r| (0.0..=MAX_RADIUS_KM).contains(r)).ok_or_else(|| {
                     ApiError::bad_request(

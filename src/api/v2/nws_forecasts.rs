@@ -5,20 +5,20 @@
 
 use std::collections::BTreeMap;
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use datafusion::arrow::array::AsArray;
 use datafusion::arrow::datatypes::{Float64Type, TimestampMicrosecondType};
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
-use crate::api::bound_sql::Bindings;
 use crate::api::auth::Caller;
+use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
-use crate::api::params::Params;
+use crate::api::params::{self, QueryParams};
 use crate::api::AppState;
 use crate::catalog::Station;
 use crate::time::{day_window, standard_date, DayClock};
@@ -108,15 +108,26 @@ pub async fn versions(state: &AppState, station: &Station, date: NaiveDate) -> A
     Ok(out)
 }
 
+/// Query of `GET /api/v2/nws_forecasts.php`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct NwsForecastsQuery {
+    /// Station code
+    #[param(required = true, value_type = String)]
+    pub station_code: Option<String>,
+    /// YYYY-MM-DD (Local Standard Time); default today; at most 2 days ahead and 365 back
+    #[param(value_type = Option<String>, format = Date)]
+    pub date: Option<String>,
+    /// `latest` (default) or `history`
+    #[param(value_type = Option<crate::api::docs::param::NwsMode>)]
+    pub mode: Option<String>,
+}
+
 #[utoipa::path(
     get,
     path = "/api/v2/nws_forecasts.php",
     tag = "forecasts",
-    params(
-        ("station_code" = String, Query, description = "Station code"),
-        ("date" = Option<String>, Query, format = Date, description = "YYYY-MM-DD (Local Standard Time); default today; at most 2 days ahead and 365 back"),
-        ("mode" = Option<crate::api::docs::param::NwsMode>, Query, description = "`latest` (default) or `history`"),
-    ),
+    params(NwsForecastsQuery),
     responses(
         (status = 200, description = "object 2.8: latest has version/hourly_temps/high/low (null when no version); history has total_versions and forecasts", body = Object),
         (status = 400, description = "invalid parameter, date out of range, or not a US station (NWS forecasts exist for US stations only)", body = crate::api::error::ErrorBody),
@@ -126,10 +137,9 @@ pub async fn versions(state: &AppState, station: &Station, date: NaiveDate) -> A
 pub async fn handler(
     State(state): State<AppState>,
     Extension(_caller): Extension<Caller>,
-    Query(q): Query<std::collections::HashMap<String, String>>,
+    QueryParams(q): QueryParams<NwsForecastsQuery>,
 ) -> ApiResult<Response> {
-    let p = Params(q);
-    let station = p.station("station_code")?;
+    let station = params::station("station_code", &q.station_code)?;
     if !station.is_us() {
         // Refused like precipitation.php: an answer of nulls would look like "no forecast yet".
         return Err(ApiError::bad_request(
@@ -137,10 +147,10 @@ pub async fn handler(
             "NWS hourly forecasts (api.weather.gov) exist for US stations only: the catalog's K stations",
         ));
     }
-    let mode = p.choice("mode", &["latest", "history"])?.unwrap_or("latest");
+    let mode = params::choice("mode", &q.mode, &["latest", "history"])?.unwrap_or("latest");
     let now = state.now();
     let today = standard_date(station.timezone, now);
-    let date = p.date("date")?.unwrap_or(today);
+    let date = params::date("date", &q.date)?.unwrap_or(today);
     if date > today + Duration::days(MAX_AHEAD_DAYS) || date < today - Duration::days(MAX_BACK_DAYS) {
         return Err(ApiError::bad_request(
             format!("date {date} is out of range"),

@@ -20,23 +20,23 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration as StdDuration;
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::TimestampMicrosecondType;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tracing::warn;
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
-use crate::api::bound_sql::Bindings;
 use crate::api::auth::Caller;
+use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::hot_cache::HotCache;
 use crate::api::json::Json;
 use crate::api::observation_json::{DayReports, ObservationV2};
-use crate::api::params::Params;
+use crate::api::params::{self, QueryParams};
 use crate::api::AppState;
 use crate::catalog::Station;
 use crate::decode::types::{DailyKind, DailyReport, Metar};
@@ -123,19 +123,38 @@ fn source_names(sources: &[crate::live::Source]) -> Vec<String> {
     sources.iter().map(|s| s.as_str().to_string()).collect()
 }
 
+/// Query of `GET /api/v2/observations.php`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ObservationsQuery {
+    /// Station code of the catalog, e.g. KNYC
+    #[param(required = true, value_type = String)]
+    pub station_code: Option<String>,
+    /// `latest`, `svc_high`, or `history` (the default)
+    #[param(value_type = Option<crate::api::docs::param::ObservationMode>)]
+    pub mode: Option<String>,
+    /// svc_high only, required: `nws` or `wu`
+    #[param(value_type = Option<crate::api::docs::param::Logic>)]
+    pub logic: Option<String>,
+    /// svc_high only: a trading day YYYY-MM-DD, not after today (default: today)
+    #[param(value_type = Option<String>, format = Date)]
+    pub date: Option<String>,
+    /// latest only: the latest observation whose day has that report value
+    #[param(value_type = Option<crate::api::docs::param::ObservationType>)]
+    pub observation_type: Option<String>,
+    /// history, required: ISO 8601 UTC
+    #[param(value_type = Option<String>, format = DateTime)]
+    pub start_time: Option<String>,
+    /// history, required: ISO 8601 UTC, after start_time and at most 24 h after it
+    #[param(value_type = Option<String>, format = DateTime)]
+    pub end_time: Option<String>,
+}
+
 #[utoipa::path(
     get,
     path = "/api/v2/observations.php",
     tag = "observations",
-    params(
-        ("station_code" = String, Query, description = "Station code of the catalog, e.g. KNYC"),
-        ("mode" = Option<crate::api::docs::param::ObservationMode>, Query, description = "`latest`, `svc_high`, or `history` (the default)"),
-        ("logic" = Option<crate::api::docs::param::Logic>, Query, description = "svc_high only, required: `nws` or `wu`"),
-        ("date" = Option<String>, Query, format = Date, description = "svc_high only: a trading day YYYY-MM-DD, not after today (default: today)"),
-        ("observation_type" = Option<crate::api::docs::param::ObservationType>, Query, description = "latest only: the latest observation whose day has that report value"),
-        ("start_time" = Option<String>, Query, format = DateTime, description = "history, required: ISO 8601 UTC"),
-        ("end_time" = Option<String>, Query, format = DateTime, description = "history, required: ISO 8601 UTC, after start_time and at most 24 h after it"),
-    ),
+    params(ObservationsQuery),
     responses(
         (status = 200, description = "latest: one observation record (2.1); svc_high: the trading-day extremes (2.2); history: array of observation records, oldest first", body = crate::api::docs::ObservationsV2Body),
         (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
@@ -148,23 +167,26 @@ fn source_names(sources: &[crate::live::Source]) -> Vec<String> {
 pub async fn handler(
     State(state): State<AppState>,
     Extension(_caller): Extension<Caller>,
-    Query(q): Query<std::collections::HashMap<String, String>>,
+    QueryParams(q): QueryParams<ObservationsQuery>,
 ) -> ApiResult<Response> {
-    let p = Params(q);
-    let station = p.station("station_code")?;
-    match p.choice("mode", &["latest", "svc_high", "history"])? {
+    let station = params::station("station_code", &q.station_code)?;
+    match params::choice("mode", &q.mode, &["latest", "svc_high", "history"])? {
         Some("latest") => {
-            let kind = p.choice("observation_type", &["dsm_high", "dsm_low", "cli_high", "cli_low"])?;
+            let kind = params::choice(
+                "observation_type",
+                &q.observation_type,
+                &["dsm_high", "dsm_low", "cli_high", "cli_low"],
+            )?;
             let o = latest(&state, station, kind).await?;
             Ok(Json(o).into_response())
         }
         Some("svc_high") => {
-            let logic = logic_param(&p)?;
-            let date = p.date("date")?;
+            let logic = logic_param(&q.logic)?;
+            let date = params::date("date", &q.date)?;
             Ok(Json(svc_high(&state, station, logic, date).await?).into_response())
         }
         _ => {
-            let (start, end) = history_range(&p)?;
+            let (start, end) = history_range(&q.start_time, &q.end_time)?;
             let obs = history(&state, station, start, end).await?;
             let out: Vec<ObservationV2> =
                 obs.iter().map(|(m, r)| ObservationV2::new(m, station, r.as_ref_pair())).collect();
@@ -174,16 +196,19 @@ pub async fn handler(
 }
 
 /// The `logic` parameter, with spec 7's exact 400 when missing.
-pub fn logic_param(p: &Params) -> Result<Logic, ApiError> {
-    let v = p.required("logic", "Valid values are nws and wu")?;
+pub fn logic_param(raw: &Option<String>) -> Result<Logic, ApiError> {
+    let v = params::required("logic", raw, "Valid values are nws and wu")?;
     Logic::parse(v).ok_or_else(|| ApiError::bad_request(format!("Invalid logic: {v}"), "Valid values are nws and wu"))
 }
 
 /// `start_time` / `end_time`, both required, ordered, at most 24 h apart.
-pub fn history_range(p: &Params) -> Result<(DateTime<Utc>, DateTime<Utc>), ApiError> {
+pub fn history_range(
+    start_time: &Option<String>,
+    end_time: &Option<String>,
+) -> Result<(DateTime<Utc>, DateTime<Utc>), ApiError> {
     let fmt = "ISO 8601 UTC, e.g. 2026-03-08T00:00:00Z; the range is at most 24 hours";
-    let start = p.time("start_time")?.ok_or_else(|| ApiError::missing("start_time", fmt))?;
-    let end = p.time("end_time")?.ok_or_else(|| ApiError::missing("end_time", fmt))?;
+    let start = params::time("start_time", start_time)?.ok_or_else(|| ApiError::missing("start_time", fmt))?;
+    let end = params::time("end_time", end_time)?.ok_or_else(|| ApiError::missing("end_time", fmt))?;
     if end <= start {
         return Err(ApiError::bad_request("end_time must be after start_time", fmt));
     }

@@ -6,22 +6,22 @@
 
 use std::collections::BTreeMap;
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use chrono::{DateTime, Duration, Utc};
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{Float64Type, TimestampMicrosecondType};
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
-use crate::api::bound_sql::Bindings;
 use super::observations::{history, logic_param};
 use crate::api::auth::{require_premium, Caller};
+use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::observation_json::ObservationV2;
-use crate::api::params::Params;
+use crate::api::params::{self, QueryParams};
 use crate::api::AppState;
 use crate::live::Logic;
 use crate::time::Window;
@@ -116,14 +116,23 @@ pub fn pace_row(
     }
 }
 
+/// Query of `GET /api/v2/pacing.php`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PacingQuery {
+    /// Station code
+    #[param(required = true, value_type = String)]
+    pub station_code: Option<String>,
+    /// contract day window: `nws` (Local Standard Time, default) or `wu` (civil)
+    #[param(value_type = Option<crate::api::docs::param::Logic>)]
+    pub logic: Option<String>,
+}
+
 #[utoipa::path(
     get,
     path = "/api/v2/pacing.php",
     tag = "analytics",
-    params(
-        ("station_code" = String, Query, description = "Station code"),
-        ("logic" = Option<crate::api::docs::param::Logic>, Query, description = "contract day window: `nws` (Local Standard Time, default) or `wu` (civil)"),
-    ),
+    params(PacingQuery),
     responses(
         (status = 200, description = "the latest observation against each model's latest run and the latest NWS hourly version", body = Pacing),
         (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
@@ -135,12 +144,11 @@ pub fn pace_row(
 pub async fn handler(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Query(q): Query<std::collections::HashMap<String, String>>,
+    QueryParams(q): QueryParams<PacingQuery>,
 ) -> ApiResult<Response> {
     require_premium(&caller)?;
-    let p = Params(q);
-    let station = p.station("station_code")?;
-    let logic = if p.get("logic").is_some() { logic_param(&p)? } else { Logic::Nws };
+    let station = params::station("station_code", &q.station_code)?;
+    let logic = if params::value(&q.logic).is_some() { logic_param(&q.logic)? } else { Logic::Nws };
     let now = state.now();
     let obs = history(&state, station, now - Duration::days(1), now + Duration::hours(1)).await?;
     let (m, r) =

@@ -9,26 +9,37 @@
 
 use std::collections::BTreeMap;
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use chrono::{Datelike, Duration, FixedOffset};
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 use super::observations::history;
 use crate::api::auth::Caller;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
-use crate::api::params::Params;
+use crate::api::params::{self, QueryParams};
 use crate::api::AppState;
 use crate::decode::types::{DailyKind, DailyReport};
 use crate::ingest::live::load_window;
 use crate::time::{day_window, standard_date, DayClock};
 
+/// Query of `GET /api/v2/precipitation.php`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PrecipitationQuery {
+    /// A precipitation station (spec 2.10)
+    #[param(required = true, value_type = String)]
+    pub station_code: Option<String>,
+}
+
 #[utoipa::path(
     get,
     path = "/api/v2/precipitation.php",
     tag = "observations",
-    params(("station_code" = String, Query, description = "A precipitation station (spec 2.10)")),
+    params(PrecipitationQuery),
     responses(
         (status = 200, description = "object 2.7 for the current month", body = Object),
         (status = 400, description = "missing parameter or not a precipitation station", body = crate::api::error::ErrorBody),
@@ -38,10 +49,9 @@ use crate::time::{day_window, standard_date, DayClock};
 pub async fn handler(
     State(state): State<AppState>,
     Extension(_caller): Extension<Caller>,
-    Query(q): Query<std::collections::HashMap<String, String>>,
+    QueryParams(q): QueryParams<PrecipitationQuery>,
 ) -> ApiResult<Response> {
-    let p = Params(q);
-    let station = p.station("station_code")?;
+    let station = params::station("station_code", &q.station_code)?;
     if !station.precipitation {
         return Err(ApiError::bad_request(
             format!("{} is not a precipitation station", station.code),

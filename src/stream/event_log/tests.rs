@@ -229,10 +229,7 @@ fn fill(log: &EventLog, count: usize) -> Vec<Arc<Event>> {
 
 /// Frames and payloads of a replay equal the published ones, in the same order.
 fn assert_same_events(replayed: &[Arc<Event>], published: &[&Arc<Event>]) {
-    assert_eq!(
-        replayed.iter().map(|e| e.id).collect::<Vec<_>>(),
-        published.iter().map(|e| e.id).collect::<Vec<_>>()
-    );
+    assert_eq!(replayed.iter().map(|e| e.id).collect::<Vec<_>>(), published.iter().map(|e| e.id).collect::<Vec<_>>());
     for (r, p) in replayed.iter().zip(published) {
         assert_eq!(r.sse_frame(), p.sse_frame(), "event {}", p.id);
         assert_eq!((&*r.station, &*r.name), (&*p.station, &*p.name));
@@ -390,10 +387,7 @@ fn a_failed_first_write_neither_tears_nor_deletes_the_active_segment() {
     drop(log);
     let log = EventLog::open(dir.path(), default_retention()).unwrap();
     let back = events(log.replay_after("0", &stations(&["KNYC"])));
-    assert_eq!(
-        back.iter().map(|e| e.data().unwrap()["n"].as_i64()).collect::<Vec<_>>(),
-        [Some(1), Some(2), Some(4)]
-    );
+    assert_eq!(back.iter().map(|e| e.data().unwrap()["n"].as_i64()).collect::<Vec<_>>(), [Some(1), Some(2), Some(4)]);
 }
 
 /// When the torn bytes cannot be cut, the segment is retired, its id skipped, and the

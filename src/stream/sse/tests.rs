@@ -1,8 +1,8 @@
 //! Tests of the stream endpoint, end to end over HTTPS where it matters.
 
 use super::*;
-use serde_json::Value;
 use crate::stream::testkit::{self, SseClient, TestServer};
+use serde_json::Value;
 use std::time::Instant;
 
 #[test]
@@ -49,8 +49,7 @@ async fn connected_first_then_live_event_in_line_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn heartbeat_every_interval_without_id() {
-    let server =
-        TestServer::start(testkit::Options { heartbeat: Duration::from_secs(1), ..Default::default() }).await;
+    let server = TestServer::start(testkit::Options { heartbeat: Duration::from_secs(1), ..Default::default() }).await;
     let mut client = server.open("alice", "KNYC", None).await;
     client.next_event().await.expect("connected");
     let start = Instant::now();
