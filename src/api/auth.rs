@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use super::error::ApiError;
 use super::keys::{KeyRecord, Tier};
 use super::limits::ApiVersion;
-use super::AppState;
+use super::state::AppState;
 
 /// The authenticated key, available to handlers as an extension.
 #[derive(Debug, Clone)]

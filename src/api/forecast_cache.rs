@@ -24,9 +24,15 @@ use datafusion::arrow::datatypes::TimestampMicrosecondType;
 use super::bound_sql::Bindings;
 use super::error::{ApiError, ApiResult};
 use super::hot_cache::HotCache;
-use super::v2::forecasts::RAW_COLUMNS;
 use crate::ingest::live::LiveService;
 use crate::lake::schema::FORECASTS;
+
+/// The spec 2.5 columns, in order, as SQL (id from the natural-key hash).
+pub const RAW_COLUMNS: &str = "CAST(row_key / 2048 AS BIGINT) AS id, model, location_name, latitude, longitude, \
+    run_time, valid_time, forecast_hour, temperature_k, temperature_f, temperature_c, relative_humidity, \
+    dew_point_f, dew_point_c, apparent_temp_f, apparent_temp_c, wind_speed_mph, wind_speed_kmh, \
+    wind_direction_deg, wind_gusts_mph, wind_gusts_kmh, cloud_cover, precipitation_mm, precipitation_in, \
+    weather_code, pressure_msl_hpa, surface_pressure_hpa, inserted_at";
 
 /// Days of run dates an entry holds, counted back from the day it is loaded.
 pub const RECENT_DAYS: i64 = 20;

@@ -18,7 +18,7 @@ use super::auth::{require_admin, Caller};
 use super::error::{ApiError, ApiResult};
 use super::json::Json;
 use super::params::{self, QueryParams};
-use super::AppState;
+use super::state::AppState;
 use crate::ingest::format::ALL_FORMATS;
 use crate::ingest::live::{LiveError, LiveOutcome};
 use crate::ingest::{Format, IngestOptions};

@@ -1,7 +1,11 @@
 //! The HTTP API (axum): v2 and legacy v1 endpoints, authentication and rate limits, the
 //! OpenAPI document, and what the push stream needs from the server ([`stream_bridge`]).
-//! One module per endpoint; every path lives in [`paths`].
+//! One module per endpoint; every path lives in [`paths`]. What the handlers share
+//! ([`state::AppState`], the caches, [`params`], [`bound_sql`], [`error`]) imports no
+//! handler, and the types only the OpenAPI document needs are in [`schemas`], so the
+//! document ([`docs`]) is the only module that names every handler besides the router.
 
+pub mod accuracy_cache;
 pub mod auth;
 pub mod bound_sql;
 pub mod docs;
@@ -12,76 +16,16 @@ pub mod ingest;
 pub mod json;
 pub mod json_stream;
 pub mod keys;
+pub mod latest_cache;
 pub mod limits;
 pub mod observation_json;
 pub mod params;
 pub mod paths;
+pub mod schemas;
 pub mod server;
+pub mod state;
 pub mod stream_bridge;
 pub mod v1;
 pub mod v2;
 
-use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
-
-use crate::clock::Clock;
-use crate::ingest::live::LiveService;
-use keys::KeyStore;
-use limits::RateLimiter;
-
-/// Everything a handler needs, cheap to clone.
-#[derive(Clone)]
-pub struct AppState(Arc<AppInner>);
-
-/// The shared parts behind [`AppState`].
-pub struct AppInner {
-    pub keys: KeyStore,
-    pub limiter: RateLimiter,
-    pub live: Arc<LiveService>,
-    pub clock: Arc<dyn Clock>,
-    /// The accuracy tables per station (model_accuracy.php).
-    pub accuracy: v2::model_accuracy::AccuracyCache,
-    /// Recent raw forecast rows per (location, model) (forecasts.php).
-    pub forecasts: forecast_cache::ForecastCache,
-    /// The newest lake observation of stations the hot state cannot answer for (latest).
-    pub latest: v2::observations::LatestCache,
-    /// Where the HTTPS push stream listens, once it does (unset: the stream is not
-    /// enabled). The REST port names it to clients that ask it for the stream.
-    stream_addr: OnceLock<SocketAddr>,
-}
-
-impl std::ops::Deref for AppState {
-    type Target = AppInner;
-    fn deref(&self) -> &AppInner {
-        &self.0
-    }
-}
-
-impl AppState {
-    pub fn new(keys: KeyStore, limiter: RateLimiter, live: Arc<LiveService>, clock: Arc<dyn Clock>) -> Self {
-        AppState(Arc::new(AppInner {
-            keys,
-            limiter,
-            live,
-            clock,
-            accuracy: Default::default(),
-            forecasts: Default::default(),
-            latest: Default::default(),
-            stream_addr: OnceLock::new(),
-        }))
-    }
-    /// Records the push stream's listening address (once; later calls are ignored).
-    pub fn set_stream_addr(&self, addr: SocketAddr) {
-        let _ = self.stream_addr.set(addr);
-    }
-    /// The push stream's listening address, when the stream is enabled.
-    pub fn stream_addr(&self) -> Option<SocketAddr> {
-        self.stream_addr.get().copied()
-    }
-    pub fn lake(&self) -> &crate::lake::Lake {
-        &self.live.lake
-    }
-    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
-        self.clock.now()
-    }
-}
+pub use state::{AppInner, AppState};

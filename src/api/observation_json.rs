@@ -1,9 +1,13 @@
-//! Observation objects as the API returns them (spec 2.1 for v2, part 9 for v1).
+//! Observation objects as the API returns them (spec 2.1 for v2, part 9 for v1), and the
+//! trading-day extremes of `mode=svc_high` (spec 2.2; v1's day high).
 //! Celsius fields keep the report's precision; `*_display` is the station's native unit and
 //! `*_f` Fahrenheit, both integers as spec 2.1 types them (whole °F, or whole °C at Celsius
 //! stations, rounded half away from zero). The one exception is `temperature_display`,
 //! which spec 2.1 types decimal: Celsius stations keep its tenths.
 
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -11,6 +15,7 @@ use crate::catalog::Station;
 use crate::decode::metar::temperature_fields;
 use crate::decode::types::{DailyReport, Metar};
 use crate::lake::rows::LakeRecord;
+use crate::live::{DataQuality, DayExtremes, Logic};
 use crate::time::fmt_utc;
 use crate::units::{c_to_f, f_to_c, relative_humidity, round1, Units};
 
@@ -254,6 +259,105 @@ impl ObservationV1 {
             visibility: v2.visibility,
         }
     }
+}
+
+/// An observation with the CLI/DSM of its Local Standard Time day.
+#[derive(Debug, Clone)]
+pub struct WithReports {
+    pub cli: Option<DailyReport>,
+    pub dsm: Option<DailyReport>,
+}
+
+impl WithReports {
+    pub fn as_ref_pair(&self) -> DayReports<'_> {
+        DayReports { cli: self.cli.as_ref(), dsm: self.dsm.as_ref() }
+    }
+}
+
+/// Response of `mode=svc_high` (spec 2.2, plus `is_final`, sources and valid-through times).
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub struct SvcHigh {
+    pub station_code: String,
+    /// Trading day `YYYY-MM-DD` (Local Standard Time for nws, civil for wu).
+    pub date: String,
+    /// Day high in native units; null before any reading.
+    pub svc_high: Option<f64>,
+    pub svc_low: Option<f64>,
+    pub time_of_high_utc: Option<String>,
+    pub time_of_low_utc: Option<String>,
+    /// `nws` or `wu`.
+    pub calculation_logic: String,
+    pub units: String,
+    pub anomaly: bool,
+    /// Keyed by the requested logic (spec 2.4).
+    #[schema(value_type = Object)]
+    pub data_quality: BTreeMap<String, serde_json::Value>,
+    /// A final CLI fixed the values (nws).
+    pub is_final: bool,
+    /// Where the value came from: observation, one_minute, six_hour_group,
+    /// twenty_four_hour_group, dsm or cli.
+    pub high_source: Option<String>,
+    pub low_source: Option<String>,
+    /// Every source that reached `svc_high`: the sources (names as in `high_source`) whose
+    /// own high for the day equals it, in the order observation, one_minute, six_hour_group,
+    /// twenty_four_hour_group, dsm, cli; always includes `high_source`; `[]` without a value.
+    /// Several entries mean independent reports agree on the value.
+    pub svc_high_sources: Vec<String>,
+    /// The same for `svc_low`.
+    pub svc_low_sources: Vec<String>,
+    pub high_valid_through_utc: Option<String>,
+    pub low_valid_through_utc: Option<String>,
+}
+
+impl SvcHigh {
+    /// The answer for `date` from the engine's extremes; `None` (nothing at all for that day)
+    /// is answered with null values and a data quality that says so, as seen at `now`.
+    pub fn new(station: &Station, logic: Logic, date: NaiveDate, x: Option<&DayExtremes>, now: DateTime<Utc>) -> Self {
+        let dq = match x {
+            Some(x) => serde_json::to_value(&x.data_quality),
+            None => {
+                let w = crate::time::day_window(station.timezone, logic.clock(), date);
+                let held = (logic == Logic::Wu && station.code.starts_with('K')).then(Vec::new);
+                serde_json::to_value(DataQuality::no_data(logic.as_str(), w.start, w.end, now, held))
+            }
+        }
+        .unwrap_or_default();
+        SvcHigh {
+            station_code: station.code.clone(),
+            date: date.to_string(),
+            svc_high: x.and_then(|x| x.high).map(|e| e.value),
+            svc_low: x.and_then(|x| x.low).map(|e| e.value),
+            time_of_high_utc: x.and_then(|x| x.high).map(|e| fmt_utc(e.time)),
+            time_of_low_utc: x.and_then(|x| x.low).map(|e| fmt_utc(e.time)),
+            calculation_logic: logic.as_str().to_string(),
+            units: station.units.as_str().to_string(),
+            anomaly: x.is_some_and(|x| x.anomaly),
+            data_quality: BTreeMap::from([(logic.as_str().to_string(), dq)]),
+            is_final: x.is_some_and(|x| x.is_final),
+            high_source: x.and_then(|x| x.high).map(|e| e.source.as_str().to_string()),
+            low_source: x.and_then(|x| x.low).map(|e| e.source.as_str().to_string()),
+            svc_high_sources: x.map(|x| source_names(&x.high_sources)).unwrap_or_default(),
+            svc_low_sources: x.map(|x| source_names(&x.low_sources)).unwrap_or_default(),
+            high_valid_through_utc: x.and_then(|x| x.high_valid_through_utc).map(fmt_utc),
+            low_valid_through_utc: x.and_then(|x| x.low_valid_through_utc).map(fmt_utc),
+        }
+    }
+}
+
+fn source_names(sources: &[crate::live::Source]) -> Vec<String> {
+    sources.iter().map(|s| s.as_str().to_string()).collect()
+}
+
+/// v1 `mode=svc_high` response.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub struct SvcHighV1 {
+    pub station_code: String,
+    pub date: String,
+    /// °F for US stations (native units otherwise).
+    pub svc_high: Option<f64>,
+    pub time_of_high_utc: Option<String>,
+    /// `standard` (nws logic, Local Standard Time day) for US stations, `civil` (wu) otherwise.
+    pub calculation_logic: String,
 }
 
 #[cfg(test)]

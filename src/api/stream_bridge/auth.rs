@@ -2,7 +2,7 @@
 //! Professional tier's station limit.
 
 use crate::api::keys::Tier;
-use crate::api::AppState;
+use crate::api::state::AppState;
 use crate::catalog::Catalog;
 use crate::stream::{StreamAuth, StreamGrant, StreamRefusal};
 

@@ -10,7 +10,7 @@ use super::*;
 use crate::api::keys::KeyStore;
 use crate::api::keys::Tier;
 use crate::api::limits::RateLimiter;
-use crate::api::AppState;
+use crate::api::state::AppState;
 use crate::clock::{Clock, ManualClock};
 use crate::decode::types::{DailyKind, DailyReport};
 use crate::ingest::hot::Snapshot;

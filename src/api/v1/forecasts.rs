@@ -12,8 +12,8 @@ use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json_stream::stream_array;
 use crate::api::params::{self, QueryParams};
+use crate::api::state::AppState;
 use crate::api::v2::forecasts::{location_param, model_param};
-use crate::api::AppState;
 
 /// Query of `GET /api/v1/forecasts.php`.
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -39,7 +39,7 @@ pub struct ForecastsV1Query {
     tag = "v1",
     params(ForecastsV1Query),
     responses(
-        (status = 200, description = "array of rows {model, location_name, run_time, valid_time, forecast_hour, temperature_k, temperature_f, temperature_c}; [] when empty", body = [crate::api::docs::ForecastRowV1]),
+        (status = 200, description = "array of rows {model, location_name, run_time, valid_time, forecast_hour, temperature_k, temperature_f, temperature_c}; [] when empty", body = [crate::api::schemas::ForecastRowV1]),
         (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
     ),
     security(("bearer" = []), ("api_key" = []))

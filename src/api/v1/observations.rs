@@ -4,30 +4,19 @@
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 use crate::api::auth::Caller;
 use crate::api::error::ApiResult;
 use crate::api::json::Json;
 use crate::api::observation_json::ObservationV1;
+pub use crate::api::observation_json::SvcHighV1;
 use crate::api::params::{self, QueryParams};
+use crate::api::state::AppState;
 use crate::api::v2::observations::{history, history_range, latest_observation, no_observation, svc_high};
-use crate::api::AppState;
 use crate::catalog::Station;
 use crate::live::Logic;
-
-/// v1 `mode=svc_high` response.
-#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
-pub struct SvcHighV1 {
-    pub station_code: String,
-    pub date: String,
-    /// °F for US stations (native units otherwise).
-    pub svc_high: Option<f64>,
-    pub time_of_high_utc: Option<String>,
-    /// `standard` (nws logic, Local Standard Time day) for US stations, `civil` (wu) otherwise.
-    pub calculation_logic: String,
-}
 
 /// v1 picks the logic by station type: US stations settle on the national climate report
 /// (nws, "standard" time), international stations on the civil-day history (wu).
@@ -47,7 +36,7 @@ pub struct ObservationsV1Query {
     #[param(required = true, value_type = String)]
     pub station_code: Option<String>,
     /// `latest`, `svc_high`, or `history` (the default)
-    #[param(value_type = Option<crate::api::docs::param::ObservationMode>)]
+    #[param(value_type = Option<crate::api::schemas::param::ObservationMode>)]
     pub mode: Option<String>,
     /// history, required: ISO 8601 UTC
     #[param(value_type = Option<String>, format = DateTime)]
@@ -63,7 +52,7 @@ pub struct ObservationsV1Query {
     tag = "v1",
     params(ObservationsV1Query),
     responses(
-        (status = 200, description = "latest: one v1 observation; svc_high: the day high (SvcHighV1); history: array of v1 observations, oldest first", body = crate::api::docs::ObservationsV1Body),
+        (status = 200, description = "latest: one v1 observation; svc_high: the day high (SvcHighV1); history: array of v1 observations, oldest first", body = crate::api::schemas::ObservationsV1Body),
         (status = 404, description = "no observation for the station (latest)", body = crate::api::error::ErrorBody),
         (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
         (status = 401, description = "invalid or missing API key", body = crate::api::error::ErrorBody),

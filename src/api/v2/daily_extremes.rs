@@ -21,7 +21,7 @@ use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::params::{self, QueryParams};
-use crate::api::AppState;
+use crate::api::state::AppState;
 use crate::catalog::Station;
 use crate::live::Logic;
 use crate::time::fmt_utc;
@@ -43,7 +43,7 @@ pub struct DailyExtremesQuery {
     #[param(required = true, value_type = String, format = Date)]
     pub end_date: Option<String>,
     /// `nws` or `wu`
-    #[param(required = true, value_type = crate::api::docs::param::Logic)]
+    #[param(required = true, value_type = crate::api::schemas::param::Logic)]
     pub logic: Option<String>,
 }
 

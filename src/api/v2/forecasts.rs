@@ -17,7 +17,10 @@ use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::json_stream::stream_array;
 use crate::api::params::{self, QueryParams};
-use crate::api::AppState;
+use crate::api::state::AppState;
+
+/// The spec 2.5 columns as SQL (the hot cache reads the same).
+pub use crate::api::forecast_cache::RAW_COLUMNS;
 use crate::catalog::Catalog;
 use crate::lake::schema::KeyHasher;
 use crate::models::MODELS;
@@ -25,13 +28,6 @@ use crate::models::MODELS;
 /// Longest lead of any model (GEFS/GFS, 384 h) plus a day: how far back a run can start
 /// and still reach a window, for partition pruning on `run_date`.
 const MAX_REACH_DAYS: i64 = 17;
-
-/// The spec 2.5 columns, in order, as SQL (id from the natural-key hash).
-pub const RAW_COLUMNS: &str = "CAST(row_key / 2048 AS BIGINT) AS id, model, location_name, latitude, longitude, \
-    run_time, valid_time, forecast_hour, temperature_k, temperature_f, temperature_c, relative_humidity, \
-    dew_point_f, dew_point_c, apparent_temp_f, apparent_temp_c, wind_speed_mph, wind_speed_kmh, \
-    wind_direction_deg, wind_gusts_mph, wind_gusts_kmh, cloud_cover, precipitation_mm, precipitation_in, \
-    weather_code, pressure_msl_hpa, surface_pressure_hpa, inserted_at";
 
 /// A `run` other than `latest`: an ISO 8601 run time.
 fn run_time(r: &str) -> Result<DateTime<Utc>, ApiError> {
@@ -99,10 +95,10 @@ pub struct ForecastsQuery {
     #[param(value_type = Option<String>)]
     pub run: Option<String>,
     /// `raw` (the default: hourly rows; `hourly` is accepted as a synonym) or `daily` for per-day summaries
-    #[param(value_type = Option<crate::api::docs::param::ForecastMode>)]
+    #[param(value_type = Option<crate::api::schemas::param::ForecastMode>)]
     pub mode: Option<String>,
     /// daily only: `civil` (default) or `standard`
-    #[param(value_type = Option<crate::api::docs::param::TzMode>)]
+    #[param(value_type = Option<crate::api::schemas::param::TzMode>)]
     pub tz_mode: Option<String>,
 }
 
@@ -112,7 +108,7 @@ pub struct ForecastsQuery {
     tag = "forecasts",
     params(ForecastsQuery),
     responses(
-        (status = 200, description = "raw: array of forecast rows (2.5), header X-Run-Time with run=latest; daily: array of summary rows (2.6), header X-Run-Signature; [] when empty", body = [crate::api::docs::ForecastsV2Item]),
+        (status = 200, description = "raw: array of forecast rows (2.5), header X-Run-Time with run=latest; daily: array of summary rows (2.6), header X-Run-Signature; [] when empty", body = [crate::api::schemas::ForecastsV2Item]),
         (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
         (status = 422, description = "mode=daily for a location without a configured timezone", body = crate::api::error::ErrorBody),
     ),

@@ -16,138 +16,28 @@
 //! and `city` and `units` are null (unknown).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
-use std::time::Duration as StdDuration;
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
-use chrono::{DateTime, NaiveDate, Utc};
-use datafusion::arrow::array::{AsArray, RecordBatch};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Date32Type, Float64Type, Int32Type, Int64Type, TimestampMicrosecondType};
-use datafusion::prelude::SessionContext;
-use serde::{Deserialize, Serialize};
+use chrono::NaiveDate;
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::IntoParams;
 
+use crate::api::accuracy_cache::{r2, CellRow, DetailRow, ErrorSums, Metrics, StationAccuracy};
 use crate::api::auth::{require_premium, Caller};
-use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
-use crate::api::hot_cache::HotCache;
 use crate::api::json::Json;
 use crate::api::params::{self, QueryParams};
-use crate::api::AppState;
+use crate::api::state::AppState;
 use crate::catalog::Station;
 use crate::models::{MODELS, NWS_MODEL};
 
-/// How long a station's accuracy tables stay in memory before they are read again.
-pub const CACHE_TTL: StdDuration = StdDuration::from_secs(60);
 /// Leads the accuracy jobs compute (sql/accuracy_pairs.sql).
 pub const MAX_LEAD_DAYS: i32 = 3;
 /// `window` values and their days.
 pub const WINDOWS: [(&str, i32); 4] = [("7d", 7), ("14d", 14), ("30d", 30), ("90d", 90)];
-
-/// A metrics object (spec 2.9).
-#[derive(Debug, Clone, Copy, Serialize, ToSchema, PartialEq)]
-pub struct Metrics {
-    pub mae: f64,
-    pub bias: f64,
-    pub rmse: f64,
-    pub n: i64,
-}
-
-/// Sums of errors that add up across models, labels and days.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct ErrorSums {
-    pub n: i64,
-    pub sum: f64,
-    pub sum_abs: f64,
-    pub sum_sq: f64,
-}
-
-impl ErrorSums {
-    fn add(&mut self, o: &ErrorSums) {
-        self.n += o.n;
-        self.sum += o.sum;
-        self.sum_abs += o.sum_abs;
-        self.sum_sq += o.sum_sq;
-    }
-
-    /// The metrics, rounded to hundredths; `None` without pairs.
-    pub fn metrics(&self) -> Option<Metrics> {
-        (self.n > 0).then(|| {
-            let n = self.n as f64;
-            Metrics { mae: r2(self.sum_abs / n), bias: r2(self.sum / n), rmse: r2((self.sum_sq / n).sqrt()), n: self.n }
-        })
-    }
-}
-
-fn r2(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
-}
-
-/// One `model_accuracy` row of scope per_model_run.
-#[derive(Debug, Clone)]
-struct CellRow {
-    window_days: i32,
-    lead_days: i32,
-    target: String,
-    model: String,
-    run_label: String,
-    sums: ErrorSums,
-    day_bits: (i64, i64),
-}
-
-/// One `accuracy_trends` row of scope per_model_run.
-#[derive(Debug, Clone)]
-struct TrendRow {
-    lead_days: i32,
-    target: String,
-    model: String,
-    run_label: String,
-    date: NaiveDate,
-    sums: ErrorSums,
-}
-
-/// One `accuracy_daily_detail` row.
-#[derive(Debug, Clone)]
-struct DetailRow {
-    date: NaiveDate,
-    lead_days: i32,
-    target: String,
-    model: String,
-    run_label: String,
-    run_time: i64,
-    forecast: f64,
-    observed: f64,
-}
-
-/// Everything the endpoint serves for one station.
-#[derive(Debug, Default)]
-struct StationAccuracy {
-    computed_at: Option<DateTime<Utc>>,
-    as_of: Option<NaiveDate>,
-    cells: Vec<CellRow>,
-    trends: Vec<TrendRow>,
-    detail: Vec<DetailRow>,
-}
-
-/// Per-station cache of the accuracy tables.
-#[derive(Default)]
-pub struct AccuracyCache {
-    entries: HotCache<String, StationAccuracy>,
-}
-
-impl AccuracyCache {
-    /// A catalog station's tables (cached), or another code's (read now).
-    async fn get(&self, ctx: &SessionContext, code: &str, in_catalog: bool) -> ApiResult<Arc<StationAccuracy>> {
-        if !in_catalog {
-            return Ok(Arc::new(load(ctx, code).await?));
-        }
-        self.entries.get_or_load(&code.to_string(), 0, CACHE_TTL, || load(ctx, code)).await
-    }
-}
 
 /// The `station_code` of this endpoint: a catalog station, or any well-formed ICAO code.
 fn station_param(raw: &Option<String>) -> Result<(String, Option<&'static Station>), ApiError> {
@@ -167,111 +57,6 @@ fn station_param(raw: &Option<String>) -> Result<(String, Option<&'static Statio
         ));
     }
     Ok((code, None))
-}
-
-/// Runs `sql` with the station code bound to `$1`.
-async fn query(ctx: &SessionContext, code: &str, sql: &str) -> ApiResult<Vec<RecordBatch>> {
-    let mut b = Bindings::new();
-    b.str(code);
-    b.collect(ctx, sql).await
-}
-
-fn strings(b: &RecordBatch, i: usize) -> ApiResult<datafusion::arrow::array::ArrayRef> {
-    cast(b.column(i), &DataType::Utf8).map_err(ApiError::internal)
-}
-
-fn date_of(days: i32) -> NaiveDate {
-    NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default() + chrono::Duration::days(i64::from(days))
-}
-
-async fn load(ctx: &SessionContext, code: &str) -> ApiResult<StationAccuracy> {
-    let mut out = StationAccuracy::default();
-    let cells = query(
-        ctx,
-        code,
-        "SELECT window_days, lead_days, target, model, run_label, n, sum_error, sum_abs_error, sum_sq_error, \
-         day_bits_lo, day_bits_hi, as_of, computed_at FROM model_accuracy \
-         WHERE station_code = $1 AND scope = 'per_model_run'",
-    )
-    .await?;
-    for b in &cells {
-        let (target, model, label) = (strings(b, 2)?, strings(b, 3)?, strings(b, 4)?);
-        let (target, model, label) = (target.as_string::<i32>(), model.as_string::<i32>(), label.as_string::<i32>());
-        let i32s = |i: usize| b.column(i).as_primitive::<Int32Type>();
-        let i64s = |i: usize| b.column(i).as_primitive::<Int64Type>();
-        let f64s = |i: usize| b.column(i).as_primitive::<Float64Type>();
-        let as_of = b.column(11).as_primitive::<Date32Type>();
-        let computed = b.column(12).as_primitive::<TimestampMicrosecondType>();
-        for r in 0..b.num_rows() {
-            out.as_of = out.as_of.max(Some(date_of(as_of.value(r))));
-            out.computed_at = out.computed_at.max(DateTime::from_timestamp_micros(computed.value(r)));
-            out.cells.push(CellRow {
-                window_days: i32s(0).value(r),
-                lead_days: i32s(1).value(r),
-                target: target.value(r).to_string(),
-                model: model.value(r).to_string(),
-                run_label: label.value(r).to_string(),
-                sums: ErrorSums {
-                    n: i64s(5).value(r),
-                    sum: f64s(6).value(r),
-                    sum_abs: f64s(7).value(r),
-                    sum_sq: f64s(8).value(r),
-                },
-                day_bits: (i64s(9).value(r), i64s(10).value(r)),
-            });
-        }
-    }
-    let trends = query(
-        ctx,
-        code,
-        "SELECT lead_days, target, model, run_label, date, n, sum_error, sum_abs_error, sum_sq_error \
-         FROM accuracy_trends WHERE station_code = $1 AND scope = 'per_model_run'",
-    )
-    .await?;
-    for b in &trends {
-        let (target, model, label) = (strings(b, 1)?, strings(b, 2)?, strings(b, 3)?);
-        let (target, model, label) = (target.as_string::<i32>(), model.as_string::<i32>(), label.as_string::<i32>());
-        let f64s = |i: usize| b.column(i).as_primitive::<Float64Type>();
-        for r in 0..b.num_rows() {
-            out.trends.push(TrendRow {
-                lead_days: b.column(0).as_primitive::<Int32Type>().value(r),
-                target: target.value(r).to_string(),
-                model: model.value(r).to_string(),
-                run_label: label.value(r).to_string(),
-                date: date_of(b.column(4).as_primitive::<Date32Type>().value(r)),
-                sums: ErrorSums {
-                    n: b.column(5).as_primitive::<Int64Type>().value(r),
-                    sum: f64s(6).value(r),
-                    sum_abs: f64s(7).value(r),
-                    sum_sq: f64s(8).value(r),
-                },
-            });
-        }
-    }
-    let detail = query(
-        ctx,
-        code,
-        "SELECT date, lead_days, target, model, run_label, run_time, forecast, observed \
-         FROM accuracy_daily_detail WHERE station_code = $1",
-    )
-    .await?;
-    for b in &detail {
-        let (target, model, label) = (strings(b, 2)?, strings(b, 3)?, strings(b, 4)?);
-        let (target, model, label) = (target.as_string::<i32>(), model.as_string::<i32>(), label.as_string::<i32>());
-        for r in 0..b.num_rows() {
-            out.detail.push(DetailRow {
-                date: date_of(b.column(0).as_primitive::<Date32Type>().value(r)),
-                lead_days: b.column(1).as_primitive::<Int32Type>().value(r),
-                target: target.value(r).to_string(),
-                model: model.value(r).to_string(),
-                run_label: label.value(r).to_string(),
-                run_time: b.column(5).as_primitive::<TimestampMicrosecondType>().value(r),
-                forecast: b.column(6).as_primitive::<Float64Type>().value(r),
-                observed: b.column(7).as_primitive::<Float64Type>().value(r),
-            });
-        }
-    }
-    Ok(out)
 }
 
 /// The request, validated.
@@ -468,7 +253,7 @@ pub struct ModelAccuracyQuery {
     #[param(required = true, value_type = String)]
     pub station_code: Option<String>,
     /// `7d` (default), `14d`, `30d` or `90d`, ending at `as_of`, the latest verified day
-    #[param(value_type = Option<crate::api::docs::param::AccuracyWindow>)]
+    #[param(value_type = Option<crate::api::schemas::param::AccuracyWindow>)]
     pub window: Option<String>,
     /// Comma-separated, case-sensitive model names (spec 2.5 plus `NWS`, the api.weather.gov hourly forecast); omitted: all
     #[param(value_type = Option<String>)]
@@ -483,7 +268,7 @@ pub struct ModelAccuracyQuery {
     #[param(value_type = Option<i32>, minimum = 1, maximum = 3)]
     pub lead_days: Option<String>,
     /// `high` (default) or `low`: which daily extreme is verified
-    #[param(value_type = Option<crate::api::docs::param::AccuracyTarget>)]
+    #[param(value_type = Option<crate::api::schemas::param::AccuracyTarget>)]
     pub target: Option<String>,
 }
 

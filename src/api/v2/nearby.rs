@@ -13,7 +13,7 @@ use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::observation_json::ObservationV2;
 use crate::api::params::{self, QueryParams};
-use crate::api::AppState;
+use crate::api::state::AppState;
 use crate::catalog::{distance_km, Catalog, Station};
 
 /// A station chosen for the answer, with its distance when the search was by radius.

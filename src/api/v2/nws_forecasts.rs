@@ -19,7 +19,7 @@ use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::params::{self, QueryParams};
-use crate::api::AppState;
+use crate::api::state::AppState;
 use crate::catalog::Station;
 use crate::time::{day_window, standard_date, DayClock};
 
@@ -119,7 +119,7 @@ pub struct NwsForecastsQuery {
     #[param(value_type = Option<String>, format = Date)]
     pub date: Option<String>,
     /// `latest` (default) or `history`
-    #[param(value_type = Option<crate::api::docs::param::NwsMode>)]
+    #[param(value_type = Option<crate::api::schemas::param::NwsMode>)]
     pub mode: Option<String>,
 }
 

@@ -5,7 +5,8 @@
 //! newest row of the station. The hot state holds every observation of the lake's last
 //! [`REBUILD_WINDOW`] and every one this process ingested since; the lake's newest row
 //! also sees rows another process (`wxlake ingest`) wrote while `serve` runs. The lake's
-//! answer, "none" included, is kept per station for [`LATEST_LAKE_TTL`], so such rows
+//! answer, "none" included, is kept per station for
+//! [`LATEST_LAKE_TTL`](crate::api::latest_cache::LATEST_LAKE_TTL), so such rows
 //! show in `latest` (v1 and v2) and `nearby` within a minute.
 //!
 //! The memory answer stays the fast path: when the hot state has a recent latest, the
@@ -15,10 +16,8 @@
 //! `date` partitions newest first, in groups of 1, 2, 4, ... partitions, and stops at the
 //! first group that holds the station: a recent row costs a scan of one day.
 
-use std::collections::{BTreeMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Duration as StdDuration;
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -26,102 +25,28 @@ use axum::Extension;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::TimestampMicrosecondType;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use tracing::warn;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::IntoParams;
 
 use crate::api::auth::Caller;
 use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
-use crate::api::hot_cache::HotCache;
 use crate::api::json::Json;
-use crate::api::observation_json::{DayReports, ObservationV2};
+pub use crate::api::observation_json::SvcHigh;
+use crate::api::observation_json::{ObservationV2, WithReports};
 use crate::api::params::{self, QueryParams};
-use crate::api::AppState;
+use crate::api::state::AppState;
 use crate::catalog::Station;
 use crate::decode::types::{DailyKind, DailyReport, Metar};
 use crate::ingest::hot::REBUILD_WINDOW;
 use crate::ingest::live::load_window;
 use crate::lake::rows::LakeRecord;
-use crate::live::{DataQuality, DayExtremes, Logic, StationLive, REPLAY_AFTER, REPLAY_BEFORE};
-use crate::time::{fmt_utc, standard_date};
+use crate::live::{DayExtremes, Logic, StationLive, REPLAY_AFTER, REPLAY_BEFORE};
+use crate::time::standard_date;
 
 /// Longest history range (spec 8).
 pub const MAX_HISTORY: Duration = Duration::hours(24);
-
-/// Response of `mode=svc_high` (spec 2.2, plus `is_final`, sources and valid-through times).
-#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
-pub struct SvcHigh {
-    pub station_code: String,
-    /// Trading day `YYYY-MM-DD` (Local Standard Time for nws, civil for wu).
-    pub date: String,
-    /// Day high in native units; null before any reading.
-    pub svc_high: Option<f64>,
-    pub svc_low: Option<f64>,
-    pub time_of_high_utc: Option<String>,
-    pub time_of_low_utc: Option<String>,
-    /// `nws` or `wu`.
-    pub calculation_logic: String,
-    pub units: String,
-    pub anomaly: bool,
-    /// Keyed by the requested logic (spec 2.4).
-    #[schema(value_type = Object)]
-    pub data_quality: BTreeMap<String, serde_json::Value>,
-    /// A final CLI fixed the values (nws).
-    pub is_final: bool,
-    /// Where the value came from: observation, one_minute, six_hour_group,
-    /// twenty_four_hour_group, dsm or cli.
-    pub high_source: Option<String>,
-    pub low_source: Option<String>,
-    /// Every source that reached `svc_high`: the sources (names as in `high_source`) whose
-    /// own high for the day equals it, in the order observation, one_minute, six_hour_group,
-    /// twenty_four_hour_group, dsm, cli; always includes `high_source`; `[]` without a value.
-    /// Several entries mean independent reports agree on the value.
-    pub svc_high_sources: Vec<String>,
-    /// The same for `svc_low`.
-    pub svc_low_sources: Vec<String>,
-    pub high_valid_through_utc: Option<String>,
-    pub low_valid_through_utc: Option<String>,
-}
-
-impl SvcHigh {
-    /// The answer for `date` from the engine's extremes; `None` (nothing at all for that day)
-    /// is answered with null values and a data quality that says so, as seen at `now`.
-    pub fn new(station: &Station, logic: Logic, date: NaiveDate, x: Option<&DayExtremes>, now: DateTime<Utc>) -> Self {
-        let dq = match x {
-            Some(x) => serde_json::to_value(&x.data_quality),
-            None => {
-                let w = crate::time::day_window(station.timezone, logic.clock(), date);
-                let held = (logic == Logic::Wu && station.code.starts_with('K')).then(Vec::new);
-                serde_json::to_value(DataQuality::no_data(logic.as_str(), w.start, w.end, now, held))
-            }
-        }
-        .unwrap_or_default();
-        SvcHigh {
-            station_code: station.code.clone(),
-            date: date.to_string(),
-            svc_high: x.and_then(|x| x.high).map(|e| e.value),
-            svc_low: x.and_then(|x| x.low).map(|e| e.value),
-            time_of_high_utc: x.and_then(|x| x.high).map(|e| fmt_utc(e.time)),
-            time_of_low_utc: x.and_then(|x| x.low).map(|e| fmt_utc(e.time)),
-            calculation_logic: logic.as_str().to_string(),
-            units: station.units.as_str().to_string(),
-            anomaly: x.is_some_and(|x| x.anomaly),
-            data_quality: BTreeMap::from([(logic.as_str().to_string(), dq)]),
-            is_final: x.is_some_and(|x| x.is_final),
-            high_source: x.and_then(|x| x.high).map(|e| e.source.as_str().to_string()),
-            low_source: x.and_then(|x| x.low).map(|e| e.source.as_str().to_string()),
-            svc_high_sources: x.map(|x| source_names(&x.high_sources)).unwrap_or_default(),
-            svc_low_sources: x.map(|x| source_names(&x.low_sources)).unwrap_or_default(),
-            high_valid_through_utc: x.and_then(|x| x.high_valid_through_utc).map(fmt_utc),
-            low_valid_through_utc: x.and_then(|x| x.low_valid_through_utc).map(fmt_utc),
-        }
-    }
-}
-
-fn source_names(sources: &[crate::live::Source]) -> Vec<String> {
-    sources.iter().map(|s| s.as_str().to_string()).collect()
-}
 
 /// Query of `GET /api/v2/observations.php`.
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -131,16 +56,16 @@ pub struct ObservationsQuery {
     #[param(required = true, value_type = String)]
     pub station_code: Option<String>,
     /// `latest`, `svc_high`, or `history` (the default)
-    #[param(value_type = Option<crate::api::docs::param::ObservationMode>)]
+    #[param(value_type = Option<crate::api::schemas::param::ObservationMode>)]
     pub mode: Option<String>,
     /// svc_high only, required: `nws` or `wu`
-    #[param(value_type = Option<crate::api::docs::param::Logic>)]
+    #[param(value_type = Option<crate::api::schemas::param::Logic>)]
     pub logic: Option<String>,
     /// svc_high only: a trading day YYYY-MM-DD, not after today (default: today)
     #[param(value_type = Option<String>, format = Date)]
     pub date: Option<String>,
     /// latest only: the latest observation whose day has that report value
-    #[param(value_type = Option<crate::api::docs::param::ObservationType>)]
+    #[param(value_type = Option<crate::api::schemas::param::ObservationType>)]
     pub observation_type: Option<String>,
     /// history, required: ISO 8601 UTC
     #[param(value_type = Option<String>, format = DateTime)]
@@ -156,7 +81,7 @@ pub struct ObservationsQuery {
     tag = "observations",
     params(ObservationsQuery),
     responses(
-        (status = 200, description = "latest: one observation record (2.1); svc_high: the trading-day extremes (2.2); history: array of observation records, oldest first", body = crate::api::docs::ObservationsV2Body),
+        (status = 200, description = "latest: one observation record (2.1); svc_high: the trading-day extremes (2.2); history: array of observation records, oldest first", body = crate::api::schemas::ObservationsV2Body),
         (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
         (status = 401, description = "invalid or missing API key", body = crate::api::error::ErrorBody),
         (status = 404, description = "no observation for the station (latest)", body = crate::api::error::ErrorBody),
@@ -219,19 +144,6 @@ pub fn history_range(
         ));
     }
     Ok((start, end))
-}
-
-/// An observation with the CLI/DSM of its Local Standard Time day.
-#[derive(Debug, Clone)]
-pub struct WithReports {
-    pub cli: Option<DailyReport>,
-    pub dsm: Option<DailyReport>,
-}
-
-impl WithReports {
-    pub fn as_ref_pair(&self) -> DayReports<'_> {
-        DayReports { cli: self.cli.as_ref(), dsm: self.dsm.as_ref() }
-    }
 }
 
 /// The best report of `kind` for a station and LST date: a final beats a preliminary,
@@ -305,54 +217,6 @@ pub fn no_observation(station: &Station) -> ApiError {
         format!("No observation for {}", station.code),
         "neither the live state nor the lake holds any observation of this station",
     )
-}
-
-/// How long the lake's newest observation of a station (or "none") stays in memory: rows
-/// another process writes to the lake show in `latest` within this time.
-pub const LATEST_LAKE_TTL: StdDuration = StdDuration::from_secs(60);
-
-/// The lake's newest observation per station, with its day's reports (`None`: the lake
-/// has no row of the station), kept for [`LATEST_LAKE_TTL`].
-pub struct LatestCache {
-    lake: HotCache<String, Option<(Metar, WithReports)>>,
-    /// Stations whose background refresh is running.
-    refreshing: Mutex<HashSet<String>>,
-    /// The TTL in milliseconds ([`LATEST_LAKE_TTL`] unless set).
-    ttl_ms: AtomicU64,
-    /// Lake lookups run so far (monitoring, tests).
-    lookups: AtomicU64,
-}
-
-impl Default for LatestCache {
-    fn default() -> Self {
-        LatestCache {
-            lake: HotCache::default(),
-            refreshing: Mutex::new(HashSet::new()),
-            ttl_ms: AtomicU64::new(LATEST_LAKE_TTL.as_millis() as u64),
-            lookups: AtomicU64::new(0),
-        }
-    }
-}
-
-impl LatestCache {
-    /// How long a lake answer is kept.
-    pub fn ttl(&self) -> StdDuration {
-        StdDuration::from_millis(self.ttl_ms.load(Ordering::Relaxed))
-    }
-
-    /// Changes how long a lake answer is kept (tests; the default is [`LATEST_LAKE_TTL`]).
-    pub fn set_ttl(&self, ttl: StdDuration) {
-        self.ttl_ms.store(ttl.as_millis() as u64, Ordering::Relaxed);
-    }
-
-    /// How many lake lookups ran (each is at most one per station per TTL).
-    pub fn lookups(&self) -> u64 {
-        self.lookups.load(Ordering::Relaxed)
-    }
-
-    fn refreshing(&self) -> MutexGuard<'_, HashSet<String>> {
-        self.refreshing.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 /// The order of "latest" (the live engine's): time, then a correction over the original,

@@ -22,7 +22,7 @@ use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::observation_json::ObservationV2;
 use crate::api::params::{self, QueryParams};
-use crate::api::AppState;
+use crate::api::state::AppState;
 use crate::live::Logic;
 use crate::time::Window;
 use crate::units::{f_to_c, Units};
@@ -124,7 +124,7 @@ pub struct PacingQuery {
     #[param(required = true, value_type = String)]
     pub station_code: Option<String>,
     /// contract day window: `nws` (Local Standard Time, default) or `wu` (civil)
-    #[param(value_type = Option<crate::api::docs::param::Logic>)]
+    #[param(value_type = Option<crate::api::schemas::param::Logic>)]
     pub logic: Option<String>,
 }
 

@@ -21,7 +21,7 @@ use crate::api::auth::Caller;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::params::{self, QueryParams};
-use crate::api::AppState;
+use crate::api::state::AppState;
 use crate::decode::types::{DailyKind, DailyReport};
 use crate::ingest::live::load_window;
 use crate::time::{day_window, standard_date, DayClock};

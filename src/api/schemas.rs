@@ -1,0 +1,202 @@
+//! Types that exist only to be described in the OpenAPI document ([`super::docs`]): the
+//! response bodies whose shape depends on a parameter, rows the handlers stream from Arrow
+//! batches, and the closed sets of parameter values. No handler builds them; handlers name
+//! them in their annotations, so they are kept apart from the document, which names the
+//! handlers.
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::observation_json::{ObservationV1, ObservationV2, SvcHigh, SvcHighV1};
+
+/// 200 body of `GET /api/v2/observations.php`: the shape depends on `mode`.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code, clippy::large_enum_variant)] // documentation only: never built, the handler sends the variants' types
+pub enum ObservationsV2Body {
+    /// `mode=latest`: one observation record (spec 2.1).
+    Latest(ObservationV2),
+    /// `mode=svc_high`: the trading-day extremes (spec 2.2).
+    SvcHigh(SvcHigh),
+    /// history (mode omitted or `history`): the observations of the range, oldest first.
+    History(Vec<ObservationV2>),
+}
+
+/// 200 body of `GET /api/v1/observations.php`: the shape depends on `mode`.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code, clippy::large_enum_variant)] // documentation only: never built, the handler sends the variants' types
+pub enum ObservationsV1Body {
+    /// `mode=latest`: one v1 observation record.
+    Latest(ObservationV1),
+    /// `mode=svc_high`: the day high (no low in v1).
+    SvcHigh(SvcHighV1),
+    /// history (mode omitted or `history`): the observations of the range, oldest first.
+    History(Vec<ObservationV1>),
+}
+
+/// One raw forecast row (spec 2.5) as `GET /api/v2/forecasts.php` streams it: every column
+/// of `RAW_COLUMNS`, nulls explicit. Times are ISO 8601 UTC strings.
+#[derive(Serialize, ToSchema)]
+#[allow(dead_code)] // documentation only: rows are streamed from Arrow batches
+pub struct ForecastRowV2 {
+    /// Record id (53 bits of the natural-key hash).
+    pub id: i64,
+    pub model: String,
+    pub location_name: String,
+    pub latitude: Option<f64>,
+    pub longitude: Option<f64>,
+    /// Model initialization time.
+    pub run_time: String,
+    pub valid_time: String,
+    /// Lead time in hours.
+    pub forecast_hour: i32,
+    pub temperature_k: Option<f64>,
+    pub temperature_f: Option<f64>,
+    pub temperature_c: Option<f64>,
+    pub relative_humidity: Option<f64>,
+    pub dew_point_f: Option<f64>,
+    pub dew_point_c: Option<f64>,
+    pub apparent_temp_f: Option<f64>,
+    pub apparent_temp_c: Option<f64>,
+    pub wind_speed_mph: Option<f64>,
+    pub wind_speed_kmh: Option<f64>,
+    pub wind_direction_deg: Option<i32>,
+    pub wind_gusts_mph: Option<f64>,
+    pub wind_gusts_kmh: Option<f64>,
+    pub cloud_cover: Option<f64>,
+    pub precipitation_mm: Option<f64>,
+    pub precipitation_in: Option<f64>,
+    /// WMO weather interpretation code.
+    pub weather_code: Option<i32>,
+    pub pressure_msl_hpa: Option<f64>,
+    pub surface_pressure_hpa: Option<f64>,
+    /// When the row was ingested.
+    pub inserted_at: String,
+}
+
+/// One `mode=daily` row (spec 2.6). Fahrenheit fields for US stations, Celsius fields for
+/// international ones; a field is absent when the model gave no value for the day.
+#[derive(Serialize, ToSchema)]
+#[allow(dead_code)] // documentation only: the handler builds the rows as JSON maps
+pub struct DailyForecastRow {
+    pub model: String,
+    /// Local calendar day `YYYY-MM-DD`.
+    pub date: String,
+    /// IANA timezone used for bucketing.
+    pub timezone: String,
+    /// `civil` or `standard`.
+    pub tz_mode: String,
+    pub run_time: String,
+    /// Forecast points that contributed.
+    pub points_used: i64,
+    pub high_f: Option<f64>,
+    pub low_f: Option<f64>,
+    pub high_c: Option<f64>,
+    pub low_c: Option<f64>,
+}
+
+/// One item of `GET /api/v2/forecasts.php`: a raw row (default, `mode=raw` or
+/// `mode=hourly`) or a daily summary (`mode=daily`); one response holds one kind.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code, clippy::large_enum_variant)] // documentation only: never built
+pub enum ForecastsV2Item {
+    Raw(ForecastRowV2),
+    Daily(DailyForecastRow),
+}
+
+/// One row of `GET /api/v1/forecasts.php` (spec 9).
+#[derive(Serialize, ToSchema)]
+#[allow(dead_code)] // documentation only: rows are streamed from Arrow batches
+pub struct ForecastRowV1 {
+    pub model: String,
+    pub location_name: String,
+    pub run_time: String,
+    pub valid_time: String,
+    pub forecast_hour: i32,
+    pub temperature_k: Option<f64>,
+    pub temperature_f: Option<f64>,
+    pub temperature_c: Option<f64>,
+}
+
+/// Query parameter values of closed sets, so the document (and clients generated from
+/// it) name the valid values; the handlers answer anything else with 400.
+pub mod param {
+    use serde::Serialize;
+    use utoipa::ToSchema;
+
+    /// `mode` of the observations endpoints.
+    #[derive(Serialize, ToSchema)]
+    #[serde(rename_all = "snake_case")]
+    pub enum ObservationMode {
+        Latest,
+        SvcHigh,
+        History,
+    }
+
+    /// A trading-day logic.
+    #[derive(Serialize, ToSchema)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Logic {
+        Nws,
+        Wu,
+    }
+
+    /// `observation_type` of `mode=latest`.
+    #[derive(Serialize, ToSchema)]
+    #[serde(rename_all = "snake_case")]
+    pub enum ObservationType {
+        DsmHigh,
+        DsmLow,
+        CliHigh,
+        CliLow,
+    }
+
+    /// `mode` of the v2 forecasts: `raw` (default; `hourly` is a synonym the original
+    /// service accepted) or `daily`.
+    #[derive(Serialize, ToSchema)]
+    #[serde(rename_all = "snake_case")]
+    pub enum ForecastMode {
+        Raw,
+        Hourly,
+        Daily,
+    }
+
+    /// `tz_mode` of forecasts `mode=daily`.
+    #[derive(Serialize, ToSchema)]
+    #[serde(rename_all = "snake_case")]
+    pub enum TzMode {
+        Civil,
+        Standard,
+    }
+
+    /// `mode` of the NWS forecasts.
+    #[derive(Serialize, ToSchema)]
+    #[serde(rename_all = "snake_case")]
+    pub enum NwsMode {
+        Latest,
+        History,
+    }
+
+    /// `window` of model accuracy.
+    #[derive(Serialize, ToSchema)]
+    pub enum AccuracyWindow {
+        #[serde(rename = "7d")]
+        Days7,
+        #[serde(rename = "14d")]
+        Days14,
+        #[serde(rename = "30d")]
+        Days30,
+        #[serde(rename = "90d")]
+        Days90,
+    }
+
+    /// `target` of model accuracy.
+    #[derive(Serialize, ToSchema)]
+    #[serde(rename_all = "snake_case")]
+    pub enum AccuracyTarget {
+        High,
+        Low,
+    }
+}
