@@ -5,12 +5,12 @@ pub mod auth;
 pub mod docs;
 pub mod error;
 pub mod forecast_cache;
-pub mod hot_cache;
 pub mod ingest;
 pub mod json;
 pub mod json_stream;
 pub mod keys;
 pub mod limits;
+pub mod loading_cache;
 pub mod observation_json;
 pub mod params;
 pub mod paths;
@@ -22,7 +22,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 
 use crate::clock::Clock;
-use crate::ingest::live::LiveService;
+use crate::write::LiveService;
 use keys::KeyStore;
 use limits::RateLimiter;
 

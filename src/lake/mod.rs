@@ -8,6 +8,7 @@ pub mod rows;
 pub mod schema;
 pub mod store;
 pub mod visibility;
+pub mod window;
 pub mod writer;
 
 use std::sync::Arc;

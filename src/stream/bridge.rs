@@ -14,11 +14,11 @@ use crate::api::keys::Tier;
 use crate::api::AppState;
 use crate::catalog::{Catalog, Station};
 use crate::decode::types::{DailyKind, DailyReport, Metar};
-use crate::ingest::hot::Applied;
-use crate::ingest::live::LiveService;
-use crate::live::{suspect_temperature, DayExtremes, LiveEvent, Logic};
+use crate::extremes::{suspect_temperature, DayExtremes, LiveEvent, Logic};
 use crate::time::civil_date;
 use crate::units::{c_to_f, hpa_to_inhg, kt_to_kmh, kt_to_mph, relative_humidity, round1};
+use crate::write::hot::Applied;
+use crate::write::LiveService;
 
 /// Stations a Professional key may stream at once (spec 8).
 pub const PROFESSIONAL_MAX_STATIONS: usize = 5;
@@ -264,10 +264,10 @@ mod tests {
     use crate::api::keys::KeyStore;
     use crate::api::limits::RateLimiter;
     use crate::clock::{Clock, ManualClock};
-    use crate::ingest::hot::Snapshot;
     use crate::ingest::{Format, IngestOptions};
     use crate::stream::testkit::{client_connector, SseClient};
     use crate::stream::{load_tls, self_signed, serve_tls, stream_router, Replay, StreamState, STREAM_PATH};
+    use crate::write::hot::Snapshot;
 
     struct Rig {
         _dir: tempfile::TempDir,

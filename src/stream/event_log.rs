@@ -1478,7 +1478,7 @@ mod tests {
     /// of its memory once the day is in.
     fn fill_realistic_day(dir: &Path) -> (usize, u64, EventLogStats) {
         use crate::catalog::Catalog;
-        use crate::live::{LiveInput, Logic, StationLive};
+        use crate::extremes::{LiveInput, Logic, StationLive};
         let log = EventLog::open(dir, default_retention()).unwrap();
         let stations = Catalog::global().all();
         let mut lives: Vec<StationLive> = stations.iter().map(StationLive::new).collect();

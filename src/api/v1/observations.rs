@@ -15,7 +15,7 @@ use crate::api::params::Params;
 use crate::api::v2::observations::{history, history_range, latest_observation, no_observation, svc_high};
 use crate::api::AppState;
 use crate::catalog::Station;
-use crate::live::Logic;
+use crate::extremes::Logic;
 
 /// v1 `mode=svc_high` response.
 #[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]

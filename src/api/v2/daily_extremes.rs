@@ -21,7 +21,7 @@ use crate::api::json::Json;
 use crate::api::params::Params;
 use crate::api::AppState;
 use crate::catalog::Station;
-use crate::live::Logic;
+use crate::extremes::Logic;
 use crate::time::fmt_utc;
 
 /// Longest range per request.

@@ -34,8 +34,8 @@ use utoipa::ToSchema;
 use super::forecasts::lit;
 use crate::api::auth::{require_premium, Caller};
 use crate::api::error::{ApiError, ApiResult};
-use crate::api::hot_cache::HotCache;
 use crate::api::json::Json;
+use crate::api::loading_cache::LoadingCache;
 use crate::api::params::Params;
 use crate::api::AppState;
 use crate::catalog::Station;
@@ -136,7 +136,7 @@ struct StationAccuracy {
 /// Per-station cache of the accuracy tables.
 #[derive(Default)]
 pub struct AccuracyCache {
-    entries: HotCache<String, StationAccuracy>,
+    entries: LoadingCache<String, StationAccuracy>,
 }
 
 impl AccuracyCache {

@@ -33,18 +33,18 @@ use utoipa::ToSchema;
 use super::forecasts::lit;
 use crate::api::auth::Caller;
 use crate::api::error::{ApiError, ApiResult};
-use crate::api::hot_cache::HotCache;
 use crate::api::json::Json;
+use crate::api::loading_cache::LoadingCache;
 use crate::api::observation_json::{DayReports, ObservationV2};
 use crate::api::params::Params;
 use crate::api::AppState;
 use crate::catalog::Station;
 use crate::decode::types::{DailyKind, DailyReport, Metar};
-use crate::ingest::hot::REBUILD_WINDOW;
-use crate::ingest::live::load_window;
+use crate::extremes::{DataQuality, DayExtremes, Logic, StationLive, REPLAY_AFTER, REPLAY_BEFORE};
 use crate::lake::rows::LakeRecord;
-use crate::live::{DataQuality, DayExtremes, Logic, StationLive, REPLAY_AFTER, REPLAY_BEFORE};
+use crate::lake::window::load_window;
 use crate::time::{fmt_utc, standard_date};
+use crate::write::hot::REBUILD_WINDOW;
 
 /// Longest history range (spec 8).
 pub const MAX_HISTORY: Duration = Duration::hours(24);
@@ -119,7 +119,7 @@ impl SvcHigh {
     }
 }
 
-fn source_names(sources: &[crate::live::Source]) -> Vec<String> {
+fn source_names(sources: &[crate::extremes::Source]) -> Vec<String> {
     sources.iter().map(|s| s.as_str().to_string()).collect()
 }
 
@@ -289,7 +289,7 @@ pub const LATEST_LAKE_TTL: StdDuration = StdDuration::from_secs(60);
 /// The lake's newest observation per station, with its day's reports (`None`: the lake
 /// has no row of the station), kept for [`LATEST_LAKE_TTL`].
 pub struct LatestCache {
-    lake: HotCache<String, Option<(Metar, WithReports)>>,
+    lake: LoadingCache<String, Option<(Metar, WithReports)>>,
     /// Stations whose background refresh is running.
     refreshing: Mutex<HashSet<String>>,
     /// The TTL in milliseconds ([`LATEST_LAKE_TTL`] unless set).
@@ -301,7 +301,7 @@ pub struct LatestCache {
 impl Default for LatestCache {
     fn default() -> Self {
         LatestCache {
-            lake: HotCache::default(),
+            lake: LoadingCache::default(),
             refreshing: Mutex::new(HashSet::new()),
             ttl_ms: AtomicU64::new(LATEST_LAKE_TTL.as_millis() as u64),
             lookups: AtomicU64::new(0),

@@ -21,7 +21,7 @@ use crate::api::json::Json;
 use crate::api::params::Params;
 use crate::api::AppState;
 use crate::decode::types::{DailyKind, DailyReport};
-use crate::ingest::live::load_window;
+use crate::lake::window::load_window;
 use crate::time::{day_window, standard_date, DayClock};
 
 #[utoipa::path(
