@@ -16,7 +16,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,6 +28,8 @@ use rand::distr::Alphanumeric;
 use rand::Rng;
 use serde::{Deserialize, Deserializer, Serialize};
 use sha2::{Digest, Sha256};
+
+use crate::lake::durable::{self, Access};
 
 /// Name of the key file inside the state directory.
 pub const KEYS_FILE: &str = "keys.json";
@@ -608,40 +610,8 @@ fn lock_exclusive(path: &Path) -> Result<File, KeyError> {
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<FileStamp, KeyError> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     let tmp = dir.join(format!(".{KEYS_FILE}.tmp.{}", std::process::id()));
-    let result = (|| {
-        let mut file = private_file(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        sync_dir(dir)?;
-        Ok(FileStamp::of(&file.metadata()?))
-    })();
-    result.map_err(|e: io::Error| {
-        let _ = std::fs::remove_file(&tmp);
-        io_error(path, e)
-    })
-}
-
-/// The key file holds no secrets, but its owner alone needs to read it.
-#[cfg(unix)]
-fn private_file(path: &Path) -> io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)
-}
-
-#[cfg(not(unix))]
-fn private_file(path: &Path) -> io::Result<File> {
-    OpenOptions::new().write(true).create(true).truncate(true).open(path)
-}
-
-#[cfg(unix)]
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
-}
-
-#[cfg(not(unix))]
-fn sync_dir(_dir: &Path) -> io::Result<()> {
-    Ok(())
+    let file = durable::replace(path, &tmp, bytes, Access::Owner).map_err(|e| io_error(path, e.source))?;
+    Ok(FileStamp::of(&file.metadata().map_err(|e| io_error(path, e))?))
 }
 
 #[cfg(test)]

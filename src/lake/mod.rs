@@ -2,6 +2,7 @@
 //! scale), written idempotently and read through DataFusion.
 
 pub mod compact;
+pub mod durable;
 pub mod publish;
 pub mod query;
 pub mod rows;

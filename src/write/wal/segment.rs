@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::{io_err, WalError};
+use crate::lake::durable::{self, sync_dir, Access};
 
 pub(super) const CHECKPOINT: &str = "checkpoint";
 pub(super) const CHECKPOINT_TMP: &str = "checkpoint.tmp";
@@ -130,10 +131,6 @@ pub(super) fn remove_if_exists(path: &Path) -> Result<(), WalError> {
     }
 }
 
-pub(super) fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
-}
-
 pub(super) fn read_checkpoint(dir: &Path) -> Result<u64, WalError> {
     let path = dir.join(CHECKPOINT);
     let text = match fs::read_to_string(&path) {
@@ -152,12 +149,10 @@ pub(super) fn read_checkpoint(dir: &Path) -> Result<u64, WalError> {
 }
 
 pub(super) fn write_checkpoint(dir: &Path, seq: u64) -> Result<(), WalError> {
-    let tmp = dir.join(CHECKPOINT_TMP);
-    let mut file = File::create(&tmp).map_err(io_err(&tmp))?;
-    file.write_all(format!("{seq}\n").as_bytes()).and_then(|()| file.sync_all()).map_err(io_err(&tmp))?;
-    let path = dir.join(CHECKPOINT);
-    fs::rename(&tmp, &path).map_err(io_err(&path))?;
-    sync_dir(dir).map_err(io_err(dir))
+    let (path, tmp) = (dir.join(CHECKPOINT), dir.join(CHECKPOINT_TMP));
+    durable::replace(&path, &tmp, format!("{seq}\n").as_bytes(), Access::Default)
+        .map_err(|e| WalError::Io { path: e.path, source: e.source })?;
+    Ok(())
 }
 
 pub(super) fn segment_name(first_seq: u64) -> String {
