@@ -1,7 +1,7 @@
 //! Ingest: turn input bytes of a named format into lake records, store them idempotently,
 //! and account for every line (read / stored / duplicate / rejected with reasons).
 //! The CLI and the demo generator store through here directly; the server's live ingest
-//! ([`crate::write`]) decodes and stores through here too, after its WAL.
+//! (the `write` module) decodes and stores through here too, after its WAL.
 
 pub mod format;
 pub mod summary;

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use super::LiveService;
 
-/// How often the background task compacts every table, at most (and at least once per
-/// flush when the flush interval is longer).
+/// The compaction period: every table is compacted after each run of flushes this long (or
+/// after every flush, when the flush interval is longer).
 pub const COMPACT_EVERY: Duration = Duration::from_secs(3600);
 
 impl LiveService {
