@@ -108,7 +108,8 @@ fn command_path(cmd: &Command, section: &[&str]) -> String {
 }
 
 fn flag_names(cmd: &Command) -> String {
-    let names: Vec<&str> = cmd.get_arguments().filter_map(|a| a.get_long()).filter(|n| settable(cmd, n).is_some()).collect();
+    let names: Vec<&str> =
+        cmd.get_arguments().filter_map(|a| a.get_long()).filter(|n| settable(cmd, n).is_some()).collect();
     names.join(", ")
 }
 
@@ -182,7 +183,11 @@ mod tests {
         assert_eq!(p, Some(PathBuf::from("/etc/wx.toml")));
         let p = config_path(&Cli::command(), &argv(&["wxlake", "--config=/a.toml", "sql", "SELECT 1"]));
         assert_eq!(p, Some(PathBuf::from("/a.toml")));
-        assert_eq!(config_path(&Cli::command(), &argv(&["wxlake", "serve"])).filter(|_| std::env::var_os("WXLAKE_CONFIG").is_none()), None);
+        assert_eq!(
+            config_path(&Cli::command(), &argv(&["wxlake", "serve"]))
+                .filter(|_| std::env::var_os("WXLAKE_CONFIG").is_none()),
+            None
+        );
     }
 
     #[test]

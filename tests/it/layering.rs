@@ -73,7 +73,8 @@ fn walk(src: &Path, path: &[String], out: &mut BTreeMap<ModPath, PathBuf>) {
     let Ok(entries) = std::fs::read_dir(&dir) else { return };
     for e in entries.map(|e| e.unwrap().path()) {
         let stem = e.file_stem().unwrap().to_string_lossy().to_string();
-        let is_module = (e.is_dir() && e.join("mod.rs").exists()) || (e.extension().is_some_and(|x| x == "rs") && stem != "mod");
+        let is_module =
+            (e.is_dir() && e.join("mod.rs").exists()) || (e.extension().is_some_and(|x| x == "rs") && stem != "mod");
         if is_module && stem != "tests" {
             let child: ModPath = path.iter().cloned().chain([stem]).collect();
             walk(src, &child, out);
