@@ -8,6 +8,7 @@ mod crash;
 mod forecasts_http;
 mod http;
 mod lake;
+mod layering;
 mod openapi;
 mod slt;
 mod support;
