@@ -3,13 +3,15 @@
 //! Real formats are decoded ([`decode`]) and ingested ([`ingest`]) into a partitioned
 //! Parquet lake on object storage ([`lake`]), queried with DataFusion SQL. The station
 //! catalog, units and day windows that every part shares live in [`catalog`], [`units`]
-//! and [`time`]; the model schedules in [`models`]; the realistic generator in [`demo`].
+//! and [`time`]; the model schedules in [`models`]; the realistic generator in [`demo`];
+//! the live feeds that poll the public sources in [`feeds`].
 
 pub mod api;
 pub mod catalog;
 pub mod clock;
 pub mod decode;
 pub mod demo;
+pub mod feeds;
 pub mod ingest;
 pub mod jobs;
 pub mod lake;
