@@ -177,7 +177,8 @@ mod tests {
     #[test]
     fn reports_are_counted_and_other_shapes_refused() {
         let url = Url::parse("http://x/").unwrap();
-        let real = Bytes::from_static(include_bytes!("../../data/real/metar/awc_metar_knyc_kmdw_kaus_20260925T0631Z.json"));
+        let real =
+            Bytes::from_static(include_bytes!("../../data/real/metar/awc_metar_knyc_kmdw_kaus_20260925T0631Z.json"));
         assert_eq!(count_reports(&url, &real).unwrap(), 9);
         assert_eq!(count_reports(&url, &Bytes::from_static(b"")).unwrap(), 0);
         assert_eq!(count_reports(&url, &Bytes::from_static(b" []\n")).unwrap(), 0);

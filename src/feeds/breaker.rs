@@ -22,11 +22,17 @@ pub enum Admit {
 
 #[derive(Debug, Clone, Copy)]
 enum State {
-    Closed { failures: u32 },
-    Open { until: Instant },
+    Closed {
+        failures: u32,
+    },
+    Open {
+        until: Instant,
+    },
     /// A probe is out since `since`. If its caller vanished without reporting (a cancelled
     /// poll), another probe is allowed once a pause has passed, so the host is never stuck.
-    HalfOpen { since: Instant },
+    HalfOpen {
+        since: Instant,
+    },
 }
 
 /// One host's breaker.

@@ -287,7 +287,11 @@ mod tests {
     fn typos_and_bad_values_are_refused_precisely() {
         let err = |t: &str| FeedsConfig::from_toml(&table(t)).unwrap_err().to_string();
         assert_eq!(err("[iem_asos]"), "[sources.iem_asos] names no source; known: awc_metar");
-        assert!(err("[awc_metar]\nintervall_secs = 5").contains("unknown field `intervall_secs`"), "{}", err("[awc_metar]\nintervall_secs = 5"));
+        assert!(
+            err("[awc_metar]\nintervall_secs = 5").contains("unknown field `intervall_secs`"),
+            "{}",
+            err("[awc_metar]\nintervall_secs = 5")
+        );
         assert!(err("contakt = \"x\"").starts_with("[sources]: unknown field `contakt`"));
         assert!(err("[awc_metar]\nstations = [\"NYC\"]").contains("station \"NYC\" is not a 4-character ICAO id"));
         assert!(err("[awc_metar]\nbatch_size = 0").contains("batch_size must be at least 1"));

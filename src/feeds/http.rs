@@ -181,7 +181,9 @@ impl HttpClient {
     pub fn new(cfg: ClientConfig) -> Result<Self, FetchError> {
         let user_agent = user_agent(&cfg.contact);
         if cfg.contact.is_empty() {
-            tracing::warn!("[sources] contact is not set: the feeds' User-Agent names no contact (api.weather.gov requires one)");
+            tracing::warn!(
+                "[sources] contact is not set: the feeds' User-Agent names no contact (api.weather.gov requires one)"
+            );
         }
         let client = reqwest::Client::builder()
             .user_agent(&user_agent)

@@ -179,7 +179,15 @@ impl Feeds {
         let now = Utc::now();
         let name = source.name();
         if report.is_ok() {
-            tracing::info!(source = name, accepted = report.accepted, rejected = report.rejected, not_modified = report.not_modified, bytes = report.bytes, ?took, "poll done");
+            tracing::info!(
+                source = name,
+                accepted = report.accepted,
+                rejected = report.rejected,
+                not_modified = report.not_modified,
+                bytes = report.bytes,
+                ?took,
+                "poll done"
+            );
         } else {
             for e in &report.errors {
                 tracing::warn!(source = name, kind = e.kind(), error = %e, "poll request failed");

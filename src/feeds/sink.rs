@@ -114,12 +114,8 @@ impl FeedSink for RecordingSink {
         if decoded.records.is_empty() {
             return Err(SinkError::Unusable(first_reasons(&decoded.errors)));
         }
-        let stored = Stored {
-            read: decoded.read,
-            accepted: decoded.records.len(),
-            rejected: decoded.errors.len(),
-            events: 0,
-        };
+        let stored =
+            Stored { read: decoded.read, accepted: decoded.records.len(), rejected: decoded.errors.len(), events: 0 };
         self.taken.lock().unwrap_or_else(|p| p.into_inner()).push(Recorded { format, opts, body, stored });
         Ok(stored)
     }
