@@ -223,6 +223,13 @@ impl AwcMetarConfig {
         if self.interval.is_zero() || self.timeout.is_zero() {
             return bad("interval_secs and timeout_secs must be positive".to_string());
         }
+        if self.hours * 3600.0 < self.interval.as_secs_f64() {
+            return bad(format!(
+                "hours ({}) reaches back less than one interval ({} s): reports between polls would be missed",
+                self.hours,
+                self.interval.as_secs_f64()
+            ));
+        }
         Ok(self)
     }
 }
@@ -298,6 +305,16 @@ mod tests {
         assert!(err("[awc_metar]\ninterval_secs = -1").contains("expected a number of seconds"));
         assert!(err("[awc_metar]\nbase_url = \"not a url\"").contains("base_url"));
         assert!(err("max_per_host = 0").contains("max_per_host must be at least 1"));
+        assert!(err("[awc_metar]\nhours = 0.01\ninterval_secs = 60").contains("reaches back less than one interval"));
+    }
+
+    #[test]
+    fn a_file_without_sources_has_no_feeds() {
+        let cfg =
+            FeedsConfig::from_file_text("lake = \"file:///tmp/lake\"\n[serve]\naddr = \"127.0.0.1:0\"\n").unwrap();
+        assert!(cfg.awc_metar.is_none());
+        let e = FeedsConfig::from_file_text("sources = 3").unwrap_err();
+        assert_eq!(e.to_string(), "[sources]: `sources` must be a table, found integer");
     }
 
     #[test]
