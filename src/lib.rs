@@ -5,7 +5,8 @@
 //! the write path of live ingest ([`write`]: WAL, hot state, flush, compaction) and the
 //! settlement-day rules that turn readings into each day's high and low ([`extremes`]). The station
 //! catalog, units and day windows that every part shares live in [`catalog`], [`units`]
-//! and [`time`]; the model schedules in [`models`]; the realistic generator in [`demo`].
+//! and [`time`]; the model schedules in [`models`]; the realistic generator in [`demo`];
+//! the live feeds that poll the public sources in [`feeds`].
 
 pub mod api;
 pub mod catalog;
@@ -13,6 +14,7 @@ pub mod clock;
 pub mod decode;
 pub mod demo;
 pub mod extremes;
+pub mod feeds;
 pub mod ingest;
 pub mod jobs;
 pub mod lake;

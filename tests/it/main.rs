@@ -5,6 +5,7 @@ mod cli;
 mod contract_cli;
 mod contract_http;
 mod crash;
+mod feeds;
 mod forecasts_http;
 mod http;
 mod lake;
