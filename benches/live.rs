@@ -11,7 +11,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use wxlake::catalog::Catalog;
 use wxlake::decode::metar::parse_metar;
 use wxlake::decode::types::{Metar, OneMinute};
-use wxlake::live::{LiveInput, Logic, StationLive};
+use wxlake::extremes::{LiveInput, Logic, StationLive};
 use wxlake::units::{c_to_f, f_to_c, round1};
 
 enum Input {
@@ -87,7 +87,7 @@ fn bench_request(c: &mut Criterion) {
     use wxlake::api::limits::RateLimiter;
     use wxlake::api::{server, AppState};
     use wxlake::clock::{Clock, ManualClock, SystemClock};
-    use wxlake::ingest::live::LiveService;
+    use wxlake::write::LiveService;
 
     let rt = tokio::runtime::Runtime::new().unwrap();
     let dir = tempfile::tempdir().unwrap();

@@ -2,9 +2,10 @@
 
 mod cli;
 
+use std::ffi::OsString;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 /// mimalloc rather than the system allocator: bulk ingest allocates gigabytes of rows
 /// and millions of short strings, and measured 10-20 % faster end to end with it
@@ -13,7 +14,19 @@ use clap::Parser;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let argv: Vec<OsString> = std::env::args_os().collect();
+    // The `--config` file's settings become the flags' defaults before the real parse.
+    let command = match cli::config::command_with_config(cli::Cli::command(), &argv) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let args = match command.try_get_matches_from(argv).and_then(|m| cli::Cli::from_arg_matches(&m)) {
+        Ok(a) => a,
+        Err(e) => e.exit(),
+    };
     cli::init_tracing(args.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,

@@ -142,6 +142,12 @@ pub fn fmt_utc(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S").to_string()
 }
 
+/// Formats a UTC time as ISO 8601 with a `Z`, to the second: `YYYY-MM-DDTHH:MM:SSZ`, the
+/// form of run times, generation and computation stamps and headers.
+pub fn fmt_iso_utc(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
 /// Parses the ISO 8601 forms clients send: with Z or offset, or naive (taken as UTC),
 /// with `T` or space, with or without seconds, or a bare date (midnight UTC).
 pub fn parse_utc(s: &str) -> Option<DateTime<Utc>> {

@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 
 use super::bound_sql::Bindings;
 use super::error::{ApiError, ApiResult};
-use super::hot_cache::HotCache;
+use super::loading_cache::LoadingCache;
 
 /// How long a station's accuracy tables stay in memory before they are read again.
 pub const CACHE_TTL: StdDuration = StdDuration::from_secs(60);
@@ -108,7 +108,7 @@ pub struct StationAccuracy {
 /// Per-station cache of the accuracy tables.
 #[derive(Default)]
 pub struct AccuracyCache {
-    pub entries: HotCache<String, StationAccuracy>,
+    pub entries: LoadingCache<String, StationAccuracy>,
 }
 
 impl AccuracyCache {

@@ -7,11 +7,11 @@
 //!   can reach a window starting after that date minus the longest horizon. Older windows
 //!   and pinned runs go to the lake.
 //! - An entry is current while the live service has stored no forecasts since it was built
-//!   ([`LiveService::table_version`](crate::ingest::live::LiveService::table_version)) and
+//!   ([`LiveService::table_version`](crate::write::LiveService::table_version)) and
 //!   for [`TTL`] at most: rows written by another process (a `wxlake ingest`) appear within
 //!   that time.
 //! - At most [`MAX_ROWS`] rows are held; the least recently loaded entries go first.
-//! - Concurrent misses of one key run one load ([`HotCache`]).
+//! - Concurrent misses of one key run one load ([`LoadingCache`]).
 
 use std::sync::Arc;
 use std::time::Duration as StdDuration;
@@ -23,9 +23,9 @@ use datafusion::arrow::datatypes::TimestampMicrosecondType;
 
 use super::bound_sql::Bindings;
 use super::error::{ApiError, ApiResult};
-use super::hot_cache::HotCache;
-use crate::ingest::live::LiveService;
+use super::loading_cache::LoadingCache;
 use crate::lake::schema::FORECASTS;
+use crate::write::LiveService;
 
 /// The spec 2.5 columns, in order, as SQL (id from the natural-key hash).
 pub const RAW_COLUMNS: &str = "CAST(row_key / 2048 AS BIGINT) AS id, model, location_name, latitude, longitude, \
@@ -90,7 +90,7 @@ impl Entry {
 /// The cache (one per server).
 #[derive(Default)]
 pub struct ForecastCache {
-    entries: HotCache<(String, String), Entry>,
+    entries: LoadingCache<(String, String), Entry>,
 }
 
 impl ForecastCache {

@@ -20,8 +20,8 @@ use super::json::Json;
 use super::params::{self, QueryParams};
 use super::state::AppState;
 use crate::ingest::format::ALL_FORMATS;
-use crate::ingest::live::{LiveError, LiveOutcome};
 use crate::ingest::{Format, IngestOptions};
+use crate::write::{LiveError, LiveOutcome};
 
 /// Largest ingest body accepted (the router sets it as the route's body limit).
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration as StdDuration;
 
-use super::hot_cache::HotCache;
+use super::loading_cache::LoadingCache;
 use super::observation_json::WithReports;
 use crate::decode::types::Metar;
 
@@ -17,7 +17,7 @@ pub const LATEST_LAKE_TTL: StdDuration = StdDuration::from_secs(60);
 /// The lake's newest observation per station, with its day's reports (`None`: the lake
 /// has no row of the station), kept for [`LATEST_LAKE_TTL`].
 pub struct LatestCache {
-    pub(crate) lake: HotCache<String, Option<(Metar, WithReports)>>,
+    pub(crate) lake: LoadingCache<String, Option<(Metar, WithReports)>>,
     /// Stations whose background refresh is running.
     refreshing: Mutex<HashSet<String>>,
     /// The TTL in milliseconds ([`LATEST_LAKE_TTL`] unless set).
@@ -29,7 +29,7 @@ pub struct LatestCache {
 impl Default for LatestCache {
     fn default() -> Self {
         LatestCache {
-            lake: HotCache::default(),
+            lake: LoadingCache::default(),
             refreshing: Mutex::new(HashSet::new()),
             ttl_ms: AtomicU64::new(LATEST_LAKE_TTL.as_millis() as u64),
             lookups: AtomicU64::new(0),

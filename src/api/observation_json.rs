@@ -14,8 +14,8 @@ use utoipa::ToSchema;
 use crate::catalog::Station;
 use crate::decode::metar::temperature_fields;
 use crate::decode::types::{DailyReport, Metar};
+use crate::extremes::{DataQuality, DayExtremes, Logic};
 use crate::lake::rows::LakeRecord;
-use crate::live::{DataQuality, DayExtremes, Logic};
 use crate::time::fmt_utc;
 use crate::units::{c_to_f, f_to_c, relative_humidity, round1, Units};
 
@@ -344,7 +344,7 @@ impl SvcHigh {
     }
 }
 
-fn source_names(sources: &[crate::live::Source]) -> Vec<String> {
+fn source_names(sources: &[crate::extremes::Source]) -> Vec<String> {
     sources.iter().map(|s| s.as_str().to_string()).collect()
 }
 

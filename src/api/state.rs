@@ -10,7 +10,7 @@ use super::keys::KeyStore;
 use super::latest_cache::LatestCache;
 use super::limits::RateLimiter;
 use crate::clock::Clock;
-use crate::ingest::live::LiveService;
+use crate::write::LiveService;
 
 /// Everything a handler needs, cheap to clone.
 #[derive(Clone)]

@@ -1,8 +1,8 @@
 //! Command definitions and dispatch. Each command lives in its own module.
 
 mod compact;
+pub mod config;
 mod demo;
-
 mod ingest;
 mod keys;
 mod serve;
@@ -21,7 +21,9 @@ pub struct Cli {
     /// Lake root URL: file://./data/lake (default), a path, or s3://bucket/prefix.
     #[arg(long, global = true, env = "WXLAKE_LAKE", default_value = DEFAULT_LAKE)]
     pub lake: String,
-    /// Config file (TOML) with defaults for these options.
+    /// TOML file with defaults for any flag: top-level keys for these global flags,
+    /// `[serve]`, `[sql]`, ... for a command's (see data/wxlake.example.toml). Flags and
+    /// environment variables win over it.
     #[arg(long, global = true, env = "WXLAKE_CONFIG")]
     pub config: Option<PathBuf>,
     /// More logging (-v info, -vv debug). RUST_LOG overrides.

@@ -16,10 +16,10 @@ use wxlake::api::limits::RateLimiter;
 use wxlake::api::{server, AppState};
 use wxlake::clock::{Clock, SystemClock};
 use wxlake::demo::LiveFeed;
-use wxlake::ingest::live::LiveService;
 use wxlake::ingest::{Format, IngestOptions};
 use wxlake::lake::Lake;
 use wxlake::stream::{self, Hub, StreamState};
+use wxlake::write::LiveService;
 
 use super::demo::DemoArgs;
 use super::keys::state_dir;

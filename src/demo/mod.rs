@@ -15,7 +15,7 @@
 //! - [`reports`]: DSM and CLI products of US stations.
 //! - [`forecasts`]: all runs of the 18 models (CSV rows and MOS bulletins) and the NWS
 //!   hourly forecast versions (api.weather.gov JSON).
-//! - [`live`]: [`LiveFeed`], the same reports continuing in real time for `serve --demo`.
+//! - [`feed`]: [`LiveFeed`], the same reports continuing in real time for `serve --demo`.
 //!
 //! Everything is deterministic: the same [`DemoConfig`] gives byte-identical inputs on any
 //! machine and thread count, and the live feed continues exactly the series the batch
@@ -48,8 +48,8 @@
 //! ```
 
 pub mod climate;
+pub mod feed;
 pub mod forecasts;
-pub mod live;
 /// Generated inputs → decoders → lake (the ingest side's part of `wxlake demo`).
 pub mod load;
 pub mod noise;
@@ -60,7 +60,7 @@ pub mod site;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use rayon::prelude::*;
 
-pub use live::{LiveFeed, LiveReport};
+pub use feed::{LiveFeed, LiveReport};
 
 use crate::catalog::{Catalog, Station};
 use crate::decode::onemin::encode_onemin_csv;

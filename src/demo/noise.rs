@@ -6,6 +6,7 @@
 //! on any thread, and get bit-identical answers.
 
 use std::f64::consts::TAU;
+use std::hash::Hasher;
 
 /// Purposes of the hash streams. Each draws from its own stream so adding a draw for one
 /// purpose never shifts another.
@@ -53,7 +54,9 @@ pub fn mix(mut z: u64) -> u64 {
 
 /// FNV-1a of a station code (or any name), to key its streams.
 pub fn name_key(name: &str) -> u64 {
-    name.bytes().fold(0xCBF2_9CE4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01B3))
+    let mut h = fnv::FnvHasher::default();
+    h.write(name.as_bytes());
+    h.finish()
 }
 
 /// Hash of one draw: the key of a station (seed and code), a stream and an index.
@@ -111,6 +114,12 @@ pub fn normal<R: rand::Rng + ?Sized>(rng: &mut R) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn name_key_is_plain_fnv1a() {
+        // Pinned: the demo's streams (and so every generated value) are keyed by it.
+        assert_eq!(name_key("KNYC"), 0x8e40_b5de_dc83_8b64);
+    }
 
     #[test]
     fn draws_are_reproducible_and_distinct_by_stream() {

@@ -1,12 +1,10 @@
 //! Ingest: turn input bytes of a named format into lake records, store them idempotently,
 //! and account for every line (read / stored / duplicate / rejected with reasons).
-//! The CLI, the live HTTP ingest and the demo generator all go through here.
+//! The CLI and the demo generator store through here directly; the server's live ingest
+//! (the `write` module) decodes and stores through here too, after its WAL.
 
 pub mod format;
-pub mod hot;
-pub mod live;
 pub mod summary;
-pub mod wal;
 
 use chrono::{DateTime, Utc};
 

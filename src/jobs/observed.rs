@@ -37,8 +37,8 @@ use rayon::prelude::*;
 use super::JobError;
 use crate::catalog::{Catalog, Station};
 use crate::decode::types::{DailyKind, DailyReport, Metar, OneMinute};
-use crate::ingest::live::load_window;
-use crate::live::{suspect_temperature, DayExtremes, Logic, Source, StationLive, REPLAY_AFTER, REPLAY_BEFORE};
+use crate::extremes::{suspect_temperature, DayExtremes, Logic, Source, StationLive, REPLAY_AFTER, REPLAY_BEFORE};
+use crate::lake::window::load_window;
 use crate::units::{f_to_c, round1, Units};
 
 /// One output row.
@@ -250,7 +250,7 @@ fn to_batch(rows: &[ObservedDay]) -> Result<RecordBatch, JobError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::live::tests::{klnk, klnk_sod};
+    use crate::extremes::tests::{klnk, klnk_sod};
 
     /// The job's Rust step on 57 real KLNK days (LCD file: METARs with 6/24-hour groups)
     /// against the official daily values of the same file: the same 56/57 highs and 57/57

@@ -2,12 +2,14 @@
 //! scale), written idempotently and read through DataFusion.
 
 pub mod compact;
+pub mod durable;
 pub mod publish;
 pub mod query;
 pub mod rows;
 pub mod schema;
 pub mod store;
 pub mod visibility;
+pub mod window;
 pub mod writer;
 
 use std::sync::Arc;

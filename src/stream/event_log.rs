@@ -60,6 +60,7 @@ use serde::{Deserialize, Serialize};
 use tracing::{debug, info, warn};
 
 use super::frame::{encode_raw_frame, iso_timestamp};
+use crate::lake::durable::{self, Access};
 
 /// Ids reserved per fsync of the `next-id` file.
 pub const ID_BLOCK: u64 = 1024;
@@ -674,11 +675,8 @@ impl Inner {
     fn reserve(&mut self, through: u64) -> Result<()> {
         let path = self.dir.join(NEXT_ID_FILE);
         let tmp = self.dir.join(format!("{NEXT_ID_FILE}.tmp"));
-        let mut file = File::create(&tmp).map_err(io_err("create", &tmp))?;
-        file.write_all(format!("{through}\n").as_bytes()).map_err(io_err("write", &tmp))?;
-        file.sync_all().map_err(io_err("fsync", &tmp))?;
-        fs::rename(&tmp, &path).map_err(io_err("rename", &path))?;
-        sync_dir(&self.dir)?;
+        durable::replace(&path, &tmp, format!("{through}\n").as_bytes(), Access::Default)
+            .map_err(|e| EventLogError::Io { action: e.step, path: e.path, source: e.source })?;
         self.reserved_through = through;
         Ok(())
     }
@@ -747,7 +745,7 @@ impl Inner {
         let file = OpenOptions::new().create(true).append(true).open(&path).map_err(io_err("create", &path))?;
         // Offsets are positions in the file: start after whatever a same-named file holds.
         let bytes = file.metadata().map_err(io_err("stat", &path))?.len();
-        sync_dir(&self.dir)?;
+        durable::sync_dir(&self.dir).map_err(io_err("fsync", &self.dir))?;
         debug!(path = %path.display(), "event log: new segment");
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -1060,14 +1058,6 @@ fn read_reservation(path: &Path) -> Result<u64> {
         }),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(0),
         Err(source) => Err(EventLogError::Io { action: "read", path: path.to_path_buf(), source }),
-    }
-}
-
-/// Makes a create/rename in `dir` durable (a no-op error on platforms that cannot open dirs).
-fn sync_dir(dir: &Path) -> Result<()> {
-    match File::open(dir) {
-        Ok(d) => d.sync_all().map_err(io_err("fsync", dir)),
-        Err(_) => Ok(()),
     }
 }
 

@@ -199,3 +199,41 @@ fn ingest_batches_files_by_size() {
     let o = wxlake(&dir.path().join("lake0"), &["ingest", "forecasts", "--batch-mb", "0", &a]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
+
+/// `--config FILE` sets flags' defaults (here the lake and `sql --format`); the flag and its
+/// environment variable win over the file; a key that names no flag is refused.
+#[test]
+fn config_file_sets_what_the_flags_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let kcvg = fixture("metar/IEM_KCVG_2024-03-01_routine.tsv");
+    assert!(wxlake(&lake, &["ingest", "metar", kcvg.to_str().unwrap()]).status.success());
+    let config = dir.path().join("wxlake.toml");
+    std::fs::write(&config, format!("lake = \"file://{}\"\n[sql]\nformat = \"csv\"\n", lake.display())).unwrap();
+    let run = |args: &[&str], env_lake: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_wxlake"));
+        c.env_remove("WXLAKE_LAKE").env_remove("WXLAKE_CONFIG").current_dir(dir.path()).args(args);
+        if let Some(l) = env_lake {
+            c.env("WXLAKE_LAKE", l);
+        }
+        c.output().unwrap()
+    };
+    let count = "SELECT count(*) AS n FROM observations";
+    let o = run(&["--config", config.to_str().unwrap(), "sql", count], None);
+    assert_eq!(stdout(&o), "n\n24\n", "{}", stderr(&o));
+    // The flag wins over the file.
+    let o = run(&["--config", config.to_str().unwrap(), "sql", count, "--format", "json"], None);
+    assert_eq!(stdout(&o).trim(), r#"[{"n":24}]"#, "{}", stderr(&o));
+    // So does the environment variable: an empty lake elsewhere.
+    let empty = format!("file://{}", dir.path().join("empty").display());
+    let o = run(&["--config", config.to_str().unwrap(), "sql", count], Some(&empty));
+    assert_eq!(stdout(&o), "n\n0\n", "{}", stderr(&o));
+    // A misspelt key is refused before anything runs, naming the key.
+    std::fs::write(&config, "[sql]\nformt = \"csv\"\n").unwrap();
+    let o = run(&["--config", config.to_str().unwrap(), "sql", count], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("`sql.formt` names no flag"), "{}", stderr(&o));
+    let o = run(&["--config", dir.path().join("missing.toml").to_str().unwrap(), "sql", count], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("missing.toml"), "{}", stderr(&o));
+}

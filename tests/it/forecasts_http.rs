@@ -107,7 +107,7 @@ async fn raw_forecasts_runs_and_latest() {
 /// Raw requests with a model come from the hot cache (api/forecast_cache.rs): the same
 /// rows as the lake query, and runs ingested through the server show at once.
 #[tokio::test]
-async fn raw_forecasts_hot_cache_matches_the_lake_and_follows_live_ingest() {
+async fn raw_forecasts_loading_cache_matches_the_lake_and_follows_live_ingest() {
     let app = App::new().await;
     let mut rows: Vec<ForecastRow> = (0..48).map(|lead| row("GFS", 0, lead, 40.0 + lead as f64 * 0.1)).collect();
     rows.extend((0..19).map(|lead| row("HRRR", 6, lead, 42.0)));

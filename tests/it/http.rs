@@ -12,8 +12,8 @@ use wxlake::api::keys::{KeyStore, Tier};
 use wxlake::api::limits::RateLimiter;
 use wxlake::api::{server, AppState};
 use wxlake::clock::{Clock, ManualClock};
-use wxlake::ingest::live::LiveService;
 use wxlake::lake::Lake;
+use wxlake::write::LiveService;
 
 /// A running app (in process) with one key per tier.
 pub struct App {

@@ -8,7 +8,7 @@ use chrono::{Duration, Utc};
 
 use super::payloads::observation_payload;
 use crate::catalog::Catalog;
-use crate::live::{LiveInput, Logic, StationLive};
+use crate::extremes::{LiveInput, Logic, StationLive};
 use crate::stream::{default_retention, EventLog, EventLogStats};
 
 /// Environment variable naming the log the reopen probe opens.

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use crate::catalog::Station;
 use crate::decode::types::{DailyKind, DailyReport, Metar};
-use crate::live::{suspect_temperature, DayExtremes, LiveEvent};
+use crate::extremes::{suspect_temperature, DayExtremes, LiveEvent};
 use crate::time::civil_date;
 use crate::units::{c_to_f, hpa_to_inhg, kt_to_kmh, kt_to_mph, relative_humidity, round1};
 

@@ -10,10 +10,10 @@ use serde_json::Value;
 use super::payloads::{change_payload, observation_payload, report_payload};
 use crate::catalog::Catalog;
 use crate::decode::types::DailyKind;
-use crate::ingest::hot::Applied;
-use crate::ingest::live::LiveService;
-use crate::live::Logic;
+use crate::extremes::Logic;
 use crate::stream::{EventLog, Hub};
+use crate::write::hot::Applied;
+use crate::write::LiveService;
 
 /// True when `day` is the trading day in progress (`today`) or the one before it (or
 /// later, for a clock running behind the source): the days whose data is live news.

@@ -13,12 +13,12 @@ use crate::api::limits::RateLimiter;
 use crate::api::state::AppState;
 use crate::clock::{Clock, ManualClock};
 use crate::decode::types::{DailyKind, DailyReport};
-use crate::ingest::hot::Snapshot;
-use crate::ingest::live::LiveService;
 use crate::ingest::{Format, IngestOptions};
 use crate::stream::testkit::{client_connector, SseClient};
 use crate::stream::{load_tls, self_signed, serve_tls, stream_router, Replay, StreamState, STREAM_PATH};
 use crate::stream::{EventLog, Hub};
+use crate::write::hot::Snapshot;
+use crate::write::LiveService;
 
 struct Rig {
     _dir: tempfile::TempDir,

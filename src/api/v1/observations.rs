@@ -16,7 +16,7 @@ use crate::api::params::{self, QueryParams};
 use crate::api::state::AppState;
 use crate::api::v2::observations::{history, history_range, latest_observation, no_observation, svc_high};
 use crate::catalog::Station;
-use crate::live::Logic;
+use crate::extremes::Logic;
 
 /// v1 picks the logic by station type: US stations settle on the national climate report
 /// (nws, "standard" time), international stations on the civil-day history (wu).

@@ -23,7 +23,7 @@ use crate::api::json::Json;
 use crate::api::params::{self, QueryParams};
 use crate::api::state::AppState;
 use crate::catalog::Station;
-use crate::live::Logic;
+use crate::extremes::Logic;
 use crate::time::fmt_utc;
 
 /// Longest range per request.

@@ -39,11 +39,11 @@ use crate::api::params::{self, QueryParams};
 use crate::api::state::AppState;
 use crate::catalog::Station;
 use crate::decode::types::{DailyKind, DailyReport, Metar};
-use crate::ingest::hot::REBUILD_WINDOW;
-use crate::ingest::live::load_window;
+use crate::extremes::{DayExtremes, Logic, StationLive, REPLAY_AFTER, REPLAY_BEFORE};
 use crate::lake::rows::LakeRecord;
-use crate::live::{DayExtremes, Logic, StationLive, REPLAY_AFTER, REPLAY_BEFORE};
+use crate::lake::window::load_window;
 use crate::time::standard_date;
+use crate::write::hot::REBUILD_WINDOW;
 
 /// Longest history range (spec 8).
 pub const MAX_HISTORY: Duration = Duration::hours(24);

@@ -23,7 +23,7 @@ use crate::api::json::Json;
 use crate::api::observation_json::ObservationV2;
 use crate::api::params::{self, QueryParams};
 use crate::api::state::AppState;
-use crate::live::Logic;
+use crate::extremes::Logic;
 use crate::time::Window;
 use crate::units::{f_to_c, Units};
 

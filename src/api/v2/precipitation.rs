@@ -23,7 +23,7 @@ use crate::api::json::Json;
 use crate::api::params::{self, QueryParams};
 use crate::api::state::AppState;
 use crate::decode::types::{DailyKind, DailyReport};
-use crate::ingest::live::load_window;
+use crate::lake::window::load_window;
 use crate::time::{day_window, standard_date, DayClock};
 
 /// Query of `GET /api/v2/precipitation.php`.

@@ -10,8 +10,8 @@ use chrono::{DateTime, Duration, Utc};
 
 use crate::catalog::Catalog;
 use crate::decode::types::{DailyKind, DailyReport, Metar, OneMinute};
+use crate::extremes::{DayExtremes, LiveEvent, LiveInput, Logic, StationLive};
 use crate::lake::rows::LakeRecord;
-use crate::live::{DayExtremes, LiveEvent, LiveInput, Logic, StationLive};
 
 /// How long observations stay in memory (history serves ≤ 24 h; a margin for late data).
 pub const RECENT: Duration = Duration::hours(50);

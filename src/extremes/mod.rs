@@ -57,9 +57,10 @@
 //!
 //! [`StationLive::apply`] is O(1) amortised: a cached window lookup, a running max/min and an
 //! append to a time-sorted list of readings (out-of-order input is inserted by binary
-//! search); about 17 M inputs/s in release mode. Queries take `&self` and scan at most one
-//! day of readings (about 2 µs). The caller owns the locking: `apply` holds a write lock for
-//! well under a microsecond, so readers are never held up for long.
+//! search). Queries take `&self` and scan at most one day of readings. The caller owns the
+//! locking: `apply` holds a write lock only for that constant work, so readers are never
+//! held up for long. Measured rates (apply, `extremes` per logic) are in
+//! `benches/README.md`, "Live engine and request handling" (`cargo bench --bench live`).
 //!
 //! [`StationLive::prune`] drops old days; an input arriving later for a pruned day would
 //! start that day afresh, so past days are answered by replaying the lake into a fresh

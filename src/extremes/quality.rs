@@ -4,8 +4,9 @@
 //! A station logs a missing one-minute temperature as -999. Those minutes are excluded from
 //! the high/low, so a gap can leave the reported value understated; traders need to know how
 //! big the gap is, whether it is still open and whether it sits next to the extreme.
-//! The scan runs at query time over the day's readings (about 1,500 entries, a few
-//! microseconds) so that it is exact whatever order the readings arrived in; ingest stays O(1).
+//! The scan runs at query time over the day's readings (about 1,500 entries; its cost is in
+//! `benches/README.md`) so that it is exact whatever order the readings arrived in; ingest
+//! stays O(1).
 //!
 //! A day without any usable temperature reading (nothing received yet, or only -999 minutes
 //! and suspect values) is not "coverage complete": [`DataQuality::no_data`] reports it as

@@ -43,7 +43,7 @@ pub(crate) fn report_anomalous(readings: &Readings, e: &ReportEntry) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::live::readings::{Reading, ReadingKind};
+    use crate::extremes::readings::{Reading, ReadingKind};
     use crate::time::parse_utc;
 
     fn reading(t: &str, lo: i16, hi: i16) -> Reading {

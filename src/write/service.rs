@@ -1,39 +1,22 @@
-//! The live ingest path: decode → write-ahead log (durable: only then is a request
-//! acknowledged) → hot state → background flush to the lake → WAL trim.
-//!
-//! The flush follows "persist, then clear exactly what was persisted": it snapshots the
-//! pending inputs, writes them to the lake, then removes those inputs (by sequence number)
-//! from memory and releases them to the WAL, which trims only a run of released records
-//! with no unreleased one among them ([`Wal::release`]). Inputs reach `pending` out of
-//! sequence order under group commit, so nothing here may assume "everything below the
-//! newest stored seq is stored". A record is always in the lake, the WAL or both; a crash
-//! between the two replays records the lake already has, which idempotent ingest turns
-//! into duplicates counted, not rows added. On start the hot state is rebuilt from the
-//! lake's recent days and then the WAL.
-//!
-//! Every record the hot state applies is handed, in apply order, to the stream publisher
-//! attached with [`LiveService::attach_publisher`] through a bounded channel that the
-//! ingest waits on when full, and an ingest is acknowledged only once the publisher has
-//! logged its events: a burst slows the acknowledgement down, it never loses an event, and
-//! an acknowledged input's events are in the event log (which gives each its id) even if
-//! the process dies right after.
+//! [`LiveService`]: the write path's one owner. It holds the WAL, the inputs acknowledged
+//! but not yet in the lake (`pending`), the hot state, the server's DataFusion session, the
+//! per-table versions and the new-data broadcast; it acknowledges an ingest once the WAL
+//! has it, and its [`flush`](LiveService::flush) moves `pending` into the lake (see the
+//! module docs of [`crate::write`] for the ordering that makes this safe).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration as StdDuration;
 
-use chrono::{DateTime, Duration, NaiveDate, Utc};
-use datafusion::arrow::array::{Array, AsArray, RecordBatch};
-use datafusion::arrow::datatypes::{Date32Type, Float64Type, Int32Type, TimestampMicrosecondType};
+use chrono::{DateTime, Duration, Utc};
 use thiserror::Error;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::hot::{Applied, HotState, Snapshot};
 use super::wal::{Wal, WalEntry, WalError};
-use super::{store, Format, IngestOptions, Records};
 use crate::clock::Clock;
-use crate::decode::metar::parse_metar;
-use crate::decode::types::{DailyKind, DailyReport, LineError, OneMinute, ReportKind};
+use crate::decode::types::LineError;
+use crate::ingest::{store, DecodedInput, Format, IngestOptions, Records};
+use crate::lake::window::load_window;
 use crate::lake::writer::WriteStats;
 use crate::lake::{query, Lake, LakeError};
 
@@ -199,7 +182,7 @@ impl LiveService {
         format: Format,
         opts_json: String,
         bytes: Vec<u8>,
-        decoded: super::DecodedInput,
+        decoded: DecodedInput,
     ) -> Result<LiveOutcome, LiveError> {
         let payload = bytes.clone();
         let seq = self.wal.append_async(format.as_str().to_string(), opts_json.clone(), payload).await?;
@@ -324,35 +307,6 @@ impl LiveService {
         self.pending_lock().len()
     }
 
-    /// Flushes every `every`, prunes the hot state, and compacts the lake hourly (each
-    /// flush adds small files), until the process ends.
-    pub fn spawn_background(self: &Arc<Self>, every: StdDuration) -> tokio::task::JoinHandle<()> {
-        let svc = Arc::clone(self);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            let compact_every = (3600 / every.as_secs().max(1)).max(1);
-            let mut n: u64 = 0;
-            loop {
-                tick.tick().await;
-                n += 1;
-                match svc.flush().await {
-                    Ok(s) if s.stored > 0 => tracing::info!(stored = s.stored, files = s.files, "flushed WAL to lake"),
-                    Ok(_) => {}
-                    Err(e) => tracing::error!(error = %e, "flush failed; will retry"),
-                }
-                svc.hot.prune(svc.clock.now());
-                if n.is_multiple_of(compact_every) {
-                    for t in crate::lake::schema::TABLES {
-                        if let Err(e) = svc.lake.compact(t).await {
-                            tracing::error!(table = t.name, error = %e, "compaction failed");
-                        }
-                    }
-                }
-            }
-        })
-    }
-
     /// Loads the lake's observations, one-minute data and reports of the last days.
     async fn rebuild_from_lake(&self, now: DateTime<Utc>) -> Result<usize, LiveError> {
         let from = now - super::hot::REBUILD_WINDOW;
@@ -365,11 +319,11 @@ impl LiveService {
     }
 }
 
-fn decode_entry(e: &WalEntry) -> super::DecodedInput {
+fn decode_entry(e: &WalEntry) -> DecodedInput {
     let opts: IngestOptions = serde_json::from_str(&e.options_json).unwrap_or_default();
     match e.format.parse::<Format>() {
         Ok(f) => f.decode(&e.payload, &opts),
-        Err(reason) => super::DecodedInput {
+        Err(reason) => DecodedInput {
             records: Records::Observations(Vec::new()),
             errors: vec![LineError { line: 0, reason }],
             read: 0,
@@ -377,132 +331,12 @@ fn decode_entry(e: &WalEntry) -> super::DecodedInput {
     }
 }
 
-/// Observations, one-minute readings and daily reports of the lake in `[from, to)`,
-/// optionally for one station, as the decoders' record types (observations re-parsed from
-/// their stored raw text, so the live engine sees exactly what ingest saw).
-pub async fn load_window(
-    ctx: &datafusion::prelude::SessionContext,
-    station: Option<&str>,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-) -> Result<(Vec<crate::decode::types::Metar>, Vec<OneMinute>, Vec<DailyReport>), LakeError> {
-    let dates = date_list(from.date_naive(), to.date_naive());
-    let st = station.map(|s| format!(" AND station_code = '{}'", s.replace('\'', "''"))).unwrap_or_default();
-    let range = format!(
-        "observation_time >= TIMESTAMP '{}' AND observation_time < TIMESTAMP '{}'",
-        from.to_rfc3339(),
-        to.to_rfc3339()
-    );
-    let obs_sql = format!(
-        "SELECT station_code, observation_time, report_type, raw FROM observations WHERE date IN ({dates}) AND {range}{st} ORDER BY observation_time"
-    );
-    let mut obs = Vec::new();
-    for b in ctx.sql(&obs_sql).await?.collect().await? {
-        obs.extend(metars_of(&b));
-    }
-    let om_sql = format!(
-        "SELECT station_code, observation_time, temperature_f FROM onemin WHERE date IN ({dates}) AND {range}{st} ORDER BY observation_time"
-    );
-    let mut onemin = Vec::new();
-    for b in ctx.sql(&om_sql).await?.collect().await? {
-        let (s, t, f) = (
-            b.column(0).as_string::<i32>(),
-            b.column(1).as_primitive::<TimestampMicrosecondType>(),
-            b.column(2).as_primitive::<Float64Type>(),
-        );
-        for i in 0..b.num_rows() {
-            if let Some(time) = DateTime::from_timestamp_micros(t.value(i)) {
-                onemin.push(OneMinute {
-                    station: s.value(i).to_string(),
-                    time,
-                    temp_f: f.is_valid(i).then(|| f.value(i)),
-                });
-            }
-        }
-    }
-    let rep_sql = format!(
-        "SELECT kind, station_code, report_date, issued_at, high_f, high_time_lst, low_f, low_time_lst, precip_in, precip_trace, \
-         precip_mtd_in, precip_mtd_trace, is_final, valid_as_of_lst, correction, raw FROM reports \
-         WHERE report_date >= DATE '{}' AND report_date <= DATE '{}'{st} ORDER BY report_date, issued_at",
-        (from - Duration::days(1)).date_naive(),
-        to.date_naive()
-    );
-    let mut reports = Vec::new();
-    for b in ctx.sql(&rep_sql).await?.collect().await? {
-        reports.extend(reports_of(&b));
-    }
-    Ok((obs, onemin, reports))
-}
-
-fn date_list(from: NaiveDate, to: NaiveDate) -> String {
-    let mut d = from;
-    let mut out = Vec::new();
-    while d <= to {
-        out.push(format!("'{d}'"));
-        d = d.succ_opt().unwrap_or(to + Duration::days(1));
-    }
-    out.join(",")
-}
-
-fn metars_of(b: &RecordBatch) -> Vec<crate::decode::types::Metar> {
-    let (_s, t, k, raw) = (
-        b.column(0).as_string::<i32>(),
-        b.column(1).as_primitive::<TimestampMicrosecondType>(),
-        b.column(2).as_string::<i32>(),
-        b.column(3).as_string::<i32>(),
-    );
-    (0..b.num_rows())
-        .filter_map(|i| {
-            let time = DateTime::from_timestamp_micros(t.value(i))?;
-            let mut m = parse_metar(raw.value(i), time).ok()?;
-            m.time = time;
-            m.kind = ReportKind::parse(k.value(i));
-            Some(m)
-        })
-        .collect()
-}
-
-fn reports_of(b: &RecordBatch) -> Vec<DailyReport> {
-    let s = |c: usize| b.column(c).as_string::<i32>();
-    let ts = |c: usize| b.column(c).as_primitive::<TimestampMicrosecondType>();
-    let i32c = |c: usize| b.column(c).as_primitive::<Int32Type>();
-    let f64c = |c: usize| b.column(c).as_primitive::<Float64Type>();
-    let boolc = |c: usize| b.column(c).as_boolean();
-    let opt_ts = |c: usize, i: usize| ts(c).is_valid(i).then(|| ts(c).value(i));
-    let naive = |v: Option<i64>| v.and_then(DateTime::from_timestamp_micros).map(|d| d.naive_utc());
-    let date = b.column(2).as_primitive::<Date32Type>();
-    (0..b.num_rows())
-        .filter_map(|i| {
-            let kind = match s(0).value(i) {
-                "cli" => DailyKind::Cli,
-                "dsm" => DailyKind::Dsm,
-                _ => return None,
-            };
-            Some(DailyReport {
-                kind,
-                station: s(1).value(i).to_string(),
-                date: Date32Type::to_naive_date_opt(date.value(i))?,
-                issued_at: opt_ts(3, i).and_then(DateTime::from_timestamp_micros),
-                max_f: i32c(4).is_valid(i).then(|| i32c(4).value(i)),
-                max_time_lst: naive(opt_ts(5, i)),
-                min_f: i32c(6).is_valid(i).then(|| i32c(6).value(i)),
-                min_time_lst: naive(opt_ts(7, i)),
-                precip_in: f64c(8).is_valid(i).then(|| f64c(8).value(i)),
-                precip_trace: boolc(9).value(i),
-                precip_mtd_in: f64c(10).is_valid(i).then(|| f64c(10).value(i)),
-                precip_mtd_trace: boolc(11).value(i),
-                is_final: boolc(12).value(i),
-                valid_as_of_lst: naive(opt_ts(13, i)),
-                correction: boolc(14).value(i),
-                raw: s(15).value(i).to_string(),
-            })
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration as StdDuration;
+
     use chrono::TimeZone;
+    use datafusion::arrow::array::AsArray;
 
     use super::*;
     use crate::clock::ManualClock;

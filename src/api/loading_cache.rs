@@ -18,15 +18,15 @@ struct Slot<V> {
 }
 
 /// See the module docs.
-pub struct HotCache<K, V> {
+pub struct LoadingCache<K, V> {
     entries: Mutex<HashMap<K, Slot<V>>>,
     /// One gate per key: held while the key loads.
     gates: Mutex<HashMap<K, Arc<tokio::sync::Mutex<()>>>>,
 }
 
-impl<K, V> Default for HotCache<K, V> {
+impl<K, V> Default for LoadingCache<K, V> {
     fn default() -> Self {
-        HotCache { entries: Mutex::new(HashMap::new()), gates: Mutex::new(HashMap::new()) }
+        LoadingCache { entries: Mutex::new(HashMap::new()), gates: Mutex::new(HashMap::new()) }
     }
 }
 
@@ -34,7 +34,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-impl<K: Hash + Eq + Clone, V> HotCache<K, V> {
+impl<K: Hash + Eq + Clone, V> LoadingCache<K, V> {
     fn fresh(&self, key: &K, version: u64, ttl: Duration) -> Option<Arc<V>> {
         lock(&self.entries)
             .get(key)
@@ -105,7 +105,7 @@ mod tests {
     /// Ten concurrent requests for a missing key run one load; a new version reloads.
     #[tokio::test]
     async fn concurrent_misses_load_once() {
-        let cache: Arc<HotCache<&str, usize>> = Arc::new(HotCache::default());
+        let cache: Arc<LoadingCache<&str, usize>> = Arc::new(LoadingCache::default());
         let loads = Arc::new(AtomicUsize::new(0));
         let mut tasks = Vec::new();
         for _ in 0..10 {
@@ -133,7 +133,7 @@ mod tests {
 
     #[tokio::test]
     async fn eviction_keeps_the_newest() {
-        let cache: HotCache<u8, usize> = HotCache::default();
+        let cache: LoadingCache<u8, usize> = LoadingCache::default();
         for k in 0..3u8 {
             cache.get_or_load(&k, 0, Duration::from_secs(60), || async { Ok(10) }).await.unwrap();
         }

@@ -1,0 +1,191 @@
+//! METAR/SPECI from the aviationweather.gov data API:
+//! `GET {base}/api/data/metar?ids=A,B,...&format=json&hours=N`.
+//!
+//! The stations are split into batches, one request per batch, the batches of a poll in
+//! parallel (each batch has at most one request in flight, and the client's per-host cap
+//! bounds them together). The JSON array is the container the METAR decoder already reads
+//! (`rawOb` dated by `obsTime`), so the body goes to the sink unchanged as
+//! [`Format::Metar`]. Each request reaches `hours` back, more than the interval: a failed
+//! poll is caught up by the next, and the lake's natural keys store a report once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use serde::de::IgnoredAny;
+use url::Url;
+
+use super::config::{AwcMetarConfig, AWC_METAR};
+use super::http::{Fetched, HttpClient};
+use super::sink::FeedSink;
+use super::source::{FeedError, PollReport, Source};
+use crate::ingest::{Format, IngestOptions};
+
+/// The most reports AWC returns for one request: a batch answering that many may have
+/// been cut, and its stations should be split into smaller batches.
+pub const AWC_MAX_RESULTS: usize = 400;
+
+/// The aviationweather.gov METAR feed.
+#[derive(Debug)]
+pub struct AwcMetar {
+    cfg: AwcMetarConfig,
+    client: Arc<HttpClient>,
+    urls: Vec<Url>,
+}
+
+/// What one batch's request came to.
+#[derive(Debug)]
+enum Batch {
+    NotModified,
+    Empty { bytes: usize },
+    Stored { bytes: usize, stored: super::sink::Stored },
+}
+
+impl AwcMetar {
+    /// The feed for a validated `cfg` (see [`AwcMetarConfig::validated`]).
+    pub fn new(cfg: AwcMetarConfig, client: Arc<HttpClient>) -> Result<Self, FeedError> {
+        let urls = batch_urls(&cfg)?;
+        Ok(AwcMetar { cfg, client, urls })
+    }
+
+    /// One URL per batch of stations, in the configured order.
+    pub fn urls(&self) -> &[Url] {
+        &self.urls
+    }
+
+    async fn fetch_batch(&self, url: &Url, sink: &dyn FeedSink) -> Result<Batch, FeedError> {
+        let body = match self.client.get(url, self.cfg.timeout).await? {
+            Fetched::NotModified => return Ok(Batch::NotModified),
+            Fetched::New(body) => body,
+        };
+        let bytes = body.bytes.len();
+        let reports = count_reports(url, &body.bytes)?;
+        if reports >= AWC_MAX_RESULTS {
+            tracing::warn!(%url, reports, "AWC answered its maximum: reports may be missing; lower batch_size or hours");
+        }
+        if reports == 0 {
+            self.client.remember(url, body.validators);
+            return Ok(Batch::Empty { bytes });
+        }
+        let stored = sink.ingest(Format::Metar, IngestOptions::default(), body.bytes).await?;
+        self.client.remember(url, body.validators);
+        Ok(Batch::Stored { bytes, stored })
+    }
+}
+
+#[async_trait]
+impl Source for AwcMetar {
+    fn name(&self) -> &str {
+        AWC_METAR
+    }
+
+    fn interval(&self) -> Duration {
+        self.cfg.interval
+    }
+
+    async fn poll(&self, sink: &dyn FeedSink) -> PollReport {
+        let outcomes = futures::future::join_all(self.urls.iter().map(|u| self.fetch_batch(u, sink))).await;
+        let mut report = PollReport { requests: outcomes.len(), ..PollReport::default() };
+        for outcome in outcomes {
+            match outcome {
+                Ok(Batch::NotModified) => report.not_modified += 1,
+                Ok(Batch::Empty { bytes }) => {
+                    report.empty += 1;
+                    report.bytes += bytes;
+                }
+                Ok(Batch::Stored { bytes, stored }) => {
+                    report.bytes += bytes;
+                    report.read += stored.read;
+                    report.accepted += stored.accepted;
+                    report.rejected += stored.rejected;
+                    report.events += stored.events;
+                }
+                Err(e) => report.errors.push(e),
+            }
+        }
+        report
+    }
+}
+
+/// `{base}/api/data/metar?ids=...&format=json&hours=N` per batch. The ids are checked
+/// ICAO ids (letters and digits), so the comma-joined list needs no escaping.
+fn batch_urls(cfg: &AwcMetarConfig) -> Result<Vec<Url>, FeedError> {
+    let invalid = |reason: String| FeedError::Malformed { url: cfg.base_url.clone(), reason };
+    let mut base = Url::parse(&cfg.base_url).map_err(|e| invalid(format!("base_url: {e}")))?;
+    // `http://host/mirror` means the directory `mirror`, as `http://host/mirror/` does.
+    if !base.path().ends_with('/') {
+        base.set_path(&format!("{}/", base.path()));
+    }
+    let endpoint = base.join("api/data/metar").map_err(|e| invalid(format!("base_url: {e}")))?;
+    Ok(cfg
+        .stations
+        .chunks(cfg.batch_size.max(1))
+        .map(|ids| {
+            let mut u = endpoint.clone();
+            u.set_query(Some(&format!("ids={}&format=json&hours={}", ids.join(","), cfg.hours)));
+            u
+        })
+        .collect())
+}
+
+/// The number of reports in an AWC JSON answer, which must be an array. AWC answers
+/// "nothing for these stations" with an empty body (204) or `[]`.
+fn count_reports(url: &Url, body: &Bytes) -> Result<usize, FeedError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(0);
+    }
+    serde_json::from_slice::<Vec<IgnoredAny>>(body).map(|v| v.len()).map_err(|e| FeedError::Malformed {
+        url: url.to_string(),
+        reason: format!("expected the JSON array of METARs: {e}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(stations: &[&str], batch: usize) -> AwcMetarConfig {
+        AwcMetarConfig {
+            base_url: "https://aviationweather.gov".into(),
+            stations: stations.iter().map(|s| s.to_string()).collect(),
+            batch_size: batch,
+            ..AwcMetarConfig::default()
+        }
+    }
+
+    #[test]
+    fn stations_are_batched_into_one_url_each() {
+        let urls = batch_urls(&cfg(&["KNYC", "KMDW", "KAUS"], 2)).unwrap();
+        let urls: Vec<String> = urls.iter().map(Url::to_string).collect();
+        assert_eq!(
+            urls,
+            [
+                "https://aviationweather.gov/api/data/metar?ids=KNYC,KMDW&format=json&hours=2",
+                "https://aviationweather.gov/api/data/metar?ids=KAUS&format=json&hours=2",
+            ]
+        );
+        let mut under_path = cfg(&["KNYC"], 5);
+        under_path.base_url = "http://127.0.0.1:8080/mirror".into();
+        under_path.hours = 1.5;
+        assert_eq!(
+            batch_urls(&under_path).unwrap()[0].as_str(),
+            "http://127.0.0.1:8080/mirror/api/data/metar?ids=KNYC&format=json&hours=1.5"
+        );
+    }
+
+    #[test]
+    fn reports_are_counted_and_other_shapes_refused() {
+        let url = Url::parse("http://x/").unwrap();
+        let real =
+            Bytes::from_static(include_bytes!("../../data/real/metar/awc_metar_knyc_kmdw_kaus_20260925T0631Z.json"));
+        assert_eq!(count_reports(&url, &real).unwrap(), 9);
+        assert_eq!(count_reports(&url, &Bytes::from_static(b"")).unwrap(), 0);
+        assert_eq!(count_reports(&url, &Bytes::from_static(b" []\n")).unwrap(), 0);
+        let e = count_reports(&url, &Bytes::from_static(b"[{\"rawOb\": ")).unwrap_err();
+        assert_eq!(e.kind(), "malformed");
+        assert!(e.to_string().contains("expected the JSON array of METARs"), "{e}");
+        let e = count_reports(&url, &Bytes::from_static(b"{\"error\":\"bad ids\"}")).unwrap_err();
+        assert_eq!(e.kind(), "malformed");
+    }
+}

@@ -1,0 +1,328 @@
+//! The feeds' settings: the `[sources]` table of the `--config` file.
+//!
+//! Top-level keys of `[sources]` are the HTTP client's manners, shared by every source
+//! (they are about the public services, not about one feed); each sub-table names one
+//! source (`[sources.awc_metar]`) and enables it. Every key has a default, so an empty
+//! `[sources.awc_metar]` polls the real public endpoint for the whole station catalog at
+//! the interval its operator asks for. Durations are written in seconds (`60`, `0.5`).
+//! Unknown keys and unknown sources are refused with the list of known ones: a typo must
+//! not silently leave a feed at its default.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer};
+use thiserror::Error;
+
+use crate::catalog::Catalog;
+use crate::decode::metar::is_station_id;
+
+/// The sources this build can poll, as named in `[sources.NAME]`.
+pub const SOURCES: &[&str] = &[AWC_METAR];
+
+/// `[sources.awc_metar]`: aviationweather.gov METAR JSON.
+pub const AWC_METAR: &str = "awc_metar";
+
+/// A `[sources]` table that cannot be used.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("[sources.{name}] names no source; known: {known}")]
+    UnknownSource { name: String, known: String },
+    #[error("[sources{section}]: {message}")]
+    Invalid { section: String, message: String },
+}
+
+/// Everything under `[sources]`.
+#[derive(Debug, Clone, Default)]
+pub struct FeedsConfig {
+    /// The HTTP client's manners (top-level keys of `[sources]`).
+    pub client: ClientConfig,
+    /// `[sources.awc_metar]`, when present.
+    pub awc_metar: Option<AwcMetarConfig>,
+}
+
+impl FeedsConfig {
+    /// Reads the `[sources]` table (the lead routes that section of `--config` here).
+    pub fn from_toml(table: &toml::Table) -> Result<FeedsConfig, ConfigError> {
+        let mut client_keys = toml::Table::new();
+        let mut cfg = FeedsConfig::default();
+        for (key, value) in table {
+            match (key.as_str(), value) {
+                (AWC_METAR, v) => {
+                    let source: AwcMetarConfig = deserialize(v.clone(), &format!(".{AWC_METAR}"))?;
+                    cfg.awc_metar = Some(source.validated()?);
+                }
+                (name, toml::Value::Table(_)) => {
+                    return Err(ConfigError::UnknownSource { name: name.to_string(), known: SOURCES.join(", ") });
+                }
+                _ => {
+                    client_keys.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        cfg.client = deserialize(toml::Value::Table(client_keys), "")?;
+        cfg.client.validate()?;
+        Ok(cfg)
+    }
+
+    /// Parses a whole file's text and reads its `[sources]` table (absent = no feeds).
+    pub fn from_file_text(text: &str) -> Result<FeedsConfig, ConfigError> {
+        let doc: toml::Table = toml::from_str(text)
+            .map_err(|e| ConfigError::Invalid { section: String::new(), message: e.message().to_string() })?;
+        match doc.get("sources") {
+            None => Ok(FeedsConfig::default()),
+            Some(toml::Value::Table(t)) => FeedsConfig::from_toml(t),
+            Some(other) => Err(ConfigError::Invalid {
+                section: String::new(),
+                message: format!("`sources` must be a table, found {}", other.type_str()),
+            }),
+        }
+    }
+}
+
+fn deserialize<T: for<'de> Deserialize<'de>>(value: toml::Value, section: &str) -> Result<T, ConfigError> {
+    T::deserialize(value).map_err(|e| ConfigError::Invalid { section: section.to_string(), message: e.to_string() })
+}
+
+/// How the feeds' HTTP client behaves toward every public service.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClientConfig {
+    /// `contact`: how a service's operator reaches whoever runs this wxlake (an e-mail or
+    /// URL), sent in the User-Agent. api.weather.gov refuses requests without one; the
+    /// default is empty, which sends `wxlake/VERSION` alone and warns at start.
+    pub contact: String,
+    /// `max_per_host` (default 2): requests in flight to one host at once, all sources
+    /// together.
+    pub max_per_host: usize,
+    /// `attempts` (default 3): tries per request for transient failures (connect errors,
+    /// timeouts, 5xx, 429, a body cut short) before the poll records the failure.
+    pub attempts: u32,
+    /// `backoff_secs` (default 1): the first retry's delay; each later one doubles, up to
+    /// `backoff_max_secs` (default 30), each drawn at random in its upper half (jitter) so
+    /// many clients do not retry in step.
+    #[serde(rename = "backoff_secs", deserialize_with = "secs")]
+    pub backoff: Duration,
+    #[serde(rename = "backoff_max_secs", deserialize_with = "secs")]
+    pub backoff_max: Duration,
+    /// `max_retry_after_secs` (default 120): the longest Retry-After a request waits out
+    /// before retrying; a longer one ends the attempt, and the host's later requests still
+    /// wait until it has passed.
+    #[serde(rename = "max_retry_after_secs", deserialize_with = "secs")]
+    pub max_retry_after: Duration,
+    /// `breaker_failures` (default 5): consecutive failed requests to a host after which
+    /// it is paused (circuit breaker open: no request is sent).
+    pub breaker_failures: u32,
+    /// `breaker_pause_secs` (default 300): how long a paused host rests before one probe
+    /// request is let through; its success closes the breaker, its failure pauses again.
+    #[serde(rename = "breaker_pause_secs", deserialize_with = "secs")]
+    pub breaker_pause: Duration,
+    /// `max_body_bytes` (default 16 MiB): a larger response is refused as a body error.
+    pub max_body_bytes: usize,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            contact: String::new(),
+            max_per_host: 2,
+            attempts: 3,
+            backoff: Duration::from_secs(1),
+            backoff_max: Duration::from_secs(30),
+            max_retry_after: Duration::from_secs(120),
+            breaker_failures: 5,
+            breaker_pause: Duration::from_secs(300),
+            max_body_bytes: 16 * 1024 * 1024,
+        }
+    }
+}
+
+impl ClientConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |message: &str| Err(ConfigError::Invalid { section: String::new(), message: message.to_string() });
+        if self.max_per_host == 0 {
+            return bad("max_per_host must be at least 1");
+        }
+        if self.attempts == 0 {
+            return bad("attempts must be at least 1");
+        }
+        if self.breaker_failures == 0 {
+            return bad("breaker_failures must be at least 1");
+        }
+        if self.max_body_bytes == 0 {
+            return bad("max_body_bytes must be at least 1");
+        }
+        if self.contact.chars().any(|c| c.is_control()) {
+            return bad("contact must not contain control characters (it is sent in a header)");
+        }
+        Ok(())
+    }
+}
+
+/// `[sources.awc_metar]`: METAR/SPECI from the aviationweather.gov data API,
+/// `GET {base_url}/api/data/metar?ids=A,B&format=json&hours=N`, one request per batch.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AwcMetarConfig {
+    /// `enabled` (default true): false keeps the table but stops the feed.
+    pub enabled: bool,
+    /// `base_url` (default `https://aviationweather.gov`).
+    pub base_url: String,
+    /// `interval_secs` (default 60): AWC asks for no endpoint to be polled more often than
+    /// once a minute per client.
+    #[serde(rename = "interval_secs", deserialize_with = "secs")]
+    pub interval: Duration,
+    /// `stations` (default: every station of the catalog): ICAO ids.
+    pub stations: Vec<String>,
+    /// `batch_size` (default 40): stations per request. AWC answers at most 400 reports a
+    /// request: 40 stations over 2 hours is about 120, with room for SPECIs.
+    pub batch_size: usize,
+    /// `hours` (default 2): how far back each request reaches. Overlapping windows let a
+    /// poll that failed be caught up by the next; the lake stores each report once.
+    pub hours: f64,
+    /// `timeout_secs` (default 20): one request's limit, connect to last byte.
+    #[serde(rename = "timeout_secs", deserialize_with = "secs")]
+    pub timeout: Duration,
+}
+
+impl Default for AwcMetarConfig {
+    fn default() -> Self {
+        AwcMetarConfig {
+            enabled: true,
+            base_url: "https://aviationweather.gov".to_string(),
+            interval: Duration::from_secs(60),
+            stations: Catalog::global().all().iter().map(|s| s.code.clone()).collect(),
+            batch_size: 40,
+            hours: 2.0,
+            timeout: Duration::from_secs(20),
+        }
+    }
+}
+
+impl AwcMetarConfig {
+    /// Upper-cases the station ids and checks every value.
+    pub fn validated(mut self) -> Result<Self, ConfigError> {
+        let bad = |message: String| Err(ConfigError::Invalid { section: format!(".{AWC_METAR}"), message });
+        if let Err(e) = url::Url::parse(&self.base_url) {
+            return bad(format!("base_url {:?}: {e}", self.base_url));
+        }
+        for s in &mut self.stations {
+            *s = s.trim().to_ascii_uppercase();
+            if !is_station_id(s) {
+                return bad(format!("station {s:?} is not a 4-character ICAO id"));
+            }
+        }
+        if self.stations.is_empty() {
+            return bad("stations is empty".to_string());
+        }
+        if self.batch_size == 0 {
+            return bad("batch_size must be at least 1".to_string());
+        }
+        if !(self.hours.is_finite() && self.hours > 0.0) {
+            return bad(format!("hours must be a positive number, found {}", self.hours));
+        }
+        if self.interval.is_zero() || self.timeout.is_zero() {
+            return bad("interval_secs and timeout_secs must be positive".to_string());
+        }
+        if self.hours * 3600.0 < self.interval.as_secs_f64() {
+            return bad(format!(
+                "hours ({}) reaches back less than one interval ({} s): reports between polls would be missed",
+                self.hours,
+                self.interval.as_secs_f64()
+            ));
+        }
+        Ok(self)
+    }
+}
+
+/// A duration written as seconds (integer or fractional, positive or zero).
+fn secs<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    let v = f64::deserialize(d)?;
+    Duration::try_from_secs_f64(v)
+        .map_err(|_| serde::de::Error::custom(format!("expected a number of seconds >= 0, found {v}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(text: &str) -> toml::Table {
+        toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn an_empty_source_table_takes_the_documented_defaults() {
+        let cfg = FeedsConfig::from_toml(&table("[awc_metar]")).unwrap();
+        let awc = cfg.awc_metar.unwrap();
+        assert_eq!(awc.base_url, "https://aviationweather.gov");
+        assert_eq!(awc.interval, Duration::from_secs(60));
+        assert_eq!(awc.batch_size, 40);
+        assert_eq!(awc.hours, 2.0);
+        assert_eq!(awc.timeout, Duration::from_secs(20));
+        assert_eq!(awc.stations.len(), Catalog::global().len());
+        assert!(awc.stations.iter().any(|s| s == "KNYC"));
+        assert_eq!(cfg.client.max_per_host, 2);
+        assert_eq!(cfg.client.breaker_pause, Duration::from_secs(300));
+        assert!(FeedsConfig::from_toml(&toml::Table::new()).unwrap().awc_metar.is_none());
+    }
+
+    #[test]
+    fn keys_override_defaults_and_seconds_may_be_fractional() {
+        let cfg = FeedsConfig::from_toml(&table(
+            r#"
+            contact = "ops@example.com"
+            attempts = 4
+            backoff_secs = 0.25
+            [awc_metar]
+            base_url = "http://127.0.0.1:9"
+            stations = ["knyc", "KMDW"]
+            batch_size = 1
+            hours = 1.5
+            interval_secs = 0.5
+            "#,
+        ))
+        .unwrap();
+        assert_eq!(cfg.client.contact, "ops@example.com");
+        assert_eq!(cfg.client.attempts, 4);
+        assert_eq!(cfg.client.backoff, Duration::from_millis(250));
+        let awc = cfg.awc_metar.unwrap();
+        assert_eq!(awc.stations, ["KNYC", "KMDW"]);
+        assert_eq!(awc.interval, Duration::from_millis(500));
+        assert_eq!(awc.hours, 1.5);
+    }
+
+    #[test]
+    fn typos_and_bad_values_are_refused_precisely() {
+        let err = |t: &str| FeedsConfig::from_toml(&table(t)).unwrap_err().to_string();
+        assert_eq!(err("[iem_asos]"), "[sources.iem_asos] names no source; known: awc_metar");
+        assert!(
+            err("[awc_metar]\nintervall_secs = 5").contains("unknown field `intervall_secs`"),
+            "{}",
+            err("[awc_metar]\nintervall_secs = 5")
+        );
+        assert!(err("contakt = \"x\"").starts_with("[sources]: unknown field `contakt`"));
+        assert!(err("[awc_metar]\nstations = [\"NYC\"]").contains("station \"NYC\" is not a 4-character ICAO id"));
+        assert!(err("[awc_metar]\nbatch_size = 0").contains("batch_size must be at least 1"));
+        assert!(err("[awc_metar]\ninterval_secs = -1").contains("expected a number of seconds"));
+        assert!(err("[awc_metar]\nbase_url = \"not a url\"").contains("base_url"));
+        assert!(err("max_per_host = 0").contains("max_per_host must be at least 1"));
+        assert!(err("[awc_metar]\nhours = 0.01\ninterval_secs = 60").contains("reaches back less than one interval"));
+    }
+
+    #[test]
+    fn a_file_without_sources_has_no_feeds() {
+        let cfg =
+            FeedsConfig::from_file_text("lake = \"file:///tmp/lake\"\n[serve]\naddr = \"127.0.0.1:0\"\n").unwrap();
+        assert!(cfg.awc_metar.is_none());
+        let e = FeedsConfig::from_file_text("sources = 3").unwrap_err();
+        assert_eq!(e.to_string(), "[sources]: `sources` must be a table, found integer");
+    }
+
+    #[test]
+    fn the_example_file_parses() {
+        let text = include_str!("../../data/feeds.example.toml");
+        let cfg = FeedsConfig::from_file_text(text).unwrap();
+        let awc = cfg.awc_metar.expect("the example enables awc_metar");
+        assert!(awc.enabled);
+        assert!(!cfg.client.contact.is_empty());
+    }
+}

@@ -1,0 +1,24 @@
+//! Live feeds: wxlake fetching the public sources itself (issue 17), so `serve` keeps
+//! current with no one posting data.
+//!
+//! A feed turns a source's responses into the input of an existing decoder and hands it
+//! to a [`FeedSink`], which in `serve` is the live ingest path (WAL → hot state → stream →
+//! lake), exactly what `POST /api/v2/ingest/{format}` uses. Settings come from the
+//! `[sources]` table of the config file ([`config`]); every request goes through the one
+//! polite client ([`http`]); [`runner`] polls each source on its interval.
+//!
+//! Sources so far: `awc_metar` (aviationweather.gov METAR JSON).
+
+pub mod awc_metar;
+pub mod backoff;
+pub mod breaker;
+pub mod config;
+pub mod http;
+pub mod runner;
+pub mod sink;
+pub mod source;
+
+pub use config::FeedsConfig;
+pub use runner::{Feeds, SourceStatus};
+pub use sink::{FeedSink, RecordingSink, Stored};
+pub use source::{PollReport, Source};

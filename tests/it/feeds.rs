@@ -1,0 +1,430 @@
+//! The live feeds against servers on 127.0.0.1: a fixture AWC server (axum, port 0)
+//! replaying the real AWC JSON, scripted to fail in each way a public service does, and
+//! raw TCP servers for what axum will not do (hang, cut a body short).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use chrono::{TimeZone, Utc};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use wxlake::clock::{Clock, ManualClock};
+use wxlake::feeds::awc_metar::AwcMetar;
+use wxlake::feeds::config::{AwcMetarConfig, ClientConfig};
+use wxlake::feeds::http::HttpClient;
+use wxlake::feeds::{FeedSink, Feeds, FeedsConfig, RecordingSink, Source};
+use wxlake::write::LiveService;
+
+use crate::support;
+
+const AWC_JSON: &str = include_str!("../../data/real/metar/awc_metar_knyc_kmdw_kaus_20260925T0631Z.json");
+
+/// What the fixture server answers next (the last one repeats).
+#[derive(Debug, Clone)]
+enum Reply {
+    /// The real JSON, filtered to the requested ids, with an ETag; 304 when the request
+    /// carries that ETag.
+    Data,
+    Status(u16),
+    /// 429 or 503 with a Retry-After value.
+    RetryAfter(u16, &'static str),
+    /// Status 200 with this body and content type.
+    Raw(&'static str, &'static str),
+    /// Waits this long, then answers `Data` (to observe concurrency).
+    Slow(Duration),
+}
+
+/// One request the fixture server saw.
+#[derive(Debug, Clone)]
+struct Seen {
+    at: Instant,
+    ids: String,
+    if_none_match: Option<String>,
+    user_agent: String,
+}
+
+#[derive(Default)]
+struct Script {
+    replies: Mutex<VecDeque<Reply>>,
+    seen: Mutex<Vec<Seen>>,
+    in_flight: Mutex<(usize, usize)>,
+}
+
+impl Script {
+    fn set(&self, replies: &[Reply]) {
+        *self.replies.lock().unwrap() = replies.iter().cloned().collect();
+    }
+    fn next(&self) -> Reply {
+        let mut q = self.replies.lock().unwrap();
+        if q.len() > 1 {
+            q.pop_front().unwrap()
+        } else {
+            q.front().cloned().unwrap_or(Reply::Data)
+        }
+    }
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// The real reports of the requested stations, as AWC would answer.
+fn data_for(ids: &str) -> String {
+    let all: Vec<serde_json::Value> = serde_json::from_str(AWC_JSON).unwrap();
+    let wanted: Vec<&str> = ids.split(',').collect();
+    let some: Vec<&serde_json::Value> =
+        all.iter().filter(|r| wanted.contains(&r["icaoId"].as_str().unwrap_or_default())).collect();
+    serde_json::to_string(&some).unwrap()
+}
+
+async fn metar(
+    State(script): State<Arc<Script>>,
+    Query(q): Query<std::collections::HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let ids = q.get("ids").cloned().unwrap_or_default();
+    let header = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).map(str::to_string);
+    script.seen.lock().unwrap().push(Seen {
+        at: Instant::now(),
+        ids: ids.clone(),
+        if_none_match: header("if-none-match"),
+        user_agent: header("user-agent").unwrap_or_default(),
+    });
+    assert_eq!(q.get("format").map(String::as_str), Some("json"));
+    let etag = format!("\"v1-{ids}\"");
+    let data = || {
+        if header("if-none-match").as_deref() == Some(etag.as_str()) {
+            return StatusCode::NOT_MODIFIED.into_response();
+        }
+        ([("content-type", "application/json"), ("etag", etag.as_str())], data_for(&ids)).into_response()
+    };
+    match script.next() {
+        Reply::Data => data(),
+        Reply::Status(s) => (StatusCode::from_u16(s).unwrap(), "oops").into_response(),
+        Reply::RetryAfter(s, after) => {
+            (StatusCode::from_u16(s).unwrap(), [("retry-after", after)], "slow down").into_response()
+        }
+        Reply::Raw(ct, body) => ([("content-type", ct)], body).into_response(),
+        Reply::Slow(d) => {
+            {
+                let mut f = script.in_flight.lock().unwrap();
+                f.0 += 1;
+                f.1 = f.1.max(f.0);
+            }
+            tokio::time::sleep(d).await;
+            script.in_flight.lock().unwrap().0 -= 1;
+            data()
+        }
+    }
+}
+
+/// The fixture AWC server; its base URL.
+async fn awc_server(script: Arc<Script>) -> String {
+    let app = axum::Router::new().route("/api/data/metar", axum::routing::get(metar)).with_state(script);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+/// A raw server answering every connection with `reply` (after reading the request);
+/// `None` holds the connection open without a word.
+async fn raw_server(reply: Option<&'static str>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = sock.read(&mut buf).await;
+                match reply {
+                    Some(r) => {
+                        let _ = sock.write_all(r.as_bytes()).await;
+                        let _ = sock.shutdown().await;
+                    }
+                    None => tokio::time::sleep(Duration::from_secs(30)).await,
+                }
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// Fast manners for tests.
+fn client_cfg() -> ClientConfig {
+    ClientConfig {
+        contact: "feeds-test@example.com".to_string(),
+        attempts: 3,
+        backoff: Duration::from_millis(10),
+        backoff_max: Duration::from_millis(50),
+        max_retry_after: Duration::from_secs(5),
+        breaker_failures: 5,
+        breaker_pause: Duration::from_secs(60),
+        ..ClientConfig::default()
+    }
+}
+
+fn awc_cfg(base: &str, stations: &[&str], batch: usize) -> AwcMetarConfig {
+    AwcMetarConfig {
+        base_url: base.to_string(),
+        stations: stations.iter().map(|s| s.to_string()).collect(),
+        batch_size: batch,
+        interval: Duration::from_millis(100),
+        timeout: Duration::from_secs(5),
+        ..AwcMetarConfig::default()
+    }
+}
+
+fn awc(base: &str, client: ClientConfig) -> (AwcMetar, Arc<HttpClient>) {
+    let client = Arc::new(HttpClient::new(client).unwrap());
+    (AwcMetar::new(awc_cfg(base, &["KNYC", "KMDW", "KAUS"], 3), Arc::clone(&client)).unwrap(), client)
+}
+
+#[tokio::test]
+async fn polled_reports_reach_the_lake_through_the_live_path_once() {
+    let script = Arc::new(Script::default());
+    let base = awc_server(Arc::clone(&script)).await;
+    let (dir, lake) = support::temp_lake().await;
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 9, 25, 6, 31, 0).unwrap()));
+    let live = Arc::new(LiveService::open(lake.clone(), &dir.path().join("state"), clock).await.unwrap());
+
+    let cfg = FeedsConfig::from_toml(
+        &format!(
+            "contact = \"ops@example.com\"\n[awc_metar]\nbase_url = \"{base}\"\nstations = [\"KNYC\", \"KMDW\", \"KAUS\", \"KLAX\"]\nbatch_size = 2\n"
+        )
+        .parse()
+        .unwrap(),
+    )
+    .unwrap();
+    let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&live));
+    let feeds = Feeds::from_config(&cfg, sink).unwrap();
+    let reports = feeds.poll_once().await;
+    assert_eq!(reports.len(), 1);
+    let (name, report) = &reports[0];
+    assert_eq!(name, "awc_metar");
+    assert!(report.is_ok(), "{}", report.summary());
+    assert_eq!((report.requests, report.accepted, report.rejected), (2, 9, 0), "{}", report.summary());
+
+    let seen = script.seen();
+    let mut ids: Vec<String> = seen.iter().map(|s| s.ids.clone()).collect();
+    ids.sort();
+    assert_eq!(ids, ["KAUS,KLAX", "KNYC,KMDW"], "one request per batch");
+    assert!(seen.iter().all(|s| s.user_agent.ends_with("(ops@example.com)") && s.user_agent.starts_with("wxlake/")));
+
+    live.flush().await.unwrap();
+    assert_eq!(support::scalar(&lake, "SELECT count(*) FROM observations").await, "9");
+    assert_eq!(support::scalar(&lake, "SELECT count(*) FROM observations WHERE station_code = 'KNYC'").await, "3");
+    let status = feeds.status();
+    assert_eq!(status[0].polls, 1);
+    assert!(status[0].last.as_ref().unwrap().ok);
+
+    // A second poll with the stored ETags: 304s, nothing new handed to the live path.
+    let (_, again) = &feeds.poll_once().await[0];
+    assert_eq!((again.not_modified, again.accepted), (2, 0), "{}", again.summary());
+    assert!(script.seen()[2..].iter().all(|s| s.if_none_match.is_some()));
+    live.flush().await.unwrap();
+    assert_eq!(support::scalar(&lake, "SELECT count(*) FROM observations").await, "9");
+}
+
+#[tokio::test]
+async fn the_second_poll_sends_the_etag_and_a_304_is_nothing_new() {
+    let script = Arc::new(Script::default());
+    let base = awc_server(Arc::clone(&script)).await;
+    let (source, _) = awc(&base, client_cfg());
+    let sink = RecordingSink::new();
+    let first = source.poll(&sink).await;
+    assert_eq!((first.accepted, first.not_modified), (9, 0), "{}", first.summary());
+    let second = source.poll(&sink).await;
+    assert_eq!((second.accepted, second.not_modified), (0, 1), "{}", second.summary());
+    let seen = script.seen();
+    assert_eq!(seen[0].if_none_match, None);
+    assert_eq!(seen[1].if_none_match.as_deref(), Some("\"v1-KNYC,KMDW,KAUS\""));
+    assert_eq!(sink.taken().len(), 1);
+}
+
+#[tokio::test]
+async fn a_500_is_retried_with_backoff() {
+    let script = Arc::new(Script::default());
+    script.set(&[Reply::Status(500), Reply::Status(502), Reply::Data]);
+    let base = awc_server(Arc::clone(&script)).await;
+    let (source, _) = awc(&base, client_cfg());
+    let sink = RecordingSink::new();
+    let report = source.poll(&sink).await;
+    assert!(report.is_ok(), "{}", report.summary());
+    assert_eq!(report.accepted, 9);
+    assert_eq!(script.seen().len(), 3, "two retries");
+
+    // Out of attempts: the poll records the server error, the sink got nothing more.
+    script.set(&[Reply::Status(503)]);
+    let report = source.poll(&sink).await;
+    assert_eq!(report.errors.len(), 1);
+    assert_eq!(report.errors[0].kind(), "server_error");
+    assert_eq!(script.seen().len(), 6);
+    assert_eq!(sink.taken().len(), 1);
+}
+
+#[tokio::test]
+async fn retry_after_is_waited_out_before_the_next_request() {
+    let script = Arc::new(Script::default());
+    script.set(&[Reply::RetryAfter(429, "1"), Reply::Data]);
+    let base = awc_server(Arc::clone(&script)).await;
+    let (source, _) = awc(&base, client_cfg());
+    let sink = RecordingSink::new();
+    let report = source.poll(&sink).await;
+    assert!(report.is_ok(), "{}", report.summary());
+    let seen = script.seen();
+    assert_eq!(seen.len(), 2);
+    let gap = seen[1].at - seen[0].at;
+    assert!(gap >= Duration::from_secs(1), "retried after {gap:?}, Retry-After said 1 s");
+
+    // A Retry-After longer than max_retry_after ends the request; the host's next request
+    // (the next poll) still waits it out.
+    script.set(&[Reply::RetryAfter(503, "2"), Reply::Data]);
+    let (source, _) = awc(&base, ClientConfig { max_retry_after: Duration::from_secs(1), ..client_cfg() });
+    let report = source.poll(&sink).await;
+    assert_eq!(report.errors.len(), 1);
+    assert_eq!(report.errors[0].kind(), "server_error");
+    assert!(report.errors[0].to_string().contains("Retry-After 2s"), "{}", report.errors[0]);
+    let started = Instant::now();
+    let report = source.poll(&sink).await;
+    assert!(report.is_ok(), "{}", report.summary());
+    assert!(started.elapsed() >= Duration::from_millis(1500), "the next poll waited {:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn a_hung_connection_times_out() {
+    let base = raw_server(None).await;
+    let client = Arc::new(HttpClient::new(ClientConfig { attempts: 2, ..client_cfg() }).unwrap());
+    let cfg = AwcMetarConfig { timeout: Duration::from_millis(200), ..awc_cfg(&base, &["KNYC"], 1) };
+    let source = AwcMetar::new(cfg, client).unwrap();
+    let started = Instant::now();
+    let report = source.poll(&RecordingSink::new()).await;
+    assert_eq!(report.errors.len(), 1);
+    assert_eq!(report.errors[0].kind(), "timeout", "{}", report.errors[0]);
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(400) && took < Duration::from_secs(3),
+        "two attempts of 200 ms took {took:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_truncated_body_is_a_body_error() {
+    let base = raw_server(Some(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 1000\r\nconnection: close\r\n\r\n[{\"icaoId\": \"KNYC\", \"rawOb\": \"METAR KNYC",
+    ))
+    .await;
+    let (source, _) = awc(&base, client_cfg());
+    let sink = RecordingSink::new();
+    let report = source.poll(&sink).await;
+    assert_eq!(report.errors.len(), 1);
+    assert_eq!(report.errors[0].kind(), "truncated", "{}", report.errors[0]);
+    assert!(report.errors[0].to_string().contains("of 1000 bytes"), "{}", report.errors[0]);
+    assert!(sink.taken().is_empty());
+}
+
+#[tokio::test]
+async fn malformed_json_and_an_html_page_with_200_store_nothing() {
+    let script = Arc::new(Script::default());
+    let base = awc_server(Arc::clone(&script)).await;
+    let (source, _) = awc(&base, client_cfg());
+    let sink = RecordingSink::new();
+
+    script.set(&[Reply::Raw("application/json", "[{\"icaoId\": \"KNYC\", \"rawOb\": ")]);
+    let report = source.poll(&sink).await;
+    assert_eq!(report.errors[0].kind(), "malformed", "{}", report.errors[0]);
+
+    script.set(&[Reply::Raw("text/html", "<!DOCTYPE html><html><body>Maintenance</body></html>")]);
+    let report = source.poll(&sink).await;
+    assert_eq!(report.errors[0].kind(), "html_page", "{}", report.errors[0]);
+
+    // Mislabelled as JSON, still an HTML page.
+    script.set(&[Reply::Raw("application/json", "\n<html><head><title>502</title></head></html>")]);
+    let report = source.poll(&sink).await;
+    assert_eq!(report.errors[0].kind(), "html_page", "{}", report.errors[0]);
+
+    // JSON, but no report decodes: the sink refuses it.
+    script.set(&[Reply::Raw("application/json", "[{\"icaoId\": \"KNYC\", \"rawOb\": \"garbage\", \"obsTime\": 1}]")]);
+    let report = source.poll(&sink).await;
+    assert_eq!(report.errors[0].kind(), "unusable", "{}", report.errors[0]);
+
+    assert!(sink.taken().is_empty());
+    assert_eq!(script.seen().len(), 4, "none of these is retried");
+}
+
+#[tokio::test]
+async fn the_breaker_opens_after_repeated_failures_and_recovers_after_a_probe() {
+    let script = Arc::new(Script::default());
+    script.set(&[Reply::Status(500)]);
+    let base = awc_server(Arc::clone(&script)).await;
+    let pause = Duration::from_millis(300);
+    let (source, client) =
+        awc(&base, ClientConfig { attempts: 1, breaker_failures: 2, breaker_pause: pause, ..client_cfg() });
+    let sink = RecordingSink::new();
+    let url = source.urls()[0].clone();
+
+    for _ in 0..2 {
+        assert_eq!(source.poll(&sink).await.errors[0].kind(), "server_error");
+    }
+    assert!(client.is_paused(&url));
+    let report = source.poll(&sink).await;
+    assert_eq!(report.errors[0].kind(), "breaker_open", "{}", report.errors[0]);
+    assert_eq!(script.seen().len(), 2, "nothing is sent while paused");
+
+    // The probe after the pause fails: paused again at once.
+    tokio::time::sleep(pause).await;
+    assert_eq!(source.poll(&sink).await.errors[0].kind(), "server_error");
+    assert_eq!(source.poll(&sink).await.errors[0].kind(), "breaker_open");
+    assert_eq!(script.seen().len(), 3);
+
+    // The service is back: the next probe succeeds and traffic resumes.
+    script.set(&[Reply::Data]);
+    tokio::time::sleep(pause).await;
+    let report = source.poll(&sink).await;
+    assert!(report.is_ok(), "{}", report.summary());
+    assert_eq!(report.accepted, 9);
+    assert!(!client.is_paused(&url));
+}
+
+#[tokio::test]
+async fn requests_to_one_host_respect_the_cap() {
+    let script = Arc::new(Script::default());
+    script.set(&[Reply::Slow(Duration::from_millis(100))]);
+    let base = awc_server(Arc::clone(&script)).await;
+    let client = Arc::new(HttpClient::new(ClientConfig { max_per_host: 2, ..client_cfg() }).unwrap());
+    let stations = ["KNYC", "KMDW", "KAUS", "KLAX", "KSEA", "KDEN"];
+    let source = AwcMetar::new(awc_cfg(&base, &stations, 1), client).unwrap();
+    let report = source.poll(&RecordingSink::new()).await;
+    assert_eq!(report.requests, 6);
+    assert!(report.is_ok(), "{}", report.summary());
+    assert_eq!(script.in_flight.lock().unwrap().1, 2, "at most two in flight, and the cap is used");
+}
+
+#[tokio::test]
+async fn the_runner_polls_on_its_interval_until_shutdown() {
+    let script = Arc::new(Script::default());
+    let base = awc_server(Arc::clone(&script)).await;
+    let (source, _) = awc(&base, client_cfg());
+    let sink = Arc::new(RecordingSink::new());
+    let feeds = Arc::new(Feeds::new(vec![Arc::new(source) as Arc<dyn Source>], sink.clone()));
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(Arc::clone(&feeds).run(async move {
+        let _ = rx.await;
+    }));
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    let st = &feeds.status()[0];
+    assert_eq!(st.name, "awc_metar");
+    assert!((2..=5).contains(&st.polls), "{} polls in 350 ms at 100 ms", st.polls);
+    assert!(st.last_success.is_some() && st.next_poll.is_some());
+    assert_eq!(st.last.as_ref().unwrap().not_modified, 1, "polls after the first are 304s");
+    tx.send(()).unwrap();
+    tokio::time::timeout(Duration::from_secs(2), run).await.expect("stops promptly").unwrap();
+    let polls = feeds.status()[0].polls;
+    assert!(feeds.status()[0].next_poll.is_none());
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    assert_eq!(script.seen().len() as u64, polls, "no request after shutdown");
+    assert_eq!(sink.taken().len(), 1);
+}
