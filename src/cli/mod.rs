@@ -72,7 +72,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compact(a) => compact::run(open().await?, a).await,
         Command::Demo(a) => demo::run(open().await?, a).await,
         Command::Keys(a) => keys::run(open().await?, a).await,
-        Command::Serve(a) => serve::run(open().await?, a).await,
+        Command::Serve(a) => serve::run(open().await?, a, cli.config.as_deref()).await,
         Command::Jobs(a) => wxlake::jobs::cli::run_cli(open().await?, a).await,
     }
 }

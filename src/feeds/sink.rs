@@ -12,8 +12,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use thiserror::Error;
 
-use crate::ingest::live::{LiveError, LiveService};
 use crate::ingest::{Format, IngestOptions};
+use crate::write::{LiveError, LiveService};
 
 /// What the sink did with one body.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
