@@ -15,7 +15,6 @@ pub mod jobs;
 pub mod lake;
 pub mod live;
 pub mod models;
-pub mod sql_output;
 pub mod stream;
 pub mod time;
 pub mod units;

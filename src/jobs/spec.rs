@@ -5,7 +5,7 @@
 //! description = "..."
 //! sql = ["sql/forecast_daily.sql"]        # run in order; paths relative to the crate root
 //! inputs = ["forecasts", "stations"]      # lake tables, stations/models, other jobs' outputs
-//! helpers = ["day_windows", "model_leads"] # tables computed in Rust (helpers.rs)
+//! helpers = ["day_windows", "model_leads"] # tables computed in Rust (rust_tables.rs)
 //! depends_on = []                         # other jobs (producers of inputs are added)
 //!
 //! [output]
@@ -41,8 +41,11 @@ use std::time::Duration;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use serde::Deserialize;
 
+use super::embedded;
+use super::error::JobError;
+use super::params;
+use super::rust_tables::RustTable;
 use super::schedule::Cron;
-use super::{embedded, JobError};
 use crate::lake::schema;
 
 /// Tables every job may read besides lake tables and derived tables.
@@ -58,7 +61,8 @@ pub struct JobSpec {
     pub description: String,
     pub sql: Vec<SqlFile>,
     pub inputs: Vec<String>,
-    pub helpers: Vec<Helper>,
+    /// The tables computed in Rust the SQL reads (the `helpers` key).
+    pub helpers: Vec<RustTable>,
     /// Declared dependencies plus the producers of derived inputs (after [`validate_set`]).
     pub depends_on: Vec<String>,
     pub output: OutputSpec,
@@ -75,31 +79,6 @@ pub struct JobSpec {
 pub struct SqlFile {
     pub path: String,
     pub text: String,
-}
-
-/// Helper tables the runner computes in Rust (see helpers.rs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Helper {
-    DayWindows,
-    ModelLeads,
-    /// The live engine's daily extremes (observed.rs); needs observations, onemin, reports.
-    ObservedExtremes,
-}
-
-impl Helper {
-    pub const ALL: [Helper; 3] = [Helper::DayWindows, Helper::ModelLeads, Helper::ObservedExtremes];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Helper::DayWindows => "day_windows",
-            Helper::ModelLeads => "model_leads",
-            Helper::ObservedExtremes => "observed_extremes",
-        }
-    }
-
-    fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|h| h.name() == s)
-    }
 }
 
 /// The output table of a job.
@@ -339,9 +318,9 @@ pub fn parse_spec(
     }
     let mut helpers = Vec::new();
     for h in &raw.helpers {
-        let names: Vec<_> = Helper::ALL.iter().map(|h| h.name()).collect();
+        let names: Vec<_> = RustTable::ALL.iter().map(|h| h.name()).collect();
         helpers.push(
-            Helper::parse(h).ok_or_else(|| bad(format!("unknown helper '{h}' (helpers: {})", names.join(", "))))?,
+            RustTable::parse(h).ok_or_else(|| bad(format!("unknown helper '{h}' (helpers: {})", names.join(", "))))?,
         );
     }
 
@@ -436,11 +415,11 @@ pub fn parse_spec(
             Some(Incremental { key: i.key, sources, margin_days: i.margin_days.unwrap_or(0), chunk_days })
         }
     };
-    let uses_range = sql.iter().any(|f| super::runner::mentions_range(&f.text));
+    let uses_range = sql.iter().any(|f| params::uses_range(&f.text));
     if uses_range && incremental.is_none() {
         return Err(bad("the SQL uses $from/$to but the job declares no [incremental] key".into()));
     }
-    if let Some(h) = helpers.iter().find(|h| matches!(h, Helper::DayWindows | Helper::ObservedExtremes)) {
+    if let Some(h) = helpers.iter().find(|h| matches!(h, RustTable::DayWindows | RustTable::ObservedExtremes)) {
         if incremental.is_none() {
             return Err(bad(format!(
                 "helper {} is computed for the run's range: declare an [incremental] key",
@@ -474,6 +453,23 @@ pub fn parse_spec(
         schedule,
         origin: origin.to_string(),
     })
+}
+
+/// Where the declarations come from when no directory is named, as `wxlake jobs list` says.
+pub const BUILT_IN: &str = "built into the binary";
+
+/// The job declarations a command uses, and where they come from. One rule for every
+/// command: the copies compiled into the binary ([`embedded_specs`]); `serve` schedules
+/// them, `wxlake jobs` and `wxlake demo` run them, `wxlake sql` and the API read their
+/// outputs. Only a directory named explicitly (`wxlake jobs --jobs-dir DIR`) replaces
+/// them, to try an edit of jobs/*.toml or sql/*.sql before rebuilding; a `./jobs`
+/// directory is never picked up by itself, so the CLI and the server cannot disagree
+/// about what a job is without being told to.
+pub fn declarations(dir: Option<&Path>) -> Result<(Vec<JobSpec>, String), JobError> {
+    match dir {
+        Some(d) => Ok((load_specs(d)?, d.display().to_string())),
+        None => Ok((embedded_specs()?, BUILT_IN.to_string())),
+    }
 }
 
 /// Loads every `*.toml` of `dir` (SQL paths resolve against the directory's parent, the
@@ -653,10 +649,27 @@ columns = [{{ name = "model", type = "string" }}, {{ name = "n", type = "bigint"
         let fd = find(&disk, "forecast_daily").unwrap();
         assert_eq!(fd.output.partition_by, ["model", "run_date"]);
         assert_eq!(fd.incremental.as_ref().unwrap().key, "run_date");
-        assert_eq!(fd.helpers, [Helper::DayWindows, Helper::ModelLeads]);
+        assert_eq!(fd.helpers, [RustTable::DayWindows, RustTable::ModelLeads]);
         assert!(fd.schedule.cron.is_some());
         assert!(fd.sql[0].text.contains("$from"));
         assert!(!fd.output.file_schema().fields().iter().any(|f| f.name() == "model"));
+    }
+
+    /// Without a directory every command gets the embedded declarations, whatever the
+    /// current directory holds; a named directory is loaded (and its errors reported).
+    #[test]
+    fn declarations_are_the_built_in_ones_unless_a_directory_is_named() {
+        let (specs, source) = declarations(None).unwrap();
+        assert_eq!(source, BUILT_IN);
+        assert_eq!(names(&specs), names(&embedded_specs().unwrap()));
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("jobs");
+        let (specs, source) = declarations(Some(&dir)).unwrap();
+        assert_eq!(source, dir.display().to_string());
+        assert_eq!(names(&specs), names(&embedded_specs().unwrap()));
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("broken.toml"), "name = 1\n").unwrap();
+        let e = declarations(Some(tmp.path())).unwrap_err().to_string();
+        assert!(e.contains("broken.toml"), "{e}");
     }
 
     #[test]
