@@ -20,10 +20,11 @@ use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::prelude::SessionContext;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use wxlake::jobs::job_set::{declarations, find};
 use wxlake::jobs::runner::{run_all, run_job_as, Progress, Step};
 use wxlake::jobs::runs::{history, JobRun, RunStatus};
 use wxlake::jobs::rust_tables::{day_windows, model_leads, reach_days};
-use wxlake::jobs::spec::{declarations, find, JobSpec};
+use wxlake::jobs::spec::JobSpec;
 use wxlake::jobs::JobError;
 use wxlake::lake::query::{models_table, stations_table};
 use wxlake::lake::Lake;

@@ -2,9 +2,10 @@
 //! derived tables of the lake, `derived/<table>/`, Hive-partitioned Parquet that any
 //! reader understands and that the API serves.
 //!
-//! - [`spec`]: the declarations (what a job reads, writes, how it is partitioned and
-//!   scheduled), parsed from a directory or from the copies compiled into the binary
-//!   ([`embedded`]); [`declarations`] is the one rule for which set a command uses.
+//! - [`spec`]: one declaration (what a job reads, writes, how it is partitioned and
+//!   scheduled); [`job_set`]: the set of them, from a directory or from the copies
+//!   compiled into the binary ([`embedded`]), checked together and ordered by dependency;
+//!   [`declarations`] is the one rule for which set a command uses.
 //! - [`runner`]: one run, chunk by chunk, published atomically (lake/publish.rs): readers
 //!   see the old output or the new one, never a mix, and a failed run leaves the old one.
 //!   Its steps, one module each: [`plan`] (the key range, chunks and replaced partitions),
@@ -22,6 +23,7 @@
 pub mod embedded;
 pub mod encode;
 pub mod error;
+pub mod job_set;
 pub mod observed;
 pub mod params;
 pub mod plan;
@@ -35,8 +37,9 @@ pub mod statements;
 pub mod tables;
 
 pub use error::JobError;
+pub use job_set::{declarations, embedded_specs, load_specs};
 pub use runner::{run_all, run_job, run_job_as, Progress, Step};
 pub use runs::{JobRun, RunStatus};
 pub use scheduler::spawn_scheduler;
-pub use spec::{declarations, embedded_specs, load_specs, JobSpec};
+pub use spec::JobSpec;
 pub use tables::register_derived;

@@ -43,20 +43,23 @@ pub fn uses_range(sql: &str) -> bool {
 }
 
 /// `plan` with `$from` and `$to` replaced by the range's days as `Date32` values. A plan
-/// without parameters is returned as it is, whatever the range.
+/// without parameters is returned as it is, whatever the range; any other placeholder is
+/// DataFusion's error naming it.
 pub fn bind(plan: LogicalPlan, range: Option<(NaiveDate, NaiveDate)>) -> Result<LogicalPlan, BindError> {
     let names = plan.get_parameter_names()?;
     if names.is_empty() {
         return Ok(plan);
     }
-    let Some((from, to)) = range else {
-        let mut names: Vec<String> = names.into_iter().collect();
-        names.sort();
-        return Err(BindError::NoRange(names.join(", ")));
-    };
     let day = |d: NaiveDate| ScalarValue::Date32(Some(date32(d)));
-    // Names without the `$` (DataFusion's named parameters).
-    Ok(plan.with_param_values(vec![(&FROM[1..], day(from)), (&TO[1..], day(to))])?)
+    // DataFusion names parameters without their `$`.
+    let values = match range {
+        Some((from, to)) => vec![(&FROM[1..], day(from)), (&TO[1..], day(to))],
+        None => match [FROM, TO].into_iter().find(|p| names.contains(*p)) {
+            Some(p) => return Err(BindError::NoRange(p.to_string())),
+            None => Vec::new(),
+        },
+    };
+    Ok(plan.with_param_values(values)?)
 }
 
 #[cfg(test)]
@@ -114,6 +117,8 @@ mod tests {
         let r = Some((d("2026-01-10"), d("2026-01-12")));
         let e = run("SELECT 1 AS n WHERE DATE '2026-01-10' >= $tox", r).await.unwrap_err().to_string();
         assert!(e.contains("$tox"), "{e}");
+        let e = run("SELECT 1 AS n WHERE DATE '2026-01-10' >= $tox", None).await.unwrap_err();
+        assert!(matches!(&e, BindError::Plan(_)) && e.to_string().contains("$tox"), "{e}");
         // No parameter, no range needed.
         assert!(run("SELECT '$from' AS s", None).await.unwrap().contains("$from"));
     }

@@ -17,10 +17,11 @@ use chrono::{Duration, NaiveDate, Utc};
 
 use super::encode::encode_blocking;
 use super::error::JobError;
+use super::job_set::topo_order;
 use super::plan::{plan, replaced_files};
 use super::runs::{self, JobRun, RunStatus};
 use super::rust_tables;
-use super::spec::{topo_order, JobSpec};
+use super::spec::JobSpec;
 use super::statements::run_statements;
 use super::tables::job_session;
 use crate::lake::writer::new_file_name;

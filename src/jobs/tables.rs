@@ -6,8 +6,9 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::prelude::SessionContext;
 
 use super::error::JobError;
+use super::job_set::embedded_specs;
 use super::runs;
-use super::spec::{embedded_specs, JobSpec, OutputSpec, JOB_RUNS};
+use super::spec::{JobSpec, OutputSpec, JOB_RUNS};
 use crate::lake::query::{self, register_listing, Listing};
 use crate::lake::Lake;
 
@@ -92,7 +93,7 @@ mod tests {
     use datafusion::datasource::listing::ListingTable;
 
     use super::*;
-    use crate::jobs::spec::find;
+    use crate::jobs::job_set::find;
 
     /// Lake tables, job outputs and `job_runs` go through one registrar and declare their
     /// order by one rule: the files' sort columns, no partition prefix; partition columns

@@ -8,8 +8,9 @@ use object_store::path::Path;
 
 use super::*;
 use crate::decode::types::ForecastRow;
+use crate::jobs::job_set::{find, load_specs};
 use crate::jobs::plan::{full_range, replaced_files, split_range, Replace};
-use crate::jobs::spec::{find, load_specs, parse_spec};
+use crate::jobs::spec::parse_spec;
 use crate::jobs::tables::register_derived_with;
 use crate::lake::query;
 
