@@ -178,20 +178,7 @@ pub fn find<'a>(specs: &'a [JobSpec], name: &str) -> Result<&'a JobSpec, JobErro
 mod tests {
     use super::*;
     use crate::jobs::rust_tables::RustTable;
-
-    fn toml_for(name: &str, inputs: &[&str], deps: &[&str], table: &str) -> String {
-        format!(
-            r#"name = "{name}"
-sql = "q.sql"
-inputs = {inputs:?}
-depends_on = {deps:?}
-[output]
-table = "{table}"
-partition_by = ["model"]
-columns = [{{ name = "model", type = "string" }}, {{ name = "n", type = "bigint" }}]
-"#
-        )
-    }
+    use crate::jobs::spec::tests::toml_for;
 
     fn parse(name: &str, inputs: &[&str], deps: &[&str], table: &str) -> JobSpec {
         parse_spec(name, &toml_for(name, inputs, deps, table), &|_| Ok("SELECT 1".into())).unwrap()

@@ -82,7 +82,7 @@ pub const FULL_RUN_FUTURE_DAYS: i64 = 2;
 
 /// The earliest day a date column (e.g. `reports.report_date`) may bound a full run with,
 /// unless the lake holds older observations or forecasts: ASOS, which the DSM and the
-/// observations come from, began in the early 1990s. See [`plausible_days`].
+/// observations come from, began in the early 1990s. See `plausible_days`.
 pub const FULL_RUN_FLOOR: (i32, u32, u32) = (1990, 1, 1);
 
 /// The days a full run's date-column sources may contribute: from [`FULL_RUN_FLOOR`] (or the

@@ -454,11 +454,12 @@ pub fn parse_spec(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::jobs::job_set::load_specs;
 
-    fn toml_for(name: &str, inputs: &[&str], deps: &[&str], table: &str) -> String {
+    /// A declaration of job `name` writing `table` (also used by job_set's tests).
+    pub(crate) fn toml_for(name: &str, inputs: &[&str], deps: &[&str], table: &str) -> String {
         format!(
             r#"name = "{name}"
 sql = "q.sql"
