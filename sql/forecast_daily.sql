@@ -2,10 +2,11 @@
 -- station, in both tz_modes, fully covered days only (spec 2.6, 4.2 rule 4).
 -- Declared in jobs/forecast_daily.toml; tested by tests/slt/forecast_daily*.slt.
 --
--- Parameters, substituted by the runner as DATE literals: $from and $to, the run_date
--- partitions of `forecasts` this run recomputes (the output is partitioned the same way).
+-- Parameters, bound by the runner as DATE values (src/jobs/params.rs): $from and $to,
+-- the run_date partitions of `forecasts` this run recomputes (the output is partitioned
+-- the same way).
 --
--- Helper tables the runner computes in Rust for the range (src/jobs/helpers.rs):
+-- Tables the runner computes in Rust for the range (src/jobs/rust_tables.rs):
 --   day_windows(timezone, tz_mode, date, start_utc, end_utc, hours)
 --       the UTC window [start_utc, end_utc) of each local day, from crate::time::day_window:
 --       'civil' days are 23, 24 or 25 hours around DST changes, 'standard' days (Local

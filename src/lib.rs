@@ -19,7 +19,6 @@ pub mod ingest;
 pub mod jobs;
 pub mod lake;
 pub mod models;
-pub mod sql_output;
 pub mod stream;
 pub mod time;
 pub mod units;

@@ -12,7 +12,8 @@
 //! Why not deserialize the file into a struct of its own: the flags are the one list of
 //! settings. A second list would drift from them; here a new flag is configurable the
 //! moment it exists, and a key that names no flag is refused with the list of those that
-//! do.
+//! do. The one exception is a table of settings that are no flag ([`SETTINGS_TABLES`]:
+//! the feeds' `[sources]`), which its owner reads from the same file.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -46,8 +47,15 @@ pub fn apply_text(cmd: Command, text: &str) -> anyhow::Result<Command> {
     apply_table(cmd, &table, &[])
 }
 
+/// Top-level tables that are settings of their own, not flags: each is read by the module
+/// that owns it (`[sources]`: the live feeds, `wxlake::feeds::FeedsConfig`).
+pub const SETTINGS_TABLES: [&str; 1] = ["sources"];
+
 fn apply_table(mut cmd: Command, table: &toml::Table, section: &[&str]) -> anyhow::Result<Command> {
     for (key, value) in table {
+        if section.is_empty() && SETTINGS_TABLES.contains(&key.as_str()) {
+            continue;
+        }
         let name = key.replace('_', "-");
         let here = || section.iter().chain([&key.as_str()]).copied().collect::<Vec<_>>().join(".");
         if let toml::Value::Table(sub) = value {
@@ -195,6 +203,8 @@ mod tests {
         let cli = parse(EXAMPLE, &["serve"]).unwrap();
         let s = serve(&cli);
         assert_eq!(s.flush_secs, 10);
+        let feeds = wxlake::feeds::FeedsConfig::from_file_text(EXAMPLE).unwrap();
+        assert!(feeds.awc_metar.is_some_and(|a| a.enabled));
         parse(EXAMPLE, &["sql", "SELECT 1"]).unwrap();
         assert!(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/wxlake.example.toml").exists());
     }

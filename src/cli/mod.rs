@@ -4,9 +4,11 @@ mod compact;
 pub mod config;
 mod demo;
 mod ingest;
+mod jobs;
 mod keys;
 mod serve;
 mod sql;
+mod sql_output;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -46,7 +48,7 @@ pub enum Command {
     /// Manage API keys.
     Keys(keys::KeysArgs),
     /// List and run the SQL jobs (derived tables).
-    Jobs(wxlake::jobs::cli::JobsArgs),
+    Jobs(jobs::JobsArgs),
     /// Serve the REST API.
     Serve(serve::ServeArgs),
 }
@@ -72,7 +74,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compact(a) => compact::run(open().await?, a).await,
         Command::Demo(a) => demo::run(open().await?, a).await,
         Command::Keys(a) => keys::run(open().await?, a).await,
-        Command::Serve(a) => serve::run(open().await?, a).await,
-        Command::Jobs(a) => wxlake::jobs::cli::run_cli(open().await?, a).await,
+        Command::Serve(a) => serve::run(open().await?, a, cli.config.as_deref()).await,
+        Command::Jobs(a) => jobs::run(open().await?, a).await,
     }
 }

@@ -5,17 +5,19 @@
 //! kill -9). A second `serve` on the same state refuses before any side effect: no demo
 //! lake built, no key minted or printed, no WAL or event log opened.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context;
 use clap::Args;
 use wxlake::api::keys::{KeyStore, Tier};
 use wxlake::api::limits::RateLimiter;
 use wxlake::api::{server, AppState};
 use wxlake::clock::{Clock, SystemClock};
 use wxlake::demo::LiveFeed;
+use wxlake::feeds::{Feeds, FeedsConfig};
 use wxlake::ingest::{Format, IngestOptions};
 use wxlake::lake::Lake;
 use wxlake::stream::{self, Hub, StreamState};
@@ -55,13 +57,14 @@ pub struct ServeArgs {
     pub heartbeat_secs: u64,
 }
 
-pub async fn run(lake: Lake, a: ServeArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(lake: Lake, a: ServeArgs, config: Option<&Path>) -> anyhow::Result<ExitCode> {
     let dir = state_dir(&lake, a.state_dir.clone())?;
     // Held until the process ends.
     let _lock = take_serve_lock(&dir)?;
     // One shutdown for both listeners, its signal handlers registered before anything
     // listens: a SIGTERM at any moment from here on is a graceful stop with a final flush.
     let shutdown = Shutdown::on_signal();
+    let feeds_config = feeds_config(config)?;
     if a.demo && !lake_has_data(&lake) {
         eprintln!("demo: building a {}-day demo lake (first run only)...", a.demo_days);
         let args = DemoArgs {
@@ -95,6 +98,11 @@ pub async fn run(lake: Lake, a: ServeArgs) -> anyhow::Result<ExitCode> {
     if a.demo {
         spawn_demo_feed(Arc::clone(&live));
     }
+    let feeds = Feeds::from_config(&feeds_config, Arc::new(Arc::clone(&live)))?;
+    if !feeds.is_empty() {
+        eprintln!("feeds: polling {feeds:?}");
+        tokio::spawn(Arc::new(feeds).run(shutdown.wait()));
+    }
     let listener = tokio::net::TcpListener::bind(&a.addr).await?;
     eprintln!("wxlake listening on http://{} (docs: /docs, OpenAPI: /openapi.json)", listener.local_addr()?);
     server::serve(listener, state, shutdown.wait()).await?;
@@ -110,6 +118,14 @@ pub async fn run(lake: Lake, a: ServeArgs) -> anyhow::Result<ExitCode> {
     eprintln!("shutting down: flushing the WAL to the lake");
     live.flush().await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `[sources]` table of the `--config` file: the live feeds to run (none without it).
+/// Read before anything starts, so a wrong setting stops `serve` at once.
+fn feeds_config(config: Option<&Path>) -> anyhow::Result<FeedsConfig> {
+    let Some(path) = config else { return Ok(FeedsConfig::default()) };
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
+    FeedsConfig::from_file_text(&text).with_context(|| format!("config {}", path.display()))
 }
 
 /// The running push stream, for its orderly stop.

@@ -4,10 +4,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use super::sql_output::{write_batches, OutputFormat};
 use anyhow::Context;
 use clap::Args;
 use wxlake::lake::{query, Lake};
-use wxlake::sql_output::{write_batches, OutputFormat};
 
 #[derive(Debug, Args)]
 pub struct SqlArgs {

@@ -41,7 +41,7 @@ pub struct FeedsConfig {
 }
 
 impl FeedsConfig {
-    /// Reads the `[sources]` table (the lead routes that section of `--config` here).
+    /// Reads the `[sources]` table of the `--config` file.
     pub fn from_toml(table: &toml::Table) -> Result<FeedsConfig, ConfigError> {
         let mut client_keys = toml::Table::new();
         let mut cfg = FeedsConfig::default();
@@ -319,7 +319,7 @@ mod tests {
 
     #[test]
     fn the_example_file_parses() {
-        let text = include_str!("../../data/feeds.example.toml");
+        let text = include_str!("../../data/wxlake.example.toml");
         let cfg = FeedsConfig::from_file_text(text).unwrap();
         let awc = cfg.awc_metar.expect("the example enables awc_metar");
         assert!(awc.enabled);

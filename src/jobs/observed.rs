@@ -34,7 +34,7 @@ use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 use rayon::prelude::*;
 
-use super::JobError;
+use super::error::JobError;
 use crate::catalog::{Catalog, Station};
 use crate::decode::types::{DailyKind, DailyReport, Metar, OneMinute};
 use crate::extremes::{suspect_temperature, DayExtremes, Logic, Source, StationLive, REPLAY_AFTER, REPLAY_BEFORE};
@@ -209,7 +209,8 @@ fn to_batch(rows: &[ObservedDay]) -> Result<RecordBatch, JobError> {
     let quality = rows
         .iter()
         .map(|r| {
-            serde_json::to_string(&r.extremes.data_quality).map_err(|e| JobError::Helper(format!("data_quality: {e}")))
+            serde_json::to_string(&r.extremes.data_quality)
+                .map_err(|e| JobError::RustTable(format!("data_quality: {e}")))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let cols: Vec<ArrayRef> = vec![

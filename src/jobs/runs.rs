@@ -20,7 +20,7 @@ use datafusion::parquet::basic::{Compression, ZstdLevel};
 use datafusion::parquet::file::properties::WriterProperties;
 use serde::Serialize;
 
-use super::JobError;
+use super::error::JobError;
 use crate::lake::compact::read_file;
 use crate::lake::writer::{new_file_name, partition_files};
 use crate::lake::Lake;

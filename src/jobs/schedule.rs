@@ -1,29 +1,33 @@
 //! Cron schedules: the classic five fields `minute hour day-of-month month day-of-week`,
-//! evaluated in UTC. Each field takes `*`, `N`, `A-B`, `*/S`, `A-B/S`, `N/S` and comma
-//! lists; months and weekdays also take three-letter names (`jan`, `mon`); weekday 0 and
-//! 7 are Sunday. As in Vixie cron, when both day fields are restricted a day matching
-//! either one fires. `@hourly`, `@daily` (`@midnight`), `@weekly`, `@monthly`, `@yearly`
-//! (`@annually`) are accepted.
-//!
-//! A small parser of our own rather than a crate: the `cron` crate wants a seconds field,
-//! and this is all the job declarations need.
+//! evaluated in UTC (so there is no DST: a schedule fires at the same UTC minutes all
+//! year). Parsing and matching are the `croner` crate's, which takes five fields (without
+//! seconds) and follows Vixie cron: `*`, `N`, `A-B`, `*/S`, `A-B/S` and comma lists;
+//! months and weekdays also by three-letter names (`jan`, `mon`); weekday 0 and 7 are
+//! Sunday; when both day fields are restricted, a day matching either one fires. Beyond
+//! croner's defaults: `N/S` (from N to the end, stepping S), `@midnight` next to
+//! `@hourly`, `@daily`, `@weekly`, `@monthly`, `@yearly` (`@annually`), and errors that
+//! name the field at fault.
 
 use std::fmt;
 
-use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Timelike, Utc};
+use chrono::{DateTime, Duration, Timelike, Utc};
+use croner::parser::{CronParser, Seconds, Year};
 
 /// A parsed cron expression.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct Cron {
     text: String,
-    minutes: u64,
-    hours: u32,
-    days: u32,
-    months: u16,
-    weekdays: u8,
-    days_restricted: bool,
-    weekdays_restricted: bool,
+    schedule: croner::Cron,
 }
+
+/// Two schedules are equal when they fire at the same minutes, however written.
+impl PartialEq for Cron {
+    fn eq(&self, other: &Self) -> bool {
+        self.schedule == other.schedule
+    }
+}
+
+impl Eq for Cron {}
 
 impl fmt::Debug for Cron {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -37,47 +41,53 @@ impl fmt::Display for Cron {
     }
 }
 
-const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
-const WEEKDAYS: [&str; 7] = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
+/// The fields in order, as errors name them.
+const FIELDS: [&str; 5] = ["minute", "hour", "day-of-month", "month", "day-of-week"];
+
+/// How far [`Cron::next_after`] looks ahead.
+const HORIZON_DAYS: i64 = 5 * 366;
+
+fn parser() -> CronParser {
+    CronParser::builder()
+        .seconds(Seconds::Disallowed)
+        .year(Year::Disallowed)
+        // `N/S`, which Vixie cron accepts, is "sloppy" to croner.
+        .sloppy_ranges(true)
+        .build()
+}
 
 impl Cron {
     /// Parses a five-field expression or an `@` macro; the error says which field is bad.
     pub fn parse(text: &str) -> Result<Self, String> {
         let trimmed = text.trim();
-        let expanded = match trimmed {
+        let expanded = match trimmed.to_ascii_lowercase().as_str() {
             "@hourly" => "0 * * * *",
             "@daily" | "@midnight" => "0 0 * * *",
             "@weekly" => "0 0 * * 0",
             "@monthly" => "0 0 1 * *",
             "@yearly" | "@annually" => "0 0 1 1 *",
-            other if other.starts_with('@') => return Err(format!("unknown cron macro '{other}'")),
-            other => other,
+            other if other.starts_with('@') => return Err(format!("unknown cron macro '{trimmed}'")),
+            _ => trimmed,
         };
         let fields: Vec<&str> = expanded.split_whitespace().collect();
-        if fields.len() != 5 {
+        if fields.len() != FIELDS.len() {
             return Err(format!(
                 "cron '{trimmed}': expected 5 fields (minute hour day-of-month month day-of-week), found {}",
                 fields.len()
             ));
         }
-        let minutes = field(fields[0], "minute", 0, 59, &[], 0)?;
-        let hours = field(fields[1], "hour", 0, 23, &[], 0)?;
-        let days = field(fields[2], "day-of-month", 1, 31, &[], 0)?;
-        let months = field(fields[3], "month", 1, 12, &MONTHS, 1)?;
-        let mut weekdays = field(fields[4], "day-of-week", 0, 7, &WEEKDAYS, 0)?;
-        if weekdays & (1 << 7) != 0 {
-            weekdays = (weekdays | 1) & 0x7f;
+        let parser = parser();
+        // croner's errors do not say which field they are about: try each field alone
+        // (the others `*`) to name the first bad one.
+        for (i, (field, name)) in fields.iter().zip(FIELDS).enumerate() {
+            let mut alone = ["*"; 5];
+            alone[i] = field;
+            if let Err(e) = parser.parse(&alone.join(" ")) {
+                return Err(format!("cron {name} field '{field}': {e}"));
+            }
         }
-        Ok(Cron {
-            text: trimmed.to_string(),
-            minutes,
-            hours: hours as u32,
-            days: days as u32,
-            months: months as u16,
-            weekdays: weekdays as u8,
-            days_restricted: !fields[2].starts_with('*'),
-            weekdays_restricted: !fields[4].starts_with('*'),
-        })
+        let schedule = parser.parse(expanded).map_err(|e| format!("cron '{trimmed}': {e}"))?;
+        Ok(Cron { text: trimmed.to_string(), schedule })
     }
 
     /// The expression as written.
@@ -85,104 +95,18 @@ impl Cron {
         &self.text
     }
 
-    fn day_matches(&self, d: NaiveDate) -> bool {
-        let dom = self.days & (1 << d.day()) != 0;
-        let dow = self.weekdays & (1 << d.weekday().num_days_from_sunday()) != 0;
-        match (self.days_restricted, self.weekdays_restricted) {
-            (true, true) => dom || dow,
-            (true, false) => dom,
-            (false, true) => dow,
-            (false, false) => true,
-        }
-    }
-
     /// True when the schedule fires in the minute containing `t`.
     pub fn matches(&self, t: DateTime<Utc>) -> bool {
-        self.months & (1 << t.month()) != 0
-            && self.day_matches(t.date_naive())
-            && self.hours & (1 << t.hour()) != 0
-            && self.minutes & (1 << t.minute()) != 0
+        let minute = t.with_second(0).and_then(|m| m.with_nanosecond(0)).unwrap_or(t);
+        self.schedule.is_time_matching(&minute).unwrap_or(false)
     }
 
     /// The first firing minute strictly after `t`, searching up to five years ahead
     /// (`None` for expressions that never fire, like `0 0 31 2 *`).
     pub fn next_after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let start = t.with_second(0)?.with_nanosecond(0)? + Duration::minutes(1);
-        let limit = start + Duration::days(5 * 366);
-        let mut c = start;
-        while c < limit {
-            if self.months & (1 << c.month()) == 0 {
-                // First minute of the next month.
-                let (y, m) = if c.month() == 12 { (c.year() + 1, 1) } else { (c.year(), c.month() + 1) };
-                c = Utc.with_ymd_and_hms(y, m, 1, 0, 0, 0).single()?;
-                continue;
-            }
-            if !self.day_matches(c.date_naive()) {
-                c = Utc.from_utc_datetime(&c.date_naive().succ_opt()?.and_hms_opt(0, 0, 0)?);
-                continue;
-            }
-            if self.hours & (1 << c.hour()) == 0 {
-                c = c.with_minute(0)? + Duration::hours(1);
-                continue;
-            }
-            if self.minutes & (1 << c.minute()) == 0 {
-                c += Duration::minutes(1);
-                continue;
-            }
-            return Some(c);
-        }
-        None
+        let next = self.schedule.find_next_occurrence(&t, false).ok()?;
+        (next <= t + Duration::days(HORIZON_DAYS)).then_some(next)
     }
-}
-
-/// Parses one field into a bit set of allowed values; `names[i]` stands for `name_base + i`.
-fn field(text: &str, name: &str, lo: u32, hi: u32, names: &[&str], name_base: u32) -> Result<u64, String> {
-    let bad = |why: String| format!("cron {name} field '{text}': {why}");
-    let value = |s: &str| -> Result<u32, String> {
-        let lower = s.to_ascii_lowercase();
-        if let Some(i) = names.iter().position(|n| *n == lower) {
-            return Ok(name_base + i as u32);
-        }
-        let v: u32 = s.parse().map_err(|_| bad(format!("'{s}' is not a number")))?;
-        if v < lo || v > hi {
-            return Err(bad(format!("{v} is outside {lo}-{hi}")));
-        }
-        Ok(v)
-    };
-    let mut set = 0u64;
-    for part in text.split(',') {
-        if part.is_empty() {
-            return Err(bad("empty list item".into()));
-        }
-        let (range, step) = match part.split_once('/') {
-            Some((r, s)) => {
-                let step: u32 = s.parse().map_err(|_| bad(format!("step '{s}' is not a number")))?;
-                if step == 0 {
-                    return Err(bad("step 0".into()));
-                }
-                (r, step)
-            }
-            None => (part, 1),
-        };
-        let (a, b) = if range == "*" {
-            (lo, hi)
-        } else if let Some((a, b)) = range.split_once('-') {
-            (value(a)?, value(b)?)
-        } else {
-            let a = value(range)?;
-            // `N/S` means from N to the end, stepping S.
-            (a, if part.contains('/') { hi } else { a })
-        };
-        if a > b {
-            return Err(bad(format!("range {a}-{b} is backwards")));
-        }
-        let mut v = a;
-        while v <= b {
-            set |= 1 << v;
-            v += step;
-        }
-    }
-    Ok(set)
 }
 
 #[cfg(test)]
@@ -231,6 +155,21 @@ mod tests {
         assert_eq!(Cron::parse("0 0 31 2 *").unwrap().next_after(t("2026-03-08T10:00:00Z")), None);
     }
 
+    /// Schedules are UTC: across the US (2026-03-08) and EU (2026-03-29) DST changes a
+    /// daily schedule fires at the same UTC minute, 24 hours apart.
+    #[test]
+    fn dst_changes_do_not_move_a_schedule() {
+        let c = Cron::parse("30 2 * * *").unwrap();
+        for (before, fires, next) in [
+            ("2026-03-07T03:00:00Z", "2026-03-08T02:30:00Z", "2026-03-09T02:30:00Z"),
+            ("2026-03-28T03:00:00Z", "2026-03-29T02:30:00Z", "2026-03-30T02:30:00Z"),
+        ] {
+            assert_eq!(c.next_after(t(before)), Some(t(fires)));
+            assert_eq!(c.next_after(t(fires)), Some(t(next)));
+            assert!(c.matches(t(fires)));
+        }
+    }
+
     #[test]
     fn errors_name_the_field() {
         for (expr, needle) in [
@@ -240,8 +179,9 @@ mod tests {
             ("* * 0 * *", "day-of-month"),
             ("* * * 13 *", "month"),
             ("* * * * 8", "day-of-week"),
-            ("*/0 * * * *", "step 0"),
-            ("5-1 * * * *", "backwards"),
+            ("*/0 * * * *", "minute field '*/0': Component error: Step cannot be zero"),
+            ("5-1 * * * *", "minute field '5-1'"),
+            ("* * * * 1 *", "expected 5 fields"),
             ("@often", "macro"),
         ] {
             let e = Cron::parse(expr).unwrap_err();

@@ -1,11 +1,12 @@
-//! Job declarations (`jobs/*.toml`): parsing and validation.
+//! One job declaration (`jobs/*.toml`): parsing and validation. The set of them (loading,
+//! cross-job checks, order) is [`super::job_set`].
 //!
 //! ```toml
 //! name = "forecast_daily"                 # [a-z][a-z0-9_]*
 //! description = "..."
 //! sql = ["sql/forecast_daily.sql"]        # run in order; paths relative to the crate root
 //! inputs = ["forecasts", "stations"]      # lake tables, stations/models, other jobs' outputs
-//! helpers = ["day_windows", "model_leads"] # tables computed in Rust (helpers.rs)
+//! helpers = ["day_windows", "model_leads"] # tables computed in Rust (rust_tables.rs)
 //! depends_on = []                         # other jobs (producers of inputs are added)
 //!
 //! [output]
@@ -33,16 +34,16 @@
 //! `double`, `bool`. Columns are non-null unless `nullable = true`; partition columns
 //! must be `string` or `date`.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use serde::Deserialize;
 
+use super::error::JobError;
+use super::params;
+use super::rust_tables::RustTable;
 use super::schedule::Cron;
-use super::{embedded, JobError};
 use crate::lake::schema;
 
 /// Tables every job may read besides lake tables and derived tables.
@@ -58,11 +59,12 @@ pub struct JobSpec {
     pub description: String,
     pub sql: Vec<SqlFile>,
     pub inputs: Vec<String>,
-    pub helpers: Vec<Helper>,
-    /// Declared dependencies plus the producers of derived inputs (after [`validate_set`]).
+    /// The tables computed in Rust the SQL reads (the `helpers` key).
+    pub helpers: Vec<RustTable>,
+    /// Declared dependencies plus the producers of derived inputs (after [`super::job_set::validate_set`]).
     pub depends_on: Vec<String>,
     pub output: OutputSpec,
-    /// Outputs of other jobs this job reads (filled by [`validate_set`]).
+    /// Outputs of other jobs this job reads (filled by [`super::job_set::validate_set`]).
     pub derived_inputs: Vec<OutputSpec>,
     pub incremental: Option<Incremental>,
     pub schedule: Schedule,
@@ -75,31 +77,6 @@ pub struct JobSpec {
 pub struct SqlFile {
     pub path: String,
     pub text: String,
-}
-
-/// Helper tables the runner computes in Rust (see helpers.rs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Helper {
-    DayWindows,
-    ModelLeads,
-    /// The live engine's daily extremes (observed.rs); needs observations, onemin, reports.
-    ObservedExtremes,
-}
-
-impl Helper {
-    pub const ALL: [Helper; 3] = [Helper::DayWindows, Helper::ModelLeads, Helper::ObservedExtremes];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Helper::DayWindows => "day_windows",
-            Helper::ModelLeads => "model_leads",
-            Helper::ObservedExtremes => "observed_extremes",
-        }
-    }
-
-    fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|h| h.name() == s)
-    }
 }
 
 /// The output table of a job.
@@ -339,9 +316,9 @@ pub fn parse_spec(
     }
     let mut helpers = Vec::new();
     for h in &raw.helpers {
-        let names: Vec<_> = Helper::ALL.iter().map(|h| h.name()).collect();
+        let names: Vec<_> = RustTable::ALL.iter().map(|h| h.name()).collect();
         helpers.push(
-            Helper::parse(h).ok_or_else(|| bad(format!("unknown helper '{h}' (helpers: {})", names.join(", "))))?,
+            RustTable::parse(h).ok_or_else(|| bad(format!("unknown helper '{h}' (helpers: {})", names.join(", "))))?,
         );
     }
 
@@ -436,11 +413,11 @@ pub fn parse_spec(
             Some(Incremental { key: i.key, sources, margin_days: i.margin_days.unwrap_or(0), chunk_days })
         }
     };
-    let uses_range = sql.iter().any(|f| super::runner::mentions_range(&f.text));
+    let uses_range = sql.iter().any(|f| params::uses_range(&f.text));
     if uses_range && incremental.is_none() {
         return Err(bad("the SQL uses $from/$to but the job declares no [incremental] key".into()));
     }
-    if let Some(h) = helpers.iter().find(|h| matches!(h, Helper::DayWindows | Helper::ObservedExtremes)) {
+    if let Some(h) = helpers.iter().find(|h| matches!(h, RustTable::DayWindows | RustTable::ObservedExtremes)) {
         if incremental.is_none() {
             return Err(bad(format!(
                 "helper {} is computed for the run's range: declare an [incremental] key",
@@ -476,157 +453,13 @@ pub fn parse_spec(
     })
 }
 
-/// Loads every `*.toml` of `dir` (SQL paths resolve against the directory's parent, the
-/// crate root in this repository), and validates them as a set.
-pub fn load_specs(dir: impl AsRef<Path>) -> Result<Vec<JobSpec>, JobError> {
-    let dir = dir.as_ref();
-    let io = |e: std::io::Error| JobError::Spec { origin: dir.display().to_string(), reason: e.to_string() };
-    let root: PathBuf =
-        dir.canonicalize().map_err(io)?.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(io)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    files.sort();
-    let mut specs = Vec::new();
-    for f in files {
-        let origin = f.display().to_string();
-        let text = std::fs::read_to_string(&f)
-            .map_err(|e| JobError::Spec { origin: origin.clone(), reason: e.to_string() })?;
-        let read =
-            |p: &str| std::fs::read_to_string(root.join(p)).map_err(|e| format!("{}: {e}", root.join(p).display()));
-        specs.push(parse_spec(&origin, &text, &read)?);
-    }
-    validate_set(&mut specs)?;
-    Ok(specs)
-}
-
-/// The job declarations compiled into the binary (see embedded.rs).
-pub fn embedded_specs() -> Result<Vec<JobSpec>, JobError> {
-    let mut specs = Vec::new();
-    for (path, text) in embedded::FILES.iter().filter(|(p, _)| p.ends_with(".toml")) {
-        let read = |p: &str| embedded::file(p).map(str::to_string).ok_or_else(|| "not embedded".to_string());
-        specs.push(parse_spec(&format!("embedded:{path}"), text, &read)?);
-    }
-    validate_set(&mut specs)?;
-    Ok(specs)
-}
-
-/// Cross-job checks: unique names and outputs, inputs that exist, dependencies (the
-/// producers of derived inputs are added to `depends_on`), no cycle.
-pub fn validate_set(specs: &mut [JobSpec]) -> Result<(), JobError> {
-    let mut producers: HashMap<String, String> = HashMap::new();
-    let outputs: HashMap<String, OutputSpec> =
-        specs.iter().map(|s| (s.output.table.clone(), s.output.clone())).collect();
-    let mut names = BTreeSet::new();
-    for s in specs.iter() {
-        if !names.insert(s.name.clone()) {
-            return Err(JobError::Spec { origin: s.origin.clone(), reason: format!("job {} declared twice", s.name) });
-        }
-        let known = schema::table(&s.output.table).is_some() || MEMORY_INPUTS.contains(&s.output.table.as_str());
-        if known {
-            return Err(JobError::Spec {
-                origin: s.origin.clone(),
-                reason: format!("output table {} has the name of a lake table", s.output.table),
-            });
-        }
-        if let Some(other) = producers.insert(s.output.table.clone(), s.name.clone()) {
-            return Err(JobError::Spec {
-                origin: s.origin.clone(),
-                reason: format!("output table {} is also written by job {other}", s.output.table),
-            });
-        }
-    }
-    for s in specs.iter_mut() {
-        let bad = |reason: String| JobError::Spec { origin: s.origin.clone(), reason };
-        let mut deps: BTreeSet<String> = s.depends_on.iter().cloned().collect();
-        let mut derived = Vec::new();
-        for d in &deps {
-            if !names.contains(d) {
-                return Err(bad(format!("depends_on names unknown job {d}")));
-            }
-        }
-        for t in s.inputs.iter().chain(&s.schedule.on_new_data) {
-            if schema::table(t).is_some() || MEMORY_INPUTS.contains(&t.as_str()) || t == JOB_RUNS {
-                continue;
-            }
-            match producers.get(t) {
-                Some(p) if s.inputs.contains(t) => {
-                    deps.insert(p.clone());
-                    if let Some(o) = outputs.get(t) {
-                        if !derived.iter().any(|d: &OutputSpec| d.table == o.table) {
-                            derived.push(o.clone());
-                        }
-                    }
-                }
-                Some(_) => {}
-                None => return Err(bad(format!("table {t} is neither a lake table nor the output of a job"))),
-            }
-        }
-        if deps.contains(&s.name) {
-            return Err(JobError::Cycle(format!("{} reads its own output", s.name)));
-        }
-        s.depends_on = deps.into_iter().collect();
-        s.derived_inputs = derived;
-    }
-    topo_order(specs)?;
-    Ok(())
-}
-
-/// Indices of `specs` in dependency order (producers first, then by name); a cycle is
-/// an error naming the jobs on it.
-pub fn topo_order(specs: &[JobSpec]) -> Result<Vec<usize>, JobError> {
-    let index: HashMap<&str, usize> = specs.iter().enumerate().map(|(i, s)| (s.name.as_str(), i)).collect();
-    let mut indegree = vec![0usize; specs.len()];
-    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); specs.len()];
-    for (i, s) in specs.iter().enumerate() {
-        for d in &s.depends_on {
-            let Some(&j) = index.get(d.as_str()) else {
-                return Err(JobError::UnknownJob { name: d.clone(), known: names(specs) });
-            };
-            indegree[i] += 1;
-            dependents[j].push(i);
-        }
-    }
-    // Kahn's algorithm with a name-ordered ready set: deterministic.
-    let mut ready: BTreeMap<&str, usize> =
-        (0..specs.len()).filter(|&i| indegree[i] == 0).map(|i| (specs[i].name.as_str(), i)).collect();
-    let mut order = Vec::with_capacity(specs.len());
-    while let Some((_, i)) = ready.pop_first() {
-        order.push(i);
-        for &k in &dependents[i] {
-            indegree[k] -= 1;
-            if indegree[k] == 0 {
-                ready.insert(specs[k].name.as_str(), k);
-            }
-        }
-    }
-    if order.len() < specs.len() {
-        let stuck: Vec<&str> = (0..specs.len()).filter(|&i| indegree[i] > 0).map(|i| specs[i].name.as_str()).collect();
-        return Err(JobError::Cycle(format!("dependency cycle among jobs: {}", stuck.join(", "))));
-    }
-    Ok(order)
-}
-
-/// Comma-separated job names, for error messages.
-pub fn names(specs: &[JobSpec]) -> String {
-    specs.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
-}
-
-/// Finds a job by name.
-pub fn find<'a>(specs: &'a [JobSpec], name: &str) -> Result<&'a JobSpec, JobError> {
-    specs
-        .iter()
-        .find(|s| s.name == name)
-        .ok_or_else(|| JobError::UnknownJob { name: name.to_string(), known: names(specs) })
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use crate::jobs::job_set::load_specs;
 
-    fn toml_for(name: &str, inputs: &[&str], deps: &[&str], table: &str) -> String {
+    /// A declaration of job `name` writing `table` (also used by job_set's tests).
+    pub(crate) fn toml_for(name: &str, inputs: &[&str], deps: &[&str], table: &str) -> String {
         format!(
             r#"name = "{name}"
 sql = "q.sql"
@@ -640,55 +473,10 @@ columns = [{{ name = "model", type = "string" }}, {{ name = "n", type = "bigint"
         )
     }
 
-    fn parse(name: &str, inputs: &[&str], deps: &[&str], table: &str) -> JobSpec {
-        parse_spec(name, &toml_for(name, inputs, deps, table), &|_| Ok("SELECT 1".into())).unwrap()
-    }
-
-    #[test]
-    fn the_repository_jobs_load_from_disk_and_embedded() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("jobs");
-        let disk = load_specs(&dir).unwrap();
-        let emb = embedded_specs().unwrap();
-        assert_eq!(names(&disk), names(&emb));
-        let fd = find(&disk, "forecast_daily").unwrap();
-        assert_eq!(fd.output.partition_by, ["model", "run_date"]);
-        assert_eq!(fd.incremental.as_ref().unwrap().key, "run_date");
-        assert_eq!(fd.helpers, [Helper::DayWindows, Helper::ModelLeads]);
-        assert!(fd.schedule.cron.is_some());
-        assert!(fd.sql[0].text.contains("$from"));
-        assert!(!fd.output.file_schema().fields().iter().any(|f| f.name() == "model"));
-    }
-
-    #[test]
-    fn dependencies_are_inferred_and_ordered() {
-        let mut specs = vec![
-            parse("c_job", &["b_out"], &[], "c_out"),
-            parse("a_job", &["forecasts"], &[], "a_out"),
-            parse("b_job", &["a_out"], &[], "b_out"),
-        ];
-        validate_set(&mut specs).unwrap();
-        assert_eq!(specs[2].depends_on, ["a_job"]);
-        let order: Vec<_> = topo_order(&specs).unwrap().into_iter().map(|i| specs[i].name.clone()).collect();
-        assert_eq!(order, ["a_job", "b_job", "c_job"]);
-    }
-
-    #[test]
-    fn cycles_and_unknowns_are_clear_errors() {
-        let mut specs = vec![parse("a_job", &["b_out"], &[], "a_out"), parse("b_job", &["a_out"], &[], "b_out")];
-        let e = validate_set(&mut specs).unwrap_err().to_string();
-        assert!(e.contains("cycle") && e.contains("a_job") && e.contains("b_job"), "{e}");
-        let mut specs = vec![parse("a_job", &["nowhere"], &[], "a_out")];
-        assert!(validate_set(&mut specs).unwrap_err().to_string().contains("nowhere"));
-        let mut specs = vec![parse("a_job", &[], &["ghost"], "a_out")];
-        assert!(validate_set(&mut specs).unwrap_err().to_string().contains("ghost"));
-        let mut specs = vec![parse("a_job", &[], &[], "same"), parse("b_job", &[], &[], "same")];
-        assert!(validate_set(&mut specs).unwrap_err().to_string().contains("also written"));
-    }
-
     /// `source` takes one input or a list; `table.column` names a date column.
     #[test]
     fn incremental_sources_are_checked() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("jobs");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("jobs");
         let de = load_specs(&dir).unwrap().into_iter().find(|s| s.name == "daily_extremes").unwrap();
         let inc = de.incremental.unwrap();
         assert_eq!(

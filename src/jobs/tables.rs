@@ -1,27 +1,25 @@
-//! Table registration: the session a job runs in, and the derived tables (plus
-//! `job_runs`) for any other session (`wxlake sql`, the API).
+//! Derived tables in sessions: the session a job runs in, and the derived tables (plus
+//! `job_runs`) for any other session (`wxlake sql`, the API). Every table is registered
+//! through the lake's one registrar ([`register_listing`]).
 
-use std::sync::Arc;
-
-use datafusion::arrow::datatypes::{DataType, SchemaRef};
-use datafusion::datasource::file_format::parquet::ParquetFormat;
-use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
-use datafusion::logical_expr::{col, SortExpr};
+use datafusion::arrow::datatypes::DataType;
 use datafusion::prelude::SessionContext;
 
+use super::error::JobError;
+use super::job_set::embedded_specs;
 use super::runs;
-use super::spec::{embedded_specs, JobSpec, JOB_RUNS};
-use super::JobError;
-use crate::lake::{query, Lake};
+use super::spec::{JobSpec, OutputSpec, JOB_RUNS};
+use crate::lake::query::{self, register_listing, Listing};
+use crate::lake::Lake;
 
-/// Session settings for jobs (measured on forecast_daily, 7.2 M rows, 2 cores):
+/// Session settings for jobs (figures: benches/README.md, "SQL jobs"):
 ///
 /// - `use_statistics_registry`: cardinality estimates that survive aggregates and joins,
 ///   so each hash join builds on its small lookup table; without it the joins after an
-///   aggregate built on the aggregated side (final query 0.5 s instead of 0.2 s a week).
+///   aggregate built on the aggregated side.
 /// - `parquet.pushdown_filters` off: job scans read whole partitions and their filters drop
-///   next to nothing, so evaluating them during decoding only costs (about 10%). Row-group
-///   and page pruning by statistics still apply.
+///   next to nothing, so evaluating them during decoding only costs. Row-group and page
+///   pruning by statistics still apply.
 pub fn tune(ctx: &SessionContext) {
     let state = ctx.state_ref();
     let mut state = state.write();
@@ -30,41 +28,17 @@ pub fn tune(ctx: &SessionContext) {
     options.execution.parquet.pushdown_filters = false;
 }
 
-/// Registers a listing table over `dir` (relative to the lake root), declaring the files'
-/// order as the partition columns then `sort` (every file holds one value of each
-/// partition column, so it is trivially sorted by them; the prefix lets DataFusion prove
-/// that several files of a scan partition follow each other).
-pub fn register_listing(
-    ctx: &SessionContext,
-    lake: &Lake,
-    name: &str,
-    dir: &str,
-    file_schema: SchemaRef,
-    partition_cols: &[(String, DataType)],
-    sort: &[&str],
-) -> Result<(), JobError> {
-    let url = ListingTableUrl::parse(lake.table_url(dir))?;
-    let order: Vec<SortExpr> = partition_cols
-        .iter()
-        .map(|(c, _)| c.as_str())
-        .chain(sort.iter().copied())
-        .map(|c| col(c).sort(true, false))
-        .collect();
-    let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
-        .with_file_extension(".parquet")
-        .with_table_partition_cols(partition_cols.to_vec())
-        .with_file_sort_order(vec![order]);
-    let config = ListingTableConfig::new(url).with_listing_options(options).with_schema(file_schema);
-    ctx.deregister_table(name)?;
-    ctx.register_table(name, Arc::new(ListingTable::try_new(config)?))?;
-    Ok(())
-}
-
-/// Registers one job's output table.
-pub fn register_output(ctx: &SessionContext, lake: &Lake, spec: &JobSpec) -> Result<(), JobError> {
-    let sort: Vec<&str> = spec.output.sort_by.iter().map(String::as_str).collect();
-    let parts = spec.output.partition_types();
-    register_listing(ctx, lake, &spec.output.table, &spec.output.dir(), spec.output.file_schema(), &parts, &sort)
+/// Registers a job's output table (declared partition types and sort order).
+pub fn register_output(ctx: &SessionContext, lake: &Lake, output: &OutputSpec) -> Result<(), JobError> {
+    let dir = output.dir();
+    let listing = Listing {
+        name: &output.table,
+        dir: &dir,
+        file_schema: output.file_schema(),
+        partition_cols: output.partition_types(),
+        sort: output.sort_by.iter().map(String::as_str).collect(),
+    };
+    Ok(register_listing(ctx, lake, listing)?)
 }
 
 /// Registers every derived table of the embedded job declarations, and `job_runs`.
@@ -76,21 +50,21 @@ pub async fn register_derived(ctx: &SessionContext, lake: &Lake) -> Result<(), J
 /// [`register_derived`] for a given set of declarations.
 pub fn register_derived_with(ctx: &SessionContext, lake: &Lake, specs: &[JobSpec]) -> Result<(), JobError> {
     for s in specs {
-        register_output(ctx, lake, s)?;
+        register_output(ctx, lake, &s.output)?;
     }
     register_job_runs(ctx, lake)
 }
 
 fn register_job_runs(ctx: &SessionContext, lake: &Lake) -> Result<(), JobError> {
-    register_listing(
-        ctx,
-        lake,
-        JOB_RUNS,
-        &runs::dir(),
-        runs::file_schema(),
-        &[("job".into(), DataType::Utf8)],
-        &["started_at"],
-    )
+    let dir = runs::dir();
+    let listing = Listing {
+        name: JOB_RUNS,
+        dir: &dir,
+        file_schema: runs::file_schema(),
+        partition_cols: vec![("job".into(), DataType::Utf8)],
+        sort: vec!["started_at"],
+    };
+    Ok(register_listing(ctx, lake, listing)?)
 }
 
 /// The session a job runs in: every lake table (as [`query::session`] registers them, with
@@ -99,18 +73,59 @@ fn register_job_runs(ctx: &SessionContext, lake: &Lake) -> Result<(), JobError> 
 ///
 /// Why the forecasts' sort order does not make forecast_daily stream: DataFusion keeps a
 /// declared order only for scan partitions whose files provably follow each other (min/max
-/// statistics), and a (model, run_date) partition's files all span the same stations. With
-/// the partition columns declared as an order prefix and files grouped by statistics, the
-/// first aggregate does run in `PartiallySorted` mode, but measured 40% slower than the hash
-/// aggregate on 2 cores (DataFusion 55), so the job keeps the hash aggregate and gets its
+/// statistics), and a (model, run_date) partition's files all span the same stations.
+/// Declaring the partition columns as an order prefix makes the first aggregate run in
+/// `PartiallySorted` mode on a compacted lake, measured slower than the hash aggregate
+/// (benches/README.md), so no table declares it ([`register_listing`]) and the job gets its
 /// speed from one scan for both tz_modes and small join build sides instead.
 pub async fn job_session(lake: &Lake, spec: &JobSpec) -> Result<SessionContext, JobError> {
     let ctx = query::session(lake).await?;
     tune(&ctx);
     for o in &spec.derived_inputs {
-        let sort: Vec<&str> = o.sort_by.iter().map(String::as_str).collect();
-        register_listing(&ctx, lake, &o.table, &o.dir(), o.file_schema(), &o.partition_types(), &sort)?;
+        register_output(&ctx, lake, o)?;
     }
     register_job_runs(&ctx, lake)?;
     Ok(ctx)
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::datasource::listing::ListingTable;
+
+    use super::*;
+    use crate::jobs::job_set::find;
+
+    /// Lake tables, job outputs and `job_runs` go through one registrar and declare their
+    /// order by one rule: the files' sort columns, no partition prefix; partition columns
+    /// keep their declared types.
+    #[tokio::test]
+    async fn every_table_declares_its_order_by_one_rule() {
+        let tmp = tempfile::tempdir().unwrap();
+        let lake = Lake::open(&tmp.path().join("lake").display().to_string()).await.unwrap();
+        let specs = embedded_specs().unwrap();
+        let ctx = job_session(&lake, find(&specs, "accuracy_pairs").unwrap()).await.unwrap();
+        let declared = |name: &'static str| {
+            let ctx = ctx.clone();
+            async move {
+                let provider = ctx.table_provider(name).await.unwrap();
+                let t = provider.downcast_ref::<ListingTable>().unwrap();
+                let order: Vec<String> =
+                    t.options().file_sort_order.iter().flatten().map(|s| s.expr.to_string()).collect();
+                let parts: Vec<String> =
+                    t.options().table_partition_cols.iter().map(|(c, ty)| format!("{c}:{ty}")).collect();
+                (order, parts)
+            }
+        };
+        assert_eq!(
+            declared("forecasts").await,
+            (
+                vec!["location_name".into(), "run_time".into(), "valid_time".into()],
+                vec!["model:Utf8".into(), "run_date:Utf8".into()]
+            )
+        );
+        let fd = &find(&specs, "forecast_daily").unwrap().output;
+        let fd_parts: Vec<String> = fd.partition_types().iter().map(|(c, ty)| format!("{c}:{ty}")).collect();
+        assert_eq!(declared("forecast_daily").await, (fd.sort_by.clone(), fd_parts));
+        assert_eq!(declared("job_runs").await, (vec!["started_at".to_string()], vec!["job:Utf8".to_string()]));
+    }
 }

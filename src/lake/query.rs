@@ -1,10 +1,11 @@
 //! DataFusion over the lake: every table registered as a listing table with its Hive
-//! partitions and declared sort order, plus the in-memory `stations` and `models` tables.
+//! partitions and declared sort order ([`register_listing`], also used for the jobs'
+//! derived tables), plus the in-memory `stations` and `models` tables.
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, BooleanArray, Float64Array, Int32Array, RecordBatch, StringArray};
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
 use datafusion::datasource::MemTable;
@@ -61,25 +62,61 @@ pub async fn session(lake: &Lake) -> Result<SessionContext, LakeError> {
     let url = url::Url::parse(lake.location.base_url.as_str()).map_err(|e| LakeError::Config(e.to_string()))?;
     ctx.register_object_store(&url, lake.store());
     for t in TABLES {
-        register_table(&ctx, lake, t, t.name)?;
+        register_listing(&ctx, lake, Listing::lake_table(t))?;
     }
     ctx.register_table("stations", Arc::new(stations_table()?))?;
     ctx.register_table("models", Arc::new(models_table()?))?;
     Ok(ctx)
 }
 
-/// Registers one listing table over `dir` (relative to the lake root) under `name`.
-pub fn register_table(ctx: &SessionContext, lake: &Lake, t: &TableDef, name: &str) -> Result<(), LakeError> {
-    let table_url = ListingTableUrl::parse(lake.table_url(t.name))?;
-    let sort: Vec<SortExpr> = t.sort_cols.iter().map(|c| col(*c).sort(true, false)).collect();
+/// A Parquet listing table of the lake: where its files are and what they hold.
+#[derive(Debug, Clone)]
+pub struct Listing<'a> {
+    /// The SQL name.
+    pub name: &'a str,
+    /// Directory relative to the lake root (`forecasts`, `derived/forecast_daily`).
+    pub dir: &'a str,
+    /// The columns stored in the files.
+    pub file_schema: SchemaRef,
+    /// Hive partition columns, outermost first, with the type SQL sees them as.
+    pub partition_cols: Vec<(String, DataType)>,
+    /// The order of the rows inside each file.
+    pub sort: Vec<&'a str>,
+}
+
+impl Listing<'static> {
+    /// A lake table as [`TABLES`] defines it (partition values as strings, as ingest
+    /// writes them).
+    pub fn lake_table(t: &'static TableDef) -> Self {
+        Listing {
+            name: t.name,
+            dir: t.name,
+            file_schema: t.file_schema(),
+            partition_cols: t.partition_cols.iter().map(|c| (c.to_string(), DataType::Utf8)).collect(),
+            sort: t.sort_cols.to_vec(),
+        }
+    }
+}
+
+/// Registers (or replaces) a listing table, the one way every table of the lake is
+/// registered: lake tables, job outputs and `job_runs`.
+///
+/// The declared order is [`Listing::sort`], the order inside each file, and not the
+/// partition columns before it (true as well: a file holds one value of each). With that
+/// prefix DataFusion keeps the order across the files of a scan whenever each holds a
+/// different partition (a compacted lake, a job's output), and then groups by the
+/// partition columns in `PartiallySorted` mode behind order-preserving repartitions, which
+/// measured slower than hashing for the jobs' aggregates (benches/README.md, "SQL jobs").
+pub fn register_listing(ctx: &SessionContext, lake: &Lake, listing: Listing<'_>) -> Result<(), LakeError> {
+    let url = ListingTableUrl::parse(lake.table_url(listing.dir))?;
+    let order: Vec<SortExpr> = listing.sort.iter().map(|c| col(*c).sort(true, false)).collect();
     let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
         .with_file_extension(".parquet")
-        .with_table_partition_cols(t.partition_cols.iter().map(|c| (c.to_string(), DataType::Utf8)).collect())
-        .with_file_sort_order(vec![sort]);
-    let config = ListingTableConfig::new(table_url).with_listing_options(options).with_schema(t.file_schema());
-    let provider = ListingTable::try_new(config)?;
-    ctx.deregister_table(name)?;
-    ctx.register_table(name, Arc::new(provider))?;
+        .with_table_partition_cols(listing.partition_cols)
+        .with_file_sort_order(vec![order]);
+    let config = ListingTableConfig::new(url).with_listing_options(options).with_schema(listing.file_schema);
+    ctx.deregister_table(listing.name)?;
+    ctx.register_table(listing.name, Arc::new(ListingTable::try_new(config)?))?;
     Ok(())
 }
 

@@ -237,3 +237,47 @@ fn config_file_sets_what_the_flags_set() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("missing.toml"), "{}", stderr(&o));
 }
+
+/// `wxlake jobs` uses the declarations built into the binary, the ones `serve` schedules,
+/// wherever it is started: a `./jobs` directory is not picked up by itself. `--jobs-dir`
+/// names another set explicitly.
+#[test]
+fn jobs_use_the_built_in_declarations_unless_a_directory_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = format!("file://{}", dir.path().join("lake").display());
+    std::fs::create_dir(dir.path().join("jobs")).unwrap();
+    std::fs::write(dir.path().join("jobs/broken.toml"), "name = 1\n").unwrap();
+    std::fs::create_dir_all(dir.path().join("custom/jobs")).unwrap();
+    std::fs::create_dir_all(dir.path().join("custom/sql")).unwrap();
+    std::fs::write(
+        dir.path().join("custom/jobs/one.toml"),
+        "name = \"one\"\nsql = \"sql/one.sql\"\ninputs = [\"stations\"]\n[output]\ntable = \"one_out\"\n\
+         columns = [{ name = \"n\", type = \"bigint\" }]\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("custom/sql/one.sql"), "SELECT count(*) AS n FROM stations").unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_wxlake"))
+            .current_dir(dir.path())
+            .args(["--lake", &lake])
+            .args(args)
+            .output()
+            .expect("run wxlake")
+    };
+
+    let o = run(&["jobs", "list"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("declarations built into the binary"), "{}", stderr(&o));
+    assert!(stdout(&o).contains("forecast_daily\t"), "{}", stdout(&o));
+
+    let o = run(&["jobs", "--jobs-dir", "custom/jobs", "list"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("1 job(s), declarations custom/jobs"), "{}", stderr(&o));
+    assert!(stdout(&o).contains("one\tderived/one_out"), "{}", stdout(&o));
+    let o = run(&["jobs", "--jobs-dir", "custom/jobs", "run", "one"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    let o = run(&["jobs", "--jobs-dir", "jobs", "list"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("broken.toml"), "{}", stderr(&o));
+}

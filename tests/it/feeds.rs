@@ -428,3 +428,59 @@ async fn the_runner_polls_on_its_interval_until_shutdown() {
     assert_eq!(script.seen().len() as u64, polls, "no request after shutdown");
     assert_eq!(sink.taken().len(), 1);
 }
+
+/// `wxlake serve --config FILE` runs the feeds the file's `[sources]` enables: the real
+/// binary polls the fixture AWC server and what it fetched is in the lake after a
+/// graceful stop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_runs_the_feeds_its_config_file_enables() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let script = Arc::new(Script::default());
+    let base = awc_server(Arc::clone(&script)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let config = dir.path().join("wxlake.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "lake = \"file://{}\"\n[serve]\naddr = \"127.0.0.1:0\"\nflush-secs = 1\n\
+             [sources]\ncontact = \"serve-test@example.com\"\n\
+             [sources.awc_metar]\nbase_url = \"{base}\"\nstations = [\"KNYC\", \"KMDW\", \"KAUS\"]\ninterval_secs = 1\n",
+            lake.display()
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wxlake"))
+        .args(["--config", config.to_str().unwrap(), "serve"])
+        .env_remove("WXLAKE_LAKE")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || for _ in BufReader::new(stderr).lines() {});
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !script.seen().iter().any(|s| s.user_agent.ends_with("(serve-test@example.com)")) {
+        assert!(Instant::now() < deadline, "serve never polled the configured source");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Two polls: the second sends the first one's ETag.
+    while script.seen().len() < 2 {
+        assert!(Instant::now() < deadline, "serve polled once only");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // SAFETY: signalling our own child process.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap()).await.unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(script.seen()[1].if_none_match.is_some(), "the second poll is conditional");
+
+    let o = support::wxlake(
+        &lake,
+        &["sql", "SELECT station_code, count(*) AS n FROM observations GROUP BY 1 ORDER BY 1", "--format", "csv"],
+    );
+    assert_eq!(support::stdout(&o), "station_code,n\nKAUS,3\nKMDW,3\nKNYC,3\n", "{}", support::stderr(&o));
+}

@@ -18,7 +18,7 @@
 //! `forecasts` it first turns forecast_points into a `forecasts` table as ingest would (valid_time = run_time +
 //! forecast_hour, run_date = UTC date of run_time, valid_date_standard / valid_date_civil
 //! from the station's zone through crate::time), registers the job's helper tables for the
-//! range and runs the job's own SQL files (jobs/<name>.toml) through the runner's
+//! range and runs the job's own SQL files (jobs/<name>.toml) through the jobs engine's
 //! `run_statements`, with the job session's settings (`tables::tune`), so the tests run
 //! the exact text the job runs. The result is registered as the job's output table
 //! (`forecast_daily`) for the queries that follow.
@@ -41,9 +41,11 @@ use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
 use wxlake::catalog::Catalog;
-use wxlake::jobs::helpers::register_helpers;
-use wxlake::jobs::runner::{output_batch, run_statements};
-use wxlake::jobs::spec::{find, load_specs, JobSpec};
+use wxlake::jobs::encode::output_batch;
+use wxlake::jobs::job_set::{find, load_specs};
+use wxlake::jobs::rust_tables;
+use wxlake::jobs::spec::JobSpec;
+use wxlake::jobs::statements::run_statements;
 use wxlake::jobs::tables::tune;
 use wxlake::lake::query::{models_table, stations_table};
 use wxlake::lake::schema::{FORECASTS, OBSERVATIONS, ONEMIN, REPORTS};
@@ -126,7 +128,7 @@ impl JobsDb {
             self.ctx.register_table("forecasts", Arc::new(forecasts)).map_err(err)?;
         }
         if let Some((a, b)) = range {
-            register_helpers(&self.ctx, &spec, a, b).await.map_err(err)?;
+            rust_tables::register(&self.ctx, &spec.helpers, a, b).await.map_err(err)?;
         }
         let df = run_statements(&self.ctx, &spec, range).await.map_err(err)?;
         let batches = df.collect().await.map_err(err)?;

@@ -1,14 +1,13 @@
 //! `wxlake jobs ...`: the command-line edge of the jobs engine.
 //!
-//! Declarations come from `--jobs-dir DIR` (env `WXLAKE_JOBS_DIR`) when given; otherwise
-//! from `./jobs` when the current directory has one (a checkout: edits to jobs/*.toml and
-//! sql/*.sql take effect without a rebuild); otherwise from the copies compiled into the
-//! binary (src/jobs/embedded.rs), so an installed `wxlake` works from any directory.
-//! `jobs list` says which source is in use. Data goes to stdout, progress and summaries to
-//! stderr; the exit code is 1 when a run failed, 2 for a bad request.
+//! The declarations are the ones built into the binary, the same the server schedules
+//! ([`wxlake::jobs::declarations`]); `--jobs-dir DIR` runs those of DIR instead, to try
+//! an edit before rebuilding. `jobs list` says which are in use. Data goes to stdout,
+//! progress and summaries to stderr; the exit code is 1 when a run failed, 2 for a bad
+//! request.
 
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -21,20 +20,23 @@ use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::prelude::SessionContext;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::helpers::{day_windows, model_leads, reach_days};
-use super::runner::{run_all, run_job_as, Progress, Step};
-use super::runs::{history, JobRun, RunStatus};
-use super::spec::{embedded_specs, find, load_specs, JobSpec};
-use super::JobError;
-use crate::lake::query::{models_table, stations_table};
-use crate::lake::Lake;
+use wxlake::jobs::job_set::{declarations, find};
+use wxlake::jobs::runner::{run_all, run_job_as, Progress, Step};
+use wxlake::jobs::runs::{history, JobRun, RunStatus};
+use wxlake::jobs::rust_tables::{day_windows, model_leads, reach_days};
+use wxlake::jobs::spec::JobSpec;
+use wxlake::jobs::JobError;
+use wxlake::lake::query::{models_table, stations_table};
+use wxlake::lake::Lake;
 
 /// `wxlake jobs`
 #[derive(Debug, Args)]
 pub struct JobsArgs {
-    /// Directory of job declarations (*.toml; their `sql` paths resolve against its
-    /// parent). Default: ./jobs if present, else the declarations built into the binary.
-    #[arg(long, env = "WXLAKE_JOBS_DIR")]
+    /// Run the declarations of this directory (*.toml; their `sql` paths resolve against
+    /// its parent) instead of the ones built into the binary, which `serve` schedules and
+    /// every other command uses: for trying an edit before rebuilding. Never implied by a
+    /// ./jobs directory.
+    #[arg(long)]
     pub jobs_dir: Option<PathBuf>,
     #[command(subcommand)]
     pub command: JobsCommand,
@@ -97,26 +99,9 @@ pub struct HelpersArgs {
     pub to: NaiveDate,
 }
 
-/// Loads the declarations as documented in the module docs; returns them and their source.
-pub fn load(dir: Option<&Path>) -> Result<(Vec<JobSpec>, String), JobError> {
-    match dir {
-        Some(d) => Ok((load_specs(d)?, d.display().to_string())),
-        None if Path::new("jobs").is_dir() && has_toml(Path::new("jobs")) => {
-            Ok((load_specs("jobs")?, "./jobs".to_string()))
-        }
-        None => Ok((embedded_specs()?, "built into the binary".to_string())),
-    }
-}
-
-fn has_toml(dir: &Path) -> bool {
-    std::fs::read_dir(dir)
-        .map(|rd| rd.filter_map(Result::ok).any(|e| e.path().extension().is_some_and(|x| x == "toml")))
-        .unwrap_or(false)
-}
-
 /// Runs a `wxlake jobs` command.
-pub async fn run_cli(lake: Lake, args: JobsArgs) -> anyhow::Result<ExitCode> {
-    let (specs, source) = match load(args.jobs_dir.as_deref()) {
+pub async fn run(lake: Lake, args: JobsArgs) -> anyhow::Result<ExitCode> {
+    let (specs, source) = match declarations(args.jobs_dir.as_deref()) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
@@ -125,7 +110,7 @@ pub async fn run_cli(lake: Lake, args: JobsArgs) -> anyhow::Result<ExitCode> {
     };
     match args.command {
         JobsCommand::List => list(&lake, &specs, &source).await,
-        JobsCommand::Run(a) => run(&lake, &specs, a).await,
+        JobsCommand::Run(a) => run_jobs(&lake, &specs, a).await,
         JobsCommand::Runs(a) => runs(&lake, a).await,
         JobsCommand::Helpers(a) => helpers(a).await,
     }
@@ -203,7 +188,7 @@ fn summary(r: &JobRun) -> String {
     }
 }
 
-async fn run(lake: &Lake, specs: &[JobSpec], a: RunArgs) -> anyhow::Result<ExitCode> {
+async fn run_jobs(lake: &Lake, specs: &[JobSpec], a: RunArgs) -> anyhow::Result<ExitCode> {
     let range = a.from.zip(a.to);
     let bar = progress_bar();
     let cb = {
@@ -298,7 +283,7 @@ async fn helpers(a: HelpersArgs) -> anyhow::Result<ExitCode> {
     let ctx = SessionContext::new();
     for (name, t) in tables {
         ctx.register_table(name, Arc::new(t))?;
-        let batches: Vec<RecordBatch> = ctx.sql(&format!("SELECT * FROM {name}")).await?.collect().await?;
+        let batches: Vec<RecordBatch> = ctx.table(name).await?.collect().await?;
         let path = a.out.join(format!("{name}.parquet"));
         let file = std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
         let schema = batches.first().map(|b| b.schema()).context("empty helper table")?;

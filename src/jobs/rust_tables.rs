@@ -1,6 +1,7 @@
-//! Helper tables computed in Rust and registered for a job run, so the SQL never converts
-//! time zones or re-derives model cadences itself (STYLE.md: `AT TIME ZONE` grouping has
-//! had bugs; src/time.rs and src/models.rs are the single sources).
+//! Tables computed in Rust and registered for a job run (declared in `jobs/*.toml` as
+//! `helpers`), so the SQL never converts time zones or re-derives model cadences itself
+//! (STYLE.md: `AT TIME ZONE` grouping has had bugs; src/time.rs and src/models.rs are the
+//! single sources). `wxlake jobs helpers` writes them as Parquet for other engines.
 //!
 //! - `day_windows(timezone, tz_mode, date, start_utc, end_utc, hours)`: the UTC window
 //!   `[start_utc, end_utc)` of each local day of every catalog time zone, `tz_mode`
@@ -27,11 +28,39 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 
-use super::spec::{Helper, JobSpec};
-use super::JobError;
+use super::error::JobError;
+use super::observed::observed_extremes;
 use crate::catalog::Catalog;
+use crate::lake::rows::date32;
 use crate::models::MODELS;
 use crate::time::{day_window, DayClock};
+
+/// One table computed in Rust.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RustTable {
+    DayWindows,
+    ModelLeads,
+    /// The live engine's daily extremes (observed.rs); needs observations, onemin, reports.
+    ObservedExtremes,
+}
+
+impl RustTable {
+    pub const ALL: [RustTable; 3] = [RustTable::DayWindows, RustTable::ModelLeads, RustTable::ObservedExtremes];
+
+    /// The SQL name (and the name in a declaration's `helpers`).
+    pub fn name(self) -> &'static str {
+        match self {
+            RustTable::DayWindows => "day_windows",
+            RustTable::ModelLeads => "model_leads",
+            RustTable::ObservedExtremes => "observed_extremes",
+        }
+    }
+
+    /// The table named `s`, if any.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|h| h.name() == s)
+    }
+}
 
 /// Lead hours covered by `model_leads` (every model's horizon is shorter).
 pub const MAX_LEAD_H: u32 = 999;
@@ -41,10 +70,6 @@ pub const MAX_LEAD_H: u32 = 999;
 pub fn reach_days() -> i64 {
     let longest = MODELS.iter().map(|m| m.horizon_h).max().unwrap_or(384);
     i64::from(longest).div_euclid(24) + 2
-}
-
-fn date32(d: NaiveDate) -> i32 {
-    (d - NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default()).num_days() as i32
 }
 
 /// `day_windows` for the catalog's zones and local dates `from..=to`.
@@ -141,22 +166,22 @@ fn lcm(a: u64, b: u64) -> u64 {
     a / gcd(a, b) * b
 }
 
-/// Registers the helpers `spec` declares, for a run over incremental-key dates
+/// Registers `tables` (a job's `helpers`) for a run over incremental-key dates
 /// `from..=to` (the local dates a run of those days can reach).
-pub async fn register_helpers(
+pub async fn register(
     ctx: &SessionContext,
-    spec: &JobSpec,
+    tables: &[RustTable],
     from: NaiveDate,
     to: NaiveDate,
 ) -> Result<(), JobError> {
-    for h in &spec.helpers {
-        let table = match h {
-            Helper::DayWindows => day_windows(from - Duration::days(2), to + Duration::days(reach_days()))?,
-            Helper::ModelLeads => model_leads()?,
-            Helper::ObservedExtremes => super::observed::observed_extremes(ctx, from, to, chrono::Utc::now()).await?,
+    for t in tables {
+        let table = match t {
+            RustTable::DayWindows => day_windows(from - Duration::days(2), to + Duration::days(reach_days()))?,
+            RustTable::ModelLeads => model_leads()?,
+            RustTable::ObservedExtremes => observed_extremes(ctx, from, to, chrono::Utc::now()).await?,
         };
-        ctx.deregister_table(h.name())?;
-        ctx.register_table(h.name(), Arc::new(table))?;
+        ctx.deregister_table(t.name())?;
+        ctx.register_table(t.name(), Arc::new(table))?;
     }
     Ok(())
 }

@@ -1,0 +1,212 @@
+//! A run's output as Parquet: the rows split by output partition, checked against the
+//! declaration and the chunk's key range, sorted by `sort_by` and encoded as one zstd file
+//! per partition (the lake's writer settings), ready to stage.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use chrono::{Duration, NaiveDate};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, UInt32Array};
+use datafusion::arrow::compute::{cast, concat_batches, take_record_batch};
+use datafusion::arrow::datatypes::{DataType, Date32Type};
+use datafusion::arrow::row::{RowConverter, SortField};
+use datafusion::parquet::arrow::ArrowWriter;
+use datafusion::parquet::file::properties::WriterProperties;
+use rayon::prelude::*;
+
+use super::error::JobError;
+use super::spec::{JobSpec, OutputSpec};
+
+/// One encoded output file.
+pub struct OutputFile {
+    /// Partition directory relative to the table (`model=GFS/run_date=2026-03-07`).
+    pub dir: String,
+    pub bytes: Bytes,
+    pub rows: usize,
+}
+
+/// Splits the output by partition, checks it against the declaration and the chunk's key
+/// range, sorts each partition and encodes it (on rayon).
+pub async fn encode_output(
+    spec: &JobSpec,
+    batches: Vec<RecordBatch>,
+    chunk: Option<(NaiveDate, NaiveDate)>,
+) -> Result<Vec<OutputFile>, JobError> {
+    let spec = spec.clone();
+    tokio::task::spawn_blocking(move || encode_blocking(&spec, &batches, chunk))
+        .await
+        .map_err(|e| JobError::Join(e.to_string()))?
+}
+
+pub(crate) fn encode_blocking(
+    spec: &JobSpec,
+    batches: &[RecordBatch],
+    chunk: Option<(NaiveDate, NaiveDate)>,
+) -> Result<Vec<OutputFile>, JobError> {
+    let bad = |reason: String| JobError::Output { job: spec.name.clone(), reason };
+    let out = &spec.output;
+    let schema = out.schema();
+    let Some(all) = output_batch(spec, batches)? else { return Ok(Vec::new()) };
+
+    // Partition of every row: the columns' distinct values are checked (usable in a path,
+    // key inside the range) and numbered once; rows are grouped by their numbers.
+    let key = spec.incremental.as_ref().map(|i| i.key.as_str());
+    let mut row_keys = vec![0u64; all.num_rows()];
+    let mut names: Vec<Vec<String>> = Vec::new();
+    for p in &out.partition_by {
+        let col = all.column_by_name(p).ok_or_else(|| bad(format!("partition column {p} missing")))?;
+        let (values, ids) = partition_values(col, p, &bad)?;
+        if Some(p.as_str()) == key {
+            for v in &values {
+                let d = NaiveDate::parse_from_str(v, "%Y-%m-%d")
+                    .map_err(|_| bad(format!("incremental key {p} = '{v}' is not a YYYY-MM-DD date")))?;
+                if let Some((a, b)) = chunk {
+                    if d < a || d > b {
+                        return Err(bad(format!("a row has {p} = {d}, outside the run's range {a}..{b}")));
+                    }
+                }
+            }
+        }
+        let radix = values.len() as u64;
+        for (k, id) in row_keys.iter_mut().zip(ids) {
+            *k = *k * radix + u64::from(id);
+        }
+        names.push(values);
+    }
+    let mut groups: HashMap<u64, Vec<u32>> = HashMap::new();
+    for (row, k) in row_keys.iter().enumerate() {
+        groups.entry(*k).or_default().push(row as u32);
+    }
+    let groups: Vec<(String, Vec<u32>)> = groups
+        .into_values()
+        .map(|rows| {
+            let mut k = row_keys[rows[0] as usize];
+            let mut parts = Vec::with_capacity(names.len());
+            for (p, values) in out.partition_by.iter().zip(&names).rev() {
+                let radix = values.len() as u64;
+                parts.push(format!("{p}={}", values[(k % radix) as usize]));
+                k /= radix;
+            }
+            parts.reverse();
+            (parts.join("/"), rows)
+        })
+        .collect();
+
+    let file_schema = out.file_schema();
+    let keep: Vec<usize> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| !out.partition_by.contains(f.name()))
+        .map(|(i, _)| i)
+        .collect();
+    let props = writer_props(out);
+    groups
+        .into_par_iter()
+        .map(|(dir, rows)| {
+            let part = take_record_batch(&all, &UInt32Array::from(rows))?.project(&keep)?;
+            let part = RecordBatch::try_new(Arc::clone(&file_schema), part.columns().to_vec())?;
+            let part = sort_by(&part, &out.sort_by)?;
+            let mut buf = Vec::with_capacity(part.get_array_memory_size() / 4 + 1024);
+            let mut w = ArrowWriter::try_new(&mut buf, Arc::clone(&file_schema), Some(props.clone()))?;
+            w.write(&part)?;
+            w.close()?;
+            Ok(OutputFile { dir, bytes: Bytes::from(buf), rows: part.num_rows() })
+        })
+        .collect()
+}
+
+/// The query's rows as one batch of the declared output schema (types and nullability
+/// checked); `None` when there are no rows.
+pub fn output_batch(spec: &JobSpec, batches: &[RecordBatch]) -> Result<Option<RecordBatch>, JobError> {
+    let bad = |reason: String| JobError::Output { job: spec.name.clone(), reason };
+    let schema = spec.output.schema();
+    if batches.iter().all(|b| b.num_rows() == 0) {
+        return Ok(None);
+    }
+    let all = concat_batches(&batches[0].schema(), batches)?;
+    let mut cols = Vec::with_capacity(schema.fields().len());
+    for f in schema.fields() {
+        let c = all.column_by_name(f.name()).ok_or_else(|| bad(format!("column {} missing", f.name())))?;
+        if !f.is_nullable() && c.null_count() > 0 {
+            return Err(bad(format!(
+                "column {} is declared non-null but has {} null value(s)",
+                f.name(),
+                c.null_count()
+            )));
+        }
+        cols.push(if c.data_type() == f.data_type() { Arc::clone(c) } else { cast(c, f.data_type())? });
+    }
+    Ok(Some(RecordBatch::try_new(schema, cols)?))
+}
+
+/// The distinct path strings of a partition column (strings as they are, dates as
+/// YYYY-MM-DD) and each row's index into them.
+fn partition_values(
+    a: &ArrayRef,
+    name: &str,
+    bad: &dyn Fn(String) -> JobError,
+) -> Result<(Vec<String>, Vec<u32>), JobError> {
+    if a.null_count() > 0 {
+        return Err(bad(format!("partition column {name} has null values")));
+    }
+    let mut values: Vec<String> = Vec::new();
+    let mut ids = Vec::with_capacity(a.len());
+    if a.data_type() == &DataType::Date32 {
+        let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
+        let mut seen: HashMap<i32, u32> = HashMap::new();
+        for d in a.as_primitive::<Date32Type>().values().iter() {
+            let id = *seen.entry(*d).or_insert_with(|| {
+                values.push((epoch + Duration::days(i64::from(*d))).format("%Y-%m-%d").to_string());
+                values.len() as u32 - 1
+            });
+            ids.push(id);
+        }
+    } else {
+        let s = cast(a, &DataType::Utf8)?;
+        let mut seen: HashMap<&str, u32> = HashMap::new();
+        for v in s.as_string::<i32>().iter() {
+            let v = v.unwrap_or_default();
+            let id = match seen.get(v) {
+                Some(id) => *id,
+                None => {
+                    values.push(v.to_string());
+                    let id = values.len() as u32 - 1;
+                    seen.insert(v, id);
+                    id
+                }
+            };
+            ids.push(id);
+        }
+    }
+    let unusable = |v: &String| {
+        v.is_empty() || v.contains(['/', '\\']) || v.chars().any(char::is_control) || v == "." || v == ".."
+    };
+    if let Some(v) = values.iter().find(|v| unusable(v)) {
+        return Err(bad(format!("partition column {name} has value '{v}', unusable in a path")));
+    }
+    Ok((values, ids))
+}
+
+/// Sorts by `cols` (compared in the row format: one byte comparison per pair of rows),
+/// unless the batch is sorted already.
+fn sort_by(batch: &RecordBatch, cols: &[String]) -> Result<RecordBatch, JobError> {
+    if cols.is_empty() || batch.num_rows() < 2 {
+        return Ok(batch.clone());
+    }
+    let arrays: Vec<ArrayRef> = cols.iter().filter_map(|c| batch.column_by_name(c)).cloned().collect();
+    let converter = RowConverter::new(arrays.iter().map(|a| SortField::new(a.data_type().clone())).collect())?;
+    let rows = converter.convert_columns(&arrays)?;
+    if (1..rows.num_rows()).all(|i| rows.row(i - 1) <= rows.row(i)) {
+        return Ok(batch.clone());
+    }
+    let mut idx: Vec<u32> = (0..rows.num_rows() as u32).collect();
+    idx.sort_unstable_by(|&a, &b| rows.row(a as usize).cmp(&rows.row(b as usize)));
+    Ok(take_record_batch(batch, &UInt32Array::from(idx))?)
+}
+
+/// The lake's Parquet settings with the output's sort order.
+fn writer_props(out: &OutputSpec) -> WriterProperties {
+    crate::lake::writer::props_for(&out.file_schema(), &out.sort_by)
+}

@@ -1,0 +1,238 @@
+//! What a run covers: its key range, the chunks it is computed in, and which output
+//! partitions it replaces.
+//!
+//! A run of an incremental job covers a range of its key (`run_date` for forecast_daily):
+//! the given `--from/--to`, or for a full run every key value its source inputs hold (the
+//! union of all of them, widened by `margin_days`; see [`JobSpec`]'s `[incremental]`),
+//! computed `chunk_days` at a time (bounded memory). A run with a range replaces the
+//! output partitions whose key lies in it; a full run replaces them all.
+
+use chrono::{Duration, NaiveDate, Utc};
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::datatypes::{DataType, Date32Type, Int64Type};
+use datafusion::functions_aggregate::expr_fn::{count, max, min};
+use datafusion::logical_expr::{lit, not, ExprFunctionExt};
+use datafusion::prelude::ident;
+use datafusion::scalar::ScalarValue;
+use futures::TryStreamExt;
+use object_store::path::Path;
+use tracing::warn;
+
+use super::error::JobError;
+use super::spec::{Incremental, JobSpec};
+use super::tables::job_session;
+use crate::lake::rows::date32;
+use crate::lake::schema;
+use crate::lake::Lake;
+
+/// Which output partitions a run replaces.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Replace {
+    All,
+    KeyRange(NaiveDate, NaiveDate),
+}
+
+/// A run's chunks (`None` bounds for a non-incremental job) and what it replaces.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Plan {
+    pub(crate) chunks: Vec<Option<(NaiveDate, NaiveDate)>>,
+    pub(crate) replace: Replace,
+    pub(crate) range: Option<(NaiveDate, NaiveDate)>,
+}
+
+/// `from..=to` in chunks of `days` days (the last one shorter).
+pub(crate) fn split_range(from: NaiveDate, to: NaiveDate, days: u32) -> Vec<Option<(NaiveDate, NaiveDate)>> {
+    let mut out = Vec::new();
+    let mut a = from;
+    while a <= to {
+        let b = (a + Duration::days(i64::from(days.max(1)) - 1)).min(to);
+        out.push(Some((a, b)));
+        a = b + Duration::days(1);
+    }
+    out
+}
+
+/// The plan of a run over `range` (`None`: a full run); a range is refused for a job
+/// without an incremental key, and when it is backwards.
+pub(crate) async fn plan(lake: &Lake, spec: &JobSpec, range: Option<(NaiveDate, NaiveDate)>) -> Result<Plan, JobError> {
+    let bad = |reason: String| JobError::Range { job: spec.name.clone(), reason };
+    let Some(inc) = &spec.incremental else {
+        if range.is_some() {
+            return Err(bad("--from/--to need an [incremental] key; this job always runs in full".into()));
+        }
+        return Ok(Plan { chunks: vec![None], replace: Replace::All, range: None });
+    };
+    match range {
+        Some((a, b)) if a > b => Err(bad(format!("--from {a} is after --to {b}"))),
+        Some((a, b)) => Ok(Plan { chunks: split_range(a, b, inc.chunk_days), replace: Replace::KeyRange(a, b), range }),
+        None => {
+            let chunks = match full_range(lake, spec, inc).await? {
+                Some((a, b)) => split_range(a, b, inc.chunk_days),
+                None => Vec::new(),
+            };
+            Ok(Plan { chunks, replace: Replace::All, range: None })
+        }
+    }
+}
+
+/// Days after today (UTC) a full run's sources may reach: a local trading day runs at most
+/// a day ahead of the UTC date, and observations and forecast runs are never in the
+/// future, so a later source date is a bogus value (a report dated 2099), not data.
+pub const FULL_RUN_FUTURE_DAYS: i64 = 2;
+
+/// The earliest day a date column (e.g. `reports.report_date`) may bound a full run with,
+/// unless the lake holds older observations or forecasts: ASOS, which the DSM and the
+/// observations come from, began in the early 1990s. See `plausible_days`.
+pub const FULL_RUN_FLOOR: (i32, u32, u32) = (1990, 1, 1);
+
+/// The days a full run's date-column sources may contribute: from [`FULL_RUN_FLOOR`] (or the
+/// first day of the lake's observations, one-minute data or forecast runs, if earlier) to
+/// today + [`FULL_RUN_FUTURE_DAYS`]. One bogus row (a report dated 1970 or 2099)
+/// must not stretch a full run over decades; rows outside are left out of the range, with
+/// a warning (a run with `--from/--to` still covers any day asked for).
+async fn plausible_days(lake: &Lake) -> Result<(NaiveDate, NaiveDate), JobError> {
+    let today = Utc::now().date_naive();
+    let mut first: Option<NaiveDate> = None;
+    for (table, key) in [("observations", "date"), ("onemin", "date"), ("forecasts", "run_date")] {
+        if let Some(&d) = key_dates(lake, table, key).await?.first() {
+            first = Some(first.map_or(d, |f| f.min(d)));
+        }
+    }
+    let (y, m, d) = FULL_RUN_FLOOR;
+    let documented = NaiveDate::from_ymd_opt(y, m, d).unwrap_or(today);
+    let floor = first.map_or(documented, |f| f.min(documented));
+    Ok((floor.min(today), today + Duration::days(FULL_RUN_FUTURE_DAYS)))
+}
+
+/// The days a full run covers: from the first to the last day any of the job's
+/// incremental sources holds, widened by `margin_days`; `None` when they hold nothing.
+/// Every source counts, not only one: a history loaded as one-minute data or reports
+/// alone (its observations only recent) has days the observations' partitions lack.
+/// No source day is later than today + [`FULL_RUN_FUTURE_DAYS`], and a date column's days
+/// are bounded by [`plausible_days`].
+pub(crate) async fn full_range(
+    lake: &Lake,
+    spec: &JobSpec,
+    inc: &Incremental,
+) -> Result<Option<(NaiveDate, NaiveDate)>, JobError> {
+    let (floor, ceiling) = plausible_days(lake).await?;
+    let mut bounds: Option<(NaiveDate, NaiveDate)> = None;
+    let mut widen = |a: NaiveDate, b: NaiveDate| {
+        bounds = Some(bounds.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+    };
+    for src in &inc.sources {
+        match &src.column {
+            None => {
+                let dir = if schema::table(&src.table).is_some() {
+                    src.table.clone()
+                } else {
+                    format!("derived/{}", src.table)
+                };
+                let mut dates = key_dates(lake, &dir, &inc.key).await?;
+                let future = dates.iter().filter(|d| **d > ceiling).count();
+                if future > 0 {
+                    warn!(job = %spec.name, source = %src.table, partitions = future, after = %ceiling, "full run: partitions dated in the future left out");
+                    dates.retain(|d| *d <= ceiling);
+                }
+                if let (Some(&a), Some(&b)) = (dates.first(), dates.last()) {
+                    widen(a, b);
+                }
+            }
+            Some(column) => {
+                let ctx = job_session(lake, spec).await?;
+                let bad = |reason: String| JobError::Range {
+                    job: spec.name.clone(),
+                    reason: format!("incremental source {}.{column} {reason}", src.table),
+                };
+                // The spec cannot check a derived table's column when it is loaded alone:
+                // check it here, before reading values as dates.
+                let df = ctx.table(src.table.as_str()).await?;
+                match df.schema().field_with_unqualified_name(column) {
+                    Ok(f) if f.data_type() == &DataType::Date32 => {}
+                    Ok(f) => {
+                        return Err(bad(format!(
+                            "is {}, not a date: a full run cannot take its days from it",
+                            f.data_type()
+                        )))
+                    }
+                    Err(_) => return Err(bad(format!("does not exist in {}", src.table))),
+                }
+                // Built as expressions: the bounds are typed values, the column a name.
+                let day = |d: NaiveDate| lit(ScalarValue::Date32(Some(date32(d))));
+                let inside = ident(column).between(day(floor), day(ceiling));
+                let bounds_df = df.aggregate(
+                    vec![],
+                    vec![
+                        min(ident(column)).filter(inside.clone()).build()?.alias("first"),
+                        max(ident(column)).filter(inside.clone()).build()?.alias("last"),
+                        count(ident(column)).filter(not(inside)).build()?.alias("outside"),
+                    ],
+                )?;
+                for b in bounds_df.collect().await? {
+                    if b.num_rows() == 0 {
+                        continue;
+                    }
+                    let date = |i: usize| -> Result<Option<NaiveDate>, JobError> {
+                        let a = b.column(i).as_primitive_opt::<Date32Type>().ok_or_else(|| {
+                            bad(format!("gave {} values where dates were expected", b.column(i).data_type()))
+                        })?;
+                        Ok(a.is_valid(0).then(|| Date32Type::to_naive_date_opt(a.value(0))).flatten())
+                    };
+                    let outside = b.column(2).as_primitive_opt::<Int64Type>();
+                    let outside = outside.filter(|o| o.is_valid(0)).map_or(0, |o| o.value(0));
+                    if outside > 0 {
+                        warn!(job = %spec.name, source = %src.table, column = %column, rows = outside, from = %floor, to = %ceiling, "full run: rows with implausible dates left out of the range");
+                    }
+                    if let (Some(a), Some(z)) = (date(0)?, date(1)?) {
+                        widen(a, z);
+                    }
+                }
+            }
+        }
+    }
+    let margin = Duration::days(i64::from(inc.margin_days));
+    Ok(bounds.map(|(a, b)| (a - margin, b + margin)))
+}
+
+/// Every file under `dir` (relative to the lake root) with the `key=` value of its path.
+async fn files_with_key(lake: &Lake, dir: &str, key: &str) -> Result<Vec<(Path, Option<String>)>, JobError> {
+    let prefix = format!("{key}=");
+    let metas: Vec<_> = lake.store().list(Some(&lake.table_path(dir))).try_collect().await?;
+    Ok(metas
+        .into_iter()
+        .filter(|m| m.location.as_ref().ends_with(".parquet"))
+        .map(|m| {
+            let v = m.location.parts().find_map(|p| p.as_ref().strip_prefix(&prefix).map(str::to_string));
+            (m.location, v)
+        })
+        .collect())
+}
+
+/// The sorted distinct dates of partition column `key` under `dir`.
+async fn key_dates(lake: &Lake, dir: &str, key: &str) -> Result<Vec<NaiveDate>, JobError> {
+    let mut dates: Vec<NaiveDate> = files_with_key(lake, dir, key)
+        .await?
+        .into_iter()
+        .filter_map(|(_, v)| v.and_then(|v| NaiveDate::parse_from_str(&v, "%Y-%m-%d").ok()))
+        .collect();
+    dates.sort();
+    dates.dedup();
+    Ok(dates)
+}
+
+/// The visible output files a run replaces.
+pub(crate) async fn replaced_files(lake: &Lake, spec: &JobSpec, replace: Replace) -> Result<Vec<Path>, JobError> {
+    let key = spec.incremental.as_ref().map(|i| i.key.as_str()).unwrap_or("");
+    let files = files_with_key(lake, &spec.output.dir(), key).await?;
+    Ok(files
+        .into_iter()
+        .filter(|(_, v)| match replace {
+            Replace::All => true,
+            Replace::KeyRange(a, b) => v
+                .as_deref()
+                .and_then(|v| NaiveDate::parse_from_str(v, "%Y-%m-%d").ok())
+                .is_some_and(|d| a <= d && d <= b),
+        })
+        .map(|(p, _)| p)
+        .collect())
+}

@@ -1,0 +1,100 @@
+//! A job's SQL in a session: every statement of its files parsed, planned, its `$from` and
+//! `$to` bound ([`super::params`]) and run in order; the last one's rows are the output,
+//! cast to the declared columns. Shared by the runner and the sqllogictest adapter, so the
+//! tests run the very SQL text the job runs.
+
+use chrono::NaiveDate;
+use datafusion::dataframe::DataFrame;
+use datafusion::logical_expr::{cast as cast_expr, Expr, LogicalPlan};
+use datafusion::prelude::SessionContext;
+use datafusion::sql::parser::DFParser;
+
+use super::error::JobError;
+use super::params;
+use super::spec::JobSpec;
+
+/// Runs the job's statements in `ctx` (inputs and computed tables already registered),
+/// `$from`/`$to` bound to `range`, and returns the last one's result cast to the declared
+/// output columns.
+pub async fn run_statements(
+    ctx: &SessionContext,
+    spec: &JobSpec,
+    range: Option<(NaiveDate, NaiveDate)>,
+) -> Result<DataFrame, JobError> {
+    let sql_err = |file: &str, statement: usize, e: datafusion::error::DataFusionError| JobError::Sql {
+        job: spec.name.clone(),
+        file: file.to_string(),
+        statement,
+        source: Box::new(e),
+    };
+    let mut statements = Vec::new();
+    for f in &spec.sql {
+        let parsed = DFParser::parse_sql(&f.text).map_err(|e| sql_err(&f.path, 0, e))?;
+        for (i, s) in parsed.into_iter().enumerate() {
+            statements.push((f.path.as_str(), i + 1, s));
+        }
+    }
+    let Some(last) = statements.pop() else {
+        return Err(JobError::Output { job: spec.name.clone(), reason: "the SQL files hold no statement".into() });
+    };
+    let bind = |plan: LogicalPlan, file: &str, n: usize| {
+        params::bind(plan, range).map_err(|e| match e {
+            params::BindError::NoRange(p) => JobError::Range {
+                job: spec.name.clone(),
+                reason: format!("{file}: {p} is used but the run has no range"),
+            },
+            params::BindError::Plan(e) => sql_err(file, n, e),
+        })
+    };
+    let state = ctx.state();
+    for (file, n, s) in statements {
+        let plan = state.statement_to_plan(s).await.map_err(|e| sql_err(file, n, e))?;
+        let plan = bind(plan, file, n)?;
+        ctx.execute_logical_plan(plan)
+            .await
+            .map_err(|e| sql_err(file, n, e))?
+            .collect()
+            .await
+            .map_err(|e| sql_err(file, n, e))?;
+    }
+    let (file, n, s) = last;
+    let plan = state.statement_to_plan(s).await.map_err(|e| sql_err(file, n, e))?;
+    let plan = bind(plan, file, n)?;
+    if matches!(plan, LogicalPlan::Ddl(_) | LogicalPlan::Dml(_) | LogicalPlan::Copy(_) | LogicalPlan::Statement(_)) {
+        return Err(sql_err(
+            file,
+            n,
+            datafusion::error::DataFusionError::Plan("the last statement must be a query producing the output".into()),
+        ));
+    }
+    let df = ctx.execute_logical_plan(plan).await.map_err(|e| sql_err(file, n, e))?;
+    conform(df, spec).map_err(|e| match e {
+        JobError::DataFusion(d) => sql_err(file, n, d),
+        other => other,
+    })
+}
+
+/// Selects the declared columns, in declared order, cast to their declared types.
+fn conform(df: DataFrame, spec: &JobSpec) -> Result<DataFrame, JobError> {
+    let bad = |reason: String| JobError::Output { job: spec.name.clone(), reason };
+    let produced: Vec<String> = df.schema().fields().iter().map(|f| f.name().clone()).collect();
+    for p in &produced {
+        if !spec.output.columns.iter().any(|c| &c.name == p) {
+            return Err(bad(format!("the query produces column {p}, which [output].columns does not declare")));
+        }
+    }
+    let mut exprs = Vec::new();
+    for c in &spec.output.columns {
+        let Some(field) = df.schema().fields().iter().find(|f| f.name() == &c.name) else {
+            return Err(bad(format!(
+                "declared column {} is missing from the query (it produces {})",
+                c.name,
+                produced.join(", ")
+            )));
+        };
+        let want = c.kind.data_type();
+        let e = Expr::Column(datafusion::common::Column::new_unqualified(&c.name));
+        exprs.push(if field.data_type() == &want { e } else { cast_expr(e, want).alias(&c.name) });
+    }
+    Ok(df.select(exprs)?)
+}
