@@ -1,12 +1,20 @@
 //! wxlake: a weather observation and forecast analytics engine.
 //!
-//! Real formats are decoded ([`decode`]) and ingested ([`ingest`]) into a partitioned
-//! Parquet lake on object storage ([`lake`]), queried with DataFusion SQL. A server adds
-//! the write path of live ingest ([`write`]: WAL, hot state, flush, compaction) and the
-//! settlement-day rules that turn readings into each day's high and low ([`extremes`]). The station
-//! catalog, units and day windows that every part shares live in [`catalog`], [`units`]
-//! and [`time`]; the model schedules in [`models`]; the realistic generator in [`demo`];
-//! the live feeds that poll the public sources in [`feeds`].
+//! Real formats are decoded and ingested into a partitioned Parquet lake on object
+//! storage, queried with DataFusion SQL; a server adds live ingest, the settlement-day
+//! extremes, the REST API and the push stream. The modules (README "Where things are"):
+//!
+//! - [`decode`]: one pure decoder per real format.
+//! - [`ingest`]: batch ingest (format dispatch, summaries, storing).
+//! - [`write`]: the server's write path (WAL, hot state, flush, background tasks).
+//! - [`extremes`]: the settlement-day rules behind each day's high and low.
+//! - [`lake`]: the Parquet lake (schemas, writer, reads, compaction, query session).
+//! - [`jobs`]: the SQL jobs that compute derived tables.
+//! - [`api`]: the REST API, keys and limits, and the stream's server glue.
+//! - [`stream`]: the push stream (event log, hub, SSE, TLS).
+//! - [`feeds`]: live feeds from the public sources.
+//! - [`demo`]: the realistic generator.
+//! - [`catalog`], [`models`], [`time`], [`units`], [`clock`]: what every part shares.
 
 pub mod api;
 pub mod catalog;

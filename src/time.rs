@@ -180,6 +180,13 @@ mod tests {
     }
 
     #[test]
+    fn both_utc_formats_are_to_the_second() {
+        let t = utc("2026-03-08T07:05:09.75Z");
+        assert_eq!(fmt_utc(t), "2026-03-08 07:05:09");
+        assert_eq!(fmt_iso_utc(t), "2026-03-08T07:05:09Z");
+    }
+
+    #[test]
     fn standard_day_is_always_24h_and_shifted_in_summer() {
         // New York, July: LST is UTC-5, so the nws day starts 05:00Z (01:00 EDT).
         let w = day_window(America::New_York, DayClock::Standard, d("2026-07-04"));

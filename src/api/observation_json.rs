@@ -16,7 +16,7 @@ use crate::decode::metar::temperature_fields;
 use crate::decode::types::{DailyReport, Metar};
 use crate::extremes::{DataQuality, DayExtremes, Logic};
 use crate::lake::rows::LakeRecord;
-use crate::time::fmt_utc;
+use crate::time::{fmt_iso_utc, fmt_utc};
 use crate::units::{c_to_f, f_to_c, relative_humidity, round1, Units};
 
 /// Observation record, v2 (spec 2.1).
@@ -243,7 +243,7 @@ impl ObservationV1 {
         let p = temperature_fields(m).filter(|_| v2.temperature.is_some());
         ObservationV1 {
             station_code: v2.station_code,
-            observation_time: m.time.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+            observation_time: fmt_iso_utc(m.time),
             temperature: v2.temperature,
             temperature_f: v2.temperature_f,
             lowest_probable_f: p.map(|p| i64::from(p.lowest_f)),

@@ -28,6 +28,7 @@ use wxlake::jobs::spec::JobSpec;
 use wxlake::jobs::JobError;
 use wxlake::lake::query::{models_table, stations_table};
 use wxlake::lake::Lake;
+use wxlake::time::fmt_iso_utc;
 
 /// `wxlake jobs`
 #[derive(Debug, Args)]
@@ -124,7 +125,7 @@ async fn list(lake: &Lake, specs: &[JobSpec], source: &str) -> anyhow::Result<Ex
         let l = last
             .iter()
             .find(|r| r.job == s.name)
-            .map(|r| format!("{} {} ({} rows)", r.status.as_str(), r.finished_at.format("%Y-%m-%dT%H:%M:%SZ"), r.rows));
+            .map(|r| format!("{} {} ({} rows)", r.status.as_str(), fmt_iso_utc(r.finished_at), r.rows));
         out.push_str(&format!(
             "{}\tderived/{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
             s.name,
@@ -256,7 +257,7 @@ async fn runs(lake: &Lake, a: RunsArgs) -> anyhow::Result<ExitCode> {
                 r.job,
                 r.run_id,
                 r.trigger,
-                r.started_at.format("%Y-%m-%dT%H:%M:%SZ"),
+                fmt_iso_utc(r.started_at),
                 (r.finished_at - r.started_at).num_milliseconds() as f64 / 1000.0,
                 r.status.as_str(),
                 r.rows,

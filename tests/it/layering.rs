@@ -270,3 +270,22 @@ fn the_scanner_sees_paths_groups_and_skips_tests() {
     edges.insert(("c".to_string(), "a".to_string()), String::new());
     assert_eq!(find_cycles(&edges), [["a", "b", "c", "a"]]);
 }
+
+/// The module maps stay true: every top-level module of the library is in `lib.rs`'s doc
+/// list and in the README's "Where things are" table.
+#[test]
+fn every_module_is_on_the_maps() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let map = readme.split("## Where things are").nth(1).expect("README has the map").split("\n## ").next().unwrap();
+    let modules: Vec<&str> =
+        lib.lines().filter_map(|l| l.strip_prefix("pub mod ")).map(|l| l.trim_end_matches(';')).collect();
+    assert!(modules.len() > 10, "{modules:?}");
+    let doc: String = lib.lines().filter(|l| l.starts_with("//!")).collect::<Vec<_>>().join("\n");
+    for m in modules {
+        assert!(doc.contains(&format!("[`{m}`]")), "lib.rs's doc does not list `{m}`");
+        let in_map = map.contains(&format!("`{m}/`")) || map.contains(&format!("`{m}`"));
+        assert!(in_map, "README \"Where things are\" does not list `{m}`");
+    }
+}

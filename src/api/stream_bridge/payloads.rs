@@ -1,22 +1,17 @@
 //! The JSON payload of each stream event (spec 6).
 
-use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 use crate::catalog::Station;
 use crate::decode::types::{DailyKind, DailyReport, Metar};
 use crate::extremes::{suspect_temperature, DayExtremes, LiveEvent};
-use crate::time::civil_date;
+use crate::time::{civil_date, fmt_iso_utc};
 use crate::units::{c_to_f, hpa_to_inhg, kt_to_kmh, kt_to_mph, relative_humidity, round1};
-
-fn utc(t: DateTime<Utc>) -> String {
-    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
 
 fn extreme_obj(x: Option<&DayExtremes>, high: bool) -> Value {
     let e = x.and_then(|x| if high { x.high } else { x.low });
     match e {
-        Some(e) => json!({"value_f": e.value_f, "value_c": e.value_c, "time_utc": utc(e.time)}),
+        Some(e) => json!({"value_f": e.value_f, "value_c": e.value_c, "time_utc": fmt_iso_utc(e.time)}),
         None => Value::Null,
     }
 }
@@ -38,7 +33,7 @@ pub fn observation_payload(station: &Station, m: &Metar, nws: Option<&DayExtreme
         "timezone": station.timezone.name(),
         "local_date": civil_date(station.timezone, m.time).to_string(),
         "product": crate::lake::rows::report_type(m),
-        "observation_time_utc": utc(m.time),
+        "observation_time_utc": fmt_iso_utc(m.time),
         "temperature_celsius": t,
         "temperature_fahrenheit": t.map(|c| round1(c_to_f(c))),
         "dew_point_celsius": td,
@@ -53,8 +48,8 @@ pub fn observation_payload(station: &Station, m: &Metar, nws: Option<&DayExtreme
         "altimeter_inhg": m.altimeter_hpa.map(|a| (hpa_to_inhg(a) * 100.0).round() / 100.0),
         "svc_high": {"nws": extreme_obj(nws, true), "wu": extreme_obj(wu, true)},
         "svc_low": {"nws": extreme_obj(nws, false), "wu": extreme_obj(wu, false)},
-        "high_valid_through_utc": nws.and_then(|x| x.high_valid_through_utc).map(utc),
-        "low_valid_through_utc": nws.and_then(|x| x.low_valid_through_utc).map(utc),
+        "high_valid_through_utc": nws.and_then(|x| x.high_valid_through_utc).map(fmt_iso_utc),
+        "low_valid_through_utc": nws.and_then(|x| x.low_valid_through_utc).map(fmt_iso_utc),
         "anomaly": nws.is_some_and(|x| x.anomaly),
         "suspect_temperature": suspect.map(|s| serde_json::to_value(s).unwrap_or_default()),
         "data_quality": dq,
@@ -64,7 +59,9 @@ pub fn observation_payload(station: &Station, m: &Metar, nws: Option<&DayExtreme
 /// The `dsm` / `cli` payload (spec 6).
 pub fn report_payload(r: &DailyReport, anomaly: bool) -> Value {
     let f_to_c = |f: Option<i32>| f.map(|f| round1(crate::units::f_to_c(f64::from(f))));
-    let lst = |t: Option<chrono::NaiveDateTime>| t.and_then(|t| crate::lake::rows::lst_to_utc(&r.station, t)).map(utc);
+    let lst = |t: Option<chrono::NaiveDateTime>| {
+        t.and_then(|t| crate::lake::rows::lst_to_utc(&r.station, t)).map(fmt_iso_utc)
+    };
     let mut o = json!({
         "station_code": r.station,
         "event": r.kind.as_str(),
@@ -93,7 +90,7 @@ pub fn change_payload(station: &str, e: &LiveEvent) -> Value {
         "value_c": c.value_c,
         "prev_value_f": c.prev_value_f,
         "prev_value_c": c.prev_value_c,
-        "observation_time_utc": utc(c.observation_time),
+        "observation_time_utc": fmt_iso_utc(c.observation_time),
         "date": c.date.to_string(),
         "source": c.source.as_str(),
     })

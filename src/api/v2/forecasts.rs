@@ -24,6 +24,7 @@ pub use crate::api::forecast_cache::RAW_COLUMNS;
 use crate::catalog::Catalog;
 use crate::lake::schema::KeyHasher;
 use crate::models::MODELS;
+use crate::time::fmt_iso_utc;
 
 /// Longest lead of any model (GEFS/GFS, 384 h) plus a day: how far back a run can start
 /// and still reach a window, for partition pruning on `run_date`.
@@ -175,7 +176,7 @@ pub async fn handler(
     let df = b.frame(&state.live.ctx, &sql).await?;
     let mut resp = stream_array(df).await?;
     if let Some(rt) = run_time_header {
-        if let Ok(v) = HeaderValue::from_str(&rt.format("%Y-%m-%dT%H:%M:%SZ").to_string()) {
+        if let Ok(v) = HeaderValue::from_str(&fmt_iso_utc(rt)) {
             resp.headers_mut().insert("x-run-time", v);
         }
     }
@@ -208,8 +209,7 @@ async fn from_cache(
     };
     let mut resp = crate::api::json_stream::stream_batch(entry.select(win, pinned)?);
     if run == Some("latest") {
-        if let Some(v) = pinned.and_then(|rt| HeaderValue::from_str(&rt.format("%Y-%m-%dT%H:%M:%SZ").to_string()).ok())
-        {
+        if let Some(v) = pinned.and_then(|rt| HeaderValue::from_str(&fmt_iso_utc(rt)).ok()) {
             resp.headers_mut().insert("x-run-time", v);
         }
     }
@@ -301,7 +301,7 @@ async fn daily(
         };
         for i in 0..b.num_rows() {
             let run_time = DateTime::from_timestamp_micros(rt.value(i)).unwrap_or_default();
-            let run_s = run_time.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+            let run_s = fmt_iso_utc(run_time);
             runs.push(format!("{}@{run_s}", s(0).value(i)));
             let mut o = serde_json::Map::new();
             o.insert("model".into(), s(0).value(i).into());

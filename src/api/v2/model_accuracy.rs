@@ -33,6 +33,7 @@ use crate::api::params::{self, QueryParams};
 use crate::api::state::AppState;
 use crate::catalog::Station;
 use crate::models::{MODELS, NWS_MODEL};
+use crate::time::fmt_iso_utc;
 
 /// Leads the accuracy jobs compute (sql/accuracy_pairs.sql).
 pub const MAX_LEAD_DAYS: i32 = 3;
@@ -176,7 +177,7 @@ fn respond(code: &str, station: Option<&Station>, data: &StationAccuracy, q: &Ac
     let mut body = json!({
         "station": code,
         "city": station.map(|s| s.city.as_str()),
-        "computed_at": data.computed_at.map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string()),
+        "computed_at": data.computed_at.map(fmt_iso_utc),
         "as_of": data.as_of.map(|d| d.to_string()),
         "window": q.window.0,
         "lead_days": q.lead_days,

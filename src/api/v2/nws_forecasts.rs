@@ -21,7 +21,7 @@ use crate::api::json::Json;
 use crate::api::params::{self, QueryParams};
 use crate::api::state::AppState;
 use crate::catalog::Station;
-use crate::time::{day_window, standard_date, DayClock};
+use crate::time::{day_window, fmt_iso_utc, standard_date, DayClock};
 
 /// Dates served: at most this many days ahead / back (spec 8).
 pub const MAX_AHEAD_DAYS: i64 = 2;
@@ -61,7 +61,7 @@ fn version(n: usize, generated_at: DateTime<Utc>, temps: Vec<Option<i64>>) -> Nw
     let vals: Vec<i64> = temps.iter().flatten().copied().collect();
     NwsVersion {
         version: n,
-        generated_at: generated_at.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        generated_at: fmt_iso_utc(generated_at),
         high: vals.iter().max().copied(),
         low: vals.iter().min().copied(),
         hourly_temps: temps,
@@ -169,7 +169,7 @@ pub async fn handler(
         "timezone": station.timezone.name(),
         "timezone_offset_hours": if offset_min % 60 == 0 { serde_json::json!(offset_min / 60) } else { serde_json::json!(f64::from(offset_min) / 60.0) },
         "forecast_date": date.to_string(),
-        "timestamp": now.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        "timestamp": fmt_iso_utc(now),
         "units": "fahrenheit",
         "time_convention": "local_standard_time",
     });

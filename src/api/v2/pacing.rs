@@ -24,7 +24,7 @@ use crate::api::observation_json::ObservationV2;
 use crate::api::params::{self, QueryParams};
 use crate::api::state::AppState;
 use crate::extremes::Logic;
-use crate::time::Window;
+use crate::time::{fmt_iso_utc, Window};
 use crate::units::{f_to_c, Units};
 
 /// One model's (or the NWS forecast's) pace.
@@ -106,7 +106,7 @@ pub fn pace_row(
     let pace = at.map(|m| obs - m);
     PaceRow {
         model,
-        run_time: run.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        run_time: fmt_iso_utc(run),
         model_at_observation: at.map(r1),
         pace: pace.map(r1),
         model_high: high.map(r1),

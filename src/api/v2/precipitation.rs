@@ -24,7 +24,7 @@ use crate::api::params::{self, QueryParams};
 use crate::api::state::AppState;
 use crate::decode::types::{DailyKind, DailyReport};
 use crate::lake::window::load_window;
-use crate::time::{day_window, standard_date, DayClock};
+use crate::time::{day_window, fmt_iso_utc, standard_date, DayClock};
 
 /// Query of `GET /api/v2/precipitation.php`.
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -104,9 +104,9 @@ pub async fn handler(
         "has_trace": last_trace.is_some(),
         "last_trace_time": last_trace,
         "cli_date": cli.map(|r| r.date.to_string()),
-        "cli_issued_at": cli.and_then(|r| r.issued_at).map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string()),
+        "cli_issued_at": cli.and_then(|r| r.issued_at).map(fmt_iso_utc),
         "today_hourly_max": hourly.iter().map(|(k, v)| (k.clone(), serde_json::json!(round2(*v)))).collect::<serde_json::Map<_, _>>(),
-        "timestamp": now.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        "timestamp": fmt_iso_utc(now),
         "units": "inches",
     }))
     .into_response())
