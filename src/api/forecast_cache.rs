@@ -13,7 +13,7 @@
 //! - At most [`MAX_ROWS`] rows are held; the least recently loaded entries go first.
 //! - Concurrent misses of one key run one load ([`LoadingCache`]).
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
@@ -24,15 +24,14 @@ use datafusion::arrow::datatypes::TimestampMicrosecondType;
 use super::bound_sql::Bindings;
 use super::error::{ApiError, ApiResult};
 use super::loading_cache::LoadingCache;
+use crate::decode::forecast_rows::COLUMNS;
 use crate::lake::schema::FORECASTS;
 use crate::write::LiveService;
 
-/// The spec 2.5 columns, in order, as SQL (id from the natural-key hash).
-pub const RAW_COLUMNS: &str = "CAST(row_key / 2048 AS BIGINT) AS id, model, location_name, latitude, longitude, \
-    run_time, valid_time, forecast_hour, temperature_k, temperature_f, temperature_c, relative_humidity, \
-    dew_point_f, dew_point_c, apparent_temp_f, apparent_temp_c, wind_speed_mph, wind_speed_kmh, \
-    wind_direction_deg, wind_gusts_mph, wind_gusts_kmh, cloud_cover, precipitation_mm, precipitation_in, \
-    weather_code, pressure_msl_hpa, surface_pressure_hpa, inserted_at";
+/// The spec 2.5 columns, in order, as SQL: `id` (from the natural-key hash), the columns
+/// the forecast decoders read and write (one list: [`COLUMNS`]), and `inserted_at`.
+pub static RAW_COLUMNS: LazyLock<String> =
+    LazyLock::new(|| format!("CAST(row_key / 2048 AS BIGINT) AS id, {}, inserted_at", COLUMNS.join(", ")));
 
 /// Days of run dates an entry holds, counted back from the day it is loaded.
 pub const RECENT_DAYS: i64 = 20;
@@ -113,8 +112,9 @@ async fn load(live: &LiveService, location: &str, model: &str) -> ApiResult<Entr
     let from_date = live.clock.now().date_naive() - Duration::days(RECENT_DAYS);
     let mut b = Bindings::new();
     let sql = format!(
-        "SELECT {RAW_COLUMNS} FROM forecasts WHERE location_name = {} AND model = {} AND run_date >= {} \
+        "SELECT {} FROM forecasts WHERE location_name = {} AND model = {} AND run_date >= {} \
          ORDER BY run_time, valid_time",
+        RAW_COLUMNS.as_str(),
         b.str(location),
         b.str(model),
         b.partition_date(from_date)

@@ -287,6 +287,25 @@ mod tests {
         }
     }
 
+    /// The forecasts file holds the decoders' columns (one list, `forecast_rows::COLUMNS`;
+    /// `model` is a partition) and the lake's own: a column added to one list and not the
+    /// other fails here.
+    #[test]
+    fn forecast_files_hold_the_decoders_columns() {
+        let file: Vec<String> = FORECASTS.file_schema().fields().iter().map(|f| f.name().clone()).collect();
+        let own = ["valid_date_standard", "valid_date_civil", "row_key", "inserted_at"];
+        let mut expected: Vec<&str> = crate::decode::forecast_rows::COLUMNS
+            .iter()
+            .copied()
+            .filter(|c| !FORECASTS.partition_cols.contains(c))
+            .collect();
+        expected.extend(own);
+        let mut got: Vec<&str> = file.iter().map(String::as_str).collect();
+        got.sort_unstable();
+        expected.sort_unstable();
+        assert_eq!(got, expected);
+    }
+
     #[test]
     fn key_hash_is_stable_and_separates_fields() {
         let a = KeyHasher::default().str("ab").str("c").finish();

@@ -390,7 +390,10 @@ mod in_process {
         let doc = document(&app).await;
         let row = &doc["components"]["schemas"]["ForecastRowV2"];
         let ctx = wxlake::lake::query::session(app.state.lake()).await.unwrap();
-        let df = ctx.sql(&format!("SELECT {} FROM forecasts", wxlake::api::v2::forecasts::RAW_COLUMNS)).await.unwrap();
+        let df = ctx
+            .sql(&format!("SELECT {} FROM forecasts", wxlake::api::v2::forecasts::RAW_COLUMNS.as_str()))
+            .await
+            .unwrap();
         let fields = df.schema().fields().clone();
         let props = row["properties"].as_object().unwrap();
         assert_eq!(props.len(), fields.len(), "{:?}", props.keys().collect::<Vec<_>>());

@@ -170,7 +170,8 @@ pub async fn handler(
         }
     }
     let sql = format!(
-        "SELECT {RAW_COLUMNS} FROM forecasts WHERE {} ORDER BY model, run_time, valid_time",
+        "SELECT {} FROM forecasts WHERE {} ORDER BY model, run_time, valid_time",
+        RAW_COLUMNS.as_str(),
         filters.join(" AND ")
     );
     let df = b.frame(&state.live.ctx, &sql).await?;
