@@ -3,14 +3,14 @@
 //! ISO strings). The same validation as the CSV/JSONL decoder applies to every row.
 
 use chrono::{DateTime, Utc};
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type, TimeUnit};
-use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, Float64Type, Int64Type, TimeUnit};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::forecast_rows::{model_name, unknown_model, validate_row};
 use super::types::{Decoded, ForecastRow};
-use crate::time::parse_utc;
+use super::timestamp::parse_timestamp_or_date;
 
 /// Decodes a whole Parquet file; a file that is not readable Parquet is one error.
 pub fn decode_forecast_parquet(bytes: &[u8]) -> Decoded<ForecastRow> {
@@ -69,9 +69,9 @@ fn decode_batch(batch: &RecordBatch, row_no: &mut usize, out: &mut Decoded<Forec
     let t = |a: &Option<ArrayRef>, i: usize| -> Option<DateTime<Utc>> {
         let a = a.as_ref().filter(|a| a.is_valid(i))?;
         match a.data_type() {
-            DataType::Utf8 => parse_utc(a.as_string::<i32>().value(i)),
+            DataType::Utf8 => parse_timestamp_or_date(a.as_string::<i32>().value(i)),
             _ => DateTime::from_timestamp_micros(
-                a.as_primitive::<datafusion::arrow::datatypes::TimestampMicrosecondType>().value(i),
+                a.as_primitive::<arrow::datatypes::TimestampMicrosecondType>().value(i),
             ),
         }
     };

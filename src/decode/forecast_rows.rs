@@ -6,13 +6,14 @@
 //! temperature — and lenient about the rest (column order, extra columns such as `id`
 //! and `inserted_at`, empty cells meaning null, numbers given as strings).
 
-use chrono::{DateTime, NaiveDate, NaiveDateTime, SecondsFormat, Utc};
+use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::Value;
 
 use crate::decode::limits::FORECAST_ROW;
 use crate::decode::number::parse_f64;
 use crate::decode::swar::bytes_equal;
 use crate::decode::text::input_text;
+use crate::decode::timestamp::parse_timestamp;
 use crate::decode::types::{Decoded, ForecastRow, OptF64};
 
 /// The 18 model names of spec 2.5, case-sensitive, in the spec's order. A row naming any
@@ -568,7 +569,7 @@ fn text(c: Cell<'_>, col: usize) -> Result<&str, String> {
 
 fn time(c: Cell<'_>, col: usize) -> Result<DateTime<Utc>, String> {
     let s = text(c, col)?;
-    parse_time(s).ok_or_else(|| format!("{}: bad time '{}'", COLUMNS[col], clip(s)))
+    parse_timestamp(s).ok_or_else(|| format!("{}: bad time '{}'", COLUMNS[col], clip(s)))
 }
 
 fn num(c: Cell<'_>, col: usize) -> Result<Option<f64>, String> {
@@ -601,72 +602,6 @@ fn int(c: Cell<'_>, col: usize) -> Result<Option<i32>, String> {
 /// At most 24 characters of an offending value, control characters escaped.
 fn clip(s: &str) -> std::borrow::Cow<'_, str> {
     crate::decode::text::quote(s, 24)
-}
-
-/// Parses the timestamps exports carry: `YYYY-MM-DD[T ]HH:MM[:SS[.f]]` followed by `Z`,
-/// an offset (`+HH:MM`, `+HHMM`, `+HH`) or nothing — nothing means UTC (the spec's
-/// `YYYY-MM-DD HH:MM:SS` form). Hand-written: it runs once or twice per row.
-pub fn parse_time(s: &str) -> Option<DateTime<Utc>> {
-    let (naive, offset) = parse_iso(s)?;
-    let utc = match offset {
-        None | Some(0) => naive,
-        Some(secs) => naive.checked_sub_signed(chrono::Duration::seconds(i64::from(secs)))?,
-    };
-    Some(utc.and_utc())
-}
-
-/// The local date-time and the offset (seconds east of UTC) if one was written.
-pub(crate) fn parse_iso(s: &str) -> Option<(NaiveDateTime, Option<i32>)> {
-    let b = s.trim().as_bytes();
-    if b.len() < 16 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') || b[13] != b':' {
-        return None;
-    }
-    let date = NaiveDate::from_ymd_opt(digits(&b[0..4])? as i32, digits(&b[5..7])?, digits(&b[8..10])?)?;
-    let (hour, minute) = (digits(&b[11..13])?, digits(&b[14..16])?);
-    let mut rest = &b[16..];
-    let mut second = 0;
-    let mut nano = 0;
-    if let [b':', s1, s2, tail @ ..] = rest {
-        second = digits(&[*s1, *s2])?;
-        rest = tail;
-        if let [b'.' | b',', tail @ ..] = rest {
-            let n = tail.iter().take_while(|c| c.is_ascii_digit()).count();
-            if n == 0 {
-                return None;
-            }
-            let (frac, tail) = tail.split_at(n);
-            for (i, d) in frac.iter().take(9).enumerate() {
-                nano += u32::from(d - b'0') * 10u32.pow(8 - i as u32);
-            }
-            rest = tail;
-        }
-    }
-    let naive = date.and_hms_nano_opt(hour, minute, second, nano)?;
-    Some((naive, parse_offset(rest)?))
-}
-
-/// `""` → no offset; `Z` → 0; `±HH`, `±HHMM`, `±HH:MM` → seconds east of UTC.
-fn parse_offset(b: &[u8]) -> Option<Option<i32>> {
-    let (sign, tail) = match b {
-        [] => return Some(None),
-        [b'Z' | b'z'] => return Some(Some(0)),
-        [b'+', tail @ ..] => (1, tail),
-        [b'-', tail @ ..] => (-1, tail),
-        _ => return None,
-    };
-    let (h, m) = match tail {
-        [h1, h2] => (digits(&[*h1, *h2])?, 0),
-        [h1, h2, m1, m2] | [h1, h2, b':', m1, m2] => (digits(&[*h1, *h2])?, digits(&[*m1, *m2])?),
-        _ => return None,
-    };
-    if h > 23 || m > 59 {
-        return None;
-    }
-    Some(Some(sign * (h * 3600 + m * 60) as i32))
-}
-
-fn digits(b: &[u8]) -> Option<u32> {
-    b.iter().try_fold(0u32, |acc, &c| c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0')))
 }
 
 /// Writes rows as CSV with a header in spec 2.5 order (no `id`/`inserted_at`). Times are
@@ -739,37 +674,10 @@ mod tests {
     use super::*;
 
     fn utc(s: &str) -> DateTime<Utc> {
-        parse_time(s).unwrap()
+        parse_timestamp(s).unwrap()
     }
 
     const HEADER: &str = "id,model,location_name,run_time,valid_time,forecast_hour,temperature_f,inserted_at";
-
-    #[test]
-    fn time_forms() {
-        let t = utc("2026-09-24T06:00:00Z");
-        assert_eq!(t.to_rfc3339(), "2026-09-24T06:00:00+00:00");
-        assert_eq!(utc("2026-09-24 06:00:00"), t);
-        assert_eq!(utc("2026-09-24T02:00:00-04:00"), t);
-        assert_eq!(utc("2026-09-24T11:30:00+0530"), t);
-        assert_eq!(utc("2026-09-24 08:00:00+02"), t);
-        assert_eq!(utc("2026-09-24T06:00"), t);
-        assert_eq!(utc("2026-09-24T06:00:00.000Z"), t);
-        assert_eq!(utc("2026-09-24T06:00:00.5Z").timestamp_subsec_millis(), 500);
-        for bad in [
-            "",
-            "2026-09-24",
-            "2026-13-01 00:00:00",
-            "2026-09-24X06:00:00",
-            "2026-09-24T25:00:00",
-            "2026-09-24T06:00:00+1",
-            "2026-09-24T06:00:00 UTC",
-            "2026-09-24T06:00:60",
-            "2026-09-24T06:00:00.Z",
-            "２026-09-24T06:00:00",
-        ] {
-            assert!(parse_time(bad).is_none(), "{bad}");
-        }
-    }
 
     #[test]
     fn csv_header_any_order_extras_ignored() {

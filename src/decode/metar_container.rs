@@ -10,6 +10,7 @@
 use super::metar::{is_station_id, parse_metar};
 use crate::decode::limits::{METAR_REPORT, METAR_ROW};
 use crate::decode::text::{input_text, quote};
+use crate::decode::timestamp::parse_timestamp;
 use crate::decode::types::{Decoded, Metar, ReportKind};
 use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveTime, TimeZone, Utc};
 use serde_json::Value;
@@ -188,7 +189,7 @@ fn delimited_row(fields: &[Cow<'_, str>], cols: &DelimitedColumns) -> Result<Opt
         return Err("empty METAR text".into());
     }
     let when = field(cols.time);
-    let reference = parse_utc_time(when).ok_or_else(|| format!("bad {} time '{}'", cols.time_name, clip(when)))?;
+    let reference = parse_timestamp(when).ok_or_else(|| format!("bad {} time '{}'", cols.time_name, clip(when)))?;
     let reference = if cols.lcd { reference + Duration::days(1) } else { reference };
     let mut metar = finish_report(text, reference, forced.unwrap_or(ReportKind::Metar))?;
     if forced.is_some() {
@@ -414,7 +415,7 @@ fn awc_item(obj: &Value) -> Result<Metar, String> {
 fn json_time(v: &Value) -> Option<DateTime<Utc>> {
     match v {
         Value::Number(n) => n.as_i64().and_then(|s| Utc.timestamp_opt(s, 0).single()),
-        Value::String(s) => parse_utc_time(s),
+        Value::String(s) => parse_timestamp(s),
         _ => None,
     }
 }
@@ -805,70 +806,6 @@ fn clean_line(l: &str) -> &str {
 /// carries a whole line or raw bytes.
 fn clip(s: &str) -> Cow<'_, str> {
     quote(s, 24)
-}
-
-// ---------------------------------------------------------------------------------------
-// Timestamps
-
-/// Parses the UTC timestamps data exports use: `YYYY-MM-DD HH:MM[:SS[.fff]]` with a space
-/// or `T`, optionally followed by `Z`, `UTC`, `GMT` or a numeric offset (applied). A value
-/// without a zone is taken as UTC. Hand-written because it runs once per input row.
-pub fn parse_utc_time(s: &str) -> Option<DateTime<Utc>> {
-    let s = s.trim();
-    let b = s.as_bytes();
-    if b.len() < 16
-        || b.get(4) != Some(&b'-')
-        || b.get(7) != Some(&b'-')
-        || !matches!(b.get(10), Some(b' ' | b'T'))
-        || b.get(13) != Some(&b':')
-    {
-        return None;
-    }
-    let num = |from: usize, to: usize| -> Option<u32> {
-        let d = b.get(from..to)?;
-        if !d.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        Some(d.iter().fold(0u32, |acc, c| acc * 10 + u32::from(c - b'0')))
-    };
-    let year = i32::try_from(num(0, 4)?).ok()?;
-    let (month, day, hour, minute) = (num(5, 7)?, num(8, 10)?, num(11, 13)?, num(14, 16)?);
-    let (mut second, mut nanos, mut i) = (0, 0, 16);
-    if b.get(16) == Some(&b':') {
-        second = num(17, 19)?;
-        i = 19;
-        if b.get(19) == Some(&b'.') {
-            let digits = b.iter().skip(20).take_while(|c| c.is_ascii_digit()).count();
-            let frac = num(20, 20 + digits.min(9))?;
-            nanos = frac * 10u32.pow(9 - u32::try_from(digits.min(9)).ok()?);
-            i = 20 + digits;
-        }
-    }
-    let offset = zone_offset_minutes(s.get(i..)?.trim())?;
-    let dt = NaiveDate::from_ymd_opt(year, month, day)?.and_hms_nano_opt(hour, minute, second, nanos)?;
-    Some(Utc.from_utc_datetime(&dt) - Duration::minutes(offset))
-}
-
-/// Minutes east of UTC for a zone suffix; `None` for anything unrecognised.
-fn zone_offset_minutes(z: &str) -> Option<i64> {
-    if z.is_empty() || z == "Z" || z == "z" || z == "UTC" || z == "GMT" {
-        return Some(0);
-    }
-    let (sign, rest) = match z.as_bytes().first()? {
-        b'+' => (1, z.get(1..)?),
-        b'-' => (-1, z.get(1..)?),
-        _ => return None,
-    };
-    let digits: String = rest.chars().filter(|c| *c != ':').collect();
-    if !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let (h, m) = match digits.len() {
-        2 => (digits.parse::<i64>().ok()?, 0),
-        4 => (digits.get(..2)?.parse::<i64>().ok()?, digits.get(2..)?.parse::<i64>().ok()?),
-        _ => return None,
-    };
-    Some(sign * (h * 60 + m))
 }
 
 #[cfg(test)]
@@ -1384,25 +1321,5 @@ mod tests {
         );
         let d = decode_metar_input_at(&[0x1F, 0x8B, 0x08, 0x00, 0x12, 0x34], None, now);
         assert_eq!(d.errors[0].reason, "input is gzip-compressed data, not text");
-    }
-
-    #[test]
-    fn timestamps() {
-        let t = |s| parse_utc_time(s);
-        assert_eq!(t("2024-03-01 00:52"), Some(utc(2024, 3, 1, 0, 52)));
-        assert_eq!(t("2025-12-05 14:30 UTC"), Some(utc(2025, 12, 5, 14, 30)));
-        assert_eq!(t("2023-01-01T00:54:00"), Some(utc(2023, 1, 1, 0, 54)));
-        assert_eq!(t("2024-07-04T13:51:00Z"), Some(utc(2024, 7, 4, 13, 51)));
-        assert_eq!(t("2024-07-04T08:51:00-05:00"), Some(utc(2024, 7, 4, 13, 51)));
-        assert_eq!(t("2024-07-04 19:21+0530"), Some(utc(2024, 7, 4, 13, 51)));
-        assert_eq!(
-            t("2026-09-25T05:56:22.934Z"),
-            Some(Utc.with_ymd_and_hms(2026, 9, 25, 5, 56, 22).unwrap() + Duration::milliseconds(934))
-        );
-        for bad in
-            ["", "2024-03-01", "2024-13-01 00:00", "2024-03-01 24:00", "2024-03-01 00:00 EST", "2024-03-01 0é:00"]
-        {
-            assert_eq!(t(bad), None, "{bad}");
-        }
     }
 }

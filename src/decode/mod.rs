@@ -15,6 +15,7 @@ pub mod onemin;
 pub mod open_meteo;
 pub mod swar;
 pub mod text;
+pub mod timestamp;
 pub mod types;
 
 /// Deterministic pseudo-random input for the decoders' robustness tests.

@@ -22,7 +22,7 @@
 use chrono::{DateTime, Days, Duration, NaiveTime, Utc};
 use serde_json::{Map, Value};
 
-use super::forecast_rows::parse_iso;
+use super::timestamp::parse_local;
 use crate::decode::text::input_text;
 use crate::decode::types::{Decoded, ForecastRow, OptF64};
 use crate::units::{c_to_f, f_to_c, kt_to_kmh, kt_to_mph};
@@ -409,7 +409,7 @@ fn valid_times(time: &[Value], offset: i64, out: &mut Decoded<ForecastRow>) -> V
         .enumerate()
         .map(|(i, v)| {
             let t = match v {
-                Value::String(s) => parse_iso(s).and_then(|(naive, written)| {
+                Value::String(s) => parse_local(s).and_then(|(naive, written)| {
                     let off = written.map_or(offset, i64::from);
                     naive.checked_sub_signed(Duration::seconds(off)).map(|n| n.and_utc())
                 }),
@@ -592,11 +592,12 @@ fn clip_json(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::forecast_rows::{is_model, parse_time};
+    use crate::decode::forecast_rows::is_model;
+    use crate::decode::timestamp::parse_timestamp;
     use crate::decode::types::fixture;
 
     fn utc(s: &str) -> DateTime<Utc> {
-        parse_time(s).unwrap()
+        parse_timestamp(s).unwrap()
     }
 
     fn close(a: Option<f64>, b: f64) -> bool {
