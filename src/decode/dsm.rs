@@ -21,7 +21,9 @@
 
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike, Utc};
 
-use super::cli::{clean, excerpt, is_sequence_line, nearest_day_time, parse_wmo_header, station_from_cli_id};
+use super::climate_report::{
+    clean, excerpt, is_sequence_line, nearest_day_time, parse_wmo_header, station_from_cli_id,
+};
 use crate::decode::limits::{DSM_LINE, DSM_MESSAGE};
 use crate::decode::text::input_text;
 use crate::decode::types::{DailyKind, DailyReport, Decoded};

@@ -18,7 +18,8 @@ use super::types::{Decoded, ForecastRow};
 pub fn decode_forecast_parquet(bytes: &[u8]) -> Decoded<ForecastRow> {
     let mut out = Decoded::new();
     let bytes = bytes::Bytes::copy_from_slice(bytes);
-    let opened = guarded(|| ParquetRecordBatchReaderBuilder::try_new(bytes).and_then(|b| b.build()).map_err(|e| e.to_string()));
+    let opened =
+        guarded(|| ParquetRecordBatchReaderBuilder::try_new(bytes).and_then(|b| b.build()).map_err(|e| e.to_string()));
     let mut reader: ParquetRecordBatchReader = match opened {
         Ok(r) => r,
         Err(e) => {
@@ -97,9 +98,9 @@ fn decode_batch(batch: &RecordBatch, row_no: &mut usize, out: &mut Decoded<Forec
         let a = a.as_ref().filter(|a| a.is_valid(i))?;
         match a.data_type() {
             DataType::Utf8 => parse_timestamp_or_date(a.as_string::<i32>().value(i)),
-            _ => DateTime::from_timestamp_micros(
-                a.as_primitive::<arrow::datatypes::TimestampMicrosecondType>().value(i),
-            ),
+            _ => {
+                DateTime::from_timestamp_micros(a.as_primitive::<arrow::datatypes::TimestampMicrosecondType>().value(i))
+            }
         }
     };
     let (model, loc) = (text("model"), text("location_name"));

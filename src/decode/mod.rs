@@ -1,7 +1,7 @@
 //! Decoders for the real formats our data arrives in. One module per format; each is
 //! pure (bytes in, typed records plus per-line errors out) and never panics on input.
 
-pub mod cli;
+pub mod climate_report;
 pub mod dsm;
 pub mod forecast_parquet;
 pub mod forecast_rows;
