@@ -466,11 +466,11 @@ fn parse_temp_value(tok: &str) -> Result<Option<i32>, String> {
     let t = strip_flags(tok);
     let digits = t.strip_prefix('-').unwrap_or(t);
     if digits.is_empty() || digits.len() > 3 || !digits.bytes().all(|c| c.is_ascii_digit()) {
-        return Err(format!("bad temperature '{tok}'"));
+        return Err(format!("bad temperature '{}'", excerpt(tok, 12)));
     }
     match t.parse::<i32>() {
         Ok(v) if (-100..=150).contains(&v) => Ok(Some(v)),
-        _ => Err(format!("implausible temperature '{tok}'")),
+        _ => Err(format!("implausible temperature '{}'", excerpt(tok, 12))),
     }
 }
 
@@ -482,11 +482,11 @@ fn parse_amount(tok: &str) -> Result<Amount, String> {
     }
     let t = strip_flags(tok);
     if t.is_empty() || !t.bytes().all(|c| c.is_ascii_digit() || c == b'.') {
-        return Err(format!("bad precipitation '{tok}'"));
+        return Err(format!("bad precipitation '{}'", excerpt(tok, 12)));
     }
     match t.parse::<f64>() {
         Ok(v) if v < 1000.0 => Ok(Amount::Inches(v)),
-        _ => Err(format!("bad precipitation '{tok}'")),
+        _ => Err(format!("bad precipitation '{}'", excerpt(tok, 12))),
     }
 }
 

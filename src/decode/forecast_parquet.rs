@@ -23,7 +23,7 @@ pub fn decode_forecast_parquet(bytes: &[u8]) -> Decoded<ForecastRow> {
     let mut reader: ParquetRecordBatchReader = match opened {
         Ok(r) => r,
         Err(e) => {
-            out.reject(1, format!("not a readable Parquet file: {e}"));
+            out.reject(1, format!("not a readable Parquet file: {}", super::text::quote(&e, 200)));
             return out;
         }
     };
@@ -33,7 +33,7 @@ pub fn decode_forecast_parquet(bytes: &[u8]) -> Decoded<ForecastRow> {
             Ok(Some(b)) => b,
             Ok(None) => break,
             Err(e) => {
-                out.reject(row_no + 1, format!("corrupt Parquet data: {e}"));
+                out.reject(row_no + 1, format!("corrupt Parquet data: {}", super::text::quote(&e, 200)));
                 return out;
             }
         };
@@ -281,6 +281,20 @@ mod tests {
             assert_eq!(d.errors.len(), 1, "{bytes:?}");
             assert!(d.errors[0].reason.starts_with("not a readable Parquet file: "), "{}", d.errors[0].reason);
         }
+    }
+
+    /// Found by the `forecast_parquet` fuzz target: the parquet crate's error message quotes
+    /// names from the file (here a column name with a control byte) and reached the reject
+    /// reason raw.
+    #[test]
+    fn reader_errors_are_escaped() {
+        let good = sample(vec![]);
+        let at = good.windows(13).position(|w| w == b"temperature_f").unwrap();
+        let mut bad = good.clone();
+        bad[at + 5] = 0x16;
+        let d = decode_forecast_parquet(&bad);
+        assert!(d.records.is_empty());
+        assert!(d.errors.iter().all(|e| !e.reason.chars().any(char::is_control)), "{:?}", d.errors);
     }
 
     /// Every truncation and every single-byte corruption of a real file: a precise error

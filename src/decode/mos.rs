@@ -488,7 +488,7 @@ fn parse_series(
             Ok(v) => s.vals[k] = v.map(|v| v as i16),
             Err(cell) => {
                 if bad.is_none() {
-                    bad = Some(format!("bad {label} value '{}' in column {}", cell.trim(), k + 1));
+                    bad = Some(format!("bad {label} value '{}' in column {}", snippet(cell.trim(), 12), k + 1));
                 }
             }
         }

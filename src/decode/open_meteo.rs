@@ -138,13 +138,13 @@ fn resolve_model(id: &str, ensemble: bool) -> Result<&'static str, String> {
         return Ok(name);
     }
     if id.starts_with("ecmwf_aifs") {
-        Err(format!("model '{id}' is ECMWF AIFS, not IFS: no model name in spec 2.5"))
+        Err(format!("model '{}' is ECMWF AIFS, not IFS: no model name in spec 2.5", show(id)))
     } else if id.starts_with("ecmwf") && (ensemble || id.contains("ensemble")) {
-        Err(format!("ECMWF ensemble '{id}' has no model name in spec 2.5; not stored as ECMWF-IFS"))
+        Err(format!("ECMWF ensemble '{}' has no model name in spec 2.5; not stored as ECMWF-IFS", show(id)))
     } else if ensemble {
-        Err(format!("ensemble model '{id}' has no model name in spec 2.5"))
+        Err(format!("ensemble model '{}' has no model name in spec 2.5", show(id)))
     } else {
-        Err(format!("unknown Open-Meteo model '{id}'"))
+        Err(format!("unknown Open-Meteo model '{}'", show(id)))
     }
 }
 
@@ -228,7 +228,7 @@ fn parse_unit(var: Var, unit: Option<&str>) -> Result<Unit, String> {
         Var::PressureMsl | Var::PressureSfc => matches!(u, None | Some("hPa")).then_some(Unit::Native),
         Var::WindDir | Var::Code => Some(Unit::Native),
     };
-    ok.ok_or_else(|| format!("unknown unit '{}'", u.unwrap_or_default()))
+    ok.ok_or_else(|| format!("unknown unit '{}'", show(u.unwrap_or_default())))
 }
 
 /// What a key of `hourly` names.
@@ -348,7 +348,7 @@ fn decode_into(
     let root = single_location(&root)?;
     if root.get("error").and_then(Value::as_bool) == Some(true) {
         let reason = root.get("reason").and_then(Value::as_str).unwrap_or("no reason given");
-        return Err(format!("Open-Meteo error: {reason}"));
+        return Err(format!("Open-Meteo error: {}", show(reason)));
     }
     let hourly = root.get("hourly").and_then(Value::as_object).ok_or("no hourly object")?;
     let time = hourly.get("time").and_then(Value::as_array).ok_or("hourly has no time array")?;
@@ -461,13 +461,13 @@ fn group_series<'a>(
             continue;
         }
         if let Some(i) = values.iter().position(|v| !v.is_null() && !v.is_number()) {
-            group.errors.push((i + 1, format!("{key}: expected a number, found {}", clip_json(&values[i]))));
+            group.errors.push((i + 1, format!("{}: expected a number, found {}", show(key), clip_json(&values[i]))));
         }
         let unit_text = units.and_then(|u| u.get(key.as_str())).and_then(Value::as_str);
         let unit = match parse_unit(parts.var, unit_text) {
             Ok(u) => u,
             Err(reason) => {
-                group.errors.push((0, format!("{key}: {reason}")));
+                group.errors.push((0, format!("{}: {reason}", show(key))));
                 continue;
             }
         };
@@ -587,6 +587,12 @@ fn clip_json(v: &Value) -> String {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s,
     }
+}
+
+/// A name or value from the response as a reason shows it: at most 60 characters,
+/// control characters escaped.
+fn show(s: &str) -> std::borrow::Cow<'_, str> {
+    crate::decode::text::quote(s, 60)
 }
 
 #[cfg(test)]

@@ -386,6 +386,18 @@ fn bad_rows_are_line_errors() {
     assert_eq!((r.station.as_str(), r.max_f, r.min_f, r.min_time_lst), ("KXYZ", None, Some(22), None));
 }
 
+/// Found by the `climate_report` fuzz target: a control byte inside a value token reached
+/// the reject reason raw (reasons quote and escape what they show, like every decoder's).
+#[test]
+fn control_bytes_in_values_are_escaped_in_reasons() {
+    let text = b"CLIXYZ\n...THE X CLIMATE SUMMARY FOR JANUARY 2 2013...\nTEMPERATURE (F)\n YESTERDAY\n  MAXIMUM  4\x0e1\n  MINIMUM  22\nPRECIPITATION (IN)\n  YESTERDAY  0.0\n  MONTH TO DATE    0\x0e64   2.56\n";
+    let d = decode_cli(text);
+    let reasons: Vec<&str> = d.errors.iter().map(|e| e.reason.as_str()).collect();
+    assert!(reasons.iter().all(|r| !r.chars().any(char::is_control)), "{reasons:?}");
+    assert!(reasons.iter().any(|r| r.ends_with("bad temperature '4\\u{e}1'")), "{reasons:?}");
+    assert!(reasons.contains(&"PRECIPITATION MONTH TO DATE: bad precipitation '0\\u{e}64'"), "{reasons:?}");
+}
+
 #[test]
 fn layout_variants_day_first_date_wrapped_headline_long_labels() {
     // Hand-written variants the brief names but no fixture shows: "2 JANUARY 2013",

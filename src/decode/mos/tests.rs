@@ -557,3 +557,16 @@ fn dt_row_matches_the_nws() {
     assert_eq!(forecast_hours("NBS-MOS", utc(2021, 4, 6, 21, 0)).unwrap()[0], 6);
     assert_eq!(forecast_hours("LAV-MOS", utc(2021, 4, 6, 21, 30)).unwrap().len(), 25);
 }
+
+/// Found by the `mos` fuzz target: a control byte in a value cell reached the reject
+/// reason raw (reasons quote and escape what they show).
+#[test]
+fn control_bytes_in_cells_are_escaped_in_reasons() {
+    let good = String::from_utf8(fixture("forecast/mos/NBSUSA.txt")).unwrap();
+    let row = "SKY   1  0 17 15  8 59 72 73 81 89100 96 90 71 68 54 54 53 30 22 10";
+    assert!(good.contains(row));
+    let bad = good.replacen(row, "SKY   1  0 17 15  8 59 72 73 81 89100 96 90 71 68 54 54\x1e53 30 22 10", 1);
+    let d = decode_mos(bad.as_bytes());
+    assert!(d.errors.iter().all(|e| !e.reason.chars().any(char::is_control)), "{:?}", d.errors);
+    assert!(d.errors.iter().any(|e| e.reason.contains("'\\u{1e}53'")), "{:?}", d.errors);
+}

@@ -285,3 +285,13 @@ fn bad_entries_are_reported_per_hour_or_key() {
     assert!(d.records.iter().all(|r| r.model == "ICON"));
     assert_eq!(d.records[1].temperature_c, Some(3.5));
 }
+
+/// Names from the response (model suffixes, units, keys) reach reasons quoted and escaped,
+/// like every decoder's (the fuzz targets check it).
+#[test]
+fn names_from_the_response_are_escaped_in_reasons() {
+    let json = PLAIN.replace("gfs_graphcast025", "gfs\\u0001cast");
+    let d = decode_open_meteo(json.as_bytes(), "KNYC", None);
+    assert_eq!(d.errors.len(), 1, "{:?}", d.errors);
+    assert_eq!(d.errors[0].reason, "unknown Open-Meteo model 'gfs\\u{1}cast'");
+}
