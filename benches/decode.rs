@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use wxlake::decode::{cli, forecast_rows, metar, metar_container, mos, number};
+use wxlake::decode::{climate_report, forecast_rows, metar, metar_container, mos, number};
 use wxlake::demo::{generate_station, DemoConfig};
 
 fn fixture(rel: &str) -> Vec<u8> {
@@ -53,7 +53,7 @@ fn bench_reports(c: &mut Criterion) {
     let mut g = c.benchmark_group("products");
     let nyc = fixture("cli/CLINYC.txt");
     g.throughput(Throughput::Bytes(nyc.len() as u64));
-    g.bench_function("cli", |b| b.iter(|| cli::decode_cli(&nyc).records.len()));
+    g.bench_function("cli", |b| b.iter(|| climate_report::decode_cli(&nyc).records.len()));
     let nbs = fixture("forecast/mos/NBSUSA.txt");
     g.throughput(Throughput::Bytes(nbs.len() as u64));
     g.bench_function("mos_nbs", |b| b.iter(|| mos::decode_mos(&nbs).records.len()));

@@ -52,6 +52,18 @@ pub const MODELS: [ModelSpec; 18] = [
     spec("UKMO", SYNOPTIC, 168, 54, &[(54, 1), (168, 3)], 6, false, -0.2, 0.5),
 ];
 
+/// The 18 model names alone, in the same order: the one list decoders check forecast rows
+/// against (case-sensitive; a row naming any other model is rejected).
+pub const MODEL_NAMES: [&str; 18] = {
+    let mut names = [""; 18];
+    let mut i = 0;
+    while i < MODELS.len() {
+        names[i] = MODELS[i].name;
+        i += 1;
+    }
+    names
+};
+
 #[allow(clippy::too_many_arguments)]
 const fn spec(
     name: &'static str,

@@ -148,24 +148,9 @@ pub fn fmt_iso_utc(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-/// Parses the ISO 8601 forms clients send: with Z or offset, or naive (taken as UTC),
-/// with `T` or space, with or without seconds, or a bare date (midnight UTC).
-pub fn parse_utc(s: &str) -> Option<DateTime<Utc>> {
-    let s = s.trim();
-    if let Ok(d) = DateTime::parse_from_rfc3339(s) {
-        return Some(d.with_timezone(&Utc));
-    }
-    let s = s.strip_suffix('Z').or_else(|| s.strip_suffix("+00:00")).unwrap_or(s);
-    for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"] {
-        if let Ok(n) = chrono::NaiveDateTime::parse_from_str(s, fmt) {
-            return Some(Utc.from_utc_datetime(&n));
-        }
-    }
-    if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
-        return Some(Utc.from_utc_datetime(&d.and_time(NaiveTime::MIN)));
-    }
-    None
-}
+/// The ISO 8601 forms clients send (with `Z`, an offset or none, `T` or space, with or
+/// without seconds, or a bare date at midnight UTC): the decoders' one timestamp parser.
+pub use crate::decode::timestamp::parse_timestamp_or_date as parse_utc;
 
 #[cfg(test)]
 mod tests {
@@ -252,15 +237,5 @@ mod tests {
         assert!(!w.contains(utc("2026-01-11T06:00:00Z")));
         assert!(w.covers(utc("2026-01-11T00:00:00Z"), utc("2026-01-11T06:00:00Z")));
         assert!(!w.covers(utc("2026-01-10T03:00:00Z"), utc("2026-01-10T09:00:00Z")));
-    }
-
-    #[test]
-    fn parses_client_time_forms() {
-        let want = utc("2026-01-10T06:00:00Z");
-        for s in ["2026-01-10T06:00:00Z", "2026-01-10 06:00:00", "2026-01-10T06:00", "2026-01-10T01:00:00-05:00"] {
-            assert_eq!(parse_utc(s), Some(want), "{s}");
-        }
-        assert_eq!(parse_utc("2026-01-10"), Some(utc("2026-01-10T00:00:00Z")));
-        assert_eq!(parse_utc("yesterday"), None);
     }
 }

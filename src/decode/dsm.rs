@@ -21,7 +21,9 @@
 
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike, Utc};
 
-use super::cli::{clean, excerpt, is_sequence_line, nearest_day_time, parse_wmo_header, station_from_cli_id};
+use super::climate_report::{
+    clean, excerpt, is_sequence_line, nearest_day_time, parse_wmo_header, station_from_cli_id,
+};
 use crate::decode::limits::{DSM_LINE, DSM_MESSAGE};
 use crate::decode::text::input_text;
 use crate::decode::types::{DailyKind, DailyReport, Decoded};
@@ -225,7 +227,7 @@ fn parse_precip(s: &str) -> Result<(Option<f64>, bool), String> {
         "T" => Ok((Some(0.0), true)),
         _ if is_missing(s) => Ok((None, false)),
         _ if s.len() <= 4 && s.bytes().all(|c| c.is_ascii_digit()) => {
-            let v: u32 = s.parse().map_err(|_| format!("bad precipitation '{s}'"))?;
+            let v: u32 = s.parse().map_err(|_| format!("bad precipitation '{}'", excerpt(s, 12)))?;
             Ok((Some(f64::from(v) / 100.0), false))
         }
         _ => Err(format!("bad precipitation '{}'", excerpt(s, 12))),
@@ -270,7 +272,7 @@ fn parse_message(body: &str, anchor: NaiveDateTime) -> Result<DailyReport, Strin
         u32::from(db[0] - b'0') * 10 + u32::from(db[1] - b'0'),
         u32::from(db[3] - b'0') * 10 + u32::from(db[4] - b'0'),
     );
-    let date = resolve_date(day, month, anchor).ok_or_else(|| format!("bad DD/MM date '{date_tok}'"))?;
+    let date = resolve_date(day, month, anchor).ok_or_else(|| format!("bad DD/MM date '{}'", excerpt(date_tok, 12)))?;
     let mut groups = rest[5..].split('/').map(str::trim);
     let max = groups.next().unwrap_or("");
     let Some(min) = groups.next() else {

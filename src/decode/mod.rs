@@ -1,7 +1,7 @@
 //! Decoders for the real formats our data arrives in. One module per format; each is
 //! pure (bytes in, typed records plus per-line errors out) and never panics on input.
 
-pub mod cli;
+pub mod climate_report;
 pub mod dsm;
 pub mod forecast_parquet;
 pub mod forecast_rows;
@@ -15,6 +15,7 @@ pub mod onemin;
 pub mod open_meteo;
 pub mod swar;
 pub mod text;
+pub mod timestamp;
 pub mod types;
 
 /// Deterministic pseudo-random input for the decoders' robustness tests.

@@ -16,7 +16,7 @@ use chrono::{DateTime, Duration, Timelike, Utc};
 use chrono_tz::Tz;
 use serde_json::{json, Map, Value};
 
-use super::forecast_rows::parse_time;
+use super::timestamp::parse_timestamp;
 use crate::decode::text::input_text;
 use crate::decode::types::{NwsHourlyForecast, NwsHourlyPeriod};
 use crate::units::c_to_f;
@@ -57,7 +57,7 @@ fn generated_at(props: &Map<String, Value>) -> Result<DateTime<Utc>, String> {
         .iter()
         .find_map(|k| Some((*k, props.get(*k)?.as_str()?)))
         .ok_or("no generatedAt or updateTime")?;
-    parse_time(text).ok_or_else(|| format!("bad {key} '{}'", clip(text)))
+    parse_timestamp(text).ok_or_else(|| format!("bad {key} '{}'", clip(text)))
 }
 
 /// `properties.periods` of the hourly forecast.
@@ -100,7 +100,7 @@ fn period(p: &Value, default_unit: Option<&str>) -> Result<Option<NwsHourlyPerio
 
 fn time_field(p: &Value, key: &str) -> Result<DateTime<Utc>, String> {
     let text = p.get(key).and_then(Value::as_str).ok_or_else(|| format!("no {key}"))?;
-    parse_time(text).ok_or_else(|| format!("bad {key} '{}'", clip(text)))
+    parse_timestamp(text).ok_or_else(|| format!("bad {key} '{}'", clip(text)))
 }
 
 /// A temperature in °F. °C is converted and rounded to hundredths: NWS °C values are
@@ -148,7 +148,7 @@ fn grid_periods(grid: &Value) -> Result<Vec<NwsHourlyPeriod>, String> {
 /// `2022-02-04T10:00:00+00:00/PT2H` → (start, whole hours).
 fn interval(valid: &str) -> Result<(DateTime<Utc>, i64), String> {
     let (start, duration) = valid.split_once('/').ok_or_else(|| format!("bad validTime '{}'", clip(valid)))?;
-    let start = parse_time(start).ok_or_else(|| format!("bad validTime '{}'", clip(valid)))?;
+    let start = parse_timestamp(start).ok_or_else(|| format!("bad validTime '{}'", clip(valid)))?;
     let seconds = duration_seconds(duration).ok_or_else(|| format!("bad duration '{}'", clip(duration)))?;
     if seconds <= 0 || seconds % 3600 != 0 || seconds > MAX_SPAN_H * 3600 {
         return Err(format!("duration '{}' is not whole hours", clip(duration)));
@@ -242,7 +242,7 @@ mod tests {
     use crate::decode::types::fixture;
 
     fn utc(s: &str) -> DateTime<Utc> {
-        parse_time(s).unwrap()
+        parse_timestamp(s).unwrap()
     }
 
     fn at(f: &NwsHourlyForecast, start: &str) -> f64 {

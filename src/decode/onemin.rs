@@ -3,7 +3,8 @@
 //! columns. One-minute data is what confirms a whole-degree METAR reading to the exact
 //! integer °F, so gaps matter: the `-999` sentinel becomes a kept row with `temp_f: None`.
 
-use super::metar_container::{data_lines, parse_utc_time, sniff_delimiter, split_delimited};
+use super::metar_container::{data_lines, sniff_delimiter, split_delimited};
+use super::timestamp::parse_timestamp;
 use crate::decode::limits::ONEMIN_LINE;
 use crate::decode::text::{input_text, quote};
 use crate::decode::types::{Decoded, OneMinute};
@@ -118,7 +119,7 @@ fn decode_row(fields: &[Cow<'_, str>], c: &Columns) -> Result<OneMinute, String>
     let field = |i: usize| fields.get(i).map_or("", |f| f.trim());
     let station = normalise_station(field(c.station))?;
     let valid = field(c.valid);
-    let time = parse_utc_time(valid).ok_or_else(|| format!("bad valid time '{}'", clip(valid)))?;
+    let time = parse_timestamp(valid).ok_or_else(|| format!("bad valid time '{}'", clip(valid)))?;
     let temp_f = parse_tmpf(field(c.tmpf))?;
     Ok(OneMinute { station, time, temp_f })
 }

@@ -288,7 +288,7 @@ impl std::fmt::Debug for OptF64 {
 /// One forecast row in the column names of spec 2.5. Units as named.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ForecastRow {
-    /// One of [`crate::decode::forecast_rows::MODELS`] (decoders map names onto that list,
+    /// One of [`crate::models::MODEL_NAMES`] (decoders map names onto that list,
     /// so a row never carries an unknown model nor allocates its name).
     pub model: &'static str,
     /// Inline up to 24 bytes (station codes, most place names): a bulk load decodes

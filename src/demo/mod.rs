@@ -26,7 +26,7 @@
 //! |---|---|---|---|
 //! | `metar_tsv` | IEM ASOS TSV: routine METAR, SPECI (keyword kept, so the kind survives), HF-METAR (`MADISHF`) | `metar_container::decode_metar_input` | all |
 //! | `onemin_csv` | `station,valid,tmpf`, `-999` in sensor gaps | `onemin::decode_onemin` | US |
-//! | `cli` | CLI products with WMO headings: a final per LST day (issued ≈ 06:00 LST next day), an afternoon preliminary for today | `cli::decode_cli` | US |
+//! | `cli` | CLI products with WMO headings: a final per LST day (issued ≈ 06:00 LST next day), an afternoon preliminary for today | `climate_report::decode_cli` | US |
 //! | `dsm` | DSM messages under `CDUS27` headings, sent ≈ 00:05 LST | `dsm::decode_dsm_with_year` | US |
 //! | `forecast_csv` | spec 2.5 rows of the 14 gridded models, every run and lead of `models::MODELS` | `forecast_rows::decode_forecast_csv` | all |
 //! | `mos` | MAV / MET / LAMP / NBS bulletins, on the real products' columns (`mos::forecast_hours`) | `mos::decode_mos` | all |
@@ -43,7 +43,7 @@
 //! let cfg = DemoConfig::ending_yesterday(chrono::Utc::now(), 7);
 //! generate_all(&cfg).for_each(|inputs| {
 //!     // decode inputs.metar_tsv with decode::metar_container, inputs.cli with
-//!     // decode::cli, ... and write the records to the lake.
+//!     // decode::climate_report, ... and write the records to the lake.
 //! });
 //! ```
 

@@ -12,7 +12,7 @@ use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, 
 use super::climate::{minute_index, minute_time};
 use super::noise::{self, Stream};
 use super::site::{Precip, Site};
-use crate::decode::cli::encode_cli;
+use crate::decode::climate_report::encode_cli;
 use crate::decode::dsm::encode_dsm;
 use crate::decode::types::{DailyKind, DailyReport};
 use crate::time::{day_window, DayClock};
@@ -202,7 +202,7 @@ pub fn dsm_text(reports: &[DailyReport]) -> String {
 mod tests {
     use super::*;
     use crate::catalog::Catalog;
-    use crate::decode::cli::decode_cli;
+    use crate::decode::climate_report::decode_cli;
     use crate::decode::dsm::decode_dsm_with_year;
     use chrono::TimeZone;
 

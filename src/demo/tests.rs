@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Duration, NaiveDate, TimeZone, Timelike, Utc};
 
 use super::*;
-use crate::decode::cli::decode_cli;
+use crate::decode::climate_report::decode_cli;
 use crate::decode::dsm::decode_dsm_with_year;
 use crate::decode::forecast_rows::decode_forecast_csv;
 use crate::decode::metar::parse_metar;

@@ -8,7 +8,9 @@ use chrono::{TimeZone, Utc};
 
 use super::{DecodedInput, IngestOptions, Records};
 use crate::decode::types::{Decoded, LineError};
-use crate::decode::{cli, dsm, forecast_parquet, forecast_rows, metar_container, mos, nws_hourly, onemin, open_meteo};
+use crate::decode::{
+    climate_report, dsm, forecast_parquet, forecast_rows, metar_container, mos, nws_hourly, onemin, open_meteo,
+};
 use crate::lake::rows::NwsHourlyRow;
 
 /// An ingestible input format.
@@ -63,7 +65,7 @@ impl Format {
         match self {
             Format::Metar => wrap(metar_container::decode_metar_input(bytes, opts.month), Records::Observations),
             Format::Onemin => wrap(onemin::decode_onemin(bytes), Records::OneMinute),
-            Format::Cli => wrap(cli::decode_cli(bytes), Records::Reports),
+            Format::Cli => wrap(climate_report::decode_cli(bytes), Records::Reports),
             Format::Dsm => {
                 let decoded = match opts.month {
                     Some((y, m)) => {

@@ -46,7 +46,7 @@ fn cli(day: u32, high: f64) -> String {
         correction: false,
         raw: String::new(),
     };
-    wxlake::decode::cli::encode_cli(&r, "CENTRAL PARK NY")
+    wxlake::decode::climate_report::encode_cli(&r, "CENTRAL PARK NY")
 }
 
 async fn store(app: &App, format: Format, bytes: &[u8]) {

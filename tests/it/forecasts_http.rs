@@ -226,7 +226,7 @@ async fn precipitation_month_to_date_plus_today() {
         correction: false,
         raw: String::new(),
     };
-    let text = wxlake::decode::cli::encode_cli(&cli, "CENTRAL PARK NY");
+    let text = wxlake::decode::climate_report::encode_cli(&cli, "CENTRAL PARK NY");
     let (s, v) = app.ingest("cli", "", &text).await;
     assert_eq!(s, StatusCode::ACCEPTED, "{v}");
     let reports = "\
