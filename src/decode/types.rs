@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 /// One rejected input line: where it was and why, so an ingest summary can name it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LineError {
-    /// 1-based line number in the input (or record index for JSON inputs).
+    /// 1-based line number in the input (or record index for JSON inputs); 0 when the
+    /// reason concerns the input as a whole rather than one line (an Open-Meteo response
+    /// for a model that cannot be stored).
     pub line: usize,
     pub reason: String,
 }
