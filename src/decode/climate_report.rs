@@ -518,7 +518,7 @@ fn parse_temp_row(tok: &[&str]) -> Result<(TempRow, Option<String>), String> {
         (Some(t), Some(ap)) if is_ampm(ap) => {
             let got = parse_clock(t, ap.trim_end_matches('.'));
             if got.is_none() {
-                time_err = Some(format!("bad time '{t} {ap}'"));
+                time_err = Some(format!("bad time '{}'", excerpt(&format!("{t} {ap}"), 16)));
             }
             got
         }

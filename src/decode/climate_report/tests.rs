@@ -398,6 +398,19 @@ fn control_bytes_in_values_are_escaped_in_reasons() {
     assert!(reasons.contains(&"PRECIPITATION MONTH TO DATE: bad precipitation '0\\u{e}64'"), "{reasons:?}");
 }
 
+/// Found by the climate_report fuzz target: a control byte inside a row's time reached
+/// the "bad time" reason raw.
+#[test]
+fn control_bytes_in_times_are_escaped_in_reasons() {
+    let text = b"CLIXYZ\n...THE X CLIMATE SUMMARY FOR JANUARY 2 2013...\nTEMPERATURE (F)\n YESTERDAY\n  MAXIMUM  45  6:2\x17 PM\n  MINIMUM  22\n";
+    let d = decode_cli(text);
+    let reasons: Vec<&str> = d.errors.iter().map(|e| e.reason.as_str()).collect();
+    assert!(reasons.iter().all(|r| !r.chars().any(char::is_control)), "{reasons:?}");
+    assert!(reasons.iter().any(|r| r.ends_with("bad time '6:2\\u{17} PM'")), "{reasons:?}");
+    // The value itself is kept, as for any bad time.
+    assert_eq!(d.records.first().and_then(|r| r.max_f), Some(45), "{:?}", d.records);
+}
+
 #[test]
 fn layout_variants_day_first_date_wrapped_headline_long_labels() {
     // Hand-written variants the brief names but no fixture shows: "2 JANUARY 2013",
