@@ -10,7 +10,14 @@ use arrow::datatypes::{DataType, Float64Type, Int64Type, TimeUnit};
 use chrono::{DateTime, Utc};
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 
-use super::forecast_rows::{model_name, unknown_model, validate_row};
+use super::forecast_rows::{
+    model_name, unknown_model, validate_row, APP_C, APP_F, CLOUD, COLUMNS, DEW_C, DEW_F, GUST_KMH, GUST_MPH, LAT, LEAD,
+    LOCATION, LON, MODEL, PMSL, PRECIP_IN, PRECIP_MM, PSFC, RH, RUN, TEMP_C, TEMP_F, TEMP_K, VALID, WEATHER_CODE,
+    WIND_DIR, WIND_KMH, WIND_MPH,
+};
+
+/// The columns of [`COLUMNS`] that are not numbers read as `f64`.
+const NOT_FLOAT: [usize; 7] = [MODEL, LOCATION, RUN, VALID, LEAD, WIND_DIR, WEATHER_CODE];
 use super::timestamp::parse_timestamp_or_date;
 use super::types::{Decoded, ForecastRow};
 
@@ -103,32 +110,13 @@ fn decode_batch(batch: &RecordBatch, row_no: &mut usize, out: &mut Decoded<Forec
             }
         }
     };
-    let (model, loc) = (text("model"), text("location_name"));
-    let (run, valid) = (time("run_time"), time("valid_time"));
-    let fh = int("forecast_hour");
-    let names = [
-        "latitude",
-        "longitude",
-        "temperature_k",
-        "temperature_f",
-        "temperature_c",
-        "relative_humidity",
-        "dew_point_f",
-        "dew_point_c",
-        "apparent_temp_f",
-        "apparent_temp_c",
-        "wind_speed_mph",
-        "wind_speed_kmh",
-        "wind_gusts_mph",
-        "wind_gusts_kmh",
-        "cloud_cover",
-        "precipitation_mm",
-        "precipitation_in",
-        "pressure_msl_hpa",
-        "surface_pressure_hpa",
-    ];
-    let floats: Vec<Option<ArrayRef>> = names.iter().map(|c| float(c)).collect();
-    let (wdir, wcode) = (int("wind_direction_deg"), int("weather_code"));
+    let (model, loc) = (text(COLUMNS[MODEL]), text(COLUMNS[LOCATION]));
+    let (run, valid) = (time(COLUMNS[RUN]), time(COLUMNS[VALID]));
+    let fh = int(COLUMNS[LEAD]);
+    // The number columns by their index in the one column list; the others stay `None`.
+    let floats: Vec<Option<ArrayRef>> =
+        COLUMNS.iter().enumerate().map(|(k, c)| if NOT_FLOAT.contains(&k) { None } else { float(c) }).collect();
+    let (wdir, wcode) = (int(COLUMNS[WIND_DIR]), int(COLUMNS[WEATHER_CODE]));
     for i in 0..batch.num_rows() {
         *row_no += 1;
         out.read += 1;
@@ -141,14 +129,14 @@ fn decode_batch(batch: &RecordBatch, row_no: &mut usize, out: &mut Decoded<Forec
             out.reject(*row_no, unknown_model(&name));
             continue;
         };
-        if let Some(k) = (0..names.len()).find(|&k| f(&floats[k], i).is_some_and(f64::is_infinite)) {
-            out.reject(*row_no, format!("{}: not a finite number", names[k]));
+        if let Some(k) = (0..COLUMNS.len()).find(|&k| f(&floats[k], i).is_some_and(f64::is_infinite)) {
+            out.reject(*row_no, format!("{}: not a finite number", COLUMNS[k]));
             continue;
         }
         let ints = (
-            small_int("forecast_hour", n(&fh, i)),
-            small_int("wind_direction_deg", n(&wdir, i)),
-            small_int("weather_code", n(&wcode, i)),
+            small_int(COLUMNS[LEAD], n(&fh, i)),
+            small_int(COLUMNS[WIND_DIR], n(&wdir, i)),
+            small_int(COLUMNS[WEATHER_CODE], n(&wcode, i)),
         );
         let (given_hour, wind_direction_deg, weather_code) = match ints {
             (Ok(h), Ok(d), Ok(c)) => (h, d, c),
@@ -161,30 +149,30 @@ fn decode_batch(batch: &RecordBatch, row_no: &mut usize, out: &mut Decoded<Forec
         let mut row = ForecastRow {
             model: known,
             location_name: s(&loc, i).unwrap_or_default().into(),
-            latitude: v(0).into(),
-            longitude: v(1).into(),
+            latitude: v(LAT).into(),
+            longitude: v(LON).into(),
             run_time,
             valid_time,
             forecast_hour: 0,
-            temperature_k: v(2).into(),
-            temperature_f: v(3).into(),
-            temperature_c: v(4).into(),
-            relative_humidity: v(5).into(),
-            dew_point_f: v(6).into(),
-            dew_point_c: v(7).into(),
-            apparent_temp_f: v(8).into(),
-            apparent_temp_c: v(9).into(),
-            wind_speed_mph: v(10).into(),
-            wind_speed_kmh: v(11).into(),
+            temperature_k: v(TEMP_K).into(),
+            temperature_f: v(TEMP_F).into(),
+            temperature_c: v(TEMP_C).into(),
+            relative_humidity: v(RH).into(),
+            dew_point_f: v(DEW_F).into(),
+            dew_point_c: v(DEW_C).into(),
+            apparent_temp_f: v(APP_F).into(),
+            apparent_temp_c: v(APP_C).into(),
+            wind_speed_mph: v(WIND_MPH).into(),
+            wind_speed_kmh: v(WIND_KMH).into(),
             wind_direction_deg,
-            wind_gusts_mph: v(12).into(),
-            wind_gusts_kmh: v(13).into(),
-            cloud_cover: v(14).into(),
-            precipitation_mm: v(15).into(),
-            precipitation_in: v(16).into(),
+            wind_gusts_mph: v(GUST_MPH).into(),
+            wind_gusts_kmh: v(GUST_KMH).into(),
+            cloud_cover: v(CLOUD).into(),
+            precipitation_mm: v(PRECIP_MM).into(),
+            precipitation_in: v(PRECIP_IN).into(),
             weather_code,
-            pressure_msl_hpa: v(17).into(),
-            surface_pressure_hpa: v(18).into(),
+            pressure_msl_hpa: v(PMSL).into(),
+            surface_pressure_hpa: v(PSFC).into(),
         };
         match validate_row(&mut row, given_hour) {
             Ok(()) => out.records.push(row),

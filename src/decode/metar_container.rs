@@ -24,8 +24,8 @@ pub use bare_lines::decode_bare_lines;
 pub use collective::decode_collective;
 use collective::parse_wmo_header;
 pub use delimited::decode_delimited;
+pub(crate) use delimited::decode_rows;
 use delimited::delimited_kind;
-pub(crate) use delimited::{data_lines, sniff_delimiter, split_delimited};
 use report::clean_line;
 
 /// The input layouts `ingest metar` understands.

@@ -3,7 +3,7 @@
 //! columns. One-minute data is what confirms a whole-degree METAR reading to the exact
 //! integer °F, so gaps matter: the `-999` sentinel becomes a kept row with `temp_f: None`.
 
-use super::metar_container::{data_lines, sniff_delimiter, split_delimited};
+use super::metar_container::decode_rows;
 use super::timestamp::parse_timestamp;
 use crate::decode::limits::ONEMIN_LINE;
 use crate::decode::text::{input_text, quote};
@@ -40,36 +40,7 @@ pub fn decode_onemin(bytes: &[u8]) -> Decoded<OneMinute> {
         Ok(t) => t,
         Err(e) => return Decoded::refused(e.to_string()),
     };
-    let mut out = Decoded::new();
-    out.read = text.lines().count();
-    let mut lines = data_lines(&text);
-    let Some((header_no, header)) = lines.next() else {
-        return out;
-    };
-    let delim = sniff_delimiter(header);
-    let mut fields = Vec::new();
-    let columns = ONEMIN_LINE
-        .check(header.len())
-        .and_then(|()| split_delimited(header, delim, &mut fields))
-        .and_then(|()| header_columns(&fields));
-    let cols = match columns {
-        Ok(c) => c,
-        Err(reason) => {
-            out.reject(header_no, reason);
-            return out;
-        }
-    };
-    for (no, line) in lines {
-        let row = ONEMIN_LINE
-            .check(line.len())
-            .and_then(|()| split_delimited(line, delim, &mut fields))
-            .and_then(|()| decode_row(&fields, &cols));
-        match row {
-            Ok(row) => out.records.push(row),
-            Err(reason) => out.reject(no, reason),
-        }
-    }
-    out
+    decode_rows(&text, ONEMIN_LINE, header_columns, |fields, cols| decode_row(fields, cols).map(Some))
 }
 
 /// Writes rows in the same `station,valid,tmpf` layout `decode_onemin` reads, with `-999`

@@ -8,7 +8,7 @@ use chrono::Duration;
 use super::dating::time_group;
 use super::report::{clip, finish_report, is_prefix};
 use super::MetarContainer;
-use crate::decode::limits::METAR_ROW;
+use crate::decode::limits::{Limit, METAR_ROW};
 use crate::decode::metar::is_station_id;
 use crate::decode::timestamp::parse_timestamp;
 use crate::decode::types::{Decoded, Metar, ReportKind};
@@ -51,6 +51,19 @@ pub(super) struct DelimitedColumns {
 /// Rows with an LCD `REPORT_TYPE` other than FM-15/FM-16 (SYNOP, SOD, SOM) are skipped
 /// silently: they are not METARs.
 pub fn decode_delimited(text: &str) -> Decoded<Metar> {
+    decode_rows(text, METAR_ROW, delimited_columns, delimited_row)
+}
+
+/// Decodes a delimited export, the one loop of every CSV/TSV container: the first data
+/// line is the header, which `columns` reads (its error rejects the header and ends the
+/// input); each later line, split, goes to `row` (`Ok(None)` skips it silently). Every
+/// line is held to `limit` before it is split.
+pub(crate) fn decode_rows<C, T>(
+    text: &str,
+    limit: Limit,
+    columns: impl Fn(&[Cow<'_, str>]) -> Result<C, String>,
+    row: impl Fn(&[Cow<'_, str>], &C) -> Result<Option<T>, String>,
+) -> Decoded<T> {
     let mut out = Decoded::new();
     out.read = text.lines().count();
     let mut lines = data_lines(text);
@@ -59,11 +72,11 @@ pub fn decode_delimited(text: &str) -> Decoded<Metar> {
     };
     let delim = sniff_delimiter(header);
     let mut fields = Vec::new();
-    let columns = METAR_ROW
+    let header_columns = limit
         .check(header.len())
         .and_then(|()| split_delimited(header, delim, &mut fields))
-        .and_then(|()| delimited_columns(&fields));
-    let cols = match columns {
+        .and_then(|()| columns(&fields));
+    let cols = match header_columns {
         Ok(c) => c,
         Err(reason) => {
             out.reject(header_no, reason);
@@ -71,12 +84,12 @@ pub fn decode_delimited(text: &str) -> Decoded<Metar> {
         }
     };
     for (no, line) in lines {
-        let row = METAR_ROW
+        let decoded = limit
             .check(line.len())
             .and_then(|()| split_delimited(line, delim, &mut fields))
-            .and_then(|()| delimited_row(&fields, &cols));
-        match row {
-            Ok(Some(m)) => out.records.push(m),
+            .and_then(|()| row(&fields, &cols));
+        match decoded {
+            Ok(Some(r)) => out.records.push(r),
             Ok(None) => {}
             Err(reason) => out.reject(no, reason),
         }
