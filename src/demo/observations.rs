@@ -498,16 +498,22 @@ fn push_whole_c(s: &mut String, c: f64) {
     push_whole(s, whole, c < 0.0 && whole <= 0);
 }
 
-/// Canada and Mexico: statute miles, A altimeter, hourly.
-fn imperial_text(site: &Site, minute: i64, slp_remark: bool) -> String {
-    let state = site.state_at(minute);
+/// The head of a non-US report: `CODE DDHHMMZ WIND ` (wind in m/s when `mps`).
+fn station_time_wind(site: &Site, minute: i64, state: &HourState, mps: bool) -> String {
     let mut s = String::with_capacity(100);
     s.push_str(&site.station.code);
     s.push(' ');
     push_time(&mut s, minute_time(minute));
     s.push(' ');
-    push_wind(&mut s, site, minute, &state, false);
+    push_wind(&mut s, site, minute, state, mps);
     s.push(' ');
+    s
+}
+
+/// Canada and Mexico: statute miles, A altimeter, hourly.
+fn imperial_text(site: &Site, minute: i64, slp_remark: bool) -> String {
+    let state = site.state_at(minute);
+    let mut s = station_time_wind(site, minute, &state, false);
     let vis = visibility_sm(site, minute, &state);
     push_vis_sm(&mut s, vis, if slp_remark { 15 } else { 10 });
     s.push(' ');
@@ -529,13 +535,7 @@ fn imperial_text(site: &Site, minute: i64, slp_remark: bool) -> String {
 /// The ICAO format most of the world uses: metres, Q altimeter, CAVOK, NOSIG.
 fn metric_text(site: &Site, minute: i64, mps: bool) -> String {
     let state = site.state_at(minute);
-    let mut s = String::with_capacity(90);
-    s.push_str(&site.station.code);
-    s.push(' ');
-    push_time(&mut s, minute_time(minute));
-    s.push(' ');
-    push_wind(&mut s, site, minute, &state, mps);
-    s.push(' ');
+    let mut s = station_time_wind(site, minute, &state, mps);
     let vis = visibility_sm(site, minute, &state);
     if vis >= 10.0 && state.cloud < 0.2 && !state.precip {
         s.push_str("CAVOK ");
