@@ -21,4 +21,4 @@ pub mod source;
 pub use config::FeedsConfig;
 pub use runner::{Feeds, SourceStatus};
 pub use sink::{FeedSink, RecordingSink, Stored};
-pub use source::{PollReport, Source};
+pub use source::{Archive, ArchiveUnit, PollReport, Source};

@@ -82,3 +82,34 @@ pub trait Source: Send + Sync {
     /// request is in the report, and the others still run.
     async fn poll(&self, sink: &dyn FeedSink) -> PollReport;
 }
+
+/// One resumable piece of a backfill: what one archive request covers (typically one
+/// station's or one model's days `from..=to`). `feeds backfill` records each finished
+/// unit, so a rerun after a kill skips what it already stored.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+pub struct ArchiveUnit {
+    /// What the unit is about: a station id, a model name, a product location.
+    pub key: String,
+    pub from: chrono::NaiveDate,
+    pub to: chrono::NaiveDate,
+}
+
+impl ArchiveUnit {
+    /// A stable text id, for the resume record.
+    pub fn id(&self) -> String {
+        format!("{}/{}/{}", self.key, self.from, self.to)
+    }
+}
+
+/// A source that keeps an archive, so `wxlake feeds backfill SOURCE --from D --to D` can
+/// fetch a past range through the same decoders and sink as the live polls.
+#[async_trait]
+pub trait Archive: Send + Sync {
+    /// The source's name, as in `[sources.NAME]`.
+    fn name(&self) -> &str;
+    /// The units covering the days `from..=to` for `stations` (empty: the source's
+    /// configured stations), in the order they should be fetched.
+    fn units(&self, from: chrono::NaiveDate, to: chrono::NaiveDate, stations: &[String]) -> Vec<ArchiveUnit>;
+    /// Fetches one unit and hands it to `sink`; failures are in the report.
+    async fn fetch(&self, unit: &ArchiveUnit, sink: &dyn FeedSink) -> PollReport;
+}
