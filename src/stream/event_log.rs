@@ -310,10 +310,13 @@ struct Inner {
     last_issued: u64,
     /// Highest id dropped from the retained window: replay from below it cannot be exact.
     pruned_through: u64,
-    /// Ids strictly between lo and hi were reserved before the last open but are absent from
-    /// disk: possibly issued and lost in a crash, so a client holding one must resync. `hi` is
-    /// also the head a fresh client starts from after a restart, so it stays replayable.
-    lost: Option<(u64, u64)>,
+    /// Ranges of ids strictly between lo and hi that were reserved before an open (this one
+    /// or an earlier one still in the retained window) but are absent from disk: possibly
+    /// issued and lost in a crash, so a client holding one must resync. `hi` is also the head
+    /// a fresh client started from after that restart, so it stays replayable. Every restart
+    /// leaves its range in the segment names (a run's first segment starts after the old
+    /// reservation), so each open finds them all again, not only the newest.
+    lost: Vec<(u64, u64)>,
     /// Ids up to this are covered by the fsynced reservation.
     reserved_through: u64,
     /// Closed segments on disk, oldest first.
@@ -417,7 +420,7 @@ impl EventLog {
             names: Interner::default(),
             last_issued: 0,
             pruned_through: 0,
-            lost: None,
+            lost: Vec::new(),
             reserved_through: reserved,
             closed: VecDeque::new(),
             active: None,
@@ -430,6 +433,11 @@ impl EventLog {
         let mut load = Load::default();
         let segments = list_segments(dir)?;
         for (i, (first_id, path)) in segments.iter().enumerate() {
+            // Ids between what the previous segments hold and this one's first were reserved
+            // by an earlier run and never reached disk (a rotation leaves no such range).
+            if load.first_segment_id.is_some() && first_id.saturating_sub(1) > load.max_id {
+                inner.lost.push((load.max_id, first_id - 1));
+            }
             load.first_segment_id.get_or_insert(*first_id);
             // The last id the segment may hold: up to the next segment's first, or for the
             // newest one up to the reservation (no id beyond it was ever issued).
@@ -444,7 +452,12 @@ impl EventLog {
             None => reserved,
         };
         inner.last_issued = load.max_id.max(reserved);
-        inner.lost = (reserved > load.max_id && load.first_segment_id.is_some()).then_some((load.max_id, reserved));
+        if reserved > load.max_id && load.first_segment_id.is_some() {
+            inner.lost.push((load.max_id, reserved));
+        }
+        // Ranges wholly below the retained window are answered as expired anyway.
+        let pruned = inner.pruned_through;
+        inner.lost.retain(|&(_, hi)| hi > pruned);
         inner.prune(Utc::now());
         info!(
             dir = %dir.display(),
@@ -572,7 +585,7 @@ impl EventLog {
             return Err(Replay::Expired);
         }
         // `hi` itself is safe: whoever saw the newest id of the old run saw everything before it.
-        if inner.lost.is_some_and(|(lo, hi)| last > lo && last < hi) {
+        if inner.lost.iter().any(|&(lo, hi)| last > lo && last < hi) {
             return Err(Replay::Expired);
         }
         let mut wanted = vec![false; inner.stations.len()];

@@ -196,6 +196,31 @@ fn lost_tail_after_a_crash_means_expired_not_silence() {
 }
 
 #[test]
+fn a_lost_range_is_remembered_across_later_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let now = Utc::now();
+    {
+        let log = EventLog::open(dir.path(), default_retention()).unwrap();
+        log.append("KNYC", "observation", json!({}), now).unwrap();
+    }
+    // A power loss after ids 2..=5000 were reserved (and some issued).
+    fs::write(dir.path().join(NEXT_ID_FILE), "5000\n").unwrap();
+    let second_run = {
+        let log = EventLog::open(dir.path(), default_retention()).unwrap();
+        log.append("KNYC", "observation", json!({}), now).unwrap().id
+    };
+    assert_eq!(second_run, 5001);
+    // Two more restarts: the first run's lost ids must still resync, not replay from 5001 on.
+    for _ in 0..2 {
+        let log = EventLog::open(dir.path(), default_retention()).unwrap();
+        assert!(matches!(log.replay_after("42", &stations(&["KNYC"])), Replay::Expired));
+        assert_eq!(ids(log.replay_after("1", &stations(&["KNYC"]))), vec![5001]);
+        assert_eq!(ids(log.replay_after("5000", &stations(&["KNYC"]))), vec![5001]);
+        assert_eq!(ids(log.replay_after("5001", &stations(&["KNYC"]))), Vec::<u64>::new());
+    }
+}
+
+#[test]
 fn corrupt_reservation_refuses_to_open() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join(NEXT_ID_FILE), "not a number").unwrap();
