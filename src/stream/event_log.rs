@@ -46,9 +46,9 @@
 //! validated, its payload not kept); the frame cache refills with new events.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::collections::{HashMap, VecDeque};
+use std::fs;
+use std::io;
 use std::mem::size_of;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -56,11 +56,19 @@ use std::time::{Duration as StdDuration, Instant};
 
 use bytes::Bytes;
 use chrono::{DateTime, Duration, Utc};
-use serde::{Deserialize, Serialize};
 use tracing::{debug, info, warn};
 
+use self::files::{list_segments, read_reservation, LineHeader, DATA_KEY, NEXT_ID_FILE};
+#[cfg(test)]
+use self::files::{read_line_limited, SEGMENT_PREFIX, SEGMENT_SUFFIX};
+use self::load::Load;
+use self::segments::{ActiveSegment, Segment};
 use super::frame::{encode_raw_frame, iso_timestamp};
-use crate::lake::durable::{self, Access};
+
+mod files;
+mod load;
+mod replay;
+mod segments;
 
 /// Ids reserved per fsync of the `next-id` file.
 pub const ID_BLOCK: u64 = 1024;
@@ -73,11 +81,6 @@ pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 /// Memory the log may use for its index and cached frames unless configured otherwise.
 pub const DEFAULT_MEMORY_BUDGET: usize = 16 * 1024 * 1024;
 
-const NEXT_ID_FILE: &str = "next-id";
-const SEGMENT_PREFIX: &str = "events-";
-const SEGMENT_SUFFIX: &str = ".jsonl";
-/// What introduces the payload, the last field of every line.
-const DATA_KEY: &[u8] = b",\"data\":";
 /// What a cached event costs beyond its frame: the `Event`, its `Arc` counts, its slot in the
 /// cache and the allocator's rounding.
 const CACHED_EVENT_OVERHEAD: usize = size_of::<Event>() + 64;
@@ -341,55 +344,6 @@ struct WriteFault {
     truncate_fails: bool,
 }
 
-#[derive(Debug)]
-struct Segment {
-    seq: u32,
-    path: Arc<Path>,
-    /// Highest id in the segment (0 when none was readable).
-    last_id: u64,
-}
-
-#[derive(Debug)]
-struct ActiveSegment {
-    seq: u32,
-    path: Arc<Path>,
-    file: File,
-    first_at: DateTime<Utc>,
-    last_id: u64,
-    bytes: u64,
-    dirty: bool,
-}
-
-impl ActiveSegment {
-    fn into_closed(self) -> Segment {
-        Segment { seq: self.seq, path: self.path, last_id: self.last_id }
-    }
-}
-
-/// The fixed fields of a stored line; `data` follows them as the last field.
-#[derive(Serialize, Deserialize)]
-struct LineHeader<'a> {
-    id: u64,
-    #[serde(borrow)]
-    station: Cow<'a, str>,
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-    at: DateTime<Utc>,
-}
-
-/// One event of a replay answer, resolved under the lock and read after it.
-enum Slot {
-    Cached(Arc<Event>),
-    Disk { path: Arc<Path>, entry: Entry, station: Arc<str>, name: Arc<str> },
-}
-
-/// A replay answer before any disk read.
-struct Plan {
-    slots: Vec<Slot>,
-    more: bool,
-    on_disk: usize,
-}
-
 impl EventLog {
     /// Opens (creating if needed) the log in `dir`, keeping events younger than `retention`,
     /// with the default memory budget.
@@ -523,111 +477,6 @@ impl EventLog {
         Ok(event)
     }
 
-    /// What a client that last saw `last_id` missed, for its `stations`: everything.
-    ///
-    /// `Unknown` and `Expired` tell the caller to send an explicit resync event instead of
-    /// pretending the replay is complete. May read segment files.
-    pub fn replay_after(&self, last_id: &str, stations: &HashSet<String>) -> Replay {
-        self.replay_page(last_id, stations, usize::MAX)
-    }
-
-    /// Like [`EventLog::replay_after`], but stops once about `max_bytes` of frames are
-    /// gathered (at least one event), with `more` set: a client far behind is served page by
-    /// page instead of holding its whole backlog in memory. May read segment files.
-    pub fn replay_page(&self, last_id: &str, stations: &HashSet<String>, max_bytes: usize) -> Replay {
-        let plan = match self.plan(last_id, stations, max_bytes) {
-            Ok(plan) => plan,
-            Err(answer) => return answer,
-        };
-        match read_slots(plan.slots) {
-            Ok(events) => Replay::Events { events, more: plan.more },
-            Err(e) => {
-                warn!(error = %e, "event log: replay cannot be read back; the client resyncs");
-                Replay::Expired
-            }
-        }
-    }
-
-    /// [`EventLog::replay_page`] when it can be answered from memory alone (no file read,
-    /// so callers on an async worker may use it directly); `None` when the page needs the
-    /// segment files.
-    pub fn replay_page_cached(&self, last_id: &str, stations: &HashSet<String>, max_bytes: usize) -> Option<Replay> {
-        let plan = match self.plan(last_id, stations, max_bytes) {
-            Ok(plan) => plan,
-            Err(answer) => return Some(answer),
-        };
-        if plan.on_disk > 0 {
-            return None;
-        }
-        let events = plan
-            .slots
-            .into_iter()
-            .filter_map(|s| match s {
-                Slot::Cached(e) => Some(e),
-                Slot::Disk { .. } => None,
-            })
-            .collect();
-        Some(Replay::Events { events, more: plan.more })
-    }
-
-    /// Resolves a replay under the lock: cached events as they are, the others as places to
-    /// read once the lock is released (appends never wait for a replay's disk reads).
-    fn plan(&self, last_id: &str, stations: &HashSet<String>, max_bytes: usize) -> std::result::Result<Plan, Replay> {
-        let Ok(last) = last_id.trim().parse::<u64>() else {
-            return Err(Replay::Unknown);
-        };
-        let mut inner = self.lock();
-        inner.prune(Utc::now());
-        if last > inner.last_issued {
-            return Err(Replay::Unknown);
-        }
-        if last < inner.pruned_through {
-            return Err(Replay::Expired);
-        }
-        // `hi` itself is safe: whoever saw the newest id of the old run saw everything before it.
-        if inner.lost.iter().any(|&(lo, hi)| last > lo && last < hi) {
-            return Err(Replay::Expired);
-        }
-        let mut wanted = vec![false; inner.stations.len()];
-        for station in stations {
-            if let Some(i) = inner.stations.get(station) {
-                wanted[i as usize] = true;
-            }
-        }
-        let start = inner.entries.partition_point(|e| e.id <= last);
-        let cached_from = inner.entries.len() - inner.cache.len();
-        let mut plan = Plan { slots: Vec::new(), more: false, on_disk: 0 };
-        let mut bytes = 0usize;
-        for (i, entry) in inner.entries.iter().enumerate().skip(start) {
-            if !wanted[entry.station as usize] {
-                continue;
-            }
-            if bytes >= max_bytes {
-                plan.more = true;
-                break;
-            }
-            if i >= cached_from {
-                let event = &inner.cache[i - cached_from];
-                bytes += event.frame.len();
-                plan.slots.push(Slot::Cached(Arc::clone(event)));
-                continue;
-            }
-            let Some(path) = inner.segment_path(entry.segment) else {
-                warn!(id = entry.id, segment = entry.segment, "event log: indexed segment is gone");
-                return Err(Replay::Expired);
-            };
-            bytes += entry.len as usize;
-            plan.on_disk += 1;
-            plan.slots.push(Slot::Disk {
-                path,
-                entry: *entry,
-                station: inner.stations.resolve(entry.station),
-                name: inner.names.resolve(entry.name),
-            });
-        }
-        Ok(plan)
-    }
-
     /// The highest id issued so far (0 for an empty log): where a fresh client "starts".
     pub fn last_id(&self) -> u64 {
         self.lock().last_issued
@@ -674,134 +523,7 @@ impl Drop for EventLog {
     }
 }
 
-/// What `open` learns while reading the segments.
-#[derive(Default)]
-struct Load {
-    max_id: u64,
-    first_segment_id: Option<u64>,
-    skipped: usize,
-    skipped_segments: usize,
-}
-
 impl Inner {
-    /// Persists a new reservation end before any id of the block is used.
-    fn reserve(&mut self, through: u64) -> Result<()> {
-        let path = self.dir.join(NEXT_ID_FILE);
-        let tmp = self.dir.join(format!("{NEXT_ID_FILE}.tmp"));
-        durable::replace(&path, &tmp, format!("{through}\n").as_bytes(), Access::Default)
-            .map_err(|e| EventLogError::Io { action: e.step, path: e.path, source: e.source })?;
-        self.reserved_through = through;
-        Ok(())
-    }
-
-    /// Appends one line; returns the segment's sequence number and the line's offset in it.
-    fn write_line(&mut self, line: &[u8], id: u64, at: DateTime<Utc>) -> Result<(u32, u64)> {
-        if self.active.as_ref().is_some_and(|a| a.first_at + self.rotate_every <= at || a.bytes >= MAX_SEGMENT_BYTES) {
-            self.close_active()?;
-        }
-        if self.active.is_none() {
-            self.active = Some(self.create_segment(id, at)?);
-        }
-        let Some(active) = self.active.as_mut() else {
-            return Err(EventLogError::Io {
-                action: "create",
-                path: self.dir.clone(),
-                source: io::Error::other("no active segment"),
-            });
-        };
-        let offset = active.bytes;
-        #[cfg(test)]
-        let fault = self.fault.take();
-        #[cfg(test)]
-        let written = match fault {
-            Some(f) => {
-                let _ = active.file.write_all(&line[..f.torn.min(line.len())]);
-                Err(io::Error::other("injected write failure"))
-            }
-            None => active.file.write_all(line),
-        };
-        #[cfg(not(test))]
-        let written = active.file.write_all(line);
-        if let Err(source) = written {
-            // A partial write may have left a torn line. Cut it off, so the segment is as
-            // it was and stays the active one: the id was not issued and the next append
-            // writes a clean line at the same offset.
-            #[cfg(test)]
-            let repaired = match fault {
-                Some(f) if f.truncate_fails => Err(io::Error::other("injected truncate failure")),
-                _ => active.file.set_len(offset),
-            };
-            #[cfg(not(test))]
-            let repaired = active.file.set_len(offset);
-            let path = active.path.to_path_buf();
-            if let Err(e) = repaired {
-                // The torn bytes stay: never append after them again. The segment is retired
-                // (its earlier events stay indexed and expire as usual) and its id is skipped
-                // (never issued: ids are only ordered), so the next segment, named after the
-                // next id, can never reopen this file.
-                warn!(path = %path.display(), error = %e, "event log: cannot cut a torn write; segment retired");
-                if let Some(active) = self.active.take() {
-                    self.closed.push_back(active.into_closed());
-                }
-                self.last_issued = self.last_issued.max(id);
-            }
-            return Err(EventLogError::Io { action: "write", path, source });
-        }
-        active.bytes += line.len() as u64;
-        active.last_id = id;
-        active.dirty = true;
-        Ok((active.seq, offset))
-    }
-
-    fn create_segment(&mut self, first_id: u64, at: DateTime<Utc>) -> Result<ActiveSegment> {
-        let path = self.dir.join(format!("{SEGMENT_PREFIX}{first_id:020}{SEGMENT_SUFFIX}"));
-        let file = OpenOptions::new().create(true).append(true).open(&path).map_err(io_err("create", &path))?;
-        // Offsets are positions in the file: start after whatever a same-named file holds.
-        let bytes = file.metadata().map_err(io_err("stat", &path))?.len();
-        durable::sync_dir(&self.dir).map_err(io_err("fsync", &self.dir))?;
-        debug!(path = %path.display(), "event log: new segment");
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        Ok(ActiveSegment { seq, path: Arc::from(path), file, first_at: at, last_id: 0, bytes, dirty: false })
-    }
-
-    fn close_active(&mut self) -> Result<()> {
-        self.sync()?;
-        if let Some(active) = self.active.take() {
-            self.closed.push_back(active.into_closed());
-        }
-        Ok(())
-    }
-
-    fn sync_if_due(&mut self) {
-        if self.last_sync.elapsed() >= SYNC_INTERVAL {
-            if let Err(e) = self.sync() {
-                warn!(error = %e, "event log: fsync failed (events stay in the page cache)");
-            }
-        }
-    }
-
-    fn sync(&mut self) -> Result<()> {
-        self.last_sync = Instant::now();
-        match self.active.as_mut() {
-            Some(active) if active.dirty => {
-                active.file.sync_data().map_err(io_err("fsync", &active.path))?;
-                active.dirty = false;
-                Ok(())
-            }
-            _ => Ok(()),
-        }
-    }
-
-    /// The path of segment `seq`, if it is still on disk.
-    fn segment_path(&self, seq: u32) -> Option<Arc<Path>> {
-        if let Some(active) = self.active.as_ref().filter(|a| a.seq == seq) {
-            return Some(Arc::clone(&active.path));
-        }
-        let i = self.closed.partition_point(|s| s.seq < seq);
-        self.closed.get(i).filter(|s| s.seq == seq).map(|s| Arc::clone(&s.path))
-    }
-
     /// Memory of the index (its allocation, which is what the process pays).
     fn index_bytes(&self) -> usize {
         self.entries.capacity() * size_of::<Entry>()
@@ -869,208 +591,6 @@ impl Inner {
                 }
             }
         }
-    }
-
-    /// Indexes the readable lines of one segment (payloads are validated, not kept), whose
-    /// ids are at most `through`.
-    ///
-    /// A segment that cannot be read (an I/O error, not a bad line) is skipped with a
-    /// warning rather than refusing to open: the stream must start. Its ids cannot be
-    /// replayed, so they and every id before them leave the retained window (a replay from
-    /// before `through` is [`Replay::Expired`], never a silent gap), and the file is removed
-    /// with them.
-    fn load_segment(&mut self, path: &Path, cutoff_ms: i64, through: u64, load: &mut Load) {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        match self.index_segment(path, seq, cutoff_ms, load) {
-            Ok(last_id) => self.closed.push_back(Segment { seq, path: Arc::from(path), last_id }),
-            Err(e) => {
-                let through = through.max(load.max_id);
-                warn!(error = %e, expired_through = through, "event log: unreadable segment skipped; replays from before it resync");
-                while self.entries.front().is_some_and(|x| x.id <= through) {
-                    self.pop_front_entry();
-                }
-                self.pruned_through = self.pruned_through.max(through);
-                load.max_id = through;
-                load.skipped_segments += 1;
-                self.closed.push_back(Segment { seq, path: Arc::from(path), last_id: through });
-            }
-        }
-    }
-
-    /// [`Inner::load_segment`]'s reading: indexes the lines, returns the highest id.
-    fn index_segment(&mut self, path: &Path, seq: u32, cutoff_ms: i64, load: &mut Load) -> Result<u64> {
-        let file = File::open(path).map_err(io_err("open", path))?;
-        let mut reader = BufReader::with_capacity(256 * 1024, file);
-        let (mut buf, mut head) = (Vec::new(), Vec::new());
-        let (mut offset, mut line_no, mut last_id) = (0u64, 0usize, 0u64);
-        loop {
-            buf.clear();
-            // Bounded: a garbage file without line ends is never read into memory whole.
-            let n = read_line_limited(&mut reader, &mut buf, MAX_EVENT_BYTES + 1).map_err(io_err("read", path))?;
-            if n == 0 {
-                break;
-            }
-            line_no += 1;
-            let line_offset = offset;
-            offset += n;
-            if n > MAX_EVENT_BYTES as u64 {
-                warn!(path = %path.display(), line = line_no, bytes = n, "event log: line longer than an event may be, skipped");
-                load.skipped += 1;
-                continue;
-            }
-            let (id, at, station, name) = match parse_line(&buf, &mut head, true) {
-                Ok((h, _)) if h.id > load.max_id => {
-                    (h.id, h.at, self.stations.intern(&h.station), self.names.intern(&h.name))
-                }
-                Ok((h, _)) => {
-                    warn!(path = %path.display(), line = line_no, id = h.id, "event log: id out of order, skipped");
-                    load.skipped += 1;
-                    continue;
-                }
-                Err(reason) => {
-                    warn!(path = %path.display(), line = line_no, reason, "event log: unreadable line skipped");
-                    load.skipped += 1;
-                    continue;
-                }
-            };
-            load.max_id = id;
-            last_id = id;
-            let at_ms = at.timestamp_millis();
-            if self.entries.is_empty() && at_ms < cutoff_ms {
-                // Already out of the window: never indexed (the same as pruning it at once).
-                self.pruned_through = id;
-                continue;
-            }
-            let entry = Entry { id, at_ms, offset: line_offset, len: n as u32, segment: seq, station, name };
-            self.push(entry, None);
-        }
-        Ok(last_id)
-    }
-}
-
-/// Reads one line (through its `\n`) into `buf`, keeping at most `limit` bytes of it: the
-/// rest of a longer line is consumed and dropped. Returns the bytes consumed (0 at the end).
-fn read_line_limited<R: BufRead>(reader: &mut R, buf: &mut Vec<u8>, limit: usize) -> io::Result<u64> {
-    let mut total = 0u64;
-    loop {
-        let available = match reader.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if available.is_empty() {
-            return Ok(total);
-        }
-        let (chunk, done) = match memchr::memchr(b'\n', available) {
-            Some(i) => (&available[..=i], true),
-            None => (available, false),
-        };
-        let room = limit.saturating_sub(buf.len());
-        buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        let n = chunk.len();
-        reader.consume(n);
-        total += n as u64;
-        if done {
-            return Ok(total);
-        }
-    }
-}
-
-/// Splits a stored line into its header and the raw bytes of its `data` object. `head` is
-/// scratch space the header borrows from. With `validate`, the payload is checked to be one
-/// well-formed JSON object that fits on one SSE line (done once, when the log is opened).
-fn parse_line<'h, 'l>(
-    line: &'l [u8],
-    head: &'h mut Vec<u8>,
-    validate: bool,
-) -> std::result::Result<(LineHeader<'h>, &'l [u8]), String> {
-    if line.len() > MAX_EVENT_BYTES {
-        return Err(format!("line of {} bytes, more than the {MAX_EVENT_BYTES} an event may take", line.len()));
-    }
-    let line = line.strip_suffix(b"\n").ok_or("no line end (a torn write)")?;
-    let body = line.strip_suffix(b"}").ok_or("not a JSON object")?;
-    // Strings are written with their quotes escaped, so the first unescaped `,"data":` is
-    // the key itself; every field before it is a short string or a number.
-    let key = memchr::memmem::find(body, DATA_KEY).ok_or("no data field")?;
-    let data = &body[key + DATA_KEY.len()..];
-    head.clear();
-    head.extend_from_slice(&body[..key]);
-    head.push(b'}');
-    let header: LineHeader<'h> = serde_json::from_slice(head).map_err(|e| format!("header: {e}"))?;
-    if !data.starts_with(b"{") {
-        return Err("data is not a JSON object".into());
-    }
-    if validate {
-        serde_json::from_slice::<serde::de::IgnoredAny>(data).map_err(|e| format!("data: {e}"))?;
-        if memchr::memchr(b'\r', data).is_some() {
-            return Err("data holds a carriage return (it would split the SSE line)".into());
-        }
-    }
-    Ok((header, data))
-}
-
-/// Turns a replay plan into events, reading the lines that are not cached.
-fn read_slots(slots: Vec<Slot>) -> Result<Vec<Arc<Event>>> {
-    let mut events = Vec::with_capacity(slots.len());
-    let mut open: Option<(Arc<Path>, File)> = None;
-    let (mut buf, mut head) = (Vec::new(), Vec::new());
-    for slot in slots {
-        let (path, entry, station, name) = match slot {
-            Slot::Cached(event) => {
-                events.push(event);
-                continue;
-            }
-            Slot::Disk { path, entry, station, name } => (path, entry, station, name),
-        };
-        let mut file = match open.take() {
-            Some((p, f)) if Arc::ptr_eq(&p, &path) => f,
-            _ => File::open(&path).map_err(io_err("open", &path))?,
-        };
-        buf.resize(entry.len as usize, 0);
-        file.seek(SeekFrom::Start(entry.offset)).map_err(io_err("seek", &path))?;
-        file.read_exact(&mut buf).map_err(io_err("read", &path))?;
-        let corrupt =
-            |reason: String| EventLogError::Corrupt { path: path.to_path_buf(), offset: entry.offset, reason };
-        let (header, data) = parse_line(&buf, &mut head, false).map_err(corrupt)?;
-        if header.id != entry.id {
-            return Err(corrupt(format!("event {} where the index has {}", header.id, entry.id)));
-        }
-        let frame = encode_raw_frame(&name, Some(entry.id), data);
-        events.push(Arc::new(Event { id: entry.id, station, name, at: header.at, frame }));
-        open = Some((path, file));
-    }
-    Ok(events)
-}
-
-/// Segment files in `dir`, sorted by first id; other files are ignored.
-fn list_segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
-    let mut segments = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io_err("list", dir))? {
-        let entry = entry.map_err(io_err("list", dir))?;
-        let name = entry.file_name();
-        let Some(first_id) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(SEGMENT_PREFIX))
-            .and_then(|n| n.strip_suffix(SEGMENT_SUFFIX))
-            .and_then(|n| n.parse::<u64>().ok())
-        else {
-            continue;
-        };
-        segments.push((first_id, entry.path()));
-    }
-    segments.sort();
-    Ok(segments)
-}
-
-fn read_reservation(path: &Path) -> Result<u64> {
-    match fs::read_to_string(path) {
-        Ok(text) => text.trim().parse::<u64>().map_err(|_| EventLogError::BadReservation {
-            path: path.to_path_buf(),
-            found: text.chars().take(40).collect(),
-        }),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(0),
-        Err(source) => Err(EventLogError::Io { action: "read", path: path.to_path_buf(), source }),
     }
 }
 

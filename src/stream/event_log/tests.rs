@@ -1,5 +1,9 @@
 //! Tests of the event log: ids, replay, retention, memory budget, torn writes.
 
+use std::collections::HashSet;
+use std::fs::OpenOptions;
+use std::io::{BufReader, Write};
+
 use super::*;
 use serde_json::json;
 
