@@ -10,6 +10,7 @@
 //! Sources so far: `awc_metar` (aviationweather.gov METAR JSON).
 
 pub mod awc_metar;
+pub mod backfill;
 pub mod backoff;
 pub mod breaker;
 pub mod config;
@@ -17,6 +18,7 @@ pub mod http;
 pub mod runner;
 pub mod sink;
 pub mod source;
+pub mod status;
 
 pub use config::FeedsConfig;
 pub use runner::{Feeds, SourceStatus};
