@@ -24,6 +24,15 @@ pub use super::status::{LastPoll, SourceStatus};
 use super::status::{StatusFile, StatusSnapshot};
 use crate::clock::{Clock, SystemClock};
 
+/// A source named on the command line that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SelectError {
+    #[error("[sources.{name}]: {reason}")]
+    Source { name: String, reason: String },
+    #[error(transparent)]
+    Feed(#[from] FeedError),
+}
+
 /// The feeds of one process.
 pub struct Feeds {
     sources: Vec<Arc<dyn Source>>,
@@ -54,9 +63,9 @@ impl Feeds {
 
     /// The archive of source `name` for `wxlake feeds backfill`, configured by `cfg` (the
     /// source's table must be present; `enabled = false` does not matter for a backfill).
-    pub fn archive(cfg: &FeedsConfig, name: &str) -> Result<Arc<dyn Archive>, FeedError> {
-        let missing = |reason: String| FeedError::Malformed { url: format!("[sources.{name}]"), reason };
-        let client = || HttpClient::new(cfg.client.clone()).map(Arc::new);
+    pub fn archive(cfg: &FeedsConfig, name: &str) -> Result<Arc<dyn Archive>, SelectError> {
+        let missing = |reason: String| SelectError::Source { name: name.to_string(), reason };
+        let client = || HttpClient::new(cfg.client.clone()).map(Arc::new).map_err(FeedError::from);
         match name {
             super::config::AWC_METAR => match cfg.awc_metar.as_ref() {
                 Some(awc) => Ok(Arc::new(AwcMetar::new(awc.clone(), client()?)?)),
@@ -103,13 +112,13 @@ impl Feeds {
 
     /// Only the sources named in `names` (all when empty); an unknown or unconfigured name
     /// is an error naming the configured ones.
-    pub fn select(mut self, names: &[String]) -> Result<Self, FeedError> {
+    pub fn select(mut self, names: &[String]) -> Result<Self, SelectError> {
         if names.is_empty() {
             return Ok(self);
         }
         if let Some(bad) = names.iter().find(|n| !self.sources.iter().any(|s| s.name() == n.as_str())) {
-            return Err(FeedError::Malformed {
-                url: format!("[sources.{bad}]"),
+            return Err(SelectError::Source {
+                name: bad.clone(),
                 reason: format!("not an enabled source of the config file; enabled: {}", self.names().join(", ")),
             });
         }

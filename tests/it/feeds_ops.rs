@@ -309,3 +309,67 @@ async fn a_backfill_killed_halfway_resumes_and_stores_each_row_once() {
     };
     assert_eq!((col(0), col(1)), (expected.to_string(), expected.to_string()));
 }
+
+/// `feeds run --once` is cron-friendly (one summary line per source, exit 1 when a request
+/// failed, the polled reports in the lake); `feeds list` reads back what it recorded; a
+/// source without an archive is refused by `feeds backfill` with a precise message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn feeds_run_once_then_list_and_backfill_refusals() {
+    use std::process::Command;
+
+    let clock = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2025, 12, 6, 4, 5, 0).unwrap()));
+    let fixture = Fixture::new(Some(Arc::clone(&clock)));
+    let base = fixture_server(Arc::clone(&fixture)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let config = dir.path().join("wxlake.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "lake = \"file://{}\"\n[sources]\ncontact = \"cron@example.com\"\nattempts = 1\n\
+             [sources.awc_metar]\nbase_url = \"{base}\"\nstations = [\"WSSS\"]\n",
+            lake.display()
+        ),
+    )
+    .unwrap();
+    let feeds = move |args: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_wxlake"));
+        c.args(["--config", config.to_str().unwrap(), "feeds"]).args(args).env_remove("WXLAKE_LAKE");
+        c.env_remove("WXLAKE_STATE_DIR");
+        c
+    };
+    let run = |args: &'static [&'static str]| {
+        let mut c = feeds(args);
+        async move { tokio::task::spawn_blocking(move || c.output().unwrap()).await.unwrap() }
+    };
+
+    let o = run(&["list"]).await;
+    assert!(o.status.success(), "{}", support::stderr(&o));
+    assert!(support::stdout(&o).lines().nth(1).unwrap().contains("not polled yet"), "{}", support::stdout(&o));
+
+    let o = run(&["run", "--once"]).await;
+    assert!(o.status.success(), "{}", support::stderr(&o));
+    assert_eq!(support::stdout(&o).lines().collect::<Vec<_>>(), ["awc_metar: 1 request(s): 4 accepted, 0 rejected, 0 not modified, 0 empty"]);
+    let l = support::wxlake(&lake, &["sql", "SELECT count(*) AS n FROM observations", "--format", "csv"]);
+    assert_eq!(support::stdout(&l), "n\n4\n", "{}", support::stderr(&l));
+
+    fixture.down.store(true, Ordering::SeqCst);
+    let o = run(&["run", "--once", "awc_metar"]).await;
+    assert_eq!(o.status.code(), Some(1), "a failed request fails the run: {}", support::stderr(&o));
+    assert!(support::stdout(&o).contains("1 failed, first: "), "{}", support::stdout(&o));
+
+    let o = run(&["list"]).await;
+    let out = support::stdout(&o);
+    let row: Vec<&str> = out.lines().nth(1).unwrap().split('\t').collect();
+    assert_eq!((row[0], row[6], row[7], row[8]), ("awc_metar", "1", "1", "0"), "{out}");
+    assert!(row[9].starts_with("FAILED: server_error"), "{out}");
+    assert!(support::stderr(&o).contains("by feeds run --once"), "{}", support::stderr(&o));
+
+    let o = run(&["run", "--once", "iem_asos"]).await;
+    assert!(!o.status.success());
+    assert!(support::stderr(&o).contains("[sources.iem_asos]: not an enabled source"), "{}", support::stderr(&o));
+    let o = run(&["backfill", "nws_cli", "--from", "2025-12-06", "--to", "2025-12-06"]).await;
+    assert!(support::stderr(&o).contains("[sources.nws_cli]: "), "{}", support::stderr(&o));
+    let o = run(&["backfill", "awc_metar", "--from", "2025-12-06", "--to", "2025-12-05"]).await;
+    assert_eq!(o.status.code(), Some(2), "{}", support::stderr(&o));
+}
