@@ -34,17 +34,29 @@ use crate::support;
 
 const WSSS_CSV: &str = include_str!("../../data/real/metar/WSSS_2025-12-05_2026-01-18_scraped.csv");
 
-/// The real WSSS reports: (observation time, raw text).
+/// The real WSSS reports: (observation time, raw text), each once. The file's `Datetime`
+/// is when the report was scraped (up to hours later, and one report was scraped twice);
+/// AWC's `obsTime` is the observation time, the report's `DDHHMMZ` group read in the
+/// days before the scrape.
 fn wsss() -> Vec<(DateTime<Utc>, String)> {
-    WSSS_CSV
+    let mut out: Vec<(DateTime<Utc>, String)> = WSSS_CSV
         .lines()
         .skip(1)
         .filter_map(|l| {
             let (t, raw) = l.split_once(',')?;
-            let t = NaiveDateTime::parse_from_str(t, "%Y-%m-%d %H:%M UTC").ok()?.and_utc();
-            Some((t, raw.trim().to_string()))
+            let scraped = NaiveDateTime::parse_from_str(t, "%Y-%m-%d %H:%M UTC").ok()?.and_utc();
+            let group = raw.split_whitespace().nth(2)?;
+            let (day, hour, minute) = (group[..2].parse().ok()?, group[2..4].parse().ok()?, group[4..6].parse().ok()?);
+            let observed = (0..4).map(|k| scraped - chrono::Duration::days(k)).find_map(|d| {
+                let d = d.date_naive();
+                (chrono::Datelike::day(&d) == day).then(|| d.and_hms_opt(hour, minute, 0)).flatten()
+            })?;
+            Some((observed.and_utc(), raw.trim().to_string()))
         })
-        .collect()
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The fixture AWC server's state.
@@ -275,7 +287,8 @@ async fn a_backfill_killed_halfway_resumes_and_stores_each_row_once() {
 
     // The rerun fetches only the days not recorded, then runs the derived jobs.
     fixture.delay_ms.store(0, Ordering::SeqCst);
-    let o = tokio::task::spawn_blocking(move || backfill(&[]).output().unwrap()).await.unwrap();
+    let mut rerun = backfill(&[]);
+    let o = tokio::task::spawn_blocking(move || rerun.output().unwrap()).await.unwrap();
     let err = support::stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(err.contains(&format!("{done_before} done before")), "{err}");
