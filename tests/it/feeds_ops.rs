@@ -46,7 +46,8 @@ fn wsss() -> Vec<(DateTime<Utc>, String)> {
             let (t, raw) = l.split_once(',')?;
             let scraped = NaiveDateTime::parse_from_str(t, "%Y-%m-%d %H:%M UTC").ok()?.and_utc();
             let group = raw.split_whitespace().nth(2)?;
-            let (day, hour, minute) = (group[..2].parse().ok()?, group[2..4].parse().ok()?, group[4..6].parse().ok()?);
+            let (day, hour, minute): (u32, u32, u32) =
+                (group[..2].parse().ok()?, group[2..4].parse().ok()?, group[4..6].parse().ok()?);
             let observed = (0..4).map(|k| scraped - chrono::Duration::days(k)).find_map(|d| {
                 let d = d.date_naive();
                 (chrono::Datelike::day(&d) == day).then(|| d.and_hms_opt(hour, minute, 0)).flatten()
