@@ -51,7 +51,8 @@ pub async fn handler(State(state): State<AppState>, Extension(caller): Extension
 pub fn encode(h: &Health) -> Result<String, std::fmt::Error> {
     let counter = Family::<Labels, Counter>::default;
     let gauge = Family::<Labels, Gauge>::default;
-    let (requests, polls, failed, bytes, rows, errors) = (counter(), counter(), counter(), counter(), counter(), counter());
+    let (requests, polls, failed, bytes, rows, errors) =
+        (counter(), counter(), counter(), counter(), counter(), counter());
     let (late, age, down, cadence) = (gauge(), gauge(), gauge(), gauge());
     let last_success = Family::<Labels, Gauge<f64, AtomicU64>>::default();
     let last_error = Family::<Labels, Gauge<f64, AtomicU64>>::default();

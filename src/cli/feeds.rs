@@ -106,7 +106,10 @@ async fn run_feeds(lake: Lake, dir: &Path, cfg: &FeedsConfig, a: RunArgs) -> any
         .with_clock(clock)
         .with_status_file(StatusFile::in_state_dir(dir), writer);
     if feeds.is_empty() {
-        anyhow::bail!("no enabled source: add a [sources.NAME] table to the --config file (known: {})", SOURCES.join(", "));
+        anyhow::bail!(
+            "no enabled source: add a [sources.NAME] table to the --config file (known: {})",
+            SOURCES.join(", ")
+        );
     }
     let mut failed = false;
     if a.once {
@@ -129,7 +132,9 @@ fn list(dir: &Path, cfg: &FeedsConfig) -> anyhow::Result<ExitCode> {
     let configured = Feeds::from_config(cfg, Arc::new(wxlake::feeds::RecordingSink::new()))?;
     let now = chrono::Utc::now();
     let known: Vec<SourceStatus> = snapshot.as_ref().map(|s| s.sources.clone()).unwrap_or_default();
-    let mut out = String::from("source\tinterval_s\tnext_poll\tlast_poll\tlast_success\tlate\tpolls\tfailed\trows\tlast_outcome\n");
+    let mut out = String::from(
+        "source\tinterval_s\tnext_poll\tlast_poll\tlast_success\tlate\tpolls\tfailed\trows\tlast_outcome\n",
+    );
     let mut names = configured.names();
     names.extend(known.iter().map(|s| s.name.clone()).filter(|n| !configured.names().contains(n)));
     for name in &names {

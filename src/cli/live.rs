@@ -24,7 +24,12 @@ pub fn feeds_config(config: Option<&Path>) -> anyhow::Result<FeedsConfig> {
 /// Opens the live service on `dir` (replaying its WAL), flushes it to the lake every
 /// `flush_secs` in the background, and schedules the derived jobs (cron and on new data).
 /// The caller holds the state directory's `serve.lock`.
-pub async fn start_live(lake: Lake, dir: &Path, flush_secs: u64, clock: Arc<dyn Clock>) -> anyhow::Result<Arc<LiveService>> {
+pub async fn start_live(
+    lake: Lake,
+    dir: &Path,
+    flush_secs: u64,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<Arc<LiveService>> {
     // The error's text already carries its cause: print it once.
     let live = Arc::new(LiveService::open(lake, dir, clock).await.map_err(|e| anyhow::anyhow!("{e}"))?);
     live.spawn_background(Duration::from_secs(flush_secs.max(1)));

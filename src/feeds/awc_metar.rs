@@ -241,7 +241,15 @@ mod tests {
         let d = |day| chrono::NaiveDate::from_ymd_opt(2026, 9, day).unwrap();
         let units = Archive::units(&awc, d(1), d(2), &[]);
         let ids: Vec<String> = units.iter().map(ArchiveUnit::id).collect();
-        assert_eq!(ids, ["KNYC/2026-09-01/2026-09-01", "KMDW/2026-09-01/2026-09-01", "KNYC/2026-09-02/2026-09-02", "KMDW/2026-09-02/2026-09-02"]);
+        assert_eq!(
+            ids,
+            [
+                "KNYC/2026-09-01/2026-09-01",
+                "KMDW/2026-09-01/2026-09-01",
+                "KNYC/2026-09-02/2026-09-02",
+                "KMDW/2026-09-02/2026-09-02"
+            ]
+        );
         assert_eq!(Archive::units(&awc, d(3), d(3), &["KAUS".to_string()]).len(), 1);
         assert!(Archive::units(&awc, d(3), d(2), &[]).is_empty());
         assert_eq!(

@@ -80,10 +80,8 @@ impl Feeds {
     pub fn new(sources: Vec<Arc<dyn Source>>, sink: Arc<dyn FeedSink>) -> Self {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let since = clock.now();
-        let status = sources
-            .iter()
-            .map(|s| (s.name().to_string(), SourceStatus::new(s.name(), s.interval(), since)))
-            .collect();
+        let status =
+            sources.iter().map(|s| (s.name().to_string(), SourceStatus::new(s.name(), s.interval(), since))).collect();
         Feeds { sources, sink, status: Mutex::new(status), clock, status_file: None }
     }
 

@@ -234,7 +234,8 @@ async fn a_source_down_for_an_hour_then_back_leaves_no_gap_and_data_quality_foll
     assert_eq!(v["down_stations"], serde_json::json!([]));
 
     live.flush().await.unwrap();
-    let published = fixture.reports.iter().filter(|(t, _)| *t > t0 - chrono::Duration::hours(2) && *t <= clock.now()).count();
+    let published =
+        fixture.reports.iter().filter(|(t, _)| *t > t0 - chrono::Duration::hours(2) && *t <= clock.now()).count();
     assert_eq!(published, 6, "02:30 to 05:00, half-hourly");
     let q = "SELECT count(*) FROM observations WHERE station_code = 'WSSS'";
     assert_eq!(support::scalar(&lake, q).await, published.to_string(), "every published report, once");
@@ -300,7 +301,8 @@ async fn a_backfill_killed_halfway_resumes_and_stores_each_row_once() {
     let refetched: Vec<&(String, Option<String>)> = seen[first_run..]
         .iter()
         .filter(|(_, date)| {
-            let d = NaiveDate::parse_from_str(&date.clone().unwrap()[..8], "%Y%m%d").unwrap() - chrono::Duration::days(1);
+            let d =
+                NaiveDate::parse_from_str(&date.clone().unwrap()[..8], "%Y%m%d").unwrap() - chrono::Duration::days(1);
             recorded[..done_before].contains(&format!("WSSS/{d}/{d}"))
         })
         .collect();
@@ -363,7 +365,10 @@ async fn feeds_run_once_then_list_and_backfill_refusals() {
 
     let o = run(&["run", "--once"]).await;
     assert!(o.status.success(), "{}", support::stderr(&o));
-    assert_eq!(support::stdout(&o).lines().collect::<Vec<_>>(), ["awc_metar: 1 request(s): 4 accepted, 0 rejected, 0 not modified, 0 empty"]);
+    assert_eq!(
+        support::stdout(&o).lines().collect::<Vec<_>>(),
+        ["awc_metar: 1 request(s): 4 accepted, 0 rejected, 0 not modified, 0 empty"]
+    );
     let l = support::wxlake(&lake, &["sql", "SELECT count(*) AS n FROM observations", "--format", "csv"]);
     assert_eq!(support::stdout(&l), "n\n4\n", "{}", support::stderr(&l));
 
