@@ -392,3 +392,59 @@ async fn feeds_run_once_then_list_and_backfill_refusals() {
     let o = run(&["backfill", "awc_metar", "--from", "2025-12-06", "--to", "2025-12-05"]).await;
     assert_eq!(o.status.code(), Some(2), "{}", support::stderr(&o));
 }
+
+/// `feeds run` without `--once` polls on its interval, writes the status file after each
+/// poll, and on SIGTERM stops polling and flushes what it stored to the lake.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn feeds_run_polls_until_sigterm_then_flushes() {
+    use std::process::{Command, Stdio};
+
+    let clock = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2025, 12, 6, 4, 5, 0).unwrap()));
+    let fixture = Fixture::new(Some(Arc::clone(&clock)));
+    let base = fixture_server(Arc::clone(&fixture)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (lake, state) = (dir.path().join("lake"), dir.path().join("state"));
+    let config = dir.path().join("wxlake.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "lake = \"file://{}\"\n[sources]\ncontact = \"run@example.com\"\n\
+             [sources.awc_metar]\nbase_url = \"{base}\"\nstations = [\"WSSS\"]\ninterval_secs = 0.5\n",
+            lake.display()
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wxlake"))
+        .args(["--config", config.to_str().unwrap(), "feeds", "run", "--flush-secs", "3600"])
+        .args(["--state-dir", state.to_str().unwrap()])
+        .env_remove("WXLAKE_LAKE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status_file = state.join("feeds/status.json");
+    let polls = || -> u64 {
+        let Ok(text) = std::fs::read_to_string(&status_file) else { return 0 };
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["sources"][0]["polls"].as_u64().unwrap_or(0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while polls() < 3 {
+        assert!(Instant::now() < deadline, "feeds run did not poll three times");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // SAFETY: signalling our own child process.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap()).await.unwrap();
+    let err = support::stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("flushing the WAL to the lake"), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&status_file).unwrap()).unwrap();
+    assert_eq!(v["writer"], "feeds run");
+    assert!(v["sources"][0]["next_poll"].is_null(), "stopped: no next poll");
+    let requests = fixture.seen().len();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(fixture.seen().len(), requests, "no request after the stop");
+    let l = support::wxlake(&lake, &["sql", "SELECT count(*) AS n FROM observations", "--format", "csv"]);
+    assert_eq!(support::stdout(&l), "n\n4\n", "every poll's reports, stored once: {}", support::stderr(&l));
+}
