@@ -100,3 +100,62 @@ pub fn encode(h: &Health) -> Result<String, std::fmt::Error> {
     prometheus_client::encoding::text::encode(&mut out, &r)?;
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::health::StationHealth;
+    use crate::feeds::status::LastError;
+    use crate::feeds::SourceStatus;
+
+    #[test]
+    fn the_exposition_names_each_source_and_station_with_its_figures() {
+        let t = |s: &str| s.parse::<chrono::DateTime<chrono::Utc>>().unwrap();
+        let mut src = SourceStatus::new("awc_metar", std::time::Duration::from_secs(60), t("2026-09-25T06:00:00Z"));
+        src.requests = 12;
+        src.bytes = 3400;
+        src.rows_stored = 9;
+        src.polls = 6;
+        src.failed_polls = 2;
+        src.errors.insert("timeout".into(), 2);
+        src.last_success = Some(t("2026-09-25T06:04:00.5Z"));
+        src.last_error =
+            Some(LastError { at: t("2026-09-25T06:05:00Z"), kind: "timeout".into(), message: "no answer".into() });
+        src.late = true;
+        let station = |code: &str, age: Option<i64>, down| StationHealth {
+            station: code.into(),
+            newest_utc: age.map(|a| t("2026-09-25T06:10:00Z") - chrono::Duration::seconds(a)),
+            age_secs: age,
+            cadence_secs: age.map(|_| 3600),
+            down,
+        };
+        let h = Health {
+            time: t("2026-09-25T06:10:00Z"),
+            late_sources: vec!["awc_metar".into()],
+            down_stations: vec!["KMDW".into()],
+            pending_wal_inputs: 0,
+            sources: vec![src],
+            stations: vec![
+                station("KNYC", Some(600), false),
+                station("KMDW", Some(9000), true),
+                station("EGLL", None, false),
+            ],
+        };
+        let text = encode(&h).unwrap();
+        for line in [
+            "# TYPE wxlake_feed_requests counter",
+            "wxlake_feed_requests_total{source=\"awc_metar\"} 12",
+            "wxlake_feed_errors_total{source=\"awc_metar\",kind=\"timeout\"} 2",
+            "wxlake_feed_bytes_total{source=\"awc_metar\"} 3400",
+            "wxlake_feed_last_success_timestamp_seconds{source=\"awc_metar\"} 1790316240.5",
+            "wxlake_feed_late{source=\"awc_metar\"} 1",
+            "wxlake_station_observation_age_seconds{station=\"KMDW\"} 9000",
+            "wxlake_station_down{station=\"KMDW\"} 1",
+            "wxlake_station_down{station=\"EGLL\"} 0",
+            "# EOF",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing from\n{text}");
+        }
+        assert!(!text.contains("age_seconds{station=\"EGLL\"}"), "no age without a reading");
+    }
+}

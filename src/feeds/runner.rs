@@ -140,6 +140,10 @@ impl Feeds {
     /// never fatal: the feeds matter more than their report.
     fn persist(&self) {
         let Some((file, writer)) = &self.status_file else { return };
+        if self.sources.is_empty() {
+            // A `serve` without feeds leaves no status behind.
+            return;
+        }
         let snapshot = StatusSnapshot {
             writer: writer.clone(),
             pid: std::process::id(),
