@@ -100,10 +100,15 @@ pub fn require_premium(caller: &Caller) -> Result<(), ApiError> {
 
 /// 403 unless the key may POST ingest.
 pub fn require_admin(caller: &Caller) -> Result<(), ApiError> {
+    require_admin_for(caller, "ingest")
+}
+
+/// 403 unless the key is an admin key; `what` names the endpoint in the message.
+pub fn require_admin_for(caller: &Caller, what: &str) -> Result<(), ApiError> {
     if caller.0.admin {
         Ok(())
     } else {
-        Err(ApiError::forbidden("ingest requires an admin key (wxlake keys create --admin)"))
+        Err(ApiError::forbidden(format!("{what} requires an admin key (wxlake keys create --admin)")))
     }
 }
 

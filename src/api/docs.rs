@@ -42,6 +42,8 @@ use super::schemas::param;
         super::v1::observations::handler,
         super::v1::forecasts::handler,
         super::ingest::handler,
+        super::v2::status::handler,
+        super::metrics::handler,
     ),
     // Parameter types are not collected from `params(...)`: listed here so their $refs resolve.
     components(schemas(
@@ -55,6 +57,7 @@ use super::schemas::param;
         (name = "observations", description = "Latest observation, trading-day extremes, history"),
         (name = "forecasts", description = "Model forecasts: raw rows, runs, daily summaries; NWS hourly forecast versions"),
         (name = "ingest", description = "Live ingest (admin keys)"),
+        (name = "operations", description = "Feeds and stations health (admin keys): JSON status, Prometheus metrics"),
         (name = "stream", description = "Push stream (HTTPS, its own listener)"),
         (name = "analytics", description = "Developer and Enterprise: model accuracy; beta: nearby stations, pacing"),
         (name = "v1", description = "Legacy v1 interface"),

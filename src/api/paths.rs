@@ -15,6 +15,9 @@ pub const V2_NEARBY: &str = "/api/v2/nearby.php";
 pub const V2_PACING: &str = "/api/v2/pacing.php";
 pub const V2_INGEST: &str = "/api/v2/ingest/{format}";
 pub const V2_STREAM: &str = "/api/v2/stream";
+pub const V2_STATUS: &str = "/api/v2/status";
+/// Prometheus text exposition of the same figures as [`V2_STATUS`].
+pub const METRICS: &str = "/metrics";
 
 pub const V1_OBSERVATIONS: &str = "/api/v1/observations.php";
 pub const V1_FORECASTS: &str = "/api/v1/forecasts.php";

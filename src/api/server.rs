@@ -13,7 +13,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
 use super::error::ApiError;
-use super::{auth, docs, ingest, paths, v1, v2, AppState};
+use super::{auth, docs, ingest, metrics, paths, v1, v2, AppState};
 
 /// The whole application router.
 pub fn router(state: AppState) -> Router {
@@ -29,6 +29,8 @@ pub fn router(state: AppState) -> Router {
         .route(paths::V2_PACING, get(v2::pacing::handler))
         .route(paths::V2_MODEL_ACCURACY, get(v2::model_accuracy::handler))
         .route(paths::V2_INGEST, post(ingest::handler).layer(DefaultBodyLimit::max(ingest::MAX_BODY_BYTES)))
+        .route(paths::V2_STATUS, get(v2::status::handler))
+        .route(paths::METRICS, get(metrics::handler))
         .route_layer(middleware::from_fn_with_state(state.clone(), auth::authenticate));
     Router::new()
         .merge(api)

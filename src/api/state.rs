@@ -10,6 +10,7 @@ use super::keys::KeyStore;
 use super::latest_cache::LatestCache;
 use super::limits::RateLimiter;
 use crate::clock::Clock;
+use crate::feeds::Feeds;
 use crate::write::LiveService;
 
 /// Everything a handler needs, cheap to clone.
@@ -31,6 +32,9 @@ pub struct AppInner {
     /// Where the HTTPS push stream listens, once it does (unset: the stream is not
     /// enabled). The REST port names it to clients that ask it for the stream.
     stream_addr: OnceLock<SocketAddr>,
+    /// The live feeds this process runs, once started (unset: none; the status endpoint
+    /// and /metrics then show stations only).
+    feeds: OnceLock<Arc<Feeds>>,
 }
 
 impl std::ops::Deref for AppState {
@@ -51,7 +55,16 @@ impl AppState {
             forecasts: Default::default(),
             latest: Default::default(),
             stream_addr: OnceLock::new(),
+            feeds: OnceLock::new(),
         }))
+    }
+    /// Records the feeds this process runs (once; later calls are ignored).
+    pub fn set_feeds(&self, feeds: Arc<Feeds>) {
+        let _ = self.feeds.set(feeds);
+    }
+    /// The feeds this process runs, if any.
+    pub fn feeds(&self) -> Option<&Arc<Feeds>> {
+        self.feeds.get()
     }
     /// Records the push stream's listening address (once; later calls are ignored).
     pub fn set_stream_addr(&self, addr: SocketAddr) {

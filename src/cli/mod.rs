@@ -3,10 +3,13 @@
 mod compact;
 pub mod config;
 mod demo;
+mod feeds;
 mod ingest;
 mod jobs;
 mod keys;
+mod live;
 mod serve;
+mod shutdown;
 mod sql;
 mod sql_output;
 
@@ -51,6 +54,8 @@ pub enum Command {
     Jobs(jobs::JobsArgs),
     /// Serve the REST API.
     Serve(serve::ServeArgs),
+    /// Run the live feeds without the API, list them, or backfill a source's archive.
+    Feeds(feeds::FeedsArgs),
 }
 
 /// Logs go to stderr; `RUST_LOG` wins over `-v`.
@@ -76,5 +81,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Keys(a) => keys::run(open().await?, a).await,
         Command::Serve(a) => serve::run(open().await?, a, cli.config.as_deref()).await,
         Command::Jobs(a) => jobs::run(open().await?, a).await,
+        Command::Feeds(a) => feeds::run(open().await?, a, cli.config.as_deref()).await,
     }
 }

@@ -10,14 +10,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::Args;
 use wxlake::api::keys::{KeyStore, Tier};
 use wxlake::api::limits::RateLimiter;
 use wxlake::api::{server, AppState};
 use wxlake::clock::{Clock, SystemClock};
 use wxlake::demo::LiveFeed;
-use wxlake::feeds::{Feeds, FeedsConfig};
+use wxlake::feeds::status::StatusFile;
+use wxlake::feeds::Feeds;
 use wxlake::ingest::{Format, IngestOptions};
 use wxlake::lake::Lake;
 use wxlake::stream::{self, Hub, StreamState};
@@ -25,6 +25,8 @@ use wxlake::write::LiveService;
 
 use super::demo::DemoArgs;
 use super::keys::state_dir;
+use super::live::{feeds_config, start_live};
+use super::shutdown::Shutdown;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -82,13 +84,8 @@ pub async fn run(lake: Lake, a: ServeArgs, config: Option<&Path>) -> anyhow::Res
     if a.demo {
         print_demo_keys(&keys)?;
     }
-    // The error's text already carries its cause: print it once.
-    let live = Arc::new(LiveService::open(lake, &dir, Arc::clone(&clock)).await.map_err(|e| anyhow::anyhow!("{e}"))?);
-    live.spawn_background(Duration::from_secs(a.flush_secs.max(1)));
-    // Derived tables: scheduled (cron) and on-new-data job runs.
-    let specs = wxlake::jobs::embedded_specs()?;
-    wxlake::jobs::spawn_scheduler(live.lake.clone(), specs, live.subscribe_new_data());
-    let state = AppState::new(keys, RateLimiter::new(Arc::clone(&clock)), Arc::clone(&live), clock);
+    let live = start_live(lake, &dir, a.flush_secs, Arc::clone(&clock)).await?;
+    let state = AppState::new(keys, RateLimiter::new(Arc::clone(&clock)), Arc::clone(&live), Arc::clone(&clock));
     let stream_addr = a.stream_addr.clone().or_else(|| a.demo.then(|| "127.0.0.1:8443".to_string()));
     let stream = match stream_addr {
         Some(addr) => Some(start_stream(&a, &dir, &addr, &state, &live, &shutdown).await?),
@@ -98,10 +95,14 @@ pub async fn run(lake: Lake, a: ServeArgs, config: Option<&Path>) -> anyhow::Res
     if a.demo {
         spawn_demo_feed(Arc::clone(&live));
     }
-    let feeds = Feeds::from_config(&feeds_config, Arc::new(Arc::clone(&live)))?;
+    let feeds = Feeds::from_config(&feeds_config, Arc::new(Arc::clone(&live)))?
+        .with_clock(Arc::clone(&clock))
+        .with_status_file(StatusFile::in_state_dir(&dir), "serve");
     if !feeds.is_empty() {
         eprintln!("feeds: polling {feeds:?}");
-        tokio::spawn(Arc::new(feeds).run(shutdown.wait()));
+        let feeds = Arc::new(feeds);
+        state.set_feeds(Arc::clone(&feeds));
+        tokio::spawn(feeds.run(shutdown.wait()));
     }
     let listener = tokio::net::TcpListener::bind(&a.addr).await?;
     eprintln!("wxlake listening on http://{} (docs: /docs, OpenAPI: /openapi.json)", listener.local_addr()?);
@@ -118,14 +119,6 @@ pub async fn run(lake: Lake, a: ServeArgs, config: Option<&Path>) -> anyhow::Res
     eprintln!("shutting down: flushing the WAL to the lake");
     live.flush().await?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// The `[sources]` table of the `--config` file: the live feeds to run (none without it).
-/// Read before anything starts, so a wrong setting stops `serve` at once.
-fn feeds_config(config: Option<&Path>) -> anyhow::Result<FeedsConfig> {
-    let Some(path) = config else { return Ok(FeedsConfig::default()) };
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
-    FeedsConfig::from_file_text(&text).with_context(|| format!("config {}", path.display()))
 }
 
 /// The running push stream, for its orderly stop.
@@ -178,7 +171,7 @@ const SERVE_LOCK_WAIT: Duration = Duration::from_millis(500);
 
 /// Takes `<dir>/serve.lock` exclusively (waiting up to 0.5 s), or says who holds the
 /// state. The file records the holder's pid for that message.
-fn take_serve_lock(dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
+pub(super) fn take_serve_lock(dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
     use std::io::{Read, Seek, Write};
     let path = dir.join(SERVE_LOCK);
     let mut file = std::fs::OpenOptions::new()
@@ -258,47 +251,4 @@ fn spawn_demo_feed(live: Arc<LiveService>) {
             }
         }
     });
-}
-
-/// The server's one shutdown: SIGINT or SIGTERM, seen by every listener.
-#[derive(Clone)]
-struct Shutdown(tokio::sync::watch::Receiver<bool>);
-
-impl Shutdown {
-    /// Registers the signal handlers now, not when a listener first polls them: a signal
-    /// that arrives before the servers run must still stop them gracefully, not kill the
-    /// process (the default action) or reach only one of them.
-    fn on_signal() -> Self {
-        let (tx, rx) = tokio::sync::watch::channel(false);
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{signal, SignalKind};
-            let (int, term) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()));
-            tokio::spawn(async move {
-                let wait = |s: std::io::Result<tokio::signal::unix::Signal>| async move {
-                    match s {
-                        Ok(mut s) => drop(s.recv().await),
-                        Err(_) => std::future::pending::<()>().await,
-                    }
-                };
-                tokio::select! { () = wait(int) => {}, () = wait(term) => {} }
-                let _ = tx.send(true);
-            });
-        }
-        #[cfg(not(unix))]
-        tokio::spawn(async move {
-            let _ = tokio::signal::ctrl_c().await;
-            let _ = tx.send(true);
-        });
-        Shutdown(rx)
-    }
-
-    /// Resolves once the shutdown is signalled.
-    fn wait(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let mut rx = self.0.clone();
-        async move {
-            // An error means the sender is gone, which only happens at process exit.
-            let _ = rx.wait_for(|stopped| *stopped).await;
-        }
-    }
 }

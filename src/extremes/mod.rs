@@ -52,6 +52,11 @@
 //!   the flag of the reports for the same date.
 //! * `data_quality.active`: the latest one-minute reading of the window is -999 *and* the
 //!   day is still in progress at `now` (a finished day has no ongoing gap).
+//! * "Station currently down" (module `staleness`): for the day in progress, a station
+//!   whose newest reading is older than two of its expected reports (cadence learned from
+//!   its own routine reports) plus 10 minutes gets a second, critical
+//!   `temperature_data_missing` warning with `active: true`; it goes away with the next
+//!   report.
 //!
 //! # Cost
 //!
@@ -71,6 +76,7 @@ mod day;
 mod logic;
 mod quality;
 mod readings;
+mod staleness;
 mod station;
 
 #[cfg(test)]
@@ -87,6 +93,7 @@ use crate::units::{c_to_f, is_suspect_c, round1, Units};
 pub use day::{Side, Source};
 pub use logic::Logic;
 pub use quality::{DataQuality, HeldObservation, QualityWarning, Severity, TEMPERATURE_DATA_MISSING};
+pub use staleness::Staleness;
 pub use station::{StationLive, REPLAY_AFTER, REPLAY_BEFORE};
 
 /// One input to a station's live state.

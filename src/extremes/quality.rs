@@ -92,6 +92,15 @@ impl DataQuality {
         DataQuality { ok: warnings.is_empty(), warnings, held: held.as_ref().map(Vec::len), pending_confirmation: held }
     }
 
+    /// Adds `warning` (a station found down, see `staleness`): the day is not ok.
+    pub(crate) fn with_warning(mut self, warning: Option<QualityWarning>) -> Self {
+        if let Some(w) = warning {
+            self.warnings.push(w);
+            self.ok = false;
+        }
+        self
+    }
+
     /// The quality of a `logic` day `[start, end)` with no usable temperature reading, as
     /// seen at `now` (see the module docs). `held` lists `wu` reports waiting for
     /// confirmation, when the rule applies.

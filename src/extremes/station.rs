@@ -10,6 +10,7 @@ use super::anomaly;
 use super::day::{nominal_time, six_hour_period, Cand, DayState, ReportEntry, Side, Source};
 use super::quality::{gap_warning, DataQuality, GapContext, HeldObservation};
 use super::readings::{Reading, ReadingKind, Readings};
+use super::staleness::{self, Staleness};
 use super::{DayExtremes, Extreme, ExtremeChange, LiveEvent, LiveInput, Logic};
 use crate::catalog::{standard_offset, Station};
 use crate::decode::metar::temperature_fields;
@@ -147,7 +148,11 @@ impl StationLive {
             // Touched (a held report, -999 minutes, a suspect value) but nothing usable.
             DataQuality::no_data(logic.as_str(), w.start, w.end, now, held)
         } else {
-            DataQuality::new(gap_warning(in_window, ctx), held)
+            // Only the day in progress can have a station that is down "currently".
+            let down = (ctx.in_progress && now >= w.start)
+                .then(|| self.staleness(now).and_then(|s| s.warning(logic.as_str(), now)))
+                .flatten();
+            DataQuality::new(gap_warning(in_window, ctx), held).with_warning(down)
         };
         let nws = logic == Logic::Nws;
         Some(DayExtremes {
@@ -166,6 +171,12 @@ impl StationLive {
             high_valid_through_utc: day.valid_through(Side::High).filter(|_| nws),
             low_valid_through_utc: day.valid_through(Side::Low).filter(|_| nws),
         })
+    }
+
+    /// How fresh the station's data is at `now` (`None` before any reading): its newest
+    /// reading's age, its expected cadence and whether it is down (see `staleness`).
+    pub fn staleness(&self, now: DateTime<Utc>) -> Option<Staleness> {
+        staleness::staleness(&self.readings, now)
     }
 
     /// The anomaly flag of one DSM/CLI (for the `dsm`/`cli` stream payloads), judged against

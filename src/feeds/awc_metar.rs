@@ -7,6 +7,10 @@
 //! (`rawOb` dated by `obsTime`), so the body goes to the sink unchanged as
 //! [`Format::Metar`]. Each request reaches `hours` back, more than the interval: a failed
 //! poll is caught up by the next, and the lake's natural keys store a report once.
+//!
+//! AWC keeps the last 15 days, so the feed is also an [`Archive`] for short backfills: one
+//! unit per station and UTC day, `...&hours=24&date=<next day>_0000` (the `date` parameter
+//! ends the window), well under AWC's 400-report cap.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +23,8 @@ use url::Url;
 use super::config::{AwcMetarConfig, AWC_METAR};
 use super::http::{Fetched, HttpClient};
 use super::sink::FeedSink;
-use super::source::{FeedError, PollReport, Source};
+use super::source::{Archive, ArchiveUnit, FeedError, PollReport, Source};
+use crate::decode::metar::is_station_id;
 use crate::ingest::{Format, IngestOptions};
 
 /// The most reports AWC returns for one request: a batch answering that many may have
@@ -86,38 +91,93 @@ impl Source for AwcMetar {
 
     async fn poll(&self, sink: &dyn FeedSink) -> PollReport {
         let outcomes = futures::future::join_all(self.urls.iter().map(|u| self.fetch_batch(u, sink))).await;
-        let mut report = PollReport { requests: outcomes.len(), ..PollReport::default() };
-        for outcome in outcomes {
-            match outcome {
-                Ok(Batch::NotModified) => report.not_modified += 1,
-                Ok(Batch::Empty { bytes }) => {
-                    report.empty += 1;
-                    report.bytes += bytes;
-                }
-                Ok(Batch::Stored { bytes, stored }) => {
-                    report.bytes += bytes;
-                    report.read += stored.read;
-                    report.accepted += stored.accepted;
-                    report.rejected += stored.rejected;
-                    report.events += stored.events;
-                }
-                Err(e) => report.errors.push(e),
-            }
-        }
-        report
+        tally(outcomes)
     }
 }
 
-/// `{base}/api/data/metar?ids=...&format=json&hours=N` per batch. The ids are checked
-/// ICAO ids (letters and digits), so the comma-joined list needs no escaping.
-fn batch_urls(cfg: &AwcMetarConfig) -> Result<Vec<Url>, FeedError> {
+#[async_trait]
+impl Archive for AwcMetar {
+    fn name(&self) -> &str {
+        AWC_METAR
+    }
+
+    fn units(&self, from: chrono::NaiveDate, to: chrono::NaiveDate, stations: &[String]) -> Vec<ArchiveUnit> {
+        let stations = if stations.is_empty() { &self.cfg.stations } else { stations };
+        from.iter_days()
+            .take_while(|d| *d <= to)
+            .flat_map(|day| stations.iter().map(move |s| ArchiveUnit { key: s.clone(), from: day, to: day }))
+            .collect()
+    }
+
+    async fn fetch(&self, unit: &ArchiveUnit, sink: &dyn FeedSink) -> PollReport {
+        let outcome = match archive_url(&self.cfg, unit) {
+            Ok(url) => self.fetch_batch(&url, sink).await,
+            Err(e) => Err(e),
+        };
+        tally(vec![outcome])
+    }
+}
+
+/// The report of a poll or fetch from its requests' outcomes.
+fn tally(outcomes: Vec<Result<Batch, FeedError>>) -> PollReport {
+    let mut report = PollReport { requests: outcomes.len(), ..PollReport::default() };
+    for outcome in outcomes {
+        match outcome {
+            Ok(Batch::NotModified) => report.not_modified += 1,
+            Ok(Batch::Empty { bytes }) => {
+                report.empty += 1;
+                report.bytes += bytes;
+            }
+            Ok(Batch::Stored { bytes, stored }) => {
+                report.bytes += bytes;
+                report.read += stored.read;
+                report.accepted += stored.accepted;
+                report.rejected += stored.rejected;
+                report.events += stored.events;
+            }
+            Err(e) => report.errors.push(e),
+        }
+    }
+    report
+}
+
+/// `{base}/api/data/metar`.
+fn endpoint(cfg: &AwcMetarConfig) -> Result<Url, FeedError> {
     let invalid = |reason: String| FeedError::Malformed { url: cfg.base_url.clone(), reason };
     let mut base = Url::parse(&cfg.base_url).map_err(|e| invalid(format!("base_url: {e}")))?;
     // `http://host/mirror` means the directory `mirror`, as `http://host/mirror/` does.
     if !base.path().ends_with('/') {
         base.set_path(&format!("{}/", base.path()));
     }
-    let endpoint = base.join("api/data/metar").map_err(|e| invalid(format!("base_url: {e}")))?;
+    base.join("api/data/metar").map_err(|e| invalid(format!("base_url: {e}")))
+}
+
+/// One archive unit's URL: the station's reports of the UTC days `from..=to`, the window
+/// ending at 00:00Z after `to`.
+fn archive_url(cfg: &AwcMetarConfig, unit: &ArchiveUnit) -> Result<Url, FeedError> {
+    let invalid = |reason: String| FeedError::Malformed { url: cfg.base_url.clone(), reason };
+    if !is_station_id(&unit.key) {
+        return Err(invalid(format!("station {:?} is not a 4-character ICAO id", unit.key)));
+    }
+    let days = (unit.to - unit.from).num_days() + 1;
+    if days < 1 {
+        return Err(invalid(format!("unit {} ends before it starts", unit.id())));
+    }
+    let end = unit.to + chrono::Duration::days(1);
+    let mut u = endpoint(cfg)?;
+    u.set_query(Some(&format!(
+        "ids={}&format=json&hours={}&date={}_0000",
+        unit.key.to_ascii_uppercase(),
+        days * 24,
+        end.format("%Y%m%d")
+    )));
+    Ok(u)
+}
+
+/// `{base}/api/data/metar?ids=...&format=json&hours=N` per batch. The ids are checked
+/// ICAO ids (letters and digits), so the comma-joined list needs no escaping.
+fn batch_urls(cfg: &AwcMetarConfig) -> Result<Vec<Url>, FeedError> {
+    let endpoint = endpoint(cfg)?;
     Ok(cfg
         .stations
         .chunks(cfg.batch_size.max(1))
@@ -172,6 +232,32 @@ mod tests {
             batch_urls(&under_path).unwrap()[0].as_str(),
             "http://127.0.0.1:8080/mirror/api/data/metar?ids=KNYC&format=json&hours=1.5"
         );
+    }
+
+    #[test]
+    fn archive_units_are_one_station_day_each_and_their_url_ends_the_window_next_midnight() {
+        let client = Arc::new(HttpClient::new(crate::feeds::config::ClientConfig::default()).unwrap());
+        let awc = AwcMetar::new(cfg(&["KNYC", "KMDW"], 40), client).unwrap();
+        let d = |day| chrono::NaiveDate::from_ymd_opt(2026, 9, day).unwrap();
+        let units = Archive::units(&awc, d(1), d(2), &[]);
+        let ids: Vec<String> = units.iter().map(ArchiveUnit::id).collect();
+        assert_eq!(
+            ids,
+            [
+                "KNYC/2026-09-01/2026-09-01",
+                "KMDW/2026-09-01/2026-09-01",
+                "KNYC/2026-09-02/2026-09-02",
+                "KMDW/2026-09-02/2026-09-02"
+            ]
+        );
+        assert_eq!(Archive::units(&awc, d(3), d(3), &["KAUS".to_string()]).len(), 1);
+        assert!(Archive::units(&awc, d(3), d(2), &[]).is_empty());
+        assert_eq!(
+            archive_url(&awc.cfg, &units[3]).unwrap().as_str(),
+            "https://aviationweather.gov/api/data/metar?ids=KMDW&format=json&hours=24&date=20260903_0000"
+        );
+        let bad = ArchiveUnit { key: "K NY".into(), from: d(1), to: d(1) };
+        assert!(archive_url(&awc.cfg, &bad).unwrap_err().to_string().contains("not a 4-character ICAO id"));
     }
 
     #[test]

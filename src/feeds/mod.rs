@@ -5,11 +5,15 @@
 //! to a [`FeedSink`], which in `serve` is the live ingest path (WAL → hot state → stream →
 //! lake), exactly what `POST /api/v2/ingest/{format}` uses. Settings come from the
 //! `[sources]` table of the config file ([`config`]); every request goes through the one
-//! polite client ([`http`]); [`runner`] polls each source on its interval.
+//! polite client ([`http`]); [`runner`] polls each source on its interval and keeps each
+//! source's [`status`] (counters, last outcome, late or not), which `wxlake feeds list`, the
+//! status endpoint and `/metrics` show; [`backfill`] fetches a source's [`Archive`] into the
+//! lake, resumably.
 //!
-//! Sources so far: `awc_metar` (aviationweather.gov METAR JSON).
+//! Sources so far: `awc_metar` (aviationweather.gov METAR JSON; also a 15-day archive).
 
 pub mod awc_metar;
+pub mod backfill;
 pub mod backoff;
 pub mod breaker;
 pub mod config;
@@ -17,6 +21,7 @@ pub mod http;
 pub mod runner;
 pub mod sink;
 pub mod source;
+pub mod status;
 
 pub use config::FeedsConfig;
 pub use runner::{Feeds, SourceStatus};

@@ -1,5 +1,7 @@
 //! Runs the configured sources: each on its own interval, until shutdown, keeping per
-//! source its last outcome and next poll (for `feeds list` and the status endpoint).
+//! source its counters, last outcome and next poll ([`SourceStatus`], for `feeds list`, the
+//! status endpoint and `/metrics`), written to the state directory's status file after
+//! each poll when one is attached ([`Feeds::with_status_file`]).
 //!
 //! One task per source, so a slow or failing source never delays another, and a source's
 //! next poll starts only after its previous one ended (never two polls of a batch in
@@ -9,60 +11,26 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::awc_metar::AwcMetar;
-use super::config::FeedsConfig;
+use super::config::{FeedsConfig, SOURCES};
 use super::http::HttpClient;
 use super::sink::FeedSink;
-use super::source::{FeedError, PollReport, Source};
+use super::source::{Archive, FeedError, PollReport, Source};
+pub use super::status::{LastPoll, SourceStatus};
+use super::status::{StatusFile, StatusSnapshot};
+use crate::clock::{Clock, SystemClock};
 
-/// One source as `feeds list` shows it.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct SourceStatus {
-    pub name: String,
-    pub interval_secs: f64,
-    /// Polls finished, and those with at least one failed request.
-    pub polls: u64,
-    pub failed_polls: u64,
-    /// When the next poll starts (None once stopped).
-    pub next_poll: Option<DateTime<Utc>>,
-    /// The end of the last poll in which every request succeeded.
-    pub last_success: Option<DateTime<Utc>>,
-    pub last: Option<LastPoll>,
-}
-
-/// The outcome of a source's latest poll.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct LastPoll {
-    pub finished: DateTime<Utc>,
-    pub duration_ms: u64,
-    pub ok: bool,
-    pub requests: usize,
-    pub accepted: usize,
-    pub rejected: usize,
-    pub not_modified: usize,
-    /// `kind: message` of each failed request.
-    pub errors: Vec<String>,
-}
-
-impl LastPoll {
-    fn of(report: &PollReport, finished: DateTime<Utc>, took: Duration) -> Self {
-        LastPoll {
-            finished,
-            duration_ms: took.as_millis().try_into().unwrap_or(u64::MAX),
-            ok: report.is_ok(),
-            requests: report.requests,
-            accepted: report.accepted,
-            rejected: report.rejected,
-            not_modified: report.not_modified,
-            errors: report.errors.iter().map(|e| format!("{}: {e}", e.kind())).collect(),
-        }
-    }
+/// A source named on the command line that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SelectError {
+    #[error("[sources.{name}]: {reason}")]
+    Source { name: String, reason: String },
+    #[error(transparent)]
+    Feed(#[from] FeedError),
 }
 
 /// The feeds of one process.
@@ -70,6 +38,9 @@ pub struct Feeds {
     sources: Vec<Arc<dyn Source>>,
     sink: Arc<dyn FeedSink>,
     status: Mutex<BTreeMap<String, SourceStatus>>,
+    clock: Arc<dyn Clock>,
+    /// Where each poll's statuses are written, and the writer's name (`serve`, `feeds run`).
+    status_file: Option<(StatusFile, String)>,
 }
 
 impl std::fmt::Debug for Feeds {
@@ -90,24 +61,68 @@ impl Feeds {
         Ok(Feeds::new(sources, sink))
     }
 
+    /// The archive of source `name` for `wxlake feeds backfill`, configured by `cfg` (the
+    /// source's table must be present; `enabled = false` does not matter for a backfill).
+    pub fn archive(cfg: &FeedsConfig, name: &str) -> Result<Arc<dyn Archive>, SelectError> {
+        let missing = |reason: String| SelectError::Source { name: name.to_string(), reason };
+        let client = || HttpClient::new(cfg.client.clone()).map(Arc::new).map_err(FeedError::from);
+        match name {
+            super::config::AWC_METAR => match cfg.awc_metar.as_ref() {
+                Some(awc) => Ok(Arc::new(AwcMetar::new(awc.clone(), client()?)?)),
+                None => Err(missing("not in the config file: add the table to backfill it".to_string())),
+            },
+            other if SOURCES.contains(&other) => Err(missing("this source keeps no archive".to_string())),
+            _ => Err(missing(format!("no such source; known: {}", SOURCES.join(", ")))),
+        }
+    }
+
     /// Feeds of the given sources.
     pub fn new(sources: Vec<Arc<dyn Source>>, sink: Arc<dyn FeedSink>) -> Self {
-        let status = sources
-            .iter()
-            .map(|s| {
-                let st = SourceStatus {
-                    name: s.name().to_string(),
-                    interval_secs: s.interval().as_secs_f64(),
-                    polls: 0,
-                    failed_polls: 0,
-                    next_poll: None,
-                    last_success: None,
-                    last: None,
-                };
-                (st.name.clone(), st)
-            })
-            .collect();
-        Feeds { sources, sink, status: Mutex::new(status) }
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let since = clock.now();
+        let status =
+            sources.iter().map(|s| (s.name().to_string(), SourceStatus::new(s.name(), s.interval(), since))).collect();
+        Feeds { sources, sink, status: Mutex::new(status), clock, status_file: None }
+    }
+
+    /// Times polls and the late rule with `clock` (tests move a `ManualClock`).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        let since = clock.now();
+        for st in self.status_lock().values_mut() {
+            st.since = since;
+        }
+        self.clock = clock;
+        self
+    }
+
+    /// Writes every source's status to `file` after each poll, as `writer` (`serve`,
+    /// `feeds run`), for `wxlake feeds list`.
+    pub fn with_status_file(mut self, file: StatusFile, writer: &str) -> Self {
+        self.status_file = Some((file, writer.to_string()));
+        self.persist();
+        self
+    }
+
+    /// The names of the sources, in configuration order.
+    pub fn names(&self) -> Vec<String> {
+        self.sources.iter().map(|s| s.name().to_string()).collect()
+    }
+
+    /// Only the sources named in `names` (all when empty); an unknown or unconfigured name
+    /// is an error naming the configured ones.
+    pub fn select(mut self, names: &[String]) -> Result<Self, SelectError> {
+        if names.is_empty() {
+            return Ok(self);
+        }
+        if let Some(bad) = names.iter().find(|n| !self.sources.iter().any(|s| s.name() == n.as_str())) {
+            return Err(SelectError::Source {
+                name: bad.clone(),
+                reason: format!("not an enabled source of the config file; enabled: {}", self.names().join(", ")),
+            });
+        }
+        self.sources.retain(|s| names.iter().any(|n| n == s.name()));
+        self.status_lock().retain(|k, _| names.contains(k));
+        Ok(self)
     }
 
     /// True when no source is enabled.
@@ -115,9 +130,29 @@ impl Feeds {
         self.sources.is_empty()
     }
 
-    /// Every source's status, by name.
+    /// Every source's status, by name (`late` as of now).
     pub fn status(&self) -> Vec<SourceStatus> {
-        self.status_lock().values().cloned().collect()
+        let now = self.clock.now();
+        self.status_lock().values().cloned().map(|s| s.at(now)).collect()
+    }
+
+    /// Writes the statuses to the status file, if one is attached. A failure is logged,
+    /// never fatal: the feeds matter more than their report.
+    fn persist(&self) {
+        let Some((file, writer)) = &self.status_file else { return };
+        if self.sources.is_empty() {
+            // A `serve` without feeds leaves no status behind.
+            return;
+        }
+        let snapshot = StatusSnapshot {
+            writer: writer.clone(),
+            pid: std::process::id(),
+            written: self.clock.now(),
+            sources: self.status(),
+        };
+        if let Err(e) = file.write(&snapshot) {
+            tracing::warn!(error = %e, "cannot write the feeds status file");
+        }
     }
 
     fn status_lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, SourceStatus>> {
@@ -127,7 +162,9 @@ impl Feeds {
     /// Polls every source once, together (`feeds run --once`).
     pub async fn poll_once(&self) -> Vec<(String, PollReport)> {
         let polls = self.sources.iter().map(|s| async move { (s.name().to_string(), self.poll(s.as_ref()).await) });
-        futures::future::join_all(polls).await
+        let reports = futures::future::join_all(polls).await;
+        self.persist();
+        reports
     }
 
     /// Polls each source on its interval until `shutdown` resolves; a poll under way is
@@ -147,6 +184,7 @@ impl Feeds {
         for st in self.status_lock().values_mut() {
             st.next_poll = None;
         }
+        self.persist();
         tracing::info!("feeds stopped");
     }
 
@@ -166,8 +204,9 @@ impl Feeds {
             }
             let wait = (started + interval).saturating_duration_since(Instant::now());
             if let Some(st) = self.status_lock().get_mut(source.name()) {
-                st.next_poll = Some(Utc::now() + chrono::Duration::from_std(wait).unwrap_or_default());
+                st.next_poll = Some(self.clock.now() + chrono::Duration::from_std(wait).unwrap_or_default());
             }
+            self.persist();
         }
     }
 
@@ -176,7 +215,7 @@ impl Feeds {
         let started = Instant::now();
         let report = source.poll(self.sink.as_ref()).await;
         let took = started.elapsed();
-        let now = Utc::now();
+        let now = self.clock.now();
         let name = source.name();
         if report.is_ok() {
             tracing::info!(
@@ -195,13 +234,7 @@ impl Feeds {
             tracing::warn!(source = name, summary = %report.summary(), ?took, "poll done with failures");
         }
         if let Some(st) = self.status_lock().get_mut(name) {
-            st.polls += 1;
-            if report.is_ok() {
-                st.last_success = Some(now);
-            } else {
-                st.failed_polls += 1;
-            }
-            st.last = Some(LastPoll::of(&report, now, took));
+            st.record(&report, now, took);
         }
         report
     }

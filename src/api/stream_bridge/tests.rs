@@ -38,9 +38,14 @@ async fn rig(heartbeat: Duration) -> Rig {
 }
 
 async fn rig_with(heartbeat: Duration, hub_queue: usize) -> Rig {
+    rig_at(heartbeat, hub_queue, Utc.with_ymd_and_hms(2026, 3, 8, 18, 0, 0).unwrap()).await
+}
+
+/// A rig whose clock stands at `now`.
+async fn rig_at(heartbeat: Duration, hub_queue: usize, now: chrono::DateTime<Utc>) -> Rig {
     let dir = tempfile::tempdir().unwrap();
     let lake = crate::lake::Lake::open(&format!("file://{}", dir.path().join("lake").display())).await.unwrap();
-    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 3, 8, 18, 0, 0).unwrap()));
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(now));
     let state_dir = dir.path().join("state");
     let keys = KeyStore::open(&state_dir).unwrap();
     let pro = keys.create(Tier::Professional, "pat", false, true).unwrap().1;
@@ -86,7 +91,9 @@ async fn next_named(c: &mut SseClient, name: &str) -> crate::stream::testkit::Ss
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn observation_new_high_replay_and_displacement() {
-    let rig = rig(Duration::from_secs(30)).await;
+    // 16:00: the 14:51 report is current (an hourly station is down only after 2 h 10 min
+    // without a report), so its data_quality is ok.
+    let rig = rig_at(Duration::from_secs(30), 256, Utc.with_ymd_and_hms(2026, 3, 8, 16, 0, 0).unwrap()).await;
     let mut c = rig.open(&rig.dev, "KNYC", None).await;
     assert_eq!(c.status, 200);
     let connected = c.next_event().await.unwrap();

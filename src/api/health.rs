@@ -1,0 +1,75 @@
+//! The figures `GET /api/v2/status` and `/metrics` both show, computed once per request
+//! from the feeds' [`SourceStatus`] (kept by the feeds runner) and each station's hot state
+//! (the age of its newest reading, its expected cadence, and whether it is down by the rule
+//! of `extremes::staleness`). One function builds them, so the JSON and the Prometheus
+//! text never disagree.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::state::AppState;
+use crate::catalog::Catalog;
+use crate::feeds::SourceStatus;
+
+/// The body of `GET /api/v2/status`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Health {
+    /// The server's time (RFC 3339 UTC).
+    pub time: DateTime<Utc>,
+    /// Names of the sources that are late: no successful poll for more than three of
+    /// their intervals.
+    pub late_sources: Vec<String>,
+    /// Codes of the stations that are down now (no reading for more than two expected
+    /// reports plus 10 minutes).
+    pub down_stations: Vec<String>,
+    /// WAL inputs not yet flushed to the lake.
+    pub pending_wal_inputs: usize,
+    /// Every feed this server runs (empty without `[sources]` in the config file).
+    pub sources: Vec<SourceStatus>,
+    /// Every catalog station, by code.
+    pub stations: Vec<StationHealth>,
+}
+
+/// One station's freshness.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct StationHealth {
+    pub station: String,
+    /// Time of the newest reading held (METAR, SPECI, HF-METAR or one-minute); null when
+    /// the server holds none from the last two days.
+    pub newest_utc: Option<DateTime<Utc>>,
+    /// Seconds since then.
+    pub age_secs: Option<i64>,
+    /// The station's expected spacing of routine reports, in seconds.
+    pub cadence_secs: Option<i64>,
+    /// Down now ("station currently down" in its data_quality).
+    pub down: bool,
+}
+
+/// The health as of the server's clock.
+pub fn health(state: &AppState) -> Health {
+    let now = state.now();
+    let sources = state.feeds().map(|f| f.status()).unwrap_or_default();
+    let stations: Vec<StationHealth> = Catalog::global()
+        .all()
+        .iter()
+        .map(|s| {
+            let fresh = state.live.hot.read(&s.code, |h| h.live.staleness(now)).flatten();
+            StationHealth {
+                station: s.code.clone(),
+                newest_utc: fresh.map(|f| f.newest),
+                age_secs: fresh.map(|f| f.age_secs),
+                cadence_secs: fresh.map(|f| f.cadence_secs),
+                down: fresh.is_some_and(|f| f.down),
+            }
+        })
+        .collect();
+    Health {
+        time: now,
+        late_sources: sources.iter().filter(|s| s.late).map(|s| s.name.clone()).collect(),
+        down_stations: stations.iter().filter(|s| s.down).map(|s| s.station.clone()).collect(),
+        pending_wal_inputs: state.live.pending(),
+        sources,
+        stations,
+    }
+}

@@ -1,0 +1,40 @@
+//! What `serve` and `feeds run` both start: the live write path (WAL → hot state → lake
+//! flush in the background, the derived jobs on new data) and the feeds' settings from the
+//! `--config` file. One implementation, so a feed polled by `feeds run` lands exactly as
+//! one polled inside `serve`.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use wxlake::clock::Clock;
+use wxlake::feeds::FeedsConfig;
+use wxlake::lake::Lake;
+use wxlake::write::LiveService;
+
+/// The `[sources]` table of the `--config` file: the live feeds to run (none without it).
+/// Read before anything starts, so a wrong setting stops `serve` at once.
+pub fn feeds_config(config: Option<&Path>) -> anyhow::Result<FeedsConfig> {
+    let Some(path) = config else { return Ok(FeedsConfig::default()) };
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
+    FeedsConfig::from_file_text(&text).with_context(|| format!("config {}", path.display()))
+}
+
+/// Opens the live service on `dir` (replaying its WAL), flushes it to the lake every
+/// `flush_secs` in the background, and schedules the derived jobs (cron and on new data).
+/// The caller holds the state directory's `serve.lock`.
+pub async fn start_live(
+    lake: Lake,
+    dir: &Path,
+    flush_secs: u64,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<Arc<LiveService>> {
+    // The error's text already carries its cause: print it once.
+    let live = Arc::new(LiveService::open(lake, dir, clock).await.map_err(|e| anyhow::anyhow!("{e}"))?);
+    live.spawn_background(Duration::from_secs(flush_secs.max(1)));
+    // Derived tables: scheduled (cron) and on-new-data job runs.
+    let specs = wxlake::jobs::embedded_specs()?;
+    wxlake::jobs::spawn_scheduler(live.lake.clone(), specs, live.subscribe_new_data());
+    Ok(live)
+}
