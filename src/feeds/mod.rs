@@ -7,14 +7,22 @@
 //! `[sources]` table of the config file ([`config`]); every request goes through the one
 //! polite client ([`http`]); [`runner`] polls each source on its interval.
 //!
-//! Sources so far: `awc_metar` (aviationweather.gov METAR JSON).
+//! Sources so far: `awc_metar` (aviationweather.gov METAR JSON), `awc_cache` (its bulk
+//! cache file), `iem_asos` (IEM METAR/SPECI/HF-METAR) and `iem_onemin` (IEM one-minute
+//! ASOS).
 
+pub mod awc_cache;
 pub mod awc_metar;
 pub mod backoff;
 pub mod breaker;
+pub mod client_config;
 pub mod config;
 pub mod http;
+pub mod iem;
+pub mod iem_asos;
+pub mod iem_onemin;
 pub mod runner;
+pub mod seconds;
 pub mod sink;
 pub mod source;
 

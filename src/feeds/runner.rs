@@ -15,9 +15,12 @@ use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 
+use super::awc_cache::AwcCache;
 use super::awc_metar::AwcMetar;
 use super::config::FeedsConfig;
 use super::http::HttpClient;
+use super::iem_asos::IemAsos;
+use super::iem_onemin::IemOnemin;
 use super::sink::FeedSink;
 use super::source::{FeedError, PollReport, Source};
 
@@ -86,6 +89,15 @@ impl Feeds {
         let mut sources: Vec<Arc<dyn Source>> = Vec::new();
         if let Some(awc) = cfg.awc_metar.as_ref().filter(|a| a.enabled) {
             sources.push(Arc::new(AwcMetar::new(awc.clone(), Arc::clone(&client))?));
+        }
+        if let Some(c) = cfg.awc_cache.as_ref().filter(|c| c.enabled) {
+            sources.push(Arc::new(AwcCache::new(c.clone(), Arc::clone(&client))?));
+        }
+        if let Some(c) = cfg.iem_asos.as_ref().filter(|c| c.enabled) {
+            sources.push(Arc::new(IemAsos::new(c.clone(), Arc::clone(&client))?));
+        }
+        if let Some(c) = cfg.iem_onemin.as_ref().filter(|c| c.enabled) {
+            sources.push(Arc::new(IemOnemin::new(c.clone(), Arc::clone(&client))?));
         }
         Ok(Feeds::new(sources, sink))
     }
