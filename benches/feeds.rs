@@ -44,18 +44,17 @@ fn real_reports() -> Vec<(String, String)> {
         let text = std::fs::read_to_string(format!("{root}{file}")).unwrap();
         let mut lines = text.lines().filter(|l| !l.starts_with('#'));
         let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
-        let (v, m) = (
-            header.iter().position(|h| *h == "valid").unwrap(),
-            header.iter().position(|h| *h == "metar").unwrap(),
-        );
+        let (v, m) =
+            (header.iter().position(|h| *h == "valid").unwrap(), header.iter().position(|h| *h == "metar").unwrap());
         for l in lines {
             let f: Vec<&str> = l.split('\t').collect();
             out.push((f[m].to_string(), format!("{}:00Z", f[v].replace(' ', "T"))));
         }
     }
-    let json: Vec<serde_json::Value> =
-        serde_json::from_str(&std::fs::read_to_string(format!("{root}awc_metar_knyc_kmdw_kaus_20260925T0631Z.json")).unwrap())
-            .unwrap();
+    let json: Vec<serde_json::Value> = serde_json::from_str(
+        &std::fs::read_to_string(format!("{root}awc_metar_knyc_kmdw_kaus_20260925T0631Z.json")).unwrap(),
+    )
+    .unwrap();
     for r in json {
         let t = chrono::DateTime::from_timestamp(r["obsTime"].as_i64().unwrap(), 0).unwrap();
         out.push((r["rawOb"].as_str().unwrap().to_string(), t.format("%Y-%m-%dT%H:%M:%SZ").to_string()));
@@ -115,34 +114,38 @@ fn bench_cache_poll(c: &mut Criterion) {
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         format!("http://{addr}")
     });
-    let client = Arc::new(HttpClient::new(ClientConfig { contact: "bench@example.com".into(), ..Default::default() }).unwrap());
+    let client =
+        Arc::new(HttpClient::new(ClientConfig { contact: "bench@example.com".into(), ..Default::default() }).unwrap());
     let cfg = AwcCacheConfig { base_url: base, stations: vec![], all_stations: true, ..Default::default() };
     let mut g = c.benchmark_group("feeds");
     g.sample_size(10);
-    g.bench_function("awc_cache poll of 5,000 stations: fetch, gunzip, decode, WAL, hot state, flush (CPU time)", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let dir = tempfile::tempdir().unwrap();
-                let (svc, feed) = rt.block_on(async {
-                    let lake = Lake::open(&format!("file://{}", dir.path().join("lake").display())).await.unwrap();
-                    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-                    let svc = Arc::new(LiveService::open(lake, &dir.path().join("state"), clock).await.unwrap());
-                    (svc, AwcCache::new(cfg.clone().validated().unwrap(), Arc::clone(&client)).unwrap())
-                });
-                let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&svc));
-                let before = cpu_time();
-                let report = rt.block_on(async {
-                    let r = feed.poll(sink.as_ref()).await;
-                    svc.flush().await.unwrap();
-                    r
-                });
-                total += cpu_time() - before;
-                assert!(report.is_ok() && report.accepted >= STATIONS * 99 / 100, "{}", report.summary());
-            }
-            total
-        })
-    });
+    g.bench_function(
+        "awc_cache poll of 5,000 stations: fetch, gunzip, decode, WAL, hot state, flush (CPU time)",
+        |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let dir = tempfile::tempdir().unwrap();
+                    let (svc, feed) = rt.block_on(async {
+                        let lake = Lake::open(&format!("file://{}", dir.path().join("lake").display())).await.unwrap();
+                        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+                        let svc = Arc::new(LiveService::open(lake, &dir.path().join("state"), clock).await.unwrap());
+                        (svc, AwcCache::new(cfg.clone().validated().unwrap(), Arc::clone(&client)).unwrap())
+                    });
+                    let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&svc));
+                    let before = cpu_time();
+                    let report = rt.block_on(async {
+                        let r = feed.poll(sink.as_ref()).await;
+                        svc.flush().await.unwrap();
+                        r
+                    });
+                    total += cpu_time() - before;
+                    assert!(report.is_ok() && report.accepted >= STATIONS * 99 / 100, "{}", report.summary());
+                }
+                total
+            })
+        },
+    );
     g.finish();
 }
 
@@ -176,7 +179,11 @@ fn publish_to_served(_c: &mut Criterion) {
         let t = now - chrono::Duration::minutes(40 - i);
         let c10 = 100 + i * 5;
         (
-            format!("KNYC {} AUTO 27008KT 10SM CLR {:02}/M02 A3012 RMK AO2 T0{c10:03}1017", t.format("%d%H%MZ"), (c10 + 5) / 10),
+            format!(
+                "KNYC {} AUTO 27008KT 10SM CLR {:02}/M02 A3012 RMK AO2 T0{c10:03}1017",
+                t.format("%d%H%MZ"),
+                (c10 + 5) / 10
+            ),
             t.format("%Y-%m-%dT%H:%M:00Z").to_string(),
         )
     };
@@ -204,8 +211,15 @@ fn publish_to_served(_c: &mut Criterion) {
         let log = Arc::new(EventLog::open(&dir.path().join("events"), default_retention()).unwrap());
         let hub = Hub::new(1024);
         stream_bridge::spawn_publisher(Arc::clone(&live), log, hub.clone()).await;
-        let client = Arc::new(HttpClient::new(ClientConfig { contact: "bench@example.com".into(), ..Default::default() }).unwrap());
-        let cfg = AwcCacheConfig { base_url: format!("http://{addr}"), stations: vec![], all_stations: true, ..Default::default() };
+        let client = Arc::new(
+            HttpClient::new(ClientConfig { contact: "bench@example.com".into(), ..Default::default() }).unwrap(),
+        );
+        let cfg = AwcCacheConfig {
+            base_url: format!("http://{addr}"),
+            stations: vec![],
+            all_stations: true,
+            ..Default::default()
+        };
         let feed = AwcCache::new(cfg.validated().unwrap(), client).unwrap();
         let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&live));
         // The first poll takes the whole file; the rounds then add one report each.
@@ -254,7 +268,9 @@ fn publish_to_served(_c: &mut Criterion) {
             high_ms.push(high.unwrap().as_secs_f64() * 1e3);
         }
     });
-    for (what, v) in [("latest REST answer", &mut rest_ms), ("stream observation", &mut obs_ms), ("stream new_high", &mut high_ms)] {
+    for (what, v) in
+        [("latest REST answer", &mut rest_ms), ("stream observation", &mut obs_ms), ("stream new_high", &mut high_ms)]
+    {
         v.sort_by(f64::total_cmp);
         println!(
             "publish -> served, {what} ({} reports, poll included, interval excluded): p50 {:.1} ms, p90 {:.1} ms, max {:.1} ms",

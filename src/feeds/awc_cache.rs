@@ -139,7 +139,8 @@ pub struct Selected {
 impl AwcCache {
     /// The feed for a validated `cfg` (see [`AwcCacheConfig::validated`]).
     pub fn new(cfg: AwcCacheConfig, client: Arc<HttpClient>) -> Result<Self, FeedError> {
-        let url = cache_url(&cfg.base_url).map_err(|reason| FeedError::Malformed { url: cfg.base_url.clone(), reason })?;
+        let url =
+            cache_url(&cfg.base_url).map_err(|reason| FeedError::Malformed { url: cfg.base_url.clone(), reason })?;
         let wanted = (!cfg.all_stations).then(|| cfg.stations.iter().cloned().collect());
         Ok(AwcCache { cfg, client, url, wanted, last_rows: Mutex::new(HashSet::new()) })
     }
@@ -289,7 +290,11 @@ mod tests {
     const HEADER: &str = "raw_text,station_id,observation_time,latitude,longitude,temp_c,dewpoint_c,metar_type";
 
     fn file(rows: &[&str]) -> String {
-        format!("No errors\nNo warnings\n9 ms\ndata source=metars\n{} results\n{HEADER}\n{}\n", rows.len(), rows.join("\n"))
+        format!(
+            "No errors\nNo warnings\n9 ms\ndata source=metars\n{} results\n{HEADER}\n{}\n",
+            rows.len(),
+            rows.join("\n")
+        )
     }
 
     #[test]
@@ -302,7 +307,11 @@ mod tests {
         let wanted: HashSet<String> = ["KNYC".to_string(), "KMDW".to_string()].into();
         let s = select_rows(&file(&rows), Some(&wanted), &HashSet::new()).unwrap();
         assert_eq!((s.kept, s.new), (2, 2));
-        assert_eq!(s.csv, format!("{HEADER}\n{}\n{}\n", rows[0], rows[2]), "the station from raw_text when station_id is empty");
+        assert_eq!(
+            s.csv,
+            format!("{HEADER}\n{}\n{}\n", rows[0], rows[2]),
+            "the station from raw_text when station_id is empty"
+        );
         let again = select_rows(&file(&rows), Some(&wanted), &s.hashes).unwrap();
         assert_eq!((again.kept, again.new, again.csv), (2, 0, format!("{HEADER}\n")));
         let all = select_rows(&file(&rows), None, &s.hashes).unwrap();
@@ -326,11 +335,16 @@ mod tests {
     #[test]
     fn config_defaults_and_refusals() {
         let c = AwcCacheConfig::default().validated().unwrap();
-        assert_eq!(cache_url(&c.base_url).unwrap().as_str(), "https://aviationweather.gov/data/cache/metars.cache.csv.gz");
+        assert_eq!(
+            cache_url(&c.base_url).unwrap().as_str(),
+            "https://aviationweather.gov/data/cache/metars.cache.csv.gz"
+        );
         assert_eq!(c.stations.len(), Catalog::global().len());
         let e = AwcCacheConfig { stations: vec![], ..AwcCacheConfig::default() }.validated().unwrap_err();
         assert!(e.contains("all_stations"), "{e}");
-        assert!(AwcCacheConfig { stations: vec![], all_stations: true, ..AwcCacheConfig::default() }.validated().is_ok());
+        assert!(AwcCacheConfig { stations: vec![], all_stations: true, ..AwcCacheConfig::default() }
+            .validated()
+            .is_ok());
         let e = AwcCacheConfig { stations: vec!["nyc".into()], ..AwcCacheConfig::default() }.validated().unwrap_err();
         assert!(e.contains("\"NYC\" is not a 4-character ICAO id"), "{e}");
     }

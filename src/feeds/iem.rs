@@ -338,7 +338,10 @@ mod tests {
         // Older rows never move coverage back.
         c.record(&HashMap::from([("KCVG".to_string(), now - chrono::Duration::hours(3))]));
         assert_eq!(c.newest("KCVG"), Some(now - chrono::Duration::minutes(5)));
-        assert_eq!(window_end(Utc.with_ymd_and_hms(2024, 3, 1, 12, 3, 30).unwrap()), now + chrono::Duration::minutes(4));
+        assert_eq!(
+            window_end(Utc.with_ymd_and_hms(2024, 3, 1, 12, 3, 30).unwrap()),
+            now + chrono::Duration::minutes(4)
+        );
         assert_eq!(minute(now), "2024-03-01T12:00Z");
     }
 
@@ -349,7 +352,12 @@ mod tests {
         let ids: Vec<String> = units.iter().map(|u| u.id()).collect();
         assert_eq!(
             ids,
-            ["KCVG/2024-01-30/2024-02-01", "KCVG/2024-02-02/2024-02-03", "KMDW/2024-01-30/2024-02-01", "KMDW/2024-02-02/2024-02-03"]
+            [
+                "KCVG/2024-01-30/2024-02-01",
+                "KCVG/2024-02-02/2024-02-03",
+                "KMDW/2024-01-30/2024-02-01",
+                "KMDW/2024-02-02/2024-02-03"
+            ]
         );
         assert!(archive_units(&["KCVG".into()], d(2, 3), d(2, 1), 3).is_empty());
         let (s, e) = unit_window(&units[1]);

@@ -135,7 +135,12 @@ impl IemAsos {
     }
 
     /// The request for `stations` over `sts..ets`.
-    pub fn url(&self, stations: &[String], sts: chrono::DateTime<chrono::Utc>, ets: chrono::DateTime<chrono::Utc>) -> Url {
+    pub fn url(
+        &self,
+        stations: &[String],
+        sts: chrono::DateTime<chrono::Utc>,
+        ets: chrono::DateTime<chrono::Utc>,
+    ) -> Url {
         let mut u = self.endpoint.clone();
         {
             let mut q = u.query_pairs_mut();

@@ -120,11 +120,7 @@ impl IemOnemin {
     }
 
     /// The feed with windows taken from `clock` (tests replay a past day).
-    pub fn with_clock(
-        cfg: IemOneminConfig,
-        client: Arc<HttpClient>,
-        clock: Arc<dyn Clock>,
-    ) -> Result<Self, FeedError> {
+    pub fn with_clock(cfg: IemOneminConfig, client: Arc<HttpClient>, clock: Arc<dyn Clock>) -> Result<Self, FeedError> {
         let endpoint = iem::endpoint(&cfg.base_url, "cgi-bin/request/asos1min.py")
             .map_err(|reason| FeedError::Malformed { url: cfg.base_url.clone(), reason })?;
         Ok(IemOnemin { cfg, client, clock, endpoint, coverage: Coverage::default() })

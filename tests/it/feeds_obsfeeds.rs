@@ -107,7 +107,9 @@ async fn asos(State(fx): State<Arc<Fixture>>, RawQuery(raw): RawQuery) -> Respon
 
 /// The whole °F of a report's T-group (`T00301100` is 3.0 °C, 37 °F).
 fn tgroup_f(report: &str) -> Option<f64> {
-    let t = report.split_whitespace().find(|t| t.len() == 9 && t.starts_with('T') && t[1..].bytes().all(|b| b.is_ascii_digit()))?;
+    let t = report
+        .split_whitespace()
+        .find(|t| t.len() == 9 && t.starts_with('T') && t[1..].bytes().all(|b| b.is_ascii_digit()))?;
     let c = t[2..5].parse::<f64>().ok()? / 10.0 * if &t[1..2] == "1" { -1.0 } else { 1.0 };
     Some((c * 9.0 / 5.0 + 32.0).round())
 }
@@ -161,7 +163,11 @@ fn cache_file(version: usize) -> Vec<u8> {
             let mut f = vec![String::new(); 44];
             f[0] = format!("\"{}\"", r["rawOb"].as_str().unwrap());
             f[1] = r["icaoId"].as_str().unwrap().to_string();
-            f[2] = Utc.timestamp_opt(r["obsTime"].as_i64().unwrap(), 0).unwrap().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+            f[2] = Utc
+                .timestamp_opt(r["obsTime"].as_i64().unwrap(), 0)
+                .unwrap()
+                .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+                .to_string();
             f[3] = r["lat"].to_string();
             f[4] = r["lon"].to_string();
             f[5] = r["temp"].to_string();
@@ -173,7 +179,11 @@ fn cache_file(version: usize) -> Vec<u8> {
         .collect();
     let (_, _, kcvg) = iem_rows("CVG").into_iter().find(|r| r.2.contains("010052Z")).unwrap();
     rows.push(format!("{kcvg},KCVG,2024-03-01T00:52:00.000Z{}METAR,267", ",".repeat(40)));
-    let text = format!("No errors\nNo warnings\n14 ms\ndata source=metars\n{} results\n{header}\n{}\n", rows.len(), rows.join("\n"));
+    let text = format!(
+        "No errors\nNo warnings\n14 ms\ndata source=metars\n{} results\n{header}\n{}\n",
+        rows.len(),
+        rows.join("\n")
+    );
     let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     z.write_all(text.as_bytes()).unwrap();
     z.finish().unwrap()
@@ -227,7 +237,9 @@ struct Live {
 async fn live(now: DateTime<Utc>) -> Live {
     let (dir, lake) = support::temp_lake().await;
     let clock = Arc::new(ManualClock::new(now));
-    let svc = Arc::new(LiveService::open(lake.clone(), &dir.path().join("state"), clock.clone() as Arc<dyn Clock>).await.unwrap());
+    let svc = Arc::new(
+        LiveService::open(lake.clone(), &dir.path().join("state"), clock.clone() as Arc<dyn Clock>).await.unwrap(),
+    );
     let mut rx = svc.attach_publisher(64).await;
     let events = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&events);
@@ -406,7 +418,12 @@ async fn iem_onemin_polls_from_the_newest_stored_minute_and_backfills_a_day() {
     assert_eq!(q["sts"][0], "2024-03-01T22:59Z");
 
     // Backfill of the same day through the archive: nothing stored twice.
-    let units = Archive::units(&feed, NaiveDate::from_ymd_opt(2024, 3, 1).unwrap(), NaiveDate::from_ymd_opt(2024, 3, 1).unwrap(), &[]);
+    let units = Archive::units(
+        &feed,
+        NaiveDate::from_ymd_opt(2024, 3, 1).unwrap(),
+        NaiveDate::from_ymd_opt(2024, 3, 1).unwrap(),
+        &[],
+    );
     assert_eq!(units.len(), 1);
     let backfill = feed.fetch(&units[0], sink.as_ref()).await;
     assert_eq!(backfill.accepted, 1440, "{}", backfill.summary());
@@ -445,4 +462,27 @@ async fn the_config_tables_enable_the_three_feeds() {
     // Today's windows hold nothing of the 2024 fixture day: answered, empty.
     assert_eq!((reports[1].1.empty, reports[2].1.empty), (1, 1));
     assert_eq!(reports[0].1.accepted, 6);
+}
+
+/// The example file's commented `[sources.awc_cache]`, `[sources.iem_asos]` and
+/// `[sources.iem_onemin]` blocks, uncommented, parse: every key they document exists.
+#[test]
+fn the_example_blocks_of_the_three_feeds_parse_when_uncommented() {
+    let text = include_str!("../../data/wxlake.example.toml");
+    let mut out = String::new();
+    let mut inside = false;
+    for line in text.lines() {
+        if ["# [sources.awc_cache]", "# [sources.iem_asos]", "# [sources.iem_onemin]"].contains(&line) {
+            inside = true;
+        } else if line.trim().is_empty() {
+            inside = false;
+        }
+        out.push_str(if inside { line.strip_prefix("# ").unwrap_or(line) } else { line });
+        out.push('\n');
+    }
+    let cfg = FeedsConfig::from_file_text(&out).unwrap();
+    let (cache, asos, onemin) = (cfg.awc_cache.unwrap(), cfg.iem_asos.unwrap(), cfg.iem_onemin.unwrap());
+    assert_eq!((cache.stations.len(), cache.all_stations), (2, false));
+    assert_eq!((asos.batch_size, asos.report_types.as_slice(), asos.archive_days), (10, &[1, 3, 4][..], 31));
+    assert_eq!((onemin.lookback_hours, onemin.interval), (48.0, Duration::from_secs(600)));
 }
