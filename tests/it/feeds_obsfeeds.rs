@@ -225,7 +225,7 @@ fn client() -> Arc<HttpClient> {
 }
 
 /// A live service on a lake in a temp dir, its clock at `now`, with a stream publisher
-/// attached whose event names are collected.
+/// attached whose observations' and one-minute readings' event names are collected.
 struct Live {
     _dir: tempfile::TempDir,
     lake: wxlake::lake::Lake,
@@ -245,7 +245,10 @@ async fn live(now: DateTime<Utc>) -> Live {
     let seen = Arc::clone(&events);
     tokio::spawn(async move {
         while let Some(notice) = rx.recv().await {
-            if let wxlake::write::hot::Applied::Observation { station, events, .. } = &notice.applied {
+            use wxlake::write::hot::Applied;
+            if let Applied::Observation { station, events, .. } | Applied::OneMinute { station, events } =
+                &notice.applied
+            {
                 seen.lock().unwrap().extend(events.iter().map(|e| (station.clone(), e.name().to_string())));
             }
             if let Some(done) = notice.logged {
@@ -397,7 +400,7 @@ async fn iem_onemin_polls_from_the_newest_stored_minute_and_backfills_a_day() {
     let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&l.svc));
     let cfg = IemOneminConfig {
         base_url: base.clone(),
-        stations: vec!["KCVG".into()],
+        stations: vec!["KCVG".into(), "KMDW".into()],
         interval: Duration::from_millis(100),
         ..IemOneminConfig::default()
     }
@@ -406,14 +409,18 @@ async fn iem_onemin_polls_from_the_newest_stored_minute_and_backfills_a_day() {
     let feed = IemOnemin::with_clock(cfg.clone(), client(), l.clock.clone()).unwrap();
     let first = feed.poll(sink.as_ref()).await;
     assert!(first.is_ok(), "{}", first.summary());
-    assert_eq!((first.accepted, first.rejected), (1440, 0), "{}", first.summary());
+    assert_eq!((first.requests, first.accepted, first.rejected), (1, 2 * 1440, 0), "{}", first.summary());
     let q = query_map(&fx.iem_seen()[0]);
-    assert_eq!(q["station"], ["CVG"]);
+    assert_eq!(q["station"], ["CVG", "MDW"]);
+    assert!(first.events > 0);
+    let events = l.events.lock().unwrap().clone();
+    assert!(events.iter().all(|(s, _)| s == "KMDW"), "only the catalog station streams: {events:?}");
+    assert!(events.iter().any(|(_, e)| e == "new_high"), "{events:?}");
     assert_eq!((q["sts"][0].as_str(), q["ets"][0].as_str()), ("2024-02-29T12:00Z", "2024-03-02T12:01Z"));
 
     l.clock.advance(chrono::Duration::minutes(10));
     let second = feed.poll(sink.as_ref()).await;
-    assert_eq!(second.accepted, 61, "the overlap's hour only, 22:59 to 23:59: {}", second.summary());
+    assert_eq!(second.accepted, 2 * 61, "the overlap's hour only, 22:59 to 23:59: {}", second.summary());
     let q = query_map(&fx.iem_seen()[1]);
     assert_eq!(q["sts"][0], "2024-03-01T22:59Z");
 
@@ -424,9 +431,10 @@ async fn iem_onemin_polls_from_the_newest_stored_minute_and_backfills_a_day() {
         NaiveDate::from_ymd_opt(2024, 3, 1).unwrap(),
         &[],
     );
-    assert_eq!(units.len(), 1);
+    assert_eq!(units.len(), 2, "one per station");
     let backfill = feed.fetch(&units[0], sink.as_ref()).await;
     assert_eq!(backfill.accepted, 1440, "{}", backfill.summary());
+    assert_eq!(query_map(fx.iem_seen().last().unwrap())["station"], ["CVG"]);
 
     // An id asos1min.py does not know fails the batch, saying so.
     let bad = IemOnemin::new(IemOneminConfig { stations: vec!["PHNL".into()], ..cfg }, client()).unwrap();
@@ -434,7 +442,7 @@ async fn iem_onemin_polls_from_the_newest_stored_minute_and_backfills_a_day() {
     assert_eq!(report.errors[0].kind(), "client_error", "{}", report.summary());
 
     l.svc.flush().await.unwrap();
-    assert_eq!(support::scalar(&l.lake, "SELECT count(*) FROM onemin").await, "1440");
+    assert_eq!(support::scalar(&l.lake, "SELECT count(*) FROM onemin").await, "2880");
     assert_eq!(support::scalar(&l.lake, "SELECT count(*) FROM onemin WHERE temperature_f IS NULL").await, "0");
 }
 
