@@ -1,7 +1,7 @@
 //! What the two Iowa Environmental Mesonet request services (`asos.py` for METARs,
 //! `asos1min.py` for one-minute data) share: IEM's station ids, the time window each
-//! request asks for, reading an answer's rows before the decoder does, and one request's
-//! way from URL to sink.
+//! request asks for, reading an answer's rows before the decoder does, one request's way
+//! from URL to sink, and the polling of station batches ([`Service`]).
 //!
 //! Both services answer a station list and a `sts`..`ets` window (UTC, end excluded)
 //! with a delimited export: `#DEBUG` comment lines (asos.py's `tdf`), a header naming
@@ -11,7 +11,7 @@
 //! limited per address: the sources ask for a station batch per request and few requests.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -20,8 +20,9 @@ use url::Url;
 
 use super::http::{Fetched, HttpClient};
 use super::sink::{FeedSink, Stored};
-use super::source::{FeedError, PollReport};
+use super::source::{ArchiveUnit, FeedError, PollReport};
 use crate::catalog::Catalog;
+use crate::clock::Clock;
 use crate::decode::metar::is_station_id;
 use crate::decode::timestamp::parse_timestamp;
 use crate::ingest::{Format, IngestOptions};
@@ -267,14 +268,14 @@ pub fn archive_units(
     from: chrono::NaiveDate,
     to: chrono::NaiveDate,
     days: u32,
-) -> Vec<super::source::ArchiveUnit> {
+) -> Vec<ArchiveUnit> {
     let mut out = Vec::new();
     let step = chrono::Days::new(u64::from(days.max(1)) - 1);
     for s in stations {
         let mut start = from;
         while start <= to {
             let end = start.checked_add_days(step).unwrap_or(to).min(to);
-            out.push(super::source::ArchiveUnit { key: s.clone(), from: start, to: end });
+            out.push(ArchiveUnit { key: s.clone(), from: start, to: end });
             match end.succ_opt() {
                 Some(next) => start = next,
                 None => break,
@@ -286,10 +287,120 @@ pub fn archive_units(
 
 /// The UTC window of an archive unit: its first day's midnight to the midnight after its
 /// last day.
-pub fn unit_window(unit: &super::source::ArchiveUnit) -> (DateTime<Utc>, DateTime<Utc>) {
+pub fn unit_window(unit: &ArchiveUnit) -> (DateTime<Utc>, DateTime<Utc>) {
     let start = unit.from.and_time(chrono::NaiveTime::MIN).and_utc();
     let end = unit.to.succ_opt().unwrap_or(unit.to).and_time(chrono::NaiveTime::MIN).and_utc();
     (start, end)
+}
+
+/// What a source's config says about its requests.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub stations: Vec<String>,
+    pub batch_size: usize,
+    pub lookback_hours: f64,
+    pub overlap_minutes: f64,
+    pub timeout: Duration,
+    pub archive_days: u32,
+}
+
+/// One IEM request service as a feed: its endpoint and fixed parameters, the stations in
+/// batches of one request each, and how far each station is stored. `iem_asos` and
+/// `iem_onemin` are this with their own parameters, format and settings.
+pub struct Service {
+    client: Arc<HttpClient>,
+    clock: Arc<dyn Clock>,
+    endpoint: Url,
+    /// The query parameters after the stations, before the window.
+    params: Vec<(&'static str, String)>,
+    format: Format,
+    settings: Settings,
+    coverage: Coverage,
+}
+
+impl std::fmt::Debug for Service {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Service").field("endpoint", &self.endpoint.as_str()).finish_non_exhaustive()
+    }
+}
+
+impl Service {
+    /// The service at `{base_url}/{path}`, its bodies handed on as `format`.
+    pub fn new(
+        base_url: &str,
+        path: &str,
+        params: Vec<(&'static str, String)>,
+        format: Format,
+        settings: Settings,
+        client: Arc<HttpClient>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, FeedError> {
+        let endpoint =
+            endpoint(base_url, path).map_err(|reason| FeedError::Malformed { url: base_url.to_string(), reason })?;
+        Ok(Service { client, clock, endpoint, params, format, settings, coverage: Coverage::default() })
+    }
+
+    /// The request for `stations` over `sts..ets`.
+    pub fn url(&self, stations: &[String], sts: DateTime<Utc>, ets: DateTime<Utc>) -> Url {
+        let mut u = self.endpoint.clone();
+        {
+            let mut q = u.query_pairs_mut();
+            for s in stations {
+                q.append_pair("station", iem_id(s));
+            }
+            for (k, v) in &self.params {
+                q.append_pair(k, v);
+            }
+            q.append_pair("sts", &minute(sts));
+            q.append_pair("ets", &minute(ets));
+        }
+        u
+    }
+
+    /// The newest row stored through this feed for `station`.
+    pub fn covered_until(&self, station: &str) -> Option<DateTime<Utc>> {
+        self.coverage.newest(station)
+    }
+
+    /// One request per batch, the batches together; coverage moves once a batch's rows
+    /// are stored.
+    pub async fn poll(&self, sink: &dyn FeedSink) -> PollReport {
+        let batches = self.settings.stations.chunks(self.settings.batch_size.max(1));
+        let outcomes = futures::future::join_all(batches.map(|b| self.poll_batch(b, sink))).await;
+        let mut report = PollReport::default();
+        for o in outcomes {
+            add(&mut report, o);
+        }
+        report
+    }
+
+    async fn poll_batch(&self, stations: &[String], sink: &dyn FeedSink) -> Result<Outcome, FeedError> {
+        let now = self.clock.now();
+        let lookback = hours(self.settings.lookback_hours);
+        let overlap = hours(self.settings.overlap_minutes / 60.0);
+        let sts = self.coverage.start(stations, now, lookback, overlap);
+        let url = self.url(stations, sts, window_end(now));
+        let outcome = fetch(&self.client, &url, self.settings.timeout, self.format, sink).await?;
+        if let Outcome::Stored { rows, .. } = &outcome {
+            self.coverage.record(&rows.newest);
+        }
+        Ok(outcome)
+    }
+
+    /// The archive units of `stations` (empty: the configured ones) over `from..=to`.
+    pub fn units(&self, from: chrono::NaiveDate, to: chrono::NaiveDate, stations: &[String]) -> Vec<ArchiveUnit> {
+        let stations = if stations.is_empty() { &self.settings.stations[..] } else { stations };
+        archive_units(stations, from, to, self.settings.archive_days)
+    }
+
+    /// Fetches one archive unit (coverage is the live polls' and stays as it is).
+    pub async fn fetch_unit(&self, unit: &ArchiveUnit, sink: &dyn FeedSink) -> PollReport {
+        let (sts, ets) = unit_window(unit);
+        let url = self.url(std::slice::from_ref(&unit.key), sts, ets);
+        let mut report = PollReport::default();
+        add(&mut report, fetch(&self.client, &url, self.settings.timeout, self.format, sink).await);
+        report
+    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! `#DEBUG` lines, then `station valid metar`), handed on unchanged as [`Format::Metar`].
 //! One request per station batch, the batches of a poll together (each with at most one
 //! request in flight). Each window starts at the batch's newest stored report less
-//! `overlap_minutes` (late reports), at most `lookback_hours` back ([`Coverage`]), so a
+//! `overlap_minutes` (late reports), at most `lookback_hours` back ([`iem::Coverage`]), so a
 //! poll that failed, or a source down for hours, is caught up, and the lake's natural
 //! keys store the overlap's reports once. [`Archive`]: IEM keeps decades; a backfill
 //! unit is one station's run of `archive_days` UTC days.
@@ -16,11 +16,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use chrono::{DateTime, NaiveDate, Utc};
 use serde::Deserialize;
 use url::Url;
 
 use super::http::HttpClient;
-use super::iem::{self, Coverage, Outcome};
+use super::iem::{self, Service, Settings};
 use super::seconds::secs;
 use super::sink::FeedSink;
 use super::source::{Archive, ArchiveUnit, FeedError, PollReport, Source};
@@ -107,18 +108,10 @@ impl IemAsosConfig {
 }
 
 /// The IEM ASOS feed.
+#[derive(Debug)]
 pub struct IemAsos {
     cfg: IemAsosConfig,
-    client: Arc<HttpClient>,
-    clock: Arc<dyn Clock>,
-    endpoint: Url,
-    coverage: Coverage,
-}
-
-impl std::fmt::Debug for IemAsos {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IemAsos").field("endpoint", &self.endpoint.as_str()).finish_non_exhaustive()
-    }
+    service: Service,
 }
 
 impl IemAsos {
@@ -129,55 +122,33 @@ impl IemAsos {
 
     /// The feed with windows taken from `clock` (tests replay a past day).
     pub fn with_clock(cfg: IemAsosConfig, client: Arc<HttpClient>, clock: Arc<dyn Clock>) -> Result<Self, FeedError> {
-        let endpoint = iem::endpoint(&cfg.base_url, "cgi-bin/request/asos.py")
-            .map_err(|reason| FeedError::Malformed { url: cfg.base_url.clone(), reason })?;
-        Ok(IemAsos { cfg, client, clock, endpoint, coverage: Coverage::default() })
+        let mut params = vec![("data", "metar".to_string())];
+        params.extend(cfg.report_types.iter().map(|t| ("report_type", t.to_string())));
+        params.extend(
+            [("tz", "UTC"), ("format", "tdf"), ("latlon", "no"), ("elev", "no"), ("missing", "M")]
+                .map(|(k, v)| (k, v.to_string())),
+        );
+        let settings = Settings {
+            stations: cfg.stations.clone(),
+            batch_size: cfg.batch_size,
+            lookback_hours: cfg.lookback_hours,
+            overlap_minutes: cfg.overlap_minutes,
+            timeout: cfg.timeout,
+            archive_days: cfg.archive_days,
+        };
+        let service =
+            Service::new(&cfg.base_url, "cgi-bin/request/asos.py", params, Format::Metar, settings, client, clock)?;
+        Ok(IemAsos { cfg, service })
     }
 
     /// The request for `stations` over `sts..ets`.
-    pub fn url(
-        &self,
-        stations: &[String],
-        sts: chrono::DateTime<chrono::Utc>,
-        ets: chrono::DateTime<chrono::Utc>,
-    ) -> Url {
-        let mut u = self.endpoint.clone();
-        {
-            let mut q = u.query_pairs_mut();
-            for s in stations {
-                q.append_pair("station", iem::iem_id(s));
-            }
-            q.append_pair("data", "metar");
-            for t in &self.cfg.report_types {
-                q.append_pair("report_type", &t.to_string());
-            }
-            q.append_pair("tz", "UTC");
-            q.append_pair("format", "tdf");
-            q.append_pair("latlon", "no");
-            q.append_pair("elev", "no");
-            q.append_pair("missing", "M");
-            q.append_pair("sts", &iem::minute(sts));
-            q.append_pair("ets", &iem::minute(ets));
-        }
-        u
+    pub fn url(&self, stations: &[String], sts: DateTime<Utc>, ets: DateTime<Utc>) -> Url {
+        self.service.url(stations, sts, ets)
     }
 
     /// The newest report stored through this feed for `station`.
-    pub fn covered_until(&self, station: &str) -> Option<chrono::DateTime<chrono::Utc>> {
-        self.coverage.newest(station)
-    }
-
-    async fn poll_batch(&self, stations: &[String], sink: &dyn FeedSink) -> Result<Outcome, FeedError> {
-        let now = self.clock.now();
-        let lookback = iem::hours(self.cfg.lookback_hours);
-        let overlap = iem::hours(self.cfg.overlap_minutes / 60.0);
-        let sts = self.coverage.start(stations, now, lookback, overlap);
-        let url = self.url(stations, sts, iem::window_end(now));
-        let outcome = iem::fetch(&self.client, &url, self.cfg.timeout, Format::Metar, sink).await?;
-        if let Outcome::Stored { rows, .. } = &outcome {
-            self.coverage.record(&rows.newest);
-        }
-        Ok(outcome)
+    pub fn covered_until(&self, station: &str) -> Option<DateTime<Utc>> {
+        self.service.covered_until(station)
     }
 }
 
@@ -192,13 +163,7 @@ impl Source for IemAsos {
     }
 
     async fn poll(&self, sink: &dyn FeedSink) -> PollReport {
-        let batches = self.cfg.stations.chunks(self.cfg.batch_size.max(1));
-        let outcomes = futures::future::join_all(batches.map(|b| self.poll_batch(b, sink))).await;
-        let mut report = PollReport::default();
-        for o in outcomes {
-            iem::add(&mut report, o);
-        }
-        report
+        self.service.poll(sink).await
     }
 }
 
@@ -208,17 +173,12 @@ impl Archive for IemAsos {
         NAME
     }
 
-    fn units(&self, from: chrono::NaiveDate, to: chrono::NaiveDate, stations: &[String]) -> Vec<ArchiveUnit> {
-        let stations = if stations.is_empty() { &self.cfg.stations[..] } else { stations };
-        iem::archive_units(stations, from, to, self.cfg.archive_days)
+    fn units(&self, from: NaiveDate, to: NaiveDate, stations: &[String]) -> Vec<ArchiveUnit> {
+        self.service.units(from, to, stations)
     }
 
     async fn fetch(&self, unit: &ArchiveUnit, sink: &dyn FeedSink) -> PollReport {
-        let (sts, ets) = iem::unit_window(unit);
-        let url = self.url(std::slice::from_ref(&unit.key), sts, ets);
-        let mut report = PollReport::default();
-        iem::add(&mut report, iem::fetch(&self.client, &url, self.cfg.timeout, Format::Metar, sink).await);
-        report
+        self.service.fetch_unit(unit, sink).await
     }
 }
 

@@ -8,7 +8,7 @@
 //!
 //! IEM takes these data from NCEI about a day late, so the default lookback is two days
 //! and each window starts at the batch's newest stored minute less `overlap_minutes`
-//! ([`Coverage`]): a poll asks again only from where the data stopped, and a day that
+//! ([`iem::Coverage`]): a poll asks again only from where the data stopped, and a day that
 //! arrives late is fetched when it is there. asos1min.py refuses a request naming an id it
 //! does not know (the whole batch fails, saying which); ids are sent without the K of
 //! contiguous-US stations, as IEM names them. [`Archive`]: a unit is one station's run of
@@ -18,11 +18,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use chrono::{DateTime, NaiveDate, Utc};
 use serde::Deserialize;
 use url::Url;
 
 use super::http::HttpClient;
-use super::iem::{self, Coverage, Outcome};
+use super::iem::{self, Service, Settings};
 use super::seconds::secs;
 use super::sink::FeedSink;
 use super::source::{Archive, ArchiveUnit, FeedError, PollReport, Source};
@@ -99,18 +100,10 @@ impl IemOneminConfig {
 }
 
 /// The IEM one-minute feed.
+#[derive(Debug)]
 pub struct IemOnemin {
     cfg: IemOneminConfig,
-    client: Arc<HttpClient>,
-    clock: Arc<dyn Clock>,
-    endpoint: Url,
-    coverage: Coverage,
-}
-
-impl std::fmt::Debug for IemOnemin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IemOnemin").field("endpoint", &self.endpoint.as_str()).finish_non_exhaustive()
-    }
+    service: Service,
 }
 
 impl IemOnemin {
@@ -121,52 +114,44 @@ impl IemOnemin {
 
     /// The feed with windows taken from `clock` (tests replay a past day).
     pub fn with_clock(cfg: IemOneminConfig, client: Arc<HttpClient>, clock: Arc<dyn Clock>) -> Result<Self, FeedError> {
-        let endpoint = iem::endpoint(&cfg.base_url, "cgi-bin/request/asos1min.py")
-            .map_err(|reason| FeedError::Malformed { url: cfg.base_url.clone(), reason })?;
-        Ok(IemOnemin { cfg, client, clock, endpoint, coverage: Coverage::default() })
+        let params = [
+            ("vars", "tmpf"),
+            ("sample", "1min"),
+            ("what", "download"),
+            ("delim", "comma"),
+            ("tz", "UTC"),
+            ("gis", "no"),
+        ]
+        .map(|(k, v)| (k, v.to_string()))
+        .to_vec();
+        let settings = Settings {
+            stations: cfg.stations.clone(),
+            batch_size: cfg.batch_size,
+            lookback_hours: cfg.lookback_hours,
+            overlap_minutes: cfg.overlap_minutes,
+            timeout: cfg.timeout,
+            archive_days: cfg.archive_days,
+        };
+        let service = Service::new(
+            &cfg.base_url,
+            "cgi-bin/request/asos1min.py",
+            params,
+            Format::Onemin,
+            settings,
+            client,
+            clock,
+        )?;
+        Ok(IemOnemin { cfg, service })
     }
 
     /// The request for `stations` over `sts..ets`.
-    pub fn url(
-        &self,
-        stations: &[String],
-        sts: chrono::DateTime<chrono::Utc>,
-        ets: chrono::DateTime<chrono::Utc>,
-    ) -> Url {
-        let mut u = self.endpoint.clone();
-        {
-            let mut q = u.query_pairs_mut();
-            for s in stations {
-                q.append_pair("station", iem::iem_id(s));
-            }
-            q.append_pair("vars", "tmpf");
-            q.append_pair("sample", "1min");
-            q.append_pair("what", "download");
-            q.append_pair("delim", "comma");
-            q.append_pair("tz", "UTC");
-            q.append_pair("gis", "no");
-            q.append_pair("sts", &iem::minute(sts));
-            q.append_pair("ets", &iem::minute(ets));
-        }
-        u
+    pub fn url(&self, stations: &[String], sts: DateTime<Utc>, ets: DateTime<Utc>) -> Url {
+        self.service.url(stations, sts, ets)
     }
 
     /// The newest minute stored through this feed for `station`.
-    pub fn covered_until(&self, station: &str) -> Option<chrono::DateTime<chrono::Utc>> {
-        self.coverage.newest(station)
-    }
-
-    async fn poll_batch(&self, stations: &[String], sink: &dyn FeedSink) -> Result<Outcome, FeedError> {
-        let now = self.clock.now();
-        let lookback = iem::hours(self.cfg.lookback_hours);
-        let overlap = iem::hours(self.cfg.overlap_minutes / 60.0);
-        let sts = self.coverage.start(stations, now, lookback, overlap);
-        let url = self.url(stations, sts, iem::window_end(now));
-        let outcome = iem::fetch(&self.client, &url, self.cfg.timeout, Format::Onemin, sink).await?;
-        if let Outcome::Stored { rows, .. } = &outcome {
-            self.coverage.record(&rows.newest);
-        }
-        Ok(outcome)
+    pub fn covered_until(&self, station: &str) -> Option<DateTime<Utc>> {
+        self.service.covered_until(station)
     }
 }
 
@@ -181,13 +166,7 @@ impl Source for IemOnemin {
     }
 
     async fn poll(&self, sink: &dyn FeedSink) -> PollReport {
-        let batches = self.cfg.stations.chunks(self.cfg.batch_size.max(1));
-        let outcomes = futures::future::join_all(batches.map(|b| self.poll_batch(b, sink))).await;
-        let mut report = PollReport::default();
-        for o in outcomes {
-            iem::add(&mut report, o);
-        }
-        report
+        self.service.poll(sink).await
     }
 }
 
@@ -197,17 +176,12 @@ impl Archive for IemOnemin {
         NAME
     }
 
-    fn units(&self, from: chrono::NaiveDate, to: chrono::NaiveDate, stations: &[String]) -> Vec<ArchiveUnit> {
-        let stations = if stations.is_empty() { &self.cfg.stations[..] } else { stations };
-        iem::archive_units(stations, from, to, self.cfg.archive_days)
+    fn units(&self, from: NaiveDate, to: NaiveDate, stations: &[String]) -> Vec<ArchiveUnit> {
+        self.service.units(from, to, stations)
     }
 
     async fn fetch(&self, unit: &ArchiveUnit, sink: &dyn FeedSink) -> PollReport {
-        let (sts, ets) = iem::unit_window(unit);
-        let url = self.url(std::slice::from_ref(&unit.key), sts, ets);
-        let mut report = PollReport::default();
-        iem::add(&mut report, iem::fetch(&self.client, &url, self.cfg.timeout, Format::Onemin, sink).await);
-        report
+        self.service.fetch_unit(unit, sink).await
     }
 }
 
