@@ -2,7 +2,8 @@
 //!
 //! A METAR stamps only day-of-month, hour and minute (`DDHHMMZ`), so every container has to
 //! supply the year and month. Each does it differently: IEM/generic CSVs and NOAA LCD carry a
-//! timestamp column, aviationweather.gov JSON an epoch `obsTime`, WMO collectives a
+//! timestamp column, aviationweather.gov JSON an epoch `obsTime` and its cache CSV an
+//! `observation_time` column after the data server's status lines, WMO collectives a
 //! `DDHHMM` bulletin header (month from `--month` or today), and bare lines only `--month`.
 //! `ingest metar` calls [`decode_metar_input`], which sniffs the container with [`detect`]
 //! so operators never have to say what they are feeding in.
@@ -12,6 +13,7 @@ use chrono::{DateTime, Utc};
 use crate::decode::text::input_text;
 use crate::decode::types::{Decoded, Metar};
 
+mod awc_cache;
 mod awc_json;
 mod bare_lines;
 mod collective;
@@ -19,6 +21,8 @@ mod dating;
 mod delimited;
 mod report;
 
+pub use awc_cache::decode_awc_cache;
+use awc_cache::is_preamble_line;
 pub use awc_json::decode_awc_json;
 pub use bare_lines::decode_bare_lines;
 pub use collective::decode_collective;
@@ -37,6 +41,9 @@ pub enum MetarContainer {
     Lcd,
     /// aviationweather.gov data API JSON (`rawOb`, `obsTime`, ...).
     AwcJson,
+    /// aviationweather.gov cache CSV (`metars.cache.csv`): status lines, then `raw_text`,
+    /// `observation_time`, ... columns.
+    AwcCache,
     /// WMO bulletin(s) (`SAUS70 KWBC 011200`) with `=`-terminated reports.
     Collective,
     /// One report per line, nothing else.
@@ -61,6 +68,9 @@ pub fn detect(bytes: &[u8]) -> MetarContainer {
     }
     let mut lines = text.lines().map(clean_line).filter(|l| !l.is_empty() && !l.starts_with('#'));
     if let Some(first) = lines.next() {
+        if is_preamble_line(first) {
+            return MetarContainer::AwcCache;
+        }
         if let Some(kind) = delimited_kind(first) {
             return kind;
         }
@@ -90,6 +100,7 @@ pub fn decode_metar_input_at(bytes: &[u8], month_hint: Option<(i32, u32)>, now: 
     match detect(bytes) {
         MetarContainer::IemDelimited | MetarContainer::Lcd => decode_delimited(&text),
         MetarContainer::AwcJson => decode_awc_json(&text),
+        MetarContainer::AwcCache => decode_awc_cache(&text),
         MetarContainer::Collective => decode_collective(&text, month_hint, now),
         MetarContainer::BareLines => decode_bare_lines(&text, month_hint, now),
     }

@@ -10,17 +10,28 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use thiserror::Error;
 
+use super::awc_cache::AwcCacheConfig;
+pub use super::client_config::ClientConfig;
+use super::iem_asos::IemAsosConfig;
+use super::iem_onemin::IemOneminConfig;
+use super::seconds::secs;
 use crate::catalog::Catalog;
 use crate::decode::metar::is_station_id;
 
 /// The sources this build can poll, as named in `[sources.NAME]`.
-pub const SOURCES: &[&str] = &[AWC_METAR];
+pub const SOURCES: &[&str] = &[AWC_METAR, AWC_CACHE, IEM_ASOS, IEM_ONEMIN];
 
 /// `[sources.awc_metar]`: aviationweather.gov METAR JSON.
 pub const AWC_METAR: &str = "awc_metar";
+/// `[sources.awc_cache]`: aviationweather.gov's bulk METAR cache file.
+pub const AWC_CACHE: &str = super::awc_cache::NAME;
+/// `[sources.iem_asos]`: IEM ASOS METAR/SPECI/HF-METAR request service.
+pub const IEM_ASOS: &str = super::iem_asos::NAME;
+/// `[sources.iem_onemin]`: IEM one-minute ASOS request service.
+pub const IEM_ONEMIN: &str = super::iem_onemin::NAME;
 
 /// A `[sources]` table that cannot be used.
 #[derive(Debug, Error)]
@@ -38,6 +49,12 @@ pub struct FeedsConfig {
     pub client: ClientConfig,
     /// `[sources.awc_metar]`, when present.
     pub awc_metar: Option<AwcMetarConfig>,
+    /// `[sources.awc_cache]`, when present.
+    pub awc_cache: Option<AwcCacheConfig>,
+    /// `[sources.iem_asos]`, when present.
+    pub iem_asos: Option<IemAsosConfig>,
+    /// `[sources.iem_onemin]`, when present.
+    pub iem_onemin: Option<IemOneminConfig>,
 }
 
 impl FeedsConfig {
@@ -51,6 +68,18 @@ impl FeedsConfig {
                     let source: AwcMetarConfig = deserialize(v.clone(), &format!(".{AWC_METAR}"))?;
                     cfg.awc_metar = Some(source.validated()?);
                 }
+                (AWC_CACHE, v) => {
+                    let source: AwcCacheConfig = deserialize(v.clone(), &format!(".{AWC_CACHE}"))?;
+                    cfg.awc_cache = Some(source.validated().map_err(|m| invalid(AWC_CACHE, m))?);
+                }
+                (IEM_ASOS, v) => {
+                    let source: IemAsosConfig = deserialize(v.clone(), &format!(".{IEM_ASOS}"))?;
+                    cfg.iem_asos = Some(source.validated().map_err(|m| invalid(IEM_ASOS, m))?);
+                }
+                (IEM_ONEMIN, v) => {
+                    let source: IemOneminConfig = deserialize(v.clone(), &format!(".{IEM_ONEMIN}"))?;
+                    cfg.iem_onemin = Some(source.validated().map_err(|m| invalid(IEM_ONEMIN, m))?);
+                }
                 (name, toml::Value::Table(_)) => {
                     return Err(ConfigError::UnknownSource { name: name.to_string(), known: SOURCES.join(", ") });
                 }
@@ -60,7 +89,7 @@ impl FeedsConfig {
             }
         }
         cfg.client = deserialize(toml::Value::Table(client_keys), "")?;
-        cfg.client.validate()?;
+        cfg.client.validate().map_err(|message| ConfigError::Invalid { section: String::new(), message })?;
         Ok(cfg)
     }
 
@@ -79,83 +108,13 @@ impl FeedsConfig {
     }
 }
 
+/// A source's `validated()` message, placed in its table.
+fn invalid(source: &str, message: String) -> ConfigError {
+    ConfigError::Invalid { section: format!(".{source}"), message }
+}
+
 fn deserialize<T: for<'de> Deserialize<'de>>(value: toml::Value, section: &str) -> Result<T, ConfigError> {
     T::deserialize(value).map_err(|e| ConfigError::Invalid { section: section.to_string(), message: e.to_string() })
-}
-
-/// How the feeds' HTTP client behaves toward every public service.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ClientConfig {
-    /// `contact`: how a service's operator reaches whoever runs this wxlake (an e-mail or
-    /// URL), sent in the User-Agent. api.weather.gov refuses requests without one; the
-    /// default is empty, which sends `wxlake/VERSION` alone and warns at start.
-    pub contact: String,
-    /// `max_per_host` (default 2): requests in flight to one host at once, all sources
-    /// together.
-    pub max_per_host: usize,
-    /// `attempts` (default 3): tries per request for transient failures (connect errors,
-    /// timeouts, 5xx, 429, a body cut short) before the poll records the failure.
-    pub attempts: u32,
-    /// `backoff_secs` (default 1): the first retry's delay; each later one doubles, up to
-    /// `backoff_max_secs` (default 30), each drawn at random in its upper half (jitter) so
-    /// many clients do not retry in step.
-    #[serde(rename = "backoff_secs", deserialize_with = "secs")]
-    pub backoff: Duration,
-    #[serde(rename = "backoff_max_secs", deserialize_with = "secs")]
-    pub backoff_max: Duration,
-    /// `max_retry_after_secs` (default 120): the longest Retry-After a request waits out
-    /// before retrying; a longer one ends the attempt, and the host's later requests still
-    /// wait until it has passed.
-    #[serde(rename = "max_retry_after_secs", deserialize_with = "secs")]
-    pub max_retry_after: Duration,
-    /// `breaker_failures` (default 5): consecutive failed requests to a host after which
-    /// it is paused (circuit breaker open: no request is sent).
-    pub breaker_failures: u32,
-    /// `breaker_pause_secs` (default 300): how long a paused host rests before one probe
-    /// request is let through; its success closes the breaker, its failure pauses again.
-    #[serde(rename = "breaker_pause_secs", deserialize_with = "secs")]
-    pub breaker_pause: Duration,
-    /// `max_body_bytes` (default 16 MiB): a larger response is refused as a body error.
-    pub max_body_bytes: usize,
-}
-
-impl Default for ClientConfig {
-    fn default() -> Self {
-        ClientConfig {
-            contact: String::new(),
-            max_per_host: 2,
-            attempts: 3,
-            backoff: Duration::from_secs(1),
-            backoff_max: Duration::from_secs(30),
-            max_retry_after: Duration::from_secs(120),
-            breaker_failures: 5,
-            breaker_pause: Duration::from_secs(300),
-            max_body_bytes: 16 * 1024 * 1024,
-        }
-    }
-}
-
-impl ClientConfig {
-    fn validate(&self) -> Result<(), ConfigError> {
-        let bad = |message: &str| Err(ConfigError::Invalid { section: String::new(), message: message.to_string() });
-        if self.max_per_host == 0 {
-            return bad("max_per_host must be at least 1");
-        }
-        if self.attempts == 0 {
-            return bad("attempts must be at least 1");
-        }
-        if self.breaker_failures == 0 {
-            return bad("breaker_failures must be at least 1");
-        }
-        if self.max_body_bytes == 0 {
-            return bad("max_body_bytes must be at least 1");
-        }
-        if self.contact.chars().any(|c| c.is_control()) {
-            return bad("contact must not contain control characters (it is sent in a header)");
-        }
-        Ok(())
-    }
 }
 
 /// `[sources.awc_metar]`: METAR/SPECI from the aviationweather.gov data API,
@@ -234,13 +193,6 @@ impl AwcMetarConfig {
     }
 }
 
-/// A duration written as seconds (integer or fractional, positive or zero).
-fn secs<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    let v = f64::deserialize(d)?;
-    Duration::try_from_secs_f64(v)
-        .map_err(|_| serde::de::Error::custom(format!("expected a number of seconds >= 0, found {v}")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,7 +245,7 @@ mod tests {
     #[test]
     fn typos_and_bad_values_are_refused_precisely() {
         let err = |t: &str| FeedsConfig::from_toml(&table(t)).unwrap_err().to_string();
-        assert_eq!(err("[iem_asos]"), "[sources.iem_asos] names no source; known: awc_metar");
+        assert_eq!(err("[iem_asoss]"), format!("[sources.iem_asoss] names no source; known: {}", SOURCES.join(", ")));
         assert!(
             err("[awc_metar]\nintervall_secs = 5").contains("unknown field `intervall_secs`"),
             "{}",

@@ -26,7 +26,7 @@ use url::Url;
 
 use super::backoff;
 use super::breaker::{Admit, Breaker};
-use super::config::ClientConfig;
+use super::client_config::ClientConfig;
 
 /// A request that did not yield the resource.
 #[derive(Debug, Error)]

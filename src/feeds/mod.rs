@@ -10,15 +10,23 @@
 //! status endpoint and `/metrics` show; [`backfill`] fetches a source's [`Archive`] into the
 //! lake, resumably.
 //!
-//! Sources so far: `awc_metar` (aviationweather.gov METAR JSON; also a 15-day archive).
+//! Sources so far: `awc_metar` (aviationweather.gov METAR JSON; also a 15-day archive), `awc_cache` (its bulk
+//! cache file), `iem_asos` (IEM METAR/SPECI/HF-METAR) and `iem_onemin` (IEM one-minute
+//! ASOS).
 
+pub mod awc_cache;
 pub mod awc_metar;
 pub mod backfill;
 pub mod backoff;
 pub mod breaker;
+pub mod client_config;
 pub mod config;
 pub mod http;
+pub mod iem;
+pub mod iem_asos;
+pub mod iem_onemin;
 pub mod runner;
+pub mod seconds;
 pub mod sink;
 pub mod source;
 pub mod status;

@@ -15,9 +15,12 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 
+use super::awc_cache::AwcCache;
 use super::awc_metar::AwcMetar;
 use super::config::{FeedsConfig, SOURCES};
 use super::http::HttpClient;
+use super::iem_asos::IemAsos;
+use super::iem_onemin::IemOnemin;
 use super::sink::FeedSink;
 use super::source::{Archive, FeedError, PollReport, Source};
 pub use super::status::{LastPoll, SourceStatus};
@@ -50,6 +53,9 @@ impl std::fmt::Debug for Feeds {
     }
 }
 
+/// Why a source without its `[sources.NAME]` table cannot be backfilled.
+const NOT_CONFIGURED: &str = "not in the config file: add the table to backfill it";
+
 impl Feeds {
     /// The enabled sources of `cfg`, sharing one HTTP client, feeding `sink`.
     pub fn from_config(cfg: &FeedsConfig, sink: Arc<dyn FeedSink>) -> Result<Self, FeedError> {
@@ -57,6 +63,15 @@ impl Feeds {
         let mut sources: Vec<Arc<dyn Source>> = Vec::new();
         if let Some(awc) = cfg.awc_metar.as_ref().filter(|a| a.enabled) {
             sources.push(Arc::new(AwcMetar::new(awc.clone(), Arc::clone(&client))?));
+        }
+        if let Some(c) = cfg.awc_cache.as_ref().filter(|c| c.enabled) {
+            sources.push(Arc::new(AwcCache::new(c.clone(), Arc::clone(&client))?));
+        }
+        if let Some(c) = cfg.iem_asos.as_ref().filter(|c| c.enabled) {
+            sources.push(Arc::new(IemAsos::new(c.clone(), Arc::clone(&client))?));
+        }
+        if let Some(c) = cfg.iem_onemin.as_ref().filter(|c| c.enabled) {
+            sources.push(Arc::new(IemOnemin::new(c.clone(), Arc::clone(&client))?));
         }
         Ok(Feeds::new(sources, sink))
     }
@@ -69,7 +84,15 @@ impl Feeds {
         match name {
             super::config::AWC_METAR => match cfg.awc_metar.as_ref() {
                 Some(awc) => Ok(Arc::new(AwcMetar::new(awc.clone(), client()?)?)),
-                None => Err(missing("not in the config file: add the table to backfill it".to_string())),
+                None => Err(missing(NOT_CONFIGURED.to_string())),
+            },
+            super::config::IEM_ASOS => match cfg.iem_asos.as_ref() {
+                Some(c) => Ok(Arc::new(IemAsos::new(c.clone(), client()?)?)),
+                None => Err(missing(NOT_CONFIGURED.to_string())),
+            },
+            super::config::IEM_ONEMIN => match cfg.iem_onemin.as_ref() {
+                Some(c) => Ok(Arc::new(IemOnemin::new(c.clone(), client()?)?)),
+                None => Err(missing(NOT_CONFIGURED.to_string())),
             },
             other if SOURCES.contains(&other) => Err(missing("this source keeps no archive".to_string())),
             _ => Err(missing(format!("no such source; known: {}", SOURCES.join(", ")))),

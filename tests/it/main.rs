@@ -7,6 +7,7 @@ mod contract_http;
 mod crash;
 mod feeds;
 mod feeds_ops;
+mod feeds_obsfeeds;
 mod forecasts_http;
 mod http;
 mod lake;

@@ -512,3 +512,50 @@ fn utf16_and_binary_inputs_are_named() {
     let d = decode_metar_input_at(&[0x1F, 0x8B, 0x08, 0x00, 0x12, 0x34], None, now);
     assert_eq!(d.errors[0].reason, "input is gzip-compressed data, not text");
 }
+
+/// aviationweather.gov's `metars.cache.csv`: its status lines and its 44-column header (the
+/// real file's shape; no cache file is saved in data/real) around real reports of the AWC
+/// JSON fixture, one quoted with its METAR/SPECI keyword as newer files write them.
+#[test]
+fn awc_cache_csv_is_decoded_past_its_status_lines() {
+    let header = "raw_text,station_id,observation_time,latitude,longitude,temp_c,dewpoint_c,wind_dir_degrees,wind_speed_kt,wind_gust_kt,visibility_statute_mi,altim_in_hg,sea_level_pressure_mb,corrected,auto,auto_station,maintenance_indicator_on,no_signal,lightning_sensor_off,freezing_rain_sensor_off,present_weather_sensor_off,wx_string,sky_cover,cloud_base_ft_agl,sky_cover,cloud_base_ft_agl,sky_cover,cloud_base_ft_agl,sky_cover,cloud_base_ft_agl,flight_category,three_hr_pressure_tendency_mb,maxT_c,minT_c,maxT24hr_c,minT24hr_c,precip_in,pcp3hr_in,pcp6hr_in,pcp24hr_in,snow_in,vert_vis_ft,metar_type,elevation_m";
+    assert_eq!(header.split(',').count(), 44);
+    let row = |raw: &str, id: &str, time: &str, kind: &str| {
+        let mut f = vec![String::new(); 44];
+        f[0] = raw.to_string();
+        f[1] = id.to_string();
+        f[2] = time.to_string();
+        f[42] = kind.to_string();
+        f.join(",")
+    };
+    let text = [
+        "No errors".to_string(),
+        "No warnings".to_string(),
+        "11 ms".to_string(),
+        "data source=metars".to_string(),
+        "4 results".to_string(),
+        header.to_string(),
+        row("KNYC 250551Z AUTO VRB06G18KT 10SM CLR 14/04 A3023 RMK AO2 SLP227 T01390039 10172 20139 58019", "KNYC", "2026-09-25T05:51:00Z", "METAR"),
+        row("\"SPECI KMDW 250553Z 12004KT 10SM FEW055 OVC250 17/13 A3029 RMK AO2 SLP254 T01670128\"", "KMDW", "2026-09-25T05:53:00.000Z", "SPECI"),
+        row("KAUS 250553Z 16006KT 10SM SCT200 BKN250 28/23 A3008 RMK AO2 SLP172 T02830228 10344 20278 403670217 51013 $", "KAUS", "2026-09-25T05:53:00Z", "METAR"),
+        row("KAUS 250453Z 18004KT 10SM SCT080 SCT120 28/22 A3007", "KAUS", "yesterday", "METAR"),
+    ]
+    .join("\n");
+    assert_eq!(detect(text.as_bytes()), MetarContainer::AwcCache);
+    let d = decode_metar_input(text.as_bytes(), None);
+    assert_eq!(d.read, 10);
+    let got: Vec<_> = d.records.iter().map(|m| (m.station.as_str(), m.time, m.kind)).collect();
+    assert_eq!(
+        got,
+        [
+            ("KNYC", utc(2026, 9, 25, 5, 51), Some(ReportKind::Metar)),
+            ("KMDW", utc(2026, 9, 25, 5, 53), Some(ReportKind::Speci)),
+            ("KAUS", utc(2026, 9, 25, 5, 53), Some(ReportKind::Metar)),
+        ]
+    );
+    let errs: Vec<_> = d.errors.iter().map(|e| (e.line, e.reason.as_str())).collect();
+    assert_eq!(errs, [(10, "bad observation_time time 'yesterday'")], "line numbers of the whole file");
+    // Status lines alone (an empty answer) decode to nothing, without an error.
+    let d = decode_metar_input(b"No errors\nNo warnings\n3 ms\ndata source=metars\n0 results\n", None);
+    assert!(d.records.is_empty() && d.errors.is_empty(), "{:?}", d.errors);
+}

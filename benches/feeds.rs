@@ -1,0 +1,286 @@
+//! One poll of a global METAR cache file (issue 17): `awc_cache` fetching a gzip cache of
+//! 5,000 stations from a server on 127.0.0.1, gunzipping and selecting its rows, and the
+//! live path taking them (decode, WAL, hot state), then the flush into the lake. Measured
+//! as the process's CPU time (every thread: the runtime, the WAL, rayon), per poll.
+//!
+//! The file is built, in aviationweather.gov's `metars.cache.csv` shape (status lines,
+//! the 44-column header), from the real reports of data/real/metar (the KCVG day, the
+//! VOHY and WSSS months, the AWC JSON) spread over 5,000 station ids: the 70 catalog
+//! stations (hot state and stream) and made-up ids for the rest; each report keeps its
+//! text and date with its station id replaced. Run: `cargo bench --bench feeds`; it also
+//! writes the file to `target/bench-feeds/metars.cache.csv.gz` for the peer comparison
+//! (benches/feeds_vs_duckdb.sh).
+//!
+//! Then publish -> served: the fixture server's cache file gets a new KNYC report (warmer
+//! than the last, so a new high), the feed polls at once (the polling interval is left
+//! out), and the time is taken until `GET /api/v2/observations.php?mode=latest` (the
+//! router in process) answers the report and until the stream hub delivers its
+//! `observation` and `new_high` events to a subscriber (the publisher, event log and hub
+//! of `serve`; the HTTPS write of the frame is not included). Printed as percentiles
+//! over 30 reports.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use wxlake::catalog::Catalog;
+use wxlake::clock::{Clock, SystemClock};
+use wxlake::feeds::awc_cache::{AwcCache, AwcCacheConfig};
+use wxlake::feeds::config::ClientConfig;
+use wxlake::feeds::http::HttpClient;
+use wxlake::feeds::{FeedSink, Source};
+use wxlake::lake::Lake;
+use wxlake::write::LiveService;
+
+/// Stations in the built file.
+const STATIONS: usize = 5_000;
+
+/// Real report texts with their UTC times (`YYYY-MM-DDTHH:MM:00Z`).
+fn real_reports() -> Vec<(String, String)> {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/data/real/metar/");
+    let mut out = Vec::new();
+    for file in ["IEM_KCVG_2024-03-01_all_reports_incl_5min.tsv", "IEM_VOHY_2014-03-01_2014-04-04_all_fields.tsv"] {
+        let text = std::fs::read_to_string(format!("{root}{file}")).unwrap();
+        let mut lines = text.lines().filter(|l| !l.starts_with('#'));
+        let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
+        let (v, m) =
+            (header.iter().position(|h| *h == "valid").unwrap(), header.iter().position(|h| *h == "metar").unwrap());
+        for l in lines {
+            let f: Vec<&str> = l.split('\t').collect();
+            out.push((f[m].to_string(), format!("{}:00Z", f[v].replace(' ', "T"))));
+        }
+    }
+    let json: Vec<serde_json::Value> = serde_json::from_str(
+        &std::fs::read_to_string(format!("{root}awc_metar_knyc_kmdw_kaus_20260925T0631Z.json")).unwrap(),
+    )
+    .unwrap();
+    for r in json {
+        let t = chrono::DateTime::from_timestamp(r["obsTime"].as_i64().unwrap(), 0).unwrap();
+        out.push((r["rawOb"].as_str().unwrap().to_string(), t.format("%Y-%m-%dT%H:%M:%SZ").to_string()));
+    }
+    out
+}
+
+/// The 5,000-station cache file, gzipped.
+fn cache_file() -> Vec<u8> {
+    let reports = real_reports();
+    let catalog: Vec<String> = Catalog::global().all().iter().map(|s| s.code.clone()).collect();
+    let mut text = format!("No errors\nNo warnings\n120 ms\ndata source=metars\n{STATIONS} results\n");
+    text.push_str("raw_text,station_id,observation_time,latitude,longitude,temp_c,dewpoint_c,wind_dir_degrees,wind_speed_kt,wind_gust_kt,visibility_statute_mi,altim_in_hg,sea_level_pressure_mb,corrected,auto,auto_station,maintenance_indicator_on,no_signal,lightning_sensor_off,freezing_rain_sensor_off,present_weather_sensor_off,wx_string,sky_cover,cloud_base_ft_agl,sky_cover,cloud_base_ft_agl,sky_cover,cloud_base_ft_agl,sky_cover,cloud_base_ft_agl,flight_category,three_hr_pressure_tendency_mb,maxT_c,minT_c,maxT24hr_c,minT24hr_c,precip_in,pcp3hr_in,pcp6hr_in,pcp24hr_in,snow_in,vert_vis_ft,metar_type,elevation_m\n");
+    for i in 0..STATIONS {
+        let id = catalog.get(i).cloned().unwrap_or_else(|| {
+            let n = i - catalog.len();
+            format!("{}{:03}", ["Q", "X", "Z", "J", "V"][n / 1000], n % 1000)
+        });
+        let (raw, time) = &reports[(i * 7919) % reports.len()];
+        let mut toks: Vec<&str> = raw.split_whitespace().collect();
+        let at = toks.iter().position(|t| !matches!(*t, "METAR" | "SPECI")).unwrap();
+        toks[at] = &id;
+        let kind = if raw.starts_with("SPECI") { "SPECI" } else { "METAR" };
+        text.push_str(&format!("\"{}\",{id},{time}{}{kind},100\n", toks.join(" "), ",".repeat(40)));
+    }
+    let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    z.write_all(text.as_bytes()).unwrap();
+    z.finish().unwrap()
+}
+
+/// The process's CPU time so far (user + system, every thread).
+fn cpu_time() -> Duration {
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into the struct we own.
+    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) }, 0);
+    let tv = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+fn bench_cache_poll(c: &mut Criterion) {
+    let gz = cache_file();
+    let out = concat!(env!("CARGO_MANIFEST_DIR"), "/target/bench-feeds");
+    std::fs::create_dir_all(out).unwrap();
+    std::fs::write(format!("{out}/metars.cache.csv.gz"), &gz).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let base = rt.block_on(async move {
+        let gz = bytes::Bytes::from(gz);
+        let app = axum::Router::new().route(
+            "/data/cache/metars.cache.csv.gz",
+            axum::routing::get(move || {
+                let gz = gz.clone();
+                async move { ([("content-type", "application/x-gzip")], gz) }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        format!("http://{addr}")
+    });
+    let client =
+        Arc::new(HttpClient::new(ClientConfig { contact: "bench@example.com".into(), ..Default::default() }).unwrap());
+    let cfg = AwcCacheConfig { base_url: base, stations: vec![], all_stations: true, ..Default::default() };
+    let mut g = c.benchmark_group("feeds");
+    g.sample_size(10);
+    g.bench_function(
+        "awc_cache poll of 5,000 stations: fetch, gunzip, decode, WAL, hot state, flush (CPU time)",
+        |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let dir = tempfile::tempdir().unwrap();
+                    let (svc, feed) = rt.block_on(async {
+                        let lake = Lake::open(&format!("file://{}", dir.path().join("lake").display())).await.unwrap();
+                        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+                        let svc = Arc::new(LiveService::open(lake, &dir.path().join("state"), clock).await.unwrap());
+                        (svc, AwcCache::new(cfg.clone().validated().unwrap(), Arc::clone(&client)).unwrap())
+                    });
+                    let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&svc));
+                    let before = cpu_time();
+                    let report = rt.block_on(async {
+                        let r = feed.poll(sink.as_ref()).await;
+                        svc.flush().await.unwrap();
+                        r
+                    });
+                    total += cpu_time() - before;
+                    assert!(report.is_ok() && report.accepted >= STATIONS * 99 / 100, "{}", report.summary());
+                }
+                total
+            })
+        },
+    );
+    g.finish();
+}
+
+/// The cache file of the latency rounds: `others` rows of the big file plus KNYC's report.
+fn cache_with(rows: &str, knyc: &str, time: &str) -> bytes::Bytes {
+    let mut text = rows.to_string();
+    text.push_str(&format!("\"{knyc}\",KNYC,{time}{}METAR,3\n", ",".repeat(40)));
+    let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    z.write_all(text.as_bytes()).unwrap();
+    bytes::Bytes::from(z.finish().unwrap())
+}
+
+fn publish_to_served(_c: &mut Criterion) {
+    use axum::body::Body;
+    use axum::http::Request;
+    use futures::StreamExt;
+    use tower::ServiceExt;
+    use wxlake::api::keys::{KeyStore, Tier};
+    use wxlake::api::limits::RateLimiter;
+    use wxlake::api::{server, stream_bridge, AppState};
+    use wxlake::clock::ManualClock;
+    use wxlake::stream::{default_retention, Delivery, EventLog, Hub};
+
+    // The big file's rows without KNYC, so each round's new report is KNYC's.
+    let gz = cache_file();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gz[..]), &mut text).unwrap();
+    let others: String = text.lines().filter(|l| !l.contains(",KNYC,")).map(|l| format!("{l}\n")).collect();
+    let now = chrono::Utc::now();
+    let report = |i: i64| {
+        let t = now - chrono::Duration::minutes(40 - i);
+        let c10 = 100 + i * 5;
+        (
+            format!(
+                "KNYC {} AUTO 27008KT 10SM CLR {:02}/M02 A3012 RMK AO2 T0{c10:03}1017",
+                t.format("%d%H%MZ"),
+                (c10 + 5) / 10
+            ),
+            t.format("%Y-%m-%dT%H:%M:00Z").to_string(),
+        )
+    };
+    let (r0, t0) = report(0);
+    let current = Arc::new(Mutex::new(cache_with(&others, &r0, &t0)));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let served = Arc::clone(&current);
+    let (router, key, feed, sink, hub) = rt.block_on(async {
+        let app = axum::Router::new().route(
+            "/data/cache/metars.cache.csv.gz",
+            axum::routing::get(move || {
+                let body = served.lock().unwrap().clone();
+                async move { ([("content-type", "application/x-gzip")], body) }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let lake = Lake::open(&format!("file://{}", dir.path().join("lake").display())).await.unwrap();
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let keys = KeyStore::open(dir.path().join("state")).unwrap();
+        let key = keys.create(Tier::Enterprise, "bench", true, true).unwrap().1;
+        let live = Arc::new(LiveService::open(lake, &dir.path().join("state"), clock.clone()).await.unwrap());
+        let log = Arc::new(EventLog::open(&dir.path().join("events"), default_retention()).unwrap());
+        let hub = Hub::new(1024);
+        stream_bridge::spawn_publisher(Arc::clone(&live), log, hub.clone()).await;
+        let client = Arc::new(
+            HttpClient::new(ClientConfig { contact: "bench@example.com".into(), ..Default::default() }).unwrap(),
+        );
+        let cfg = AwcCacheConfig {
+            base_url: format!("http://{addr}"),
+            stations: vec![],
+            all_stations: true,
+            ..Default::default()
+        };
+        let feed = AwcCache::new(cfg.validated().unwrap(), client).unwrap();
+        let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&live));
+        // The first poll takes the whole file; the rounds then add one report each.
+        assert!(feed.poll(sink.as_ref()).await.is_ok());
+        let limiter = RateLimiter::new(Arc::new(ManualClock::new(now - chrono::Duration::days(1))));
+        (server::router(AppState::new(keys, limiter, live, clock)), key, feed, sink, hub)
+    });
+    let (mut rest_ms, mut obs_ms, mut high_ms) = (Vec::new(), Vec::new(), Vec::new());
+    rt.block_on(async {
+        let mut sub = hub.connect("bench", ["KNYC".to_string()].into());
+        for i in 1..=30 {
+            let (raw, time) = report(i);
+            let stamp = raw.split_whitespace().nth(1).unwrap().to_string();
+            *current.lock().unwrap() = cache_with(&others, &raw, &time);
+            let t0 = Instant::now();
+            let polled = feed.poll(sink.as_ref()).await;
+            assert_eq!(polled.accepted, 1, "{}", polled.summary());
+            let (mut obs, mut high) = (None, None);
+            while obs.is_none() || high.is_none() {
+                match tokio::time::timeout(Duration::from_secs(5), sub.next()).await {
+                    Ok(Some(Delivery::Event(e))) => {
+                        let slot = match &*e.name {
+                            "observation" => &mut obs,
+                            "new_high" => &mut high,
+                            _ => continue,
+                        };
+                        slot.get_or_insert(t0.elapsed());
+                    }
+                    other => panic!("round {i}: no event: {other:?}"),
+                }
+            }
+            loop {
+                let req = Request::get("/api/v2/observations.php?station_code=KNYC&mode=latest")
+                    .header("X-API-Key", &key)
+                    .body(Body::empty())
+                    .unwrap();
+                let resp = router.clone().oneshot(req).await.unwrap();
+                let body = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap();
+                if String::from_utf8_lossy(&body).contains(&stamp) {
+                    break;
+                }
+                assert!(t0.elapsed() < Duration::from_secs(5), "round {i}: latest never answered {stamp}");
+            }
+            rest_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+            obs_ms.push(obs.unwrap().as_secs_f64() * 1e3);
+            high_ms.push(high.unwrap().as_secs_f64() * 1e3);
+        }
+    });
+    for (what, v) in
+        [("latest REST answer", &mut rest_ms), ("stream observation", &mut obs_ms), ("stream new_high", &mut high_ms)]
+    {
+        v.sort_by(f64::total_cmp);
+        println!(
+            "publish -> served, {what} ({} reports, poll included, interval excluded): p50 {:.1} ms, p90 {:.1} ms, max {:.1} ms",
+            v.len(),
+            v[v.len() / 2],
+            v[v.len() * 9 / 10],
+            v[v.len() - 1]
+        );
+    }
+}
+
+criterion_group!(benches, bench_cache_poll, publish_to_served);
+criterion_main!(benches);
