@@ -197,6 +197,14 @@ pub struct DailyReport {
 }
 
 impl DailyReport {
+    /// Order among reports of one kind for the same station and day (several arrive: a
+    /// preliminary, the final, a correction issued later or under the same heading): a
+    /// final beats a preliminary, then the latest issue wins, then a correction beats the
+    /// report it corrects. The one order every reader of reports uses.
+    pub fn precedence(&self) -> (bool, Option<DateTime<Utc>>, bool) {
+        (self.is_final, self.issued_at, self.correction)
+    }
+
     /// A final, uncorrected report with no values: decoders and tests fill in what the
     /// product states.
     pub fn blank(kind: DailyKind, station: &str, date: NaiveDate) -> Self {

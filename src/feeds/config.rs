@@ -10,17 +10,26 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use thiserror::Error;
 
+use super::nws_hourly::NwsHourlyConfig;
+use super::nws_products::{NwsProductsConfig, ProductKind};
+use super::seconds::secs;
 use crate::catalog::Catalog;
 use crate::decode::metar::is_station_id;
 
 /// The sources this build can poll, as named in `[sources.NAME]`.
-pub const SOURCES: &[&str] = &[AWC_METAR];
+pub const SOURCES: &[&str] = &[AWC_METAR, NWS_CLI, NWS_DSM, NWS_HOURLY];
 
 /// `[sources.awc_metar]`: aviationweather.gov METAR JSON.
 pub const AWC_METAR: &str = "awc_metar";
+/// `[sources.nws_cli]`: api.weather.gov Daily Climate Reports (CLI).
+pub const NWS_CLI: &str = ProductKind::Cli.source();
+/// `[sources.nws_dsm]`: api.weather.gov Daily Summary Messages (DSM).
+pub const NWS_DSM: &str = ProductKind::Dsm.source();
+/// `[sources.nws_hourly]`: api.weather.gov hourly point forecasts.
+pub const NWS_HOURLY: &str = super::nws_hourly::NAME;
 
 /// A `[sources]` table that cannot be used.
 #[derive(Debug, Error)]
@@ -38,6 +47,15 @@ pub struct FeedsConfig {
     pub client: ClientConfig,
     /// `[sources.awc_metar]`, when present.
     pub awc_metar: Option<AwcMetarConfig>,
+    /// `[sources.nws_cli]`, when present.
+    pub nws_cli: Option<NwsProductsConfig>,
+    /// `[sources.nws_dsm]`, when present.
+    pub nws_dsm: Option<NwsProductsConfig>,
+    /// `[sources.nws_hourly]`, when present.
+    pub nws_hourly: Option<NwsHourlyConfig>,
+    /// Not a key of the file: where sources keep what must survive a restart (the
+    /// `serve` state directory, set by the command); `None` keeps it in memory only.
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 impl FeedsConfig {
@@ -50,6 +68,18 @@ impl FeedsConfig {
                 (AWC_METAR, v) => {
                     let source: AwcMetarConfig = deserialize(v.clone(), &format!(".{AWC_METAR}"))?;
                     cfg.awc_metar = Some(source.validated()?);
+                }
+                (NWS_CLI, v) => {
+                    let source: NwsProductsConfig = deserialize(v.clone(), &format!(".{NWS_CLI}"))?;
+                    cfg.nws_cli = Some(source.validated(ProductKind::Cli).map_err(|m| invalid(NWS_CLI, m))?);
+                }
+                (NWS_DSM, v) => {
+                    let source: NwsProductsConfig = deserialize(v.clone(), &format!(".{NWS_DSM}"))?;
+                    cfg.nws_dsm = Some(source.validated(ProductKind::Dsm).map_err(|m| invalid(NWS_DSM, m))?);
+                }
+                (NWS_HOURLY, v) => {
+                    let source: NwsHourlyConfig = deserialize(v.clone(), &format!(".{NWS_HOURLY}"))?;
+                    cfg.nws_hourly = Some(source.validated().map_err(|m| invalid(NWS_HOURLY, m))?);
                 }
                 (name, toml::Value::Table(_)) => {
                     return Err(ConfigError::UnknownSource { name: name.to_string(), known: SOURCES.join(", ") });
@@ -77,6 +107,11 @@ impl FeedsConfig {
             }),
         }
     }
+}
+
+/// A source's refusal of its own values (the source modules say what, this says where).
+fn invalid(source: &str, message: String) -> ConfigError {
+    ConfigError::Invalid { section: format!(".{source}"), message }
 }
 
 fn deserialize<T: for<'de> Deserialize<'de>>(value: toml::Value, section: &str) -> Result<T, ConfigError> {
@@ -234,12 +269,6 @@ impl AwcMetarConfig {
     }
 }
 
-/// A duration written as seconds (integer or fractional, positive or zero).
-fn secs<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    let v = f64::deserialize(d)?;
-    Duration::try_from_secs_f64(v)
-        .map_err(|_| serde::de::Error::custom(format!("expected a number of seconds >= 0, found {v}")))
-}
 
 #[cfg(test)]
 mod tests {
@@ -293,7 +322,7 @@ mod tests {
     #[test]
     fn typos_and_bad_values_are_refused_precisely() {
         let err = |t: &str| FeedsConfig::from_toml(&table(t)).unwrap_err().to_string();
-        assert_eq!(err("[iem_asos]"), "[sources.iem_asos] names no source; known: awc_metar");
+        assert!(err("[no_such]").starts_with("[sources.no_such] names no source; known: awc_metar, "));
         assert!(
             err("[awc_metar]\nintervall_secs = 5").contains("unknown field `intervall_secs`"),
             "{}",

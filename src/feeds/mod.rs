@@ -7,16 +7,22 @@
 //! `[sources]` table of the config file ([`config`]); every request goes through the one
 //! polite client ([`http`]); [`runner`] polls each source on its interval.
 //!
-//! Sources so far: `awc_metar` (aviationweather.gov METAR JSON).
+//! Sources so far: `awc_metar` (aviationweather.gov METAR JSON); `nws_cli`, `nws_dsm`
+//! and `nws_hourly` (api.weather.gov climate reports, daily summaries, hourly forecasts).
+//! What a source must remember across restarts is in its [`state_file`].
 
 pub mod awc_metar;
 pub mod backoff;
 pub mod breaker;
 pub mod config;
 pub mod http;
+pub mod nws_hourly;
+pub mod nws_products;
 pub mod runner;
+pub mod seconds;
 pub mod sink;
 pub mod source;
+pub mod state_file;
 
 pub use config::FeedsConfig;
 pub use runner::{Feeds, SourceStatus};

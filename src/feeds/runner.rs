@@ -18,6 +18,8 @@ use tokio::time::{Instant, MissedTickBehavior};
 use super::awc_metar::AwcMetar;
 use super::config::FeedsConfig;
 use super::http::HttpClient;
+use super::nws_hourly::NwsHourly;
+use super::nws_products::{NwsProducts, ProductKind};
 use super::sink::FeedSink;
 use super::source::{FeedError, PollReport, Source};
 
@@ -86,6 +88,15 @@ impl Feeds {
         let mut sources: Vec<Arc<dyn Source>> = Vec::new();
         if let Some(awc) = cfg.awc_metar.as_ref().filter(|a| a.enabled) {
             sources.push(Arc::new(AwcMetar::new(awc.clone(), Arc::clone(&client))?));
+        }
+        let state_dir = cfg.state_dir.as_deref();
+        for (kind, products) in [(ProductKind::Cli, &cfg.nws_cli), (ProductKind::Dsm, &cfg.nws_dsm)] {
+            if let Some(c) = products.as_ref().filter(|c| c.enabled) {
+                sources.push(Arc::new(NwsProducts::new(kind, c.clone(), Arc::clone(&client), state_dir)?));
+            }
+        }
+        if let Some(c) = cfg.nws_hourly.as_ref().filter(|c| c.enabled) {
+            sources.push(Arc::new(NwsHourly::new(c.clone(), Arc::clone(&client), state_dir)?));
         }
         Ok(Feeds::new(sources, sink))
     }

@@ -103,7 +103,7 @@ fn cli_values(reports: &[&DailyReport], date: NaiveDate, units: Units) -> (Optio
     let best = reports
         .iter()
         .filter(|r| r.kind == DailyKind::Cli && r.date == date)
-        .max_by_key(|r| (r.is_final, r.issued_at, r.correction));
+        .max_by_key(|r| r.precedence());
     let native = |f: Option<i32>| {
         let f = f?;
         let c = f_to_c(f64::from(f));
