@@ -166,8 +166,7 @@ impl NwsHourly {
             }
         };
         report.bytes += body.bytes.len();
-        let point = parse_point(&body.bytes)
-            .map_err(|reason| FeedError::Malformed { url: url.to_string(), reason })?;
+        let point = parse_point(&body.bytes).map_err(|reason| FeedError::Malformed { url: url.to_string(), reason })?;
         tracing::info!(station, wfo = %point.wfo, x = point.x, y = point.y, "nws_hourly: grid point resolved");
         let mut memory = lock(&self.memory);
         memory.points.insert(station.to_string(), point.clone());
@@ -184,7 +183,12 @@ impl NwsHourly {
         report
     }
 
-    async fn fetch_forecast(&self, station: &str, sink: &dyn FeedSink, report: &mut PollReport) -> Result<(), FeedError> {
+    async fn fetch_forecast(
+        &self,
+        station: &str,
+        sink: &dyn FeedSink,
+        report: &mut PollReport,
+    ) -> Result<(), FeedError> {
         let point = self.grid_point(station, report).await?;
         let url = self.join(&format!("gridpoints/{}/{},{}/forecast/hourly", point.wfo, point.x, point.y))?;
         report.requests += 1;
@@ -283,8 +287,7 @@ impl Source for NwsHourly {
     }
 
     async fn poll(&self, sink: &dyn FeedSink) -> PollReport {
-        let parts =
-            futures::future::join_all(self.cfg.stations.iter().map(|s| self.poll_station(s, sink))).await;
+        let parts = futures::future::join_all(self.cfg.stations.iter().map(|s| self.poll_station(s, sink))).await;
         let mut report = PollReport::default();
         for p in parts {
             report.requests += p.requests;
@@ -337,6 +340,9 @@ mod tests {
         let bad = |s: &str| NwsHourlyConfig { stations: vec![s.into()], ..Default::default() }.validated().unwrap_err();
         assert!(bad("EGLL").contains("not in the US"));
         assert!(bad("KXYZ").contains("not in the catalog"));
-        assert_eq!(NwsHourlyConfig { stations: vec!["knyc".into()], ..Default::default() }.validated().unwrap().stations, ["KNYC"]);
+        assert_eq!(
+            NwsHourlyConfig { stations: vec!["knyc".into()], ..Default::default() }.validated().unwrap().stations,
+            ["KNYC"]
+        );
     }
 }

@@ -251,7 +251,8 @@ impl NwsProducts {
         client: Arc<HttpClient>,
         state_dir: Option<&std::path::Path>,
     ) -> Result<Self, FeedError> {
-        let invalid = |url: &str, e: url::ParseError| FeedError::Malformed { url: url.to_string(), reason: e.to_string() };
+        let invalid =
+            |url: &str, e: url::ParseError| FeedError::Malformed { url: url.to_string(), reason: e.to_string() };
         let base = directory(Url::parse(&cfg.base_url).map_err(|e| invalid(&cfg.base_url, e))?);
         let archive = Url::parse(&cfg.archive_url).map_err(|e| invalid(&cfg.archive_url, e))?;
         let catalog = Catalog::global();
@@ -336,10 +337,7 @@ impl NwsProducts {
         let mut fresh: Vec<&Listed> = {
             let seen = lock(&self.seen);
             let done = seen.by_location.get(&loc.id);
-            list.graph
-                .iter()
-                .filter(|p| p.issuance_time >= since && !done.is_some_and(|d| d.contains(&p.id)))
-                .collect()
+            list.graph.iter().filter(|p| p.issuance_time >= since && !done.is_some_and(|d| d.contains(&p.id))).collect()
         };
         if fresh.is_empty() {
             report.empty += 1;
@@ -449,10 +447,7 @@ fn merge(into: &mut PollReport, part: PollReport) {
     into.not_modified += part.not_modified;
     into.empty += part.empty;
     into.bytes += part.bytes;
-    add_stored(
-        into,
-        Stored { read: part.read, accepted: part.accepted, rejected: part.rejected, events: part.events },
-    );
+    add_stored(into, Stored { read: part.read, accepted: part.accepted, rejected: part.rejected, events: part.events });
     into.errors.extend(part.errors);
 }
 
@@ -622,7 +617,11 @@ mod tests {
         let spans: Vec<(NaiveDate, NaiveDate)> = units.iter().map(|u| (u.from, u.to)).collect();
         assert_eq!(
             spans,
-            [(d("2026-01-01"), d("2026-01-10")), (d("2026-01-11"), d("2026-01-20")), (d("2026-01-21"), d("2026-01-25"))]
+            [
+                (d("2026-01-01"), d("2026-01-10")),
+                (d("2026-01-11"), d("2026-01-20")),
+                (d("2026-01-21"), d("2026-01-25"))
+            ]
         );
         assert_eq!(
             cli.archive_url(&units[0]).as_str(),
@@ -643,7 +642,8 @@ mod tests {
         .unwrap();
         assert_eq!(list.graph[0].id, "a-1");
         assert_eq!(list.graph[0].issuance_time, Utc.with_ymd_and_hms(2013, 1, 3, 6, 16, 0).unwrap());
-        let p: Product = serde_json::from_str(r#"{"id": "a-1", "productCode": "CLI", "productText": "CLINYC"}"#).unwrap();
+        let p: Product =
+            serde_json::from_str(r#"{"id": "a-1", "productCode": "CLI", "productText": "CLINYC"}"#).unwrap();
         assert_eq!(p.product_text, "CLINYC");
     }
 }

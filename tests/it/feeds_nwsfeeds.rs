@@ -28,8 +28,8 @@ use wxlake::api::{server, stream_bridge, AppState};
 use wxlake::clock::{Clock, ManualClock};
 use wxlake::feeds::nws_hourly::{NwsHourly, NwsHourlyConfig};
 use wxlake::feeds::nws_products::{NwsProducts, NwsProductsConfig, ProductKind};
-use wxlake::feeds::{Archive, FeedSink, Feeds, FeedsConfig, RecordingSink, Source};
 use wxlake::feeds::{config::ClientConfig, http::HttpClient};
+use wxlake::feeds::{Archive, FeedSink, Feeds, FeedsConfig, RecordingSink, Source};
 use wxlake::stream::{EventLog, Hub, Replay};
 use wxlake::write::LiveService;
 
@@ -337,10 +337,7 @@ async fn a_cli_reaches_the_hot_state_stream_and_lake_once_and_a_correction_repla
     // Every request named the contact, as api.weather.gov requires.
     let seen = fx.seen.lock().unwrap().clone();
     assert!(!seen.is_empty());
-    assert!(
-        seen.iter().all(|(_, ua)| ua.starts_with("wxlake/") && ua.ends_with(&format!("({CONTACT})"))),
-        "{seen:?}"
-    );
+    assert!(seen.iter().all(|(_, ua)| ua.starts_with("wxlake/") && ua.ends_with(&format!("({CONTACT})"))), "{seen:?}");
 }
 
 fn client() -> Arc<HttpClient> {
@@ -428,8 +425,8 @@ async fn archive_units_are_fetched_from_the_afos_archive() {
     let d = |s: &str| NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap();
     let archive_url = format!("{base}/cgi-bin/afos/retrieve.py");
     let cfg = NwsProductsConfig { archive_url: archive_url.clone(), archive_days: 31, ..Default::default() };
-    let cli = NwsProducts::new(ProductKind::Cli, cfg.clone().validated(ProductKind::Cli).unwrap(), client(), None)
-        .unwrap();
+    let cli =
+        NwsProducts::new(ProductKind::Cli, cfg.clone().validated(ProductKind::Cli).unwrap(), client(), None).unwrap();
     let sink = RecordingSink::new();
 
     let units = cli.units(d("2013-01-01"), d("2013-01-02"), &["KNYC".into(), "KLGA".into()]);
@@ -497,9 +494,10 @@ async fn a_dsm_product_is_fetched_and_a_malformed_list_is_a_precise_error() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    let cfg = NwsProductsConfig { base_url: format!("http://{addr}"), stations: vec!["KNYC".into()], ..Default::default() }
-        .validated(ProductKind::Cli)
-        .unwrap();
+    let cfg =
+        NwsProductsConfig { base_url: format!("http://{addr}"), stations: vec!["KNYC".into()], ..Default::default() }
+            .validated(ProductKind::Cli)
+            .unwrap();
     let source = NwsProducts::new(ProductKind::Cli, cfg, client(), None).unwrap();
     let report = source.poll(&RecordingSink::new()).await;
     assert_eq!(report.errors.len(), 1);
