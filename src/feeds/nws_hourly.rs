@@ -334,11 +334,20 @@ mod tests {
     }
 
     #[test]
+    fn the_table_is_read_through_the_feeds_config() {
+        let read = |t: &str| crate::feeds::FeedsConfig::from_toml(&toml::from_str(t).unwrap());
+        let cfg = read("[nws_hourly]\ninterval_secs = 900\n").unwrap().nws_hourly.unwrap();
+        assert_eq!((cfg.interval, cfg.base_url.as_str()), (Duration::from_secs(900), "https://api.weather.gov"));
+        let e = read("[nws_hourly]\nstations = [\"EGLC\"]\n").unwrap_err().to_string();
+        assert!(e.starts_with("[sources.nws_hourly]: station \"EGLC\" is not in the US"), "{e}");
+    }
+
+    #[test]
     fn only_us_catalog_stations_are_accepted() {
         let ok = NwsHourlyConfig::default().validated().unwrap();
         assert!(ok.stations.iter().any(|s| s == "KNYC"));
         let bad = |s: &str| NwsHourlyConfig { stations: vec![s.into()], ..Default::default() }.validated().unwrap_err();
-        assert!(bad("EGLL").contains("not in the US"));
+        assert!(bad("EGLC").contains("not in the US"));
         assert!(bad("KXYZ").contains("not in the catalog"));
         assert_eq!(
             NwsHourlyConfig { stations: vec!["knyc".into()], ..Default::default() }.validated().unwrap().stations,

@@ -591,7 +591,7 @@ mod tests {
         let cli = NwsProductsConfig::default().validated(ProductKind::Cli).unwrap();
         assert_eq!(cli.base_url, "https://api.weather.gov");
         assert_eq!(cli.busy_hours.as_deref(), Some(&[[0, 3], [6, 10], [16, 19]][..]));
-        assert!(cli.stations.iter().any(|s| s == "KNYC") && !cli.stations.iter().any(|s| s == "EGLL"));
+        assert!(cli.stations.iter().any(|s| s == "KNYC") && !cli.stations.iter().any(|s| s == "EGLC"));
         let dsm = NwsProductsConfig::default().validated(ProductKind::Dsm).unwrap();
         assert_eq!(dsm.busy_hours.unwrap().len(), 4);
         let bad = |c: NwsProductsConfig| c.validated(ProductKind::Cli).unwrap_err();
@@ -600,6 +600,18 @@ mod tests {
         assert!(bad(NwsProductsConfig { quiet_interval: Duration::from_secs(1), ..Default::default() })
             .contains("quiet_interval_secs"));
         assert!(bad(NwsProductsConfig { lookback_hours: f64::NAN, ..Default::default() }).contains("lookback_hours"));
+    }
+
+    #[test]
+    fn the_tables_are_read_through_the_feeds_config() {
+        let read = |t: &str| crate::feeds::FeedsConfig::from_toml(&toml::from_str(t).unwrap());
+        let cfg = read("[nws_cli]\n[nws_dsm]\nstations = [\"knyc\"]\n").unwrap();
+        assert_eq!(cfg.nws_cli.unwrap().busy_hours.unwrap().len(), 3);
+        assert_eq!(cfg.nws_dsm.unwrap().stations, ["KNYC"]);
+        let e = read("[nws_dsm]\nbusy_hours = [[9, 6]]\n").unwrap_err().to_string();
+        assert!(e.starts_with("[sources.nws_dsm]: busy_hours [9, 6]"), "{e}");
+        let e = read("[nws_cli]\nbusy_hour = 1\n").unwrap_err().to_string();
+        assert!(e.starts_with("[sources.nws_cli]: unknown field `busy_hour`"), "{e}");
     }
 
     fn source(kind: ProductKind) -> NwsProducts {

@@ -288,6 +288,7 @@ async fn a_cli_reaches_the_hot_state_stream_and_lake_once_and_a_correction_repla
     }
 
     // Listed again: the product is not fetched again, nothing more is stored.
+    tokio::time::sleep(Duration::from_millis(60)).await; // the list is due again
     let (_, again) = feeds1.poll_once().await.remove(0);
     assert!(again.is_ok(), "{}", again.summary());
     assert_eq!((again.requests, again.accepted, again.empty), (1, 0, 1), "{}", again.summary());
@@ -503,4 +504,34 @@ async fn a_dsm_product_is_fetched_and_a_malformed_list_is_a_precise_error() {
     assert_eq!(report.errors.len(), 1);
     assert_eq!(report.errors[0].kind(), "malformed");
     assert!(report.errors[0].to_string().contains("expected the product list"), "{}", report.errors[0]);
+}
+
+#[tokio::test]
+async fn a_grid_cell_that_is_gone_is_resolved_again() {
+    let fx = Arc::new(Fixture::default());
+    fx.set_hourly("2026-09-24T03:16:37+00:00", "2026-09-23T21:46:15+00:00", 0);
+    let base = server(Arc::clone(&fx)).await;
+    let state = tempfile::tempdir().unwrap();
+    // A remembered cell the office no longer serves (re-gridded since the last run).
+    std::fs::create_dir_all(state.path().join("feeds")).unwrap();
+    std::fs::write(
+        state.path().join("feeds/nws_hourly.json"),
+        r#"{"points": {"KNYC": {"wfo": "OKX", "x": 32, "y": 36}}, "update_times": {}}"#,
+    )
+    .unwrap();
+    let cfg = NwsHourlyConfig { base_url: base, stations: vec!["KNYC".into()], ..Default::default() }
+        .validated()
+        .unwrap();
+    let source = NwsHourly::new(cfg, client(), Some(state.path())).unwrap();
+    let sink = RecordingSink::new();
+    let gone = source.poll(&sink).await;
+    assert_eq!(gone.errors.len(), 1, "{}", gone.summary());
+    assert_eq!(gone.errors[0].kind(), "client_error", "{}", gone.errors[0]);
+    assert_eq!(fx.count("/points/"), 0, "the remembered cell was used");
+    let again = source.poll(&sink).await;
+    assert!(again.is_ok(), "{}", again.summary());
+    assert_eq!((again.requests, again.accepted), (2, 60), "{}", again.summary());
+    assert_eq!(fx.count("/points/"), 1);
+    let saved = std::fs::read_to_string(state.path().join("feeds/nws_hourly.json")).unwrap();
+    assert!(saved.contains("\"x\": 33"), "{saved}");
 }
