@@ -519,9 +519,8 @@ async fn a_grid_cell_that_is_gone_is_resolved_again() {
         r#"{"points": {"KNYC": {"wfo": "OKX", "x": 32, "y": 36}}, "update_times": {}}"#,
     )
     .unwrap();
-    let cfg = NwsHourlyConfig { base_url: base, stations: vec!["KNYC".into()], ..Default::default() }
-        .validated()
-        .unwrap();
+    let cfg =
+        NwsHourlyConfig { base_url: base, stations: vec!["KNYC".into()], ..Default::default() }.validated().unwrap();
     let source = NwsHourly::new(cfg, client(), Some(state.path())).unwrap();
     let sink = RecordingSink::new();
     let gone = source.poll(&sink).await;
