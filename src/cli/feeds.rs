@@ -86,8 +86,8 @@ pub struct BackfillArgs {
 }
 
 pub async fn run(lake: Lake, a: FeedsArgs, config: Option<&Path>) -> anyhow::Result<ExitCode> {
-    let cfg = feeds_config(config)?;
     let dir = state_dir(&lake, a.state_dir.clone())?;
+    let cfg = feeds_config(config, &dir)?;
     match a.command {
         FeedsCommand::Run(r) => run_feeds(lake, &dir, &cfg, r).await,
         FeedsCommand::List => list(&dir, &cfg),

@@ -14,11 +14,18 @@ use wxlake::lake::Lake;
 use wxlake::write::LiveService;
 
 /// The `[sources]` table of the `--config` file: the live feeds to run (none without it).
-/// Read before anything starts, so a wrong setting stops `serve` at once.
-pub fn feeds_config(config: Option<&Path>) -> anyhow::Result<FeedsConfig> {
-    let Some(path) = config else { return Ok(FeedsConfig::default()) };
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
-    FeedsConfig::from_file_text(&text).with_context(|| format!("config {}", path.display()))
+/// Read before anything starts, so a wrong setting stops `serve` at once. What the feeds
+/// must remember across restarts lives in `state_dir`, with the rest of the state.
+pub fn feeds_config(config: Option<&Path>, state_dir: &Path) -> anyhow::Result<FeedsConfig> {
+    let mut cfg = match config {
+        None => FeedsConfig::default(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
+            FeedsConfig::from_file_text(&text).with_context(|| format!("config {}", path.display()))?
+        }
+    };
+    cfg.state_dir = Some(state_dir.to_path_buf());
+    Ok(cfg)
 }
 
 /// Opens the live service on `dir` (replaying its WAL), flushes it to the lake every

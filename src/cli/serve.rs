@@ -66,7 +66,7 @@ pub async fn run(lake: Lake, a: ServeArgs, config: Option<&Path>) -> anyhow::Res
     // One shutdown for both listeners, its signal handlers registered before anything
     // listens: a SIGTERM at any moment from here on is a graceful stop with a final flush.
     let shutdown = Shutdown::on_signal();
-    let feeds_config = feeds_config(config)?;
+    let feeds_config = feeds_config(config, &dir)?;
     if a.demo && !lake_has_data(&lake) {
         eprintln!("demo: building a {}-day demo lake (first run only)...", a.demo_days);
         let args = DemoArgs {

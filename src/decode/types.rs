@@ -197,6 +197,14 @@ pub struct DailyReport {
 }
 
 impl DailyReport {
+    /// Order among reports of one kind for the same station and day (several arrive: a
+    /// preliminary, the final, a correction issued later or under the same heading): a
+    /// final beats a preliminary, then the latest issue wins, then a correction beats the
+    /// report it corrects. The one order every reader of reports uses.
+    pub fn precedence(&self) -> (bool, Option<DateTime<Utc>>, bool) {
+        (self.is_final, self.issued_at, self.correction)
+    }
+
     /// A final, uncorrected report with no values: decoders and tests fill in what the
     /// product states.
     pub fn blank(kind: DailyKind, station: &str, date: NaiveDate) -> Self {
@@ -419,5 +427,24 @@ mod tests {
     fn forecast_row_stays_compact() {
         assert_eq!(std::mem::size_of::<OptF64>(), 8);
         assert!(std::mem::size_of::<ForecastRow>() <= 240, "{}", std::mem::size_of::<ForecastRow>());
+    }
+
+    #[test]
+    fn a_final_then_the_latest_issue_then_the_correction_takes_precedence() {
+        let day = NaiveDate::from_ymd_opt(2013, 1, 2).unwrap();
+        let at = |h| Some(day.and_hms_opt(h, 16, 0).unwrap().and_utc());
+        let report = |is_final, issued_at, correction| DailyReport {
+            is_final,
+            issued_at,
+            correction,
+            ..DailyReport::blank(DailyKind::Cli, "KNYC", day)
+        };
+        let original = report(true, at(6), false);
+        // A CCA under the original's heading time, and one issued later.
+        assert!(report(true, at(6), true).precedence() > original.precedence());
+        assert!(report(true, at(9), true).precedence() > report(true, at(6), true).precedence());
+        assert!(report(true, at(9), false).precedence() > original.precedence());
+        // A later preliminary does not replace the final.
+        assert!(report(false, at(21), false).precedence() < original.precedence());
     }
 }

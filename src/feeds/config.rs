@@ -17,12 +17,14 @@ use super::awc_cache::AwcCacheConfig;
 pub use super::client_config::ClientConfig;
 use super::iem_asos::IemAsosConfig;
 use super::iem_onemin::IemOneminConfig;
+use super::nws_hourly::NwsHourlyConfig;
+use super::nws_products::{NwsProductsConfig, ProductKind};
 use super::seconds::secs;
 use crate::catalog::Catalog;
 use crate::decode::metar::is_station_id;
 
 /// The sources this build can poll, as named in `[sources.NAME]`.
-pub const SOURCES: &[&str] = &[AWC_METAR, AWC_CACHE, IEM_ASOS, IEM_ONEMIN];
+pub const SOURCES: &[&str] = &[AWC_METAR, AWC_CACHE, IEM_ASOS, IEM_ONEMIN, NWS_CLI, NWS_DSM, NWS_HOURLY];
 
 /// `[sources.awc_metar]`: aviationweather.gov METAR JSON.
 pub const AWC_METAR: &str = "awc_metar";
@@ -32,6 +34,12 @@ pub const AWC_CACHE: &str = super::awc_cache::NAME;
 pub const IEM_ASOS: &str = super::iem_asos::NAME;
 /// `[sources.iem_onemin]`: IEM one-minute ASOS request service.
 pub const IEM_ONEMIN: &str = super::iem_onemin::NAME;
+/// `[sources.nws_cli]`: api.weather.gov Daily Climate Reports (CLI).
+pub const NWS_CLI: &str = ProductKind::Cli.source();
+/// `[sources.nws_dsm]`: api.weather.gov Daily Summary Messages (DSM).
+pub const NWS_DSM: &str = ProductKind::Dsm.source();
+/// `[sources.nws_hourly]`: api.weather.gov hourly point forecasts.
+pub const NWS_HOURLY: &str = super::nws_hourly::NAME;
 
 /// A `[sources]` table that cannot be used.
 #[derive(Debug, Error)]
@@ -55,6 +63,15 @@ pub struct FeedsConfig {
     pub iem_asos: Option<IemAsosConfig>,
     /// `[sources.iem_onemin]`, when present.
     pub iem_onemin: Option<IemOneminConfig>,
+    /// `[sources.nws_cli]`, when present.
+    pub nws_cli: Option<NwsProductsConfig>,
+    /// `[sources.nws_dsm]`, when present.
+    pub nws_dsm: Option<NwsProductsConfig>,
+    /// `[sources.nws_hourly]`, when present.
+    pub nws_hourly: Option<NwsHourlyConfig>,
+    /// Not a key of the file: where sources keep what must survive a restart (the
+    /// `serve` state directory, set by the command); `None` keeps it in memory only.
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 impl FeedsConfig {
@@ -79,6 +96,18 @@ impl FeedsConfig {
                 (IEM_ONEMIN, v) => {
                     let source: IemOneminConfig = deserialize(v.clone(), &format!(".{IEM_ONEMIN}"))?;
                     cfg.iem_onemin = Some(source.validated().map_err(|m| invalid(IEM_ONEMIN, m))?);
+                }
+                (NWS_CLI, v) => {
+                    let source: NwsProductsConfig = deserialize(v.clone(), &format!(".{NWS_CLI}"))?;
+                    cfg.nws_cli = Some(source.validated(ProductKind::Cli).map_err(|m| invalid(NWS_CLI, m))?);
+                }
+                (NWS_DSM, v) => {
+                    let source: NwsProductsConfig = deserialize(v.clone(), &format!(".{NWS_DSM}"))?;
+                    cfg.nws_dsm = Some(source.validated(ProductKind::Dsm).map_err(|m| invalid(NWS_DSM, m))?);
+                }
+                (NWS_HOURLY, v) => {
+                    let source: NwsHourlyConfig = deserialize(v.clone(), &format!(".{NWS_HOURLY}"))?;
+                    cfg.nws_hourly = Some(source.validated().map_err(|m| invalid(NWS_HOURLY, m))?);
                 }
                 (name, toml::Value::Table(_)) => {
                     return Err(ConfigError::UnknownSource { name: name.to_string(), known: SOURCES.join(", ") });

@@ -13,6 +13,9 @@
 //! Sources so far: `awc_metar` (aviationweather.gov METAR JSON; also a 15-day archive), `awc_cache` (its bulk
 //! cache file), `iem_asos` (IEM METAR/SPECI/HF-METAR) and `iem_onemin` (IEM one-minute
 //! ASOS).
+//! Sources so far: `awc_metar` (aviationweather.gov METAR JSON); `nws_cli`, `nws_dsm`
+//! and `nws_hourly` (api.weather.gov climate reports, daily summaries, hourly forecasts).
+//! What a source must remember across restarts is in its [`state_file`].
 
 pub mod awc_cache;
 pub mod awc_metar;
@@ -25,11 +28,14 @@ pub mod http;
 pub mod iem;
 pub mod iem_asos;
 pub mod iem_onemin;
+pub mod nws_hourly;
+pub mod nws_products;
 pub mod runner;
 pub mod seconds;
 pub mod sink;
 pub mod source;
 pub mod status;
+pub mod state_file;
 
 pub use config::FeedsConfig;
 pub use runner::{Feeds, SourceStatus};

@@ -21,6 +21,8 @@ use super::config::{FeedsConfig, SOURCES};
 use super::http::HttpClient;
 use super::iem_asos::IemAsos;
 use super::iem_onemin::IemOnemin;
+use super::nws_hourly::NwsHourly;
+use super::nws_products::{NwsProducts, ProductKind};
 use super::sink::FeedSink;
 use super::source::{Archive, FeedError, PollReport, Source};
 pub use super::status::{LastPoll, SourceStatus};
@@ -73,6 +75,15 @@ impl Feeds {
         if let Some(c) = cfg.iem_onemin.as_ref().filter(|c| c.enabled) {
             sources.push(Arc::new(IemOnemin::new(c.clone(), Arc::clone(&client))?));
         }
+        let state_dir = cfg.state_dir.as_deref();
+        for (kind, products) in [(ProductKind::Cli, &cfg.nws_cli), (ProductKind::Dsm, &cfg.nws_dsm)] {
+            if let Some(c) = products.as_ref().filter(|c| c.enabled) {
+                sources.push(Arc::new(NwsProducts::new(kind, c.clone(), Arc::clone(&client), state_dir)?));
+            }
+        }
+        if let Some(c) = cfg.nws_hourly.as_ref().filter(|c| c.enabled) {
+            sources.push(Arc::new(NwsHourly::new(c.clone(), Arc::clone(&client), state_dir)?));
+        }
         Ok(Feeds::new(sources, sink))
     }
 
@@ -94,6 +105,17 @@ impl Feeds {
                 Some(c) => Ok(Arc::new(IemOnemin::new(c.clone(), client()?)?)),
                 None => Err(missing(NOT_CONFIGURED.to_string())),
             },
+            super::config::NWS_CLI | super::config::NWS_DSM => {
+                let (kind, products) = if name == super::config::NWS_CLI {
+                    (ProductKind::Cli, &cfg.nws_cli)
+                } else {
+                    (ProductKind::Dsm, &cfg.nws_dsm)
+                };
+                match products.as_ref() {
+                    Some(c) => Ok(Arc::new(NwsProducts::new(kind, c.clone(), client()?, cfg.state_dir.as_deref())?)),
+                    None => Err(missing(NOT_CONFIGURED.to_string())),
+                }
+            }
             other if SOURCES.contains(&other) => Err(missing("this source keeps no archive".to_string())),
             _ => Err(missing(format!("no such source; known: {}", SOURCES.join(", ")))),
         }

@@ -100,10 +100,7 @@ pub fn station_days(
 /// them), else the latest preliminary one. Values outside −60…60 °C are dropped as the
 /// live engine drops them.
 fn cli_values(reports: &[&DailyReport], date: NaiveDate, units: Units) -> (Option<f64>, Option<f64>) {
-    let best = reports
-        .iter()
-        .filter(|r| r.kind == DailyKind::Cli && r.date == date)
-        .max_by_key(|r| (r.is_final, r.issued_at, r.correction));
+    let best = reports.iter().filter(|r| r.kind == DailyKind::Cli && r.date == date).max_by_key(|r| r.precedence());
     let native = |f: Option<i32>| {
         let f = f?;
         let c = f_to_c(f64::from(f));

@@ -8,6 +8,7 @@ mod crash;
 mod feeds;
 mod feeds_ops;
 mod feeds_obsfeeds;
+mod feeds_nwsfeeds;
 mod forecasts_http;
 mod http;
 mod lake;

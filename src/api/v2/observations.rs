@@ -146,10 +146,9 @@ pub fn history_range(
     Ok((start, end))
 }
 
-/// The best report of `kind` for a station and LST date: a final beats a preliminary,
-/// then the newest issue wins.
+/// The best report of `kind` for a station and LST date ([`DailyReport::precedence`]).
 fn report_for(reports: &[DailyReport], kind: DailyKind, date: NaiveDate) -> Option<&DailyReport> {
-    reports.iter().filter(|r| r.kind == kind && r.date == date).max_by_key(|r| (r.is_final, r.issued_at))
+    reports.iter().filter(|r| r.kind == kind && r.date == date).max_by_key(|r| r.precedence())
 }
 
 fn attach(station: &Station, m: Metar, reports: &[DailyReport]) -> (Metar, WithReports) {

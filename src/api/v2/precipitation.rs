@@ -72,7 +72,7 @@ pub async fn handler(
     let cli = clis
         .iter()
         .filter(|r| r.date < today && r.date >= month_start && r.precip_mtd_in.is_some())
-        .max_by_key(|r| (r.date, r.is_final, r.issued_at));
+        .max_by_key(|r| (r.date, r.precedence()));
     let official = cli.and_then(|r| r.precip_mtd_in).unwrap_or(0.0);
 
     // Today's live P-groups.
