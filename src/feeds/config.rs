@@ -17,10 +17,16 @@ use crate::catalog::Catalog;
 use crate::decode::metar::is_station_id;
 
 /// The sources this build can poll, as named in `[sources.NAME]`.
-pub const SOURCES: &[&str] = &[AWC_METAR];
+pub const SOURCES: &[&str] = &[AWC_METAR, OPEN_METEO, MOS];
 
 /// `[sources.awc_metar]`: aviationweather.gov METAR JSON.
 pub const AWC_METAR: &str = "awc_metar";
+
+/// `[sources.open_meteo]`: Open-Meteo model runs (`feeds::open_meteo`).
+pub const OPEN_METEO: &str = "open_meteo";
+
+/// `[sources.mos]`: MOS and NBM text bulletins (`feeds::mos`).
+pub const MOS: &str = "mos";
 
 /// A `[sources]` table that cannot be used.
 #[derive(Debug, Error)]
@@ -38,6 +44,10 @@ pub struct FeedsConfig {
     pub client: ClientConfig,
     /// `[sources.awc_metar]`, when present.
     pub awc_metar: Option<AwcMetarConfig>,
+    /// `[sources.open_meteo]`, when present.
+    pub open_meteo: Option<super::open_meteo::OpenMeteoConfig>,
+    /// `[sources.mos]`, when present.
+    pub mos: Option<super::mos::MosConfig>,
 }
 
 impl FeedsConfig {
@@ -50,6 +60,14 @@ impl FeedsConfig {
                 (AWC_METAR, v) => {
                     let source: AwcMetarConfig = deserialize(v.clone(), &format!(".{AWC_METAR}"))?;
                     cfg.awc_metar = Some(source.validated()?);
+                }
+                (OPEN_METEO, v) => {
+                    let source: super::open_meteo::OpenMeteoConfig = deserialize(v.clone(), &format!(".{OPEN_METEO}"))?;
+                    cfg.open_meteo = Some(source.validated()?);
+                }
+                (MOS, v) => {
+                    let source: super::mos::MosConfig = deserialize(v.clone(), &format!(".{MOS}"))?;
+                    cfg.mos = Some(source.validated()?);
                 }
                 (name, toml::Value::Table(_)) => {
                     return Err(ConfigError::UnknownSource { name: name.to_string(), known: SOURCES.join(", ") });
@@ -235,7 +253,7 @@ impl AwcMetarConfig {
 }
 
 /// A duration written as seconds (integer or fractional, positive or zero).
-fn secs<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+pub(super) fn secs<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
     let v = f64::deserialize(d)?;
     Duration::try_from_secs_f64(v)
         .map_err(|_| serde::de::Error::custom(format!("expected a number of seconds >= 0, found {v}")))
@@ -293,7 +311,7 @@ mod tests {
     #[test]
     fn typos_and_bad_values_are_refused_precisely() {
         let err = |t: &str| FeedsConfig::from_toml(&table(t)).unwrap_err().to_string();
-        assert_eq!(err("[iem_asos]"), "[sources.iem_asos] names no source; known: awc_metar");
+        assert_eq!(err("[iem_asos]"), "[sources.iem_asos] names no source; known: awc_metar, open_meteo, mos");
         assert!(
             err("[awc_metar]\nintervall_secs = 5").contains("unknown field `intervall_secs`"),
             "{}",

@@ -7,13 +7,16 @@
 //! `[sources]` table of the config file ([`config`]); every request goes through the one
 //! polite client ([`http`]); [`runner`] polls each source on its interval.
 //!
-//! Sources so far: `awc_metar` (aviationweather.gov METAR JSON).
+//! Sources so far: `awc_metar` (aviationweather.gov METAR JSON), `open_meteo` (model runs
+//! from Open-Meteo's single-runs API), `mos` (MOS and NBM text bulletins).
 
 pub mod awc_metar;
 pub mod backoff;
 pub mod breaker;
 pub mod config;
 pub mod http;
+pub mod mos;
+pub mod open_meteo;
 pub mod runner;
 pub mod sink;
 pub mod source;

@@ -87,6 +87,12 @@ impl Feeds {
         if let Some(awc) = cfg.awc_metar.as_ref().filter(|a| a.enabled) {
             sources.push(Arc::new(AwcMetar::new(awc.clone(), Arc::clone(&client))?));
         }
+        if let Some(om) = cfg.open_meteo.as_ref().filter(|c| c.enabled) {
+            sources.push(Arc::new(super::open_meteo::OpenMeteo::new(om.clone(), Arc::clone(&client))?));
+        }
+        if let Some(mos) = cfg.mos.as_ref().filter(|c| c.enabled) {
+            sources.push(Arc::new(super::mos::Mos::new(mos.clone(), Arc::clone(&client))?));
+        }
         Ok(Feeds::new(sources, sink))
     }
 
