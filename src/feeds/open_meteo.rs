@@ -277,7 +277,7 @@ impl OpenMeteo {
                         continue;
                     }
                 };
-                match self.fetch(&url, model, Some(run), batch, sink).await {
+                match self.fetch(&url, model, Some(run), &HOURLY.split(',').collect::<Vec<_>>(), batch, sink).await {
                     Ok(Outcome::NotModified) => report.not_modified += 1,
                     Ok(Outcome::Stored { bytes, stored }) => {
                         report.bytes += bytes;
@@ -307,6 +307,7 @@ impl OpenMeteo {
         url: &Url,
         model: &Model,
         run: Option<DateTime<Utc>>,
+        asked: &[&str],
         batch: &[&'static Station],
         sink: &dyn FeedSink,
     ) -> Result<Outcome, FeedError> {
@@ -315,7 +316,7 @@ impl OpenMeteo {
             Fetched::New(body) => body,
         };
         let bytes = body.bytes.len();
-        let parts = split_locations(url, &body.bytes, batch.len(), model.id)?;
+        let parts = split_locations(url, &body.bytes, batch.len(), model.id, asked)?;
         let mut total = super::sink::Stored::default();
         let mut first_error = None;
         for (station, part) in batch.iter().zip(parts) {
@@ -440,6 +441,7 @@ impl Archive for OpenMeteo {
             report.errors.push(bad(format!("archive unit {:?} names a station outside the catalog", unit.key)));
             return report;
         };
+        let asked = previous_runs_series(model);
         let url = match previous_runs_url(&self.cfg.archive_url, model, unit.from, unit.to, &batch) {
             Ok(u) => u,
             Err(e) => {
@@ -447,7 +449,8 @@ impl Archive for OpenMeteo {
                 return report;
             }
         };
-        match self.fetch(&url, model, None, &batch, sink).await {
+        let asked: Vec<&str> = asked.iter().map(String::as_str).collect();
+        match self.fetch(&url, model, None, &asked, &batch, sink).await {
             Ok(Outcome::NotModified) => report.not_modified += 1,
             Ok(Outcome::Stored { bytes, stored }) => {
                 report.bytes += bytes;
@@ -493,8 +496,7 @@ fn previous_runs_url(
     to: NaiveDate,
     batch: &[&Station],
 ) -> Result<Url, FeedError> {
-    let days = (model.spec.horizon_h / 24).clamp(1, 7);
-    let hourly: Vec<String> = (1..=days).map(|d| format!("temperature_2m_previous_day{d}")).collect();
+    let hourly = previous_runs_series(model);
     let mut url = endpoint(base, batch)?;
     url.query_pairs_mut()
         .append_pair("hourly", &hourly.join(","))
@@ -505,10 +507,18 @@ fn previous_runs_url(
     Ok(url)
 }
 
+/// `temperature_2m_previous_day1..N`: the days the model's horizon reaches, at most 7
+/// (the API's limit).
+fn previous_runs_series(model: &Model) -> Vec<String> {
+    let days = (model.spec.horizon_h / 24).clamp(1, 7);
+    (1..=days).map(|d| format!("temperature_2m_previous_day{d}")).collect()
+}
+
 /// The per-location bodies of an answer for `expected` locations: an array of that many
-/// objects, or one object when one location was asked. Each object's unsuffixed series
-/// get the model id as suffix (see the module docs).
-fn split_locations(url: &Url, body: &Bytes, expected: usize, id: &str) -> Result<Vec<Bytes>, FeedError> {
+/// objects, or one object when one location was asked. The series named as `asked` (a
+/// one-model answer names them so) get the model id as suffix (see the module docs);
+/// other keys, already suffixed, stay as they are.
+fn split_locations(url: &Url, body: &Bytes, expected: usize, id: &str, asked: &[&str]) -> Result<Vec<Bytes>, FeedError> {
     let malformed = |reason: String| FeedError::Malformed { url: url.to_string(), reason };
     let root: Value = serde_json::from_slice(body).map_err(|e| malformed(format!("expected Open-Meteo JSON: {e}")))?;
     let items = match root {
@@ -527,21 +537,15 @@ fn split_locations(url: &Url, body: &Bytes, expected: usize, id: &str) -> Result
             }
             for section in ["hourly", "hourly_units"] {
                 if let Some(Value::Object(map)) = item.get_mut(section) {
-                    *map = std::mem::take(map).into_iter().map(|(k, v)| (with_model_suffix(&k, id), v)).collect();
+                    *map = std::mem::take(map)
+                        .into_iter()
+                        .map(|(k, v)| if asked.contains(&k.as_str()) { (format!("{k}_{id}"), v) } else { (k, v) })
+                        .collect();
                 }
             }
             serde_json::to_vec(&item).map(Bytes::from).map_err(|e| malformed(e.to_string()))
         })
         .collect()
-}
-
-/// `temperature_2m` -> `temperature_2m_<id>`; `time` and already suffixed keys unchanged.
-fn with_model_suffix(key: &str, id: &str) -> String {
-    if key == "time" || key.ends_with(&format!("_{id}")) {
-        key.to_string()
-    } else {
-        format!("{key}_{id}")
-    }
 }
 
 fn kind(v: &Value) -> &'static str {
@@ -572,7 +576,7 @@ mod tests {
                 r#"{{"hourly":{{"time":["2026-09-24T00:00"],"temperature_2m":[20.5]}},"hourly_units":{{"temperature_2m":"°C"}}}}"#
             );
             let url = Url::parse("http://x/").unwrap();
-            let parts = split_locations(&url, &Bytes::from(body), 1, id).unwrap();
+            let parts = split_locations(&url, &Bytes::from(body), 1, id, &["temperature_2m"]).unwrap();
             let run = "2026-09-24T00:00:00Z".parse().unwrap();
             let d = decode_open_meteo(&parts[0], "KNYC", Some(run));
             assert!(d.errors.is_empty(), "{id}: {:?}", d.errors);
@@ -604,7 +608,10 @@ mod tests {
     #[test]
     fn answers_of_the_wrong_shape_are_refused_precisely() {
         let url = Url::parse("http://x/").unwrap();
-        let e = |body: &'static str, n| split_locations(&url, &Bytes::from_static(body.as_bytes()), n, "gfs_global");
+        let asked = ["temperature_2m", "temperature_2m_previous_day1"];
+        let e = |body: &'static str, n| {
+            split_locations(&url, &Bytes::from_static(body.as_bytes()), n, "gfs_global", &asked)
+        };
         assert!(e("[{}, {}]", 3).unwrap_err().to_string().contains("2 locations in the answer for 3 asked"));
         assert!(e("{\"hourly\": ", 1).unwrap_err().to_string().contains("expected Open-Meteo JSON"));
         assert!(e("42", 1).unwrap_err().to_string().contains("found a number"));
@@ -612,7 +619,7 @@ mod tests {
         assert!(err.to_string().contains("Open-Meteo error: Parameter 'run' is invalid"), "{err}");
         // A real previous-runs answer keeps its suffixed keys.
         let real = include_bytes!("../../data/real/forecast/openmeteo_previous_runs_knyc_gfs_ecmwf_2026-09-01_03.json");
-        let parts = split_locations(&url, &Bytes::from_static(real), 1, "gfs_seamless").unwrap();
+        let parts = split_locations(&url, &Bytes::from_static(real), 1, "gfs_seamless", &asked).unwrap();
         let v: Value = serde_json::from_slice(&parts[0]).unwrap();
         assert!(v["hourly"].get("temperature_2m_previous_day1_ecmwf_ifs025").is_some());
     }
