@@ -67,7 +67,8 @@ async fn main() {
     live.spawn_background(Duration::from_secs(3600));
     let specs = wxlake::jobs::embedded_specs().unwrap();
     wxlake::jobs::spawn_fresh_runs(live.lake.clone(), specs, live.subscribe_new_runs());
-    let state = AppState::new(keys, RateLimiter::new(Arc::clone(&dyn_clock)), Arc::clone(&live), Arc::clone(&dyn_clock));
+    let state =
+        AppState::new(keys, RateLimiter::new(Arc::clone(&dyn_clock)), Arc::clone(&live), Arc::clone(&dyn_clock));
 
     let cfg = OpenMeteoConfig {
         base_url: base.clone(),
@@ -79,7 +80,8 @@ async fn main() {
     }
     .validated()
     .unwrap();
-    let client = Arc::new(HttpClient::new(ClientConfig { contact: "bench@example.com".into(), ..Default::default() }).unwrap());
+    let client =
+        Arc::new(HttpClient::new(ClientConfig { contact: "bench@example.com".into(), ..Default::default() }).unwrap());
     let feed = OpenMeteo::with_clock(cfg, client, Arc::clone(&dyn_clock)).unwrap();
     let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&live));
     let delay = wxlake::models::availability("GFS").unwrap().delay_min;

@@ -79,7 +79,8 @@ pub const PRODUCTS: [Product; 4] = [
         code: "NBS",
         model: "NBS-MOS",
         minute: 0,
-        default_url: "https://nomads.ncep.noaa.gov/pub/data/nccf/com/blend/prod/blend.{date}/{hh}/text/blend_nbstx.t{hh}z",
+        default_url:
+            "https://nomads.ncep.noaa.gov/pub/data/nccf/com/blend/prod/blend.{date}/{hh}/text/blend_nbstx.t{hh}z",
     },
 ];
 
@@ -140,7 +141,8 @@ impl MosConfig {
         if self.products.is_empty() {
             return bad("products is empty".to_string());
         }
-        self.urls = std::mem::take(&mut self.urls).into_iter().map(|(k, v)| (k.trim().to_ascii_uppercase(), v)).collect();
+        self.urls =
+            std::mem::take(&mut self.urls).into_iter().map(|(k, v)| (k.trim().to_ascii_uppercase(), v)).collect();
         for (code, template) in &self.urls {
             if product(code).is_none() {
                 return bad(format!("urls.{code}: not a product; known: {}", known()));
@@ -182,7 +184,8 @@ fn fill(template: &str, date: &str, hh: &str, mm: &str) -> String {
 
 /// The URL of `p`'s bulletin for the run labelled `run`.
 fn bulletin_url(template: &str, run: DateTime<Utc>) -> Result<Url, FeedError> {
-    let filled = fill(template, &run.format("%Y%m%d").to_string(), &run.format("%H").to_string(), &run.format("%M").to_string());
+    let filled =
+        fill(template, &run.format("%Y%m%d").to_string(), &run.format("%H").to_string(), &run.format("%M").to_string());
     Url::parse(&filled).map_err(|e| FeedError::Malformed { url: filled.clone(), reason: format!("bad URL: {e}") })
 }
 
@@ -232,7 +235,8 @@ impl Mos {
             .iter()
             .map(|code| {
                 let product = product(code).ok_or_else(|| invalid(format!("unknown product {code}")))?;
-                let spec = models::model(product.model).ok_or_else(|| invalid(format!("unknown model {}", product.model)))?;
+                let spec =
+                    models::model(product.model).ok_or_else(|| invalid(format!("unknown model {}", product.model)))?;
                 let a = models::availability(product.model)
                     .filter(|a| a.publisher == Publisher::Bulletin(product.code))
                     .ok_or_else(|| invalid(format!("{} has no bulletin availability", product.model)))?;

@@ -238,7 +238,12 @@ impl OpenMeteo {
     }
 
     /// One model's due runs, oldest first, each as the batches of stations still missing.
-    fn due(&self, model: &Model, since: DateTime<Utc>, now: DateTime<Utc>) -> Vec<(DateTime<Utc>, Vec<&'static Station>)> {
+    fn due(
+        &self,
+        model: &Model,
+        since: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Vec<(DateTime<Utc>, Vec<&'static Station>)> {
         let stations = self.stations_for(model);
         let runs = self.runs();
         models::published_runs(model.spec, model.delay_min, 0, since, now)
@@ -518,7 +523,13 @@ fn previous_runs_series(model: &Model) -> Vec<String> {
 /// objects, or one object when one location was asked. The series named as `asked` (a
 /// one-model answer names them so) get the model id as suffix (see the module docs);
 /// other keys, already suffixed, stay as they are.
-fn split_locations(url: &Url, body: &Bytes, expected: usize, id: &str, asked: &[&str]) -> Result<Vec<Bytes>, FeedError> {
+fn split_locations(
+    url: &Url,
+    body: &Bytes,
+    expected: usize,
+    id: &str,
+    asked: &[&str],
+) -> Result<Vec<Bytes>, FeedError> {
     let malformed = |reason: String| FeedError::Malformed { url: url.to_string(), reason };
     let root: Value = serde_json::from_slice(body).map_err(|e| malformed(format!("expected Open-Meteo JSON: {e}")))?;
     let items = match root {
@@ -572,11 +583,10 @@ mod tests {
     fn every_open_meteo_id_decodes_to_its_own_model() {
         for a in open_meteo_models() {
             let Publisher::OpenMeteo(id) = a.publisher else { unreachable!() };
-            let body = format!(
-                r#"{{"hourly":{{"time":["2026-09-24T00:00"],"temperature_2m":[20.5]}},"hourly_units":{{"temperature_2m":"°C"}}}}"#
-            );
+            let body = r#"{"hourly":{"time":["2026-09-24T00:00"],"temperature_2m":[20.5]},"hourly_units":{"temperature_2m":"°C"}}"#;
             let url = Url::parse("http://x/").unwrap();
-            let parts = split_locations(&url, &Bytes::from(body), 1, id, &["temperature_2m"]).unwrap();
+            let parts =
+                split_locations(&url, &Bytes::from_static(body.as_bytes()), 1, id, &["temperature_2m"]).unwrap();
             let run = "2026-09-24T00:00:00Z".parse().unwrap();
             let d = decode_open_meteo(&parts[0], "KNYC", Some(run));
             assert!(d.errors.is_empty(), "{id}: {:?}", d.errors);
@@ -589,8 +599,8 @@ mod tests {
     #[test]
     fn urls_carry_the_batch_the_model_and_the_run() {
         let run = "2026-09-24T06:00:00Z".parse().unwrap();
-        let url = single_run_url("http://127.0.0.1:9/om", "gfs_global", run, &[station("KNYC"), station("KMDW")])
-            .unwrap();
+        let url =
+            single_run_url("http://127.0.0.1:9/om", "gfs_global", run, &[station("KNYC"), station("KMDW")]).unwrap();
         let q: HashMap<String, String> = url.query_pairs().into_owned().collect();
         assert_eq!(url.path(), "/om/v1/forecast");
         assert_eq!(q["models"], "gfs_global");
@@ -601,7 +611,7 @@ mod tests {
         let from = NaiveDate::from_ymd_opt(2026, 9, 1).unwrap();
         let url = previous_runs_url("http://h", &gfs, from, from, &[station("KNYC")]).unwrap();
         let q: HashMap<String, String> = url.query_pairs().into_owned().collect();
-        assert_eq!(q["hourly"].split(',').last(), Some("temperature_2m_previous_day7"));
+        assert_eq!(q["hourly"].split(',').next_back(), Some("temperature_2m_previous_day7"));
         assert_eq!((q["start_date"].as_str(), q["end_date"].as_str()), ("2026-09-01", "2026-09-01"));
     }
 

@@ -97,10 +97,8 @@ async fn stored_runs_in(
     use datafusion::common::ScalarValue;
     let sql = "SELECT DISTINCT location_name, run_time FROM forecasts \
                WHERE CAST(model AS VARCHAR) = $1 AND CAST(run_date AS VARCHAR) >= $2";
-    let params = vec![
-        ScalarValue::Utf8(Some(model.to_string())),
-        ScalarValue::Utf8(Some(since.format("%Y-%m-%d").to_string())),
-    ];
+    let params =
+        vec![ScalarValue::Utf8(Some(model.to_string())), ScalarValue::Utf8(Some(since.format("%Y-%m-%d").to_string()))];
     let batches = ctx.sql(sql).await?.with_param_values(params)?.collect().await?;
     let mut out = Vec::new();
     for b in &batches {

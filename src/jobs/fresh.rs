@@ -52,6 +52,9 @@ impl StoredRun {
     }
 }
 
+/// A job of a refresh with the key range it recomputes (`None`: in full).
+pub type Refresh<'a> = (&'a JobSpec, Option<(NaiveDate, NaiveDate)>);
+
 /// The jobs a new run changes, in dependency order, with the range each recomputes: the
 /// jobs reading `forecasts` over the runs' dates, then every job depending on them
 /// (transitively), incremental ones from the first run date to `today`, others in full.
@@ -59,8 +62,9 @@ pub fn plan_refresh<'a>(
     specs: &'a [JobSpec],
     runs: &[StoredRun],
     today: NaiveDate,
-) -> Result<Vec<(&'a JobSpec, Option<(NaiveDate, NaiveDate)>)>, JobError> {
-    let (Some(first), Some(last)) = (runs.iter().map(StoredRun::run_date).min(), runs.iter().map(StoredRun::run_date).max())
+) -> Result<Vec<Refresh<'a>>, JobError> {
+    let (Some(first), Some(last)) =
+        (runs.iter().map(StoredRun::run_date).min(), runs.iter().map(StoredRun::run_date).max())
     else {
         return Ok(Vec::new());
     };
@@ -115,6 +119,30 @@ pub async fn refresh_runs(
     Ok(done)
 }
 
+/// The runs with forecast rows written at or after `since` (their `inserted_at`): what a
+/// batch ingest that started then stored, duplicates it dropped left out.
+pub async fn stored_since(lake: &Lake, since: DateTime<Utc>) -> Result<Vec<StoredRun>, JobError> {
+    use datafusion::arrow::array::{Array, AsArray};
+    use datafusion::arrow::datatypes::{DataType, TimestampMicrosecondType};
+    let ctx = crate::lake::query::session(lake).await?;
+    let sql = "SELECT DISTINCT CAST(model AS VARCHAR) AS model, run_time FROM forecasts \
+               WHERE inserted_at >= to_timestamp_micros($1)";
+    let params = vec![datafusion::common::ScalarValue::Int64(Some(since.timestamp_micros()))];
+    let batches = ctx.sql(sql).await?.with_param_values(params)?.collect().await?;
+    let mut pairs = Vec::new();
+    for b in &batches {
+        let models = datafusion::arrow::compute::cast(b.column(0), &DataType::Utf8)?;
+        let models = models.as_string::<i32>();
+        let times = b.column(1).as_primitive::<TimestampMicrosecondType>();
+        for i in (0..b.num_rows()).filter(|&i| models.is_valid(i) && times.is_valid(i)) {
+            if let Some(t) = DateTime::from_timestamp_micros(times.value(i)) {
+                pairs.push((models.value(i).to_string(), t));
+            }
+        }
+    }
+    Ok(StoredRun::distinct(pairs.iter().map(|(m, t)| (m.as_str(), *t))))
+}
+
 /// Spawns the task that refreshes the derived tables for each batch of stored runs
 /// received (`LiveService::subscribe_new_runs`), gathering what arrives meanwhile.
 pub fn spawn_fresh_runs(
@@ -158,8 +186,12 @@ mod tests {
         let t = |s: &str| crate::time::parse_utc(s).unwrap();
         let d = |s: &str| NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap();
         let runs = StoredRun::distinct(
-            [("GFS", t("2026-09-24T06:00:00Z")), ("GFS", t("2026-09-24T06:00:00Z")), ("HRRR", t("2026-09-23T23:00:00Z"))]
-                .into_iter(),
+            [
+                ("GFS", t("2026-09-24T06:00:00Z")),
+                ("GFS", t("2026-09-24T06:00:00Z")),
+                ("HRRR", t("2026-09-23T23:00:00Z")),
+            ]
+            .into_iter(),
         );
         assert_eq!(runs.len(), 2);
         let plan = plan_refresh(&specs, &runs, d("2026-09-25")).unwrap();

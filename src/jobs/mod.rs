@@ -40,10 +40,10 @@ pub mod statements;
 pub mod tables;
 
 pub use error::JobError;
+pub use fresh::spawn_fresh_runs;
 pub use job_set::{declarations, embedded_specs, load_specs};
 pub use runner::{run_all, run_job, run_job_as, Progress, Step};
 pub use runs::{JobRun, RunStatus};
-pub use fresh::spawn_fresh_runs;
 pub use scheduler::spawn_scheduler;
 pub use spec::JobSpec;
 pub use tables::register_derived;

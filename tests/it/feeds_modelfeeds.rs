@@ -27,7 +27,8 @@ use wxlake::write::LiveService;
 
 use crate::support;
 
-const PREVIOUS_RUNS: &str = include_str!("../../data/real/forecast/openmeteo_previous_runs_knyc_gfs_ecmwf_2026-09-01_03.json");
+const PREVIOUS_RUNS: &str =
+    include_str!("../../data/real/forecast/openmeteo_previous_runs_knyc_gfs_ecmwf_2026-09-01_03.json");
 const MET: &str = include_str!("../../data/real/forecast/mos/METNC1.txt");
 
 /// What the fixture servers saw: the query of each request.
@@ -153,7 +154,8 @@ async fn open_meteo_runs_are_stored_once_each_with_their_run_time_and_not_before
     let (dir, lake) = support::temp_lake().await;
     let clock = Arc::new(ManualClock::new(at(2026, 9, 1, 5, 29)));
     let dyn_clock: Arc<dyn Clock> = clock.clone();
-    let live = Arc::new(LiveService::open(lake.clone(), &dir.path().join("state"), Arc::clone(&dyn_clock)).await.unwrap());
+    let live =
+        Arc::new(LiveService::open(lake.clone(), &dir.path().join("state"), Arc::clone(&dyn_clock)).await.unwrap());
     let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&live));
     let cfg = om_cfg(&base, &["KNYC", "KMDW"]);
     let feed = OpenMeteo::with_clock(cfg.clone(), client(), Arc::clone(&dyn_clock)).unwrap();
@@ -252,7 +254,8 @@ async fn mos_bulletins_are_fetched_once_per_cycle_after_their_delay() {
     let (dir, lake) = support::temp_lake().await;
     let clock = Arc::new(ManualClock::new(at(2017, 8, 12, 15, 14)));
     let dyn_clock: Arc<dyn Clock> = clock.clone();
-    let live = Arc::new(LiveService::open(lake.clone(), &dir.path().join("state"), Arc::clone(&dyn_clock)).await.unwrap());
+    let live =
+        Arc::new(LiveService::open(lake.clone(), &dir.path().join("state"), Arc::clone(&dyn_clock)).await.unwrap());
     let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&live));
     let cfg = MosConfig {
         products: vec!["MET".into()],
@@ -333,4 +336,38 @@ async fn forecast_daily_is_fresh_right_after_a_run_lands() {
     let recorded = recorded.collect().await.unwrap();
     assert!(recorded.iter().map(|b| b.num_rows()).sum::<usize>() > 0, "the fresh runs are recorded");
     eprintln!("run landed -> mode=daily served in {took:?}");
+}
+
+/// `wxlake ingest` of a model run refreshes `forecast_daily` for it at once, as the live
+/// path does; `--no-refresh` leaves the derived tables alone.
+#[test]
+fn cli_ingest_of_a_run_refreshes_forecast_daily() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = at(2026, 9, 1, 0, 0);
+    let file = dir.path().join("gfs_00z.json");
+    let mut answer = single_run_answer("40.78858", "-73.9661", run);
+    // The CLI names the model through the series' suffix, as the feed writes it.
+    let hourly = answer["hourly"].as_object_mut().unwrap();
+    let t = hourly.remove("temperature_2m").unwrap();
+    hourly.insert("temperature_2m_gfs_global".into(), t);
+    answer["hourly_units"] = json!({ "time": "iso8601", "temperature_2m_gfs_global": "°F" });
+    std::fs::write(&file, answer.to_string()).unwrap();
+    let days = "SELECT count(*) AS n FROM forecast_daily WHERE location_name = 'KNYC'";
+    let ingest = |lake: &std::path::Path, extra: &[&str]| {
+        let mut args = vec!["ingest", "open-meteo", "--station", "KNYC", "--run-time", "2026-09-01T00:00:00Z"];
+        args.extend_from_slice(extra);
+        args.push(file.to_str().unwrap());
+        let o = support::wxlake(lake, &args);
+        assert!(o.status.success(), "{}", support::stderr(&o));
+    };
+    let lake = dir.path().join("lake");
+    ingest(&lake, &[]);
+    let o = support::wxlake(&lake, &["sql", days, "--format", "csv"]);
+    // Civil and standard days 1 and 2 of September in New York.
+    assert_eq!(support::stdout(&o), "n\n4\n", "{}", support::stderr(&o));
+
+    let quiet = dir.path().join("quiet");
+    ingest(&quiet, &["--no-refresh"]);
+    let o = support::wxlake(&quiet, &["sql", days, "--format", "csv"]);
+    assert!(!support::stdout(&o).contains("n\n4"), "{}{}", support::stdout(&o), support::stderr(&o));
 }
