@@ -45,9 +45,9 @@ pub struct FeedsConfig {
     /// `[sources.awc_metar]`, when present.
     pub awc_metar: Option<AwcMetarConfig>,
     /// `[sources.open_meteo]`, when present.
-    pub open_meteo: Option<super::open_meteo::OpenMeteoConfig>,
+    pub open_meteo: Option<super::OpenMeteoConfig>,
     /// `[sources.mos]`, when present.
-    pub mos: Option<super::mos::MosConfig>,
+    pub mos: Option<super::MosConfig>,
 }
 
 impl FeedsConfig {
@@ -62,11 +62,11 @@ impl FeedsConfig {
                     cfg.awc_metar = Some(source.validated()?);
                 }
                 (OPEN_METEO, v) => {
-                    let source: super::open_meteo::OpenMeteoConfig = deserialize(v.clone(), &format!(".{OPEN_METEO}"))?;
+                    let source: super::OpenMeteoConfig = deserialize(v.clone(), &format!(".{OPEN_METEO}"))?;
                     cfg.open_meteo = Some(source.validated()?);
                 }
                 (MOS, v) => {
-                    let source: super::mos::MosConfig = deserialize(v.clone(), &format!(".{MOS}"))?;
+                    let source: super::MosConfig = deserialize(v.clone(), &format!(".{MOS}"))?;
                     cfg.mos = Some(source.validated()?);
                 }
                 (name, toml::Value::Table(_)) => {

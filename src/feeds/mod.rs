@@ -22,6 +22,10 @@ pub mod sink;
 pub mod source;
 
 pub use config::FeedsConfig;
+// The sources' settings, as `config::FeedsConfig` names them: through here, since each
+// source module also reads `config` (its errors, the shared `secs` format).
+pub use mos::MosConfig;
+pub use open_meteo::OpenMeteoConfig;
 pub use runner::{Feeds, SourceStatus};
 pub use sink::{FeedSink, RecordingSink, Stored};
 pub use source::{Archive, ArchiveUnit, PollReport, Source};
