@@ -66,7 +66,10 @@ async fn main() {
     let live = Arc::new(LiveService::open(lake, &state_dir, Arc::clone(&dyn_clock)).await.unwrap());
     live.spawn_background(Duration::from_secs(3600));
     let specs = wxlake::jobs::embedded_specs().unwrap();
-    wxlake::jobs::spawn_fresh_runs(live.lake.clone(), specs, live.subscribe_new_runs());
+    let published = Arc::clone(&live);
+    wxlake::jobs::spawn_fresh_runs(live.lake.clone(), specs, live.subscribe_new_runs(), move || {
+        published.derived_published()
+    });
     let state =
         AppState::new(keys, RateLimiter::new(Arc::clone(&dyn_clock)), Arc::clone(&live), Arc::clone(&dyn_clock));
 

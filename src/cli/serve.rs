@@ -88,7 +88,10 @@ pub async fn run(lake: Lake, a: ServeArgs, config: Option<&Path>) -> anyhow::Res
     // Derived tables: scheduled (cron) and on-new-data job runs, and at once for new model
     // runs (jobs::fresh).
     let specs = wxlake::jobs::embedded_specs()?;
-    wxlake::jobs::spawn_fresh_runs(live.lake.clone(), specs.clone(), live.subscribe_new_runs());
+    let published = Arc::clone(&live);
+    wxlake::jobs::spawn_fresh_runs(live.lake.clone(), specs.clone(), live.subscribe_new_runs(), move || {
+        published.derived_published()
+    });
     wxlake::jobs::spawn_scheduler(live.lake.clone(), specs, live.subscribe_new_data());
     let state = AppState::new(keys, RateLimiter::new(Arc::clone(&clock)), Arc::clone(&live), clock);
     let stream_addr = a.stream_addr.clone().or_else(|| a.demo.then(|| "127.0.0.1:8443".to_string()));

@@ -145,10 +145,13 @@ pub async fn stored_since(lake: &Lake, since: DateTime<Utc>) -> Result<Vec<Store
 
 /// Spawns the task that refreshes the derived tables for each batch of stored runs
 /// received (`LiveService::subscribe_new_runs`), gathering what arrives meanwhile.
+/// `published` is called after each refresh that published rows, so the server's caches
+/// of job tables reload at once (`LiveService::derived_published`).
 pub fn spawn_fresh_runs(
     lake: Lake,
     specs: Vec<JobSpec>,
     mut stored: broadcast::Receiver<Vec<StoredRun>>,
+    published: impl Fn() + Send + 'static,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
         loop {
@@ -168,6 +171,9 @@ pub fn spawn_fresh_runs(
             let started = std::time::Instant::now();
             match refresh_runs(&lake, &specs, &runs, Utc::now().date_naive()).await {
                 Ok(done) => {
+                    if done.iter().any(|r| r.status == RunStatus::Ok) {
+                        published();
+                    }
                     tracing::info!(runs = runs.len(), jobs = done.len(), took = ?started.elapsed(), "derived tables fresh")
                 }
                 Err(e) => tracing::warn!(error = %e, "fresh runs could not be planned"),

@@ -78,6 +78,9 @@ pub struct LiveService {
     /// Wakes the background flush before its tick: forecasts are not in the hot state, so
     /// a run is invisible until flushed.
     flush_soon: tokio::sync::Notify,
+    /// Changes whenever a job run of this process published derived rows (caches of the
+    /// job tables compare it).
+    derived_version: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for LiveService {
@@ -117,6 +120,7 @@ impl LiveService {
             versions: Mutex::new(std::collections::HashMap::new()),
             new_runs,
             flush_soon: tokio::sync::Notify::new(),
+            derived_version: std::sync::atomic::AtomicU64::new(0),
         };
         let now = svc.clock.now();
         let loaded = svc.rebuild_from_lake(now).await?;
@@ -145,6 +149,18 @@ impl LiveService {
     /// Subscribes to the names of tables a flush added rows to.
     pub fn subscribe_new_data(&self) -> broadcast::Receiver<String> {
         self.new_data.subscribe()
+    }
+
+    /// Changes whenever [`derived_published`](Self::derived_published) is called: a cache of
+    /// job tables built at version v is current while this is still v (and its TTL runs).
+    pub fn derived_version(&self) -> u64 {
+        self.derived_version.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// A job run published new rows of a derived table (the fresh runs after a new model
+    /// run): caches of the job tables reload on their next read.
+    pub fn derived_published(&self) {
+        self.derived_version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Subscribes to the model runs each flush stores: (model, run time) pairs of the

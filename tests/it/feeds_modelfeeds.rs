@@ -298,7 +298,11 @@ async fn forecast_daily_is_fresh_right_after_a_run_lands() {
     app.clock.set(at(2026, 9, 1, 5, 30));
     let live = Arc::clone(&app.state.live);
     let specs = wxlake::jobs::embedded_specs().unwrap();
-    wxlake::jobs::spawn_fresh_runs(live.lake.clone(), specs.clone(), live.subscribe_new_runs());
+    let published = Arc::clone(&live);
+    wxlake::jobs::spawn_fresh_runs(live.lake.clone(), specs.clone(), live.subscribe_new_runs(), move || {
+        published.derived_published()
+    });
+    let version = live.derived_version();
     live.spawn_background(Duration::from_secs(3600));
     let dyn_clock: Arc<dyn Clock> = app.clock.clone();
     let mut cfg = om_cfg(&base, &["KNYC"]);
@@ -323,6 +327,12 @@ async fn forecast_daily_is_fresh_right_after_a_run_lands() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     let took = started.elapsed();
+    // The caches of job tables (model_accuracy) are told once the refresh published.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while live.derived_version() == version {
+        assert!(Instant::now() < deadline, "the refresh never reported its publication");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert!(fresh.as_array().unwrap().iter().all(|d| d["run_time"] == "2026-09-01T00:00:00Z"), "{fresh}");
     // 72 hours from 00Z cover the civil days 1 and 2 of New York (04Z..04Z) fully.
     assert_eq!(fresh.as_array().unwrap().len(), 2, "{fresh}");
