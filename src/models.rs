@@ -96,6 +96,112 @@ const fn spec(
     }
 }
 
+/// Where the live feeds fetch a model's runs from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Publisher {
+    /// Open-Meteo (forecast / single-runs / previous-runs APIs), by its model id: one
+    /// domain, never a "seamless" blend, so a run is one model's run.
+    OpenMeteo(&'static str),
+    /// An NWS/MDL text bulletin (`MAV`, `MET`, `LAV`, `NBS`), decoded by `decode::mos`.
+    Bulletin(&'static str),
+}
+
+/// How soon after its cycle time a model's run can be fetched, and from where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Availability {
+    pub model: &'static str,
+    pub publisher: Publisher,
+    /// Minutes after the cycle time (the run's UTC initialisation hour) by which the
+    /// complete run is typically published. A feed asks no earlier: asking early gets a
+    /// missing or partial run, and a stored run is never fetched again.
+    pub delay_min: u32,
+}
+
+const fn avail(model: &'static str, publisher: Publisher, delay_min: u32) -> Availability {
+    Availability { model, publisher, delay_min }
+}
+
+/// The one table of live sources and delays, one entry per model a feed fetches.
+///
+/// Open-Meteo figures follow its single-runs documentation ("typically 4-6 hours for
+/// global models (e.g. ECMWF IFS, GFS) and 1-3 hours for regional models",
+/// open-meteo.com/en/docs/single-runs-api) refined per model by the producer's
+/// dissemination schedule plus the time Open-Meteo takes to convert (its model-updates
+/// page, open-meteo.com/en/docs/model-updates, asks for about 10 minutes more after an
+/// update is announced); each figure errs late rather than early. Bulletin figures are the
+/// NCEP/MDL issuance times of the text products on NOMADS. Models absent here have no live
+/// source in wxlake: GEFS (Open-Meteo serves it only through the ensemble API), RAP and
+/// NAM4KM (not served by Open-Meteo).
+pub const AVAILABILITY: &[Availability] = &[
+    // Meteo-France ARPEGE world: 102 h runs disseminated from about +3 h 30.
+    avail("ARPEGE", Publisher::OpenMeteo("meteofrance_arpege_world"), 270),
+    // ECMWF IFS open data 0.25 deg: the dissemination schedule ends day 10 of the 00/12 UTC
+    // HRES at about +6 h 55, open data follows; Open-Meteo lists it about +7 h 30.
+    avail("ECMWF-IFS", Publisher::OpenMeteo("ecmwf_ifs025"), 450),
+    // CMC GDPS: MSC Datamart completes the 240 h run at about +4 h 30.
+    avail("GEM-GDPS", Publisher::OpenMeteo("gem_global"), 300),
+    // CMC HRDPS continental: 48 h runs complete at about +4 h on the Datamart.
+    avail("GEM-HRDPS", Publisher::OpenMeteo("gem_hrdps_continental"), 300),
+    // NCEP GFS 0.25 deg: the 384 h run completes on NOMADS at about +4 h 30 (NCEP
+    // production schedule); Open-Meteo's "4-6 hours" for GFS.
+    avail("GFS", Publisher::OpenMeteo("gfs_global"), 330),
+    // NCEP HRRR CONUS: 48 h runs complete at about +1 h 45 (NCEP production schedule).
+    avail("HRRR", Publisher::OpenMeteo("gfs_hrrr"), 135),
+    // DWD ICON global: opendata.dwd.de completes the 180 h run at about +3 h 45.
+    avail("ICON", Publisher::OpenMeteo("icon_global"), 270),
+    // JMA GSM: the 264 h run reaches JMA's distribution at about +4 h 30.
+    avail("JMA", Publisher::OpenMeteo("jma_gsm"), 330),
+    // NCEP NAM CONUS: the 84 h run completes at about +2 h 45 (NCEP production schedule).
+    avail("NAM", Publisher::OpenMeteo("ncep_nam_conus"), 210),
+    // NCEP NBM CONUS: hourly cycles complete at about +1 h 20 (NCEP production schedule).
+    avail("NBM", Publisher::OpenMeteo("ncep_nbm_conus"), 120),
+    // UK Met Office global 10 km: released on its open data feed at about +5 h 30.
+    avail("UKMO", Publisher::OpenMeteo("ukmo_global_deterministic_10km"), 390),
+    // GFS MOS MAV: issued at about +3 h 45 (MDL MAV card: the 0000 UTC message is
+    // available before 0400 UTC).
+    avail("GFS-MOS", Publisher::Bulletin("MAV"), 240),
+    // NAM MOS MET: issued at about +2 h 45, after the NAM completes.
+    avail("NAM-MOS", Publisher::Bulletin("MET"), 195),
+    // GFS LAMP LAV: the HH30 cycle's bulletin is issued near HH+55 (MDL LAMP schedule);
+    // counted from HH00.
+    avail("LAV-MOS", Publisher::Bulletin("LAV"), 65),
+    // NBM NBS text: issued with the NBM, about +1 h 20.
+    avail("NBS-MOS", Publisher::Bulletin("NBS"), 90),
+];
+
+/// The live source and delay of `model`, if a feed fetches it.
+pub fn availability(model: &str) -> Option<&'static Availability> {
+    AVAILABILITY.iter().find(|a| a.model == model)
+}
+
+/// The runs of `model` published by `now` (cycle time + `delay_min` passed) whose cycle
+/// time is after `since`, oldest first. `minute` is the cycle's minute past the hour (LAMP
+/// runs are labelled HH30; every other model HH00).
+pub fn published_runs(
+    model: &ModelSpec,
+    delay_min: u32,
+    minute: u32,
+    since: chrono::DateTime<chrono::Utc>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Vec<chrono::DateTime<chrono::Utc>> {
+    use chrono::{Duration, Timelike};
+    let newest = now - Duration::minutes(i64::from(delay_min));
+    let mut out = Vec::new();
+    let Some(mut hour) = since.with_minute(0).and_then(|t| t.with_second(0)).and_then(|t| t.with_nanosecond(0)) else {
+        return out;
+    };
+    while hour <= newest {
+        if model.cycles.contains(&hour.hour()) {
+            let run = hour + Duration::minutes(i64::from(minute));
+            if run > since && run <= newest {
+                out.push(run);
+            }
+        }
+        hour += Duration::hours(1);
+    }
+    out
+}
+
 /// The model names accepted by the accuracy endpoint: the 18 plus the NWS hourly forecast.
 pub const NWS_MODEL: &str = "NWS";
 
@@ -152,6 +258,33 @@ mod tests {
         assert_eq!(sorted.len(), 18);
         assert!(model("GFS").is_some());
         assert!(model("gfs").is_none());
+    }
+
+    #[test]
+    fn every_available_model_is_one_of_the_18_once() {
+        for (i, a) in AVAILABILITY.iter().enumerate() {
+            assert!(model(a.model).is_some(), "{}", a.model);
+            assert!(AVAILABILITY[..i].iter().all(|b| b.model != a.model), "{} twice", a.model);
+            let statistical = model(a.model).unwrap().statistical && a.model != "NBM";
+            assert_eq!(matches!(a.publisher, Publisher::Bulletin(_)), statistical, "{}", a.model);
+        }
+        assert_eq!(availability("GFS").unwrap().publisher, Publisher::OpenMeteo("gfs_global"));
+        assert!(availability("RAP").is_none());
+    }
+
+    #[test]
+    fn published_runs_wait_for_the_delay() {
+        let t = |s: &str| crate::time::parse_utc(s).unwrap();
+        let gfs = model("GFS").unwrap();
+        // 05:29 with a 330-minute delay: 00Z is not out yet, 18Z of the day before is.
+        let runs = published_runs(gfs, 330, 0, t("2026-09-24T12:00:00Z"), t("2026-09-25T05:29:00Z"));
+        assert_eq!(runs, [t("2026-09-24T18:00:00Z")]);
+        let runs = published_runs(gfs, 330, 0, t("2026-09-24T12:00:00Z"), t("2026-09-25T05:30:00Z"));
+        assert_eq!(runs, [t("2026-09-24T18:00:00Z"), t("2026-09-25T00:00:00Z")]);
+        // LAMP: hourly runs labelled HH30.
+        let lav = model("LAV-MOS").unwrap();
+        let runs = published_runs(lav, 65, 30, t("2026-09-25T00:00:00Z"), t("2026-09-25T03:00:00Z"));
+        assert_eq!(runs, [t("2026-09-25T00:30:00Z"), t("2026-09-25T01:30:00Z")]);
     }
 
     #[test]

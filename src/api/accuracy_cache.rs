@@ -1,5 +1,6 @@
 //! The accuracy jobs' tables of one station in memory (`model_accuracy`, `accuracy_trends`,
-//! `accuracy_daily_detail`, scope per_model_run), read once per [`CACHE_TTL`]: the endpoint
+//! `accuracy_daily_detail`, scope per_model_run), read once per [`CACHE_TTL`], and again at
+//! once after the fresh runs of a new model run published (`jobs::fresh`): the endpoint
 //! (api/v2/model_accuracy.rs) combines them per request.
 
 use std::sync::Arc;
@@ -112,12 +113,20 @@ pub struct AccuracyCache {
 }
 
 impl AccuracyCache {
-    /// A catalog station's tables (cached), or another code's (read now).
-    pub async fn get(&self, ctx: &SessionContext, code: &str, in_catalog: bool) -> ApiResult<Arc<StationAccuracy>> {
+    /// A catalog station's tables (cached while `version`, the live service's
+    /// `derived_version`, is unchanged and for [`CACHE_TTL`] at most), or another code's
+    /// (read now).
+    pub async fn get(
+        &self,
+        ctx: &SessionContext,
+        code: &str,
+        in_catalog: bool,
+        version: u64,
+    ) -> ApiResult<Arc<StationAccuracy>> {
         if !in_catalog {
             return Ok(Arc::new(load(ctx, code).await?));
         }
-        self.entries.get_or_load(&code.to_string(), 0, CACHE_TTL, || load(ctx, code)).await
+        self.entries.get_or_load(&code.to_string(), version, CACHE_TTL, || load(ctx, code)).await
     }
 }
 

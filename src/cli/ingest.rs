@@ -33,6 +33,11 @@ pub struct IngestArgs {
     /// times this. Larger batches leave fewer, larger files per partition.
     #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..))]
     pub batch_mb: u64,
+    /// Leave the derived tables as they are. By default the model runs a forecast ingest
+    /// stored get their forecast_daily rows (and the accuracy jobs after) recomputed at
+    /// once, as `serve` does for live ingests.
+    #[arg(long)]
+    pub no_refresh: bool,
 }
 
 fn parse_month(s: &str) -> Result<(i32, u32), String> {
@@ -83,6 +88,22 @@ fn expand(paths: &[String]) -> anyhow::Result<Vec<String>> {
     Ok(out)
 }
 
+/// Recomputes the derived tables for the runs stored since `started` (jobs::fresh). The
+/// rows are stored whatever happens here: a failure is reported, not an error of the
+/// ingest (`wxlake jobs run` recomputes them).
+async fn refresh(lake: &Lake, started: chrono::DateTime<chrono::Utc>) {
+    let result = async {
+        let runs = wxlake::jobs::fresh::stored_since(lake, started).await?;
+        let specs = wxlake::jobs::embedded_specs()?;
+        wxlake::jobs::fresh::refresh_runs(lake, &specs, &runs, chrono::Utc::now().date_naive()).await.map(|d| (runs, d))
+    }
+    .await;
+    match result {
+        Ok((runs, done)) => tracing::info!(runs = runs.len(), jobs = done.len(), "derived tables refreshed"),
+        Err(e) => eprintln!("warning: the derived tables were not refreshed ({e}); `wxlake jobs run` recomputes them"),
+    }
+}
+
 /// A file's bytes, or stdin's for `-`.
 fn read_input(f: &str) -> anyhow::Result<Vec<u8>> {
     if f == "-" {
@@ -108,6 +129,7 @@ pub async fn run(lake: Lake, a: IngestArgs) -> anyhow::Result<ExitCode> {
         ProgressBar::hidden()
     };
     let mut summary = Summary::default();
+    let started = chrono::Utc::now();
     let batch_bytes = usize::try_from(a.batch_mb.saturating_mul(1 << 20)).unwrap_or(usize::MAX);
     let mut files = files.iter().peekable();
     while files.peek().is_some() {
@@ -126,6 +148,10 @@ pub async fn run(lake: Lake, a: IngestArgs) -> anyhow::Result<ExitCode> {
         bar.inc(n as u64);
     }
     bar.finish_and_clear();
+    let forecasts = matches!(a.format, Format::Forecasts | Format::OpenMeteo | Format::Mos);
+    if forecasts && summary.stored > 0 && !a.no_refresh {
+        refresh(&lake, started).await;
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     }

@@ -29,7 +29,8 @@ pub fn feeds_config(config: Option<&Path>, state_dir: &Path) -> anyhow::Result<F
 }
 
 /// Opens the live service on `dir` (replaying its WAL), flushes it to the lake every
-/// `flush_secs` in the background, and schedules the derived jobs (cron and on new data).
+/// `flush_secs` in the background, and schedules the derived jobs (cron, on new data, and
+/// at once for each new model run).
 /// The caller holds the state directory's `serve.lock`.
 pub async fn start_live(
     lake: Lake,
@@ -40,8 +41,13 @@ pub async fn start_live(
     // The error's text already carries its cause: print it once.
     let live = Arc::new(LiveService::open(lake, dir, clock).await.map_err(|e| anyhow::anyhow!("{e}"))?);
     live.spawn_background(Duration::from_secs(flush_secs.max(1)));
-    // Derived tables: scheduled (cron) and on-new-data job runs.
+    // Derived tables: scheduled (cron) and on-new-data job runs, and at once for new model
+    // runs (jobs::fresh).
     let specs = wxlake::jobs::embedded_specs()?;
+    let published = Arc::clone(&live);
+    wxlake::jobs::spawn_fresh_runs(live.lake.clone(), specs.clone(), live.subscribe_new_runs(), move || {
+        published.derived_published()
+    });
     wxlake::jobs::spawn_scheduler(live.lake.clone(), specs, live.subscribe_new_data());
     Ok(live)
 }

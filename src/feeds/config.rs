@@ -17,14 +17,17 @@ use super::awc_cache::AwcCacheConfig;
 pub use super::client_config::ClientConfig;
 use super::iem_asos::IemAsosConfig;
 use super::iem_onemin::IemOneminConfig;
+use super::mos::MosConfig;
 use super::nws_hourly::NwsHourlyConfig;
 use super::nws_products::{NwsProductsConfig, ProductKind};
+use super::open_meteo::OpenMeteoConfig;
 use super::seconds::secs;
 use crate::catalog::Catalog;
 use crate::decode::metar::is_station_id;
 
 /// The sources this build can poll, as named in `[sources.NAME]`.
-pub const SOURCES: &[&str] = &[AWC_METAR, AWC_CACHE, IEM_ASOS, IEM_ONEMIN, NWS_CLI, NWS_DSM, NWS_HOURLY];
+pub const SOURCES: &[&str] =
+    &[AWC_METAR, AWC_CACHE, IEM_ASOS, IEM_ONEMIN, NWS_CLI, NWS_DSM, NWS_HOURLY, OPEN_METEO, MOS];
 
 /// `[sources.awc_metar]`: aviationweather.gov METAR JSON.
 pub const AWC_METAR: &str = "awc_metar";
@@ -40,6 +43,11 @@ pub const NWS_CLI: &str = ProductKind::Cli.source();
 pub const NWS_DSM: &str = ProductKind::Dsm.source();
 /// `[sources.nws_hourly]`: api.weather.gov hourly point forecasts.
 pub const NWS_HOURLY: &str = super::nws_hourly::NAME;
+
+/// `[sources.open_meteo]`: Open-Meteo model runs.
+pub const OPEN_METEO: &str = super::open_meteo::NAME;
+/// `[sources.mos]`: MOS and NBM text bulletins.
+pub const MOS: &str = super::mos::NAME;
 
 /// A `[sources]` table that cannot be used.
 #[derive(Debug, Error)]
@@ -72,6 +80,10 @@ pub struct FeedsConfig {
     /// Not a key of the file: where sources keep what must survive a restart (the
     /// `serve` state directory, set by the command); `None` keeps it in memory only.
     pub state_dir: Option<std::path::PathBuf>,
+    /// `[sources.open_meteo]`, when present.
+    pub open_meteo: Option<OpenMeteoConfig>,
+    /// `[sources.mos]`, when present.
+    pub mos: Option<MosConfig>,
 }
 
 impl FeedsConfig {
@@ -108,6 +120,14 @@ impl FeedsConfig {
                 (NWS_HOURLY, v) => {
                     let source: NwsHourlyConfig = deserialize(v.clone(), &format!(".{NWS_HOURLY}"))?;
                     cfg.nws_hourly = Some(source.validated().map_err(|m| invalid(NWS_HOURLY, m))?);
+                }
+                (OPEN_METEO, v) => {
+                    let source: OpenMeteoConfig = deserialize(v.clone(), &format!(".{OPEN_METEO}"))?;
+                    cfg.open_meteo = Some(source.validated().map_err(|m| invalid(OPEN_METEO, m))?);
+                }
+                (MOS, v) => {
+                    let source: MosConfig = deserialize(v.clone(), &format!(".{MOS}"))?;
+                    cfg.mos = Some(source.validated().map_err(|m| invalid(MOS, m))?);
                 }
                 (name, toml::Value::Table(_)) => {
                     return Err(ConfigError::UnknownSource { name: name.to_string(), known: SOURCES.join(", ") });

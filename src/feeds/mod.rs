@@ -10,12 +10,14 @@
 //! status endpoint and `/metrics` show; [`backfill`] fetches a source's [`Archive`] into the
 //! lake, resumably.
 //!
-//! Sources so far: `awc_metar` (aviationweather.gov METAR JSON; also a 15-day archive), `awc_cache` (its bulk
-//! cache file), `iem_asos` (IEM METAR/SPECI/HF-METAR) and `iem_onemin` (IEM one-minute
-//! ASOS).
-//! Sources so far: `awc_metar` (aviationweather.gov METAR JSON); `nws_cli`, `nws_dsm`
-//! and `nws_hourly` (api.weather.gov climate reports, daily summaries, hourly forecasts).
-//! What a source must remember across restarts is in its [`state_file`].
+//! Sources, one module each, holding its `[sources.NAME]` settings too: `awc_metar`
+//! (aviationweather.gov METAR JSON; a 15-day archive), `awc_cache` (its bulk cache file),
+//! `iem_asos` (IEM METAR/SPECI/HF-METAR) and `iem_onemin` (IEM one-minute ASOS), `nws_cli`,
+//! `nws_dsm` and `nws_hourly` (api.weather.gov climate reports, daily summaries, hourly
+//! forecasts), `open_meteo` (model runs from Open-Meteo's single-runs API), `mos` (MOS and
+//! NBM text bulletins). What a source must remember across restarts is in its
+//! [`state_file`]. The client's settings ([`client_config`]) and the seconds format
+//! ([`seconds`]) are leaves, so `config` may name every source without a cycle.
 
 pub mod awc_cache;
 pub mod awc_metar;
@@ -30,6 +32,8 @@ pub mod iem_asos;
 pub mod iem_onemin;
 pub mod nws_hourly;
 pub mod nws_products;
+pub mod mos;
+pub mod open_meteo;
 pub mod runner;
 pub mod seconds;
 pub mod sink;

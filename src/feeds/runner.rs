@@ -21,8 +21,10 @@ use super::config::{FeedsConfig, SOURCES};
 use super::http::HttpClient;
 use super::iem_asos::IemAsos;
 use super::iem_onemin::IemOnemin;
+use super::mos::Mos;
 use super::nws_hourly::NwsHourly;
 use super::nws_products::{NwsProducts, ProductKind};
+use super::open_meteo::OpenMeteo;
 use super::sink::FeedSink;
 use super::source::{Archive, FeedError, PollReport, Source};
 pub use super::status::{LastPoll, SourceStatus};
@@ -84,6 +86,12 @@ impl Feeds {
         if let Some(c) = cfg.nws_hourly.as_ref().filter(|c| c.enabled) {
             sources.push(Arc::new(NwsHourly::new(c.clone(), Arc::clone(&client), state_dir)?));
         }
+        if let Some(om) = cfg.open_meteo.as_ref().filter(|c| c.enabled) {
+            sources.push(Arc::new(OpenMeteo::new(om.clone(), Arc::clone(&client))?));
+        }
+        if let Some(mos) = cfg.mos.as_ref().filter(|c| c.enabled) {
+            sources.push(Arc::new(Mos::new(mos.clone(), Arc::clone(&client))?));
+        }
         Ok(Feeds::new(sources, sink))
     }
 
@@ -103,6 +111,10 @@ impl Feeds {
             },
             super::config::IEM_ONEMIN => match cfg.iem_onemin.as_ref() {
                 Some(c) => Ok(Arc::new(IemOnemin::new(c.clone(), client()?)?)),
+                None => Err(missing(NOT_CONFIGURED.to_string())),
+            },
+            super::config::OPEN_METEO => match cfg.open_meteo.as_ref() {
+                Some(c) => Ok(Arc::new(OpenMeteo::new(c.clone(), client()?)?)),
                 None => Err(missing(NOT_CONFIGURED.to_string())),
             },
             super::config::NWS_CLI | super::config::NWS_DSM => {

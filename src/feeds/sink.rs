@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use chrono::{DateTime, Utc};
 use thiserror::Error;
 
 use crate::ingest::{Format, IngestOptions};
@@ -54,6 +55,15 @@ impl SinkError {
 #[async_trait]
 pub trait FeedSink: Send + Sync {
     async fn ingest(&self, format: Format, opts: IngestOptions, body: Bytes) -> Result<Stored, SinkError>;
+
+    /// The runs of `model` already stored with a run time at or after `since`, as
+    /// (location, run time): the model feeds skip them, so a run is fetched once even
+    /// across restarts. A sink that cannot tell answers none (each run is then fetched once
+    /// per process, and the lake's natural keys still store it once).
+    async fn stored_runs(&self, model: &str, since: DateTime<Utc>) -> Result<Vec<(String, DateTime<Utc>)>, SinkError> {
+        let _ = (model, since);
+        Ok(Vec::new())
+    }
 }
 
 /// The live path: durable in the WAL, applied to the hot state and streamed when this
@@ -67,6 +77,44 @@ impl FeedSink for Arc<LiveService> {
             Err(e) => Err(SinkError::Store(e.to_string())),
         }
     }
+
+    /// From the lake. Inputs logged but not yet flushed are not seen: right after a restart
+    /// a run still in the WAL may be fetched once more, and stores nothing new.
+    async fn stored_runs(&self, model: &str, since: DateTime<Utc>) -> Result<Vec<(String, DateTime<Utc>)>, SinkError> {
+        stored_runs_in(&self.ctx, model, since).await.map_err(|e| SinkError::Store(e.to_string()))
+    }
+}
+
+/// `(location_name, run_time)` of `model`'s stored runs since `since`, read with the
+/// partition columns first so only the run dates concerned are listed.
+async fn stored_runs_in(
+    ctx: &datafusion::prelude::SessionContext,
+    model: &str,
+    since: DateTime<Utc>,
+) -> Result<Vec<(String, DateTime<Utc>)>, datafusion::error::DataFusionError> {
+    use datafusion::arrow::array::{Array, AsArray};
+    use datafusion::arrow::datatypes::TimestampMicrosecondType;
+    use datafusion::common::ScalarValue;
+    let sql = "SELECT DISTINCT location_name, run_time FROM forecasts \
+               WHERE CAST(model AS VARCHAR) = $1 AND CAST(run_date AS VARCHAR) >= $2";
+    let params =
+        vec![ScalarValue::Utf8(Some(model.to_string())), ScalarValue::Utf8(Some(since.format("%Y-%m-%d").to_string()))];
+    let batches = ctx.sql(sql).await?.with_param_values(params)?.collect().await?;
+    let mut out = Vec::new();
+    for b in &batches {
+        let names = datafusion::arrow::compute::cast(b.column(0), &datafusion::arrow::datatypes::DataType::Utf8)?;
+        let names = names.as_string::<i32>();
+        let times = b.column(1).as_primitive::<TimestampMicrosecondType>();
+        for i in 0..b.num_rows() {
+            if names.is_null(i) || times.is_null(i) {
+                continue;
+            }
+            if let Some(t) = DateTime::from_timestamp_micros(times.value(i)).filter(|t| *t >= since) {
+                out.push((names.value(i).to_string(), t));
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn first_reasons(errors: &[crate::decode::types::LineError]) -> String {
@@ -89,6 +137,8 @@ pub struct Recorded {
 #[derive(Debug, Default)]
 pub struct RecordingSink {
     taken: Mutex<Vec<Recorded>>,
+    /// (model, location, run time) of every forecast row taken.
+    runs: Mutex<std::collections::BTreeSet<(String, String, DateTime<Utc>)>>,
 }
 
 impl RecordingSink {
@@ -116,8 +166,17 @@ impl FeedSink for RecordingSink {
         }
         let stored =
             Stored { read: decoded.read, accepted: decoded.records.len(), rejected: decoded.errors.len(), events: 0 };
+        if let crate::ingest::Records::Forecasts(rows) = &decoded.records {
+            let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+            runs.extend(rows.iter().map(|r| (r.model.to_string(), r.location_name.to_string(), r.run_time)));
+        }
         self.taken.lock().unwrap_or_else(|p| p.into_inner()).push(Recorded { format, opts, body, stored });
         Ok(stored)
+    }
+
+    async fn stored_runs(&self, model: &str, since: DateTime<Utc>) -> Result<Vec<(String, DateTime<Utc>)>, SinkError> {
+        let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(runs.iter().filter(|(m, _, t)| m == model && *t >= since).map(|(_, l, t)| (l.clone(), *t)).collect())
     }
 }
 

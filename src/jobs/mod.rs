@@ -17,12 +17,15 @@
 //! - [`tables`]: registering derived tables in any session ([`register_derived`]) and the
 //!   session a job runs in.
 //! - [`schedule`], [`scheduler`]: cron and new-data triggers, one run per job at a time.
+//! - [`fresh`]: a newly stored model run's derived rows recomputed at once, for its run
+//!   date (issue 17 item 7).
 //!
 //! The command line (`wxlake jobs ...`) is in the binary, `src/cli/jobs.rs`.
 
 pub mod embedded;
 pub mod encode;
 pub mod error;
+pub mod fresh;
 pub mod job_set;
 pub mod observed;
 pub mod params;
@@ -37,6 +40,7 @@ pub mod statements;
 pub mod tables;
 
 pub use error::JobError;
+pub use fresh::spawn_fresh_runs;
 pub use job_set::{declarations, embedded_specs, load_specs};
 pub use runner::{run_all, run_job, run_job_as, Progress, Step};
 pub use runs::{JobRun, RunStatus};

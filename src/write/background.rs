@@ -1,7 +1,8 @@
-//! What the write path runs in the background of a server: every flush interval it moves
-//! the acknowledged inputs from the WAL into the lake and prunes the hot state, and about
-//! once an hour it compacts every lake table (each flush leaves one small file per touched
-//! partition; compaction merges them back into one sorted file per partition).
+//! What the write path runs in the background of a server: every flush interval (and at
+//! once when forecasts arrive) it moves the acknowledged inputs from the WAL into the lake
+//! and prunes the hot state, and about once an hour it compacts every lake table (each
+//! flush leaves one small file per touched partition; compaction merges them back into one
+//! sorted file per partition).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,7 +24,11 @@ impl LiveService {
             let compact_every = (COMPACT_EVERY.as_secs() / every.as_secs().max(1)).max(1);
             let mut n: u64 = 0;
             loop {
-                tick.tick().await;
+                // Forecast ingests ask for an early flush: a new run is served once in the lake.
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = svc.flush_requested() => {}
+                }
                 n += 1;
                 match svc.flush().await {
                     Ok(s) if s.stored > 0 => tracing::info!(stored = s.stored, files = s.files, "flushed WAL to lake"),

@@ -73,6 +73,14 @@ pub struct LiveService {
     new_data: broadcast::Sender<String>,
     /// Per table, how many flushes added rows to it (caches of lake rows compare it).
     versions: Mutex<std::collections::HashMap<&'static str, u64>>,
+    /// The model runs each flush stored (the fresh-runs trigger, `jobs::fresh`).
+    new_runs: broadcast::Sender<Vec<crate::jobs::fresh::StoredRun>>,
+    /// Wakes the background flush before its tick: forecasts are not in the hot state, so
+    /// a run is invisible until flushed.
+    flush_soon: tokio::sync::Notify,
+    /// Changes whenever a job run of this process published derived rows (caches of the
+    /// job tables compare it).
+    derived_version: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for LiveService {
@@ -93,6 +101,7 @@ impl LiveService {
             tracing::warn!(segment = %issue.segment.display(), offset = issue.offset, reason = %issue.reason, "WAL damage skipped");
         }
         let (new_data, _) = broadcast::channel(64);
+        let (new_runs, _) = broadcast::channel(64);
         let ctx = query::session(&lake).await?;
         // Derived tables of the jobs (forecast_daily ...) are served from the same session.
         crate::jobs::register_derived(&ctx, &lake)
@@ -109,6 +118,9 @@ impl LiveService {
             notices: tokio::sync::Mutex::new(None),
             new_data,
             versions: Mutex::new(std::collections::HashMap::new()),
+            new_runs,
+            flush_soon: tokio::sync::Notify::new(),
+            derived_version: std::sync::atomic::AtomicU64::new(0),
         };
         let now = svc.clock.now();
         let loaded = svc.rebuild_from_lake(now).await?;
@@ -137,6 +149,29 @@ impl LiveService {
     /// Subscribes to the names of tables a flush added rows to.
     pub fn subscribe_new_data(&self) -> broadcast::Receiver<String> {
         self.new_data.subscribe()
+    }
+
+    /// Changes whenever [`derived_published`](Self::derived_published) is called: a cache of
+    /// job tables built at version v is current while this is still v (and its TTL runs).
+    pub fn derived_version(&self) -> u64 {
+        self.derived_version.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// A job run published new rows of a derived table (the fresh runs after a new model
+    /// run): caches of the job tables reload on their next read.
+    pub fn derived_published(&self) {
+        self.derived_version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Subscribes to the model runs each flush stores: (model, run time) pairs of the
+    /// forecast rows written, sent once the rows are in the lake.
+    pub fn subscribe_new_runs(&self) -> broadcast::Receiver<Vec<crate::jobs::fresh::StoredRun>> {
+        self.new_runs.subscribe()
+    }
+
+    /// Resolves when an ingest asked for an early flush (forecasts arrived).
+    pub(super) async fn flush_requested(&self) {
+        self.flush_soon.notified().await
     }
 
     /// Attaches the stream publisher: from now on every record the hot state applies is
@@ -194,6 +229,9 @@ impl LiveService {
             payload: bytes,
         };
         self.pending_lock().insert(seq, Arc::new(entry));
+        if matches!(decoded.records, Records::Forecasts(_)) {
+            self.flush_soon.notify_one();
+        }
         let accepted = decoded.records.len();
         let events = self.apply(&decoded.records).await;
         Ok(LiveOutcome {
@@ -282,6 +320,7 @@ impl LiveService {
                 Records::NwsHourly(v) => nws.extend(v),
             }
         }
+        let runs = crate::jobs::fresh::StoredRun::distinct(forecasts.iter().map(|r| (r.model, r.run_time)));
         let mut stats = WriteStats::default();
         for records in [
             Records::Observations(obs),
@@ -296,6 +335,9 @@ impl LiveService {
                 *self.versions.lock().unwrap_or_else(|p| p.into_inner()).entry(table).or_default() += 1;
                 // No scheduler listening is fine.
                 let _ = self.new_data.send(table.to_string());
+                if table == crate::lake::schema::FORECASTS.name {
+                    let _ = self.new_runs.send(runs.clone());
+                }
             }
             stats += s;
         }

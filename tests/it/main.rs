@@ -9,6 +9,7 @@ mod feeds;
 mod feeds_ops;
 mod feeds_obsfeeds;
 mod feeds_nwsfeeds;
+mod feeds_modelfeeds;
 mod forecasts_http;
 mod http;
 mod lake;

@@ -293,6 +293,6 @@ pub async fn handler(
     require_premium(&caller)?;
     let (code, station) = station_param(&p.station_code)?;
     let q = AccuracyQuery::parse(&p)?;
-    let data = state.accuracy.get(&state.live.ctx, &code, station.is_some()).await?;
+    let data = state.accuracy.get(&state.live.ctx, &code, station.is_some(), state.live.derived_version()).await?;
     Ok(Json(respond(&code, station, &data, &q)).into_response())
 }

@@ -1,0 +1,650 @@
+//! Gridded model runs from Open-Meteo: each run once, with its true run time.
+//!
+//! Live: the single-runs API (`GET {base}/v1/forecast?...&models=ID&run=YYYY-MM-DDTHH:MM`,
+//! open-meteo.com/en/docs/single-runs-api) answers one model's run at one initialisation
+//! time, the same parameters and JSON as the forecast API. Each poll asks, per model, for
+//! the runs whose cycle time plus the model's availability delay (`models::AVAILABILITY`)
+//! has passed within `lookback_hours`, and that are not stored yet: a run is fetched once,
+//! after it is complete, and the run time handed to the decoder is the one asked for (the
+//! JSON does not carry it). Stored runs are read back from the sink once per model and
+//! process (the lake, in `serve`), then remembered, so a restart does not fetch them again.
+//! Stations go in batches, several coordinates per request (the answer is then an array,
+//! one object per location, in the order asked).
+//!
+//! Archive: the previous-runs API (`GET {archive_url}/v1/forecast?...&start_date&end_date`,
+//! `temperature_2m_previous_dayN`), per model, batch of stations and day range; the decoder
+//! dates each day-N value at 00Z N days before (see `decode::open_meteo`).
+//!
+//! A single-model answer names its series without a model suffix (`temperature_2m`); the
+//! feed adds the model id (`temperature_2m_gfs_global`), the multi-model form the decoder
+//! attributes, so the body stays the real response otherwise.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::Deserialize;
+use serde_json::Value;
+use url::Url;
+
+use super::seconds::secs;
+use super::http::{Fetched, HttpClient};
+use super::sink::FeedSink;
+use super::source::{Archive, ArchiveUnit, FeedError, PollReport, Source};
+use crate::catalog::{Catalog, Station};
+use crate::clock::{Clock, SystemClock};
+use crate::ingest::{Format, IngestOptions};
+use crate::models::{self, Availability, Publisher};
+
+/// The source's name, as in `[sources.open_meteo]`.
+pub const NAME: &str = "open_meteo";
+
+/// The hourly variables asked for: every one the decoder maps to a forecast column.
+pub const HOURLY: &str = "temperature_2m,relative_humidity_2m,dew_point_2m,apparent_temperature,\
+wind_speed_10m,wind_direction_10m,wind_gusts_10m,cloud_cover,precipitation,weather_code,pressure_msl,\
+surface_pressure";
+
+/// Failed polls after which a run still missing is given up (logged): a cycle the
+/// producer skipped must not be asked for on every poll until it leaves the lookback.
+pub const MAX_ATTEMPTS: u32 = 6;
+
+/// `[sources.open_meteo]`: Open-Meteo model runs.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OpenMeteoConfig {
+    /// `enabled` (default true).
+    pub enabled: bool,
+    /// `base_url` (default `https://single-runs-api.open-meteo.com`): the single-runs API.
+    pub base_url: String,
+    /// `archive_url` (default `https://previous-runs-api.open-meteo.com`): the
+    /// previous-runs API, for `feeds backfill open_meteo`.
+    pub archive_url: String,
+    /// `interval_secs` (default 300): how often the feed looks for newly published runs.
+    /// Requests are made only for runs due and not stored, so a short interval costs
+    /// nothing but a run's lateness is at most this.
+    #[serde(rename = "interval_secs", deserialize_with = "secs")]
+    pub interval: Duration,
+    /// `stations` (default: every station of the catalog): ICAO ids of the catalog (the
+    /// request needs their coordinates).
+    pub stations: Vec<String>,
+    /// `models` (default: every model of the 18 that Open-Meteo serves, see
+    /// `models::AVAILABILITY`): spec 2.5 names.
+    pub models: Vec<String>,
+    /// `batch_size` (default 20): locations per request.
+    pub batch_size: usize,
+    /// `lookback_hours` (default 12): runs initialised longer ago are left to the backfill.
+    pub lookback_hours: f64,
+    /// `timeout_secs` (default 60): one request's limit.
+    #[serde(rename = "timeout_secs", deserialize_with = "secs")]
+    pub timeout: Duration,
+}
+
+impl Default for OpenMeteoConfig {
+    fn default() -> Self {
+        OpenMeteoConfig {
+            enabled: true,
+            base_url: "https://single-runs-api.open-meteo.com".to_string(),
+            archive_url: "https://previous-runs-api.open-meteo.com".to_string(),
+            interval: Duration::from_secs(300),
+            stations: Catalog::global().all().iter().map(|s| s.code.clone()).collect(),
+            models: open_meteo_models().map(|a| a.model.to_string()).collect(),
+            batch_size: 20,
+            lookback_hours: 12.0,
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The models Open-Meteo serves, with their ids and delays.
+fn open_meteo_models() -> impl Iterator<Item = &'static Availability> {
+    models::AVAILABILITY.iter().filter(|a| matches!(a.publisher, Publisher::OpenMeteo(_)))
+}
+
+impl OpenMeteoConfig {
+    /// Upper-cases the stations and checks every value.
+    pub fn validated(mut self) -> Result<Self, String> {
+        let bad = |message: String| Err(message);
+        for (key, url) in [("base_url", &self.base_url), ("archive_url", &self.archive_url)] {
+            if let Err(e) = Url::parse(url) {
+                return bad(format!("{key} {url:?}: {e}"));
+            }
+        }
+        for s in &mut self.stations {
+            *s = s.trim().to_ascii_uppercase();
+            if Catalog::global().get(s).is_none() {
+                return bad(format!("station {s:?} is not in the station catalog (its coordinates are needed)"));
+            }
+        }
+        if self.stations.is_empty() {
+            return bad("stations is empty".to_string());
+        }
+        for m in &self.models {
+            if open_meteo_models().all(|a| a.model != m.as_str()) {
+                let known: Vec<&str> = open_meteo_models().map(|a| a.model).collect();
+                return bad(format!("model {m:?} is not served by Open-Meteo; known: {}", known.join(", ")));
+            }
+        }
+        if self.models.is_empty() {
+            return bad("models is empty".to_string());
+        }
+        if self.batch_size == 0 {
+            return bad("batch_size must be at least 1".to_string());
+        }
+        if !(self.lookback_hours.is_finite() && self.lookback_hours > 0.0) {
+            return bad(format!("lookback_hours must be a positive number, found {}", self.lookback_hours));
+        }
+        if self.interval.is_zero() || self.timeout.is_zero() {
+            return bad("interval_secs and timeout_secs must be positive".to_string());
+        }
+        Ok(self)
+    }
+}
+
+/// One model the feed fetches: its spec, Open-Meteo id and delay.
+#[derive(Debug, Clone, Copy)]
+struct Model {
+    spec: &'static models::ModelSpec,
+    id: &'static str,
+    delay_min: u32,
+}
+
+/// What the feed remembers about runs, per (model, run time).
+#[derive(Debug, Default)]
+struct Runs {
+    /// (model, station, run) stored.
+    done: HashSet<(&'static str, String, DateTime<Utc>)>,
+    /// Models whose stored runs were read from the sink.
+    seeded: HashSet<&'static str>,
+    /// Failed polls per (model, run).
+    failures: HashMap<(&'static str, DateTime<Utc>), u32>,
+}
+
+/// The Open-Meteo model feed.
+pub struct OpenMeteo {
+    cfg: OpenMeteoConfig,
+    client: Arc<HttpClient>,
+    clock: Arc<dyn Clock>,
+    stations: Vec<&'static Station>,
+    models: Vec<Model>,
+    runs: Mutex<Runs>,
+}
+
+impl std::fmt::Debug for OpenMeteo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenMeteo").field("cfg", &self.cfg).finish_non_exhaustive()
+    }
+}
+
+/// What one request came to.
+enum Outcome {
+    NotModified,
+    Stored { bytes: usize, stored: super::sink::Stored },
+}
+
+impl OpenMeteo {
+    /// The feed for a validated `cfg`, on the system clock.
+    pub fn new(cfg: OpenMeteoConfig, client: Arc<HttpClient>) -> Result<Self, FeedError> {
+        Self::with_clock(cfg, client, Arc::new(SystemClock))
+    }
+
+    /// The feed with an injected clock (tests, the demo).
+    pub fn with_clock(cfg: OpenMeteoConfig, client: Arc<HttpClient>, clock: Arc<dyn Clock>) -> Result<Self, FeedError> {
+        let invalid = |reason: String| FeedError::Malformed { url: cfg.base_url.clone(), reason };
+        let stations = cfg
+            .stations
+            .iter()
+            .map(|s| Catalog::global().get(s).ok_or_else(|| invalid(format!("station {s} is not in the catalog"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        let models = cfg
+            .models
+            .iter()
+            .map(|m| {
+                let a = models::availability(m).ok_or_else(|| invalid(format!("model {m} has no live source")))?;
+                let Publisher::OpenMeteo(id) = a.publisher else {
+                    return Err(invalid(format!("model {m} is not served by Open-Meteo")));
+                };
+                let spec = models::model(m).ok_or_else(|| invalid(format!("unknown model {m}")))?;
+                Ok(Model { spec, id, delay_min: a.delay_min })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(OpenMeteo { cfg, client, clock, stations, models, runs: Mutex::default() })
+    }
+
+    fn runs(&self) -> std::sync::MutexGuard<'_, Runs> {
+        self.runs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The configured models `station` gets. The one place where a station's models are
+    /// chosen (coverage: no NAM or HRRR outside their domains belongs here).
+    fn models_for(&self, _station: &Station) -> impl Iterator<Item = &Model> {
+        self.models.iter()
+    }
+
+    /// The stations that get `model`, in the configured order.
+    fn stations_for(&self, model: &Model) -> Vec<&'static Station> {
+        self.stations.iter().copied().filter(|s| self.models_for(s).any(|m| m.spec.name == model.spec.name)).collect()
+    }
+
+    /// Reads `model`'s stored runs from the sink, once per process.
+    async fn seed(&self, model: &Model, since: DateTime<Utc>, sink: &dyn FeedSink) -> Result<(), FeedError> {
+        if self.runs().seeded.contains(model.spec.name) {
+            return Ok(());
+        }
+        let stored = sink.stored_runs(model.spec.name, since).await?;
+        let mut runs = self.runs();
+        runs.done.extend(stored.into_iter().map(|(station, run)| (model.spec.name, station, run)));
+        runs.seeded.insert(model.spec.name);
+        Ok(())
+    }
+
+    /// One model's due runs, oldest first, each as the batches of stations still missing.
+    fn due(
+        &self,
+        model: &Model,
+        since: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Vec<(DateTime<Utc>, Vec<&'static Station>)> {
+        let stations = self.stations_for(model);
+        let runs = self.runs();
+        models::published_runs(model.spec, model.delay_min, 0, since, now)
+            .into_iter()
+            .filter(|run| runs.failures.get(&(model.spec.name, *run)).copied().unwrap_or(0) < MAX_ATTEMPTS)
+            .map(|run| {
+                let missing = stations
+                    .iter()
+                    .copied()
+                    .filter(|s| !runs.done.contains(&(model.spec.name, s.code.clone(), run)))
+                    .collect::<Vec<_>>();
+                (run, missing)
+            })
+            .filter(|(_, missing)| !missing.is_empty())
+            .collect()
+    }
+
+    /// Polls one model: its due runs in order, one batch at a time.
+    async fn poll_model(&self, model: &Model, sink: &dyn FeedSink, report: &mut PollReport) {
+        let now = self.clock.now();
+        let since = now - chrono::Duration::seconds((self.cfg.lookback_hours * 3600.0) as i64);
+        if let Err(e) = self.seed(model, since, sink).await {
+            // Without knowing what is stored, fetching could repeat every run: wait.
+            report.errors.push(e);
+            return;
+        }
+        for (run, missing) in self.due(model, since, now) {
+            let mut failed = false;
+            for batch in missing.chunks(self.cfg.batch_size) {
+                report.requests += 1;
+                let url = match single_run_url(&self.cfg.base_url, model.id, run, batch) {
+                    Ok(u) => u,
+                    Err(e) => {
+                        report.errors.push(e);
+                        failed = true;
+                        continue;
+                    }
+                };
+                match self.fetch(&url, model, Some(run), &HOURLY.split(',').collect::<Vec<_>>(), batch, sink).await {
+                    Ok(Outcome::NotModified) => report.not_modified += 1,
+                    Ok(Outcome::Stored { bytes, stored }) => {
+                        report.bytes += bytes;
+                        add(report, stored);
+                    }
+                    Err(e) => {
+                        failed = true;
+                        report.errors.push(e);
+                    }
+                }
+            }
+            if failed {
+                let mut runs = self.runs();
+                let n = runs.failures.entry((model.spec.name, run)).or_default();
+                *n += 1;
+                if *n == MAX_ATTEMPTS {
+                    tracing::warn!(model = model.spec.name, %run, attempts = *n, "run still missing; giving it up");
+                }
+            }
+        }
+    }
+
+    /// Fetches one batch (a run, or an archive range when `run` is None) and hands each
+    /// location's part to the sink; marks the stations whose run was stored.
+    async fn fetch(
+        &self,
+        url: &Url,
+        model: &Model,
+        run: Option<DateTime<Utc>>,
+        asked: &[&str],
+        batch: &[&'static Station],
+        sink: &dyn FeedSink,
+    ) -> Result<Outcome, FeedError> {
+        let body = match self.client.get(url, self.cfg.timeout).await? {
+            Fetched::NotModified => return Ok(Outcome::NotModified),
+            Fetched::New(body) => body,
+        };
+        let bytes = body.bytes.len();
+        let parts = split_locations(url, &body.bytes, batch.len(), model.id, asked)?;
+        let mut total = super::sink::Stored::default();
+        let mut first_error = None;
+        for (station, part) in batch.iter().zip(parts) {
+            let opts = IngestOptions { station: Some(station.code.clone()), run_time: run, ..IngestOptions::default() };
+            match sink.ingest(Format::OpenMeteo, opts, part).await {
+                Ok(stored) => {
+                    total.read += stored.read;
+                    total.accepted += stored.accepted;
+                    total.rejected += stored.rejected;
+                    total.events += stored.events;
+                    if let Some(run) = run.filter(|_| stored.accepted > 0) {
+                        self.runs().done.insert((model.spec.name, station.code.clone(), run));
+                    }
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match first_error {
+            Some(e) if total.accepted == 0 => Err(e.into()),
+            Some(e) => {
+                tracing::warn!(%url, error = %e, "some locations of the batch stored nothing");
+                Ok(Outcome::Stored { bytes, stored: total })
+            }
+            None => {
+                self.client.remember(url, body.validators);
+                Ok(Outcome::Stored { bytes, stored: total })
+            }
+        }
+    }
+}
+
+fn add(report: &mut PollReport, stored: super::sink::Stored) {
+    report.read += stored.read;
+    report.accepted += stored.accepted;
+    report.rejected += stored.rejected;
+    report.events += stored.events;
+}
+
+#[async_trait]
+impl Source for OpenMeteo {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn interval(&self) -> Duration {
+        self.cfg.interval
+    }
+
+    /// Models in parallel (each its own requests, one at a time); the client's per-host
+    /// cap bounds them together.
+    async fn poll(&self, sink: &dyn FeedSink) -> PollReport {
+        let reports = futures::future::join_all(self.models.iter().map(|m| async move {
+            let mut r = PollReport::default();
+            self.poll_model(m, sink, &mut r).await;
+            r
+        }))
+        .await;
+        let mut report = PollReport::default();
+        for r in reports {
+            report.requests += r.requests;
+            report.not_modified += r.not_modified;
+            report.empty += r.empty;
+            report.bytes += r.bytes;
+            report.read += r.read;
+            report.accepted += r.accepted;
+            report.rejected += r.rejected;
+            report.events += r.events;
+            report.errors.extend(r.errors);
+        }
+        report
+    }
+}
+
+/// Archive units: per model and batch of stations, ranges of at most this many days (the
+/// previous-runs API answers a month of hourly values quickly).
+pub const ARCHIVE_DAYS: i64 = 31;
+
+#[async_trait]
+impl Archive for OpenMeteo {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    /// Key `MODEL:ST1,ST2,...`.
+    fn units(&self, from: NaiveDate, to: NaiveDate, stations: &[String]) -> Vec<ArchiveUnit> {
+        let mut out = Vec::new();
+        for model in &self.models {
+            let chosen: Vec<&Station> = self
+                .stations_for(model)
+                .into_iter()
+                .filter(|s| stations.is_empty() || stations.iter().any(|x| x.eq_ignore_ascii_case(&s.code)))
+                .collect();
+            for batch in chosen.chunks(self.cfg.batch_size) {
+                let codes: Vec<&str> = batch.iter().map(|s| s.code.as_str()).collect();
+                let key = format!("{}:{}", model.spec.name, codes.join(","));
+                let mut start = from;
+                while start <= to {
+                    let end = (start + chrono::Duration::days(ARCHIVE_DAYS - 1)).min(to);
+                    out.push(ArchiveUnit { key: key.clone(), from: start, to: end });
+                    start = end + chrono::Duration::days(1);
+                }
+            }
+        }
+        out
+    }
+
+    async fn fetch(&self, unit: &ArchiveUnit, sink: &dyn FeedSink) -> PollReport {
+        let mut report = PollReport { requests: 1, ..PollReport::default() };
+        let bad = |reason: String| FeedError::Malformed { url: self.cfg.archive_url.clone(), reason };
+        let Some((name, codes)) = unit.key.split_once(':') else {
+            report.errors.push(bad(format!("archive unit {:?} is not MODEL:STATIONS", unit.key)));
+            return report;
+        };
+        let Some(model) = self.models.iter().find(|m| m.spec.name == name) else {
+            report.errors.push(bad(format!("archive unit names model {name:?}, not configured")));
+            return report;
+        };
+        let batch: Option<Vec<&'static Station>> = codes.split(',').map(|c| Catalog::global().get(c)).collect();
+        let Some(batch) = batch.filter(|b| !b.is_empty()) else {
+            report.errors.push(bad(format!("archive unit {:?} names a station outside the catalog", unit.key)));
+            return report;
+        };
+        let asked = previous_runs_series(model);
+        let url = match previous_runs_url(&self.cfg.archive_url, model, unit.from, unit.to, &batch) {
+            Ok(u) => u,
+            Err(e) => {
+                report.errors.push(e);
+                return report;
+            }
+        };
+        let asked: Vec<&str> = asked.iter().map(String::as_str).collect();
+        match self.fetch(&url, model, None, &asked, &batch, sink).await {
+            Ok(Outcome::NotModified) => report.not_modified += 1,
+            Ok(Outcome::Stored { bytes, stored }) => {
+                report.bytes += bytes;
+                add(&mut report, stored);
+            }
+            Err(e) => report.errors.push(e),
+        }
+        report
+    }
+}
+
+/// `{base}/v1/forecast` with the batch's coordinates (comma-separated, in batch order).
+fn endpoint(base: &str, batch: &[&Station]) -> Result<Url, FeedError> {
+    let invalid = |reason: String| FeedError::Malformed { url: base.to_string(), reason };
+    let mut base_url = Url::parse(base).map_err(|e| invalid(format!("base url: {e}")))?;
+    if !base_url.path().ends_with('/') {
+        base_url.set_path(&format!("{}/", base_url.path()));
+    }
+    let mut url = base_url.join("v1/forecast").map_err(|e| invalid(format!("base url: {e}")))?;
+    let lat: Vec<String> = batch.iter().map(|s| format!("{:.4}", s.latitude)).collect();
+    let lon: Vec<String> = batch.iter().map(|s| format!("{:.4}", s.longitude)).collect();
+    url.query_pairs_mut().append_pair("latitude", &lat.join(",")).append_pair("longitude", &lon.join(","));
+    Ok(url)
+}
+
+/// The single-runs request of one model's run for a batch of stations.
+fn single_run_url(base: &str, id: &str, run: DateTime<Utc>, batch: &[&Station]) -> Result<Url, FeedError> {
+    let mut url = endpoint(base, batch)?;
+    url.query_pairs_mut()
+        .append_pair("hourly", HOURLY)
+        .append_pair("models", id)
+        .append_pair("run", &run.format("%Y-%m-%dT%H:%M").to_string())
+        .append_pair("timezone", "GMT");
+    Ok(url)
+}
+
+/// The previous-runs request: `temperature_2m_previous_day1..N` for the days the model's
+/// horizon reaches (at most 7, the API's limit), over `from..=to`.
+fn previous_runs_url(
+    base: &str,
+    model: &Model,
+    from: NaiveDate,
+    to: NaiveDate,
+    batch: &[&Station],
+) -> Result<Url, FeedError> {
+    let hourly = previous_runs_series(model);
+    let mut url = endpoint(base, batch)?;
+    url.query_pairs_mut()
+        .append_pair("hourly", &hourly.join(","))
+        .append_pair("models", model.id)
+        .append_pair("start_date", &from.to_string())
+        .append_pair("end_date", &to.to_string())
+        .append_pair("timezone", "GMT");
+    Ok(url)
+}
+
+/// `temperature_2m_previous_day1..N`: the days the model's horizon reaches, at most 7
+/// (the API's limit).
+fn previous_runs_series(model: &Model) -> Vec<String> {
+    let days = (model.spec.horizon_h / 24).clamp(1, 7);
+    (1..=days).map(|d| format!("temperature_2m_previous_day{d}")).collect()
+}
+
+/// The per-location bodies of an answer for `expected` locations: an array of that many
+/// objects, or one object when one location was asked. The series named as `asked` (a
+/// one-model answer names them so) get the model id as suffix (see the module docs);
+/// other keys, already suffixed, stay as they are.
+fn split_locations(
+    url: &Url,
+    body: &Bytes,
+    expected: usize,
+    id: &str,
+    asked: &[&str],
+) -> Result<Vec<Bytes>, FeedError> {
+    let malformed = |reason: String| FeedError::Malformed { url: url.to_string(), reason };
+    let root: Value = serde_json::from_slice(body).map_err(|e| malformed(format!("expected Open-Meteo JSON: {e}")))?;
+    let items = match root {
+        Value::Array(items) => items,
+        obj @ Value::Object(_) => vec![obj],
+        other => return Err(malformed(format!("expected a JSON object or array, found {}", kind(&other)))),
+    };
+    if items.len() != expected {
+        return Err(malformed(format!("{} locations in the answer for {expected} asked", items.len())));
+    }
+    items
+        .into_iter()
+        .map(|mut item| {
+            if let Some(reason) = item.get("reason").and_then(Value::as_str).filter(|_| item.get("error").is_some()) {
+                return Err(malformed(format!("Open-Meteo error: {}", crate::decode::text::quote(reason, 120))));
+            }
+            for section in ["hourly", "hourly_units"] {
+                if let Some(Value::Object(map)) = item.get_mut(section) {
+                    *map = std::mem::take(map)
+                        .into_iter()
+                        .map(|(k, v)| if asked.contains(&k.as_str()) { (format!("{k}_{id}"), v) } else { (k, v) })
+                        .collect();
+                }
+            }
+            serde_json::to_vec(&item).map(Bytes::from).map_err(|e| malformed(e.to_string()))
+        })
+        .collect()
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::open_meteo::decode_open_meteo;
+
+    fn station(code: &str) -> &'static Station {
+        Catalog::global().get(code).unwrap()
+    }
+
+    #[test]
+    fn every_open_meteo_id_decodes_to_its_own_model() {
+        for a in open_meteo_models() {
+            let Publisher::OpenMeteo(id) = a.publisher else { unreachable!() };
+            let body = r#"{"hourly":{"time":["2026-09-24T00:00"],"temperature_2m":[20.5]},"hourly_units":{"temperature_2m":"°C"}}"#;
+            let url = Url::parse("http://x/").unwrap();
+            let parts =
+                split_locations(&url, &Bytes::from_static(body.as_bytes()), 1, id, &["temperature_2m"]).unwrap();
+            let run = "2026-09-24T00:00:00Z".parse().unwrap();
+            let d = decode_open_meteo(&parts[0], "KNYC", Some(run));
+            assert!(d.errors.is_empty(), "{id}: {:?}", d.errors);
+            assert_eq!(d.records.len(), 1, "{id}");
+            assert_eq!(d.records[0].model, a.model, "{id}");
+            assert_eq!(d.records[0].run_time, run);
+        }
+    }
+
+    #[test]
+    fn urls_carry_the_batch_the_model_and_the_run() {
+        let run = "2026-09-24T06:00:00Z".parse().unwrap();
+        let url =
+            single_run_url("http://127.0.0.1:9/om", "gfs_global", run, &[station("KNYC"), station("KMDW")]).unwrap();
+        let q: HashMap<String, String> = url.query_pairs().into_owned().collect();
+        assert_eq!(url.path(), "/om/v1/forecast");
+        assert_eq!(q["models"], "gfs_global");
+        assert_eq!(q["run"], "2026-09-24T06:00");
+        assert_eq!(q["latitude"].split(',').count(), 2);
+        assert!(q["hourly"].starts_with("temperature_2m,"));
+        let gfs = Model { spec: models::model("GFS").unwrap(), id: "gfs_global", delay_min: 0 };
+        let from = NaiveDate::from_ymd_opt(2026, 9, 1).unwrap();
+        let url = previous_runs_url("http://h", &gfs, from, from, &[station("KNYC")]).unwrap();
+        let q: HashMap<String, String> = url.query_pairs().into_owned().collect();
+        assert_eq!(q["hourly"].split(',').next_back(), Some("temperature_2m_previous_day7"));
+        assert_eq!((q["start_date"].as_str(), q["end_date"].as_str()), ("2026-09-01", "2026-09-01"));
+    }
+
+    #[test]
+    fn answers_of_the_wrong_shape_are_refused_precisely() {
+        let url = Url::parse("http://x/").unwrap();
+        let asked = ["temperature_2m", "temperature_2m_previous_day1"];
+        let e = |body: &'static str, n| {
+            split_locations(&url, &Bytes::from_static(body.as_bytes()), n, "gfs_global", &asked)
+        };
+        assert!(e("[{}, {}]", 3).unwrap_err().to_string().contains("2 locations in the answer for 3 asked"));
+        assert!(e("{\"hourly\": ", 1).unwrap_err().to_string().contains("expected Open-Meteo JSON"));
+        assert!(e("42", 1).unwrap_err().to_string().contains("found a number"));
+        let err = e(r#"{"error": true, "reason": "Parameter 'run' is invalid"}"#, 1).unwrap_err();
+        assert!(err.to_string().contains("Open-Meteo error: Parameter 'run' is invalid"), "{err}");
+        // A real previous-runs answer keeps its suffixed keys.
+        let real = include_bytes!("../../data/real/forecast/openmeteo_previous_runs_knyc_gfs_ecmwf_2026-09-01_03.json");
+        let parts = split_locations(&url, &Bytes::from_static(real), 1, "gfs_seamless", &asked).unwrap();
+        let v: Value = serde_json::from_slice(&parts[0]).unwrap();
+        assert!(v["hourly"].get("temperature_2m_previous_day1_ecmwf_ifs025").is_some());
+    }
+
+    #[test]
+    fn config_defaults_and_refusals() {
+        let cfg = OpenMeteoConfig::default().validated().unwrap();
+        assert_eq!(cfg.models.len(), open_meteo_models().count());
+        assert!(cfg.models.iter().any(|m| m == "ECMWF-IFS") && !cfg.models.iter().any(|m| m == "GFS-MOS"));
+        let bad = OpenMeteoConfig { models: vec!["GFS-MOS".into()], ..OpenMeteoConfig::default() };
+        assert!(bad.validated().unwrap_err().to_string().contains("not served by Open-Meteo"));
+        let bad = OpenMeteoConfig { stations: vec!["ZZZZ".into()], ..OpenMeteoConfig::default() };
+        assert!(bad.validated().unwrap_err().to_string().contains("not in the station catalog"));
+    }
+}

@@ -1,0 +1,383 @@
+//! The model feeds (`open_meteo`, `mos`) against fixture servers on 127.0.0.1 replaying
+//! real responses, and the freshness of `forecast_daily` once a run lands.
+//!
+//! Open-Meteo: no single-runs answer is saved in ../shared/data, so the fixture builds one
+//! in the documented shape (open-meteo.com/en/docs/single-runs-api: the forecast API's
+//! JSON, one object per location, an array for several; series unsuffixed when one model
+//! is asked for) around real content: the GFS 2 m temperatures of the real previous-runs
+//! answer for KNYC (`openmeteo_previous_runs_knyc_gfs_ecmwf_2026-09-01_03.json`, °F),
+//! hour by hour from the run asked for. MOS: the real NAM MOS bulletin `METNC1.txt`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, TimeZone, Utc};
+use serde_json::{json, Value};
+use wxlake::clock::{Clock, ManualClock};
+use wxlake::feeds::config::ClientConfig;
+use wxlake::feeds::http::HttpClient;
+use wxlake::feeds::mos::{Mos, MosConfig};
+use wxlake::feeds::open_meteo::{OpenMeteo, OpenMeteoConfig};
+use wxlake::feeds::{Archive, FeedSink, RecordingSink, Source};
+use wxlake::write::LiveService;
+
+use crate::support;
+
+const PREVIOUS_RUNS: &str =
+    include_str!("../../data/real/forecast/openmeteo_previous_runs_knyc_gfs_ecmwf_2026-09-01_03.json");
+const MET: &str = include_str!("../../data/real/forecast/mos/METNC1.txt");
+
+/// What the fixture servers saw: the query of each request.
+#[derive(Default)]
+struct Seen(Mutex<Vec<HashMap<String, String>>>);
+
+impl Seen {
+    fn all(&self) -> Vec<HashMap<String, String>> {
+        self.0.lock().unwrap().clone()
+    }
+    fn runs(&self) -> Vec<String> {
+        self.all().iter().filter_map(|q| q.get("run").cloned()).collect()
+    }
+}
+
+/// The real GFS series (°F), 72 hourly values.
+fn real_gfs_series() -> Vec<Value> {
+    let v: Value = serde_json::from_str(PREVIOUS_RUNS).unwrap();
+    v["hourly"]["temperature_2m_previous_day1_gfs_seamless"].as_array().unwrap().clone()
+}
+
+/// One location's single-run answer for `run`.
+fn single_run_answer(lat: &str, lon: &str, run: DateTime<Utc>) -> Value {
+    let series = real_gfs_series();
+    let times: Vec<String> = (0..series.len())
+        .map(|i| (run + chrono::Duration::hours(i as i64)).format("%Y-%m-%dT%H:%M").to_string())
+        .collect();
+    json!({
+        "latitude": lat.parse::<f64>().unwrap(),
+        "longitude": lon.parse::<f64>().unwrap(),
+        "generationtime_ms": 0.4,
+        "utc_offset_seconds": 0,
+        "timezone": "GMT",
+        "timezone_abbreviation": "GMT",
+        "elevation": 44.0,
+        "hourly_units": { "time": "iso8601", "temperature_2m": "°F" },
+        "hourly": { "time": times, "temperature_2m": series },
+    })
+}
+
+async fn single_runs(State(seen): State<Arc<Seen>>, Query(q): Query<HashMap<String, String>>) -> Response {
+    seen.0.lock().unwrap().push(q.clone());
+    let Some(run) = q.get("run").and_then(|r| chrono::NaiveDateTime::parse_from_str(r, "%Y-%m-%dT%H:%M").ok()) else {
+        return (StatusCode::BAD_REQUEST, "{\"error\":true,\"reason\":\"run is required\"}").into_response();
+    };
+    let lats: Vec<&str> = q["latitude"].split(',').collect();
+    let lons: Vec<&str> = q["longitude"].split(',').collect();
+    let items: Vec<Value> = lats.iter().zip(&lons).map(|(a, o)| single_run_answer(a, o, run.and_utc())).collect();
+    let body = if items.len() == 1 { items[0].clone() } else { Value::Array(items) };
+    ([("content-type", "application/json")], body.to_string()).into_response()
+}
+
+/// The previous-runs API: the real answer (one location).
+async fn previous_runs(State(seen): State<Arc<Seen>>, Query(q): Query<HashMap<String, String>>) -> Response {
+    seen.0.lock().unwrap().push(q);
+    ([("content-type", "application/json")], PREVIOUS_RUNS).into_response()
+}
+
+/// The NOMADS stand-in: the real MET bulletin for 2017-08-12 12Z, 404 for any other cycle.
+async fn bulletin(
+    State(seen): State<Arc<Seen>>,
+    axum::extract::Path((date, hh)): axum::extract::Path<(String, String)>,
+) -> Response {
+    seen.0.lock().unwrap().push([("run".to_string(), format!("{date}T{hh}"))].into());
+    if date == "20170812" && hh == "12" {
+        ([("content-type", "text/plain")], MET).into_response()
+    } else {
+        (StatusCode::NOT_FOUND, "not found").into_response()
+    }
+}
+
+/// The fixture server; its base URL.
+async fn server(seen: Arc<Seen>) -> String {
+    let app = axum::Router::new()
+        .route("/single/v1/forecast", axum::routing::get(single_runs))
+        .route("/previous/v1/forecast", axum::routing::get(previous_runs))
+        .route("/nomads/met/{date}/{hh}", axum::routing::get(bulletin))
+        .with_state(seen);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+fn client() -> Arc<HttpClient> {
+    Arc::new(
+        HttpClient::new(ClientConfig {
+            contact: "modelfeeds-test@example.com".to_string(),
+            attempts: 1,
+            backoff: Duration::from_millis(10),
+            ..ClientConfig::default()
+        })
+        .unwrap(),
+    )
+}
+
+fn om_cfg(base: &str, stations: &[&str]) -> OpenMeteoConfig {
+    OpenMeteoConfig {
+        base_url: format!("{base}/single"),
+        archive_url: format!("{base}/previous"),
+        stations: stations.iter().map(|s| s.to_string()).collect(),
+        models: vec!["GFS".to_string()],
+        batch_size: 2,
+        interval: Duration::from_millis(100),
+        timeout: Duration::from_secs(5),
+        ..OpenMeteoConfig::default()
+    }
+    .validated()
+    .unwrap()
+}
+
+fn at(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(y, mo, d, h, mi, 0).unwrap()
+}
+
+/// GFS becomes available 330 minutes after its cycle: at 05:29 the 00Z run is not asked
+/// for, at 05:30 it is; each run is asked for once across polls and across a restart
+/// (the lake says it is stored), and lands with the run time asked for.
+#[tokio::test]
+async fn open_meteo_runs_are_stored_once_each_with_their_run_time_and_not_before_their_delay() {
+    let seen = Arc::new(Seen::default());
+    let base = server(Arc::clone(&seen)).await;
+    let (dir, lake) = support::temp_lake().await;
+    let clock = Arc::new(ManualClock::new(at(2026, 9, 1, 5, 29)));
+    let dyn_clock: Arc<dyn Clock> = clock.clone();
+    let live =
+        Arc::new(LiveService::open(lake.clone(), &dir.path().join("state"), Arc::clone(&dyn_clock)).await.unwrap());
+    let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&live));
+    let cfg = om_cfg(&base, &["KNYC", "KMDW"]);
+    let feed = OpenMeteo::with_clock(cfg.clone(), client(), Arc::clone(&dyn_clock)).unwrap();
+
+    let first = feed.poll(sink.as_ref()).await;
+    assert!(first.is_ok(), "{}", first.summary());
+    assert_eq!(seen.runs(), ["2026-08-31T18:00"], "12 h back: the 18Z run only; 00Z is not out until 05:30");
+    assert_eq!((first.requests, first.accepted), (1, 2 * 72), "{}", first.summary());
+    let q = &seen.all()[0];
+    assert_eq!((q["models"].as_str(), q["latitude"].split(',').count()), ("gfs_global", 2), "one batch: {q:?}");
+
+    let again = feed.poll(sink.as_ref()).await;
+    assert_eq!(again.requests, 0, "a stored run is not asked for again: {}", again.summary());
+
+    clock.set(at(2026, 9, 1, 5, 30));
+    let third = feed.poll(sink.as_ref()).await;
+    assert_eq!(seen.runs(), ["2026-08-31T18:00", "2026-09-01T00:00"]);
+    assert_eq!(third.accepted, 144, "{}", third.summary());
+    assert_eq!(feed.poll(sink.as_ref()).await.requests, 0);
+
+    live.flush().await.unwrap();
+    let rows = support::sql(
+        &lake,
+        "SELECT CAST(run_time AS VARCHAR) AS r, count(DISTINCT location_name) AS s, count(*) AS n, \
+         min(forecast_hour) AS h0, max(forecast_hour) AS h1 FROM forecasts GROUP BY 1 ORDER BY 1",
+    )
+    .await;
+    let text = datafusion::arrow::util::pretty::pretty_format_batches(&rows).unwrap().to_string();
+    assert!(text.contains("2026-08-31T18:00:00Z") || text.contains("2026-08-31 18:00:00"), "{text}");
+    assert_eq!(support::scalar(&lake, "SELECT count(DISTINCT run_time) FROM forecasts").await, "2", "{text}");
+    assert_eq!(support::scalar(&lake, "SELECT count(*) FROM forecasts").await, "288", "{text}");
+    assert_eq!(support::scalar(&lake, "SELECT min(forecast_hour) FROM forecasts").await, "0", "{text}");
+    assert_eq!(support::scalar(&lake, "SELECT max(forecast_hour) FROM forecasts").await, "71", "{text}");
+
+    // A restart: a new feed (empty memory) reads the stored runs from the lake.
+    let restarted = OpenMeteo::with_clock(cfg, client(), dyn_clock).unwrap();
+    let r = restarted.poll(sink.as_ref()).await;
+    assert!(r.is_ok(), "{}", r.summary());
+    assert_eq!(r.requests, 0, "nothing refetched after a restart: {}", r.summary());
+    assert_eq!(seen.runs().len(), 2);
+}
+
+/// A run the server refuses is asked for again on later polls, then given up.
+#[tokio::test]
+async fn a_refused_run_is_retried_then_given_up() {
+    let seen = Arc::new(Seen::default());
+    let base = server(Arc::clone(&seen)).await;
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(at(2026, 9, 1, 5, 29)));
+    let mut cfg = om_cfg(&base, &["KNYC"]);
+    cfg.base_url = format!("{base}/nowhere");
+    let feed = OpenMeteo::with_clock(cfg, client(), clock).unwrap();
+    let sink = RecordingSink::new();
+    for _ in 0..wxlake::feeds::open_meteo::MAX_ATTEMPTS + 2 {
+        let r = feed.poll(&sink).await;
+        assert_eq!(r.accepted, 0);
+    }
+    // Nothing reached the fixture's route (404 from the router), and the polls stopped
+    // asking after MAX_ATTEMPTS.
+    assert!(seen.all().is_empty());
+    let r = feed.poll(&sink).await;
+    assert_eq!(r.requests, 0, "given up: {}", r.summary());
+}
+
+/// The previous-runs archive: one unit per model and batch, the real answer decoded with
+/// day-N run times.
+#[tokio::test]
+async fn the_open_meteo_archive_stores_previous_runs() {
+    let seen = Arc::new(Seen::default());
+    let base = server(Arc::clone(&seen)).await;
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(at(2026, 9, 4, 0, 0)));
+    let mut cfg = om_cfg(&base, &["KNYC"]);
+    // The real answer is GFS (gfs_seamless) and ECMWF: both are decoded.
+    cfg.models = vec!["GFS".into()];
+    let feed = OpenMeteo::with_clock(cfg, client(), clock).unwrap();
+    let d = |s: &str| chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap();
+    let units = feed.units(d("2026-09-01"), d("2026-09-03"), &[]);
+    assert_eq!(units.len(), 1);
+    assert_eq!(units[0].key, "GFS:KNYC");
+    let sink = RecordingSink::new();
+    let r = Archive::fetch(&feed, &units[0], &sink).await;
+    assert!(r.is_ok(), "{}", r.summary());
+    assert_eq!(r.accepted, 2 * 3 * 72, "two models x three leads x 72 hours: {}", r.summary());
+    let q = &seen.all()[0];
+    assert_eq!((q["start_date"].as_str(), q["end_date"].as_str()), ("2026-09-01", "2026-09-03"));
+    let taken = sink.taken();
+    assert_eq!(taken[0].opts.station.as_deref(), Some("KNYC"));
+    assert_eq!(taken[0].opts.run_time, None, "previous-runs data date their own runs");
+}
+
+/// MOS: the 12Z MET is due at 15:15 (delay 195 minutes), fetched once, and only the
+/// configured stations' blocks are stored.
+#[tokio::test]
+async fn mos_bulletins_are_fetched_once_per_cycle_after_their_delay() {
+    let seen = Arc::new(Seen::default());
+    let base = server(Arc::clone(&seen)).await;
+    let (dir, lake) = support::temp_lake().await;
+    let clock = Arc::new(ManualClock::new(at(2017, 8, 12, 15, 14)));
+    let dyn_clock: Arc<dyn Clock> = clock.clone();
+    let live =
+        Arc::new(LiveService::open(lake.clone(), &dir.path().join("state"), Arc::clone(&dyn_clock)).await.unwrap());
+    let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&live));
+    let cfg = MosConfig {
+        products: vec!["MET".into()],
+        urls: [("MET".to_string(), format!("{base}/nomads/met/{{date}}/{{hh}}"))].into(),
+        stations: vec!["KFOZ".into(), "KFSD".into()],
+        lookback_hours: 12.0,
+        ..MosConfig::default()
+    }
+    .validated()
+    .unwrap();
+    let feed = Mos::with_clock(cfg.clone(), client(), Arc::clone(&dyn_clock)).unwrap();
+
+    let r = feed.poll(sink.as_ref()).await;
+    assert_eq!(r.requests, 0, "00Z is older than the lookback, 12Z not out yet: {}", r.summary());
+    clock.set(at(2017, 8, 12, 15, 15));
+    let r = feed.poll(sink.as_ref()).await;
+    assert!(r.is_ok(), "{}", r.summary());
+    assert_eq!(seen.runs(), ["20170812T12"]);
+    assert!(r.accepted > 0 && r.rejected == 0, "{}", r.summary());
+    assert_eq!(feed.poll(sink.as_ref()).await.requests, 0, "fetched once");
+
+    live.flush().await.unwrap();
+    assert_eq!(support::scalar(&lake, "SELECT count(DISTINCT location_name) FROM forecasts").await, "2");
+    assert_eq!(support::scalar(&lake, "SELECT min(location_name) FROM forecasts").await, "KFOZ");
+    assert_eq!(support::scalar(&lake, "SELECT max(location_name) FROM forecasts").await, "KFSD");
+    assert_eq!(support::scalar(&lake, "SELECT count(DISTINCT run_time) FROM forecasts").await, "1");
+    assert_eq!(support::scalar(&lake, "SELECT max(model) FROM forecasts").await, "NAM-MOS");
+    let restarted = Mos::with_clock(cfg, client(), dyn_clock).unwrap();
+    assert_eq!(restarted.poll(sink.as_ref()).await.requests, 0, "stored cycles are not refetched after a restart");
+}
+
+/// Item 7: a run landing through the live path (the feed → LiveService → flush) has its
+/// `mode=daily` rows served within a short bound, with no scheduler tick, and they equal
+/// what a full `forecast_daily` run gives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forecast_daily_is_fresh_right_after_a_run_lands() {
+    let seen = Arc::new(Seen::default());
+    let base = server(Arc::clone(&seen)).await;
+    let app = crate::http::App::new().await;
+    app.clock.set(at(2026, 9, 1, 5, 30));
+    let live = Arc::clone(&app.state.live);
+    let specs = wxlake::jobs::embedded_specs().unwrap();
+    let published = Arc::clone(&live);
+    wxlake::jobs::spawn_fresh_runs(live.lake.clone(), specs.clone(), live.subscribe_new_runs(), move || {
+        published.derived_published()
+    });
+    let version = live.derived_version();
+    live.spawn_background(Duration::from_secs(3600));
+    let dyn_clock: Arc<dyn Clock> = app.clock.clone();
+    let mut cfg = om_cfg(&base, &["KNYC"]);
+    // 00Z only (18Z of the day before is older than 6 hours).
+    cfg.lookback_hours = 6.0;
+    let feed = OpenMeteo::with_clock(cfg, client(), dyn_clock).unwrap();
+    let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&live));
+
+    let url = "/api/v2/forecasts.php?location_name=KNYC&mode=daily&model=GFS";
+    let (_, before) = app.get(url).await;
+    assert_eq!(before.as_array().map(Vec::len), Some(0), "{before}");
+    let started = Instant::now();
+    let r = feed.poll(sink.as_ref()).await;
+    assert_eq!((r.requests, r.accepted), (1, 72), "{}", r.summary());
+    // The flush is asked for at once (not in an hour) and the fresh run follows it.
+    let fresh = loop {
+        let (_, v) = app.get(url).await;
+        if v.as_array().is_some_and(|a| !a.is_empty()) {
+            break v;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "mode=daily never served the new run");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let took = started.elapsed();
+    // The caches of job tables (model_accuracy) are told once the refresh published.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while live.derived_version() == version {
+        assert!(Instant::now() < deadline, "the refresh never reported its publication");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(fresh.as_array().unwrap().iter().all(|d| d["run_time"] == "2026-09-01T00:00:00Z"), "{fresh}");
+    // 72 hours from 00Z cover the civil days 1 and 2 of New York (04Z..04Z) fully.
+    assert_eq!(fresh.as_array().unwrap().len(), 2, "{fresh}");
+
+    // Equal to a full run of the job.
+    let spec = specs.iter().find(|s| s.name == "forecast_daily").unwrap();
+    wxlake::jobs::run_job(&live.lake, spec, None, &wxlake::jobs::runner::no_progress).await.unwrap();
+    let (_, full) = app.get(url).await;
+    assert_eq!(fresh, full);
+    let recorded = live.ctx.sql("SELECT job FROM job_runs WHERE trigger = 'new_run'").await.unwrap();
+    let recorded = recorded.collect().await.unwrap();
+    assert!(recorded.iter().map(|b| b.num_rows()).sum::<usize>() > 0, "the fresh runs are recorded");
+    eprintln!("run landed -> mode=daily served in {took:?}");
+}
+
+/// `wxlake ingest` of a model run refreshes `forecast_daily` for it at once, as the live
+/// path does; `--no-refresh` leaves the derived tables alone.
+#[test]
+fn cli_ingest_of_a_run_refreshes_forecast_daily() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = at(2026, 9, 1, 0, 0);
+    let file = dir.path().join("gfs_00z.json");
+    let mut answer = single_run_answer("40.78858", "-73.9661", run);
+    // The CLI names the model through the series' suffix, as the feed writes it.
+    let hourly = answer["hourly"].as_object_mut().unwrap();
+    let t = hourly.remove("temperature_2m").unwrap();
+    hourly.insert("temperature_2m_gfs_global".into(), t);
+    answer["hourly_units"] = json!({ "time": "iso8601", "temperature_2m_gfs_global": "°F" });
+    std::fs::write(&file, answer.to_string()).unwrap();
+    let days = "SELECT count(*) AS n FROM forecast_daily WHERE location_name = 'KNYC'";
+    let ingest = |lake: &std::path::Path, extra: &[&str]| {
+        let mut args = vec!["ingest", "open-meteo", "--station", "KNYC", "--run-time", "2026-09-01T00:00:00Z"];
+        args.extend_from_slice(extra);
+        args.push(file.to_str().unwrap());
+        let o = support::wxlake(lake, &args);
+        assert!(o.status.success(), "{}", support::stderr(&o));
+    };
+    let lake = dir.path().join("lake");
+    ingest(&lake, &[]);
+    let o = support::wxlake(&lake, &["sql", days, "--format", "csv"]);
+    // Civil and standard days 1 and 2 of September in New York.
+    assert_eq!(support::stdout(&o), "n\n4\n", "{}", support::stderr(&o));
+
+    let quiet = dir.path().join("quiet");
+    ingest(&quiet, &["--no-refresh"]);
+    let o = support::wxlake(&quiet, &["sql", days, "--format", "csv"]);
+    assert!(!support::stdout(&o).contains("n\n4"), "{}{}", support::stdout(&o), support::stderr(&o));
+}
