@@ -16,9 +16,8 @@ use wxlake::api::keys::{KeyStore, Tier};
 use wxlake::api::limits::RateLimiter;
 use wxlake::api::{server, AppState};
 use wxlake::clock::{Clock, SystemClock};
-use wxlake::demo::LiveFeed;
+use wxlake::demo::sim::{demo_sources, Simulator};
 use wxlake::feeds::{Feeds, FeedsConfig};
-use wxlake::ingest::{Format, IngestOptions};
 use wxlake::lake::Lake;
 use wxlake::stream::{self, Hub, StreamState};
 use wxlake::write::LiveService;
@@ -88,16 +87,17 @@ pub async fn run(lake: Lake, a: ServeArgs, config: Option<&Path>) -> anyhow::Res
     // Derived tables: scheduled (cron) and on-new-data job runs.
     let specs = wxlake::jobs::embedded_specs()?;
     wxlake::jobs::spawn_scheduler(live.lake.clone(), specs, live.subscribe_new_data());
-    let state = AppState::new(keys, RateLimiter::new(Arc::clone(&clock)), Arc::clone(&live), clock);
+    let state = AppState::new(keys, RateLimiter::new(Arc::clone(&clock)), Arc::clone(&live), Arc::clone(&clock));
     let stream_addr = a.stream_addr.clone().or_else(|| a.demo.then(|| "127.0.0.1:8443".to_string()));
     let stream = match stream_addr {
         Some(addr) => Some(start_stream(&a, &dir, &addr, &state, &live, &shutdown).await?),
         None => None,
     };
-    // After the stream's publisher is attached, so the feed's first reports are streamed.
-    if a.demo {
-        spawn_demo_feed(Arc::clone(&live));
-    }
+    // The demo's weather arrives the way real weather does: the feeds poll a simulator of
+    // the public sources. Kept alive until the process ends.
+    let (_simulator, feeds_config) =
+        if a.demo { demo_feeds(&clock, config.is_some()).await? } else { (None, feeds_config) };
+    // After the stream's publisher is attached, so the feeds' first reports are streamed.
     let feeds = Feeds::from_config(&feeds_config, Arc::new(Arc::clone(&live)))?;
     if !feeds.is_empty() {
         eprintln!("feeds: polling {feeds:?}");
@@ -126,6 +126,18 @@ fn feeds_config(config: Option<&Path>) -> anyhow::Result<FeedsConfig> {
     let Some(path) = config else { return Ok(FeedsConfig::default()) };
     let text = std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?;
     FeedsConfig::from_file_text(&text).with_context(|| format!("config {}", path.display()))
+}
+
+/// Starts the simulated public sources and the feeds configuration pointing every source
+/// at them, in place of the config file's `[sources]` (which was still checked).
+async fn demo_feeds(clock: &Arc<dyn Clock>, has_config: bool) -> anyhow::Result<(Option<Simulator>, FeedsConfig)> {
+    let sim = Simulator::start(Arc::clone(clock), wxlake::demo::DEFAULT_SEED).await?;
+    if has_config {
+        eprintln!("demo: the feeds poll the simulated sources; the config file's [sources] are not used");
+    }
+    let cfg = FeedsConfig::from_toml(&demo_sources(sim.base_url()))?;
+    eprintln!("demo: simulated public sources on {}", sim.base_url());
+    Ok((Some(sim), cfg))
 }
 
 /// The running push stream, for its orderly stop.
@@ -230,34 +242,6 @@ fn print_demo_keys(keys: &KeyStore) -> anyhow::Result<()> {
         println!("{:<13} {secret}  ({}{})", tier.as_str(), rec.id, if admin { ", admin" } else { "" });
     }
     Ok(())
-}
-
-/// Feeds the reports that fall due every 20 s through the live ingest path.
-fn spawn_demo_feed(live: Arc<LiveService>) {
-    tokio::spawn(async move {
-        let codes: Vec<String> = wxlake::catalog::Catalog::global().all().iter().map(|s| s.code.clone()).collect();
-        // Continue the demo lake's series: the last hour again (idempotent), then live.
-        let since = live.clock.now() - chrono::Duration::hours(1);
-        let mut feed = LiveFeed::starting_after(wxlake::demo::DEFAULT_SEED, &codes, since);
-        let mut tick = tokio::time::interval(Duration::from_secs(20));
-        loop {
-            tick.tick().await;
-            let now = live.clock.now();
-            let lines = feed.next_reports(now);
-            if lines.is_empty() {
-                continue;
-            }
-            let body = lines.join("\n").into_bytes();
-            let opts = IngestOptions {
-                month: Some((chrono::Datelike::year(&now), chrono::Datelike::month(&now))),
-                ..Default::default()
-            };
-            match live.ingest(Format::Metar, opts, body).await {
-                Ok(o) => tracing::info!(accepted = o.accepted, events = o.events, "demo feed"),
-                Err(e) => tracing::warn!(error = %e, "demo feed ingest failed"),
-            }
-        }
-    });
 }
 
 /// The server's one shutdown: SIGINT or SIGTERM, seen by every listener.

@@ -6,6 +6,7 @@ mod contract_cli;
 mod contract_http;
 mod crash;
 mod feeds;
+mod feeds_demosim;
 mod forecasts_http;
 mod http;
 mod lake;
