@@ -159,3 +159,71 @@ async fn every_simulated_endpoint_answers_in_its_real_format() {
         assert!(err.to_string().contains(&status.to_string()), "{path}: {err}");
     }
 }
+
+/// `wxlake serve --demo` end to end: it starts the simulator, runs the AWC feed against
+/// it, and a station absent from the lake gets today's observations through the live path.
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_demo_runs_the_feeds_against_its_simulator() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    // Some data, so that --demo does not build a demo lake.
+    let input = dir.path().join("in.txt");
+    std::fs::write(&input, "KNYC 011251Z 00000KT 10SM CLR 05/M02 A3012 RMK AO2 T00501017\n").unwrap();
+    let o = support::wxlake(&lake, &["ingest", "metar", "--month", "2026-03", input.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", support::stderr(&o));
+
+    let mut server = Command::new(env!("CARGO_BIN_EXE_wxlake"))
+        .arg("--lake")
+        .arg(format!("file://{}", lake.display()))
+        .args(["serve", "--demo", "--addr", "127.0.0.1:0", "--stream-addr", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let key = BufReader::new(server.stdout.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("enterprise"))
+        .and_then(|l| l.split_whitespace().nth(1).map(str::to_string));
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let mut said = Vec::new();
+    let mut addr = None;
+    for l in lines.by_ref().map_while(Result::ok) {
+        said.push(l.clone());
+        if let Some(a) = l.split("listening on http://").nth(1) {
+            addr = a.split_whitespace().next().map(str::to_string);
+            break;
+        }
+    }
+    std::thread::spawn(move || for _ in lines {});
+    let (Some(key), Some(addr)) = (key, addr) else {
+        let _ = server.kill();
+        panic!("the demo server did not start: {said:?}");
+    };
+    let said = said.join("\n");
+    assert!(said.contains("demo: simulated public sources on http://127.0.0.1:"), "{said}");
+    assert!(said.contains("feeds: polling") && said.contains("awc_metar"), "{said}");
+
+    // EGLC reports every 30 minutes; the first poll brings the last two hours.
+    let url = format!("http://{addr}/api/v2/observations.php?station_code=EGLC&mode=latest");
+    let today = Utc::now().format("%Y-%m-%d").to_string();
+    let client = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut last = String::new();
+    while std::time::Instant::now() < deadline {
+        if let Ok(r) = client.get(&url).header("X-API-Key", &key).send().await {
+            let ok = r.status().is_success();
+            last = r.text().await.unwrap_or_default();
+            if ok && last.contains("EGLC") && last.contains(&today) {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(last.contains("EGLC") && last.contains(&today), "no live EGLC observation of today: {last}");
+}
