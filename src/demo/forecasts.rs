@@ -524,7 +524,8 @@ mod tests {
         let models_of = |code: &str| {
             let s = site(code, from, to);
             let (csv, mos) = model_forecasts(&s, from, to, to);
-            let mut names: Vec<String> = decode_forecast_csv(csv.as_bytes()).records.into_iter().map(|r| r.model.to_string()).collect();
+            let mut names: Vec<String> =
+                decode_forecast_csv(csv.as_bytes()).records.into_iter().map(|r| r.model.to_string()).collect();
             names.extend(mos.into_iter().map(|(m, _)| m));
             names.sort();
             names.dedup();

@@ -124,7 +124,8 @@ pub fn intermediate_dsm(site: &Site, date: NaiveDate, hour: u32) -> DailyReport 
     let last = minute_index(utc_of_lst(site, valid)) - 1;
     let mut r = summary(site, DailyKind::Dsm, date, first, last);
     r.valid_as_of_lst = Some(valid);
-    r.issued_at = Some(utc_of_lst(site, valid) + Duration::minutes(3) + issue_jitter(site, date, 3 + i64::from(hour), 8.0));
+    r.issued_at =
+        Some(utc_of_lst(site, valid) + Duration::minutes(3) + issue_jitter(site, date, 3 + i64::from(hour), 8.0));
     r
 }
 

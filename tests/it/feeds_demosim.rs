@@ -70,7 +70,10 @@ async fn the_awc_feed_against_the_simulator_streams_observations_and_new_extreme
     let names: Vec<(String, &str)> = events.lock().unwrap().clone();
     assert!(names.iter().any(|(_, n)| *n == "new_high"), "{names:?}");
     assert!(names.iter().any(|(_, n)| *n == "new_low"), "{names:?}");
-    assert!(names.iter().any(|(s, n)| s == "KNYC" && *n == "new_high"), "New York warms through the morning: {names:?}");
+    assert!(
+        names.iter().any(|(s, n)| s == "KNYC" && *n == "new_high"),
+        "New York warms through the morning: {names:?}"
+    );
     assert_eq!(names.len(), first.events + second.events + third.events);
 
     // In the lake once each, although the windows overlapped.
@@ -89,8 +92,9 @@ async fn the_awc_feed_against_the_simulator_streams_observations_and_new_extreme
 async fn every_simulated_endpoint_answers_in_its_real_format() {
     let now = Utc.with_ymd_and_hms(2026, 4, 3, 23, 30, 0).unwrap();
     let sim = Simulator::start(Arc::new(ManualClock::new(now)), DEFAULT_SEED).await.unwrap();
-    let client = HttpClient::new(ClientConfig { contact: "demosim-test@example.com".into(), ..ClientConfig::default() })
-        .unwrap();
+    let client =
+        HttpClient::new(ClientConfig { contact: "demosim-test@example.com".into(), ..ClientConfig::default() })
+            .unwrap();
     let get = |path: String| {
         let url = url::Url::parse(&format!("{}{path}", sim.base_url())).unwrap();
         let client = &client;
@@ -183,11 +187,17 @@ async fn serve_demo_runs_the_feeds_against_its_simulator() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let key = BufReader::new(server.stdout.take().unwrap())
-        .lines()
-        .map_while(Result::ok)
-        .find(|l| l.starts_with("enterprise"))
-        .and_then(|l| l.split_whitespace().nth(1).map(str::to_string));
+    // The keys come on stdout, which is read to its end (a closed pipe would fail the
+    // server's next print).
+    let (key_tx, key_rx) = std::sync::mpsc::channel();
+    let out = BufReader::new(server.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        for l in out.lines().map_while(Result::ok) {
+            if let Some(k) = l.strip_prefix("enterprise").and_then(|r| r.split_whitespace().next()) {
+                let _ = key_tx.send(k.to_string());
+            }
+        }
+    });
     let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
     let mut said = Vec::new();
     let mut addr = None;
@@ -199,6 +209,7 @@ async fn serve_demo_runs_the_feeds_against_its_simulator() {
         }
     }
     std::thread::spawn(move || for _ in lines {});
+    let key = key_rx.recv_timeout(Duration::from_secs(10)).ok();
     let (Some(key), Some(addr)) = (key, addr) else {
         let _ = server.kill();
         panic!("the demo server did not start: {said:?}");

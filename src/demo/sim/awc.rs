@@ -140,7 +140,9 @@ mod tests {
             // The T-group is the measured whole °F in tenths of °C.
             assert!((t - (f_to_c(f64::from(f)) * 10.0).round() / 10.0).abs() < 1e-9, "{r:?}");
         }
-        assert!(m.iter().all(|r| r.time <= now - Duration::minutes(RECEIPT_DELAY_MIN) && r.time > now - Duration::hours(3)));
+        assert!(m
+            .iter()
+            .all(|r| r.time <= now - Duration::minutes(RECEIPT_DELAY_MIN) && r.time > now - Duration::hours(3)));
         // Nothing for unknown ids or before the window opens.
         assert_eq!(metar_json(&[], 2.0, now, 77), "[]");
     }

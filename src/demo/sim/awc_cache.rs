@@ -32,7 +32,9 @@ const HEADER: &str = "raw_text,station_id,observation_time,latitude,longitude,te
 /// The handler.
 pub async fn cache(State(sim): State<SimState>) -> Response {
     let (now, seed) = (sim.now(), sim.seed());
-    match tokio::task::spawn_blocking(move || gzip_stored(cache_csv(Catalog::global().all(), now, seed).as_bytes())).await {
+    match tokio::task::spawn_blocking(move || gzip_stored(cache_csv(Catalog::global().all(), now, seed).as_bytes()))
+        .await
+    {
         Ok(body) => ([("content-type", "application/x-gzip")], body).into_response(),
         Err(e) => Refusal(axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }

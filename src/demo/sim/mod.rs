@@ -175,7 +175,13 @@ pub fn station(id: &str) -> Option<&'static Station> {
 
 /// The station's series over `from..=to`, with the history its reports need, and hour
 /// states through `hours_until` (forecasts).
-pub fn site(st: &'static Station, seed: u64, from: DateTime<Utc>, to: DateTime<Utc>, hours_until: DateTime<Utc>) -> Site {
+pub fn site(
+    st: &'static Station,
+    seed: u64,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    hours_until: DateTime<Utc>,
+) -> Site {
     Site::new(st, seed, from - Duration::hours(HISTORY_H), to.max(from), hours_until)
 }
 

@@ -22,9 +22,7 @@ use serde_json::{json, Value};
 
 use super::super::forecasts::{nws_issue_times, nws_version};
 use super::super::noise;
-use super::super::reports::{
-    dsm, dsm_text, final_cli, intermediate_dsm, preliminary_cli, INTERMEDIATE_DSM_HOURS,
-};
+use super::super::reports::{dsm, dsm_text, final_cli, intermediate_dsm, preliminary_cli, INTERMEDIATE_DSM_HOURS};
 use super::{site, station, Refusal, SimState};
 use crate::catalog::{Catalog, Station};
 use crate::decode::climate_report::encode_cli;
@@ -256,13 +254,15 @@ pub fn grid_of(st: &Station) -> (String, u32, u32) {
 
 /// `/points/{lat},{lon}`.
 pub async fn points(State(sim): State<SimState>, Path(point): Path<String>) -> Response {
-    let parsed = point.split_once(',').and_then(|(a, b)| Some((a.trim().parse::<f64>().ok()?, b.trim().parse::<f64>().ok()?)));
+    let parsed =
+        point.split_once(',').and_then(|(a, b)| Some((a.trim().parse::<f64>().ok()?, b.trim().parse::<f64>().ok()?)));
     let Some((lat, lon)) = parsed.filter(|(a, b)| a.is_finite() && b.is_finite()) else {
         return Refusal::bad_request(format!("Invalid point {point:?}: expected LAT,LON")).into_response();
     };
-    let near = Catalog::global().all().iter().filter(|s| s.is_us()).find(|s| {
-        (s.latitude - lat).abs() <= POINT_TOLERANCE_DEG && (s.longitude - lon).abs() <= POINT_TOLERANCE_DEG
-    });
+    let near =
+        Catalog::global().all().iter().filter(|s| s.is_us()).find(|s| {
+            (s.latitude - lat).abs() <= POINT_TOLERANCE_DEG && (s.longitude - lon).abs() <= POINT_TOLERANCE_DEG
+        });
     let Some(st) = near else {
         return Refusal::not_found(format!("Data Unavailable For Requested Point {point}")).into_response();
     };

@@ -48,14 +48,25 @@ pub const MOS_PILS: [(&str, &str); 4] =
     [("MAVUSA", "GFS-MOS"), ("METUSA", "NAM-MOS"), ("LAVUSA", "LAV-MOS"), ("NBSUSA", "NBS-MOS")];
 
 /// The hourly variables served, with the row value each takes (API default units).
-const VARIABLES: [&str; 7] =
-    ["temperature_2m", "relative_humidity_2m", "dew_point_2m", "wind_speed_10m", "cloud_cover", "precipitation", "pressure_msl"];
+const VARIABLES: [&str; 7] = [
+    "temperature_2m",
+    "relative_humidity_2m",
+    "dew_point_2m",
+    "wind_speed_10m",
+    "cloud_cover",
+    "precipitation",
+    "pressure_msl",
+];
 
 /// How far from a catalog station a requested point may lie, degrees.
 const POINT_TOLERANCE_DEG: f64 = 0.1;
 
 fn om_error(reason: impl Into<String>) -> Response {
-    (StatusCode::BAD_REQUEST, [("content-type", "application/json")], json!({"error": true, "reason": reason.into()}).to_string())
+    (
+        StatusCode::BAD_REQUEST,
+        [("content-type", "application/json")],
+        json!({"error": true, "reason": reason.into()}).to_string(),
+    )
         .into_response()
 }
 
@@ -75,9 +86,11 @@ pub async fn open_meteo(State(sim): State<SimState>, RawQuery(q): RawQuery) -> R
     let (Some(lat), Some(lon)) = (coord("latitude"), coord("longitude")) else {
         return om_error("Parameter 'latitude' and 'longitude' must be numbers");
     };
-    let Some(st) = Catalog::global().all().iter().find(|s| {
-        (s.latitude - lat).abs() <= POINT_TOLERANCE_DEG && (s.longitude - lon).abs() <= POINT_TOLERANCE_DEG
-    }) else {
+    let Some(st) = Catalog::global()
+        .all()
+        .iter()
+        .find(|s| (s.latitude - lat).abs() <= POINT_TOLERANCE_DEG && (s.longitude - lon).abs() <= POINT_TOLERANCE_DEG)
+    else {
         return om_error(format!("the simulator serves the catalog's stations only, not {lat},{lon}"));
     };
     let models = values(&pairs, "models");
@@ -165,7 +178,8 @@ pub async fn mos(State(sim): State<SimState>, RawQuery(q): RawQuery) -> Response
     let pairs = query_pairs(q.as_deref());
     let Some(pil) = value(&pairs, "pil") else { return Refusal::bad_request("pil is required").into_response() };
     let Some((_, name)) = MOS_PILS.iter().find(|(p, _)| *p == pil) else {
-        return Refusal::not_found(format!("no product {pil:?} (simulated: MAVUSA, METUSA, LAVUSA, NBSUSA)")).into_response();
+        return Refusal::not_found(format!("no product {pil:?} (simulated: MAVUSA, METUSA, LAVUSA, NBSUSA)"))
+            .into_response();
     };
     let (now, seed) = (sim.now(), sim.seed());
     let Some(index) = model_index(name) else { return Refusal::not_found("unknown model").into_response() };
@@ -241,7 +255,8 @@ mod tests {
         let st = Catalog::global().get(stations[0]).unwrap();
         let s = site(st, 77, run, run, run + Duration::hours(100));
         let truth = run_rows(&s, mav, run);
-        let first: Vec<Option<f64>> = d.records.iter().filter(|r| r.location_name == st.code).map(|r| r.temperature_f.get()).collect();
+        let first: Vec<Option<f64>> =
+            d.records.iter().filter(|r| r.location_name == st.code).map(|r| r.temperature_f.get()).collect();
         assert_eq!(first, truth.iter().map(|r| r.temperature_f.get()).collect::<Vec<_>>());
     }
 }
