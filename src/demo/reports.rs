@@ -322,7 +322,7 @@ mod tests {
         assert_eq!(r.valid_as_of_lst, Some(date(5).and_hms_opt(12, 0, 0).unwrap()));
         let issued = r.issued_at.unwrap();
         assert!(issued > start + Duration::hours(12) && issued < start + Duration::hours(12) + Duration::minutes(12));
-        let d = decode_dsm_with_year(dsm_text(&[r.clone()]).as_bytes(), issued);
+        let d = decode_dsm_with_year(dsm_text(std::slice::from_ref(&r)).as_bytes(), issued);
         assert!(d.errors.is_empty(), "{:?}", d.errors);
         assert_eq!((d.records[0].max_f, d.records[0].valid_as_of_lst), (r.max_f, r.valid_as_of_lst));
     }
