@@ -150,6 +150,25 @@ async fn every_simulated_endpoint_answers_in_its_real_format() {
     let Records::NwsHourly(rows) = decode(Format::NwsHourly, &body, Some("KNYC")) else { panic!() };
     assert_eq!(rows.len(), 156);
 
+    let body = get("/data/cache/metars.cache.csv.gz".into()).await;
+    assert_eq!(&body[..3], &[0x1f, 0x8b, 8], "a gzip file");
+
+    let body = get(format!(
+        "/v1/forecast?latitude={}&longitude={}&hourly=temperature_2m&models=gfs_global,ecmwf_ifs025&run=2026-04-03T00:00",
+        nyc.latitude, nyc.longitude
+    ))
+    .await;
+    let run = Utc.with_ymd_and_hms(2026, 4, 3, 0, 0, 0).unwrap();
+    let opts = IngestOptions { station: Some("KNYC".into()), run_time: Some(run), ..Default::default() };
+    let d = Format::OpenMeteo.decode(&body, &opts);
+    assert!(d.errors.is_empty(), "{:?}", &d.errors[..d.errors.len().min(3)]);
+    let Records::Forecasts(rows) = d.records else { panic!() };
+    assert!(rows.iter().any(|r| r.model == "GFS") && rows.iter().any(|r| r.model == "ECMWF-IFS"));
+
+    let body = get("/cgi-bin/afos/retrieve.py?pil=NBSUSA&fmt=text&limit=1".into()).await;
+    let Records::Forecasts(rows) = decode(Format::Mos, &body, None) else { panic!() };
+    assert!(rows.iter().all(|r| r.model == "NBS-MOS") && rows.iter().any(|r| r.location_name == "KNYC"));
+
     // Malformed requests get the precise 4xx a service gives.
     for (path, status) in [
         ("/api/data/metar?format=json", 400),
@@ -157,6 +176,8 @@ async fn every_simulated_endpoint_answers_in_its_real_format() {
         ("/products/00000000-0000-4000-0000-000000000000", 404),
         ("/points/91,x", 400),
         ("/points/51.5,0.05", 404),
+        ("/v1/forecast?latitude=51.505&longitude=0.05&hourly=temperature_2m&models=ncep_nam_conus", 400),
+        ("/cgi-bin/afos/retrieve.py?pil=XYZUSA", 404),
     ] {
         let url = url::Url::parse(&format!("{}{path}", sim.base_url())).unwrap();
         let err = client.get(&url, Duration::from_secs(5)).await.unwrap_err();

@@ -2,9 +2,10 @@
 //! MOS/NBM text bulletins, each run appearing `latency_h` after its cycle
 //! ([`crate::models`]) and only where the model covers the station ([`covers`]).
 //!
-//! - `GET /v1/forecast?latitude=..&longitude=..&hourly=temperature_2m,..&models=ID[&run=YYYY-MM-DDTHH:MM]`:
-//!   one model per request (Open-Meteo id, e.g. `gfs_global`), its latest published run,
-//!   or with `run` (the single-runs API) that run. Times are GMT (`utc_offset_seconds` 0),
+//! - `GET /v1/forecast?latitude=..&longitude=..&hourly=temperature_2m,..&models=ID,..[&run=YYYY-MM-DDTHH:MM]`:
+//!   the models asked for (Open-Meteo ids, e.g. `gfs_global`), each its latest published
+//!   run, or with `run` (the single-runs API) that run; one model gives the plain keys,
+//!   several the keys suffixed with their ids. Times are GMT (`utc_offset_seconds` 0),
 //!   units the API defaults (°C, km/h, mm, %, hPa); hours between a model's output steps are
 //!   null, as the decoder reads "not covered".
 //! - `GET /cgi-bin/afos/retrieve.py?pil=MAVUSA&fmt=text&limit=1`: IEM's text-product
@@ -93,72 +94,78 @@ pub async fn open_meteo(State(sim): State<SimState>, RawQuery(q): RawQuery) -> R
     else {
         return om_error(format!("the simulator serves the catalog's stations only, not {lat},{lon}"));
     };
-    let models = values(&pairs, "models");
-    let [id] = models.as_slice() else { return om_error("the simulator answers one model per request (models=ID)") };
-    let Some((_, name)) = OPEN_METEO_MODELS.iter().find(|(k, _)| k == id) else {
-        return om_error(format!("Cannot initialize MultiDomains from invalid String value {id}"));
-    };
     let hourly: Vec<String> = values(&pairs, "hourly").into_iter().map(str::to_string).collect();
     if let Some(bad) = hourly.iter().find(|v| !VARIABLES.contains(&v.as_str())) {
         return om_error(format!("Cannot initialize ForecastVariable from invalid String value {bad}"));
     }
-    let Some(index) = model_index(name) else { return om_error(format!("unknown model {name}")) };
-    let spec = &MODELS[index];
-    if !covers(spec.name, st) {
-        return om_error(format!("{id} does not cover {lat},{lon}"));
+    let ids = values(&pairs, "models");
+    if ids.is_empty() {
+        return om_error("the simulator needs models=ID[,ID...] (it has no seamless blend)");
     }
     let now = sim.now();
-    let run = match value(&pairs, "run") {
-        None => latest_run(spec, now),
-        Some(r) => match parse_time(r) {
-            Some(t) if runs(spec, t, t, now).contains(&t) => Some(t),
-            Some(_) => return om_error(format!("run {r} of {id} is not available")),
-            None => return om_error(format!("Invalid date format for run: {r}")),
-        },
+    let asked_run = match value(&pairs, "run").map(|r| (r, parse_time(r))) {
+        None => None,
+        Some((_, Some(t))) => Some(t),
+        Some((r, None)) => return om_error(format!("Invalid date format for run: {r}")),
     };
-    let Some(run) = run else { return om_error(format!("no run of {id} published yet")) };
+    let mut picked = Vec::new();
+    for id in ids {
+        let Some(index) = OPEN_METEO_MODELS.iter().find(|(k, _)| *k == id).and_then(|(_, name)| model_index(name))
+        else {
+            return om_error(format!("Cannot initialize MultiDomains from invalid String value {id}"));
+        };
+        let spec = &MODELS[index];
+        if !covers(spec.name, st) {
+            return om_error(format!("{id} does not cover {lat},{lon}"));
+        }
+        let run = match asked_run {
+            None => latest_run(spec, now),
+            Some(t) => runs(spec, t, t, now).pop(),
+        };
+        let Some(run) = run else { return om_error(format!("no run of {id} available at {now}")) };
+        picked.push((id.to_string(), index, run));
+    }
     let seed = sim.seed();
-    let built = tokio::task::spawn_blocking(move || open_meteo_json(st, index, run, &hourly, seed)).await;
+    let built = tokio::task::spawn_blocking(move || open_meteo_json(st, &picked, &hourly, seed)).await;
     match built {
         Ok(body) => ([("content-type", "application/json")], body.to_string()).into_response(),
         Err(e) => Refusal(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }
 }
 
-/// One run of `MODELS[index]` at `st` in Open-Meteo's JSON (single-model shape).
-pub fn open_meteo_json(st: &'static Station, index: usize, run: DateTime<Utc>, hourly: &[String], seed: u64) -> Value {
-    let spec = &MODELS[index];
-    let horizon = i64::from(spec.horizon_for(chrono::Timelike::hour(&run)));
-    let s = site(st, seed, run, run, run + Duration::hours(horizon + 2));
-    let rows = run_rows(&s, index, run);
-    let hours: Vec<DateTime<Utc>> = (0..=horizon).map(|h| run + Duration::hours(h)).collect();
-    let at = |t: DateTime<Utc>| rows.iter().find(|r| r.valid_time == t);
+/// Runs at `st` in Open-Meteo's JSON: `models` are (Open-Meteo id, index in `MODELS`, run).
+/// One model gives the plain keys (`temperature_2m`), several the keys suffixed with each
+/// id (`temperature_2m_gfs_global`), on one hourly axis from the earliest run to the
+/// furthest valid hour; hours a model does not output are null.
+pub fn open_meteo_json(
+    st: &'static Station,
+    models: &[(String, usize, DateTime<Utc>)],
+    hourly: &[String],
+    seed: u64,
+) -> Value {
+    let end = |&(_, index, run): &(String, usize, DateTime<Utc>)| {
+        run + Duration::hours(i64::from(MODELS[index].horizon_for(chrono::Timelike::hour(&run))))
+    };
+    let (Some(first), Some(last)) = (models.iter().map(|m| m.2).min(), models.iter().map(end).max()) else {
+        return json!({"error": true, "reason": "no model"});
+    };
+    let s = site(st, seed, first, first, last + Duration::hours(2));
+    let hours: Vec<DateTime<Utc>> = (0..=(last - first).num_hours()).map(|h| first + Duration::hours(h)).collect();
     let mut data = serde_json::Map::new();
     data.insert("time".into(), json!(hours.iter().map(|t| t.format("%Y-%m-%dT%H:%M").to_string()).collect::<Vec<_>>()));
     let mut units = serde_json::Map::new();
     units.insert("time".into(), json!("iso8601"));
-    for var in hourly {
-        let pick = |r: &ForecastRow| -> Option<f64> {
-            let v: OptF64 = match var.as_str() {
-                "temperature_2m" => r.temperature_c,
-                "relative_humidity_2m" => r.relative_humidity,
-                "dew_point_2m" => r.dew_point_c,
-                "wind_speed_10m" => r.wind_speed_kmh,
-                "cloud_cover" => r.cloud_cover,
-                "precipitation" => r.precipitation_mm,
-                _ => r.pressure_msl_hpa,
-            };
-            v.get()
-        };
-        data.insert(var.clone(), json!(hours.iter().map(|&t| at(t).and_then(pick)).collect::<Vec<_>>()));
-        let unit = match var.as_str() {
-            "temperature_2m" | "dew_point_2m" => "°C",
-            "relative_humidity_2m" | "cloud_cover" => "%",
-            "wind_speed_10m" => "km/h",
-            "precipitation" => "mm",
-            _ => "hPa",
-        };
-        units.insert(var.clone(), json!(unit));
+    for (id, index, run) in models {
+        let rows = run_rows(&s, *index, *run);
+        let at = |t: DateTime<Utc>| rows.iter().find(|r| r.valid_time == t);
+        for var in hourly {
+            let key = if models.len() == 1 { var.clone() } else { format!("{var}_{id}") };
+            data.insert(
+                key.clone(),
+                json!(hours.iter().map(|&t| at(t).and_then(|r| pick(r, var))).collect::<Vec<_>>()),
+            );
+            units.insert(key, json!(unit(var)));
+        }
     }
     json!({
         "latitude": st.latitude,
@@ -171,6 +178,31 @@ pub fn open_meteo_json(st: &'static Station, index: usize, run: DateTime<Utc>, h
         "hourly_units": Value::Object(units),
         "hourly": Value::Object(data),
     })
+}
+
+/// The row's value of an hourly variable, in the API's default unit.
+fn pick(r: &ForecastRow, var: &str) -> Option<f64> {
+    let v: OptF64 = match var {
+        "temperature_2m" => r.temperature_c,
+        "relative_humidity_2m" => r.relative_humidity,
+        "dew_point_2m" => r.dew_point_c,
+        "wind_speed_10m" => r.wind_speed_kmh,
+        "cloud_cover" => r.cloud_cover,
+        "precipitation" => r.precipitation_mm,
+        _ => r.pressure_msl_hpa,
+    };
+    v.get()
+}
+
+/// The API's default unit of an hourly variable.
+fn unit(var: &str) -> &'static str {
+    match var {
+        "temperature_2m" | "dew_point_2m" => "°C",
+        "relative_humidity_2m" | "cloud_cover" => "%",
+        "wind_speed_10m" => "km/h",
+        "precipitation" => "mm",
+        _ => "hPa",
+    }
 }
 
 /// `/cgi-bin/afos/retrieve.py?pil=..`: the latest bulletin of the product.
@@ -215,6 +247,7 @@ mod tests {
     use super::*;
     use crate::decode::mos::decode_mos;
     use crate::decode::open_meteo::decode_open_meteo_model;
+    use crate::ingest::{Format, IngestOptions, Records};
     use chrono::TimeZone;
 
     #[test]
@@ -225,7 +258,7 @@ mod tests {
         assert_eq!(run, Utc.with_ymd_and_hms(2026, 4, 3, 12, 0, 0).unwrap(), "12Z is out at 16Z, 18Z at 22Z");
         let st = Catalog::global().get("KNYC").unwrap();
         let vars = vec!["temperature_2m".to_string(), "precipitation".to_string()];
-        let body = open_meteo_json(st, gfs, run, &vars, 77).to_string();
+        let body = open_meteo_json(st, &[("gfs_global".into(), gfs, run)], &vars, 77).to_string();
         let d = decode_open_meteo_model(body.as_bytes(), "KNYC", Some(run), Some("gfs_global"));
         assert!(d.errors.is_empty(), "{:?}", &d.errors[..d.errors.len().min(3)]);
         let s = site(st, 77, run, run, run + Duration::hours(400));
@@ -234,6 +267,30 @@ mod tests {
         for (got, want) in d.records.iter().zip(&truth) {
             assert_eq!((got.model, got.run_time, got.valid_time), ("GFS", run, want.valid_time));
             assert_eq!(got.temperature_c.get(), want.temperature_c.get(), "{}", want.valid_time);
+        }
+    }
+
+    #[test]
+    fn several_models_of_one_run_decode_through_the_ingest_format() {
+        // The single-runs API: `run=2026-04-03T00:00` of GFS and ECMWF, suffixed keys.
+        let now = Utc.with_ymd_and_hms(2026, 4, 3, 20, 0, 0).unwrap();
+        let run = Utc.with_ymd_and_hms(2026, 4, 3, 0, 0, 0).unwrap();
+        let (gfs, ifs) = (model_index("GFS").unwrap(), model_index("ECMWF-IFS").unwrap());
+        assert!(runs(&MODELS[ifs], run, run, now).contains(&run));
+        let st = Catalog::global().get("EGLC").unwrap();
+        let models = [("gfs_global".to_string(), gfs, run), ("ecmwf_ifs025".to_string(), ifs, run)];
+        let body = open_meteo_json(st, &models, &["temperature_2m".to_string()], 3).to_string();
+        assert!(body.contains("\"temperature_2m_ecmwf_ifs025\""));
+        let opts = IngestOptions { station: Some("EGLC".into()), run_time: Some(run), ..Default::default() };
+        let d = Format::OpenMeteo.decode(body.as_bytes(), &opts);
+        assert!(d.errors.is_empty(), "{:?}", &d.errors[..d.errors.len().min(3)]);
+        let Records::Forecasts(rows) = d.records else { panic!("not forecasts") };
+        let s = site(st, 3, run, run, run + Duration::hours(400));
+        for (index, name) in [(gfs, "GFS"), (ifs, "ECMWF-IFS")] {
+            let truth = run_rows(&s, index, run);
+            let got: Vec<_> = rows.iter().filter(|r| r.model == name).collect();
+            assert_eq!(got.len(), truth.len(), "{name}");
+            assert!(got.iter().zip(&truth).all(|(g, w)| g.temperature_c.get() == w.temperature_c.get()), "{name}");
         }
     }
 
