@@ -15,10 +15,9 @@ use wxlake::api::keys::{KeyStore, Tier};
 use wxlake::api::limits::RateLimiter;
 use wxlake::api::{server, AppState};
 use wxlake::clock::{Clock, SystemClock};
-use wxlake::demo::LiveFeed;
+use wxlake::demo::sim::{demo_sources, Simulator};
 use wxlake::feeds::status::StatusFile;
-use wxlake::feeds::Feeds;
-use wxlake::ingest::{Format, IngestOptions};
+use wxlake::feeds::{Feeds, FeedsConfig};
 use wxlake::lake::Lake;
 use wxlake::stream::{self, Hub, StreamState};
 use wxlake::write::LiveService;
@@ -91,10 +90,11 @@ pub async fn run(lake: Lake, a: ServeArgs, config: Option<&Path>) -> anyhow::Res
         Some(addr) => Some(start_stream(&a, &dir, &addr, &state, &live, &shutdown).await?),
         None => None,
     };
-    // After the stream's publisher is attached, so the feed's first reports are streamed.
-    if a.demo {
-        spawn_demo_feed(Arc::clone(&live));
-    }
+    // The demo's weather arrives the way real weather does: the feeds poll a simulator of
+    // the public sources. Kept alive until the process ends.
+    let (_simulator, feeds_config) =
+        if a.demo { demo_feeds(&clock, &dir, config.is_some()).await? } else { (None, feeds_config) };
+    // After the stream's publisher is attached, so the feeds' first reports are streamed.
     let feeds = Feeds::from_config(&feeds_config, Arc::new(Arc::clone(&live)))?
         .with_clock(Arc::clone(&clock))
         .with_status_file(StatusFile::in_state_dir(&dir), "serve");
@@ -119,6 +119,23 @@ pub async fn run(lake: Lake, a: ServeArgs, config: Option<&Path>) -> anyhow::Res
     eprintln!("shutting down: flushing the WAL to the lake");
     live.flush().await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Starts the simulated public sources and the feeds configuration pointing every source
+/// at them, in place of the config file's `[sources]` (which was still checked).
+async fn demo_feeds(
+    clock: &Arc<dyn Clock>,
+    dir: &Path,
+    has_config: bool,
+) -> anyhow::Result<(Option<Simulator>, FeedsConfig)> {
+    let sim = Simulator::start(Arc::clone(clock), wxlake::demo::DEFAULT_SEED).await?;
+    if has_config {
+        eprintln!("demo: the feeds poll the simulated sources; the config file's [sources] are not used");
+    }
+    let mut cfg = FeedsConfig::from_toml(&demo_sources(sim.base_url()))?;
+    cfg.state_dir = Some(dir.to_path_buf());
+    eprintln!("demo: simulated public sources on {}", sim.base_url());
+    Ok((Some(sim), cfg))
 }
 
 /// The running push stream, for its orderly stop.
@@ -223,32 +240,4 @@ fn print_demo_keys(keys: &KeyStore) -> anyhow::Result<()> {
         println!("{:<13} {secret}  ({}{})", tier.as_str(), rec.id, if admin { ", admin" } else { "" });
     }
     Ok(())
-}
-
-/// Feeds the reports that fall due every 20 s through the live ingest path.
-fn spawn_demo_feed(live: Arc<LiveService>) {
-    tokio::spawn(async move {
-        let codes: Vec<String> = wxlake::catalog::Catalog::global().all().iter().map(|s| s.code.clone()).collect();
-        // Continue the demo lake's series: the last hour again (idempotent), then live.
-        let since = live.clock.now() - chrono::Duration::hours(1);
-        let mut feed = LiveFeed::starting_after(wxlake::demo::DEFAULT_SEED, &codes, since);
-        let mut tick = tokio::time::interval(Duration::from_secs(20));
-        loop {
-            tick.tick().await;
-            let now = live.clock.now();
-            let lines = feed.next_reports(now);
-            if lines.is_empty() {
-                continue;
-            }
-            let body = lines.join("\n").into_bytes();
-            let opts = IngestOptions {
-                month: Some((chrono::Datelike::year(&now), chrono::Datelike::month(&now))),
-                ..Default::default()
-            };
-            match live.ingest(Format::Metar, opts, body).await {
-                Ok(o) => tracing::info!(accepted = o.accepted, events = o.events, "demo feed"),
-                Err(e) => tracing::warn!(error = %e, "demo feed ingest failed"),
-            }
-        }
-    });
 }

@@ -1,4 +1,5 @@
-//! Forecasts of the truth: every run of the 18 models and the NWS hourly forecast versions.
+//! Forecasts of the truth: every run of the models covering a station (of the 18) and the
+//! NWS hourly forecast versions.
 //!
 //! A forecast is the truth at the valid time plus the model's bias (`demo_bias_c`), a
 //! model-specific damping or sharpening of the diurnal cycle, and an error that grows with
@@ -27,7 +28,7 @@ use crate::decode::forecast_rows::encode_forecast_csv;
 use crate::decode::mos::{encode_mos, forecast_hours};
 use crate::decode::nws_hourly::encode_nws_hourly;
 use crate::decode::types::{ForecastRow, NwsHourlyForecast, NwsHourlyPeriod, OptF64};
-use crate::models::{ModelSpec, MODELS};
+use crate::models::{covers, ModelSpec, MODELS};
 use crate::units::{c_to_f, kt_to_kmh, kt_to_mph, relative_humidity, round1};
 
 /// Models published as MOS text bulletins rather than gridded rows.
@@ -315,8 +316,36 @@ fn mos_preamble(model: &str, run: DateTime<Utc>) -> String {
     format!("000 \n{tt} {}\n{awips}\n\n", run.format("%d%H%M"))
 }
 
-/// Every model run of the site initialised in `[from, to]` and published by `now`:
-/// gridded models as one CSV (spec 2.5 columns), MOS models as (model, bulletin) pairs.
+/// The rows of one run of `MODELS[index]` at the site: every lead of a gridded model, or
+/// the columns of a MOS bulletin (whole °F and knots, as the bulletin carries them).
+pub fn run_rows(site: &Site, index: usize, run: DateTime<Utc>) -> Vec<ForecastRow> {
+    let Some(spec) = MODELS.get(index) else { return Vec::new() };
+    let mut noise = RunNoise::new(site, index, run);
+    let leads = run_leads(spec, run);
+    if MOS_MODELS.contains(&spec.name) {
+        leads.iter().map(|&l| mos_row(site, spec, run, l, &mut noise)).collect()
+    } else {
+        leads
+            .iter()
+            .map(|&lead| {
+                let step = if lead == 0 { 1 } else { spec.step_at(lead.saturating_sub(1)) };
+                row(site, spec, run, lead, step, &mut noise)
+            })
+            .collect()
+    }
+}
+
+/// The MOS bulletin (WMO heading, AWIPS id, then the station's block) of one run of the
+/// MOS model `MODELS[index]`; `None` for gridded models.
+pub fn mos_bulletin(site: &Site, index: usize, run: DateTime<Utc>) -> Option<String> {
+    let spec = MODELS.get(index).filter(|m| MOS_MODELS.contains(&m.name))?;
+    let rows = run_rows(site, index, run);
+    encode_mos(spec.name, &site.station.code, run, &rows).map(|text| mos_preamble(spec.name, run) + &text)
+}
+
+/// Every run of the models covering the site ([`covers`]) initialised in `[from, to]` and
+/// published by `now`: gridded models as one CSV (spec 2.5 columns), MOS models as
+/// (model, bulletin) pairs.
 pub fn model_forecasts(
     site: &Site,
     from: DateTime<Utc>,
@@ -325,23 +354,18 @@ pub fn model_forecasts(
 ) -> (String, Vec<(String, String)>) {
     let mut csv = String::new();
     let mut mos = Vec::new();
-    for (index, spec) in MODELS.iter().enumerate() {
+    // The index keys each model's noise, so it is taken before leaving out the models that
+    // do not cover the station.
+    for (index, spec) in MODELS.iter().enumerate().filter(|(_, m)| covers(m.name, site.station)) {
         let is_mos = MOS_MODELS.contains(&spec.name);
         let mut rows = Vec::new();
         for run in runs(spec, from, to, now) {
-            let mut noise = RunNoise::new(site, index, run);
-            let leads = run_leads(spec, run);
             if is_mos {
-                let run_rows: Vec<ForecastRow> =
-                    leads.iter().map(|&l| mos_row(site, spec, run, l, &mut noise)).collect();
-                if let Some(text) = encode_mos(spec.name, &site.station.code, run, &run_rows) {
-                    mos.push((spec.name.to_string(), mos_preamble(spec.name, run) + &text));
+                if let Some(text) = mos_bulletin(site, index, run) {
+                    mos.push((spec.name.to_string(), text));
                 }
             } else {
-                for &lead in &leads {
-                    let step = if lead == 0 { 1 } else { spec.step_at(lead.saturating_sub(1)) };
-                    rows.push(row(site, spec, run, lead, step, &mut noise));
-                }
+                rows.extend(run_rows(site, index, run));
             }
         }
         if !rows.is_empty() {
@@ -491,6 +515,28 @@ mod tests {
         assert_eq!(count.get("NAM-MOS"), Some(&2));
         assert_eq!(count.get("NBS-MOS"), Some(&4));
         assert_eq!(count.get("LAV-MOS"), Some(&24));
+    }
+
+    #[test]
+    fn stations_get_only_the_models_covering_them() {
+        let from = utc(2026, 5, 1, 0);
+        let to = utc(2026, 5, 1, 12);
+        let models_of = |code: &str| {
+            let s = site(code, from, to);
+            let (csv, mos) = model_forecasts(&s, from, to, to);
+            let mut names: Vec<String> =
+                decode_forecast_csv(csv.as_bytes()).records.into_iter().map(|r| r.model.to_string()).collect();
+            names.extend(mos.into_iter().map(|(m, _)| m));
+            names.sort();
+            names.dedup();
+            names
+        };
+        let global = ["ARPEGE", "ECMWF-IFS", "GEFS", "GEM-GDPS", "GFS", "ICON", "JMA", "UKMO"];
+        assert_eq!(models_of("EGLC"), global);
+        let toronto = models_of("CYYZ");
+        assert!(["GEM-HRDPS", "HRRR", "NAM", "NAM4KM", "RAP"].iter().all(|m| toronto.iter().any(|t| t == m)));
+        assert!(!toronto.iter().any(|m| m.ends_with("-MOS") || m == "NBM"), "{toronto:?}");
+        assert_eq!(models_of("KDEN").len(), 18);
     }
 
     #[test]

@@ -13,12 +13,14 @@
 //!   °F, a few short gaps a week, rain-gauge tips). Every product derives from it.
 //! - [`observations`]: METAR/SPECI/HF-METAR text in IEM's TSV container, one-minute CSV.
 //! - [`reports`]: DSM and CLI products of US stations.
-//! - [`forecasts`]: all runs of the 18 models (CSV rows and MOS bulletins) and the NWS
-//!   hourly forecast versions (api.weather.gov JSON).
-//! - [`feed`]: [`LiveFeed`], the same reports continuing in real time for `serve --demo`.
+//! - [`forecasts`]: all runs of the models covering the station (CSV rows and MOS
+//!   bulletins) and the NWS hourly forecast versions (api.weather.gov JSON).
+//! - [`sim`]: the simulated public sources `serve --demo` polls with the real feeds: the
+//!   same reports, products and forecasts continuing in real time, over HTTP in the real
+//!   services' formats.
 //!
 //! Everything is deterministic: the same [`DemoConfig`] gives byte-identical inputs on any
-//! machine and thread count, and the live feed continues exactly the series the batch
+//! machine and thread count, and the simulator continues exactly the series the batch
 //! generator wrote. Stations are independent, so [`generate_all`] runs them in parallel.
 //!
 //! # What comes out, per station ([`StationInputs`])
@@ -28,8 +30,8 @@
 //! | `onemin_csv` | `station,valid,tmpf`, `-999` in sensor gaps | `onemin::decode_onemin` | US |
 //! | `cli` | CLI products with WMO headings: a final per LST day (issued ≈ 06:00 LST next day), an afternoon preliminary for today | `climate_report::decode_cli` | US |
 //! | `dsm` | DSM messages under `CDUS27` headings, sent ≈ 00:05 LST | `dsm::decode_dsm_with_year` | US |
-//! | `forecast_csv` | spec 2.5 rows of the 14 gridded models, every run and lead of `models::MODELS` | `forecast_rows::decode_forecast_csv` | all |
-//! | `mos` | MAV / MET / LAMP / NBS bulletins, on the real products' columns (`mos::forecast_hours`) | `mos::decode_mos` | all |
+//! | `forecast_csv` | spec 2.5 rows of the gridded models covering the station (`models::covers`), every run and lead | `forecast_rows::decode_forecast_csv` | all |
+//! | `mos` | MAV / MET / LAMP / NBS bulletins, on the real products' columns (`mos::forecast_hours`) | `mos::decode_mos` | US |
 //! | `nws_hourly` | api.weather.gov hourly JSON, 6 versions a day, 156 h each | `nws_hourly::decode_nws_hourly` | US |
 //!
 //! Nothing is observed, issued or published after `DemoConfig::now` (a run appears
@@ -48,19 +50,17 @@
 //! ```
 
 pub mod climate;
-pub mod feed;
 pub mod forecasts;
 /// Generated inputs → decoders → lake (the ingest side's part of `wxlake demo`).
 pub mod load;
 pub mod noise;
 pub mod observations;
 pub mod reports;
+pub mod sim;
 pub mod site;
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use rayon::prelude::*;
-
-pub use feed::{LiveFeed, LiveReport};
 
 use crate::catalog::{Catalog, Station};
 use crate::decode::onemin::encode_onemin_csv;

@@ -113,6 +113,22 @@ pub fn dsm(site: &Site, date: NaiveDate) -> DailyReport {
     r
 }
 
+/// LST hours of the intermediate DSMs an ASOS sends during the day (`KNYC DS 1700 ...`),
+/// each with the day's values so far.
+pub const INTERMEDIATE_DSM_HOURS: [u32; 3] = [7, 12, 17];
+
+/// The intermediate DSM for `date` valid through `hour`:00 LST, sent a few minutes later.
+pub fn intermediate_dsm(site: &Site, date: NaiveDate, hour: u32) -> DailyReport {
+    let (first, _) = day_minutes(site, date);
+    let valid = date.and_time(NaiveTime::from_hms_opt(hour.min(23), 0, 0).unwrap_or_default());
+    let last = minute_index(utc_of_lst(site, valid)) - 1;
+    let mut r = summary(site, DailyKind::Dsm, date, first, last);
+    r.valid_as_of_lst = Some(valid);
+    r.issued_at =
+        Some(utc_of_lst(site, valid) + Duration::minutes(3) + issue_jitter(site, date, 3 + i64::from(hour), 8.0));
+    r
+}
+
 /// The final CLI for `date`, issued around 06:00 LST the next morning.
 pub fn final_cli(site: &Site, date: NaiveDate) -> DailyReport {
     final_cli_with(site, date, &mut RunningTotal::default())
@@ -293,5 +309,21 @@ mod tests {
             assert_eq!((got.precip_in, got.precip_trace), (want.precip_in, want.precip_trace));
             assert_eq!(got.issued_at, want.issued_at);
         }
+    }
+
+    #[test]
+    fn an_intermediate_dsm_holds_the_day_so_far() {
+        let s = site("KMDW");
+        let r = intermediate_dsm(&s, date(5), 12);
+        // Chicago LST is UTC-6: 00:00-12:00 LST is 06:00Z-18:00Z.
+        let start = Utc.with_ymd_and_hms(2026, 2, 5, 6, 0, 0).unwrap();
+        let max = (0..720).filter_map(|k| s.f_at(minute_index(start) + k)).max();
+        assert_eq!(r.max_f, max);
+        assert_eq!(r.valid_as_of_lst, Some(date(5).and_hms_opt(12, 0, 0).unwrap()));
+        let issued = r.issued_at.unwrap();
+        assert!(issued > start + Duration::hours(12) && issued < start + Duration::hours(12) + Duration::minutes(12));
+        let d = decode_dsm_with_year(dsm_text(std::slice::from_ref(&r)).as_bytes(), issued);
+        assert!(d.errors.is_empty(), "{:?}", d.errors);
+        assert_eq!((d.records[0].max_f, d.records[0].valid_as_of_lst), (r.max_f, r.valid_as_of_lst));
     }
 }

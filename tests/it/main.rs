@@ -10,6 +10,7 @@ mod feeds_ops;
 mod feeds_obsfeeds;
 mod feeds_nwsfeeds;
 mod feeds_modelfeeds;
+mod feeds_demosim;
 mod forecasts_http;
 mod http;
 mod lake;

@@ -1,0 +1,56 @@
+//! The `[sources]` table `serve --demo` runs its feeds with: every source pointed at the
+//! simulator, polled more often than the public services allow (the simulator is local,
+//! there is no one to hammer), so the demo's stream moves within seconds.
+
+use crate::feeds::config::SOURCES;
+
+/// Each source of the demo and its poll interval, seconds. The feeds of this build are
+/// those of [`SOURCES`]; the others are left out until they exist.
+pub const DEMO_INTERVALS: [(&str, f64); 9] = [
+    ("awc_metar", 30.0),
+    ("awc_cache", 60.0),
+    ("iem_asos", 60.0),
+    ("iem_onemin", 120.0),
+    ("nws_cli", 60.0),
+    ("nws_dsm", 60.0),
+    ("nws_hourly", 300.0),
+    ("open_meteo", 300.0),
+    ("mos", 300.0),
+];
+
+/// The `[sources]` table of the demo: the client's manners, and one table per source of
+/// this build with `base_url` = the simulator's and its demo interval (every other key
+/// at its default, so stations are the whole catalog).
+pub fn demo_sources(base_url: &str) -> toml::Table {
+    let mut t = toml::Table::new();
+    t.insert("contact".into(), toml::Value::String("wxlake serve --demo (local simulator)".into()));
+    // Every source talks to one host, the simulator.
+    t.insert("max_per_host".into(), toml::Value::Integer(4));
+    for (name, interval) in DEMO_INTERVALS.iter().filter(|(n, _)| SOURCES.contains(n)) {
+        let mut source = toml::Table::new();
+        source.insert("base_url".into(), toml::Value::String(base_url.to_string()));
+        source.insert("interval_secs".into(), toml::Value::Float(*interval));
+        t.insert(name.to_string(), toml::Value::Table(source));
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::feeds::FeedsConfig;
+
+    #[test]
+    fn the_demo_table_names_every_source_of_this_build_and_parses() {
+        let names: Vec<&str> = DEMO_INTERVALS.iter().map(|(n, _)| *n).collect();
+        for s in SOURCES {
+            assert!(names.contains(s), "source {s} has no demo interval");
+        }
+        let t = demo_sources("http://127.0.0.1:9");
+        let cfg = FeedsConfig::from_toml(&t).unwrap();
+        let awc = cfg.awc_metar.expect("awc_metar is in this build");
+        assert_eq!(awc.base_url, "http://127.0.0.1:9");
+        assert_eq!(awc.interval.as_secs(), 30);
+        assert_eq!(t.len() - 2, SOURCES.len());
+    }
+}

@@ -1,0 +1,261 @@
+//! `serve --demo`'s weather: the simulated public sources (`demo::sim`) on 127.0.0.1,
+//! polled by the real feeds through the live path. A manual clock shared by the simulator
+//! and the live service crosses hours in an instant.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{TimeZone, Utc};
+use wxlake::clock::{Clock, ManualClock};
+use wxlake::demo::sim::{demo_sources, Simulator};
+use wxlake::demo::DEFAULT_SEED;
+use wxlake::feeds::config::ClientConfig;
+use wxlake::feeds::http::{Fetched, HttpClient};
+use wxlake::feeds::{Feeds, FeedsConfig};
+use wxlake::ingest::{Format, IngestOptions, Records};
+use wxlake::write::hot::Applied;
+use wxlake::write::LiveService;
+
+use crate::support;
+
+const STATIONS: [&str; 4] = ["KNYC", "KMDW", "EGLC", "RJTT"];
+
+#[tokio::test]
+async fn the_awc_feed_against_the_simulator_streams_observations_and_new_extremes() {
+    // 14:00Z: morning in Chicago and New York, afternoon in London, night in Tokyo.
+    let clock = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 4, 2, 14, 0, 0).unwrap()));
+    let shared: Arc<dyn Clock> = clock.clone();
+    let sim = Simulator::start(Arc::clone(&shared), DEFAULT_SEED).await.unwrap();
+    let (dir, lake) = support::temp_lake().await;
+    let live = Arc::new(LiveService::open(lake.clone(), &dir.path().join("state"), Arc::clone(&shared)).await.unwrap());
+
+    // What the stream publisher would send: every applied record, its events by name.
+    let events = Arc::new(Mutex::new(Vec::<(String, &'static str)>::new()));
+    let mut inbox = live.attach_publisher(1024).await;
+    let seen = Arc::clone(&events);
+    tokio::spawn(async move {
+        while let Some(notice) = inbox.recv().await {
+            if let Applied::Observation { station, events, .. } = &notice.applied {
+                seen.lock().unwrap().extend(events.iter().map(|e| (station.clone(), e.name())));
+            }
+            if let Some(done) = notice.logged {
+                let _ = done.send(());
+            }
+        }
+    });
+
+    // The demo's own table, narrowed to a few stations to keep the test fast.
+    let mut table = demo_sources(sim.base_url());
+    let awc = table.get_mut("awc_metar").and_then(|v| v.as_table_mut()).expect("the demo polls awc_metar");
+    awc.insert("stations".into(), toml::Value::Array(STATIONS.iter().map(|s| toml::Value::from(*s)).collect()));
+    let cfg = FeedsConfig::from_toml(&table).unwrap();
+    let feeds = Feeds::from_config(&cfg, Arc::new(Arc::clone(&live))).unwrap();
+
+    let (name, first) = feeds.poll_once().await.remove(0);
+    assert_eq!(name, "awc_metar");
+    assert!(first.is_ok(), "{}", first.summary());
+    // (12:00, 13:58]: KNYC and KMDW hourly, EGLC and RJTT half-hourly (SPECIs may add).
+    assert!(first.accepted >= 2 + 2 + 3 + 3, "{}", first.summary());
+    assert!(first.events > 0, "the first reports of a day set its high and low: {}", first.summary());
+
+    // An hour later: the new hour's reports, and the morning warming sets new highs.
+    clock.advance(chrono::Duration::hours(1));
+    let (_, second) = feeds.poll_once().await.remove(0);
+    assert!(second.is_ok(), "{}", second.summary());
+    assert!(second.accepted >= first.accepted / 2, "{}", second.summary());
+    clock.advance(chrono::Duration::hours(2));
+    let (_, third) = feeds.poll_once().await.remove(0);
+    assert!(third.is_ok(), "{}", third.summary());
+
+    let names: Vec<(String, &str)> = events.lock().unwrap().clone();
+    assert!(names.iter().any(|(_, n)| *n == "new_high"), "{names:?}");
+    assert!(names.iter().any(|(_, n)| *n == "new_low"), "{names:?}");
+    assert!(
+        names.iter().any(|(s, n)| s == "KNYC" && *n == "new_high"),
+        "New York warms through the morning: {names:?}"
+    );
+    assert_eq!(names.len(), first.events + second.events + third.events);
+
+    // In the lake once each, although the windows overlapped.
+    live.flush().await.unwrap();
+    let stored: usize = support::scalar(&lake, "SELECT count(*) FROM observations").await.parse().unwrap();
+    let polled = first.accepted + second.accepted + third.accepted;
+    assert!(stored > 0 && stored < polled, "stored {stored} of {polled} polled (overlapping windows)");
+    // 17:00Z: EGLC's 16:30 report is the newest AWC has (17:00's arrives at 17:02).
+    let latest =
+        support::scalar(&lake, "SELECT max(observation_time) FROM observations WHERE station_code = 'EGLC'").await;
+    assert!(latest.contains("2026-04-02") && latest.contains("16:30"), "{latest}");
+}
+
+/// Every simulated endpoint through the feeds' own client, decoded by the ingest formats.
+#[tokio::test]
+async fn every_simulated_endpoint_answers_in_its_real_format() {
+    let now = Utc.with_ymd_and_hms(2026, 4, 3, 23, 30, 0).unwrap();
+    let sim = Simulator::start(Arc::new(ManualClock::new(now)), DEFAULT_SEED).await.unwrap();
+    let client =
+        HttpClient::new(ClientConfig { contact: "demosim-test@example.com".into(), ..ClientConfig::default() })
+            .unwrap();
+    let get = |path: String| {
+        let url = url::Url::parse(&format!("{}{path}", sim.base_url())).unwrap();
+        let client = &client;
+        async move {
+            match client.get(&url, Duration::from_secs(20)).await {
+                Ok(Fetched::New(body)) => body.bytes,
+                other => panic!("{url}: {other:?}"),
+            }
+        }
+    };
+    let decode = |format: Format, body: &[u8], station: Option<&str>| {
+        let opts = IngestOptions { month: Some((2026, 4)), station: station.map(str::to_string), ..Default::default() };
+        let d = format.decode(body, &opts);
+        assert!(d.errors.is_empty(), "{format}: {:?}", d.errors);
+        d.records
+    };
+
+    let body = get("/api/data/metar?ids=KNYC,EGLC&format=json&hours=2".into()).await;
+    let Records::Observations(m) = decode(Format::Metar, &body, None) else { panic!() };
+    assert!(m.iter().any(|r| r.station == "KNYC") && m.iter().any(|r| r.station == "EGLC"));
+
+    let body = get("/cgi-bin/request/asos.py?station=NYC&data=metar&sts=2026-04-03T20:00Z&ets=2026-04-03T23:00Z&tz=Etc/UTC&format=onlytdf".into()).await;
+    let Records::Observations(m) = decode(Format::Metar, &body, None) else { panic!() };
+    assert!(m.len() >= 36 + 3, "{}", m.len());
+
+    let body = get("/cgi-bin/request/asos1min.py?station=NYC&vars=tmpf&sts=2026-04-03T22:00Z&ets=2026-04-03T23:00Z&sample=1min&what=download&delim=comma".into()).await;
+    let Records::OneMinute(rows) = decode(Format::Onemin, &body, None) else { panic!() };
+    assert_eq!(rows.len(), 60);
+
+    for (kind, format) in [("CLI", Format::Cli), ("DSM", Format::Dsm)] {
+        let body = get(format!("/products/types/{kind}/locations/NYC")).await;
+        let list: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        let graph = list["@graph"].as_array().unwrap();
+        assert!(!graph.is_empty(), "{kind}");
+        assert!(graph.iter().all(|p| p["productCode"] == kind));
+        let id = graph[0]["id"].as_str().unwrap();
+        let body = get(format!("/products/{id}")).await;
+        let product: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        let text = product["productText"].as_str().unwrap();
+        let Records::Reports(r) = decode(format, text.as_bytes(), None) else { panic!() };
+        assert_eq!(r.len(), 1, "{kind}");
+        assert_eq!(r[0].station, "KNYC");
+    }
+    let empty = get("/products/types/CLI/locations/EGLC".into()).await;
+    assert_eq!(serde_json::from_slice::<serde_json::Value>(&empty).unwrap()["@graph"], serde_json::json!([]));
+
+    let nyc = wxlake::catalog::Catalog::global().get("KNYC").unwrap();
+    let body = get(format!("/points/{:.4},{:.4}", nyc.latitude, nyc.longitude)).await;
+    let point: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let hourly = point["properties"]["forecastHourly"].as_str().unwrap();
+    let path = hourly.strip_prefix(sim.base_url()).expect("the forecast URL is on the simulator");
+    let body = get(path.to_string()).await;
+    let Records::NwsHourly(rows) = decode(Format::NwsHourly, &body, Some("KNYC")) else { panic!() };
+    assert_eq!(rows.len(), 156);
+
+    let body = get("/data/cache/metars.cache.csv.gz".into()).await;
+    assert_eq!(&body[..3], &[0x1f, 0x8b, 8], "a gzip file");
+
+    let body = get(format!(
+        "/v1/forecast?latitude={}&longitude={}&hourly=temperature_2m&models=gfs_global,ecmwf_ifs025&run=2026-04-03T00:00",
+        nyc.latitude, nyc.longitude
+    ))
+    .await;
+    let run = Utc.with_ymd_and_hms(2026, 4, 3, 0, 0, 0).unwrap();
+    let opts = IngestOptions { station: Some("KNYC".into()), run_time: Some(run), ..Default::default() };
+    let d = Format::OpenMeteo.decode(&body, &opts);
+    assert!(d.errors.is_empty(), "{:?}", &d.errors[..d.errors.len().min(3)]);
+    let Records::Forecasts(rows) = d.records else { panic!() };
+    assert!(rows.iter().any(|r| r.model == "GFS") && rows.iter().any(|r| r.model == "ECMWF-IFS"));
+
+    let body = get("/cgi-bin/afos/retrieve.py?pil=NBSUSA&fmt=text&limit=1".into()).await;
+    let Records::Forecasts(rows) = decode(Format::Mos, &body, None) else { panic!() };
+    assert!(rows.iter().all(|r| r.model == "NBS-MOS") && rows.iter().any(|r| r.location_name == "KNYC"));
+
+    // Malformed requests get the precise 4xx a service gives.
+    for (path, status) in [
+        ("/api/data/metar?format=json", 400),
+        ("/cgi-bin/request/asos.py?station=NYC", 400),
+        ("/products/00000000-0000-4000-0000-000000000000", 404),
+        ("/points/91,x", 400),
+        ("/points/51.5,0.05", 404),
+        ("/v1/forecast?latitude=51.505&longitude=0.05&hourly=temperature_2m&models=ncep_nam_conus", 400),
+        ("/cgi-bin/afos/retrieve.py?pil=XYZUSA", 404),
+    ] {
+        let url = url::Url::parse(&format!("{}{path}", sim.base_url())).unwrap();
+        let err = client.get(&url, Duration::from_secs(5)).await.unwrap_err();
+        assert!(err.to_string().contains(&status.to_string()), "{path}: {err}");
+    }
+}
+
+/// `wxlake serve --demo` end to end: it starts the simulator, runs the AWC feed against
+/// it, and a station absent from the lake gets today's observations through the live path.
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_demo_runs_the_feeds_against_its_simulator() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    // Some data, so that --demo does not build a demo lake.
+    let input = dir.path().join("in.txt");
+    std::fs::write(&input, "KNYC 011251Z 00000KT 10SM CLR 05/M02 A3012 RMK AO2 T00501017\n").unwrap();
+    let o = support::wxlake(&lake, &["ingest", "metar", "--month", "2026-03", input.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", support::stderr(&o));
+
+    let mut server = Command::new(env!("CARGO_BIN_EXE_wxlake"))
+        .arg("--lake")
+        .arg(format!("file://{}", lake.display()))
+        .args(["serve", "--demo", "--addr", "127.0.0.1:0", "--stream-addr", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The keys come on stdout, which is read to its end (a closed pipe would fail the
+    // server's next print).
+    let (key_tx, key_rx) = std::sync::mpsc::channel();
+    let out = BufReader::new(server.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        for l in out.lines().map_while(Result::ok) {
+            if let Some(k) = l.strip_prefix("enterprise").and_then(|r| r.split_whitespace().next()) {
+                let _ = key_tx.send(k.to_string());
+            }
+        }
+    });
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let mut said = Vec::new();
+    let mut addr = None;
+    for l in lines.by_ref().map_while(Result::ok) {
+        said.push(l.clone());
+        if let Some(a) = l.split("listening on http://").nth(1) {
+            addr = a.split_whitespace().next().map(str::to_string);
+            break;
+        }
+    }
+    std::thread::spawn(move || for _ in lines {});
+    let key = key_rx.recv_timeout(Duration::from_secs(10)).ok();
+    let (Some(key), Some(addr)) = (key, addr) else {
+        let _ = server.kill();
+        panic!("the demo server did not start: {said:?}");
+    };
+    let said = said.join("\n");
+    assert!(said.contains("demo: simulated public sources on http://127.0.0.1:"), "{said}");
+    assert!(said.contains("feeds: polling") && said.contains("awc_metar"), "{said}");
+
+    // EGLC reports every 30 minutes; the first poll brings the last two hours.
+    let url = format!("http://{addr}/api/v2/observations.php?station_code=EGLC&mode=latest");
+    let today = Utc::now().format("%Y-%m-%d").to_string();
+    let client = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut last = String::new();
+    while std::time::Instant::now() < deadline {
+        if let Ok(r) = client.get(&url).header("X-API-Key", &key).send().await {
+            let ok = r.status().is_success();
+            last = r.text().await.unwrap_or_default();
+            if ok && last.contains("EGLC") && last.contains(&today) {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(last.contains("EGLC") && last.contains(&today), "no live EGLC observation of today: {last}");
+}
