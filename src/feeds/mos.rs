@@ -1,4 +1,4 @@
-//! NAME and NBM text bulletins (GFS MAV, NAM MET, GFS LAMP LAV, NBM NBS), one file per
+//! MOS and NBM text bulletins (GFS MAV, NAM MET, GFS LAMP LAV, NBM NBS), one file per
 //! product and cycle, each fetched once after the model's availability delay
 //! (`models::AVAILABILITY`).
 //!
@@ -62,25 +62,25 @@ pub struct Product {
 pub const PRODUCTS: [Product; 4] = [
     Product {
         code: "MAV",
-        model: "GFS-NAME",
+        model: "GFS-MOS",
         minute: 0,
         default_url: "https://nomads.ncep.noaa.gov/pub/data/nccf/com/gfs_mos/prod/gfs_mos.{date}/mdl_gfsmav.t{hh}z",
     },
     Product {
         code: "MET",
-        model: "NAM-NAME",
+        model: "NAM-MOS",
         minute: 0,
         default_url: "https://nomads.ncep.noaa.gov/pub/data/nccf/com/nam_mos/prod/nam_mos.{date}/mdl_nammet.t{hh}z",
     },
     Product {
         code: "LAV",
-        model: "LAV-NAME",
+        model: "LAV-MOS",
         minute: 30,
         default_url: "https://nomads.ncep.noaa.gov/pub/data/nccf/com/lmp/prod/lmp.{date}/lmp.t{hh}{mm}z.lavtxt.ascii",
     },
     Product {
         code: "NBS",
-        model: "NBS-NAME",
+        model: "NBS-MOS",
         minute: 0,
         default_url:
             "https://nomads.ncep.noaa.gov/pub/data/nccf/com/blend/prod/blend.{date}/{hh}/text/blend_nbstx.t{hh}z",
@@ -91,7 +91,7 @@ fn product(code: &str) -> Option<&'static Product> {
     PRODUCTS.iter().find(|p| p.code == code)
 }
 
-/// `[sources.mos]`: NAME/NBM text bulletins.
+/// `[sources.mos]`: MOS/NBM text bulletins.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MosConfig {
@@ -208,7 +208,7 @@ struct Runs {
     failures: HashMap<(&'static str, DateTime<Utc>), u32>,
 }
 
-/// The NAME/NBM bulletin feed.
+/// The MOS/NBM bulletin feed.
 pub struct Mos {
     cfg: MosConfig,
     client: Arc<HttpClient>,
@@ -322,7 +322,7 @@ impl Mos {
         })?;
         let Some(kept) = keep_stations(text, &self.stations) else {
             if !text.contains("GUIDANCE") {
-                return Err(FeedError::Malformed { url: url.to_string(), reason: "no NAME/NBM station header".into() });
+                return Err(FeedError::Malformed { url: url.to_string(), reason: "no MOS/NBM station header".into() });
             }
             self.client.remember(&url, body.validators);
             return Ok(Cycle::NoneOfOurs { bytes });
@@ -360,7 +360,7 @@ impl Source for Mos {
 }
 
 /// The WMO preamble and the station blocks of `stations`, or None when no block is
-/// theirs. A block runs from its header line (`KNYC   GFS NAME GUIDANCE ...`) to the next
+/// theirs. A block runs from its header line (`KNYC   GFS MOS GUIDANCE ...`) to the next
 /// header.
 fn keep_stations(text: &str, stations: &HashSet<String>) -> Option<String> {
     let mut out = String::new();

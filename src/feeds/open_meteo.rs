@@ -217,10 +217,10 @@ impl OpenMeteo {
         self.runs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The configured models `station` gets. The one place where a station's models are
-    /// chosen (coverage: no NAM or HRRR outside their domains belongs here).
-    fn models_for(&self, _station: &Station) -> impl Iterator<Item = &Model> {
-        self.models.iter()
+    /// The configured models `station` gets: those whose domain covers it
+    /// ([`models::covers`]: no NAM or HRRR outside theirs), the one place this is chosen.
+    fn models_for<'a>(&'a self, station: &'a Station) -> impl Iterator<Item = &'a Model> {
+        self.models.iter().filter(move |m| models::covers(m.spec.name, station))
     }
 
     /// The stations that get `model`, in the configured order.
@@ -580,6 +580,22 @@ mod tests {
 
     fn station(code: &str) -> &'static Station {
         Catalog::global().get(code).unwrap()
+    }
+
+    #[test]
+    fn stations_get_only_the_models_that_cover_them() {
+        let cfg = OpenMeteoConfig { stations: vec!["KNYC".into(), "EGLC".into()], ..OpenMeteoConfig::default() };
+        let client = Arc::new(HttpClient::new(crate::feeds::config::ClientConfig::default()).unwrap());
+        let feed = OpenMeteo::new(cfg.validated().unwrap(), client).unwrap();
+        let names = |code: &str| -> Vec<&str> { feed.models_for(station(code)).map(|m| m.spec.name).collect() };
+        let (nyc, london) = (names("KNYC"), names("EGLC"));
+        assert!(nyc.contains(&"NAM") && nyc.contains(&"HRRR") && nyc.contains(&"GFS"), "{nyc:?}");
+        assert!(london.contains(&"GFS") && london.contains(&"ECMWF-IFS"), "{london:?}");
+        for us_only in ["NAM", "HRRR", "NBM"] {
+            assert!(!london.contains(&us_only), "{us_only} offered for EGLC: {london:?}");
+        }
+        let nam = feed.models.iter().find(|m| m.spec.name == "NAM").unwrap();
+        assert_eq!(feed.stations_for(nam).iter().map(|s| s.code.as_str()).collect::<Vec<_>>(), ["KNYC"]);
     }
 
     #[test]

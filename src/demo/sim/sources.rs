@@ -2,7 +2,8 @@
 //! simulator, polled more often than the public services allow (the simulator is local,
 //! there is no one to hammer), so the demo's stream moves within seconds.
 
-use crate::feeds::config::SOURCES;
+use super::runs::{MOS_PATH, MOS_PILS};
+use crate::feeds::config::{MOS, SOURCES};
 
 /// Each source of the demo and its poll interval, seconds. The feeds of this build are
 /// those of [`SOURCES`]; the others are left out until they exist.
@@ -28,11 +29,28 @@ pub fn demo_sources(base_url: &str) -> toml::Table {
     t.insert("max_per_host".into(), toml::Value::Integer(4));
     for (name, interval) in DEMO_INTERVALS.iter().filter(|(n, _)| SOURCES.contains(n)) {
         let mut source = toml::Table::new();
-        source.insert("base_url".into(), toml::Value::String(base_url.to_string()));
+        if *name == MOS {
+            source.insert("urls".into(), toml::Value::Table(mos_urls(base_url)));
+        } else {
+            source.insert("base_url".into(), toml::Value::String(base_url.to_string()));
+        }
         source.insert("interval_secs".into(), toml::Value::Float(*interval));
         t.insert(name.to_string(), toml::Value::Table(source));
     }
     t
+}
+
+/// The `mos` feed fetches one file per product and cycle (a URL template, no base URL);
+/// the simulator serves each product's bulletin as IEM's text-product service does, by its
+/// AFOS id (`MAVUSA` for `MAV`), the cycle in the query.
+fn mos_urls(base_url: &str) -> toml::Table {
+    MOS_PILS
+        .iter()
+        .map(|(pil, _)| {
+            let url = format!("{base_url}{MOS_PATH}?pil={pil}&fmt=text&limit=1&date={{date}}&hh={{hh}}");
+            (pil.trim_end_matches("USA").to_string(), toml::Value::String(url))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -52,5 +70,8 @@ mod tests {
         assert_eq!(awc.base_url, "http://127.0.0.1:9");
         assert_eq!(awc.interval.as_secs(), 30);
         assert_eq!(t.len() - 2, SOURCES.len());
+        let mos = cfg.mos.expect("mos is in this build");
+        assert_eq!(mos.urls.len(), MOS_PILS.len());
+        assert!(mos.urls["MAV"].starts_with("http://127.0.0.1:9/cgi-bin/afos/retrieve.py?pil=MAVUSA"));
     }
 }
