@@ -13,6 +13,14 @@
 //! (its owner would delete the same files), but a `writing` record may belong to a swap in
 //! progress elsewhere: recovery leaves it alone until it is [`WRITING_GRACE`] old (a swap
 //! takes seconds). Until then its files stay hidden, so readers are consistent either way.
+//!
+//! On S3 a put is atomic but there is no rename and two processes may act on one record:
+//! the owner flipping it to `committed` while another process's recovery rolls it back.
+//! So a record is created with `If-None-Match` ([`PutMode::Create`]) and every change of
+//! state is a conditional put on the e-tag it was read or written with
+//! ([`PutMode::Update`]): recovery first marks a stale record `aborted` (its files stay
+//! hidden), and an owner that was that slow then fails to commit instead of exposing files
+//! recovery is deleting. Which writer may replace which files is claims.rs's business.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -25,7 +33,7 @@ use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{
     CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, ObjectStoreExt,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
+    PutMode, PutMultipartOptions, PutOptions, PutPayload, PutResult, Result, UpdateVersion,
 };
 use serde::{Deserialize, Serialize};
 
@@ -50,6 +58,8 @@ pub const WRITING_GRACE: std::time::Duration = std::time::Duration::from_secs(60
 pub enum TxnState {
     Writing,
     Committed,
+    /// Rolled back by recovery: the added files stay hidden until they are deleted.
+    Aborted,
 }
 
 impl TxnRecord {
@@ -61,7 +71,7 @@ impl TxnRecord {
     /// Paths a reader must not see while this record exists.
     fn hidden(&self) -> &[String] {
         match self.state {
-            TxnState::Writing => &self.add,
+            TxnState::Writing | TxnState::Aborted => &self.add,
             TxnState::Committed => &self.remove,
         }
     }
@@ -96,13 +106,32 @@ impl VisibleStore {
 
     /// Every transaction record currently present.
     pub async fn records(&self) -> Result<Vec<TxnRecord>> {
-        read_records(&self.inner, &self.txn_dir).await
+        Ok(read_records(&self.inner, &self.txn_dir).await?.into_iter().map(|(r, _)| r).collect())
+    }
+
+    /// Creates a new record (`If-None-Match`: record ids are unique, so this only fails if
+    /// the store does); returns its version for [`VisibleStore::update_record`].
+    pub async fn create_record(&self, rec: &TxnRecord) -> Result<UpdateVersion> {
+        let res = self.inner.put_opts(&self.txn_path(&rec.id), record_body(rec), PutMode::Create.into()).await?;
+        Ok(UpdateVersion { e_tag: res.e_tag, version: res.version })
+    }
+
+    /// Changes a record's state if it is still the version `seen` (`If-Match`), so two
+    /// processes never both move one record on. Fails with `Precondition` (or `NotFound`)
+    /// when someone else changed or removed it. Stores without conditional updates (the
+    /// local filesystem, where only one host writes) overwrite.
+    pub async fn update_record(&self, rec: &TxnRecord, seen: &UpdateVersion) -> Result<UpdateVersion> {
+        let path = self.txn_path(&rec.id);
+        let res = match self.inner.put_opts(&path, record_body(rec), PutMode::Update(seen.clone()).into()).await {
+            Err(object_store::Error::NotImplemented { .. }) => self.inner.put(&path, record_body(rec)).await?,
+            other => other?,
+        };
+        Ok(UpdateVersion { e_tag: res.e_tag, version: res.version })
     }
 
     /// Writes (or overwrites) a transaction record: the single atomic step of a swap.
     pub async fn put_record(&self, rec: &TxnRecord) -> Result<()> {
-        let body = serde_json::to_vec(rec).unwrap_or_default();
-        self.inner.put(&self.txn_path(&rec.id), PutPayload::from(body)).await.map(|_| ())
+        self.inner.put(&self.txn_path(&rec.id), record_body(rec)).await.map(|_| ())
     }
 
     /// Removes a finished record.
@@ -119,35 +148,52 @@ impl VisibleStore {
     pub async fn recover(&self) -> Result<usize> {
         let now = chrono::Utc::now().timestamp();
         let grace = WRITING_GRACE.as_secs() as i64;
-        let recs: Vec<TxnRecord> = self
-            .records()
+        let recs: Vec<(TxnRecord, UpdateVersion)> = read_records(&self.inner, &self.txn_dir)
             .await?
             .into_iter()
-            .filter(|r| r.state == TxnState::Committed || now - r.created_at >= grace)
+            .filter(|(r, _)| r.state != TxnState::Writing || now - r.created_at >= grace)
             .collect();
-        for rec in &recs {
+        let mut resolved = 0;
+        for (mut rec, seen) in recs {
+            if rec.state == TxnState::Writing {
+                // Claim the rollback first: if the owner commits meanwhile, one of the two
+                // conditional puts fails and the other's outcome stands.
+                rec.state = TxnState::Aborted;
+                match self.update_record(&rec, &seen).await {
+                    Ok(_) => {}
+                    Err(object_store::Error::Precondition { .. } | object_store::Error::NotFound { .. }) => continue,
+                    Err(e) => return Err(e),
+                }
+            }
             let victims = match rec.state {
-                TxnState::Writing => &rec.add,
+                TxnState::Writing | TxnState::Aborted => &rec.add,
                 TxnState::Committed => &rec.remove,
             };
             for p in victims {
                 delete_if_present(&self.inner, &Path::from(p.as_str())).await?;
             }
             self.drop_record(&rec.id).await?;
+            resolved += 1;
         }
-        Ok(recs.len())
+        Ok(resolved)
     }
 }
 
-async fn read_records(store: &Arc<dyn ObjectStore>, dir: &Path) -> Result<Vec<TxnRecord>> {
+fn record_body(rec: &TxnRecord) -> PutPayload {
+    PutPayload::from(serde_json::to_vec(rec).unwrap_or_default())
+}
+
+/// Every record under `dir` with the version it was read at.
+async fn read_records(store: &Arc<dyn ObjectStore>, dir: &Path) -> Result<Vec<(TxnRecord, UpdateVersion)>> {
     let metas: Vec<ObjectMeta> = store.list(Some(dir)).try_collect().await?;
     let mut out = Vec::with_capacity(metas.len());
     for m in metas {
         match store.get(&m.location).await {
             Ok(r) => {
+                let version = UpdateVersion { e_tag: r.meta.e_tag.clone(), version: r.meta.version.clone() };
                 let bytes = r.bytes().await?;
                 if let Ok(rec) = serde_json::from_slice::<TxnRecord>(&bytes) {
-                    out.push(rec);
+                    out.push((rec, version));
                 }
             }
             // Dropped between list and get: the swap just finished.
@@ -168,7 +214,7 @@ pub async fn delete_if_present(store: &Arc<dyn ObjectStore>, p: &Path) -> Result
 
 async fn hidden_set(store: Arc<dyn ObjectStore>, dir: Path) -> Result<HashSet<String>> {
     let recs = read_records(&store, &dir).await?;
-    Ok(recs.iter().flat_map(|r| r.hidden().iter().cloned()).collect())
+    Ok(recs.iter().flat_map(|(r, _)| r.hidden().iter().cloned()).collect())
 }
 
 #[async_trait]

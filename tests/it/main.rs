@@ -11,5 +11,6 @@ mod http;
 mod lake;
 mod layering;
 mod openapi;
+mod s3;
 mod slt;
 mod support;
