@@ -231,6 +231,9 @@ fn raw_http(endpoint: &str, method: &str, path: &str) -> (u16, String) {
     (status, resp)
 }
 
+/// Reports of three stations the daily_extremes job has days for.
+const AWC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/real/metar/awc_metar_knyc_kmdw_kaus_20260925T0631Z.json");
+
 #[test]
 fn ingest_sql_compact_and_jobs_run_on_an_s3_lake() {
     let Some(lake) = S3Lake::new("cmds") else { return };
@@ -248,12 +251,14 @@ fn ingest_sql_compact_and_jobs_run_on_an_s3_lake() {
     assert!(lake.files_per_partition("observations").values().all(|&n| n == 1));
     assert_eq!(lake.scalar("SELECT count(*) FROM observations"), "24");
 
+    lake.ok(&["ingest", "metar", AWC]);
     lake.ok(&["jobs", "run", "daily_extremes"]);
-    let rows = lake.scalar("SELECT count(*) FROM daily_extremes WHERE station_code = 'KCVG'");
-    assert_ne!(rows, "0");
+    let q = "SELECT count(*) || '/' || count(DISTINCT logic) FROM daily_extremes WHERE station_code = 'KNYC'";
+    let rows = lake.scalar(q);
+    assert!(rows.ends_with("/2"), "{rows}");
     // A second run replaces its output (copy + delete on S3, no rename): same rows, once.
     lake.ok(&["jobs", "run", "daily_extremes"]);
-    assert_eq!(lake.scalar("SELECT count(*) FROM daily_extremes WHERE station_code = 'KCVG'"), rows);
+    assert_eq!(lake.scalar(q), rows);
     assert_eq!(lake.scalar("SELECT count(*) FROM job_runs WHERE job = 'daily_extremes'"), "2");
     lake.assert_no_leftovers();
 }
@@ -304,7 +309,7 @@ fn serve_needs_a_local_state_dir_compacts_and_flushes_to_s3() {
     assert_eq!(lake.scalar("SELECT count(*) FROM observations"), "24");
 
     // Live ingest through the WAL (local, in the state dir), flushed to the S3 lake.
-    let key = lake.ok(&["keys", "create", "--state-dir", state, "--tier", "enterprise", "--user", "ops", "--admin"]);
+    let key = lake.ok(&["keys", "--state-dir", state, "create", "--tier", "enterprise", "--user", "ops", "--admin"]);
     let key = key.lines().rfind(|l| l.starts_with("wx_")).expect("a key").trim().to_string();
     let mut server = lake.cmd(&["serve", "--addr", "127.0.0.1:0", "--state-dir", state, "--flush-secs", "1"]);
     let mut child = server.stderr(Stdio::piped()).stdout(Stdio::null()).spawn().unwrap();
@@ -407,8 +412,9 @@ fn two_processes_compacting_or_publishing_at_once_never_double_or_lose_a_file() 
     assert!(lake.files_per_partition("observations").values().all(|&n| n == 1));
     assert_eq!(lake.scalar(count), "24/24");
 
+    lake.ok(&["ingest", "metar", AWC]);
     lake.ok(&["jobs", "run", "daily_extremes"]);
-    let check = "SELECT count(*) FROM daily_extremes";
+    let check = "SELECT count(*) || '/' || count(DISTINCT station_code) FROM daily_extremes";
     let rows = lake.scalar(check);
     let before = lake.files_per_partition("derived/daily_extremes");
     let outputs = race(&lake, &["jobs", "run", "daily_extremes"], 2, check, &rows);
