@@ -106,8 +106,13 @@ async fn check_planned(
         by_dir.entry(s.rsplit_once('/').map(|(d, _)| d.to_string()).unwrap_or_default()).or_default().push(p);
     }
     for (dir, files) in by_dir {
-        let present: HashSet<Path> =
-            store.list_with_delimiter(Some(&Path::from(dir.as_str()))).await?.objects.into_iter().map(|m| m.location).collect();
+        let present: HashSet<Path> = store
+            .list_with_delimiter(Some(&Path::from(dir.as_str())))
+            .await?
+            .objects
+            .into_iter()
+            .map(|m| m.location)
+            .collect();
         if let Some(gone) = files.iter().find(|f| !present.contains(**f)) {
             return Err(LakeError::Conflict(format!("{gone} was already replaced by another writer")));
         }
@@ -155,13 +160,13 @@ mod tests {
             s.put(p, PutPayload::from_static(b"x")).await.unwrap();
         }
         let mut first = Claims::take(&s, &s, &root, "1", &[a.clone(), b.clone()], &[]).await.unwrap();
-        let err = Claims::take(&s, &s, &root, "2", &[b.clone()], &[]).await.unwrap_err();
+        let err = Claims::take(&s, &s, &root, "2", std::slice::from_ref(&b), &[]).await.unwrap_err();
         assert!(matches!(err, LakeError::Conflict(ref m) if m.contains("b.parquet")), "{err}");
         assert_eq!(s.list(Some(&root)).try_collect::<Vec<_>>().await.unwrap().len(), 2, "only the first's claims");
         // The first finishes: its files are gone. A late second writer claims, then sees that.
         s.delete(&a).await.unwrap();
         first.release().await;
-        let err = Claims::take(&s, &s, &root, "2", &[a.clone()], &[]).await.unwrap_err();
+        let err = Claims::take(&s, &s, &root, "2", std::slice::from_ref(&a), &[]).await.unwrap_err();
         assert!(matches!(err, LakeError::Conflict(ref m) if m.contains("already replaced")), "{err}");
         assert!(s.list(Some(&root)).try_collect::<Vec<_>>().await.unwrap().is_empty());
     }
@@ -170,11 +175,11 @@ mod tests {
     async fn a_rewritten_directory_must_hold_only_what_was_planned() {
         let (s, root) = setup();
         let dir = Path::from("derived/t/d=1");
-        let mut c = Claims::take(&s, &s, &root, "1", &[], &[dir.clone()]).await.unwrap();
+        let mut c = Claims::take(&s, &s, &root, "1", &[], std::slice::from_ref(&dir)).await.unwrap();
         c.release().await;
         // Another publication added a file meanwhile: a run planned on the empty table stops.
         s.put(&dir.clone().join("x.parquet"), PutPayload::from_static(b"x")).await.unwrap();
-        let err = Claims::take(&s, &s, &root, "2", &[], &[dir.clone()]).await.unwrap_err();
+        let err = Claims::take(&s, &s, &root, "2", &[], std::slice::from_ref(&dir)).await.unwrap_err();
         assert!(matches!(err, LakeError::Conflict(ref m) if m.contains("x.parquet")), "{err}");
         let planned = [dir.clone().join("x.parquet")];
         Claims::take(&s, &s, &root, "3", &planned, &[dir]).await.unwrap().release().await;

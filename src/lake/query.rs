@@ -83,9 +83,11 @@ pub async fn session(lake: &Lake) -> Result<SessionContext, LakeError> {
 /// years, compacted to a file per partition) is queried without re-reading footers.
 pub const FOOTER_CACHE_FILES: usize = 100_000;
 
-/// Decoded footer bytes budgeted per file (schema, row groups, page statistics and index of
-/// a lake file: a few dozen columns, one or two row groups).
-const FOOTER_BYTES_PER_FILE: usize = 8 * 1024;
+/// Decoded footer bytes budgeted per file: a lake file's footer holds the schema and the
+/// statistics of a few dozen columns in one or two row groups, plus their page index, and
+/// decoded it takes a multiple of its size on disk. The limit only bounds the cache: it
+/// holds what queries have read, least recently used first out.
+const FOOTER_BYTES_PER_FILE: usize = 16 * 1024;
 
 /// The footer cache's memory limit: [`FOOTER_CACHE_FILES`] footers.
 pub const FOOTER_CACHE_BYTES: usize = FOOTER_CACHE_FILES * FOOTER_BYTES_PER_FILE;

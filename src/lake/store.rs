@@ -97,7 +97,8 @@ pub fn open_store(loc: &LakeLocation) -> Result<OpenedStore, LakeError> {
         other => return Err(LakeError::Config(format!("unsupported scheme {other}"))),
     };
     let counting = Arc::new(CountingStore::new(inner));
-    let visible = Arc::new(VisibleStore::new(Arc::clone(&counting) as Arc<dyn ObjectStore>, loc.root.clone().join("_txn")));
+    let visible =
+        Arc::new(VisibleStore::new(Arc::clone(&counting) as Arc<dyn ObjectStore>, loc.root.clone().join("_txn")));
     Ok(OpenedStore { visible, counting })
 }
 

@@ -34,8 +34,8 @@ use bytes::Bytes;
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, ObjectStoreExt,
-    PutMode, PutMultipartOptions, PutOptions, PutPayload, PutResult, Result, UpdateVersion,
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, ObjectStoreExt, PutMode,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult, Result, UpdateVersion,
 };
 use serde::{Deserialize, Serialize};
 
@@ -195,7 +195,9 @@ async fn list_records(store: &Arc<dyn ObjectStore>, dir: &Path) -> Result<Vec<Ob
 /// Two listings of the records show the same records in the same versions.
 fn same_records(a: &[ObjectMeta], b: &[ObjectMeta]) -> bool {
     a.len() == b.len()
-        && a.iter().zip(b).all(|(x, y)| x.location == y.location && x.e_tag == y.e_tag && x.last_modified == y.last_modified)
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.location == y.location && x.e_tag == y.e_tag && x.last_modified == y.last_modified)
 }
 
 /// Every record under `dir` with the version it was read at.
@@ -237,7 +239,11 @@ const LIST_ATTEMPTS: usize = 8;
 /// the listing only counts if they did not change in between (else it is taken again).
 /// A listing is not a snapshot (on S3 nothing is): without the second look a swap that
 /// began or committed during it could show both its old and new files, or neither.
-async fn consistent_listing<T, F, Fut>(store: &Arc<dyn ObjectStore>, dir: &Path, list: F) -> Result<(T, HashSet<String>)>
+async fn consistent_listing<T, F, Fut>(
+    store: &Arc<dyn ObjectStore>,
+    dir: &Path,
+    list: F,
+) -> Result<(T, HashSet<String>)>
 where
     F: Fn() -> Fut,
     Fut: std::future::Future<Output = Result<T>>,

@@ -268,8 +268,8 @@ fn ingest_sql_compact_and_jobs_run_on_an_s3_lake() {
     lake.assert_no_leftovers();
 }
 
-/// Starts `wxlake serve` on the lake and returns it once it listens.
-fn serve(lake: &S3Lake, extra: &[&str]) -> Child {
+/// Starts `wxlake serve` on the lake and returns it with its address once it listens.
+fn serve(lake: &S3Lake, extra: &[&str]) -> (Child, String) {
     let mut args = vec!["serve", "--addr", "127.0.0.1:0"];
     args.extend_from_slice(extra);
     let mut child = lake.cmd(&args).stderr(Stdio::piped()).stdout(Stdio::null()).spawn().expect("spawn serve");
@@ -277,12 +277,15 @@ fn serve(lake: &S3Lake, extra: &[&str]) -> Child {
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
         let Some(Ok(line)) = lines.next() else { break };
-        if line.contains("listening on http://") {
+        if let Some(rest) = line.split("listening on http://").nth(1) {
+            let addr = rest.split_whitespace().next().unwrap().to_string();
+            // Keep draining stderr so the server never blocks on a full pipe.
             std::thread::spawn(move || for _ in lines {});
-            return child;
+            return (child, addr);
         }
     }
     let _ = child.kill();
+    let _ = child.wait();
     panic!("serve did not start");
 }
 
@@ -304,7 +307,7 @@ fn serve_needs_a_local_state_dir_compacts_and_flushes_to_s3() {
     for part in lake.kcvg_parts(2) {
         lake.ok(&["ingest", "metar", &part]);
     }
-    let server = serve(&lake, &["--state-dir", state, "--flush-secs", "3600"]);
+    let (server, _) = serve(&lake, &["--state-dir", state, "--flush-secs", "3600"]);
     let deadline = Instant::now() + Duration::from_secs(60);
     while lake.files_per_partition("observations").values().any(|&n| n > 1) {
         assert!(Instant::now() < deadline, "serve did not compact: {:?}", lake.files_per_partition("observations"));
@@ -316,16 +319,7 @@ fn serve_needs_a_local_state_dir_compacts_and_flushes_to_s3() {
     // Live ingest through the WAL (local, in the state dir), flushed to the S3 lake.
     let key = lake.ok(&["keys", "--state-dir", state, "create", "--tier", "enterprise", "--user", "ops", "--admin"]);
     let key = key.lines().rfind(|l| l.starts_with("wx_")).expect("a key").trim().to_string();
-    let mut server = lake.cmd(&["serve", "--addr", "127.0.0.1:0", "--state-dir", state, "--flush-secs", "1"]);
-    let mut child = server.stderr(Stdio::piped()).stdout(Stdio::null()).spawn().unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().expect("serve output").unwrap();
-        if let Some(rest) = line.split("listening on http://").nth(1) {
-            break rest.split_whitespace().next().unwrap().to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
+    let (child, addr) = serve(&lake, &["--state-dir", state, "--flush-secs", "1"]);
     let text = "KMDW 011251Z 27008KT 10SM CLR 05/M02 A3012 RMK T00501017\nKMDW 011351Z 27008KT 10SM CLR 06/M02 A3012";
     let mut s = TcpStream::connect(&addr).unwrap();
     write!(
@@ -356,8 +350,7 @@ fn an_interrupted_swap_is_finished_or_undone_on_s3() {
     let store = lake.store();
     let (dir, _) = lake.files_per_partition("observations").into_iter().next().unwrap();
     let dir = Path::from(format!("wx/lake/{dir}"));
-    let files: Vec<Path> =
-        block(store.list(Some(&dir)).map_ok(|m| m.location).try_collect::<Vec<_>>()).unwrap();
+    let files: Vec<Path> = block(store.list(Some(&dir)).map_ok(|m| m.location).try_collect::<Vec<_>>()).unwrap();
     let rows = lake.scalar("SELECT count(*) FROM observations");
     // A publish that crashed after its commit (old copy still there), and one that crashed
     // while writing long ago (its new copy never committed): both copies hold the same rows.
