@@ -120,7 +120,9 @@ pub fn explain(loc: &LakeLocation, e: object_store::Error) -> LakeError {
     let bucket = loc.base_url.host_str().unwrap_or_default();
     let text = error_chain(&e);
     let endpoint = s3_endpoint();
-    let msg = if text.contains("NoSuchBucket") {
+    let msg = if text.contains("URL scheme is not allowed") {
+        format!("the S3 endpoint {endpoint} is plain http: set AWS_ALLOW_HTTP=true to allow it (a local test server)")
+    } else if text.contains("NoSuchBucket") {
         format!("S3 bucket '{bucket}' does not exist at {endpoint} (create it first)")
     } else if ["InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "InvalidToken", "ExpiredToken"]
         .iter()
@@ -135,14 +137,13 @@ pub fn explain(loc: &LakeLocation, e: object_store::Error) -> LakeError {
             "S3 refused the credentials for bucket '{bucket}' at {endpoint} ({code}): check AWS_ACCESS_KEY_ID, \
              AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN)"
         )
-    } else if text.contains("error sending request")
-        || text.contains("Connection refused")
-        || text.contains("dns error")
-        || text.contains("connect")
+    } else if ["error sending request", "Connection refused", "dns error", "connect error", "timed out"]
+        .iter()
+        .any(|c| text.contains(c))
     {
         format!(
             "cannot reach the S3 endpoint {endpoint} for bucket '{bucket}': check AWS_ENDPOINT_URL (and \
-             AWS_ALLOW_HTTP=true for a plain-http endpoint)"
+             AWS_ALLOW_HTTP=true for a plain-http endpoint) ({e})"
         )
     } else {
         return e.into();

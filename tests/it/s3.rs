@@ -482,6 +482,9 @@ fn a_wrong_endpoint_a_missing_bucket_or_bad_credentials_are_named() {
     let mut c = lake.cmd(&["ingest", "metar", kcvg]);
     c.env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}"));
     check(c.output().unwrap(), &format!("cannot reach the S3 endpoint http://127.0.0.1:{port}"));
+    let mut c = lake.cmd(&["ingest", "metar", kcvg]);
+    c.env_remove("AWS_ALLOW_HTTP");
+    check(c.output().unwrap(), "is plain http: set AWS_ALLOW_HTTP=true");
 
     let mut c = Command::new(env!("CARGO_BIN_EXE_wxlake"));
     aws_env(&mut c, &lake.moto.endpoint, "testing");
