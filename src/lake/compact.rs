@@ -140,7 +140,10 @@ impl Lake {
         }
         .await;
         if let Err(e) = committed {
-            // Never committed: the new file was hidden all along; undo now.
+            // Not committed, or not known to be (a lost reply): mark the record aborted
+            // first, so the new file stays hidden and the old ones visible, then undo.
+            rec.state = TxnState::Aborted;
+            vis.put_record(&rec).await.ok();
             delete_if_present(vis.inner(), new).await.ok();
             vis.drop_record(&rec.id).await.ok();
             return Err(e.into());

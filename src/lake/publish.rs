@@ -184,7 +184,10 @@ impl Publication {
             Err(e) => Err(e),
         };
         if let Err(e) = committed {
-            // Roll back now rather than waiting for the next open.
+            // Roll back now rather than waiting for the next open: aborted first (the new
+            // files hidden, the old visible, whatever the failed put did), then undone.
+            rec.state = TxnState::Aborted;
+            vis.put_record(&rec).await.ok();
             for (_, d) in &self.staged {
                 delete_if_present(&inner, d).await.ok();
             }
