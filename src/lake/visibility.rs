@@ -398,6 +398,28 @@ mod tests {
         assert!(matches!(err, object_store::Error::Precondition { .. }), "{err}");
     }
 
+    #[tokio::test]
+    async fn an_owner_too_slow_for_recovery_cannot_commit_after_the_rollback() {
+        let inner: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let s = VisibleStore::new(Arc::clone(&inner), Path::from("_txn"));
+        s.put(&Path::from("t/a.parquet"), PutPayload::from_static(b"x")).await.unwrap();
+        let mut rec = TxnRecord::writing("4".into(), vec!["t/c.parquet".into()], vec!["t/a.parquet".into()]);
+        rec.created_at -= WRITING_GRACE.as_secs() as i64;
+        let version = s.create_record(&rec).await.unwrap();
+        s.put(&Path::from("t/c.parquet"), PutPayload::from_static(b"y")).await.unwrap();
+        // Another process's recovery rolls the stale swap back...
+        assert_eq!(s.recover().await.unwrap(), 1);
+        // ...and the owner, waking up, cannot commit over it: its version is gone.
+        rec.state = TxnState::Committed;
+        let err = s.update_record(&rec, &version).await.unwrap_err();
+        assert!(
+            matches!(err, object_store::Error::Precondition { .. } | object_store::Error::NotFound { .. }),
+            "{err}"
+        );
+        assert_eq!(names(&s).await, ["t/a.parquet"]);
+        assert!(s.records().await.unwrap().is_empty());
+    }
+
     /// A store whose next listing of `t/` first commits the pending record and deletes what
     /// it removes: a swap finishing while a reader lists.
     #[derive(Debug)]
