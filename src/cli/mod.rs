@@ -71,16 +71,19 @@ pub fn init_tracing(verbose: u8) {
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let lake_url = cli.lake.clone();
-    let open = || async { Lake::open(&lake_url).await };
-    match cli.command {
-        Command::Ingest(a) => ingest::run(open().await?, a).await,
-        Command::Sql(a) => sql::run(open().await?, a).await,
-        Command::Compact(a) => compact::run(open().await?, a).await,
-        Command::Demo(a) => demo::run(open().await?, a).await,
-        Command::Keys(a) => keys::run(open().await?, a).await,
-        Command::Serve(a) => serve::run(open().await?, a, cli.config.as_deref()).await,
-        Command::Jobs(a) => jobs::run(open().await?, a).await,
-        Command::Feeds(a) => feeds::run(open().await?, a, cli.config.as_deref()).await,
-    }
+    let lake = Lake::open(&cli.lake).await?;
+    let counted = lake.clone();
+    let code = match cli.command {
+        Command::Ingest(a) => ingest::run(lake, a).await,
+        Command::Sql(a) => sql::run(lake, a).await,
+        Command::Compact(a) => compact::run(lake, a).await,
+        Command::Demo(a) => demo::run(lake, a).await,
+        Command::Keys(a) => keys::run(lake, a).await,
+        Command::Serve(a) => serve::run(lake, a, cli.config.as_deref()).await,
+        Command::Jobs(a) => jobs::run(lake, a).await,
+        Command::Feeds(a) => feeds::run(lake, a, cli.config.as_deref()).await,
+    };
+    // What the command cost on the store (on S3, in requests paid for): `-v` shows it.
+    tracing::info!(requests = %counted.requests(), "object store requests of this command");
+    code
 }

@@ -258,7 +258,7 @@ async fn execute(
     };
     p.step = Step::Publish { files: publication.len(), replaced: removes.len() };
     progress(&p);
-    publication.commit(removes).await?;
+    publication.commit_replacing(removes).await?;
     p.step = Step::Finish;
     progress(&p);
     Ok(Outcome { rows: p.rows, partitions, range: plan.range })

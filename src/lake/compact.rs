@@ -4,6 +4,11 @@
 //! transaction record (hidden), written, then the record flips to `committed` (one atomic
 //! put: from now on only the merged file is visible), then the old files and the record
 //! are deleted. See visibility.rs for the protocol and crash recovery.
+//!
+//! Two processes may compact one lake at once (a `wxlake compact` while `serve` runs its
+//! hourly compaction). Each claims the files it replaces first (claims.rs); the one that
+//! does not get them leaves that partition to the other, so no partition is ever merged
+//! twice into two visible files.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -16,6 +21,7 @@ use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
+use super::claims::Claims;
 use super::schema::TableDef;
 use super::visibility::{delete_if_present, TxnRecord, TxnState};
 use super::writer::{encode_parquet, new_file_name};
@@ -96,26 +102,52 @@ impl Lake {
             let merged = sort_batch(table, &dedup(&merged)?)?;
             let out = Path::from(dir.as_str()).join(new_file_name());
             let bytes = encode_parquet(table, &merged)?;
-            self.swap(&files, &out, bytes).await?;
-            stats.partitions += 1;
-            stats.files_after += 1;
-            stats.rows += merged.num_rows();
+            match self.swap(&files, &out, bytes).await {
+                Ok(()) => {
+                    stats.partitions += 1;
+                    stats.files_after += 1;
+                    stats.rows += merged.num_rows();
+                }
+                Err(LakeError::Conflict(why)) => {
+                    tracing::info!(partition = %dir, %why, "left to the writer compacting it");
+                    stats.files_after += files.len();
+                }
+                Err(e) => return Err(e),
+            }
         }
         Ok(stats)
     }
 
-    /// Replaces `old` files by `new` atomically for readers (see module docs).
+    /// Replaces `old` files by `new` atomically for readers (see module docs), or returns
+    /// [`LakeError::Conflict`] having changed nothing when another writer holds them.
     async fn swap(&self, old: &[Path], new: &Path, bytes: bytes::Bytes) -> Result<(), LakeError> {
         let vis = self.visible();
-        let mut rec = TxnRecord::writing(
-            uuid::Uuid::new_v4().simple().to_string(),
-            vec![new.to_string()],
-            old.iter().map(|p| p.to_string()).collect(),
-        );
-        vis.put_record(&rec).await?;
-        vis.inner().put(new, PutPayload::from(bytes)).await?;
-        rec.state = TxnState::Committed;
-        vis.put_record(&rec).await?;
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let mut claims = Claims::take(vis.inner(), &self.store(), &self.claims_root(), &id, old, &[]).await?;
+        let done = self.swap_claimed(id, old, new, bytes).await;
+        claims.release().await;
+        done
+    }
+
+    async fn swap_claimed(&self, id: String, old: &[Path], new: &Path, bytes: bytes::Bytes) -> Result<(), LakeError> {
+        let vis = self.visible();
+        let mut rec = TxnRecord::writing(id, vec![new.to_string()], old.iter().map(|p| p.to_string()).collect());
+        let version = vis.create_record(&rec).await?;
+        let committed = async {
+            vis.inner().put(new, PutPayload::from(bytes)).await?;
+            rec.state = TxnState::Committed;
+            vis.update_record(&rec, &version).await
+        }
+        .await;
+        if let Err(e) = committed {
+            // Not committed, or not known to be (a lost reply): mark the record aborted
+            // first, so the new file stays hidden and the old ones visible, then undo.
+            rec.state = TxnState::Aborted;
+            vis.put_record(&rec).await.ok();
+            delete_if_present(vis.inner(), new).await.ok();
+            vis.drop_record(&rec.id).await.ok();
+            return Err(e.into());
+        }
         for p in old {
             delete_if_present(vis.inner(), p).await?;
         }

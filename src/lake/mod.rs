@@ -1,10 +1,12 @@
 //! The lake: partitioned Parquet tables on an object store (local files by default, S3 at
 //! scale), written idempotently and read through DataFusion.
 
+pub mod claims;
 pub mod compact;
 pub mod durable;
 pub mod publish;
 pub mod query;
+pub mod requests;
 pub mod rows;
 pub mod schema;
 pub mod store;
@@ -18,6 +20,7 @@ use object_store::path::Path;
 use object_store::ObjectStore;
 use thiserror::Error;
 
+use requests::{CountingStore, RequestCounts};
 pub use store::{LakeLocation, DEFAULT_LAKE};
 use visibility::VisibleStore;
 
@@ -44,6 +47,10 @@ pub enum LakeError {
     /// The encoders of a write stop when its puts have failed (the put error is returned).
     #[error("write stopped: a file could not be stored")]
     PutAborted,
+    /// Another process is replacing (or has just replaced) the same files: this swap
+    /// changed nothing and may be retried (claims.rs).
+    #[error("concurrent writer: {0}; nothing was changed, retry when it has finished")]
+    Conflict(String),
 }
 
 /// An open lake: its location and its (visibility-aware) store.
@@ -51,6 +58,8 @@ pub enum LakeError {
 pub struct Lake {
     pub location: LakeLocation,
     store: Arc<VisibleStore>,
+    /// The requests this lake has made of its backing store.
+    counting: Arc<CountingStore>,
     /// Serialises writers inside this process (ingest, flush, compaction): per-partition
     /// dedup reads the existing keys, so two writers of one partition must not interleave.
     write_lock: Arc<tokio::sync::Mutex<()>>,
@@ -61,13 +70,33 @@ impl Lake {
     /// interrupted.
     pub async fn open(url: &str) -> Result<Self, LakeError> {
         let location = store::parse_location(url)?;
-        let store = store::open_store(&location)?;
-        let lake = Lake { location, store, write_lock: Arc::new(tokio::sync::Mutex::new(())) };
-        let recovered = lake.store.recover().await?;
+        let opened = store::open_store(&location)?;
+        let lake = Lake {
+            location,
+            store: opened.visible,
+            counting: opened.counting,
+            write_lock: Arc::new(tokio::sync::Mutex::new(())),
+        };
+        // The first requests: a wrong endpoint, bucket or credential fails here, explained.
+        let recovered = lake.store.recover().await.map_err(|e| store::explain(&lake.location, e))?;
         if recovered > 0 {
             tracing::warn!(recovered, "finished interrupted lake swaps");
         }
+        let expired = claims::expire(lake.store.inner(), &lake.claims_root()).await?;
+        if expired > 0 {
+            tracing::warn!(expired, "dropped the claims of crashed writers");
+        }
         Ok(lake)
+    }
+
+    /// Requests made of the backing store since this lake was opened (by every clone).
+    pub fn requests(&self) -> RequestCounts {
+        self.counting.counts()
+    }
+
+    /// Where swaps claim the files they replace (`<root>/_claims/`, see claims.rs).
+    pub fn claims_root(&self) -> Path {
+        self.location.root.clone().join("_claims")
     }
 
     /// The store readers and writers use (hides unfinished swaps).

@@ -10,6 +10,11 @@
 //! before the flip rolls back on the next open, after it rolls forward (visibility.rs);
 //! staged files a crash leaves behind are never visible and [`Lake::clean_staging`]
 //! removes them.
+//!
+//! Before its record, a commit claims the files it replaces, and a replacing commit
+//! ([`Publication::commit_replacing`], the jobs') the directories it writes too
+//! (claims.rs): when two processes run the same job at once, one publishes and the other
+//! fails with [`LakeError::Conflict`], never both outputs side by side.
 
 use std::sync::Arc;
 
@@ -18,6 +23,7 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
+use super::claims::Claims;
 use super::visibility::{delete_if_present, TxnRecord, TxnState};
 use super::{Lake, LakeError};
 
@@ -105,11 +111,49 @@ impl Publication {
     }
 
     /// Makes every staged file visible and every file of `removes` invisible, atomically
-    /// for readers of the lake, then deletes the replaced files.
+    /// for readers of the lake, then deletes the replaced files. Other writers may add
+    /// files next to these meanwhile (appends); only the files of `removes` are claimed.
     pub async fn commit(self, removes: Vec<Path>) -> Result<(), LakeError> {
+        self.commit_claiming(removes, false).await
+    }
+
+    /// [`Publication::commit`] for a publication that replaces everything in the
+    /// directories it writes (a job's output partitions): fails with
+    /// [`LakeError::Conflict`], publishing nothing, if another writer is publishing there
+    /// or has published a file there that is not in `removes`.
+    pub async fn commit_replacing(self, removes: Vec<Path>) -> Result<(), LakeError> {
+        self.commit_claiming(removes, true).await
+    }
+
+    async fn commit_claiming(self, removes: Vec<Path>, exclusive: bool) -> Result<(), LakeError> {
         if self.staged.is_empty() && removes.is_empty() {
             return Ok(());
         }
+        let mut dirs: Vec<Path> = Vec::new();
+        if exclusive {
+            for (_, dest) in &self.staged {
+                let d = dest.as_ref().rsplit_once('/').map(|(d, _)| Path::from(d)).unwrap_or_default();
+                if !dirs.contains(&d) {
+                    dirs.push(d);
+                }
+            }
+        }
+        let vis = self.lake.visible();
+        let claimed =
+            Claims::take(vis.inner(), &self.lake.store(), &self.lake.claims_root(), &self.id, &removes, &dirs).await;
+        let mut claims = match claimed {
+            Ok(c) => c,
+            Err(e) => {
+                self.discard_staged().await;
+                return Err(e);
+            }
+        };
+        let done = self.commit_claimed(removes).await;
+        claims.release().await;
+        done
+    }
+
+    async fn commit_claimed(self, removes: Vec<Path>) -> Result<(), LakeError> {
         let vis = Arc::clone(self.lake.visible());
         let inner = Arc::clone(vis.inner());
         let mut rec = TxnRecord::writing(
@@ -117,7 +161,13 @@ impl Publication {
             self.staged.iter().map(|(_, d)| d.to_string()).collect(),
             removes.iter().map(|p| p.to_string()).collect(),
         );
-        vis.put_record(&rec).await?;
+        let version = match vis.create_record(&rec).await {
+            Ok(v) => v,
+            Err(e) => {
+                self.discard_staged().await;
+                return Err(e.into());
+            }
+        };
         let moved = futures::stream::iter(self.staged.iter().cloned())
             .map(|(from, to)| {
                 let inner = Arc::clone(&inner);
@@ -126,8 +176,18 @@ impl Publication {
             .buffer_unordered(CONCURRENCY)
             .try_collect::<Vec<_>>()
             .await;
-        if let Err(e) = moved {
-            // Roll back now rather than waiting for the next open.
+        let committed = match moved {
+            Ok(_) => {
+                rec.state = TxnState::Committed;
+                vis.update_record(&rec, &version).await.map(|_| ())
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = committed {
+            // Roll back now rather than waiting for the next open: aborted first (the new
+            // files hidden, the old visible, whatever the failed put did), then undone.
+            rec.state = TxnState::Aborted;
+            vis.put_record(&rec).await.ok();
             for (_, d) in &self.staged {
                 delete_if_present(&inner, d).await.ok();
             }
@@ -135,8 +195,6 @@ impl Publication {
             self.discard_staged().await;
             return Err(e.into());
         }
-        rec.state = TxnState::Committed;
-        vis.put_record(&rec).await?;
         futures::stream::iter(removes)
             .map(|p| {
                 let inner = Arc::clone(&inner);

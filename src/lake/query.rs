@@ -9,7 +9,8 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
 use datafusion::datasource::MemTable;
-use datafusion::execution::cache::cache_manager::CacheManagerConfig;
+use datafusion::execution::cache::cache_manager::{CacheManagerConfig, CachedFileMetadataEntry, FileMetadataCache};
+use datafusion::execution::cache::default_cache::DefaultCache;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::logical_expr::{col, SortExpr};
@@ -52,10 +53,19 @@ pub async fn session(lake: &Lake) -> Result<SessionContext, LakeError> {
         .set_bool("datafusion.execution.parquet.reorder_filters", true);
     // DataFusion 55 caches file listings forever by default: a long-lived session (the
     // server's) would never see a flushed file, and would still list the files a job run or
-    // a compaction replaced. Listings of the lake are cheap and must be current, so the
-    // cache is off (Parquet footers stay cached: a file never changes once written).
+    // a compaction replaced, nor would it see what another process (an `ingest` next to a
+    // `serve`) wrote. The cache also lists a whole table on a miss, where a query filtering
+    // on the partition columns lists one partition's prefix: on S3 with 100,000 files
+    // that is 100 LIST pages instead of one. So listings are not cached. Parquet footers
+    // are, in one cache for every session of the process: a file never changes once
+    // written (names are unique), and entries are checked against size and time anyway.
     let runtime = RuntimeEnvBuilder::new()
-        .with_cache_manager(CacheManagerConfig::default().with_list_files_cache_limit(0))
+        .with_cache_manager(
+            CacheManagerConfig::default()
+                .with_list_files_cache_limit(0)
+                .with_file_metadata_cache(Some(footer_cache()))
+                .with_metadata_cache_limit(FOOTER_CACHE_BYTES),
+        )
         .build_arc()
         .map_err(|e| LakeError::Config(e.to_string()))?;
     let ctx = SessionContext::new_with_config_rt(config, runtime);
@@ -67,6 +77,27 @@ pub async fn session(lake: &Lake) -> Result<SessionContext, LakeError> {
     ctx.register_table("stations", Arc::new(stations_table()?))?;
     ctx.register_table("models", Arc::new(models_table()?))?;
     Ok(ctx)
+}
+
+/// Files the footer cache holds at once: a lake of 100,000 files (every ASOS station over
+/// years, compacted to a file per partition) is queried without re-reading footers.
+pub const FOOTER_CACHE_FILES: usize = 100_000;
+
+/// Decoded footer bytes budgeted per file: a lake file's footer holds the schema and the
+/// statistics of a few dozen columns in one or two row groups, plus their page index, and
+/// decoded it takes a multiple of its size on disk. The limit only bounds the cache: it
+/// holds what queries have read, least recently used first out.
+const FOOTER_BYTES_PER_FILE: usize = 16 * 1024;
+
+/// The footer cache's memory limit: [`FOOTER_CACHE_FILES`] footers.
+pub const FOOTER_CACHE_BYTES: usize = FOOTER_CACHE_FILES * FOOTER_BYTES_PER_FILE;
+
+/// The process's one footer cache (least recently used footers go first).
+fn footer_cache() -> Arc<FileMetadataCache> {
+    type Footers = DefaultCache<object_store::path::Path, CachedFileMetadataEntry>;
+    static CACHE: std::sync::OnceLock<Arc<Footers>> = std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(|| Arc::new(Footers::new(FOOTER_CACHE_BYTES)));
+    Arc::clone(cache) as Arc<FileMetadataCache>
 }
 
 /// A Parquet listing table of the lake: where its files are and what they hold.

@@ -1,16 +1,29 @@
 //! All object-store wiring lives here: turning the lake URL into a store, the root path
 //! inside it, and the URL prefix DataFusion resolves table paths against.
+//!
+//! An `s3://bucket/prefix` lake is configured by the usual `AWS_*` environment
+//! (`AWS_ENDPOINT_URL`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+//! `AWS_SESSION_TOKEN`, `AWS_ALLOW_HTTP` for a plain-HTTP endpoint, and
+//! `AWS_VIRTUAL_HOSTED_STYLE_REQUEST`: requests are path-style unless it is `true`). The
+//! store retries briefly: a wrong endpoint or a missing bucket should be an error in
+//! seconds, not after the client's default minutes of backoff.
 
 use std::sync::Arc;
 
 use object_store::aws::AmazonS3Builder;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
-use object_store::ObjectStore;
+use object_store::{ObjectStore, RetryConfig};
 use url::Url;
 
+use super::requests::CountingStore;
 use super::visibility::VisibleStore;
 use super::LakeError;
+
+/// Retries of one S3 request: enough for a throttled or briefly unavailable endpoint.
+const S3_RETRIES: usize = 4;
+/// Time after which a failing S3 request is not retried any more.
+const S3_RETRY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// The default lake location (relative to the working directory).
 pub const DEFAULT_LAKE: &str = "file://./data/lake";
@@ -56,22 +69,98 @@ fn local_location(path: &str) -> Result<LakeLocation, LakeError> {
     Ok(LakeLocation { base_url, root, local_dir: Some(abs) })
 }
 
-/// Builds the raw store for a location and wraps it so uncommitted files stay invisible.
-pub fn open_store(loc: &LakeLocation) -> Result<Arc<VisibleStore>, LakeError> {
+/// The stores of an open lake: what readers and writers use, and the request counts below it.
+#[derive(Debug, Clone)]
+pub struct OpenedStore {
+    /// Hides the files of unfinished swaps (visibility.rs).
+    pub visible: Arc<VisibleStore>,
+    /// Every request to the backing store passes through here (requests.rs).
+    pub counting: Arc<CountingStore>,
+}
+
+/// Builds the raw store for a location, counts its requests and wraps it so uncommitted
+/// files stay invisible.
+pub fn open_store(loc: &LakeLocation) -> Result<OpenedStore, LakeError> {
     let inner: Arc<dyn ObjectStore> = match loc.base_url.scheme() {
         "file" => Arc::new(LocalFileSystem::new()),
         "s3" => {
             let bucket = loc.base_url.host_str().unwrap_or_default();
+            let retry = RetryConfig { max_retries: S3_RETRIES, retry_timeout: S3_RETRY_TIMEOUT, ..Default::default() };
             Arc::new(
                 AmazonS3Builder::from_env()
                     .with_bucket_name(bucket)
+                    .with_retry(retry)
                     .build()
-                    .map_err(|e| LakeError::Config(format!("s3 store: {e}")))?,
+                    .map_err(|e| LakeError::Config(format!("s3 store for bucket '{bucket}': {e}")))?,
             )
         }
         other => return Err(LakeError::Config(format!("unsupported scheme {other}"))),
     };
-    Ok(Arc::new(VisibleStore::new(inner, loc.root.clone().join("_txn"))))
+    let counting = Arc::new(CountingStore::new(inner));
+    let visible =
+        Arc::new(VisibleStore::new(Arc::clone(&counting) as Arc<dyn ObjectStore>, loc.root.clone().join("_txn")));
+    Ok(OpenedStore { visible, counting })
+}
+
+/// The S3 endpoint the environment names (for messages), or AWS's own.
+fn s3_endpoint() -> String {
+    ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| "the AWS S3 endpoint (AWS_ENDPOINT_URL unset)".to_string())
+}
+
+/// Turns the first failed request of a lake into what an operator can act on: which
+/// endpoint could not be reached, which bucket does not exist, that the credentials were
+/// refused. Local lakes and other errors pass through unchanged.
+pub fn explain(loc: &LakeLocation, e: object_store::Error) -> LakeError {
+    if loc.base_url.scheme() != "s3" {
+        return e.into();
+    }
+    let bucket = loc.base_url.host_str().unwrap_or_default();
+    let text = error_chain(&e);
+    let endpoint = s3_endpoint();
+    let msg = if text.contains("URL scheme is not allowed") {
+        format!("the S3 endpoint {endpoint} is plain http: set AWS_ALLOW_HTTP=true to allow it (a local test server)")
+    } else if text.contains("NoSuchBucket") {
+        format!("S3 bucket '{bucket}' does not exist at {endpoint} (create it first)")
+    } else if ["InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "InvalidToken", "ExpiredToken"]
+        .iter()
+        .any(|c| text.contains(c))
+        || text.contains("403 Forbidden")
+    {
+        let code = ["InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "InvalidToken", "ExpiredToken"]
+            .into_iter()
+            .find(|c| text.contains(c))
+            .unwrap_or("403 Forbidden");
+        format!(
+            "S3 refused the credentials for bucket '{bucket}' at {endpoint} ({code}): check AWS_ACCESS_KEY_ID, \
+             AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN)"
+        )
+    } else if ["error sending request", "Connection refused", "dns error", "connect error", "timed out"]
+        .iter()
+        .any(|c| text.contains(c))
+    {
+        format!(
+            "cannot reach the S3 endpoint {endpoint} for bucket '{bucket}': check AWS_ENDPOINT_URL (and \
+             AWS_ALLOW_HTTP=true for a plain-http endpoint) ({e})"
+        )
+    } else {
+        return e.into();
+    };
+    LakeError::Config(msg)
+}
+
+/// An error and its sources, one string (the S3 code is often only in a source).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        src = s.source();
+    }
+    text
 }
 
 /// URL of a path inside the store, as DataFusion's ListingTableUrl wants it (with a

@@ -5,14 +5,24 @@
 //! under `_txn/` (one atomic put) says which files are being added and removed:
 //! while `state` is `writing`, the added files are hidden; once it is `committed`, the
 //! removed files are hidden. Then the removed files are deleted and the record dropped.
-//! Every listing through [`VisibleStore`] applies the records first, so DataFusion and the
-//! writer only ever see a consistent set. Recovery rolls each record forward or back.
+//! Every listing through [`VisibleStore`] applies the records, so DataFusion and the writer
+//! only ever see a consistent set. A listing is not a snapshot (on S3 nothing is): the
+//! records are listed again after it, and it is taken again if a swap changed them.
+//! Recovery rolls each record forward or back.
 //!
 //! Several processes may share a lake (`wxlake serve` publishing job outputs while a
 //! `wxlake sql` or `ingest` opens it). Rolling forward a `committed` record is always safe
 //! (its owner would delete the same files), but a `writing` record may belong to a swap in
 //! progress elsewhere: recovery leaves it alone until it is [`WRITING_GRACE`] old (a swap
 //! takes seconds). Until then its files stay hidden, so readers are consistent either way.
+//!
+//! On S3 a put is atomic but there is no rename and two processes may act on one record:
+//! the owner flipping it to `committed` while another process's recovery rolls it back.
+//! So a record is created with `If-None-Match` ([`PutMode::Create`]) and every change of
+//! state is a conditional put on the e-tag it was read or written with
+//! ([`PutMode::Update`]): recovery first marks a stale record `aborted` (its files stay
+//! hidden), and an owner that was that slow then fails to commit instead of exposing files
+//! recovery is deleting. Which writer may replace which files is claims.rs's business.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -24,8 +34,8 @@ use bytes::Bytes;
 use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, ObjectStoreExt,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
+    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, ObjectStoreExt, PutMode,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult, Result, UpdateVersion,
 };
 use serde::{Deserialize, Serialize};
 
@@ -50,6 +60,8 @@ pub const WRITING_GRACE: std::time::Duration = std::time::Duration::from_secs(60
 pub enum TxnState {
     Writing,
     Committed,
+    /// Rolled back by recovery: the added files stay hidden until they are deleted.
+    Aborted,
 }
 
 impl TxnRecord {
@@ -61,7 +73,7 @@ impl TxnRecord {
     /// Paths a reader must not see while this record exists.
     fn hidden(&self) -> &[String] {
         match self.state {
-            TxnState::Writing => &self.add,
+            TxnState::Writing | TxnState::Aborted => &self.add,
             TxnState::Committed => &self.remove,
         }
     }
@@ -96,13 +108,32 @@ impl VisibleStore {
 
     /// Every transaction record currently present.
     pub async fn records(&self) -> Result<Vec<TxnRecord>> {
-        read_records(&self.inner, &self.txn_dir).await
+        Ok(read_records(&self.inner, &self.txn_dir).await?.into_iter().map(|(r, _)| r).collect())
+    }
+
+    /// Creates a new record (`If-None-Match`: record ids are unique, so this only fails if
+    /// the store does); returns its version for [`VisibleStore::update_record`].
+    pub async fn create_record(&self, rec: &TxnRecord) -> Result<UpdateVersion> {
+        let res = self.inner.put_opts(&self.txn_path(&rec.id), record_body(rec), PutMode::Create.into()).await?;
+        Ok(UpdateVersion { e_tag: res.e_tag, version: res.version })
+    }
+
+    /// Changes a record's state if it is still the version `seen` (`If-Match`), so two
+    /// processes never both move one record on. Fails with `Precondition` (or `NotFound`)
+    /// when someone else changed or removed it. Stores without conditional updates (the
+    /// local filesystem, where only one host writes) overwrite.
+    pub async fn update_record(&self, rec: &TxnRecord, seen: &UpdateVersion) -> Result<UpdateVersion> {
+        let path = self.txn_path(&rec.id);
+        let res = match self.inner.put_opts(&path, record_body(rec), PutMode::Update(seen.clone()).into()).await {
+            Err(object_store::Error::NotImplemented { .. }) => self.inner.put(&path, record_body(rec)).await?,
+            other => other?,
+        };
+        Ok(UpdateVersion { e_tag: res.e_tag, version: res.version })
     }
 
     /// Writes (or overwrites) a transaction record: the single atomic step of a swap.
     pub async fn put_record(&self, rec: &TxnRecord) -> Result<()> {
-        let body = serde_json::to_vec(rec).unwrap_or_default();
-        self.inner.put(&self.txn_path(&rec.id), PutPayload::from(body)).await.map(|_| ())
+        self.inner.put(&self.txn_path(&rec.id), record_body(rec)).await.map(|_| ())
     }
 
     /// Removes a finished record.
@@ -119,35 +150,70 @@ impl VisibleStore {
     pub async fn recover(&self) -> Result<usize> {
         let now = chrono::Utc::now().timestamp();
         let grace = WRITING_GRACE.as_secs() as i64;
-        let recs: Vec<TxnRecord> = self
-            .records()
+        let recs: Vec<(TxnRecord, UpdateVersion)> = read_records(&self.inner, &self.txn_dir)
             .await?
             .into_iter()
-            .filter(|r| r.state == TxnState::Committed || now - r.created_at >= grace)
+            .filter(|(r, _)| r.state != TxnState::Writing || now - r.created_at >= grace)
             .collect();
-        for rec in &recs {
+        let mut resolved = 0;
+        for (mut rec, seen) in recs {
+            if rec.state == TxnState::Writing {
+                // Claim the rollback first: if the owner commits meanwhile, one of the two
+                // conditional puts fails and the other's outcome stands.
+                rec.state = TxnState::Aborted;
+                match self.update_record(&rec, &seen).await {
+                    Ok(_) => {}
+                    Err(object_store::Error::Precondition { .. } | object_store::Error::NotFound { .. }) => continue,
+                    Err(e) => return Err(e),
+                }
+            }
             let victims = match rec.state {
-                TxnState::Writing => &rec.add,
+                TxnState::Writing | TxnState::Aborted => &rec.add,
                 TxnState::Committed => &rec.remove,
             };
             for p in victims {
                 delete_if_present(&self.inner, &Path::from(p.as_str())).await?;
             }
             self.drop_record(&rec.id).await?;
+            resolved += 1;
         }
-        Ok(recs.len())
+        Ok(resolved)
     }
 }
 
-async fn read_records(store: &Arc<dyn ObjectStore>, dir: &Path) -> Result<Vec<TxnRecord>> {
-    let metas: Vec<ObjectMeta> = store.list(Some(dir)).try_collect().await?;
+fn record_body(rec: &TxnRecord) -> PutPayload {
+    PutPayload::from(serde_json::to_vec(rec).unwrap_or_default())
+}
+
+/// The record objects under `dir` as one LIST shows them (location order).
+async fn list_records(store: &Arc<dyn ObjectStore>, dir: &Path) -> Result<Vec<ObjectMeta>> {
+    let mut metas: Vec<ObjectMeta> = store.list(Some(dir)).try_collect().await?;
+    metas.sort_by(|a, b| a.location.cmp(&b.location));
+    Ok(metas)
+}
+
+/// Two listings of the records show the same records in the same versions.
+fn same_records(a: &[ObjectMeta], b: &[ObjectMeta]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.location == y.location && x.e_tag == y.e_tag && x.last_modified == y.last_modified)
+}
+
+/// Every record under `dir` with the version it was read at.
+async fn read_records(store: &Arc<dyn ObjectStore>, dir: &Path) -> Result<Vec<(TxnRecord, UpdateVersion)>> {
+    fetch_records(store, &list_records(store, dir).await?).await
+}
+
+async fn fetch_records(store: &Arc<dyn ObjectStore>, metas: &[ObjectMeta]) -> Result<Vec<(TxnRecord, UpdateVersion)>> {
     let mut out = Vec::with_capacity(metas.len());
     for m in metas {
         match store.get(&m.location).await {
             Ok(r) => {
+                let version = UpdateVersion { e_tag: r.meta.e_tag.clone(), version: r.meta.version.clone() };
                 let bytes = r.bytes().await?;
                 if let Ok(rec) = serde_json::from_slice::<TxnRecord>(&bytes) {
-                    out.push(rec);
+                    out.push((rec, version));
                 }
             }
             // Dropped between list and get: the swap just finished.
@@ -166,9 +232,38 @@ pub async fn delete_if_present(store: &Arc<dyn ObjectStore>, p: &Path) -> Result
     }
 }
 
-async fn hidden_set(store: Arc<dyn ObjectStore>, dir: Path) -> Result<HashSet<String>> {
-    let recs = read_records(&store, &dir).await?;
-    Ok(recs.iter().flat_map(|r| r.hidden().iter().cloned()).collect())
+/// How often a listing is retried while swaps keep changing the records under it.
+const LIST_ATTEMPTS: usize = 8;
+
+/// Lists through `list` what readers may see: the records are listed before and after, and
+/// the listing only counts if they did not change in between (else it is taken again).
+/// A listing is not a snapshot (on S3 nothing is): without the second look a swap that
+/// began or committed during it could show both its old and new files, or neither.
+async fn consistent_listing<T, F, Fut>(
+    store: &Arc<dyn ObjectStore>,
+    dir: &Path,
+    list: F,
+) -> Result<(T, HashSet<String>)>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut before = list_records(store, dir).await?;
+    for _ in 0..LIST_ATTEMPTS {
+        let recs = fetch_records(store, &before).await?;
+        let listing = list().await?;
+        let after = list_records(store, dir).await?;
+        if same_records(&before, &after) {
+            let hidden = recs.iter().flat_map(|(r, _)| r.hidden().iter().cloned()).collect();
+            return Ok((listing, hidden));
+        }
+        before = after;
+    }
+    Err(object_store::Error::Generic {
+        store: "lake",
+        source: format!("the lake's transaction records under {dir} changed during {LIST_ATTEMPTS} listings in a row")
+            .into(),
+    })
 }
 
 #[async_trait]
@@ -198,10 +293,12 @@ impl ObjectStore for VisibleStore {
         let dir = self.txn_dir.clone();
         let prefix = prefix.cloned();
         stream::once(async move {
-            let hidden = hidden_set(Arc::clone(&inner), dir).await;
-            let listing = inner.list(prefix.as_ref());
-            match hidden {
-                Ok(h) => listing.try_filter(move |m| futures::future::ready(!h.contains(m.location.as_ref()))).boxed(),
+            let listed = consistent_listing(&inner, &dir, || inner.list(prefix.as_ref()).try_collect::<Vec<_>>()).await;
+            match listed {
+                Ok((metas, hidden)) => {
+                    stream::iter(metas.into_iter().filter(move |m| !hidden.contains(m.location.as_ref())).map(Ok))
+                        .boxed()
+                }
                 Err(e) => stream::once(async move { Err(e) }).boxed(),
             }
         })
@@ -210,8 +307,8 @@ impl ObjectStore for VisibleStore {
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
-        let hidden = hidden_set(Arc::clone(&self.inner), self.txn_dir.clone()).await?;
-        let mut res = self.inner.list_with_delimiter(prefix).await?;
+        let (mut res, hidden) =
+            consistent_listing(&self.inner, &self.txn_dir, || self.inner.list_with_delimiter(prefix)).await?;
         res.objects.retain(|m| !hidden.contains(m.location.as_ref()));
         Ok(res)
     }
@@ -278,5 +375,114 @@ mod tests {
         assert_eq!(names(&s).await, ["t/a.parquet"]);
         let all: Vec<_> = inner.list(Some(&Path::from("t"))).try_collect::<Vec<_>>().await.unwrap();
         assert_eq!(all.len(), 1, "the partial file is deleted");
+    }
+
+    #[tokio::test]
+    async fn a_commit_during_a_listing_is_not_missed() {
+        let meddler = Arc::new(CommitsDuringListing { inner: Arc::new(InMemory::new()), pending: Default::default() });
+        let s = VisibleStore::new(Arc::clone(&meddler) as Arc<dyn ObjectStore>, Path::from("_txn"));
+        for p in ["t/a.parquet", "t/c.parquet"] {
+            s.put(&Path::from(p), PutPayload::from_static(b"x")).await.unwrap();
+        }
+        let rec = TxnRecord::writing("3".into(), vec!["t/c.parquet".into()], vec!["t/a.parquet".into()]);
+        let version = s.create_record(&rec).await.unwrap();
+        // The first listing of `t` runs while the swap commits and deletes `a`: read with
+        // the records from before, it would show neither file.
+        let committed = TxnRecord { state: TxnState::Committed, ..rec };
+        *meddler.pending.lock().unwrap() = Some((committed.clone(), version));
+        assert_eq!(names(&s).await, ["t/c.parquet"]);
+        assert!(meddler.pending.lock().unwrap().is_none(), "the swap ran during the listing");
+        // A second writer holding a stale version cannot move the record on.
+        let stale = UpdateVersion { e_tag: Some("\"stale\"".into()), version: None };
+        let err = s.update_record(&TxnRecord { state: TxnState::Aborted, ..committed }, &stale).await.unwrap_err();
+        assert!(matches!(err, object_store::Error::Precondition { .. }), "{err}");
+    }
+
+    #[tokio::test]
+    async fn an_owner_too_slow_for_recovery_cannot_commit_after_the_rollback() {
+        let inner: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let s = VisibleStore::new(Arc::clone(&inner), Path::from("_txn"));
+        s.put(&Path::from("t/a.parquet"), PutPayload::from_static(b"x")).await.unwrap();
+        let mut rec = TxnRecord::writing("4".into(), vec!["t/c.parquet".into()], vec!["t/a.parquet".into()]);
+        rec.created_at -= WRITING_GRACE.as_secs() as i64;
+        let version = s.create_record(&rec).await.unwrap();
+        s.put(&Path::from("t/c.parquet"), PutPayload::from_static(b"y")).await.unwrap();
+        // Another process's recovery rolls the stale swap back...
+        assert_eq!(s.recover().await.unwrap(), 1);
+        // ...and the owner, waking up, cannot commit over it: its version is gone.
+        rec.state = TxnState::Committed;
+        let err = s.update_record(&rec, &version).await.unwrap_err();
+        assert!(
+            matches!(err, object_store::Error::Precondition { .. } | object_store::Error::NotFound { .. }),
+            "{err}"
+        );
+        assert_eq!(names(&s).await, ["t/a.parquet"]);
+        assert!(s.records().await.unwrap().is_empty());
+    }
+
+    /// A store whose next listing of `t/` first commits the pending record and deletes what
+    /// it removes: a swap finishing while a reader lists.
+    #[derive(Debug)]
+    struct CommitsDuringListing {
+        inner: Arc<InMemory>,
+        pending: std::sync::Mutex<Option<(TxnRecord, UpdateVersion)>>,
+    }
+
+    impl fmt::Display for CommitsDuringListing {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "CommitsDuringListing")
+        }
+    }
+
+    #[async_trait]
+    impl ObjectStore for CommitsDuringListing {
+        async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> Result<PutResult> {
+            self.inner.put_opts(location, payload, opts).await
+        }
+
+        async fn put_multipart_opts(
+            &self,
+            location: &Path,
+            opts: PutMultipartOptions,
+        ) -> Result<Box<dyn MultipartUpload>> {
+            self.inner.put_multipart_opts(location, opts).await
+        }
+
+        async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+            self.inner.get_opts(location, options).await
+        }
+
+        fn delete_stream(&self, locations: BoxStream<'static, Result<Path>>) -> BoxStream<'static, Result<Path>> {
+            self.inner.delete_stream(locations)
+        }
+
+        fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+            let swap = match prefix {
+                Some(p) if p.as_ref() == "t" => self.pending.lock().unwrap().take(),
+                _ => None,
+            };
+            let inner = Arc::clone(&self.inner);
+            let prefix = prefix.cloned();
+            stream::once(async move {
+                if let Some((rec, version)) = swap {
+                    let body = record_body(&rec);
+                    inner.put_opts(&Path::from("_txn/3.json"), body, PutMode::Update(version).into()).await.unwrap();
+                    for p in &rec.remove {
+                        inner.delete(&Path::from(p.as_str())).await.unwrap();
+                    }
+                }
+                inner.list(prefix.as_ref())
+            })
+            .flatten()
+            .boxed()
+        }
+
+        async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+            self.inner.list_with_delimiter(prefix).await
+        }
+
+        async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
+            self.inner.copy_opts(from, to, options).await
+        }
     }
 }

@@ -16,5 +16,6 @@ mod http;
 mod lake;
 mod layering;
 mod openapi;
+mod s3;
 mod slt;
 mod support;

@@ -1,0 +1,502 @@
+//! The lake on S3, for real: every command against a moto S3 server this module starts on
+//! 127.0.0.1 (one process shared by the tests, a bucket each), configured only through the
+//! `AWS_*` environment as an operator would. Moto comes from `.ci/venv` (installed by
+//! `.ci/run`), else from the PATH's `python3`; without it these tests say so loudly and skip
+//! (under `CI=true` they fail).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path as FsPath, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use futures::TryStreamExt;
+use object_store::aws::AmazonS3Builder;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+
+use crate::support::fixture;
+
+/// A moto S3 server, killed when the last test using it lets go.
+struct Moto {
+    child: Mutex<Child>,
+    endpoint: String,
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let mut c = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+/// A Python with moto's server importable: `.ci/venv`'s, else the PATH's `python3`.
+fn moto_python() -> Option<PathBuf> {
+    let venv = FsPath::new(env!("CARGO_MANIFEST_DIR")).join(".ci/venv/bin/python");
+    [venv, PathBuf::from("python3")].into_iter().find(|py| {
+        Command::new(py)
+            .args(["-c", "import moto.server"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
+
+/// Starts moto on a free loopback port. `auth` makes it check credentials (it accepts any
+/// by default). The server exits when this test process does, even if it is killed.
+fn start_moto(auth: bool) -> Option<Moto> {
+    let Some(py) = moto_python() else {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "moto is missing under CI: .ci/run installs it");
+        eprintln!(
+            "\n*** SKIPPED: no moto S3 server (run .ci/run, or pip install 'moto[server]' into .ci/venv); \
+             the S3 lake tests did not run ***\n"
+        );
+        return None;
+    };
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    // A watchdog thread ends the server when its parent (this test binary) is gone.
+    let script = format!(
+        "import os, sys, threading, time\n\
+         parent = os.getppid()\n\
+         def watch():\n    while os.getppid() == parent: time.sleep(0.5)\n    os._exit(0)\n\
+         threading.Thread(target=watch, daemon=True).start()\n\
+         from moto.server import main\n\
+         main(['-H', '127.0.0.1', '-p', '{port}'])\n"
+    );
+    let mut cmd = Command::new(py);
+    cmd.args(["-c", &script]).stdout(Stdio::null()).stderr(Stdio::null());
+    if auth {
+        cmd.env("INITIAL_NO_AUTH_ACTION_COUNT", "0");
+    }
+    let child = cmd.spawn().expect("start moto");
+    let moto = Moto { child: Mutex::new(child), endpoint: format!("http://127.0.0.1:{port}") };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "moto did not start on port {port}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Some(moto)
+}
+
+/// The module's moto server, started by the first test that needs it.
+fn shared_moto() -> Option<Arc<Moto>> {
+    static SHARED: Mutex<Weak<Moto>> = Mutex::new(Weak::new());
+    let mut slot = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(m) = slot.upgrade() {
+        return Some(m);
+    }
+    let m = Arc::new(start_moto(false)?);
+    *slot = Arc::downgrade(&m);
+    Some(m)
+}
+
+/// One test's bucket on the shared server, and a scratch directory.
+struct S3Lake {
+    moto: Arc<Moto>,
+    bucket: String,
+    dir: tempfile::TempDir,
+}
+
+impl S3Lake {
+    /// A new bucket, or `None` (skipped) without moto.
+    fn new(name: &str) -> Option<S3Lake> {
+        let moto = shared_moto()?;
+        let bucket = format!("{name}-{}", std::process::id());
+        let (status, body) = raw_http(&moto.endpoint, "PUT", &format!("/{bucket}"));
+        assert_eq!(status, 200, "create bucket {bucket}: {body}");
+        Some(S3Lake { moto, bucket, dir: tempfile::tempdir().unwrap() })
+    }
+
+    fn url(&self) -> String {
+        format!("s3://{}/wx/lake", self.bucket)
+    }
+
+    /// The binary on this lake, configured through the environment only.
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_wxlake"));
+        aws_env(&mut c, &self.moto.endpoint, "testing");
+        c.arg("--lake").arg(self.url()).args(args);
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().expect("run wxlake")
+    }
+
+    /// Runs and insists on success.
+    fn ok(&self, args: &[&str]) -> String {
+        let o = self.run(args);
+        assert!(o.status.success(), "wxlake {args:?}: {}", err(&o));
+        err(&o) + &out(&o)
+    }
+
+    /// One CSV value of a query.
+    fn scalar(&self, q: &str) -> String {
+        let o = self.run(&["sql", q, "--format", "csv"]);
+        assert!(o.status.success(), "{q}: {}", err(&o));
+        out(&o).lines().nth(1).unwrap_or_default().to_string()
+    }
+
+    /// A client of the bucket, to look at what the commands left.
+    fn store(&self) -> Arc<dyn ObjectStore> {
+        Arc::new(
+            AmazonS3Builder::new()
+                .with_endpoint(&self.moto.endpoint)
+                .with_allow_http(true)
+                .with_bucket_name(&self.bucket)
+                .with_region("us-east-1")
+                .with_access_key_id("testing")
+                .with_secret_access_key("testing")
+                .build()
+                .unwrap(),
+        )
+    }
+
+    /// Every object under the lake root: path relative to it -> size.
+    fn objects(&self) -> BTreeMap<String, u64> {
+        let store = self.store();
+        let metas: Vec<_> = block(store.list(Some(&Path::from("wx/lake"))).try_collect::<Vec<_>>()).unwrap();
+        metas.into_iter().map(|m| (m.location.as_ref().trim_start_matches("wx/lake/").to_string(), m.size)).collect()
+    }
+
+    /// Parquet files per partition directory of `table`.
+    fn files_per_partition(&self, table: &str) -> BTreeMap<String, usize> {
+        let mut per = BTreeMap::new();
+        for k in self.objects().keys().filter(|k| k.starts_with(&format!("{table}/")) && k.ends_with(".parquet")) {
+            *per.entry(k.rsplit_once('/').unwrap().0.to_string()).or_insert(0) += 1;
+        }
+        per
+    }
+
+    /// Nothing of a swap left behind: no record, claim or staged file.
+    fn assert_no_leftovers(&self) {
+        let left: Vec<_> = self
+            .objects()
+            .into_keys()
+            .filter(|k| k.starts_with("_txn/") || k.starts_with("_claims/") || k.starts_with("_staging/"))
+            .collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
+    }
+
+    /// The routine KCVG day split into `n` files (so one partition gets `n` files).
+    fn kcvg_parts(&self, n: usize) -> Vec<String> {
+        let text = std::fs::read_to_string(fixture("metar/IEM_KCVG_2024-03-01_routine.tsv")).unwrap();
+        let (head, rows): (Vec<&str>, Vec<&str>) =
+            text.lines().partition(|l| l.starts_with('#') || l.starts_with("station"));
+        (0..n)
+            .map(|i| {
+                let p = self.dir.path().join(format!("kcvg-{i}.tsv"));
+                let mine: Vec<&str> = rows.iter().skip(i).step_by(n).copied().collect();
+                std::fs::write(&p, format!("{}\n{}\n", head.join("\n"), mine.join("\n"))).unwrap();
+                p.display().to_string()
+            })
+            .collect()
+    }
+}
+
+/// The environment an operator sets for an S3-compatible endpoint (path-style requests
+/// are the default).
+fn aws_env(c: &mut Command, endpoint: &str, secret: &str) {
+    c.env("AWS_ENDPOINT_URL", endpoint)
+        .env("AWS_ALLOW_HTTP", "true")
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", secret)
+        .env("AWS_REGION", "us-east-1");
+}
+
+fn out(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+fn err(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+fn block<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+}
+
+/// A bare HTTP/1.1 request (moto accepts unsigned bucket creation): status and body.
+fn raw_http(endpoint: &str, method: &str, path: &str) -> (u16, String) {
+    let addr = endpoint.trim_start_matches("http://");
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(s, "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    let status = resp.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (status, resp)
+}
+
+/// Reports of three stations the daily_extremes job has days for.
+const AWC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/real/metar/awc_metar_knyc_kmdw_kaus_20260925T0631Z.json");
+
+#[test]
+fn ingest_sql_compact_and_jobs_run_on_an_s3_lake() {
+    let Some(lake) = S3Lake::new("cmds") else { return };
+    for part in lake.kcvg_parts(3) {
+        lake.ok(&["ingest", "metar", &part]);
+    }
+    assert_eq!(lake.scalar("SELECT count(*) FROM observations"), "24");
+    assert!(lake.files_per_partition("observations").values().any(|&n| n == 3), "three ingests, three files");
+    // Idempotent on S3 as locally.
+    let again = lake.ok(&["ingest", "metar", fixture("metar/IEM_KCVG_2024-03-01_routine.tsv").to_str().unwrap()]);
+    assert!(again.contains("stored 0, duplicate 24"), "{again}");
+
+    let compacted = lake.ok(&["compact", "--table", "observations"]);
+    assert!(compacted.contains("observations:"), "{compacted}");
+    assert!(lake.files_per_partition("observations").values().all(|&n| n == 1));
+    assert_eq!(lake.scalar("SELECT count(*) FROM observations"), "24");
+
+    lake.assert_no_leftovers();
+
+    // Jobs on a lake of their own: a full run goes chunk by chunk over every day between
+    // the first and last report, and KCVG's 2024 day is far from AWC's 2026 ones.
+    let Some(lake) = S3Lake::new("jobs") else { return };
+    lake.ok(&["ingest", "metar", AWC]);
+    lake.ok(&["jobs", "run", "daily_extremes"]);
+    let q = "SELECT count(*) || '/' || count(DISTINCT logic) FROM daily_extremes WHERE station_code = 'KNYC'";
+    let rows = lake.scalar(q);
+    assert!(rows.ends_with("/2"), "{rows}");
+    // A second run replaces its output (copy + delete on S3, no rename): same rows, once.
+    lake.ok(&["jobs", "run", "daily_extremes"]);
+    assert_eq!(lake.scalar(q), rows);
+    assert_eq!(lake.scalar("SELECT count(*) FROM job_runs WHERE job = 'daily_extremes'"), "2");
+    lake.assert_no_leftovers();
+}
+
+/// Starts `wxlake serve` on the lake and returns it with its address once it listens.
+fn serve(lake: &S3Lake, extra: &[&str]) -> (Child, String) {
+    let mut args = vec!["serve", "--addr", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let mut child = lake.cmd(&args).stderr(Stdio::piped()).stdout(Stdio::null()).spawn().expect("spawn serve");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        let Some(Ok(line)) = lines.next() else { break };
+        if let Some(rest) = line.split("listening on http://").nth(1) {
+            let addr = rest.split_whitespace().next().unwrap().to_string();
+            // Keep draining stderr so the server never blocks on a full pipe.
+            std::thread::spawn(move || for _ in lines {});
+            return (child, addr);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("serve did not start");
+}
+
+fn sigterm(mut child: Child) {
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn serve_needs_a_local_state_dir_compacts_and_flushes_to_s3() {
+    let Some(lake) = S3Lake::new("serve") else { return };
+    let o = lake.run(&["serve", "--addr", "127.0.0.1:0"]);
+    assert!(!o.status.success());
+    assert!(err(&o).contains("a remote lake needs --state-dir"), "{}", err(&o));
+    let state = lake.dir.path().join("state");
+    let state = state.to_str().unwrap();
+
+    // The hourly compaction: with an hour between flushes it runs at start-up, then hourly.
+    for part in lake.kcvg_parts(2) {
+        lake.ok(&["ingest", "metar", &part]);
+    }
+    let (server, _) = serve(&lake, &["--state-dir", state, "--flush-secs", "3600"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while lake.files_per_partition("observations").values().any(|&n| n > 1) {
+        assert!(Instant::now() < deadline, "serve did not compact: {:?}", lake.files_per_partition("observations"));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    sigterm(server);
+    assert_eq!(lake.scalar("SELECT count(*) FROM observations"), "24");
+
+    // Live ingest through the WAL (local, in the state dir), flushed to the S3 lake.
+    let key = lake.ok(&["keys", "--state-dir", state, "create", "--tier", "enterprise", "--user", "ops", "--admin"]);
+    let key = key.lines().rfind(|l| l.starts_with("wx_")).expect("a key").trim().to_string();
+    let (child, addr) = serve(&lake, &["--state-dir", state, "--flush-secs", "1"]);
+    let text = "KMDW 011251Z 27008KT 10SM CLR 05/M02 A3012 RMK T00501017\nKMDW 011351Z 27008KT 10SM CLR 06/M02 A3012";
+    let mut s = TcpStream::connect(&addr).unwrap();
+    write!(
+        s,
+        "POST /api/v2/ingest/metar?month=2024-03 HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\n\
+         Content-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+        text.len()
+    )
+    .unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    assert!(resp.starts_with("HTTP/1.1 202"), "{resp}");
+    // The one-second flush puts the reports in the lake while the server runs.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while lake.scalar("SELECT count(*) FROM observations WHERE station_code = 'KMDW'") != "2" {
+        assert!(Instant::now() < deadline, "not flushed to the S3 lake");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    sigterm(child);
+    assert_eq!(lake.scalar("SELECT count(*) FROM observations"), "26");
+    lake.assert_no_leftovers();
+}
+
+#[test]
+fn an_interrupted_swap_is_finished_or_undone_on_s3() {
+    let Some(lake) = S3Lake::new("recover") else { return };
+    lake.ok(&["ingest", "metar", fixture("metar/IEM_KCVG_2024-03-01_routine.tsv").to_str().unwrap()]);
+    let store = lake.store();
+    let (dir, _) = lake.files_per_partition("observations").into_iter().next().unwrap();
+    let dir = Path::from(format!("wx/lake/{dir}"));
+    let files: Vec<Path> = block(store.list(Some(&dir)).map_ok(|m| m.location).try_collect::<Vec<_>>()).unwrap();
+    let rows = lake.scalar("SELECT count(*) FROM observations");
+    // A publish that crashed after its commit (old copy still there), and one that crashed
+    // while writing long ago (its new copy never committed): both copies hold the same rows.
+    let (old, unfinished) = (dir.clone().join("old.parquet"), dir.clone().join("unfinished.parquet"));
+    block(async {
+        for copy in [&old, &unfinished] {
+            store.copy(&files[0], copy).await.unwrap();
+        }
+        let committed = serde_json::json!({"id": "c1", "state": "committed", "add": [files[0].to_string()],
+            "remove": [old.to_string()], "created_at": chrono::Utc::now().timestamp()});
+        let writing = serde_json::json!({"id": "w1", "state": "writing", "add": [unfinished.to_string()],
+            "remove": [], "created_at": 0});
+        for (id, rec) in [("c1", committed), ("w1", writing)] {
+            let p = Path::from(format!("wx/lake/_txn/{id}.json"));
+            store.put(&p, PutPayload::from(rec.to_string())).await.unwrap();
+        }
+    });
+    // Any command opening the lake finishes both: no row twice, the stray copies gone.
+    assert_eq!(lake.scalar("SELECT count(*) FROM observations"), rows);
+    let left: Vec<Path> = block(store.list(Some(&dir)).map_ok(|m| m.location).try_collect::<Vec<_>>()).unwrap();
+    assert_eq!(left, files);
+    lake.assert_no_leftovers();
+}
+
+/// Runs `n` copies of a command at once while a reader checks `check` until they end.
+fn race(lake: &S3Lake, args: &[&str], n: usize, check: &str, expected: &str) -> Vec<Output> {
+    let children: Vec<Child> =
+        (0..n).map(|_| lake.cmd(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()).collect();
+    let mut reads = 0;
+    let mut children: Vec<Option<Child>> = children.into_iter().map(Some).collect();
+    let mut outputs = Vec::new();
+    loop {
+        // Readers during the race see one consistent set: never a row twice or missing.
+        // A query whose files were replaced between its planning and its reading fails
+        // (the replaced files are deleted right after the commit) and is asked again.
+        let o = lake.run(&["sql", check, "--format", "csv"]);
+        if o.status.success() {
+            assert_eq!(out(&o).lines().nth(1).unwrap_or_default(), expected, "read {reads} during {args:?}");
+        } else {
+            assert!(err(&o).contains("not found"), "read {reads} during {args:?}: {}", err(&o));
+            eprintln!("a read planned before a swap found its file gone; asked again");
+        }
+        reads += 1;
+        for c in children.iter_mut() {
+            if c.as_mut().is_some_and(|c| c.try_wait().unwrap().is_some()) {
+                outputs.push(c.take().unwrap().wait_with_output().unwrap());
+            }
+        }
+        if children.iter().all(Option::is_none) {
+            return outputs;
+        }
+    }
+}
+
+#[test]
+fn two_processes_compacting_or_publishing_at_once_never_double_or_lose_a_file() {
+    let Some(lake) = S3Lake::new("race") else { return };
+    for part in lake.kcvg_parts(4) {
+        lake.ok(&["ingest", "metar", &part]);
+    }
+    let count = "SELECT count(*) || '/' || count(DISTINCT row_key) FROM observations";
+    for o in race(&lake, &["-v", "compact", "--table", "observations"], 2, count, "24/24") {
+        assert!(o.status.success(), "{}", err(&o));
+        let text = err(&o);
+        let said: Vec<&str> = text.lines().filter(|l| l.contains("observations") || l.contains("left to")).collect();
+        eprintln!("compact in the race: {said:?}");
+    }
+    assert!(lake.files_per_partition("observations").values().all(|&n| n == 1));
+    assert_eq!(lake.scalar(count), "24/24");
+
+    lake.assert_no_leftovers();
+
+    let Some(lake) = S3Lake::new("race-jobs") else { return };
+    lake.ok(&["ingest", "metar", AWC]);
+    lake.ok(&["jobs", "run", "daily_extremes"]);
+    let check = "SELECT count(*) || '/' || count(DISTINCT station_code) FROM daily_extremes";
+    let rows = lake.scalar(check);
+    let before = lake.files_per_partition("derived/daily_extremes");
+    let outputs = race(&lake, &["jobs", "run", "daily_extremes"], 2, check, &rows);
+    // Each run either published or stopped on the other's claim, publishing nothing.
+    for o in &outputs {
+        eprintln!("jobs run in the race: {:?} {}", o.status, err(o).lines().last().unwrap_or_default());
+        assert!(o.status.success() || err(o).contains("concurrent writer"), "{}", err(o));
+    }
+    assert!(outputs.iter().any(|o| o.status.success()), "one of them publishes");
+    assert_eq!(lake.scalar(check), rows);
+    assert_eq!(lake.files_per_partition("derived/daily_extremes").len(), before.len());
+    assert!(lake.files_per_partition("derived/daily_extremes").values().all(|&n| n == 1));
+    lake.assert_no_leftovers();
+}
+
+#[test]
+fn a_selective_query_reads_one_partition_not_the_lake() {
+    let Some(lake) = S3Lake::new("requests") else { return };
+    lake.ok(&["ingest", "metar", fixture("metar/IEM_VOHY_2014-03-01_2014-04-04_all_fields.tsv").to_str().unwrap()]);
+    let partitions = lake.files_per_partition("observations").len();
+    assert!(partitions >= 30, "{partitions} partitions");
+    let q = "SELECT count(*) FROM observations WHERE date = '2014-03-15' AND station_code = 'VOHY'";
+    let o = lake.run(&["-v", "sql", q, "--format", "csv"]);
+    assert!(o.status.success(), "{}", err(&o));
+    assert_ne!(out(&o).lines().nth(1), Some("0"));
+    let line = err(&o).lines().rfind(|l| l.contains("object store requests")).map(str::to_string);
+    let line = line.unwrap_or_else(|| panic!("no request counts in {}", err(&o)));
+    let count = |kind: &str| -> u64 {
+        let rest = line.split(&format!("{kind} ")).nth(1).unwrap_or_else(|| panic!("{kind} in {line}"));
+        rest.split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+    };
+    // Opening the lake (transaction records, claims) and the query's one partition: a
+    // listing of the whole table would list every partition's file.
+    assert!(count("objects listed") <= 3, "{line}");
+    assert!(count("LIST") <= 6, "{line}");
+    assert!(count("GET") + count("HEAD") <= 8, "{line}");
+    assert_eq!(count("PUT") + count("DELETE") + count("COPY"), 0, "a query writes nothing: {line}");
+}
+
+#[test]
+fn a_wrong_endpoint_a_missing_bucket_or_bad_credentials_are_named() {
+    let Some(lake) = S3Lake::new("errors") else { return };
+    let kcvg = fixture("metar/IEM_KCVG_2024-03-01_routine.tsv");
+    let kcvg = kcvg.to_str().unwrap();
+    let check = |o: Output, want: &str| {
+        assert!(!o.status.success());
+        let e = err(&o);
+        assert!(e.contains(want), "wanted '{want}' in: {e}");
+        assert!(!e.contains("panicked"), "{e}");
+    };
+    // Nothing listens on this port.
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut c = lake.cmd(&["ingest", "metar", kcvg]);
+    c.env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}"));
+    check(c.output().unwrap(), &format!("cannot reach the S3 endpoint http://127.0.0.1:{port}"));
+    let mut c = lake.cmd(&["ingest", "metar", kcvg]);
+    c.env_remove("AWS_ALLOW_HTTP");
+    check(c.output().unwrap(), "is plain http: set AWS_ALLOW_HTTP=true");
+
+    let mut c = Command::new(env!("CARGO_BIN_EXE_wxlake"));
+    aws_env(&mut c, &lake.moto.endpoint, "testing");
+    c.args(["--lake", "s3://no-such-bucket-wx/lake", "ingest", "metar", kcvg]);
+    check(c.output().unwrap(), "S3 bucket 'no-such-bucket-wx' does not exist");
+
+    // Moto checking credentials (its own process: the setting is per server).
+    let Some(strict) = start_moto(true) else { return };
+    let mut c = Command::new(env!("CARGO_BIN_EXE_wxlake"));
+    aws_env(&mut c, &strict.endpoint, "wrong-secret");
+    c.args(["--lake", &lake.url(), "ingest", "metar", kcvg]);
+    check(c.output().unwrap(), "S3 refused the credentials");
+    // Nothing half-written anywhere.
+    assert!(lake.objects().is_empty(), "{:?}", lake.objects());
+}
