@@ -15,6 +15,15 @@ pub const V2_NEARBY: &str = "/api/v2/nearby.php";
 pub const V2_PACING: &str = "/api/v2/pacing.php";
 pub const V2_INGEST: &str = "/api/v2/ingest/{format}";
 pub const V2_STREAM: &str = "/api/v2/stream";
+/// The stream's events on the REST port, for the dashboard (key in a header).
+pub const V2_STREAM_RELAY: &str = "/api/v2/stream/relay";
+pub const V2_STATIONS: &str = "/api/v2/stations.php";
+
+/// The dashboard's views (one page shell) and its static assets.
+pub const DASHBOARD: &str = "/";
+pub const DASHBOARD_STATION: &str = "/station/{code}";
+pub const DASHBOARD_ACCURACY: &str = "/accuracy/{code}";
+pub const DASHBOARD_ASSETS: &str = "/dashboard/{file}";
 
 pub const V1_OBSERVATIONS: &str = "/api/v1/observations.php";
 pub const V1_FORECASTS: &str = "/api/v1/forecasts.php";

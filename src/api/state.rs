@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use super::accuracy_cache::AccuracyCache;
 use super::forecast_cache::ForecastCache;
@@ -10,7 +11,18 @@ use super::keys::KeyStore;
 use super::latest_cache::LatestCache;
 use super::limits::RateLimiter;
 use crate::clock::Clock;
+use crate::stream::{EventLog, Hub};
 use crate::write::LiveService;
+
+/// The push stream's event source as the REST port's relay needs it: the one event log and
+/// hub the HTTPS stream serves (so the relay is no second event source).
+#[derive(Clone)]
+pub struct StreamFeed {
+    pub hub: Hub,
+    pub log: Arc<EventLog>,
+    /// Heartbeat period of the stream, kept by the relay too.
+    pub heartbeat: Duration,
+}
 
 /// Everything a handler needs, cheap to clone.
 #[derive(Clone)]
@@ -31,6 +43,8 @@ pub struct AppInner {
     /// Where the HTTPS push stream listens, once it does (unset: the stream is not
     /// enabled). The REST port names it to clients that ask it for the stream.
     stream_addr: OnceLock<SocketAddr>,
+    /// The stream's event log and hub, once the stream runs (the dashboard's relay).
+    stream_feed: OnceLock<StreamFeed>,
 }
 
 impl std::ops::Deref for AppState {
@@ -51,11 +65,20 @@ impl AppState {
             forecasts: Default::default(),
             latest: Default::default(),
             stream_addr: OnceLock::new(),
+            stream_feed: OnceLock::new(),
         }))
     }
     /// Records the push stream's listening address (once; later calls are ignored).
     pub fn set_stream_addr(&self, addr: SocketAddr) {
         let _ = self.stream_addr.set(addr);
+    }
+    /// Records the stream's event log and hub for the REST port's relay (once).
+    pub fn set_stream_feed(&self, feed: StreamFeed) {
+        let _ = self.stream_feed.set(feed);
+    }
+    /// The stream's event log and hub, when the stream is enabled.
+    pub fn stream_feed(&self) -> Option<&StreamFeed> {
+        self.stream_feed.get()
     }
     /// The push stream's listening address, when the stream is enabled.
     pub fn stream_addr(&self) -> Option<SocketAddr> {

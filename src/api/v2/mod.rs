@@ -8,3 +8,4 @@ pub mod nws_forecasts;
 pub mod observations;
 pub mod pacing;
 pub mod precipitation;
+pub mod stations;
