@@ -55,7 +55,7 @@ pub use event_log::{
 };
 pub use hub::{CloseReason, ConnectionCloser, Delivery, Hub, HubStats, ReconnectPolicy, Subscription};
 pub use sse::{
-    parse_stations, stream_response, stream_router, StreamAuth, StreamGrant, StreamRefusal, StreamState, DEFAULT_HEARTBEAT,
-    STREAM_PATH,
+    parse_stations, stream_response, stream_router, StreamAuth, StreamGrant, StreamRefusal, StreamState,
+    DEFAULT_HEARTBEAT, STREAM_PATH,
 };
 pub use tls::{load_tls, self_signed, serve_tls, serve_tls_with, ServeOptions, TlsError};

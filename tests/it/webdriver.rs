@@ -9,7 +9,7 @@
 use serde_json::{json, Value};
 
 /// The W3C key under which an element reference is returned.
-const ELEMENT: &str = "element-6066-11e4-a52f-4a5d-9b5b-da3f7d4e7c1a";
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
 /// One browser session.
 pub struct Session {
@@ -75,6 +75,11 @@ impl Session {
 
     pub async fn send_keys(&self, element: &str, text: &str) -> Result<()> {
         self.post(&format!("/element/{element}/value"), json!({"text": text})).await.map(drop)
+    }
+
+    /// A Chrome DevTools Protocol command through chromedriver (e.g. clearing the cache).
+    pub async fn cdp(&self, cmd: &str, params: Value) -> Result<Value> {
+        self.post("/goog/cdp/execute", json!({"cmd": cmd, "params": params})).await
     }
 
     /// A PNG of the viewport.

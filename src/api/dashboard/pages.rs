@@ -57,8 +57,11 @@ pub async fn asset(Path(file): Path<String>, headers: HeaderMap) -> Response {
     let (_, content_type, bytes) = ASSETS[i];
     let etag = &etags()[i];
     let fresh = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).is_some_and(|v| v == etag);
-    let mut resp =
-        if fresh { StatusCode::NOT_MODIFIED.into_response() } else { ([(header::CONTENT_TYPE, content_type)], bytes).into_response() };
+    let mut resp = if fresh {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        ([(header::CONTENT_TYPE, content_type)], bytes).into_response()
+    };
     let h = resp.headers_mut();
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
@@ -85,10 +88,7 @@ mod tests {
     #[test]
     fn the_shell_links_every_asset_and_only_listed_ones() {
         let prefix = format!("{}/", crate::api::paths::DASHBOARD_ASSETS.trim_end_matches("/{file}"));
-        let linked: Vec<&str> = SHELL
-            .split(['"', '\''])
-            .filter_map(|s| s.strip_prefix(prefix.as_str()))
-            .collect();
+        let linked: Vec<&str> = SHELL.split(['"', '\'']).filter_map(|s| s.strip_prefix(prefix.as_str())).collect();
         for (name, _, _) in ASSETS {
             if !name.ends_with("LICENSE") {
                 assert!(linked.contains(name), "{name} is not linked from index.html");

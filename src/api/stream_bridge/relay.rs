@@ -40,7 +40,11 @@ pub struct RelayQuery {
 }
 
 /// The relay's handler (behind the auth middleware: the key is valid and counted).
-pub async fn handler(State(state): State<AppState>, headers: HeaderMap, QueryParams(q): QueryParams<RelayQuery>) -> Response {
+pub async fn handler(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    QueryParams(q): QueryParams<RelayQuery>,
+) -> Response {
     let Some(feed) = state.stream_feed().cloned() else {
         return ApiError::not_found(
             "The push stream is not enabled on this server",

@@ -22,7 +22,9 @@ WX.day = (() => {
     for (let a = start; a < histEnd; a += 24 * HOUR) chunks.push([a, Math.min(a + 24 * HOUR, histEnd)]);
     const us = st.units === 'fahrenheit';
     const models = us ? US_MODELS : INTL_MODELS;
-    const [hist, runs, nws, pacing] = await Promise.all([
+    // Pacing is slower to compute and not needed for the first paint: it fills in after.
+    const pacing = WX.api.get('/api/v2/pacing.php', { station_code: code, logic: 'nws' }).then((r) => r.body, (e) => ({ error: e }));
+    const [hist, runs, nws] = await Promise.all([
       Promise.all(chunks.map(([a, b]) => WX.api.get('/api/v2/observations.php', {
         station_code: code, start_time: isoZ(a), end_time: isoZ(b),
       }).then((r) => r.body))),
@@ -31,11 +33,10 @@ WX.day = (() => {
       }).then((r) => ({ model: m, run: r.headers.get('X-Run-Time'), rows: r.body }), (e) => ({ model: m, error: e })))),
       us ? WX.api.get('/api/v2/nws_forecasts.php', { station_code: code, date: st.days.nws.date })
         .then((r) => r.body, (e) => ({ error: e })) : Promise.resolve(null),
-      WX.api.get('/api/v2/pacing.php', { station_code: code, logic: 'nws' }).then((r) => r.body, (e) => ({ error: e })),
     ]);
     const seen = new Set();
     const obs = hist.flat().filter((o) => !seen.has(o.id) && seen.add(o.id));
-    return { st, start, end, obs, runs, nws, pacing, alerts: [], today: !date };
+    return { st, start, end, obs, runs, nws, pacing: null, pacingLater: pacing, alerts: [], today: !date };
   };
 
   // ---- the chart (uPlot) ----
@@ -156,7 +157,7 @@ WX.day = (() => {
     const a = epoch(day.start_utc);
     const b = epoch(day.end_utc);
     const inDay = d.obs.filter((o) => { const t = epoch(o.observation_time); return t >= a && t < b; });
-    const pick = (f) => { for (let i = inDay.length - 1; i >= 0; i -= 1) if (inDay[i][f] !== null) return inDay[i][f]; return null; };
+    const pick = (f) => { for (let i = inDay.length - 1; i >= 0; i -= 1) if (inDay[i][f] != null) return inDay[i][f]; return null; };
     return { cli: [pick('cli_high_display'), pick('cli_low_display')], dsm: [pick('dsm_high_display'), pick('dsm_low_display')] };
   };
 
@@ -198,7 +199,7 @@ WX.day = (() => {
         ? el('li', { class: 'sub' }, `NWS hourly: ${d.nws.error.message}`)
         : el('li', { id: 'nws-series' }, el('b', {}, 'NWS hourly'), ` v${d.nws.version}: high ${temp(d.nws.high, 'fahrenheit')} low ${temp(d.nws.low, 'fahrenheit')}`));
     }
-    let pace = null;
+    let pace = el('p', { class: 'sub', id: 'pacing' }, 'pacing: loading…');
     if (d.pacing && d.pacing.error) {
       pace = el('p', { class: 'sub', id: 'pacing' }, `pacing: ${d.pacing.error.message}${d.pacing.error.status === 403 ? ' (Developer/Enterprise)' : ''}`);
     } else if (d.pacing) {
@@ -311,6 +312,7 @@ WX.day = (() => {
       document.body.dataset.rendered = 'day';
       // Since navigation start: what the browser test reports as the render time.
       window.WX_RENDERED_AT = performance.now();
+      d.pacingLater.then((p) => { d.pacing = p; draw(); });
       ticker = setInterval(freshness, 30000);
       if (d.today) {
         live = WX.live.open([code], (name, p) => {
