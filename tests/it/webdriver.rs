@@ -3,8 +3,8 @@
 //!
 //! Why not a WebDriver crate (fantoccini): its dependency tree turns on features of crates
 //! that arrow and DataFusion share, so with it in dev-dependencies every test build
-//! recompiles the whole query stack, well over 25 minutes on the project's 2-core machine,
-//! for eight HTTP commands. A CDP client (chromiumoxide) is heavier still.
+//! recompiles the whole query stack, for a handful of HTTP commands. A CDP client
+//! (chromiumoxide) is heavier still.
 
 use serde_json::{json, Value};
 
