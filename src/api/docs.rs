@@ -39,6 +39,7 @@ use super::schemas::param;
         super::v2::nearby::handler,
         super::v2::pacing::handler,
         super::v2::model_accuracy::handler,
+        super::v2::stations::handler,
         super::v1::observations::handler,
         super::v1::forecasts::handler,
         super::ingest::handler,
@@ -52,7 +53,7 @@ use super::schemas::param;
         param::ObservationMode, param::Logic, param::ObservationType, param::ForecastMode, param::TzMode,
         param::NwsMode, param::AccuracyWindow, param::AccuracyTarget,
     )),
-    modifiers(&Security, &CommonResponses, &StreamServer),
+    modifiers(&Security, &StreamRelay, &CommonResponses, &StreamServer),
     tags(
         (name = "observations", description = "Latest observation, trading-day extremes, history"),
         (name = "forecasts", description = "Model forecasts: raw rows, runs, daily summaries; NWS hourly forecast versions"),
@@ -192,6 +193,65 @@ fn stream_path() -> PathItem {
             "429",
             error("the user reconnects too fast (5 back to back, then one per 5 s); the Retry-After header says when to retry"),
         )
+        .build();
+    PathItem::new(HttpMethod::Get, op)
+}
+
+/// The stream's same-origin relay on the REST port (the dashboard's live updates).
+struct StreamRelay;
+
+impl Modify for StreamRelay {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        openapi.paths.paths.insert(paths::V2_STREAM_RELAY.to_string(), relay_path());
+    }
+}
+
+/// `GET /api/v2/stream/relay`: the stream's events on this port, the key in a header.
+fn relay_path() -> PathItem {
+    let param = |name: &str, required: bool, desc: &str| {
+        ParameterBuilder::new()
+            .name(name)
+            .parameter_in(ParameterIn::Query)
+            .required(if required { Required::True } else { Required::False })
+            .description(Some(desc))
+            .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
+            .build()
+    };
+    let error = |d: &str| {
+        ResponseBuilder::new()
+            .description(d)
+            .content("application/json", ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build())
+            .build()
+    };
+    let security = |name: &str| utoipa::openapi::security::SecurityRequirement::new::<&str, [&str; 0], &str>(name, []);
+    let op = OperationBuilder::new()
+        .tag("stream")
+        .summary(Some("The push stream's events relayed on the REST port (same origin, for the browser dashboard)"))
+        .description(Some(
+            "The same events, ids, replay and heartbeats as the push stream (one event log), for a client that \
+             cannot use the stream's own HTTPS listener or must not put its key in a URL: the key goes in \
+             `Authorization: Bearer` or `X-API-Key` like every REST call, and the stream's rules apply (the key must \
+             be stream-enabled; Professional: at most 5 stations). A user has one relay connection (a newer one \
+             displaces it with a `displaced` event), counted apart from the user's stream connection. 404 when the \
+             server runs without a stream.",
+        ))
+        .parameter(param("stations", true, "comma-separated station codes (Professional: at most 5)"))
+        .parameter(param(
+            "last_event_id",
+            false,
+            "id of the last event received: replays what was missed (the Last-Event-ID header works too)",
+        ))
+        .response(
+            "200",
+            ResponseBuilder::new()
+                .description("text/event-stream: events as `event:`, `id:`, `data:` lines (see /api/v2/stream)")
+                .content("text/event-stream", ContentBuilder::new().build())
+                .build(),
+        )
+        .response("400", error("missing or unknown stations"))
+        .response("403", error("key not stream-enabled, or too many stations for the tier"))
+        .response("404", error("this server runs without a push stream"))
+        .securities(Some([security("bearer"), security("api_key")]))
         .build();
     PathItem::new(HttpMethod::Get, op)
 }

@@ -4,10 +4,13 @@
 //! ([`state::AppState`], the caches, [`params`], [`bound_sql`], [`error`]) imports no
 //! handler, and the types only the OpenAPI document needs are in [`schemas`], so the
 //! document ([`docs`]) is the only module that names every handler besides the router.
+//! The browser dashboard's page and assets are in [`dashboard`]; its data comes from the
+//! endpoints above.
 
 pub mod accuracy_cache;
 pub mod auth;
 pub mod bound_sql;
+pub mod dashboard;
 pub mod docs;
 pub mod error;
 pub mod forecast_cache;

@@ -18,6 +18,15 @@ pub const V2_STREAM: &str = "/api/v2/stream";
 pub const V2_STATUS: &str = "/api/v2/status";
 /// Prometheus text exposition of the same figures as [`V2_STATUS`].
 pub const METRICS: &str = "/metrics";
+/// The stream's events on the REST port, for the dashboard (key in a header).
+pub const V2_STREAM_RELAY: &str = "/api/v2/stream/relay";
+pub const V2_STATIONS: &str = "/api/v2/stations.php";
+
+/// The dashboard's views (one page shell) and its static assets.
+pub const DASHBOARD: &str = "/";
+pub const DASHBOARD_STATION: &str = "/station/{code}";
+pub const DASHBOARD_ACCURACY: &str = "/accuracy/{code}";
+pub const DASHBOARD_ASSETS: &str = "/dashboard/{file}";
 
 pub const V1_OBSERVATIONS: &str = "/api/v1/observations.php";
 pub const V1_FORECASTS: &str = "/api/v1/forecasts.php";

@@ -13,7 +13,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
 use super::error::ApiError;
-use super::{auth, docs, ingest, metrics, paths, v1, v2, AppState};
+use super::{auth, dashboard, docs, ingest, metrics, paths, stream_bridge, v1, v2, AppState};
 
 /// The whole application router.
 pub fn router(state: AppState) -> Router {
@@ -28,6 +28,8 @@ pub fn router(state: AppState) -> Router {
         .route(paths::V2_NEARBY, get(v2::nearby::handler))
         .route(paths::V2_PACING, get(v2::pacing::handler))
         .route(paths::V2_MODEL_ACCURACY, get(v2::model_accuracy::handler))
+        .route(paths::V2_STATIONS, get(v2::stations::handler))
+        .route(paths::V2_STREAM_RELAY, get(stream_bridge::relay::handler))
         .route(paths::V2_INGEST, post(ingest::handler).layer(DefaultBodyLimit::max(ingest::MAX_BODY_BYTES)))
         .route(paths::V2_STATUS, get(v2::status::handler))
         .route(paths::METRICS, get(metrics::handler))
@@ -38,6 +40,10 @@ pub fn router(state: AppState) -> Router {
         .route(paths::OPENAPI, get(docs::openapi_json))
         .route(paths::DOCS, get(docs::docs_page))
         .route(paths::V2_STREAM, get(stream_elsewhere))
+        .route(paths::DASHBOARD, get(dashboard::pages::shell))
+        .route(paths::DASHBOARD_STATION, get(dashboard::pages::shell))
+        .route(paths::DASHBOARD_ACCURACY, get(dashboard::pages::shell))
+        .route(paths::DASHBOARD_ASSETS, get(dashboard::pages::asset))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::map_response(json_errors))

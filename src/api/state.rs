@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use super::accuracy_cache::AccuracyCache;
 use super::forecast_cache::ForecastCache;
@@ -11,7 +12,18 @@ use super::latest_cache::LatestCache;
 use super::limits::RateLimiter;
 use crate::clock::Clock;
 use crate::feeds::Feeds;
+use crate::stream::{EventLog, Hub};
 use crate::write::LiveService;
+
+/// The push stream's event source as the REST port's relay needs it: the one event log and
+/// hub the HTTPS stream serves (so the relay is no second event source).
+#[derive(Clone)]
+pub struct StreamFeed {
+    pub hub: Hub,
+    pub log: Arc<EventLog>,
+    /// Heartbeat period of the stream, kept by the relay too.
+    pub heartbeat: Duration,
+}
 
 /// Everything a handler needs, cheap to clone.
 #[derive(Clone)]
@@ -35,6 +47,8 @@ pub struct AppInner {
     /// The live feeds this process runs, once started (unset: none; the status endpoint
     /// and /metrics then show stations only).
     feeds: OnceLock<Arc<Feeds>>,
+    /// The stream's event log and hub, once the stream runs (the dashboard's relay).
+    stream_feed: OnceLock<StreamFeed>,
 }
 
 impl std::ops::Deref for AppState {
@@ -56,6 +70,7 @@ impl AppState {
             latest: Default::default(),
             stream_addr: OnceLock::new(),
             feeds: OnceLock::new(),
+            stream_feed: OnceLock::new(),
         }))
     }
     /// Records the feeds this process runs (once; later calls are ignored).
@@ -69,6 +84,14 @@ impl AppState {
     /// Records the push stream's listening address (once; later calls are ignored).
     pub fn set_stream_addr(&self, addr: SocketAddr) {
         let _ = self.stream_addr.set(addr);
+    }
+    /// Records the stream's event log and hub for the REST port's relay (once).
+    pub fn set_stream_feed(&self, feed: StreamFeed) {
+        let _ = self.stream_feed.set(feed);
+    }
+    /// The stream's event log and hub, when the stream is enabled.
+    pub fn stream_feed(&self) -> Option<&StreamFeed> {
+        self.stream_feed.get()
     }
     /// The push stream's listening address, when the stream is enabled.
     pub fn stream_addr(&self) -> Option<SocketAddr> {

@@ -13,6 +13,7 @@ use std::time::Duration;
 use clap::Args;
 use wxlake::api::keys::{KeyStore, Tier};
 use wxlake::api::limits::RateLimiter;
+use wxlake::api::state::StreamFeed;
 use wxlake::api::{server, AppState};
 use wxlake::clock::{Clock, SystemClock};
 use wxlake::demo::sim::{demo_sources, Simulator};
@@ -167,12 +168,11 @@ async fn start_stream(
     let log = Arc::new(stream::EventLog::open(&dir.join("events"), stream::default_retention())?);
     let hub = Hub::new(1024);
     let publisher = wxlake::api::stream_bridge::spawn_publisher(Arc::clone(live), Arc::clone(&log), hub.clone()).await;
-    let stream_state = StreamState {
-        hub: hub.clone(),
-        log: Arc::clone(&log),
-        auth: Arc::new(state.clone()),
-        heartbeat: Duration::from_secs(a.heartbeat_secs.max(1)),
-    };
+    let heartbeat = Duration::from_secs(a.heartbeat_secs.max(1));
+    let stream_state =
+        StreamState { hub: hub.clone(), log: Arc::clone(&log), auth: Arc::new(state.clone()), heartbeat };
+    // The dashboard's same-origin relay on the REST port serves the same log and hub.
+    state.set_stream_feed(StreamFeed { hub: hub.clone(), log: Arc::clone(&log), heartbeat });
     let listener = tokio::net::TcpListener::bind(addr).await?;
     state.set_stream_addr(listener.local_addr()?);
     eprintln!("wxlake stream on https://{}{}", listener.local_addr()?, stream::STREAM_PATH);

@@ -54,5 +54,8 @@ pub use event_log::{
     default_retention, Event, EventLog, EventLogError, EventLogOptions, EventLogStats, Replay, DEFAULT_MEMORY_BUDGET,
 };
 pub use hub::{CloseReason, ConnectionCloser, Delivery, Hub, HubStats, ReconnectPolicy, Subscription};
-pub use sse::{stream_router, StreamAuth, StreamGrant, StreamRefusal, StreamState, DEFAULT_HEARTBEAT, STREAM_PATH};
+pub use sse::{
+    parse_stations, stream_response, stream_router, StreamAuth, StreamGrant, StreamRefusal, StreamState,
+    DEFAULT_HEARTBEAT, STREAM_PATH,
+};
 pub use tls::{load_tls, self_signed, serve_tls, serve_tls_with, ServeOptions, TlsError};

@@ -159,13 +159,28 @@ async fn stream_handler(State(state): State<StreamState>, request: Request) -> R
             return refusal.into_response();
         }
     };
+    let closer = request.extensions().get::<ConnectionCloser>().cloned();
+    stream_response(&state, grant, request.headers(), query.last_event_id.as_deref(), closer)
+}
+
+/// The event stream of an authorized request: the user's reconnect pacing first, then
+/// `connected`, the replay after the resume id (the `Last-Event-ID` header, else
+/// `query_last_event_id`), live events and heartbeats. Shared by this port's handler and
+/// the REST port's same-origin relay (`api::stream_bridge::relay`), so both serve one
+/// event log and one hub the same way.
+pub fn stream_response(
+    state: &StreamState,
+    grant: StreamGrant,
+    headers: &HeaderMap,
+    query_last_event_id: Option<&str>,
+    closer: Option<ConnectionCloser>,
+) -> Response {
     // Before subscribing: a refused reconnect must not displace the user's live connection.
     if let Err(wait) = state.hub.admit(&grant.user) {
         return too_many_connections(&grant.user, wait, state.hub.reconnect_policy());
     }
-    let last_event_id = resume_id(request.headers(), query.last_event_id.as_deref());
-    let closer = request.extensions().get::<ConnectionCloser>().cloned();
-    let body = open_stream(&state, grant, last_event_id, closer);
+    let last_event_id = resume_id(headers, query_last_event_id);
+    let body = open_stream(state, grant, last_event_id, closer);
     let mut response = Response::new(Body::from_stream(body));
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
@@ -206,7 +221,7 @@ fn resume_id(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
 }
 
 /// Splits `KNYC, kmdw,,KNYC` into `["KNYC", "KMDW"]`.
-fn parse_stations(raw: &str) -> Vec<String> {
+pub fn parse_stations(raw: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for code in raw.split(',').map(str::trim).filter(|c| !c.is_empty()) {
         let code = code.to_ascii_uppercase();

@@ -4,13 +4,16 @@
 //! - [`payloads`]: the JSON of each event of spec 6 (`observation`, `dsm` / `cli`,
 //!   `new_high` / `new_low`);
 //! - [`publisher`]: every record the hot state applies becomes stream events, appended to the
-//!   event log and published, in one task so ids go out in order.
+//!   event log and published, in one task so ids go out in order;
+//! - [`relay`]: the same events on the REST port, same-origin for the dashboard, the key in
+//!   a header.
 
 pub mod auth;
 #[cfg(test)]
 mod log_memory;
 pub mod payloads;
 pub mod publisher;
+pub mod relay;
 #[cfg(test)]
 mod tests;
 

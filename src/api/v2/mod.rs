@@ -9,3 +9,4 @@ pub mod observations;
 pub mod pacing;
 pub mod precipitation;
 pub mod status;
+pub mod stations;

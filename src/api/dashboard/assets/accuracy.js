@@ -1,0 +1,127 @@
+// The accuracy view: which model has been right lately, readable in ten seconds. One
+// `model_accuracy.php` call (trends and daily detail included); a tier the API refuses
+// sees the API's own refusal.
+'use strict';
+
+WX.accuracy = (() => {
+  const { el, epoch, sym, shown } = WX.fmt;
+  const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b', '#17becf', '#e377c2'];
+
+  const num = (v, d = 1) => (v === null || v === undefined ? '–' : Number(v).toFixed(d));
+  /** An error figure (a difference) in the shown unit. */
+  const diff = (v, units) => {
+    if (v === null || v === undefined) return null;
+    const to = shown(units);
+    if (to === units) return v;
+    return to === 'celsius' ? v * 5 / 9 : v * 9 / 5;
+  };
+
+  const controls = (code, q) => {
+    const sel = (name, values) => {
+      const s = el('select', { id: `acc-${name}` }, values.map(([v, label]) => el('option', { value: v, selected: String(q[name]) === v }, label)));
+      s.addEventListener('change', () => {
+        const next = { ...q, [name]: s.value };
+        WX.app.go(`/accuracy/${code}?${new URLSearchParams(next)}`);
+      });
+      return el('label', {}, `${name.replace('_', ' ')} `, s);
+    };
+    return el('div', { class: 'bar' },
+      sel('window', [['7d', '7 days'], ['14d', '14 days'], ['30d', '30 days'], ['90d', '90 days']]),
+      sel('target', [['high', 'daily high'], ['low', 'daily low']]),
+      sel('lead_days', [['1', '1 day'], ['2', '2 days'], ['3', '3 days']]));
+  };
+
+  const summary = (a) => {
+    const units = a.units || 'fahrenheit';
+    const labels = [...new Set(Object.values(a.per_model_run || {}).flatMap((r) => Object.keys(r)))].sort();
+    const models = Object.keys(a.per_model || {}).sort((p, q) => (a.per_model[p].mae ?? 1e9) - (a.per_model[q].mae ?? 1e9));
+    const best = models[0];
+    const row = (m) => {
+      const x = a.per_model[m];
+      const bias = diff(x.bias, units);
+      return el('tr', { class: m === best ? 'best' : '', dataset: { model: m } },
+        el('th', {}, m),
+        el('td', { class: 'num' }, num(diff(x.mae, units))),
+        el('td', { class: `num ${bias > 0.5 ? 'lo' : bias < -0.5 ? 'hi' : ''}`, title: 'positive: the model ran cold' }, num(bias)),
+        el('td', { class: 'num' }, num(diff(x.rmse, units))),
+        el('td', { class: 'num sub' }, x.n),
+        labels.map((l) => {
+          const r = (a.per_model_run[m] || {})[l];
+          return el('td', { class: 'num sub' }, r ? num(diff(r.mae, units)) : '');
+        }));
+    };
+    const ens = a.ensemble || {};
+    return el('table', { class: 'board', id: 'accuracy-table' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'model'), el('th', {}, `MAE ${sym(shown(units))}`), el('th', {}, 'bias'), el('th', {}, 'RMSE'), el('th', {}, 'n'),
+        labels.map((l) => el('th', { class: 'sub' }, `MAE ${l}`)))),
+      el('tbody', {}, models.map(row),
+        el('tr', { class: 'sub' }, el('th', {}, 'all models'), el('td', { class: 'num' }, num(diff(ens.mae, units))), el('td', { class: 'num' }, num(diff(ens.bias, units))), el('td', { class: 'num' }, num(diff(ens.rmse, units))), el('td', { class: 'num' }, ens.n ?? ''))));
+  };
+
+  const trendChart = (a, box) => {
+    const units = a.units || 'fahrenheit';
+    const trends = a.trends || {};
+    const models = Object.keys(a.per_model || {}).sort((p, q) => (a.per_model[p].mae ?? 1e9) - (a.per_model[q].mae ?? 1e9)).slice(0, 8)
+      .filter((m) => (trends[m] || []).length);
+    if (!models.length) { box.replaceChildren(el('p', { class: 'sub' }, 'no trend data yet')); return null; }
+    const xs = [...new Set(models.flatMap((m) => trends[m].map((p) => p.date)))].sort();
+    const x = xs.map((dt) => epoch(`${dt} 12:00:00`));
+    const data = [x, ...models.map((m) => {
+      const by = new Map(trends[m].map((p) => [p.date, diff(p.mae_7d, units)]));
+      return xs.map((dt) => (by.has(dt) ? by.get(dt) : null));
+    })];
+    const series = [{}, ...models.map((m, i) => ({ label: m, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: true }))];
+    box.replaceChildren();
+    return new uPlot({
+      width: Math.max(480, (box.clientWidth || 900) - 16), height: 260, series,
+      axes: [{}, { label: `7-day MAE ${sym(shown(units))}` }],
+    }, data, box);
+  };
+
+  const detail = (a) => {
+    const units = a.units || 'fahrenheit';
+    const rows = (a.daily_detail || []).slice().reverse();
+    const models = Object.keys(a.per_model || {}).sort((p, q) => (a.per_model[p].mae ?? 1e9) - (a.per_model[q].mae ?? 1e9)).slice(0, 8);
+    const key = a.target === 'low' ? 'actual_low' : 'actual_high';
+    return el('table', { class: 'obs', id: 'accuracy-detail' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'day'), el('th', {}, `actual ${a.target || 'high'}`), models.map((m) => el('th', {}, m)))),
+      el('tbody', {}, rows.map((r) => el('tr', {}, el('td', {}, r.date), el('td', { class: 'num' }, WX.fmt.temp(r[key], units)),
+        models.map((m) => {
+          const f = r.models[m];
+          if (f === undefined || f === null) return el('td', {}, '');
+          const e = f - r[key];
+          const cls = Math.abs(e) <= 1 ? 'ok' : Math.abs(e) >= 4 ? 'bad' : '';
+          return el('td', { class: `num ${cls}`, title: `run ${r.run_times[m]}` }, WX.fmt.temp(f, units));
+        })))));
+  };
+
+  const render = (main, code, params) => {
+    const q = { window: params.get('window') || '7d', target: params.get('target') || 'high', lead_days: params.get('lead_days') || '1' };
+    let plot = null;
+    let a = null;
+    const body = el('div', {}, el('p', { class: 'sub' }, 'loading…'));
+    main.replaceChildren(el('h1', {}, `${code} `, el('span', { class: 'sub' }, 'model accuracy'), ' ', el('a', { href: `/station/${code}`, class: 'sub' }, 'day view')), controls(code, q), body);
+    const draw = () => {
+      const chartBox = el('div', { class: 'chart', id: 'accuracy-trends' });
+      body.replaceChildren(
+        el('p', { class: 'sub' }, `${a.days_available} days with data · as of ${a.as_of || '–'} · computed ${a.computed_at || '–'} · lead ${a.lead_days} day(s) · bias > 0: the model ran cold`),
+        summary(a), el('h2', {}, '7-day MAE trend'), chartBox, el('h2', {}, 'Forecast vs actual, per day'), detail(a));
+      if (plot) plot.destroy();
+      plot = trendChart(a, chartBox);
+      document.body.dataset.rendered = 'accuracy';
+    };
+    WX.api.get('/api/v2/model_accuracy.php', { station_code: code, include: 'trends,daily_detail', ...q }).then((r) => {
+      a = r.body;
+      draw();
+    }, (e) => {
+      body.replaceChildren(el('div', { class: 'denied', id: 'denied', dataset: { status: e.status } },
+        el('h2', {}, e.message), el('p', {}, e.details)));
+      document.body.dataset.rendered = 'accuracy-refused';
+    });
+    const onUnits = () => { if (a) draw(); };
+    window.addEventListener('wx-units', onUnits);
+    return () => { window.removeEventListener('wx-units', onUnits); if (plot) plot.destroy(); };
+  };
+
+  return { render };
+})();
