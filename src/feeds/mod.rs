@@ -30,16 +30,16 @@ pub mod http;
 pub mod iem;
 pub mod iem_asos;
 pub mod iem_onemin;
+pub mod mos;
 pub mod nws_hourly;
 pub mod nws_products;
-pub mod mos;
 pub mod open_meteo;
 pub mod runner;
 pub mod seconds;
 pub mod sink;
 pub mod source;
-pub mod status;
 pub mod state_file;
+pub mod status;
 
 pub use config::FeedsConfig;
 pub use runner::{Feeds, SourceStatus};

@@ -29,8 +29,8 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use url::Url;
 
-use super::seconds::secs;
 use super::http::{Fetched, HttpClient};
+use super::seconds::secs;
 use super::sink::FeedSink;
 use super::source::{FeedError, PollReport, Source};
 use crate::catalog::Catalog;

@@ -30,8 +30,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use url::Url;
 
-use super::seconds::secs;
 use super::http::{Fetched, HttpClient};
+use super::seconds::secs;
 use super::sink::FeedSink;
 use super::source::{Archive, ArchiveUnit, FeedError, PollReport, Source};
 use crate::catalog::{Catalog, Station};

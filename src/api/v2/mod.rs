@@ -8,5 +8,5 @@ pub mod nws_forecasts;
 pub mod observations;
 pub mod pacing;
 pub mod precipitation;
-pub mod status;
 pub mod stations;
+pub mod status;
