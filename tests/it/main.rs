@@ -12,4 +12,5 @@ mod lake;
 mod layering;
 mod openapi;
 mod slt;
+mod sqlwire;
 mod support;
