@@ -20,8 +20,8 @@ use wxlake::demo::LiveFeed;
 use wxlake::feeds::{Feeds, FeedsConfig};
 use wxlake::ingest::{Format, IngestOptions};
 use wxlake::lake::Lake;
-use wxlake::stream::{self, Hub, StreamState};
 use wxlake::sqlwire::{QueryLimits, WireEngine};
+use wxlake::stream::{self, Hub, StreamState};
 use wxlake::write::LiveService;
 
 use super::demo::DemoArgs;

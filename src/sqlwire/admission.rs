@@ -67,7 +67,8 @@ impl Admission {
         let key_sem = {
             let mut map = self.per_key.lock().unwrap_or_else(PoisonError::into_inner);
             Arc::clone(
-                map.entry(key_id.to_string()).or_insert_with(|| Arc::new(Semaphore::new(self.limits.max_per_key.max(1)))),
+                map.entry(key_id.to_string())
+                    .or_insert_with(|| Arc::new(Semaphore::new(self.limits.max_per_key.max(1)))),
             )
         };
         let key = key_sem.try_acquire_owned().map_err(|_| {

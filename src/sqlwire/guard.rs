@@ -39,7 +39,9 @@ pub fn check_plan(plan: &LogicalPlan) -> Result<(), WireError> {
 /// are client settings.
 pub fn check_set(statement: &str) -> Result<(), WireError> {
     if statement.to_ascii_lowercase().contains("datafusion.") {
-        return Err(WireError::ReadOnly(format!("`{statement}` is not allowed: engine options are fixed by the server")));
+        return Err(WireError::ReadOnly(format!(
+            "`{statement}` is not allowed: engine options are fixed by the server"
+        )));
     }
     Ok(())
 }

@@ -156,7 +156,8 @@ impl TableProvider for SvcExtremesTable {
         let logics = filters.iter().find_map(|f| literal_values(f, "logic"));
         let batch = self.compute(stations.as_deref(), logics.as_deref()).await?;
         let schema = batch.schema();
-        let exec: Arc<dyn ExecutionPlan> = MemorySourceConfig::try_new_exec(&[vec![batch]], schema, projection.cloned())?;
+        let exec: Arc<dyn ExecutionPlan> =
+            MemorySourceConfig::try_new_exec(&[vec![batch]], schema, projection.cloned())?;
         Ok(exec)
     }
 }
@@ -268,9 +269,10 @@ fn micros(t: Option<&str>) -> Result<Option<i64>> {
 fn literal_values(f: &Expr, column: &str) -> Option<Vec<String>> {
     let is_col = |e: &Expr| matches!(e, Expr::Column(c) if c.name == column);
     let lit = |e: &Expr| match e {
-        Expr::Literal(ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)) | ScalarValue::LargeUtf8(Some(s)), _) => {
-            Some(s.clone())
-        }
+        Expr::Literal(
+            ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)) | ScalarValue::LargeUtf8(Some(s)),
+            _,
+        ) => Some(s.clone()),
         _ => None,
     };
     match f {
@@ -331,7 +333,8 @@ impl TableProvider for LiveObservationsTable {
         cols.push(dates);
         let schema = observations_schema();
         let batch = RecordBatch::try_new(Arc::clone(&schema), cols)?;
-        let exec: Arc<dyn ExecutionPlan> = MemorySourceConfig::try_new_exec(&[vec![batch]], schema, projection.cloned())?;
+        let exec: Arc<dyn ExecutionPlan> =
+            MemorySourceConfig::try_new_exec(&[vec![batch]], schema, projection.cloned())?;
         Ok(exec)
     }
 }

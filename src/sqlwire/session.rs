@@ -51,7 +51,8 @@ impl WireEngine {
             .and_then(|c| c.schema(&options.default_schema))
             .ok_or_else(|| WireError::ReadOnly("the server's session has no default schema".into()))?;
         let catalog = MemoryCatalogProvider::new();
-        catalog.register_schema(&options.default_schema, Arc::new(OverlaySchema::new(lake_schema, live_tables(&state))))?;
+        catalog
+            .register_schema(&options.default_schema, Arc::new(OverlaySchema::new(lake_schema, live_tables(&state))))?;
         let catalogs = MemoryCatalogProviderList::new();
         datafusion::catalog::CatalogProviderList::register_catalog(
             &catalogs,
@@ -89,12 +90,13 @@ impl WireEngine {
             GreedyMemoryPool::new(self.admission.limits().memory_bytes),
             std::num::NonZeroUsize::new(3).unwrap_or(std::num::NonZeroUsize::MIN),
         );
-        let runtime = RuntimeEnvBuilder::from_runtime_env(state.runtime_env())
-            .with_memory_pool(Arc::new(pool))
-            .build_arc()?;
+        let runtime =
+            RuntimeEnvBuilder::from_runtime_env(state.runtime_env()).with_memory_pool(Arc::new(pool)).build_arc()?;
         let planner = BoundedPlanner { admission: Arc::clone(&self.admission), key_id };
-        let state =
-            SessionStateBuilder::new_from_existing(state).with_runtime_env(runtime).with_query_planner(Arc::new(planner)).build();
+        let state = SessionStateBuilder::new_from_existing(state)
+            .with_runtime_env(runtime)
+            .with_query_planner(Arc::new(planner))
+            .build();
         Ok(SessionContext::new_with_state(state))
     }
 }

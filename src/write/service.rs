@@ -94,7 +94,8 @@ impl LiveService {
         }
         let (new_data, _) = broadcast::channel(64);
         // The session `wxlake sql` uses: lake tables and the jobs' derived tables.
-        let ctx = crate::jobs::analyst_session(&lake).await.map_err(|e| LiveError::Lake(LakeError::Config(e.to_string())))?;
+        let ctx =
+            crate::jobs::analyst_session(&lake).await.map_err(|e| LiveError::Lake(LakeError::Config(e.to_string())))?;
         let svc = LiveService {
             lake,
             ctx,

@@ -48,7 +48,10 @@ fn venv_python() -> Option<PathBuf> {
         .args(["-c", "import psycopg, pandas, pyarrow, adbc_driver_flightsql"])
         .output()
         .is_ok_and(|o| o.status.success());
-    assert!(ok || std::env::var("CI").as_deref() != Ok("true"), "the venv lacks the SQL clients under CI (.ci/run installs them)");
+    assert!(
+        ok || std::env::var("CI").as_deref() != Ok("true"),
+        "the venv lacks the SQL clients under CI (.ci/run installs them)"
+    );
     ok.then_some(p)
 }
 
@@ -86,7 +89,8 @@ async fn psql_queries_catalog_and_refusals() {
     let dev = app.key(Tier::Developer).to_string();
 
     // A lake table, the live extremes as REST computes them, and the unflushed observations.
-    let (out, err, ok) = psql(port, &dev, &["-c", "SELECT station_code, name FROM stations WHERE station_code = 'KNYC'"]).await;
+    let (out, err, ok) =
+        psql(port, &dev, &["-c", "SELECT station_code, name FROM stations WHERE station_code = 'KNYC'"]).await;
     assert!(ok, "{err}");
     assert!(out.starts_with("KNYC|"), "{out}");
     let q = "SELECT high, low, high_source, date FROM svc_extremes \
@@ -113,8 +117,13 @@ async fn psql_queries_catalog_and_refusals() {
     refused(port, "not-a-key", "SELECT 1", "invalid API key").await;
     refused(port, app.key(Tier::Professional), "SELECT 1", "requires a Developer or Enterprise key").await;
     refused(port, &dev, "COPY (SELECT 1) TO '/tmp/wxlake-copy.csv'", "read-only SQL").await;
-    refused(port, &dev, "CREATE EXTERNAL TABLE pw (line VARCHAR) STORED AS CSV LOCATION '/etc/passwd'", "read-only SQL")
-        .await;
+    refused(
+        port,
+        &dev,
+        "CREATE EXTERNAL TABLE pw (line VARCHAR) STORED AS CSV LOCATION '/etc/passwd'",
+        "read-only SQL",
+    )
+    .await;
     refused(port, &dev, "INSERT INTO observations (station_code) VALUES ('KXXX')", "read-only SQL").await;
     refused(port, &dev, "DROP TABLE stations", "read-only SQL").await;
     refused(port, &dev, "SET datafusion.execution.target_partitions = 1", "engine options are fixed").await;
@@ -162,11 +171,8 @@ except psycopg.OperationalError as e:
     print("refused", str(e).strip().splitlines()[-1])
 "#;
     let dev = app.key(Tier::Developer).to_string();
-    let out = tokio::process::Command::new(python)
-        .args(["-c", script, &port.to_string(), &dev])
-        .output()
-        .await
-        .unwrap();
+    let out =
+        tokio::process::Command::new(python).args(["-c", script, &port.to_string(), &dev]).output().await.unwrap();
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("param [('New York Central Park', 'fahrenheit')]"), "{stdout}");
@@ -236,7 +242,8 @@ with connect(key) as conn:
     assert!(stdout.contains("prepared [('New York Central Park',)]"), "{stdout}");
     assert!(stdout.contains("tables live_observations,observations,stations,svc_extremes"), "{stdout}");
     assert!(stdout.contains("schema string"), "{stdout}");
-    let refusals: Vec<&str> = stdout.lines().filter(|l| l.starts_with("refused") || l.starts_with("accepted")).collect();
+    let refusals: Vec<&str> =
+        stdout.lines().filter(|l| l.starts_with("refused") || l.starts_with("accepted")).collect();
     assert_eq!(refusals.len(), 3, "{stdout}");
     assert!(refusals[0].contains("read-only SQL"), "{refusals:?}");
     assert!(refusals[1].contains("invalid API key"), "{refusals:?}");

@@ -139,7 +139,10 @@ impl FlightSql {
         Ok(Response::new(info))
     }
 
-    fn batch_stream<E: Into<FlightError> + Send + 'static>(schema: SchemaRef, batch: Result<RecordBatch, E>) -> DoGetStream {
+    fn batch_stream<E: Into<FlightError> + Send + 'static>(
+        schema: SchemaRef,
+        batch: Result<RecordBatch, E>,
+    ) -> DoGetStream {
         let stream = FlightDataEncoderBuilder::new()
             .with_schema(schema)
             .build(futures::stream::once(async move { batch.map_err(Into::into) }))

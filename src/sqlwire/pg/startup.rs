@@ -7,8 +7,8 @@ use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use datafusion_postgres::pgwire::api::auth::{
-    finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata,
-    DefaultServerParameterProvider, StartupHandler,
+    finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, DefaultServerParameterProvider,
+    StartupHandler,
 };
 use datafusion_postgres::pgwire::api::{
     ClientInfo, ConnectionGuard, ConnectionHandle, ConnectionManager, PgWireConnectionState, PidSecretKeyGenerator,
