@@ -117,13 +117,11 @@ async fn psql_queries_catalog_and_refusals() {
     refused(port, "not-a-key", "SELECT 1", "invalid API key").await;
     refused(port, app.key(Tier::Professional), "SELECT 1", "requires a Developer or Enterprise key").await;
     refused(port, &dev, "COPY (SELECT 1) TO '/tmp/wxlake-copy.csv'", "read-only SQL").await;
-    refused(
-        port,
-        &dev,
-        "CREATE EXTERNAL TABLE pw (line VARCHAR) STORED AS CSV LOCATION '/etc/passwd'",
-        "read-only SQL",
-    )
-    .await;
+    // DataFusion's syntax does not even parse as PostgreSQL (`STORED AS` wants a Hive
+    // file format): refused before planning; Flight SQL, which parses it, refuses it read-only.
+    refused(port, &dev, "CREATE EXTERNAL TABLE pw (line VARCHAR) STORED AS CSV LOCATION '/etc/passwd'", "ERROR").await;
+    let (_, err, _) = psql(port, &dev, &["-c", "SELECT * FROM pw"]).await;
+    assert!(err.contains("not found"), "{err}");
     refused(port, &dev, "INSERT INTO observations (station_code) VALUES ('KXXX')", "read-only SQL").await;
     refused(port, &dev, "DROP TABLE stations", "read-only SQL").await;
     refused(port, &dev, "SET datafusion.execution.target_partitions = 1", "engine options are fixed").await;
@@ -214,7 +212,8 @@ with connect(key) as conn:
     names = sorted(t["table_name"] for c in objects for s in (c["catalog_db_schemas"] or []) for t in (s["db_schema_tables"] or []))
     print("tables", ",".join(n for n in names if n in ("observations", "stations", "svc_extremes", "live_observations")))
     print("schema", conn.adbc_get_table_schema("stations").field("station_code").type)
-    for bad, sql in ((key, "DROP TABLE stations"), ("not-a-key", "SELECT 1"), (professional, "SELECT 1")):
+    for bad, sql in ((key, "DROP TABLE stations"), (key, "CREATE EXTERNAL TABLE pw (l VARCHAR) STORED AS CSV LOCATION '/etc/passwd'"),
+                     ("not-a-key", "SELECT 1"), (professional, "SELECT 1")):
         try:
             with connect(bad) as c2:
                 cu = c2.cursor()
@@ -244,8 +243,9 @@ with connect(key) as conn:
     assert!(stdout.contains("schema string"), "{stdout}");
     let refusals: Vec<&str> =
         stdout.lines().filter(|l| l.starts_with("refused") || l.starts_with("accepted")).collect();
-    assert_eq!(refusals.len(), 3, "{stdout}");
+    assert_eq!(refusals.len(), 4, "{stdout}");
     assert!(refusals[0].contains("read-only SQL"), "{refusals:?}");
-    assert!(refusals[1].contains("invalid API key"), "{refusals:?}");
-    assert!(refusals[2].contains("requires a Developer or Enterprise key"), "{refusals:?}");
+    assert!(refusals[1].contains("read-only SQL"), "{refusals:?}");
+    assert!(refusals[2].contains("invalid API key"), "{refusals:?}");
+    assert!(refusals[3].contains("requires a Developer or Enterprise key"), "{refusals:?}");
 }

@@ -282,8 +282,10 @@ impl FlightSqlService for FlightSql {
     ) -> Result<DoPutPreparedStatementResult, Status> {
         let (key_id, _) = self.caller(request.metadata())?;
         let handle = query.prepared_statement_handle.clone();
+        // The stream itself, not `into_inner`: that drops the peeked first message, which
+        // carries the parameters' schema.
         self.prepared(&handle, &key_id)?;
-        let flight_data = request.into_inner().into_inner().map_err(|e| FlightError::Tonic(Box::new(e)));
+        let flight_data = request.into_inner().map_err(|e| FlightError::Tonic(Box::new(e)));
         let batches: Vec<RecordBatch> = FlightRecordBatchStream::new_from_flight_data(flight_data)
             .try_collect()
             .await
