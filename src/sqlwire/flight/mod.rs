@@ -348,7 +348,7 @@ impl FlightSqlService for FlightSql {
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
         self.caller(request.metadata())?;
-        let schema = query.clone().into_builder().schema();
+        let schema = query.into_builder().schema();
         Self::info(&schema, query.as_any().encode_to_vec(), request.into_inner())
     }
 
@@ -426,7 +426,7 @@ impl FlightSqlService for FlightSql {
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
         self.caller(request.metadata())?;
-        let schema = query.clone().into_builder().schema();
+        let schema = query.into_builder().schema();
         Self::info(&schema, query.as_any().encode_to_vec(), request.into_inner())
     }
 
