@@ -11,6 +11,7 @@
 //! - [`lake`]: the Parquet lake (schemas, writer, reads, compaction, query session).
 //! - [`jobs`]: the SQL jobs that compute derived tables.
 //! - [`api`]: the REST API, keys and limits, and the stream's server glue.
+//! - [`sqlwire`]: analyst SQL over the PostgreSQL wire protocol and Arrow Flight SQL.
 //! - [`stream`]: the push stream (event log, hub, SSE, TLS).
 //! - [`feeds`]: live feeds from the public sources.
 //! - [`demo`]: the realistic generator.
@@ -27,6 +28,7 @@ pub mod ingest;
 pub mod jobs;
 pub mod lake;
 pub mod models;
+pub mod sqlwire;
 pub mod stream;
 pub mod time;
 pub mod units;

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context;
 use clap::Args;
 use wxlake::api::keys::{KeyStore, Tier};
 use wxlake::api::limits::RateLimiter;
@@ -20,6 +21,7 @@ use wxlake::demo::sim::{demo_sources, Simulator};
 use wxlake::feeds::status::StatusFile;
 use wxlake::feeds::{Feeds, FeedsConfig};
 use wxlake::lake::Lake;
+use wxlake::sqlwire::{QueryLimits, WireEngine};
 use wxlake::stream::{self, Hub, StreamState};
 use wxlake::write::LiveService;
 
@@ -57,6 +59,29 @@ pub struct ServeArgs {
     /// Seconds between stream heartbeats.
     #[arg(long, default_value_t = 30)]
     pub heartbeat_secs: u64,
+    /// PostgreSQL wire protocol listener for analyst SQL (psql, DBeaver, Grafana): the API
+    /// key is the password. TLS with --tls-cert/--tls-key (or --demo's certificate);
+    /// without them, loopback addresses only.
+    #[arg(long)]
+    pub pg_addr: Option<String>,
+    /// Arrow Flight SQL listener for analyst SQL (ADBC, JDBC, DBeaver): `Authorization:
+    /// Bearer <key>`, or Basic auth with the key as the password. Plain gRPC: loopback
+    /// addresses only (put a TLS proxy in front to reach it from elsewhere).
+    #[arg(long)]
+    pub flight_addr: Option<String>,
+    /// Memory one analyst SQL query may use (MiB); beyond it, operators spill or the query
+    /// fails with a clear error.
+    #[arg(long, default_value_t = 1024)]
+    pub sql_memory_mb: usize,
+    /// Seconds one analyst SQL query may run, first row to last.
+    #[arg(long, default_value_t = 300)]
+    pub sql_timeout_secs: u64,
+    /// Analyst SQL queries running at once, all keys together.
+    #[arg(long, default_value_t = 4)]
+    pub sql_max_queries: usize,
+    /// Analyst SQL queries running at once per key.
+    #[arg(long, default_value_t = 2)]
+    pub sql_max_per_key: usize,
 }
 
 pub async fn run(lake: Lake, a: ServeArgs, config: Option<&Path>) -> anyhow::Result<ExitCode> {
@@ -91,6 +116,9 @@ pub async fn run(lake: Lake, a: ServeArgs, config: Option<&Path>) -> anyhow::Res
         Some(addr) => Some(start_stream(&a, &dir, &addr, &state, &live, &shutdown).await?),
         None => None,
     };
+    if a.pg_addr.is_some() || a.flight_addr.is_some() {
+        start_sql_wire(&a, &dir, &state, &shutdown).await?;
+    }
     // The demo's weather arrives the way real weather does: the feeds poll a simulator of
     // the public sources. Kept alive until the process ends.
     let (_simulator, feeds_config) =
@@ -178,6 +206,52 @@ async fn start_stream(
     eprintln!("wxlake stream on https://{}{}", listener.local_addr()?, stream::STREAM_PATH);
     tokio::spawn(stream::serve_tls(listener, config, stream::stream_router(stream_state), shutdown.wait()));
     Ok(RunningStream { hub, log, publisher })
+}
+
+/// Starts the analyst SQL listener(s) over one [`WireEngine`].
+async fn start_sql_wire(a: &ServeArgs, dir: &Path, state: &AppState, shutdown: &Shutdown) -> anyhow::Result<()> {
+    let limits = QueryLimits {
+        memory_bytes: a.sql_memory_mb.max(1) << 20,
+        timeout: Duration::from_secs(a.sql_timeout_secs.max(1)),
+        max_queries: a.sql_max_queries.max(1),
+        max_per_key: a.sql_max_per_key.max(1),
+    };
+    let engine = Arc::new(WireEngine::new(state.clone(), limits).map_err(|e| anyhow::anyhow!("analyst SQL: {e}"))?);
+    let tls = match (&a.tls_cert, &a.tls_key) {
+        (Some(c), Some(k)) => Some(stream::load_tls(c, k)?),
+        _ if a.demo => {
+            let (c, k) = stream::self_signed(&dir.join("tls"), &["localhost", "127.0.0.1"])?;
+            Some(stream::load_tls(&c, &k)?)
+        }
+        _ => None,
+    };
+    if let Some(addr) = &a.pg_addr {
+        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("--pg-addr {addr}"))?;
+        let local = listener.local_addr()?;
+        if tls.is_none() && !local.ip().is_loopback() {
+            anyhow::bail!("--pg-addr {addr} is not a loopback address: give --tls-cert and --tls-key (the API key is the password)");
+        }
+        eprintln!(
+            "wxlake pgwire on {local} ({}; password = API key)",
+            if tls.is_some() { "TLS or loopback" } else { "loopback, no TLS" }
+        );
+        tokio::spawn(wxlake::sqlwire::pg::serve(listener, Arc::clone(&engine), tls.clone(), shutdown.wait()));
+    }
+    if let Some(addr) = &a.flight_addr {
+        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("--flight-addr {addr}"))?;
+        let local = listener.local_addr()?;
+        if !local.ip().is_loopback() {
+            anyhow::bail!("--flight-addr {addr} is not a loopback address: Flight SQL is served without TLS (the API key is the credential)");
+        }
+        eprintln!("wxlake Flight SQL on grpc://{local} (Authorization: Bearer <API key>)");
+        let shutdown = shutdown.wait();
+        tokio::spawn(async move {
+            if let Err(e) = wxlake::sqlwire::flight::serve(listener, engine, shutdown).await {
+                tracing::error!(error = %e, "Flight SQL listener ended");
+            }
+        });
+    }
+    Ok(())
 }
 
 /// The lock file that makes a state directory one server's.

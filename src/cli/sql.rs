@@ -31,9 +31,9 @@ pub async fn run(lake: Lake, a: SqlArgs) -> anyhow::Result<ExitCode> {
         (None, Some(f)) => std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
         (None, None) => anyhow::bail!("give a query or -f FILE"),
     };
-    let ctx = query::session(&lake).await?;
-    // The jobs' outputs (forecast_daily, daily_extremes, the accuracy tables, job_runs).
-    wxlake::jobs::register_derived(&ctx, &lake).await?;
+    // The lake's tables and the jobs' outputs (forecast_daily, daily_extremes, the accuracy
+    // tables, job_runs), as the server's SQL listeners see them.
+    let ctx = wxlake::jobs::analyst_session(&lake).await?;
     let plans = match query::read_only_plans(&ctx, &text).await {
         Ok(p) if p.is_empty() => anyhow::bail!("no SQL statement given"),
         Ok(p) => p,

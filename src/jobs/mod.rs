@@ -46,4 +46,4 @@ pub use runner::{run_all, run_job, run_job_as, Progress, Step};
 pub use runs::{JobRun, RunStatus};
 pub use scheduler::spawn_scheduler;
 pub use spec::JobSpec;
-pub use tables::register_derived;
+pub use tables::{analyst_session, register_derived};

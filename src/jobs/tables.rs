@@ -47,6 +47,16 @@ pub async fn register_derived(ctx: &SessionContext, lake: &Lake) -> Result<(), J
     register_derived_with(ctx, lake, &embedded_specs()?)
 }
 
+/// The one session analysts' SQL runs in, with the engine settings of [`query::session`]:
+/// every lake table, `stations`, `models`, the jobs' derived tables and `job_runs`. `wxlake
+/// sql` queries it, and the server's (REST, and through it the SQL servers of
+/// [`crate::sqlwire`]) is built by it, so a query sees the same tables everywhere.
+pub async fn analyst_session(lake: &Lake) -> Result<SessionContext, JobError> {
+    let ctx = query::session(lake).await?;
+    register_derived(&ctx, lake).await?;
+    Ok(ctx)
+}
+
 /// [`register_derived`] for a given set of declarations.
 pub fn register_derived_with(ctx: &SessionContext, lake: &Lake, specs: &[JobSpec]) -> Result<(), JobError> {
     for s in specs {

@@ -18,7 +18,7 @@ use crate::decode::types::LineError;
 use crate::ingest::{store, DecodedInput, Format, IngestOptions, Records};
 use crate::lake::window::load_window;
 use crate::lake::writer::WriteStats;
-use crate::lake::{query, Lake, LakeError};
+use crate::lake::{Lake, LakeError};
 
 /// Live-ingest failures.
 #[derive(Debug, Error)]
@@ -102,11 +102,9 @@ impl LiveService {
         }
         let (new_data, _) = broadcast::channel(64);
         let (new_runs, _) = broadcast::channel(64);
-        let ctx = query::session(&lake).await?;
-        // Derived tables of the jobs (forecast_daily ...) are served from the same session.
-        crate::jobs::register_derived(&ctx, &lake)
-            .await
-            .map_err(|e| LiveError::Lake(LakeError::Config(e.to_string())))?;
+        // The session `wxlake sql` uses: lake tables and the jobs' derived tables.
+        let ctx =
+            crate::jobs::analyst_session(&lake).await.map_err(|e| LiveError::Lake(LakeError::Config(e.to_string())))?;
         let svc = LiveService {
             lake,
             ctx,
@@ -342,6 +340,19 @@ impl LiveService {
             stats += s;
         }
         Ok(stats)
+    }
+
+    /// The observations acknowledged but not yet in the lake, decoded from the pending
+    /// inputs (the SQL servers' `live_observations`; pending holds a few flush intervals).
+    pub fn pending_observations(&self) -> Vec<crate::decode::types::Metar> {
+        let entries: Vec<Arc<WalEntry>> = self.pending_lock().values().cloned().collect();
+        let mut out = Vec::new();
+        for e in &entries {
+            if let Records::Observations(v) = decode_entry(e).records {
+                out.extend(v);
+            }
+        }
+        out
     }
 
     /// Number of acknowledged inputs not yet in the lake.

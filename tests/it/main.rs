@@ -19,5 +19,6 @@ mod layering;
 mod openapi;
 mod s3;
 mod slt;
+mod sqlwire;
 mod support;
 mod webdriver;

@@ -1,0 +1,107 @@
+//! What one analyst query may use, and who may run one now: the per-query memory and time
+//! limits, and the caps on queries running at once (all keys together, and per key), so a
+//! heavy query slows the REST API by a bounded share and one key cannot take every slot.
+//!
+//! A query over a cap is refused at once with a message naming the cap, not queued: a
+//! client waiting on a full server learns nothing, and its own timeout would hide why.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::error::WireError;
+
+/// The bounds of analyst queries (`wxlake serve --sql-*` flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueryLimits {
+    /// Memory one query may hold in its operators (hash tables, sorts); beyond it the
+    /// operators that can spill to disk do, the others fail with a clear error.
+    pub memory_bytes: usize,
+    /// Wall-clock time from planning to the last row sent.
+    pub timeout: Duration,
+    /// Queries running at once over all keys.
+    pub max_queries: usize,
+    /// Queries running at once for one key.
+    pub max_per_key: usize,
+}
+
+impl Default for QueryLimits {
+    fn default() -> Self {
+        QueryLimits { memory_bytes: 1 << 30, timeout: Duration::from_secs(300), max_queries: 4, max_per_key: 2 }
+    }
+}
+
+/// Hands out query slots under [`QueryLimits`]' caps.
+#[derive(Debug)]
+pub struct Admission {
+    limits: QueryLimits,
+    total: Arc<Semaphore>,
+    per_key: Mutex<HashMap<String, Arc<Semaphore>>>,
+}
+
+/// A running query's slots; dropping it (the query's streams ended or were dropped, as
+/// when the client disconnects) frees them.
+#[derive(Debug)]
+pub struct QueryPermit {
+    _total: OwnedSemaphorePermit,
+    _key: OwnedSemaphorePermit,
+}
+
+impl Admission {
+    pub fn new(limits: QueryLimits) -> Self {
+        Admission {
+            limits,
+            total: Arc::new(Semaphore::new(limits.max_queries.max(1))),
+            per_key: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn limits(&self) -> QueryLimits {
+        self.limits
+    }
+
+    /// A slot for a query of `key_id`, or the cap it would exceed.
+    pub fn admit(&self, key_id: &str) -> Result<QueryPermit, WireError> {
+        let key_sem = {
+            let mut map = self.per_key.lock().unwrap_or_else(PoisonError::into_inner);
+            Arc::clone(
+                map.entry(key_id.to_string())
+                    .or_insert_with(|| Arc::new(Semaphore::new(self.limits.max_per_key.max(1)))),
+            )
+        };
+        let key = key_sem.try_acquire_owned().map_err(|_| {
+            WireError::Busy(format!(
+                "too many queries running for this key: at most {} at once; wait for one to finish",
+                self.limits.max_per_key.max(1)
+            ))
+        })?;
+        let total = Arc::clone(&self.total).try_acquire_owned().map_err(|_| {
+            WireError::Busy(format!(
+                "the server is running its maximum of {} analyst queries; retry shortly",
+                self.limits.max_queries.max(1)
+            ))
+        })?;
+        Ok(QueryPermit { _total: total, _key: key })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caps_per_key_and_overall_are_exact_and_freed_on_drop() {
+        let a = Admission::new(QueryLimits { max_queries: 3, max_per_key: 2, ..Default::default() });
+        let p1 = a.admit("k1").unwrap();
+        let _p2 = a.admit("k1").unwrap();
+        let e = a.admit("k1").unwrap_err().to_string();
+        assert!(e.contains("at most 2 at once"), "{e}");
+        let _p3 = a.admit("k2").unwrap();
+        let e = a.admit("k3").unwrap_err().to_string();
+        assert!(e.contains("maximum of 3"), "{e}");
+        drop(p1);
+        a.admit("k1").expect("a finished query frees its slots");
+    }
+}

@@ -1,0 +1,366 @@
+//! The hot state as SQL tables, next to the lake's:
+//!
+//! - `svc_extremes`: each station's trading-day high and low, today and yesterday, per
+//!   logic (`nws`, `wu`), computed by the REST API's own code path
+//!   ([`svc_high`], what `mode=svc_high` answers) at the moment the query scans it. A
+//!   filter on `station_code` or `logic` (`=` or `IN`) limits which stations are computed.
+//! - `live_observations`: the observations acknowledged but not yet flushed to the lake,
+//!   with the `observations` table's columns (so `observations UNION ALL
+//!   live_observations` is everything acknowledged). Separate rather than unioned into
+//!   `observations`, so `observations` means the same in `wxlake sql` and on the wire, and a
+//!   query states when it wants rows that may still change (a flush moves them; during a
+//!   flush a row can briefly be in both: `row_key` tells).
+//!
+//! [`OverlaySchema`] adds them to the lake's schema without changing the REST API's session.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{Duration, NaiveDateTime};
+use datafusion::arrow::array::{
+    ArrayRef, BooleanBuilder, Date32Builder, Float64Builder, RecordBatch, StringArray, StringBuilder,
+    TimestampMicrosecondBuilder,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::catalog::{SchemaProvider, Session, TableProvider};
+use datafusion::common::ScalarValue;
+use datafusion::datasource::memory::MemorySourceConfig;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::{Expr, Operator, TableProviderFilterPushDown, TableType};
+use datafusion::physical_plan::ExecutionPlan;
+
+use crate::api::v2::observations::svc_high;
+use crate::api::AppState;
+use crate::catalog::Catalog;
+use crate::extremes::Logic;
+use crate::lake::rows::{date32, LakeRecord};
+use crate::write::LiveService;
+
+/// Name of the live extremes table.
+pub const SVC_EXTREMES: &str = "svc_extremes";
+/// Name of the unflushed observations table.
+pub const LIVE_OBSERVATIONS: &str = "live_observations";
+
+/// A schema that answers with its own tables first, then with `base`'s.
+#[derive(Debug)]
+pub struct OverlaySchema {
+    base: Arc<dyn SchemaProvider>,
+    extra: HashMap<String, Arc<dyn TableProvider>>,
+}
+
+impl OverlaySchema {
+    pub fn new(base: Arc<dyn SchemaProvider>, extra: HashMap<String, Arc<dyn TableProvider>>) -> Self {
+        OverlaySchema { base, extra }
+    }
+}
+
+#[async_trait]
+impl SchemaProvider for OverlaySchema {
+    fn table_names(&self) -> Vec<String> {
+        let mut names = self.base.table_names();
+        names.extend(self.extra.keys().filter(|k| !self.base.table_exist(k)).cloned());
+        names.sort();
+        names
+    }
+
+    async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+        match self.extra.get(name) {
+            Some(t) => Ok(Some(Arc::clone(t))),
+            None => self.base.table(name).await,
+        }
+    }
+
+    fn table_exist(&self, name: &str) -> bool {
+        self.extra.contains_key(name) || self.base.table_exist(name)
+    }
+}
+
+/// The live tables over the server's state.
+pub fn live_tables(state: &AppState) -> HashMap<String, Arc<dyn TableProvider>> {
+    let mut m: HashMap<String, Arc<dyn TableProvider>> = HashMap::new();
+    m.insert(SVC_EXTREMES.to_string(), Arc::new(SvcExtremesTable { state: state.clone() }));
+    m.insert(LIVE_OBSERVATIONS.to_string(), Arc::new(LiveObservationsTable { live: Arc::clone(&state.live) }));
+    m
+}
+
+/// `svc_extremes` (see the module docs).
+#[derive(Clone)]
+pub struct SvcExtremesTable {
+    state: AppState,
+}
+
+impl std::fmt::Debug for SvcExtremesTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SvcExtremesTable")
+    }
+}
+
+/// The columns of `svc_extremes`: those of the `daily_extremes` job table where they mean
+/// the same, plus the station's units.
+pub fn svc_extremes_schema() -> SchemaRef {
+    let ts = || DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()));
+    Arc::new(Schema::new(vec![
+        Field::new("station_code", DataType::Utf8, false),
+        Field::new("logic", DataType::Utf8, false),
+        Field::new("date", DataType::Date32, false),
+        Field::new("units", DataType::Utf8, false),
+        Field::new("high", DataType::Float64, true),
+        Field::new("low", DataType::Float64, true),
+        Field::new("high_time", ts(), true),
+        Field::new("low_time", ts(), true),
+        Field::new("high_source", DataType::Utf8, true),
+        Field::new("low_source", DataType::Utf8, true),
+        Field::new("high_sources", DataType::Utf8, false),
+        Field::new("low_sources", DataType::Utf8, false),
+        Field::new("high_valid_through", ts(), true),
+        Field::new("low_valid_through", ts(), true),
+        Field::new("anomaly", DataType::Boolean, false),
+        Field::new("is_final", DataType::Boolean, false),
+        Field::new("data_quality", DataType::Utf8, false),
+    ]))
+}
+
+#[async_trait]
+impl TableProvider for SvcExtremesTable {
+    fn schema(&self) -> SchemaRef {
+        svc_extremes_schema()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Temporary
+    }
+
+    fn supports_filters_pushdown(&self, filters: &[&Expr]) -> Result<Vec<TableProviderFilterPushDown>> {
+        // Inexact: the filter narrows what is computed, DataFusion still applies it.
+        Ok(filters
+            .iter()
+            .map(|f| {
+                if literal_values(f, "station_code").is_some() || literal_values(f, "logic").is_some() {
+                    TableProviderFilterPushDown::Inexact
+                } else {
+                    TableProviderFilterPushDown::Unsupported
+                }
+            })
+            .collect())
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let stations = filters.iter().find_map(|f| literal_values(f, "station_code"));
+        let logics = filters.iter().find_map(|f| literal_values(f, "logic"));
+        let batch = self.compute(stations.as_deref(), logics.as_deref()).await?;
+        let schema = batch.schema();
+        let exec: Arc<dyn ExecutionPlan> =
+            MemorySourceConfig::try_new_exec(&[vec![batch]], schema, projection.cloned())?;
+        Ok(exec)
+    }
+}
+
+impl SvcExtremesTable {
+    /// One row per (station, logic, day) for today and yesterday, as `svc_high` answers.
+    async fn compute(&self, stations: Option<&[String]>, logics: Option<&[String]>) -> Result<RecordBatch> {
+        let schema = svc_extremes_schema();
+        let mut b = Columns::default();
+        for station in Catalog::global().all() {
+            if stations.is_some_and(|s| !s.contains(&station.code)) {
+                continue;
+            }
+            for logic in [Logic::Nws, Logic::Wu] {
+                if logics.is_some_and(|l| !l.iter().any(|x| x == logic.as_str())) {
+                    continue;
+                }
+                let today = crate::time::local_date(station.timezone, logic.clock(), self.state.now());
+                for date in [today - Duration::days(1), today] {
+                    let x = svc_high(&self.state, station, logic, Some(date))
+                        .await
+                        .map_err(|e| DataFusionError::Execution(format!("svc_extremes {}: {e:?}", station.code)))?;
+                    b.push(&x, date32(date))?;
+                }
+            }
+        }
+        Ok(RecordBatch::try_new(schema, b.finish())?)
+    }
+}
+
+/// Builders of `svc_extremes`' columns.
+#[derive(Default)]
+struct Columns {
+    station: StringBuilder,
+    logic: StringBuilder,
+    date: Date32Builder,
+    units: StringBuilder,
+    high: Float64Builder,
+    low: Float64Builder,
+    high_time: TimestampMicrosecondBuilder,
+    low_time: TimestampMicrosecondBuilder,
+    high_source: StringBuilder,
+    low_source: StringBuilder,
+    high_sources: StringBuilder,
+    low_sources: StringBuilder,
+    high_valid: TimestampMicrosecondBuilder,
+    low_valid: TimestampMicrosecondBuilder,
+    anomaly: BooleanBuilder,
+    is_final: BooleanBuilder,
+    quality: StringBuilder,
+}
+
+impl Columns {
+    fn push(&mut self, x: &crate::api::observation_json::SvcHigh, date: i32) -> Result<()> {
+        self.station.append_value(&x.station_code);
+        self.logic.append_value(&x.calculation_logic);
+        self.date.append_value(date);
+        self.units.append_value(&x.units);
+        self.high.append_option(x.svc_high);
+        self.low.append_option(x.svc_low);
+        self.high_time.append_option(micros(x.time_of_high_utc.as_deref())?);
+        self.low_time.append_option(micros(x.time_of_low_utc.as_deref())?);
+        self.high_source.append_option(x.high_source.as_deref());
+        self.low_source.append_option(x.low_source.as_deref());
+        self.high_sources.append_value(x.svc_high_sources.join(","));
+        self.low_sources.append_value(x.svc_low_sources.join(","));
+        self.high_valid.append_option(micros(x.high_valid_through_utc.as_deref())?);
+        self.low_valid.append_option(micros(x.low_valid_through_utc.as_deref())?);
+        self.anomaly.append_value(x.anomaly);
+        self.is_final.append_value(x.is_final);
+        let quality = x.data_quality.values().next().cloned().unwrap_or_default();
+        self.quality.append_value(quality.to_string());
+        Ok(())
+    }
+
+    fn finish(mut self) -> Vec<ArrayRef> {
+        let utc = |b: &mut TimestampMicrosecondBuilder| -> ArrayRef { Arc::new(b.finish().with_timezone("UTC")) };
+        vec![
+            Arc::new(self.station.finish()),
+            Arc::new(self.logic.finish()),
+            Arc::new(self.date.finish()),
+            Arc::new(self.units.finish()),
+            Arc::new(self.high.finish()),
+            Arc::new(self.low.finish()),
+            utc(&mut self.high_time),
+            utc(&mut self.low_time),
+            Arc::new(self.high_source.finish()),
+            Arc::new(self.low_source.finish()),
+            Arc::new(self.high_sources.finish()),
+            Arc::new(self.low_sources.finish()),
+            utc(&mut self.high_valid),
+            utc(&mut self.low_valid),
+            Arc::new(self.anomaly.finish()),
+            Arc::new(self.is_final.finish()),
+            Arc::new(self.quality.finish()),
+        ]
+    }
+}
+
+/// A time as the REST answer writes it ([`crate::time::fmt_utc`]), in microseconds.
+fn micros(t: Option<&str>) -> Result<Option<i64>> {
+    let Some(t) = t else { return Ok(None) };
+    NaiveDateTime::parse_from_str(t, "%Y-%m-%d %H:%M:%S")
+        .map(|t| Some(t.and_utc().timestamp_micros()))
+        .map_err(|e| DataFusionError::Internal(format!("svc_extremes: time {t:?}: {e}")))
+}
+
+/// The string literals a filter compares `column` with (`column = 'x'`, `column IN (...)`).
+fn literal_values(f: &Expr, column: &str) -> Option<Vec<String>> {
+    let is_col = |e: &Expr| matches!(e, Expr::Column(c) if c.name == column);
+    let lit = |e: &Expr| match e {
+        Expr::Literal(
+            ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)) | ScalarValue::LargeUtf8(Some(s)),
+            _,
+        ) => Some(s.clone()),
+        _ => None,
+    };
+    match f {
+        Expr::BinaryExpr(b) if b.op == Operator::Eq => {
+            if is_col(&b.left) {
+                lit(&b.right).map(|s| vec![s])
+            } else if is_col(&b.right) {
+                lit(&b.left).map(|s| vec![s])
+            } else {
+                None
+            }
+        }
+        Expr::InList(l) if !l.negated && is_col(&l.expr) => l.list.iter().map(lit).collect(),
+        _ => None,
+    }
+}
+
+/// `live_observations` (see the module docs).
+#[derive(Debug)]
+pub struct LiveObservationsTable {
+    live: Arc<LiveService>,
+}
+
+/// The `observations` table's columns: the stored ones, then the `date` partition.
+pub fn observations_schema() -> SchemaRef {
+    let t = <crate::decode::types::Metar as LakeRecord>::table();
+    let mut fields: Vec<Field> = t.file_schema().fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.extend(t.partition_cols.iter().map(|c| Field::new(*c, DataType::Utf8, true)));
+    Arc::new(Schema::new(fields))
+}
+
+#[async_trait]
+impl TableProvider for LiveObservationsTable {
+    fn schema(&self) -> SchemaRef {
+        observations_schema()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Temporary
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let rows = self.live.pending_observations();
+        let refs: Vec<&crate::decode::types::Metar> = rows.iter().collect();
+        let keys: Vec<u64> = rows.iter().map(LakeRecord::row_key).collect();
+        let stored = crate::decode::types::Metar::to_batch(&refs, &keys, self.live.clock.now())?;
+        let dates: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|m| {
+            let p = m.partition();
+            p.strip_prefix("date=").unwrap_or(&p).to_string()
+        })));
+        let mut cols = stored.columns().to_vec();
+        cols.push(dates);
+        let schema = observations_schema();
+        let batch = RecordBatch::try_new(Arc::clone(&schema), cols)?;
+        let exec: Arc<dyn ExecutionPlan> =
+            MemorySourceConfig::try_new_exec(&[vec![batch]], schema, projection.cloned())?;
+        Ok(exec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::logical_expr::{col, lit};
+
+    use super::*;
+
+    /// `=` and `IN` on a column narrow what `svc_extremes` computes; anything else does not.
+    #[test]
+    fn filters_that_narrow_the_stations() {
+        assert_eq!(literal_values(&col("station_code").eq(lit("KNYC")), "station_code"), Some(vec!["KNYC".into()]));
+        assert_eq!(literal_values(&lit("KNYC").eq(col("station_code")), "station_code"), Some(vec!["KNYC".into()]));
+        let list = col("logic").in_list(vec![lit("nws"), lit("wu")], false);
+        assert_eq!(literal_values(&list, "logic"), Some(vec!["nws".into(), "wu".into()]));
+        assert_eq!(literal_values(&col("logic").in_list(vec![lit("nws")], true), "logic"), None, "NOT IN");
+        assert_eq!(literal_values(&col("station_code").gt(lit("K")), "station_code"), None);
+        assert_eq!(literal_values(&col("station_code").eq(lit("KNYC")), "logic"), None);
+    }
+
+    #[test]
+    fn live_observations_have_the_observations_columns() {
+        let s = observations_schema();
+        assert_eq!(s.fields().last().map(|f| f.name().as_str()), Some("date"));
+        assert!(s.field_with_name("station_code").is_ok());
+    }
+}

@@ -1,0 +1,26 @@
+//! Analyst SQL over the network: read-only SQL for the tools analysts use, on the
+//! PostgreSQL wire protocol ([`pg`]) and Arrow Flight SQL ([`flight`]), over the tables `wxlake sql`
+//! sees plus the live state.
+//!
+//! One core serves both protocols:
+//! - [`session`]: the sessions (the server's tables, the live tables, pg_catalog; one
+//!   memory pool per query session);
+//! - [`guard`]: read-only (no DDL, DML, COPY, engine SET, file or URL readers);
+//! - [`bounded`] and [`admission`]: per-query memory and time limits, concurrency caps per
+//!   key and overall, cancellation when the client goes away;
+//! - [`access`]: the API key as the credential, tiers, revocation, rate limits;
+//! - [`live_tables`]: `svc_extremes` and `live_observations`.
+
+pub mod access;
+pub mod admission;
+pub mod bounded;
+pub mod error;
+pub mod flight;
+pub mod guard;
+pub mod live_tables;
+pub mod pg;
+pub mod session;
+
+pub use admission::QueryLimits;
+pub use error::WireError;
+pub use session::WireEngine;

@@ -1,0 +1,139 @@
+//! The statement check in front of `datafusion-postgres`: read-only, and each query counted
+//! against its key. It runs first among the hooks, for the simple protocol (per
+//! statement) and the extended one (at Parse: the check; at Execute: the count).
+//!
+//! Why plan here: the library's simple path runs `SessionContext::sql`, which executes
+//! DDL and `COPY` as it plans them, so a statement is planned and checked the way that path
+//! will plan it ([`guard::check_plan`]) before the library sees it.
+
+use std::sync::{Arc, OnceLock};
+
+use async_trait::async_trait;
+use datafusion::common::ParamValues;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::SessionContext;
+use datafusion::sql::parser::Statement as DfStatement;
+use datafusion::sql::sqlparser::ast::Statement;
+use datafusion_postgres::hooks::HookClient;
+use datafusion_postgres::pgwire::api::results::Response;
+use datafusion_postgres::pgwire::api::ClientInfo;
+use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use datafusion_postgres::QueryHook;
+
+use crate::api::AppState;
+use crate::sqlwire::access::admit_query;
+use crate::sqlwire::error::WireError;
+use crate::sqlwire::guard;
+
+/// The first hook of every connection.
+pub struct GuardHook {
+    pub state: AppState,
+    /// The connection's key (set at authentication).
+    pub secret: Arc<OnceLock<String>>,
+}
+
+/// An error as the pgwire ERROR the client shows.
+pub fn pg_error(e: &WireError) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new("ERROR".to_string(), e.sqlstate().to_string(), e.to_string())))
+}
+
+/// Statements the later hooks answer without planning or changing anything: transaction
+/// bracketing (clients send it; everything is read-only anyway) and cursors over queries.
+fn passes_through(s: &Statement) -> bool {
+    matches!(
+        s,
+        Statement::StartTransaction { .. }
+            | Statement::Commit { .. }
+            | Statement::Rollback { .. }
+            | Statement::Declare { .. }
+            | Statement::Fetch { .. }
+            | Statement::Close { .. }
+            | Statement::Deallocate { .. }
+            | Statement::Discard { .. }
+            | Statement::ShowVariable { .. }
+    )
+}
+
+impl GuardHook {
+    fn admit(&self) -> Result<(), WireError> {
+        let secret = self.secret.get().ok_or(WireError::MissingKey)?;
+        admit_query(&self.state, secret).map(drop)
+    }
+
+    /// The check of the simple path: plan the text as `SessionContext::sql` will.
+    async fn check_text(&self, statement: &Statement, ctx: &SessionContext) -> Result<(), WireError> {
+        if let Statement::Set(_) = statement {
+            return set_allowed(statement);
+        }
+        let plan = ctx.state().create_logical_plan(&statement.to_string()).await;
+        let plan = plan.map_err(|e| guard::explain_missing_function(WireError::Engine(e)))?;
+        guard::check_plan(&plan)
+    }
+
+    /// The check of the extended path: plan the statement as the library's parser will.
+    async fn check_statement(&self, statement: &Statement, ctx: &SessionContext) -> Result<(), WireError> {
+        if let Statement::Set(_) = statement {
+            return set_allowed(statement);
+        }
+        let plan = ctx.state().statement_to_plan(DfStatement::Statement(Box::new(statement.clone()))).await;
+        match plan {
+            Ok(plan) => guard::check_plan(&plan),
+            Err(e) => match guard::explain_missing_function(WireError::Engine(e)) {
+                refused @ WireError::ReadOnly(_) => Err(refused),
+                // The library reports its own planning error.
+                _ => Ok(()),
+            },
+        }
+    }
+}
+
+/// `SET` of a client setting passes (the set/show hook keeps it per connection); of an
+/// engine option, not.
+fn set_allowed(statement: &Statement) -> Result<(), WireError> {
+    guard::check_set(&statement.to_string())
+}
+
+#[async_trait]
+impl QueryHook for GuardHook {
+    async fn handle_simple_query(
+        &self,
+        statement: &Statement,
+        ctx: &SessionContext,
+        _client: &mut dyn HookClient,
+    ) -> Option<PgWireResult<Response>> {
+        if passes_through(statement) {
+            return None;
+        }
+        let checked = match self.admit() {
+            Ok(()) => self.check_text(statement, ctx).await,
+            Err(e) => Err(e),
+        };
+        checked.err().map(|e| Err(pg_error(&e)))
+    }
+
+    async fn handle_extended_parse_query(
+        &self,
+        statement: &Statement,
+        ctx: &SessionContext,
+        _client: &(dyn ClientInfo + Send + Sync),
+    ) -> Option<PgWireResult<LogicalPlan>> {
+        if passes_through(statement) {
+            return None;
+        }
+        self.check_statement(statement, ctx).await.err().map(|e| Err(pg_error(&e)))
+    }
+
+    async fn handle_extended_query(
+        &self,
+        statement: &Statement,
+        _plan: &LogicalPlan,
+        _params: &ParamValues,
+        _ctx: &SessionContext,
+        _client: &mut dyn HookClient,
+    ) -> Option<PgWireResult<Response>> {
+        if passes_through(statement) {
+            return None;
+        }
+        self.admit().err().map(|e| Err(pg_error(&e)))
+    }
+}

@@ -1,0 +1,102 @@
+//! The sessions analyst queries run in over the wire.
+//!
+//! [`WireEngine::new`] derives one base session from the server's (built by
+//! [`crate::jobs::analyst_session`], the session `wxlake sql` uses, so the engine settings
+//! and tables are the same): its own catalog list holding the lake's schema overlaid with
+//! the live tables ([`super::live_tables`]), PostgreSQL's `pg_catalog` (what psql, DBeaver
+//! and Grafana read on connect), `information_schema`, and only the table functions that
+//! read nothing ([`super::guard`]). The REST API's session is left as it was.
+//!
+//! [`WireEngine::query_session`] gives each connection (pgwire: its queries run one after
+//! another) or query (Flight SQL) a session of its own over the same tables: its own memory
+//! pool of the per-query size, and the [`BoundedPlanner`] with the caller's key.
+
+use std::sync::{Arc, OnceLock};
+
+use datafusion::catalog::{CatalogProvider, MemoryCatalogProvider, MemoryCatalogProviderList};
+use datafusion::execution::memory_pool::{GreedyMemoryPool, TrackConsumersPool};
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::SessionStateBuilder;
+use datafusion::prelude::SessionContext;
+use datafusion_postgres::datafusion_pg_catalog::pg_catalog::context::EmptyContextProvider;
+use datafusion_postgres::datafusion_pg_catalog::pg_catalog::setup_pg_catalog;
+
+use super::admission::{Admission, QueryLimits};
+use super::bounded::BoundedPlanner;
+use super::error::WireError;
+use super::guard;
+use super::live_tables::{live_tables, OverlaySchema};
+use crate::api::AppState;
+
+/// The shared part of every wire session, and the caps they run under.
+pub struct WireEngine {
+    base: SessionContext,
+    admission: Arc<Admission>,
+    pub state: AppState,
+}
+
+impl std::fmt::Debug for WireEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WireEngine").field("limits", &self.admission.limits()).finish_non_exhaustive()
+    }
+}
+
+impl WireEngine {
+    /// The base session over the server's tables and live state (see the module docs).
+    pub fn new(state: AppState, limits: QueryLimits) -> Result<Self, WireError> {
+        let server = &state.live.ctx;
+        let options = server.state().config().options().catalog.clone();
+        let lake_schema = server
+            .catalog(&options.default_catalog)
+            .and_then(|c| c.schema(&options.default_schema))
+            .ok_or_else(|| WireError::ReadOnly("the server's session has no default schema".into()))?;
+        let catalog = MemoryCatalogProvider::new();
+        catalog
+            .register_schema(&options.default_schema, Arc::new(OverlaySchema::new(lake_schema, live_tables(&state))))?;
+        let catalogs = MemoryCatalogProviderList::new();
+        datafusion::catalog::CatalogProviderList::register_catalog(
+            &catalogs,
+            options.default_catalog.clone(),
+            Arc::new(catalog),
+        );
+        let builder = SessionStateBuilder::new_from_existing(server.state()).with_catalog_list(Arc::new(catalogs));
+        let base = SessionContext::new_with_state(builder.build());
+        setup_pg_catalog(&base, &options.default_catalog, EmptyContextProvider).map_err(|e| WireError::Engine(*e))?;
+        {
+            let state_ref = base.state_ref();
+            let mut state = state_ref.write();
+            let removed = guard::check_table_functions(&mut state);
+            if !removed.is_empty() {
+                tracing::warn!(?removed, "table functions withheld from analyst SQL");
+            }
+        }
+        Ok(WireEngine { base, admission: Arc::new(Admission::new(limits)), state })
+    }
+
+    /// The base session (its catalogs, for the protocols' metadata calls).
+    pub fn base(&self) -> &SessionContext {
+        &self.base
+    }
+
+    pub fn limits(&self) -> QueryLimits {
+        self.admission.limits()
+    }
+
+    /// A session for the queries of the key `key_id` holds, once it holds one (see the
+    /// module docs).
+    pub fn query_session(&self, key_id: Arc<OnceLock<String>>) -> Result<SessionContext, WireError> {
+        let state = self.base.state();
+        let pool = TrackConsumersPool::new(
+            GreedyMemoryPool::new(self.admission.limits().memory_bytes),
+            std::num::NonZeroUsize::new(3).unwrap_or(std::num::NonZeroUsize::MIN),
+        );
+        let runtime =
+            RuntimeEnvBuilder::from_runtime_env(state.runtime_env()).with_memory_pool(Arc::new(pool)).build_arc()?;
+        let planner = BoundedPlanner { admission: Arc::clone(&self.admission), key_id };
+        let state = SessionStateBuilder::new_from_existing(state)
+            .with_runtime_env(runtime)
+            .with_query_planner(Arc::new(planner))
+            .build();
+        Ok(SessionContext::new_with_state(state))
+    }
+}
