@@ -97,7 +97,12 @@ async fn psql_queries_catalog_and_refusals() {
              WHERE station_code = 'KNYC' AND logic = 'nws' AND date = DATE '2026-03-08'";
     let (out, err, ok) = psql(port, &dev, &["-c", q]).await;
     assert!(ok, "{err}");
-    assert_eq!(out, "50|46|observation|2026-03-08");
+    // Values, not their text form: the float encoding prints `50.0` where PostgreSQL's
+    // own float8 output would print `50`.
+    let cols: Vec<&str> = out.split('|').collect();
+    assert_eq!(cols.len(), 4, "{out}");
+    assert_eq!((cols[0].parse::<f64>().ok(), cols[1].parse::<f64>().ok()), (Some(50.0), Some(46.0)), "{out}");
+    assert_eq!(&cols[2..], ["observation", "2026-03-08"], "{out}");
     let (out, err, _) = psql(port, &dev, &["-c", "SELECT count(*) FROM live_observations"]).await;
     assert_eq!(out, "3", "{err}");
     let (out, _, _) = psql(port, &dev, &["-c", "SELECT count(*) FROM observations"]).await;
