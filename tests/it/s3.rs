@@ -338,8 +338,35 @@ fn serve_needs_a_local_state_dir_compacts_and_flushes_to_s3() {
         assert!(Instant::now() < deadline, "not flushed to the S3 lake");
         std::thread::sleep(Duration::from_millis(300));
     }
+
+    // A model run through the same endpoint: the flush stores it and the server's fresh
+    // job runs publish its forecast_daily rows to the S3 lake while it serves.
+    let run = chrono::Utc::now() - chrono::Duration::hours(6);
+    let run = chrono::DateTime::from_timestamp(run.timestamp() - run.timestamp() % 21_600, 0).unwrap();
+    let rows: Vec<_> = (0..=48).map(|h| crate::support::knyc_forecast("GFS", run, h, 50.0 + h as f64 / 4.0)).collect();
+    let csv = wxlake::decode::forecast_rows::encode_forecast_csv(&rows);
+    let mut s = TcpStream::connect(&addr).unwrap();
+    write!(
+        s,
+        "POST /api/v2/ingest/forecasts HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {key}\r\n\
+         Content-Type: text/csv\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{csv}",
+        csv.len()
+    )
+    .unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    assert!(resp.starts_with("HTTP/1.1 202"), "{resp}");
+    let q = "SELECT count(*) FROM forecast_daily WHERE location_name = 'KNYC' AND model = 'GFS'";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while lake.run(&["sql", q, "--format", "csv"]).status.code() != Some(0) || lake.scalar(q) == "0" {
+        assert!(Instant::now() < deadline, "serve published no forecast_daily rows to the S3 lake");
+        std::thread::sleep(Duration::from_millis(500));
+    }
     sigterm(child);
     assert_eq!(lake.scalar("SELECT count(*) FROM observations"), "26");
+    assert_eq!(lake.scalar("SELECT count(*) FROM forecasts"), "49");
+    let runs = lake.scalar("SELECT count(*) FROM job_runs WHERE job = 'forecast_daily' AND status = 'ok'");
+    assert_ne!(runs, "0", "the server's run of forecast_daily is recorded");
     lake.assert_no_leftovers();
 }
 
@@ -499,4 +526,79 @@ fn a_wrong_endpoint_a_missing_bucket_or_bad_credentials_are_named() {
     check(c.output().unwrap(), "S3 refused the credentials");
     // Nothing half-written anywhere.
     assert!(lake.objects().is_empty(), "{:?}", lake.objects());
+}
+
+/// `wxlake sql` rows of `table` as sorted CSV lines, `computed_at` (the run's own clock)
+/// left out so two runs of the same job over the same inputs compare equal.
+fn table_lines(cmd: impl Fn(&[&str]) -> Output, table: &str) -> Vec<String> {
+    let o = cmd(&["sql", &format!("SELECT * EXCLUDE (computed_at) FROM {table}"), "--format", "csv"]);
+    let o = if o.status.success() { o } else { cmd(&["sql", &format!("SELECT * FROM {table}"), "--format", "csv"]) };
+    assert!(o.status.success(), "{table}: {}", err(&o));
+    // Floats to 12 significant digits: a parallel aggregate may add in another order.
+    let mut reader = csv::ReaderBuilder::new().has_headers(false).from_reader(o.stdout.as_slice());
+    let mut lines: Vec<String> = reader
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            let cell = |c: &str| match c.parse::<f64>() {
+                Ok(v) if c.contains(['.', 'e', 'E']) => format!("{v:.11e}"),
+                _ => c.to_string(),
+            };
+            r.iter().map(cell).collect::<Vec<_>>().join("|")
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn every_job_gives_on_s3_what_it_gives_on_local_files() {
+    let Some(lake) = S3Lake::new("same") else { return };
+    // The demo's inputs (observations, reports, model runs, MOS, NWS hourly), made once on
+    // local files; the raw tables' files are copied to the bucket as they are.
+    let local = lake.dir.path().join("local");
+    let local_url = format!("file://{}", local.display());
+    let local_cmd = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_wxlake")).arg("--lake").arg(&local_url).args(args).output().unwrap()
+    };
+    let o = local_cmd(&["demo", "--days", "3", "--stations", "KNYC,KMDW,EGLC", "--no-onemin"]);
+    assert!(o.status.success(), "demo: {}", err(&o));
+    let from = object_store::local::LocalFileSystem::new_with_prefix(&local).unwrap();
+    let to = lake.store();
+    let copied = block(async {
+        let mut n = 0;
+        for t in wxlake::lake::schema::TABLES {
+            let files: Vec<_> = from.list(Some(&Path::from(t.name))).try_collect().await.unwrap();
+            for f in files {
+                let bytes = from.get(&f.location).await.unwrap().bytes().await.unwrap();
+                to.put(&Path::from(format!("wx/lake/{}", f.location)), PutPayload::from(bytes)).await.unwrap();
+                n += 1;
+            }
+        }
+        n
+    });
+    assert!(copied >= 5, "{copied} files");
+    for t in wxlake::lake::schema::TABLES {
+        assert_eq!(
+            table_lines(|a| lake.run(a), t.name),
+            table_lines(local_cmd, t.name),
+            "{} differs after the copy",
+            t.name
+        );
+    }
+
+    // Every job, dependencies first, on both lakes.
+    let ran = lake.ok(&["jobs", "run", "--all"]);
+    assert!(!ran.contains("failed"), "{ran}");
+    let o = local_cmd(&["jobs", "run", "--all"]);
+    assert!(o.status.success(), "local jobs: {}", err(&o));
+    let specs = wxlake::jobs::embedded_specs().unwrap();
+    assert_eq!(specs.len(), 6, "a new job belongs in this comparison");
+    for spec in &specs {
+        let table = &spec.output.table;
+        let on_s3 = table_lines(|a| lake.run(a), table);
+        assert!(on_s3.len() > 1, "{table} is empty on S3");
+        assert_eq!(on_s3, table_lines(local_cmd, table), "{table}: S3 and local runs differ");
+    }
+    lake.assert_no_leftovers();
 }
