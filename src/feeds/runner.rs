@@ -202,6 +202,11 @@ impl Feeds {
         self.sources.is_empty()
     }
 
+    /// The stations some source brings observations of (upper-case ICAO ids).
+    pub fn observed_stations(&self) -> std::collections::BTreeSet<String> {
+        self.sources.iter().flat_map(|s| s.observed_stations()).collect()
+    }
+
     /// Every source's status, by name (`late` as of now).
     pub fn status(&self) -> Vec<SourceStatus> {
         let now = self.clock.now();
