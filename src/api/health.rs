@@ -54,10 +54,7 @@ pub struct StationHealth {
 /// feed observes it: data arrive by `ingest` or not at all) is not called down for
 /// having no data.
 fn is_down(fresh: Option<Staleness>, observed: bool) -> bool {
-    match fresh {
-        Some(f) => f.down,
-        None => observed,
-    }
+    fresh.map_or(observed, |f| f.down)
 }
 
 /// The health as of the server's clock.
