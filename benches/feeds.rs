@@ -18,6 +18,15 @@
 //! `observation` and `new_high` events to a subscriber (the publisher, event log and hub
 //! of `serve`; the HTTPS write of the frame is not included). Printed as percentiles
 //! over 30 reports.
+//!
+//! And the climate report's path: a fixture api.weather.gov lists a new CLI product of
+//! KNYC (the real CLINYC of 2 January 2013, re-issued with a later heading and a new
+//! maximum each round), the `nws_cli` feed polls at once (list, then the new product), and
+//! the time is taken until the stream delivers its `cli` event and until
+//! `GET /api/v2/observations.php?mode=latest&observation_type=cli_high` answers the new
+//! `cli_high`. The clock is a manual one on 3 January 2013, moved a minute a round so
+//! each poll finds the list due. Printed as percentiles over 30 products. (Model runs:
+//! benches/feeds_models.rs.)
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -158,6 +167,18 @@ fn cache_with(rows: &str, knyc: &str, time: &str) -> bytes::Bytes {
     bytes::Bytes::from(z.finish().unwrap())
 }
 
+/// p50, p90 and max of `v`, milliseconds, printed under `what`.
+fn print_percentiles(what: &str, count: &str, v: &mut [f64]) {
+    v.sort_by(f64::total_cmp);
+    println!(
+        "publish -> served, {what} ({} {count}, poll included, interval excluded): p50 {:.1} ms, p90 {:.1} ms, max {:.1} ms",
+        v.len(),
+        v[v.len() / 2],
+        v[v.len() * 9 / 10],
+        v[v.len() - 1]
+    );
+}
+
 fn publish_to_served(_c: &mut Criterion) {
     use axum::body::Body;
     use axum::http::Request;
@@ -271,16 +292,149 @@ fn publish_to_served(_c: &mut Criterion) {
     for (what, v) in
         [("latest REST answer", &mut rest_ms), ("stream observation", &mut obs_ms), ("stream new_high", &mut high_ms)]
     {
-        v.sort_by(f64::total_cmp);
-        println!(
-            "publish -> served, {what} ({} reports, poll included, interval excluded): p50 {:.1} ms, p90 {:.1} ms, max {:.1} ms",
-            v.len(),
-            v[v.len() / 2],
-            v[v.len() * 9 / 10],
-            v[v.len() - 1]
-        );
+        print_percentiles(what, "reports", v);
     }
 }
 
-criterion_group!(benches, bench_cache_poll, publish_to_served);
+/// The CLI products the fixture lists, newest last: (id, issuance time, text).
+type Products = Arc<Mutex<Vec<(String, String, String)>>>;
+
+/// The real CLINYC re-issued `i` minutes after its 06:16Z heading with maximum `33 + i`.
+fn clinyc(i: u32) -> (String, String) {
+    let real = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/real/cli/CLINYC.txt")).unwrap();
+    let minute = 16 + i;
+    let text = real
+        .replace("CDUS41 KOKX 030616", &format!("CDUS41 KOKX 0306{minute:02}"))
+        .replace("  MAXIMUM         33    301 PM", &format!("  MAXIMUM         {:2}    301 PM", 33 + i));
+    assert_ne!(text, real);
+    (text, format!("2013-01-03T06:{minute:02}:00+00:00"))
+}
+
+/// The api.weather.gov product list and products of the CLI fixture.
+async fn cli_fixture(products: Products) -> String {
+    use axum::extract::{Path, State};
+    use axum::routing::get;
+    async fn list(State(p): State<Products>) -> axum::response::Response {
+        use axum::response::IntoResponse;
+        let graph: Vec<serde_json::Value> = p
+            .lock()
+            .unwrap()
+            .iter()
+            .rev()
+            .map(|(id, issued, _)| {
+                serde_json::json!({"@id": format!("https://api.weather.gov/products/{id}"), "id": id,
+                    "wmoCollectiveId": "CDUS41", "issuingOffice": "KOKX", "issuanceTime": issued,
+                    "productCode": "CLI", "productName": "Climatological Report (Daily)"})
+            })
+            .collect();
+        let body = serde_json::json!({"@context": {"@version": "1.1"}, "@graph": graph});
+        ([("content-type", "application/ld+json")], body.to_string()).into_response()
+    }
+    async fn product(State(p): State<Products>, Path(id): Path<String>) -> axum::response::Response {
+        use axum::response::IntoResponse;
+        let found = p.lock().unwrap().iter().find(|(i, _, _)| *i == id).cloned();
+        let Some((id, issued, text)) = found else { return axum::http::StatusCode::NOT_FOUND.into_response() };
+        let body = serde_json::json!({"@id": format!("https://api.weather.gov/products/{id}"), "id": id,
+            "issuanceTime": issued, "productCode": "CLI", "productText": text});
+        ([("content-type", "application/ld+json")], body.to_string()).into_response()
+    }
+    let app = axum::Router::new()
+        .route("/products/types/CLI/locations/NYC", get(list))
+        .route("/products/{id}", get(product))
+        .with_state(products);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+fn cli_publish_to_served(_c: &mut Criterion) {
+    use axum::body::Body;
+    use axum::http::Request;
+    use futures::StreamExt;
+    use tower::ServiceExt;
+    use wxlake::api::keys::{KeyStore, Tier};
+    use wxlake::api::limits::RateLimiter;
+    use wxlake::api::{server, stream_bridge, AppState};
+    use wxlake::clock::ManualClock;
+    use wxlake::feeds::nws_products::{NwsProducts, NwsProductsConfig, ProductKind};
+    use wxlake::ingest::{Format, IngestOptions};
+    use wxlake::stream::{default_retention, Delivery, EventLog, Hub};
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let products: Products = Arc::default();
+    let manual =
+        Arc::new(ManualClock::new(chrono::TimeZone::with_ymd_and_hms(&chrono::Utc, 2013, 1, 3, 8, 0, 0).unwrap()));
+    let clock: Arc<dyn Clock> = manual.clone();
+    let (router, key, feed, sink, hub) = rt.block_on(async {
+        let base = cli_fixture(Arc::clone(&products)).await;
+        let lake = Lake::open(&format!("file://{}", dir.path().join("lake").display())).await.unwrap();
+        let keys = KeyStore::open(dir.path().join("state")).unwrap();
+        let key = keys.create(Tier::Enterprise, "bench", true, true).unwrap().1;
+        let live = Arc::new(LiveService::open(lake, &dir.path().join("state"), clock.clone()).await.unwrap());
+        let log = Arc::new(EventLog::open(&dir.path().join("events"), default_retention()).unwrap());
+        let hub = Hub::new(1024);
+        stream_bridge::spawn_publisher(Arc::clone(&live), log, hub.clone()).await;
+        // The day's observation the served CLI values ride on (`mode=latest` answers an
+        // observation with its day's reports).
+        let metar = b"KNYC 022051Z 27008KT 10SM CLR 01/M09 A3012 RMK AO2 T00061089\n".to_vec();
+        let opts = IngestOptions { month: Some((2013, 1)), ..Default::default() };
+        assert_eq!(live.ingest(Format::Metar, opts, metar).await.unwrap().accepted, 1);
+        let client = Arc::new(
+            HttpClient::new(ClientConfig { contact: "bench@example.com".into(), ..Default::default() }).unwrap(),
+        );
+        let cfg = NwsProductsConfig {
+            base_url: base,
+            stations: vec!["KNYC".into()],
+            interval: Duration::from_secs(60),
+            quiet_interval: Duration::from_secs(60),
+            ..Default::default()
+        };
+        let cfg = cfg.validated(ProductKind::Cli).unwrap();
+        let feed = NwsProducts::new(ProductKind::Cli, cfg, client, None).unwrap().with_clock(clock.clone());
+        let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&live));
+        let limiter = RateLimiter::new(Arc::new(ManualClock::new(chrono::Utc::now() - chrono::Duration::days(1))));
+        (server::router(AppState::new(keys, limiter, live, clock.clone())), key, feed, sink, hub)
+    });
+    let (mut rest_ms, mut event_ms) = (Vec::new(), Vec::new());
+    rt.block_on(async {
+        let mut sub = hub.connect("bench", ["KNYC".to_string()].into());
+        for i in 1..=30u32 {
+            let (text, issued) = clinyc(i);
+            products.lock().unwrap().push((format!("cli-knyc-{i:02}"), issued, text));
+            manual.advance(chrono::Duration::minutes(1));
+            let t0 = Instant::now();
+            let polled = feed.poll(sink.as_ref()).await;
+            assert_eq!((polled.requests, polled.accepted), (2, 1), "round {i}: {}", polled.summary());
+            let event = loop {
+                match tokio::time::timeout(Duration::from_secs(5), sub.next()).await {
+                    Ok(Some(Delivery::Event(e))) if &*e.name == "cli" => break t0.elapsed(),
+                    Ok(Some(_)) => continue,
+                    other => panic!("round {i}: no cli event: {other:?}"),
+                }
+            };
+            let want = format!("\"cli_high_f\":{}", 33 + i);
+            loop {
+                let req =
+                    Request::get("/api/v2/observations.php?station_code=KNYC&mode=latest&observation_type=cli_high")
+                        .header("X-API-Key", &key)
+                        .body(Body::empty())
+                        .unwrap();
+                let resp = router.clone().oneshot(req).await.unwrap();
+                let body = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap();
+                if String::from_utf8_lossy(&body).contains(&want) {
+                    break;
+                }
+                assert!(t0.elapsed() < Duration::from_secs(5), "round {i}: latest never answered {want}");
+            }
+            rest_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+            event_ms.push(event.as_secs_f64() * 1e3);
+        }
+    });
+    print_percentiles("CLI: latest REST answer (cli_high)", "products", &mut rest_ms);
+    print_percentiles("CLI: stream cli event", "products", &mut event_ms);
+}
+
+criterion_group!(benches, bench_cache_poll, publish_to_served, cli_publish_to_served);
 criterion_main!(benches);

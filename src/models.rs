@@ -17,6 +17,10 @@ pub struct ModelSpec {
     pub steps: &'static [(u32, u32)],
     /// First lead hour the product has (MOS bulletins start at 6 h, LAMP at 1 h).
     pub first_lead_h: u32,
+    /// Minutes past the cycle hour of the run's label: 30 for LAMP (its bulletin says
+    /// `1230 UTC` for the 12Z cycle, and that is its run time), 0 for every other model.
+    /// Leads and valid times count from the whole hour.
+    pub cycle_minute: u32,
     /// Publication delay after the cycle time, hours (runs appear this late).
     pub latency_h: u32,
     /// Statistical (MOS-like) guidance rather than a gridded model.
@@ -44,7 +48,7 @@ pub const MODELS: [ModelSpec; 18] = [
     spec("JMA", SYNOPTIC, 264, 132, &[(264, 3)], 5, false, 0.2, 0.6),
     spec("LAV-MOS", HOURLY, 25, 25, &[(25, 1)], 1, true, 0.0, 0.5),
     spec("NAM", SYNOPTIC, 84, 84, &[(36, 1), (84, 3)], 3, false, 0.8, 0.65),
-    spec("NAM-MOS", TWICE, 72, 72, &[(60, 3), (72, 6)], 4, true, 0.2, 0.5),
+    spec("NAM-MOS", TWICE, 72, 72, &[(60, 3), (72, 6)], 3, true, 0.2, 0.5),
     spec("NAM4KM", SYNOPTIC, 60, 60, &[(60, 1)], 3, false, 0.7, 0.65),
     spec("NBM", HOURLY, 264, 36, &[(36, 1), (192, 3), (264, 6)], 2, true, 0.0, 0.4),
     spec("NBS-MOS", &[1, 7, 13, 19], 72, 72, &[(72, 3)], 1, true, 0.0, 0.42),
@@ -82,6 +86,10 @@ const fn spec(
         b"NBS-MOS" => 3,
         _ => 0,
     };
+    let cycle_minute = match name.as_bytes() {
+        b"LAV-MOS" => 30,
+        _ => 0,
+    };
     ModelSpec {
         name,
         cycles,
@@ -89,6 +97,7 @@ const fn spec(
         short_horizon_h,
         steps,
         first_lead_h,
+        cycle_minute,
         latency_h,
         statistical,
         demo_bias_c,
@@ -174,13 +183,11 @@ pub fn availability(model: &str) -> Option<&'static Availability> {
     AVAILABILITY.iter().find(|a| a.model == model)
 }
 
-/// The runs of `model` published by `now` (cycle time + `delay_min` passed) whose cycle
-/// time is after `since`, oldest first. `minute` is the cycle's minute past the hour (LAMP
-/// runs are labelled HH30; every other model HH00).
+/// The runs of `model` published by `now` (run time, labelled `cycle_minute` past the
+/// cycle hour, + `delay_min` passed) whose run time is after `since`, oldest first.
 pub fn published_runs(
     model: &ModelSpec,
     delay_min: u32,
-    minute: u32,
     since: chrono::DateTime<chrono::Utc>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Vec<chrono::DateTime<chrono::Utc>> {
@@ -192,7 +199,7 @@ pub fn published_runs(
     };
     while hour <= newest {
         if model.cycles.contains(&hour.hour()) {
-            let run = hour + Duration::minutes(i64::from(minute));
+            let run = hour + Duration::minutes(i64::from(model.cycle_minute));
             if run > since && run <= newest {
                 out.push(run);
             }
@@ -331,14 +338,32 @@ mod tests {
         let t = |s: &str| crate::time::parse_utc(s).unwrap();
         let gfs = model("GFS").unwrap();
         // 05:29 with a 330-minute delay: 00Z is not out yet, 18Z of the day before is.
-        let runs = published_runs(gfs, 330, 0, t("2026-09-24T12:00:00Z"), t("2026-09-25T05:29:00Z"));
+        let runs = published_runs(gfs, 330, t("2026-09-24T12:00:00Z"), t("2026-09-25T05:29:00Z"));
         assert_eq!(runs, [t("2026-09-24T18:00:00Z")]);
-        let runs = published_runs(gfs, 330, 0, t("2026-09-24T12:00:00Z"), t("2026-09-25T05:30:00Z"));
+        let runs = published_runs(gfs, 330, t("2026-09-24T12:00:00Z"), t("2026-09-25T05:30:00Z"));
         assert_eq!(runs, [t("2026-09-24T18:00:00Z"), t("2026-09-25T00:00:00Z")]);
         // LAMP: hourly runs labelled HH30.
         let lav = model("LAV-MOS").unwrap();
-        let runs = published_runs(lav, 65, 30, t("2026-09-25T00:00:00Z"), t("2026-09-25T03:00:00Z"));
+        let runs = published_runs(lav, 65, t("2026-09-25T00:00:00Z"), t("2026-09-25T03:00:00Z"));
         assert_eq!(runs, [t("2026-09-25T00:30:00Z"), t("2026-09-25T01:30:00Z")]);
+    }
+
+    #[test]
+    fn the_demo_publishes_each_run_no_later_than_its_feed_asks() {
+        // The simulator serves a run `latency_h` after its run time; a feed asks for it
+        // `delay_min` after. Asking before it exists would store nothing for that cycle.
+        for a in AVAILABILITY {
+            let spec = model(a.model).unwrap();
+            assert!(
+                spec.latency_h * 60 <= a.delay_min,
+                "{}: demo {} h, feed {} min",
+                a.model,
+                spec.latency_h,
+                a.delay_min
+            );
+        }
+        assert_eq!(model("LAV-MOS").unwrap().cycle_minute, 30);
+        assert!(MODELS.iter().filter(|m| m.name != "LAV-MOS").all(|m| m.cycle_minute == 0));
     }
 
     #[test]

@@ -10,6 +10,7 @@ use utoipa::ToSchema;
 
 use super::state::AppState;
 use crate::catalog::Catalog;
+use crate::extremes::Staleness;
 use crate::feeds::SourceStatus;
 
 /// The body of `GET /api/v2/status`.
@@ -21,7 +22,7 @@ pub struct Health {
     /// their intervals.
     pub late_sources: Vec<String>,
     /// Codes of the stations that are down now (no reading for more than two expected
-    /// reports plus 10 minutes).
+    /// reports plus 10 minutes, or none held at all from a station a feed observes).
     pub down_stations: Vec<String>,
     /// WAL inputs not yet flushed to the lake.
     pub pending_wal_inputs: usize,
@@ -46,10 +47,21 @@ pub struct StationHealth {
     pub down: bool,
 }
 
+/// Whether a station is down: by the staleness rule while it has a reading held; with
+/// none held (the hot state keeps the last two days or so), when a running feed polls it
+/// for observations. That station has been silent for days, far longer than any
+/// cadence allows: it is down, not unknown. A station nothing is expected from (no
+/// feed observes it: data arrive by `ingest` or not at all) is not called down for
+/// having no data.
+fn is_down(fresh: Option<Staleness>, observed: bool) -> bool {
+    fresh.map_or(observed, |f| f.down)
+}
+
 /// The health as of the server's clock.
 pub fn health(state: &AppState) -> Health {
     let now = state.now();
     let sources = state.feeds().map(|f| f.status()).unwrap_or_default();
+    let observed = state.feeds().map(|f| f.observed_stations()).unwrap_or_default();
     let stations: Vec<StationHealth> = Catalog::global()
         .all()
         .iter()
@@ -60,7 +72,7 @@ pub fn health(state: &AppState) -> Health {
                 newest_utc: fresh.map(|f| f.newest),
                 age_secs: fresh.map(|f| f.age_secs),
                 cadence_secs: fresh.map(|f| f.cadence_secs),
-                down: fresh.is_some_and(|f| f.down),
+                down: is_down(fresh, observed.contains(&s.code)),
             }
         })
         .collect();
@@ -71,5 +83,27 @@ pub fn health(state: &AppState) -> Health {
         pending_wal_inputs: state.live.pending(),
         sources,
         stations,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_station_silent_for_longer_than_memory_is_down_when_a_feed_expects_it() {
+        let at = |age_secs| Staleness {
+            newest: DateTime::from_timestamp(1_750_000_000 - age_secs, 0).unwrap(),
+            age_secs,
+            cadence_secs: 3600,
+            down: age_secs > Staleness::down_after(chrono::Duration::hours(1)).num_seconds(),
+        };
+        // Held readings decide by the staleness rule, whoever polls the station.
+        assert!(!is_down(Some(at(600)), true));
+        assert!(is_down(Some(at(3 * 3600)), false));
+        // Nothing held from the last days: down when a feed observes it (dead for long),
+        // not when no one sends its data.
+        assert!(is_down(None, true));
+        assert!(!is_down(None, false));
     }
 }

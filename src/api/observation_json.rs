@@ -14,7 +14,7 @@ use utoipa::ToSchema;
 use crate::catalog::Station;
 use crate::decode::metar::temperature_fields;
 use crate::decode::types::{DailyReport, Metar};
-use crate::extremes::{DataQuality, DayExtremes, Logic};
+use crate::extremes::{DataQuality, DayExtremes, Logic, Staleness};
 use crate::lake::rows::LakeRecord;
 use crate::time::{fmt_iso_utc, fmt_utc};
 use crate::units::{c_to_f, f_to_c, relative_humidity, round1, Units};
@@ -318,7 +318,11 @@ impl SvcHigh {
             None => {
                 let w = crate::time::day_window(station.timezone, logic.clock(), date);
                 let held = (logic == Logic::Wu && station.code.starts_with('K')).then(Vec::new);
-                serde_json::to_value(DataQuality::no_data(logic.as_str(), w.start, w.end, now, held))
+                let dq = DataQuality::no_data(logic.as_str(), w.start, w.end, now, held);
+                // Nothing at all since the day began, for longer than any cadence allows:
+                // the station is down, even once its last reading has left memory.
+                let down = now < w.end && Staleness::down_whatever_the_cadence(now - w.start);
+                serde_json::to_value(if down { dq.station_down() } else { dq })
             }
         }
         .unwrap_or_default();

@@ -124,8 +124,7 @@ pub async fn run(lake: Lake, a: ServeArgs, config: Option<&Path>) -> anyhow::Res
     let (_simulator, feeds_config) =
         if a.demo { demo_feeds(&clock, &dir, config.is_some()).await? } else { (None, feeds_config) };
     // After the stream's publisher is attached, so the feeds' first reports are streamed.
-    let feeds = Feeds::from_config(&feeds_config, Arc::new(Arc::clone(&live)))?
-        .with_clock(Arc::clone(&clock))
+    let feeds = Feeds::from_config_at(&feeds_config, Arc::new(Arc::clone(&live)), Arc::clone(&clock))?
         .with_status_file(StatusFile::in_state_dir(&dir), "serve");
     if !feeds.is_empty() {
         eprintln!("feeds: polling {feeds:?}");

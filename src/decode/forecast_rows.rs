@@ -529,11 +529,15 @@ fn check_temperatures(row: &ForecastRow) -> Result<(), String> {
 }
 
 /// Lead time in whole hours (truncated), requiring valid_time >= run_time.
+/// Whole hours from the run to the valid time, rounded up, as `decode::mos` counts them: a
+/// LAMP run labelled 1230 calls its 13Z hour lead 1 (its leads count from the cycle's
+/// whole hour). Runs on the hour, every other model's, are unaffected.
 fn lead_hours(run: DateTime<Utc>, valid: DateTime<Utc>) -> Result<i32, String> {
     if valid < run {
         return Err("valid_time before run_time".into());
     }
-    i32::try_from((valid - run).num_hours()).map_err(|_| "lead time out of range".to_string())
+    let secs = (valid - run).num_seconds();
+    i32::try_from((secs + 3599) / 3600).map_err(|_| "lead time out of range".to_string())
 }
 
 fn text(c: Cell<'_>, col: usize) -> Result<&str, String> {

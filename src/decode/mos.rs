@@ -187,6 +187,13 @@ pub fn bulletin_of_header(line: &str) -> Option<Bulletin> {
     parse_header(line).ok().map(|h| h.bulletin)
 }
 
+/// The run time a valid station header line states (`8/12/2017  1200 UTC`), as the
+/// decoder dates the block's rows. Lets a feed check that a bulletin is the cycle it asked
+/// for before storing it.
+pub fn run_time_of_header(line: &str) -> Option<DateTime<Utc>> {
+    parse_header(line).ok().map(|h| h.run_time)
+}
+
 fn is_pad(c: char) -> bool {
     c.is_whitespace() || c.is_control()
 }

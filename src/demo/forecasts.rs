@@ -28,7 +28,7 @@ use crate::decode::forecast_rows::encode_forecast_csv;
 use crate::decode::mos::{encode_mos, forecast_hours};
 use crate::decode::nws_hourly::encode_nws_hourly;
 use crate::decode::types::{ForecastRow, NwsHourlyForecast, NwsHourlyPeriod, OptF64};
-use crate::models::{covers, ModelSpec, MODELS};
+use crate::models::{covers, ModelSpec, Publisher, MODELS};
 use crate::units::{c_to_f, kt_to_kmh, kt_to_mph, relative_humidity, round1};
 
 /// Models published as MOS text bulletins rather than gridded rows.
@@ -114,13 +114,15 @@ fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
-/// The runs of `spec` initialised in `[from, to]` and published by `now`.
+/// The runs of `spec` initialised in `[from, to]` and published by `now`, each at its
+/// label (`cycle_minute` past the cycle hour: LAMP's are HH30).
 pub fn runs(spec: &ModelSpec, from: DateTime<Utc>, to: DateTime<Utc>, now: DateTime<Utc>) -> Vec<DateTime<Utc>> {
     let mut out = Vec::new();
     let mut day = from.date_naive();
     while day <= to.date_naive() {
         for &cycle in spec.cycles {
-            let run = Utc.from_utc_datetime(&day.and_time(NaiveTime::from_hms_opt(cycle, 0, 0).unwrap_or_default()));
+            let at = NaiveTime::from_hms_opt(cycle, spec.cycle_minute, 0).unwrap_or_default();
+            let run = Utc.from_utc_datetime(&day.and_time(at));
             if run >= from && run <= to && run + Duration::hours(i64::from(spec.latency_h)) <= now {
                 out.push(run);
             }
@@ -228,7 +230,9 @@ fn row(site: &Site, spec: &ModelSpec, run: DateTime<Utc>, lead: u32, step: u32, 
         latitude: round2((st.latitude / g).round() * g).into(),
         longitude: round2((st.longitude / g).round() * g).into(),
         run_time: run,
-        valid_time: run + Duration::hours(i64::from(lead)),
+        // Leads count from the cycle's whole hour (a LAMP run labelled 1230 is the 12Z cycle).
+        valid_time: DateTime::from_timestamp(hour_index(run) * 3600, 0).unwrap_or(run)
+            + Duration::hours(i64::from(lead)),
         forecast_hour: lead as i32,
         temperature_k: round2(t + 273.15).into(),
         temperature_f: round1(c_to_f(t)).into(),
@@ -305,15 +309,27 @@ fn mos_row(site: &Site, spec: &ModelSpec, run: DateTime<Utc>, lead: u32, noise: 
     r
 }
 
-/// WMO heading and AWIPS id of a MOS bulletin.
+/// The AFOS product id under which IEM's text archive files a MOS model's bulletin, the
+/// whole-US one: the model's bulletin code (`models::AVAILABILITY`) + `USA` (`MAVUSA` for
+/// GFS-MOS). `None` for a model without a bulletin.
+pub fn mos_pil(model: &str) -> Option<String> {
+    match crate::models::availability(model)?.publisher {
+        Publisher::Bulletin(code) => Some(format!("{code}USA")),
+        Publisher::OpenMeteo(_) => None,
+    }
+}
+
+/// WMO heading and AWIPS id of a MOS bulletin. The heading's time is the cycle's whole
+/// hour (a LAMP bulletin of the 1230 run is headed `FOUS11 KWNO DD1200`).
 fn mos_preamble(model: &str, run: DateTime<Utc>) -> String {
-    let (tt, awips) = match model {
-        "GFS-MOS" => ("FOUS21 KWNO", "MAVUSA"),
-        "NAM-MOS" => ("FOUS44 KWNO", "METUSA"),
-        "LAV-MOS" => ("FOUS11 KWNO", "LAVUSA"),
-        _ => ("FOUS15 KWNO", "NBSUSA"),
+    let tt = match model {
+        "GFS-MOS" => "FOUS21 KWNO",
+        "NAM-MOS" => "FOUS44 KWNO",
+        "LAV-MOS" => "FOUS11 KWNO",
+        _ => "FOUS15 KWNO",
     };
-    format!("000 \n{tt} {}\n{awips}\n\n", run.format("%d%H%M"))
+    let awips = mos_pil(model).unwrap_or_default();
+    format!("000 \n{tt} {}\n{awips}\n\n", run.format("%d%H00"))
 }
 
 /// The rows of one run of `MODELS[index]` at the site: every lead of a gridded model, or
@@ -514,7 +530,8 @@ mod tests {
         assert_eq!(count.get("GFS-MOS"), Some(&4));
         assert_eq!(count.get("NAM-MOS"), Some(&2));
         assert_eq!(count.get("NBS-MOS"), Some(&4));
-        assert_eq!(count.get("LAV-MOS"), Some(&24));
+        // LAMP runs are labelled HH30: 23:30's is out at 00:30.
+        assert_eq!(count.get("LAV-MOS"), Some(&23));
     }
 
     #[test]

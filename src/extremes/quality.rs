@@ -141,6 +141,17 @@ impl DataQuality {
         };
         DataQuality::new(Some(warning), held)
     }
+
+    /// Marks a [`DataQuality::no_data`] answer as "station currently down" (spec 2.4): its
+    /// warning's message is prefixed so, as the staleness warning's is. For a day in
+    /// progress without a single reading since it began, longer ago than any station may
+    /// be silent ([`super::Staleness::down_whatever_the_cadence`]).
+    pub fn station_down(mut self) -> Self {
+        for w in self.warnings.iter_mut().filter(|w| w.active) {
+            w.message = format!("station currently down: {}", w.message);
+        }
+        self
+    }
 }
 
 /// Serialises a UTC time as the spec's `YYYY-MM-DD HH:MM:SS`.
@@ -380,6 +391,10 @@ mod tests {
         assert_eq!((w.missing_count, w.active_run), (90, 90));
         assert!(w.message.contains("so far"));
         assert_eq!(live.held, Some(0));
+        // A station down: the active warning says so first; a finished day's is unchanged.
+        let down = live.station_down();
+        assert!(down.warnings[0].message.starts_with("station currently down: no temperature reading"));
+        assert_eq!(done.clone().station_down().warnings[0].message, done.warnings[0].message);
     }
 
     #[test]

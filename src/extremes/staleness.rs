@@ -48,6 +48,12 @@ impl Staleness {
         cadence * MISSED_REPORTS + DOWN_GRACE
     }
 
+    /// Whether a station silent for `silence` is down however often it reports: longer
+    /// than the slowest (hourly) cadence allows.
+    pub fn down_whatever_the_cadence(silence: Duration) -> bool {
+        silence > Self::down_after(MAX_CADENCE)
+    }
+
     /// Expected reports missed since the newest one.
     pub fn missed(&self) -> u32 {
         u32::try_from(self.age_secs / self.cadence_secs.max(1)).unwrap_or(u32::MAX)
@@ -159,6 +165,9 @@ mod tests {
         hf.insert(reading(last + 20 * 60, ReadingKind::OneMinute));
         assert!(!staleness(&hf, at(last + 21 * 60)).unwrap().down);
         assert!(staleness(&hf, at(last + 21 * 60)).unwrap().warning("nws", at(0)).is_none());
+
+        assert!(!Staleness::down_whatever_the_cadence(Duration::minutes(130)));
+        assert!(Staleness::down_whatever_the_cadence(Duration::minutes(131)));
 
         // Too few reports to learn from: hourly.
         let mut one = Readings::default();

@@ -190,6 +190,13 @@ impl Source for AwcCache {
         NAME
     }
 
+    fn observed_stations(&self) -> Vec<String> {
+        match &self.wanted {
+            Some(wanted) => wanted.iter().cloned().collect(),
+            None => crate::catalog::Catalog::global().all().iter().map(|s| s.code.clone()).collect(),
+        }
+    }
+
     fn interval(&self) -> Duration {
         self.cfg.interval
     }

@@ -85,6 +85,10 @@ impl Source for AwcMetar {
         AWC_METAR
     }
 
+    fn observed_stations(&self) -> Vec<String> {
+        self.cfg.stations.clone()
+    }
+
     fn interval(&self) -> Duration {
         self.cfg.interval
     }

@@ -158,6 +158,10 @@ impl Source for IemAsos {
         NAME
     }
 
+    fn observed_stations(&self) -> Vec<String> {
+        self.cfg.stations.clone()
+    }
+
     fn interval(&self) -> Duration {
         self.cfg.interval
     }

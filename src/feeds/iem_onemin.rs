@@ -161,6 +161,10 @@ impl Source for IemOnemin {
         NAME
     }
 
+    fn observed_stations(&self) -> Vec<String> {
+        self.cfg.stations.clone()
+    }
+
     fn interval(&self) -> Duration {
         self.cfg.interval
     }

@@ -13,7 +13,11 @@
 //! A (product, cycle) is done once a row of it is stored, or once its bulletin carried
 //! none of the configured stations; stored runs are read back from the sink once per
 //! product and process, so a restart does not fetch them again. A cycle still missing
-//! after [`MAX_ATTEMPTS`] polls is given up.
+//! after [`MAX_ATTEMPTS`] failed polls is given up. The run a bulletin holds is read from
+//! its station headers, never assumed from the URL: a source that answers with another
+//! cycle (an archive's "latest" bulletin while the asked one is not issued yet, a mirror
+//! behind) has not published the asked cycle; nothing is stored and the cycle is asked
+//! again at the next poll (not counted as a failure: the source answered).
 //!
 //! The NBS file holds every NBM station (tens of megabytes, above the client's default
 //! `max_body_bytes`): it is not among the default products; enabling it needs
@@ -35,7 +39,7 @@ use super::sink::FeedSink;
 use super::source::{FeedError, PollReport, Source};
 use crate::catalog::Catalog;
 use crate::clock::{Clock, SystemClock};
-use crate::decode::mos::bulletin_of_header;
+use crate::decode::mos::{bulletin_of_header, run_time_of_header};
 use crate::ingest::{Format, IngestOptions};
 use crate::models::{self, Publisher};
 
@@ -50,10 +54,9 @@ pub const MAX_ATTEMPTS: u32 = 6;
 pub struct Product {
     /// Its code in `products` and `models::Publisher::Bulletin`.
     pub code: &'static str,
-    /// The spec 2.5 model its rows carry.
+    /// The spec 2.5 model its rows carry (its run labels, LAMP's HH30 included, are the
+    /// model's `cycle_minute`).
     pub model: &'static str,
-    /// Minutes past the cycle hour of the run's label (LAMP: HH30).
-    pub minute: u32,
     /// The NOMADS file of one cycle.
     pub default_url: &'static str,
 }
@@ -63,25 +66,21 @@ pub const PRODUCTS: [Product; 4] = [
     Product {
         code: "MAV",
         model: "GFS-MOS",
-        minute: 0,
         default_url: "https://nomads.ncep.noaa.gov/pub/data/nccf/com/gfs_mos/prod/gfs_mos.{date}/mdl_gfsmav.t{hh}z",
     },
     Product {
         code: "MET",
         model: "NAM-MOS",
-        minute: 0,
         default_url: "https://nomads.ncep.noaa.gov/pub/data/nccf/com/nam_mos/prod/nam_mos.{date}/mdl_nammet.t{hh}z",
     },
     Product {
         code: "LAV",
         model: "LAV-MOS",
-        minute: 30,
         default_url: "https://nomads.ncep.noaa.gov/pub/data/nccf/com/lmp/prod/lmp.{date}/lmp.t{hh}{mm}z.lavtxt.ascii",
     },
     Product {
         code: "NBS",
         model: "NBS-MOS",
-        minute: 0,
         default_url:
             "https://nomads.ncep.noaa.gov/pub/data/nccf/com/blend/prod/blend.{date}/{hh}/text/blend_nbstx.t{hh}z",
     },
@@ -273,7 +272,7 @@ impl Mos {
         }
         let due: Vec<DateTime<Utc>> = {
             let runs = self.runs();
-            models::published_runs(f.spec, f.delay_min, f.product.minute, since, now)
+            models::published_runs(f.spec, f.delay_min, since, now)
                 .into_iter()
                 .filter(|r| !runs.done.contains(&(model, *r)))
                 .filter(|r| runs.failures.get(&(model, *r)).copied().unwrap_or(0) < MAX_ATTEMPTS)
@@ -283,6 +282,16 @@ impl Mos {
             report.requests += 1;
             match self.fetch(f, run, sink).await {
                 Ok(Cycle::NotModified) => report.not_modified += 1,
+                Ok(Cycle::NotYet { bytes, found }) => {
+                    report.empty += 1;
+                    report.bytes += bytes;
+                    tracing::debug!(
+                        product = f.product.code,
+                        %run,
+                        found = ?found,
+                        "the bulletin answered is not this cycle's: not published yet, asked again next poll"
+                    );
+                }
                 Ok(Cycle::NoneOfOurs { bytes }) => {
                     report.empty += 1;
                     report.bytes += bytes;
@@ -320,6 +329,11 @@ impl Mos {
             url: url.to_string(),
             reason: format!("the bulletin is not text: {e}"),
         })?;
+        let found = bulletin_run(text);
+        if found != Some(run) && text.contains("GUIDANCE") {
+            // Not remembered: the next poll must fetch the body again.
+            return Ok(Cycle::NotYet { bytes, found });
+        }
         let Some(kept) = keep_stations(text, &self.stations) else {
             if !text.contains("GUIDANCE") {
                 return Err(FeedError::Malformed { url: url.to_string(), reason: "no MOS/NBM station header".into() });
@@ -335,8 +349,18 @@ impl Mos {
 
 enum Cycle {
     NotModified,
-    NoneOfOurs { bytes: usize },
-    Stored { bytes: usize, stored: super::sink::Stored },
+    /// The answer holds another run (`found`, from its headers) than the one asked for.
+    NotYet {
+        bytes: usize,
+        found: Option<DateTime<Utc>>,
+    },
+    NoneOfOurs {
+        bytes: usize,
+    },
+    Stored {
+        bytes: usize,
+        stored: super::sink::Stored,
+    },
 }
 
 #[async_trait]
@@ -357,6 +381,12 @@ impl Source for Mos {
         }
         report
     }
+}
+
+/// The run time of a bulletin: the one its first station header states (every block of
+/// a bulletin is of one run).
+fn bulletin_run(text: &str) -> Option<DateTime<Utc>> {
+    text.lines().filter(|l| l.contains("GUIDANCE")).find_map(run_time_of_header)
 }
 
 /// The WMO preamble and the station blocks of `stations`, or None when no block is
@@ -400,6 +430,14 @@ mod tests {
         assert!(d.errors.is_empty(), "{:?}", d.errors);
         assert_eq!(d.records.len(), all.records.iter().filter(|r| r.location_name == names[1]).count());
         assert!(keep_stations(MET, &["ZZZZ".to_string()].into()).is_none());
+    }
+
+    #[test]
+    fn a_bulletin_states_its_run_in_its_headers() {
+        assert_eq!(bulletin_run(MET), Some("2017-08-12T12:00:00Z".parse().unwrap()));
+        let lav = include_str!("../../data/real/forecast/mos/LAVUSA.txt");
+        assert_eq!(bulletin_run(lav), Some("2020-07-10T12:30:00Z".parse().unwrap()));
+        assert_eq!(bulletin_run("no header here\n"), None);
     }
 
     #[test]

@@ -43,6 +43,7 @@ use super::sink::{FeedSink, SinkError, Stored};
 use super::source::{Archive, ArchiveUnit, FeedError, PollReport, Source};
 use super::state_file::StateFile;
 use crate::catalog::Catalog;
+use crate::clock::{Clock, SystemClock};
 use crate::decode::climate_report::cli_id_from_station;
 use crate::decode::metar::is_station_id;
 use crate::ingest::{Format, IngestOptions};
@@ -222,7 +223,6 @@ struct Product {
 }
 
 /// The CLI or DSM feed of api.weather.gov.
-#[derive(Debug)]
 pub struct NwsProducts {
     kind: ProductKind,
     cfg: NwsProductsConfig,
@@ -236,6 +236,14 @@ pub struct NwsProducts {
     file: StateFile,
     /// When each location's list was last read (memory only: a restart reads them all).
     listed_at: Mutex<HashMap<String, DateTime<Utc>>>,
+    /// Decides which lists are due (busy hours are the station's local clock).
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for NwsProducts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NwsProducts").field("kind", &self.kind).field("cfg", &self.cfg).finish_non_exhaustive()
+    }
 }
 
 /// Locks a mutex whose data stays valid even if a holder panicked (plain values).
@@ -279,7 +287,14 @@ impl NwsProducts {
             seen: Mutex::new(seen),
             file,
             listed_at: Mutex::new(HashMap::new()),
+            clock: Arc::new(SystemClock),
         })
+    }
+
+    /// The feed with an injected clock (tests, the demo's simulated day).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// The product list URL of a location.
@@ -481,7 +496,7 @@ impl Source for NwsProducts {
     }
 
     async fn poll(&self, sink: &dyn FeedSink) -> PollReport {
-        let now = Utc::now();
+        let now = self.clock.now();
         let due: Vec<&Location> = self.locations.iter().filter(|l| self.is_due(l, now)).collect();
         let parts = futures::future::join_all(due.into_iter().map(|l| self.poll_location(l, now, sink))).await;
         let mut report = PollReport::default();

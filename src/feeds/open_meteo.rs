@@ -249,7 +249,7 @@ impl OpenMeteo {
     ) -> Vec<(DateTime<Utc>, Vec<&'static Station>)> {
         let stations = self.stations_for(model);
         let runs = self.runs();
-        models::published_runs(model.spec, model.delay_min, 0, since, now)
+        models::published_runs(model.spec, model.delay_min, since, now)
             .into_iter()
             .filter(|run| runs.failures.get(&(model.spec.name, *run)).copied().unwrap_or(0) < MAX_ATTEMPTS)
             .map(|run| {

@@ -61,9 +61,22 @@ impl std::fmt::Debug for Feeds {
 const NOT_CONFIGURED: &str = "not in the config file: add the table to backfill it";
 
 impl Feeds {
-    /// The enabled sources of `cfg`, sharing one HTTP client, feeding `sink`.
+    /// The enabled sources of `cfg`, sharing one HTTP client, feeding `sink`, on the
+    /// system clock.
     pub fn from_config(cfg: &FeedsConfig, sink: Arc<dyn FeedSink>) -> Result<Self, FeedError> {
+        Self::from_config_at(cfg, sink, Arc::new(SystemClock))
+    }
+
+    /// As [`Feeds::from_config`], every source's notion of now (due runs and cycles, IEM
+    /// windows, busy hours) and the runner's taken from `clock`: a test or the demo moves
+    /// one clock for the simulated sources and the feeds alike.
+    pub fn from_config_at(
+        cfg: &FeedsConfig,
+        sink: Arc<dyn FeedSink>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, FeedError> {
         let client = Arc::new(HttpClient::new(cfg.client.clone())?);
+        let now = || Arc::clone(&clock);
         let mut sources: Vec<Arc<dyn Source>> = Vec::new();
         if let Some(awc) = cfg.awc_metar.as_ref().filter(|a| a.enabled) {
             sources.push(Arc::new(AwcMetar::new(awc.clone(), Arc::clone(&client))?));
@@ -72,27 +85,29 @@ impl Feeds {
             sources.push(Arc::new(AwcCache::new(c.clone(), Arc::clone(&client))?));
         }
         if let Some(c) = cfg.iem_asos.as_ref().filter(|c| c.enabled) {
-            sources.push(Arc::new(IemAsos::new(c.clone(), Arc::clone(&client))?));
+            sources.push(Arc::new(IemAsos::with_clock(c.clone(), Arc::clone(&client), now())?));
         }
         if let Some(c) = cfg.iem_onemin.as_ref().filter(|c| c.enabled) {
-            sources.push(Arc::new(IemOnemin::new(c.clone(), Arc::clone(&client))?));
+            sources.push(Arc::new(IemOnemin::with_clock(c.clone(), Arc::clone(&client), now())?));
         }
         let state_dir = cfg.state_dir.as_deref();
         for (kind, products) in [(ProductKind::Cli, &cfg.nws_cli), (ProductKind::Dsm, &cfg.nws_dsm)] {
             if let Some(c) = products.as_ref().filter(|c| c.enabled) {
-                sources.push(Arc::new(NwsProducts::new(kind, c.clone(), Arc::clone(&client), state_dir)?));
+                sources.push(Arc::new(
+                    NwsProducts::new(kind, c.clone(), Arc::clone(&client), state_dir)?.with_clock(now()),
+                ));
             }
         }
         if let Some(c) = cfg.nws_hourly.as_ref().filter(|c| c.enabled) {
             sources.push(Arc::new(NwsHourly::new(c.clone(), Arc::clone(&client), state_dir)?));
         }
         if let Some(om) = cfg.open_meteo.as_ref().filter(|c| c.enabled) {
-            sources.push(Arc::new(OpenMeteo::new(om.clone(), Arc::clone(&client))?));
+            sources.push(Arc::new(OpenMeteo::with_clock(om.clone(), Arc::clone(&client), now())?));
         }
         if let Some(mos) = cfg.mos.as_ref().filter(|c| c.enabled) {
-            sources.push(Arc::new(Mos::new(mos.clone(), Arc::clone(&client))?));
+            sources.push(Arc::new(Mos::with_clock(mos.clone(), Arc::clone(&client), now())?));
         }
-        Ok(Feeds::new(sources, sink))
+        Ok(Feeds::new(sources, sink).with_clock(clock))
     }
 
     /// The archive of source `name` for `wxlake feeds backfill`, configured by `cfg` (the
@@ -185,6 +200,11 @@ impl Feeds {
     /// True when no source is enabled.
     pub fn is_empty(&self) -> bool {
         self.sources.is_empty()
+    }
+
+    /// The stations some source brings observations of (upper-case ICAO ids).
+    pub fn observed_stations(&self) -> std::collections::BTreeSet<String> {
+        self.sources.iter().flat_map(|s| s.observed_stations()).collect()
     }
 
     /// Every source's status, by name (`late` as of now).

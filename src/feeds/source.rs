@@ -81,6 +81,12 @@ pub trait Source: Send + Sync {
     /// Fetches what is new and hands it to `sink`. Never fails as a whole: each failed
     /// request is in the report, and the others still run.
     async fn poll(&self, sink: &dyn FeedSink) -> PollReport;
+    /// The stations whose observations it brings (none for a source of forecasts or
+    /// reports). A station some running source observes is expected to report: silent
+    /// for longer than the hot state holds readings, it is still down (`api::health`).
+    fn observed_stations(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// One resumable piece of a backfill: what one archive request covers (typically one

@@ -238,6 +238,9 @@ async fn svc_high_without_data_is_not_ok() {
     let (_, v) = app.get("/api/v2/observations.php?station_code=KNYC&mode=svc_high&logic=nws").await;
     let w = &v["data_quality"]["nws"]["warnings"][0];
     assert_eq!((w["active"].as_bool(), w["missing_count"].as_i64()), (Some(true), Some(13 * 60)), "{v}");
+    // Thirteen hours without one reading: the station is down (spec 2.4), however long ago
+    // its last reading was.
+    assert!(w["message"].as_str().unwrap().starts_with("station currently down: no temperature reading"), "{w}");
     // The range endpoint says the same of its empty days, and stays ok where data is.
     app.ingest("metar", "month=2026-03", "KNYC 081751Z 27008KT 10SM CLR 09/M06 A3021 RMK AO2 T00891061\n").await;
     let (s, v) = app

@@ -2,17 +2,21 @@
 //! polled by the real feeds through the live path. A manual clock shared by the simulator
 //! and the live service crosses hours in an instant.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use chrono::{TimeZone, Utc};
+use chrono::{DateTime, TimeZone, Utc};
 use wxlake::clock::{Clock, ManualClock};
 use wxlake::demo::sim::{demo_sources, Simulator};
 use wxlake::demo::DEFAULT_SEED;
-use wxlake::feeds::config::ClientConfig;
+use wxlake::feeds::config::{ClientConfig, SOURCES};
 use wxlake::feeds::http::{Fetched, HttpClient};
-use wxlake::feeds::{Feeds, FeedsConfig};
+use wxlake::feeds::mos::Mos;
+use wxlake::feeds::{Feeds, FeedsConfig, RecordingSink, Source};
 use wxlake::ingest::{Format, IngestOptions, Records};
+use wxlake::lake::Lake;
+use wxlake::models;
 use wxlake::write::hot::Applied;
 use wxlake::write::LiveService;
 
@@ -260,4 +264,214 @@ async fn serve_demo_runs_the_feeds_against_its_simulator() {
     let _ = server.kill();
     let _ = server.wait();
     assert!(last.contains("EGLC") && last.contains(&today), "no live EGLC observation of today: {last}");
+}
+
+/// Every row of a query, each column as text.
+async fn rows(lake: &Lake, q: &str) -> Vec<Vec<String>> {
+    use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+    let options = FormatOptions::default();
+    let mut out = Vec::new();
+    for b in support::sql(lake, q).await {
+        let fmt: Vec<_> = b.columns().iter().map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap()).collect();
+        out.extend((0..b.num_rows()).map(|i| fmt.iter().map(|f| f.value(i).to_string()).collect()));
+    }
+    out
+}
+
+/// Sets `key` of source `name`'s table in a `[sources]` table.
+fn set(table: &mut toml::Table, name: &str, key: &str, value: toml::Value) {
+    let source = table.get_mut(name).and_then(|v| v.as_table_mut()).unwrap_or_else(|| panic!("the demo runs {name}"));
+    source.insert(key.into(), value);
+}
+
+fn list(items: &[&str]) -> toml::Value {
+    toml::Value::Array(items.iter().map(|s| toml::Value::from(*s)).collect())
+}
+
+/// Every feed `serve --demo` runs, configured by `demo_sources` (stations, models and
+/// lookbacks narrowed to keep the test fast), polled twice six hours apart against the
+/// simulator on one manual clock: each stores what its simulated source serves, model
+/// runs each once with their true run times, and the second poll brings newer runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_demo_feed_stores_what_the_simulator_serves() {
+    // 16:30Z, 2 April (EDT): the 12Z MAV and MET are out, LAMP to 14:30, NAM and ICON 12Z,
+    // HRRR to 14Z, GFS 06Z; KNYC's morning final CLI and its 07 LST DSM are out.
+    let t0 = Utc.with_ymd_and_hms(2026, 4, 2, 16, 30, 0).unwrap();
+    let clock = Arc::new(ManualClock::new(t0));
+    let shared: Arc<dyn Clock> = clock.clone();
+    let sim = Simulator::start(Arc::clone(&shared), DEFAULT_SEED).await.unwrap();
+    let (dir, lake) = support::temp_lake().await;
+    let live = Arc::new(LiveService::open(lake.clone(), &dir.path().join("state"), Arc::clone(&shared)).await.unwrap());
+    let events = Arc::new(Mutex::new(Vec::<(String, String)>::new()));
+    let mut inbox = live.attach_publisher(4096).await;
+    let seen = Arc::clone(&events);
+    tokio::spawn(async move {
+        while let Some(notice) = inbox.recv().await {
+            let mut seen = seen.lock().unwrap();
+            match &notice.applied {
+                Applied::Observation { station, .. } => seen.push((station.clone(), "observation".into())),
+                Applied::Report { station, report, .. } => seen.push((station.clone(), report.kind.as_str().into())),
+                Applied::OneMinute { .. } => {}
+            }
+            drop(seen);
+            if let Some(done) = notice.logged {
+                let _ = done.send(());
+            }
+        }
+    });
+
+    let mut table = demo_sources(sim.base_url());
+    for name in ["awc_metar", "awc_cache"] {
+        set(&mut table, name, "stations", list(&["KNYC", "EGLC"]));
+    }
+    for name in ["iem_asos", "iem_onemin", "mos"] {
+        set(&mut table, name, "stations", list(&["KNYC", "KMDW"]));
+    }
+    for name in ["nws_cli", "nws_dsm", "nws_hourly"] {
+        set(&mut table, name, "stations", list(&["KNYC"]));
+    }
+    set(&mut table, "open_meteo", "stations", list(&["KNYC", "EGLC"]));
+    set(&mut table, "open_meteo", "models", list(&["GFS", "HRRR", "NAM", "ICON"]));
+    let (om_lookback_h, mos_lookback_h) = (11.0, 4.6);
+    set(&mut table, "open_meteo", "lookback_hours", toml::Value::Float(om_lookback_h));
+    set(&mut table, "mos", "lookback_hours", toml::Value::Float(mos_lookback_h));
+    let cfg = FeedsConfig::from_toml(&table).unwrap();
+    let feeds = Feeds::from_config_at(&cfg, Arc::new(Arc::clone(&live)), Arc::clone(&shared)).unwrap();
+    let mut names = feeds.names();
+    names.sort();
+    let mut all: Vec<String> = SOURCES.iter().map(|s| s.to_string()).collect();
+    all.sort();
+    assert_eq!(names, all, "the demo runs every feed of this build");
+
+    let poll = || async {
+        let reports: BTreeMap<String, _> = feeds.poll_once().await.into_iter().collect();
+        for (name, r) in &reports {
+            assert!(r.is_ok(), "{name}: {}", r.summary());
+        }
+        reports
+    };
+    let first = poll().await;
+    for (name, r) in &first {
+        assert!(r.accepted > 0, "{name} stored nothing: {}", r.summary());
+    }
+    live.flush().await.unwrap();
+    let gfs_latest = |lake: Lake| async move {
+        support::scalar(
+            &lake,
+            "SELECT max(run_time) FROM forecasts WHERE CAST(model AS VARCHAR) = 'GFS' AND CAST(location_name AS VARCHAR) = 'KNYC'",
+        )
+        .await
+    };
+    assert!(gfs_latest(lake.clone()).await.starts_with("2026-04-02T06:00"), "GFS 12Z is out at 17:30");
+    let om_models = |code: &'static str, lake: Lake| async move {
+        rows(
+            &lake,
+            &format!(
+                "SELECT DISTINCT CAST(model AS VARCHAR) FROM forecasts WHERE CAST(location_name AS VARCHAR) = '{code}' \
+                 AND CAST(model AS VARCHAR) NOT LIKE '%-MOS' ORDER BY 1"
+            ),
+        )
+        .await
+        .concat()
+    };
+    assert_eq!(om_models("KNYC", lake.clone()).await, ["GFS", "HRRR", "ICON", "NAM"]);
+    assert_eq!(om_models("EGLC", lake.clone()).await, ["GFS", "ICON"], "NAM and HRRR do not cover London");
+
+    // Six hours later: newer runs, the afternoon's reports.
+    let t1 = t0 + chrono::Duration::hours(6);
+    clock.set(t1);
+    let second = poll().await;
+    for name in ["awc_metar", "iem_asos", "open_meteo", "mos"] {
+        assert!(second[name].accepted > 0, "{name}: {}", second[name].summary());
+    }
+    live.flush().await.unwrap();
+    assert!(gfs_latest(lake.clone()).await.starts_with("2026-04-02T12:00"), "the 12Z GFS landed");
+
+    // Each bulletin's run once, with the run time its headers state: exactly the cycles
+    // due at either poll, LAMP's labelled HH30.
+    for (model, code) in [("GFS-MOS", "MAV"), ("NAM-MOS", "MET"), ("LAV-MOS", "LAV")] {
+        let spec = models::model(model).unwrap();
+        let delay = models::availability(model).unwrap().delay_min;
+        let since = |t: DateTime<Utc>| t - chrono::Duration::seconds((mos_lookback_h * 3600.0) as i64);
+        let want: BTreeSet<DateTime<Utc>> =
+            [t0, t1].into_iter().flat_map(|t| models::published_runs(spec, delay, since(t), t)).collect();
+        let got = rows(
+            &lake,
+            &format!(
+                "SELECT run_time, count(*), count(DISTINCT valid_time) FROM forecasts \
+                 WHERE CAST(model AS VARCHAR) = '{model}' AND CAST(location_name AS VARCHAR) = 'KNYC' \
+                 GROUP BY run_time ORDER BY run_time"
+            ),
+        )
+        .await;
+        let got_runs: BTreeSet<DateTime<Utc>> = got
+            .iter()
+            .map(|r| {
+                r[0].parse::<DateTime<Utc>>().unwrap_or_else(|_| {
+                    chrono::NaiveDateTime::parse_from_str(&r[0], "%Y-%m-%dT%H:%M:%S").unwrap().and_utc()
+                })
+            })
+            .collect();
+        assert_eq!(got_runs, want, "{code}: {got:?}");
+        assert!(got.iter().all(|r| r[1] == r[2]), "{code}: one row per valid time: {got:?}");
+    }
+
+    let seen = events.lock().unwrap().clone();
+    for kind in ["observation", "cli", "dsm"] {
+        assert!(seen.iter().any(|(s, k)| k == kind && s == "KNYC"), "no KNYC {kind} event: {seen:?}");
+    }
+    for (table, station) in [("observations", "KMDW"), ("onemin", "KNYC"), ("nws_hourly", "KNYC")] {
+        let n: usize = support::scalar(
+            &lake,
+            &format!("SELECT count(*) FROM {table} WHERE CAST(station_code AS VARCHAR) = '{station}'"),
+        )
+        .await
+        .parse()
+        .unwrap();
+        assert!(n > 0, "{table}: nothing of {station}");
+    }
+}
+
+/// A bulletin source that answers the asked cycle with an older one (an archive's
+/// "latest" while the cycle is not issued yet) has not published that cycle: the feed
+/// stores nothing for it and asks again, and stores it once it is out.
+#[tokio::test]
+async fn a_mos_cycle_is_done_only_when_its_own_bulletin_is_stored() {
+    // The simulator issues the 12Z MET at 15:00; the feed, an hour ahead, asks at 15:20
+    // (its delay is 195 min) and gets the 00Z bulletin, the newest out.
+    let sim_clock = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 4, 2, 14, 20, 0).unwrap()));
+    let feed_clock = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 4, 2, 15, 20, 0).unwrap()));
+    let sim = Simulator::start(sim_clock.clone(), DEFAULT_SEED).await.unwrap();
+    let mut table = demo_sources(sim.base_url());
+    set(&mut table, "mos", "products", list(&["MET"]));
+    set(&mut table, "mos", "stations", list(&["KNYC"]));
+    let cfg = FeedsConfig::from_toml(&table).unwrap();
+    let client = Arc::new(HttpClient::new(cfg.client.clone()).unwrap());
+    let feed = Mos::with_clock(cfg.mos.unwrap(), client, feed_clock.clone()).unwrap();
+    let sink = RecordingSink::new();
+
+    for _ in 0..2 {
+        let r = feed.poll(&sink).await;
+        assert!(r.is_ok(), "{}", r.summary());
+        assert_eq!((r.requests, r.accepted, r.empty), (1, 0, 1), "{}", r.summary());
+    }
+    assert!(sink.taken().is_empty(), "the 00Z bulletin is not stored as the 12Z cycle");
+
+    for c in [&sim_clock, &feed_clock] {
+        c.advance(chrono::Duration::hours(1));
+    }
+    let r = feed.poll(&sink).await;
+    assert!(r.is_ok() && r.accepted > 0, "{}", r.summary());
+    let twelve = Utc.with_ymd_and_hms(2026, 4, 2, 12, 0, 0).unwrap();
+    let runs: BTreeSet<_> = sink
+        .taken()
+        .iter()
+        .flat_map(|t| {
+            let Records::Forecasts(rows) = t.format.decode(&t.body, &t.opts).records else { panic!("not forecasts") };
+            rows.into_iter().map(|r| (r.model, r.run_time)).collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(runs, BTreeSet::from([("NAM-MOS", twelve)]));
+    let r = feed.poll(&sink).await;
+    assert_eq!(r.requests, 0, "the cycle is done: {}", r.summary());
 }

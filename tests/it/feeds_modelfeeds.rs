@@ -323,7 +323,9 @@ async fn forecast_daily_is_fresh_right_after_a_run_lands() {
         if v.as_array().is_some_and(|a| !a.is_empty()) {
             break v;
         }
-        assert!(started.elapsed() < Duration::from_secs(30), "mode=daily never served the new run");
+        // Issue 17's target is 2 s in release; a debug build serves it in about 0.2 s, so
+        // 10 s fails only on a real regression, not on a loaded machine.
+        assert!(started.elapsed() < Duration::from_secs(10), "mode=daily did not serve the new run within 10 s");
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     let took = started.elapsed();

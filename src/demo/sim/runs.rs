@@ -1,63 +1,41 @@
 //! Model runs: Open-Meteo's forecast and single-run APIs for the gridded models, and the
-//! MOS/NBM text bulletins, each run appearing `latency_h` after its cycle
+//! MOS/NBM text bulletins, each run appearing `latency_h` after its run time
 //! ([`crate::models`]) and only where the model covers the station ([`covers`]).
 //!
 //! - `GET /v1/forecast?latitude=..&longitude=..&hourly=temperature_2m,..&models=ID,..[&run=YYYY-MM-DDTHH:MM]`:
-//!   the models asked for (Open-Meteo ids, e.g. `gfs_global`), each its latest published
-//!   run, or with `run` (the single-runs API) that run; one model gives the plain keys,
-//!   several the keys suffixed with their ids. Times are GMT (`utc_offset_seconds` 0),
-//!   units the API defaults (°C, km/h, mm, %, hPa); hours between a model's output steps are
+//!   the models asked for (Open-Meteo ids, those of `models::AVAILABILITY`, e.g.
+//!   `gfs_global`), each its latest published run, or with `run` (the single-runs API)
+//!   that run; one model gives the plain keys, several the keys suffixed with their ids.
+//!   `latitude` and `longitude` may be comma lists of the same length (the feeds send a
+//!   batch of stations): the answer is then a JSON array, one object per location in the
+//!   order asked, each with its `location_id`, as the real API answers. Times are GMT
+//!   (`utc_offset_seconds` 0), units the API defaults (°C, km/h, mm, %, hPa, °, WMO code);
+//!   hours between a model's output steps, and variables a model does not supply, are
 //!   null, as the decoder reads "not covered".
-//! - `GET /cgi-bin/afos/retrieve.py?pil=MAVUSA&fmt=text&limit=1`: IEM's text-product
-//!   archive, the latest bulletin of a product (`MAVUSA` GFS MOS, `METUSA` NAM MOS, `LAVUSA`
-//!   LAMP, `NBSUSA` NBM) with the blocks of every US station, heading first.
+//! - `GET /cgi-bin/afos/retrieve.py?pil=MAVUSA&fmt=text&limit=1[&date=YYYYMMDD&hh=HH]`:
+//!   IEM's text-product archive, a bulletin of a product (the AFOS id of each bulletin of
+//!   `models::AVAILABILITY`: `MAVUSA` GFS MOS, `METUSA` NAM MOS, `LAVUSA` LAMP, `NBSUSA`
+//!   NBM) with the blocks of every US station, heading first. With `date` and `hh`, the
+//!   cycle of that hour once published; a cycle not yet published (or without them) gets
+//!   the newest published bulletin, which is what IEM's `limit=1` retrieval answers: the
+//!   `mos` feed must read each bulletin's run time from its headers, not trust the URL.
 //!
 //! Errors are Open-Meteo's `{"error": true, "reason": ...}` with status 400.
 
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Duration, NaiveDate, Utc};
 use serde_json::{json, Value};
 
-use super::super::forecasts::{mos_bulletin, run_rows, runs};
+use super::super::forecasts::{mos_bulletin, mos_pil, run_rows, runs};
 use super::{parse_time, query_pairs, site, value, values, Refusal, SimState};
 use crate::catalog::{Catalog, Station};
-use crate::decode::types::{ForecastRow, OptF64};
-use crate::models::{covers, ModelSpec, MODELS};
+use crate::decode::types::ForecastRow;
+use crate::models::{covers, ModelSpec, Publisher, AVAILABILITY, MODELS};
 
 pub const OPEN_METEO_PATH: &str = "/v1/forecast";
 pub const MOS_PATH: &str = "/cgi-bin/afos/retrieve.py";
-
-/// Open-Meteo's ids of the gridded models it serves, with ours.
-pub const OPEN_METEO_MODELS: [(&str, &str); 11] = [
-    ("meteofrance_arpege_world", "ARPEGE"),
-    ("ecmwf_ifs025", "ECMWF-IFS"),
-    ("gem_global", "GEM-GDPS"),
-    ("gem_hrdps_continental", "GEM-HRDPS"),
-    ("gfs_global", "GFS"),
-    ("ncep_hrrr_conus", "HRRR"),
-    ("icon_global", "ICON"),
-    ("jma_gsm", "JMA"),
-    ("ncep_nam_conus", "NAM"),
-    ("ncep_nbm_conus", "NBM"),
-    ("ukmo_global_deterministic_10km", "UKMO"),
-];
-
-/// The AWIPS product ids of the MOS bulletins, with their models.
-pub const MOS_PILS: [(&str, &str); 4] =
-    [("MAVUSA", "GFS-MOS"), ("METUSA", "NAM-MOS"), ("LAVUSA", "LAV-MOS"), ("NBSUSA", "NBS-MOS")];
-
-/// The hourly variables served, with the row value each takes (API default units).
-const VARIABLES: [&str; 7] = [
-    "temperature_2m",
-    "relative_humidity_2m",
-    "dew_point_2m",
-    "wind_speed_10m",
-    "cloud_cover",
-    "precipitation",
-    "pressure_msl",
-];
 
 /// How far from a catalog station a requested point may lie, degrees.
 const POINT_TOLERANCE_DEG: f64 = 0.1;
@@ -75,27 +53,67 @@ fn model_index(name: &str) -> Option<usize> {
     MODELS.iter().position(|m| m.name == name)
 }
 
-/// The newest run of `spec` published by `now` (cycles of the last two days).
+/// The index in `MODELS` of the model Open-Meteo serves as `id`: the feeds' own table
+/// (`models::AVAILABILITY`), so the simulator answers exactly the ids the feed asks for.
+fn open_meteo_model(id: &str) -> Option<usize> {
+    AVAILABILITY
+        .iter()
+        .find(|a| matches!(a.publisher, Publisher::OpenMeteo(x) if x == id))
+        .and_then(|a| model_index(a.model))
+}
+
+/// The index in `MODELS` of the MOS model whose bulletin IEM files as `pil` ([`mos_pil`]).
+fn mos_model(pil: &str) -> Option<usize> {
+    AVAILABILITY.iter().find(|a| mos_pil(a.model).as_deref() == Some(pil)).and_then(|a| model_index(a.model))
+}
+
+/// The AFOS ids of every bulletin served, in `models::AVAILABILITY` order.
+pub fn mos_pils() -> Vec<String> {
+    AVAILABILITY.iter().filter_map(|a| mos_pil(a.model)).collect()
+}
+
+/// The newest run of `spec` published by `now` (runs of the last two days).
 pub fn latest_run(spec: &ModelSpec, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     runs(spec, now - Duration::days(2), now, now).pop()
+}
+
+/// The catalog stations at the requested points: `latitude` and `longitude` are comma
+/// lists of one length (one point or several).
+fn stations_at(pairs: &[(String, String)]) -> Result<Vec<&'static Station>, String> {
+    let coords = |k: &str| -> Result<Vec<f64>, String> {
+        let v: Vec<&str> = values(pairs, k);
+        let parsed: Option<Vec<f64>> = v.iter().map(|x| x.parse::<f64>().ok().filter(|x| x.is_finite())).collect();
+        parsed.filter(|p| !p.is_empty()).ok_or_else(|| "Parameter 'latitude' and 'longitude' must be numbers".into())
+    };
+    let (lats, lons) = (coords("latitude")?, coords("longitude")?);
+    if lats.len() != lons.len() {
+        return Err("Parameter 'latitude' and 'longitude' must have the same number of elements".into());
+    }
+    // The nearest station within the tolerance: some are closer than it to each other
+    // (Central Park and LaGuardia).
+    lats.iter()
+        .zip(&lons)
+        .map(|(&lat, &lon)| {
+            let off = |s: &Station| (s.latitude - lat).abs().max((s.longitude - lon).abs());
+            Catalog::global()
+                .all()
+                .iter()
+                .filter(|s| off(s) <= POINT_TOLERANCE_DEG)
+                .min_by(|a, b| off(a).total_cmp(&off(b)))
+                .ok_or_else(|| format!("the simulator serves the catalog's stations only, not {lat},{lon}"))
+        })
+        .collect()
 }
 
 /// `/v1/forecast`.
 pub async fn open_meteo(State(sim): State<SimState>, RawQuery(q): RawQuery) -> Response {
     let pairs = query_pairs(q.as_deref());
-    let coord = |k: &str| value(&pairs, k).and_then(|v| v.parse::<f64>().ok()).filter(|v| v.is_finite());
-    let (Some(lat), Some(lon)) = (coord("latitude"), coord("longitude")) else {
-        return om_error("Parameter 'latitude' and 'longitude' must be numbers");
-    };
-    let Some(st) = Catalog::global()
-        .all()
-        .iter()
-        .find(|s| (s.latitude - lat).abs() <= POINT_TOLERANCE_DEG && (s.longitude - lon).abs() <= POINT_TOLERANCE_DEG)
-    else {
-        return om_error(format!("the simulator serves the catalog's stations only, not {lat},{lon}"));
+    let stations = match stations_at(&pairs) {
+        Ok(s) => s,
+        Err(reason) => return om_error(reason),
     };
     let hourly: Vec<String> = values(&pairs, "hourly").into_iter().map(str::to_string).collect();
-    if let Some(bad) = hourly.iter().find(|v| !VARIABLES.contains(&v.as_str())) {
+    if let Some(bad) = hourly.iter().find(|v| series(v).is_none()) {
         return om_error(format!("Cannot initialize ForecastVariable from invalid String value {bad}"));
     }
     let ids = values(&pairs, "models");
@@ -110,13 +128,12 @@ pub async fn open_meteo(State(sim): State<SimState>, RawQuery(q): RawQuery) -> R
     };
     let mut picked = Vec::new();
     for id in ids {
-        let Some(index) = OPEN_METEO_MODELS.iter().find(|(k, _)| *k == id).and_then(|(_, name)| model_index(name))
-        else {
+        let Some(index) = open_meteo_model(id) else {
             return om_error(format!("Cannot initialize MultiDomains from invalid String value {id}"));
         };
         let spec = &MODELS[index];
-        if !covers(spec.name, st) {
-            return om_error(format!("{id} does not cover {lat},{lon}"));
+        if let Some(st) = stations.iter().find(|st| !covers(spec.name, st)) {
+            return om_error(format!("{id} does not cover {},{}", st.latitude, st.longitude));
         }
         let run = match asked_run {
             None => latest_run(spec, now),
@@ -126,7 +143,17 @@ pub async fn open_meteo(State(sim): State<SimState>, RawQuery(q): RawQuery) -> R
         picked.push((id.to_string(), index, run));
     }
     let seed = sim.seed();
-    let built = tokio::task::spawn_blocking(move || open_meteo_json(st, &picked, &hourly, seed)).await;
+    let built = tokio::task::spawn_blocking(move || {
+        let mut each: Vec<Value> = stations.iter().map(|&st| open_meteo_json(st, &picked, &hourly, seed)).collect();
+        if each.len() == 1 {
+            return each.remove(0);
+        }
+        for (i, v) in each.iter_mut().enumerate() {
+            v["location_id"] = json!(i);
+        }
+        Value::Array(each)
+    })
+    .await;
     match built {
         Ok(body) => ([("content-type", "application/json")], body.to_string()).into_response(),
         Err(e) => Refusal(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
@@ -159,12 +186,10 @@ pub fn open_meteo_json(
         let rows = run_rows(&s, *index, *run);
         let at = |t: DateTime<Utc>| rows.iter().find(|r| r.valid_time == t);
         for var in hourly {
+            let Some((unit, pick)) = series(var) else { continue };
             let key = if models.len() == 1 { var.clone() } else { format!("{var}_{id}") };
-            data.insert(
-                key.clone(),
-                json!(hours.iter().map(|&t| at(t).and_then(|r| pick(r, var))).collect::<Vec<_>>()),
-            );
-            units.insert(key, json!(unit(var)));
+            data.insert(key.clone(), json!(hours.iter().map(|&t| at(t).and_then(pick)).collect::<Vec<_>>()));
+            units.insert(key, json!(unit));
         }
     }
     json!({
@@ -180,53 +205,70 @@ pub fn open_meteo_json(
     })
 }
 
-/// The row's value of an hourly variable, in the API's default unit.
-fn pick(r: &ForecastRow, var: &str) -> Option<f64> {
-    let v: OptF64 = match var {
-        "temperature_2m" => r.temperature_c,
-        "relative_humidity_2m" => r.relative_humidity,
-        "dew_point_2m" => r.dew_point_c,
-        "wind_speed_10m" => r.wind_speed_kmh,
-        "cloud_cover" => r.cloud_cover,
-        "precipitation" => r.precipitation_mm,
-        _ => r.pressure_msl_hpa,
-    };
-    v.get()
+/// A row's value of an hourly variable.
+type Pick = fn(&ForecastRow) -> Option<f64>;
+
+/// The hourly variables served: name, unit (the API's default) and the row's value of it.
+/// Every variable the `open_meteo` feed asks for (`feeds::open_meteo::HOURLY`) is here; a
+/// model that does not supply one (HRDPS has no humidity) gives nulls, as the real API does.
+const SERIES: [(&str, &str, Pick); 12] = [
+    ("temperature_2m", "°C", |r| r.temperature_c.get()),
+    ("relative_humidity_2m", "%", |r| r.relative_humidity.get()),
+    ("dew_point_2m", "°C", |r| r.dew_point_c.get()),
+    ("apparent_temperature", "°C", |r| r.apparent_temp_c.get()),
+    ("wind_speed_10m", "km/h", |r| r.wind_speed_kmh.get()),
+    ("wind_direction_10m", "°", |r| r.wind_direction_deg.map(f64::from)),
+    ("wind_gusts_10m", "km/h", |r| r.wind_gusts_kmh.get()),
+    ("cloud_cover", "%", |r| r.cloud_cover.get()),
+    ("precipitation", "mm", |r| r.precipitation_mm.get()),
+    ("weather_code", "wmo code", |r| r.weather_code.map(f64::from)),
+    ("pressure_msl", "hPa", |r| r.pressure_msl_hpa.get()),
+    ("surface_pressure", "hPa", |r| r.surface_pressure_hpa.get()),
+];
+
+/// The unit and value of hourly variable `var`; `None` for one the simulator does not
+/// know, which the real API refuses too.
+fn series(var: &str) -> Option<(&'static str, Pick)> {
+    SERIES.iter().find(|(name, _, _)| *name == var).map(|&(_, unit, pick)| (unit, pick))
 }
 
-/// The API's default unit of an hourly variable.
-fn unit(var: &str) -> &'static str {
-    match var {
-        "temperature_2m" | "dew_point_2m" => "°C",
-        "relative_humidity_2m" | "cloud_cover" => "%",
-        "wind_speed_10m" => "km/h",
-        "precipitation" => "mm",
-        _ => "hPa",
-    }
-}
-
-/// `/cgi-bin/afos/retrieve.py?pil=..`: the latest bulletin of the product.
+/// `/cgi-bin/afos/retrieve.py?pil=..[&date=YYYYMMDD&hh=HH]`: the cycle asked for once
+/// published, else the newest published bulletin (see the module docs).
 pub async fn mos(State(sim): State<SimState>, RawQuery(q): RawQuery) -> Response {
     let pairs = query_pairs(q.as_deref());
     let Some(pil) = value(&pairs, "pil") else { return Refusal::bad_request("pil is required").into_response() };
-    let Some((_, name)) = MOS_PILS.iter().find(|(p, _)| *p == pil) else {
-        return Refusal::not_found(format!("no product {pil:?} (simulated: MAVUSA, METUSA, LAVUSA, NBSUSA)"))
+    let Some(index) = mos_model(pil) else {
+        return Refusal::not_found(format!("no product {pil:?} (simulated: {})", mos_pils().join(", ")))
             .into_response();
     };
+    let spec = &MODELS[index];
+    let asked = match (value(&pairs, "date"), value(&pairs, "hh")) {
+        (None, None) => None,
+        (Some(date), Some(hh)) => {
+            let day = NaiveDate::parse_from_str(date, "%Y%m%d").ok();
+            let hour = hh.parse::<u32>().ok().filter(|h| spec.cycles.contains(h));
+            let run = day.zip(hour).and_then(|(d, h)| d.and_hms_opt(h, spec.cycle_minute, 0)).map(|t| t.and_utc());
+            let Some(run) = run else {
+                return Refusal::bad_request(format!("no {pil} cycle {date} {hh}Z")).into_response();
+            };
+            Some(run)
+        }
+        _ => return Refusal::bad_request("date and hh go together").into_response(),
+    };
     let (now, seed) = (sim.now(), sim.seed());
-    let Some(index) = model_index(name) else { return Refusal::not_found("unknown model").into_response() };
-    match tokio::task::spawn_blocking(move || mos_text(index, now, seed)).await {
+    let run = asked.filter(|t| runs(spec, *t, *t, now).contains(t)).or_else(|| latest_run(spec, now));
+    let Some(run) = run else { return Refusal::not_found("no bulletin published yet").into_response() };
+    match tokio::task::spawn_blocking(move || mos_text(index, run, seed)).await {
         Ok(Some(text)) => ([("content-type", "text/plain; charset=utf-8")], text).into_response(),
         Ok(None) => Refusal::not_found("no bulletin published yet").into_response(),
         Err(e) => Refusal(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }
 }
 
-/// The latest bulletin of MOS model `MODELS[index]` at `now`: one heading, then the block
-/// of every station the model covers.
-pub fn mos_text(index: usize, now: DateTime<Utc>, seed: u64) -> Option<String> {
+/// The bulletin of MOS model `MODELS[index]`'s `run`: one heading, then the block of every
+/// station the model covers.
+pub fn mos_text(index: usize, run: DateTime<Utc>, seed: u64) -> Option<String> {
     let spec = &MODELS[index];
-    let run = latest_run(spec, now)?;
     let mut out = String::new();
     for st in Catalog::global().all().iter().filter(|s| covers(spec.name, s)) {
         let s = site(st, seed, run, run, run + Duration::hours(i64::from(spec.horizon_h) + 2));
@@ -298,7 +340,7 @@ mod tests {
     fn the_mos_bulletin_holds_every_us_station_and_decodes() {
         let now = Utc.with_ymd_and_hms(2026, 4, 3, 20, 0, 0).unwrap();
         let mav = model_index("GFS-MOS").unwrap();
-        let text = mos_text(mav, now, 77).unwrap();
+        let text = mos_text(mav, latest_run(&MODELS[mav], now).unwrap(), 77).unwrap();
         assert!(text.contains("MAVUSA"), "{:.80}", text);
         let d = decode_mos(text.as_bytes());
         assert!(d.errors.is_empty(), "{:?}", &d.errors[..d.errors.len().min(3)]);
@@ -315,5 +357,41 @@ mod tests {
         let first: Vec<Option<f64>> =
             d.records.iter().filter(|r| r.location_name == st.code).map(|r| r.temperature_f.get()).collect();
         assert_eq!(first, truth.iter().map(|r| r.temperature_f.get()).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_simulator_serves_every_variable_model_and_bulletin_the_feeds_ask_for() {
+        for var in crate::feeds::open_meteo::HOURLY.split(',') {
+            assert!(series(var).is_some(), "{var} is asked for by the feed");
+        }
+        for a in AVAILABILITY {
+            let index = match a.publisher {
+                Publisher::OpenMeteo(id) => open_meteo_model(id),
+                Publisher::Bulletin(code) => mos_model(&format!("{code}USA")),
+            };
+            assert_eq!(index.map(|i| MODELS[i].name), Some(a.model));
+        }
+        assert_eq!(mos_pils(), ["MAVUSA", "METUSA", "LAVUSA", "NBSUSA"]);
+
+        // Every variable of a GFS run decodes, null or not.
+        let now = Utc.with_ymd_and_hms(2026, 4, 3, 20, 0, 0).unwrap();
+        let gfs = model_index("GFS").unwrap();
+        let run = latest_run(&MODELS[gfs], now).unwrap();
+        let vars: Vec<String> = crate::feeds::open_meteo::HOURLY.split(',').map(String::from).collect();
+        let body =
+            open_meteo_json(Catalog::global().get("KNYC").unwrap(), &[("gfs_global".into(), gfs, run)], &vars, 5);
+        let d = decode_open_meteo_model(body.to_string().as_bytes(), "KNYC", Some(run), Some("gfs_global"));
+        assert!(d.errors.is_empty(), "{:?}", &d.errors[..d.errors.len().min(3)]);
+        assert!(d.records.iter().all(|r| r.wind_direction_deg.is_some() && r.surface_pressure_hpa.is_some()));
+
+        // LAMP runs are labelled HH30, their columns on whole hours from 1 h.
+        let lav = model_index("LAV-MOS").unwrap();
+        let run = latest_run(&MODELS[lav], now).unwrap();
+        assert_eq!(run, Utc.with_ymd_and_hms(2026, 4, 3, 18, 30, 0).unwrap(), "18:30's is out at 19:30");
+        let d = decode_mos(mos_text(lav, run, 5).unwrap().as_bytes());
+        assert!(d.errors.is_empty(), "{:?}", &d.errors[..d.errors.len().min(3)]);
+        assert!(d.records.iter().all(|r| r.run_time == run && chrono::Timelike::minute(&r.valid_time) == 0));
+        assert_eq!(d.records[0].forecast_hour, 1);
+        assert_eq!(d.records[0].valid_time, Utc.with_ymd_and_hms(2026, 4, 3, 19, 0, 0).unwrap());
     }
 }

@@ -2,7 +2,7 @@
 //! simulator, polled more often than the public services allow (the simulator is local,
 //! there is no one to hammer), so the demo's stream moves within seconds.
 
-use super::runs::{MOS_PATH, MOS_PILS};
+use super::runs::{mos_pils, MOS_PATH};
 use crate::feeds::config::{MOS, SOURCES};
 
 /// Each source of the demo and its poll interval, seconds. The feeds of this build are
@@ -44,9 +44,9 @@ pub fn demo_sources(base_url: &str) -> toml::Table {
 /// the simulator serves each product's bulletin as IEM's text-product service does, by its
 /// AFOS id (`MAVUSA` for `MAV`), the cycle in the query.
 fn mos_urls(base_url: &str) -> toml::Table {
-    MOS_PILS
-        .iter()
-        .map(|(pil, _)| {
+    mos_pils()
+        .into_iter()
+        .map(|pil| {
             let url = format!("{base_url}{MOS_PATH}?pil={pil}&fmt=text&limit=1&date={{date}}&hh={{hh}}");
             (pil.trim_end_matches("USA").to_string(), toml::Value::String(url))
         })
@@ -71,7 +71,7 @@ mod tests {
         assert_eq!(awc.interval.as_secs(), 30);
         assert_eq!(t.len() - 2, SOURCES.len());
         let mos = cfg.mos.expect("mos is in this build");
-        assert_eq!(mos.urls.len(), MOS_PILS.len());
+        assert_eq!(mos.urls.len(), mos_pils().len());
         assert!(mos.urls["MAV"].starts_with("http://127.0.0.1:9/cgi-bin/afos/retrieve.py?pil=MAVUSA"));
     }
 }
