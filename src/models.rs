@@ -183,6 +183,23 @@ pub fn availability(model: &str) -> Option<&'static Availability> {
     AVAILABILITY.iter().find(|a| a.model == model)
 }
 
+/// The bulletin code (`MAV`, `MET`, `LAV`, `NBS`) of `model`, when its runs are published
+/// as an NWS/MDL text bulletin ([`Publisher::Bulletin`] in [`AVAILABILITY`]).
+pub fn bulletin_code(model: &str) -> Option<&'static str> {
+    match availability(model)?.publisher {
+        Publisher::Bulletin(code) => Some(code),
+        Publisher::OpenMeteo(_) => None,
+    }
+}
+
+/// Every model published as a text bulletin, with its code, in [`AVAILABILITY`] order.
+pub fn bulletins() -> impl Iterator<Item = (&'static str, &'static str)> {
+    AVAILABILITY.iter().filter_map(|a| match a.publisher {
+        Publisher::Bulletin(code) => Some((code, a.model)),
+        Publisher::OpenMeteo(_) => None,
+    })
+}
+
 /// The runs of `model` published by `now` (run time, labelled `cycle_minute` past the
 /// cycle hour, + `delay_min` passed) whose run time is after `since`, oldest first.
 pub fn published_runs(
@@ -331,6 +348,10 @@ mod tests {
         }
         assert_eq!(availability("GFS").unwrap().publisher, Publisher::OpenMeteo("gfs_global"));
         assert!(availability("RAP").is_none());
+        let codes: Vec<_> = bulletins().collect();
+        assert_eq!(codes, [("MAV", "GFS-MOS"), ("MET", "NAM-MOS"), ("LAV", "LAV-MOS"), ("NBS", "NBS-MOS")]);
+        assert_eq!(bulletin_code("LAV-MOS"), Some("LAV"));
+        assert_eq!((bulletin_code("GFS"), bulletin_code("RAP"), bulletin_code("FOO")), (None, None, None));
     }
 
     #[test]

@@ -28,11 +28,14 @@ use crate::decode::forecast_rows::encode_forecast_csv;
 use crate::decode::mos::{encode_mos, forecast_hours};
 use crate::decode::nws_hourly::encode_nws_hourly;
 use crate::decode::types::{ForecastRow, NwsHourlyForecast, NwsHourlyPeriod, OptF64};
-use crate::models::{covers, ModelSpec, Publisher, MODELS};
+use crate::models::{bulletin_code, covers, ModelSpec, MODELS};
 use crate::units::{c_to_f, kt_to_kmh, kt_to_mph, relative_humidity, round1};
 
-/// Models published as MOS text bulletins rather than gridded rows.
-pub const MOS_MODELS: [&str; 4] = ["GFS-MOS", "NAM-MOS", "LAV-MOS", "NBS-MOS"];
+/// True for the models published as MOS/NBM text bulletins rather than gridded rows
+/// (`models::AVAILABILITY`'s `Publisher::Bulletin`).
+fn is_mos(model: &str) -> bool {
+    bulletin_code(model).is_some()
+}
 
 /// Local (civil) hours the NWS hourly forecast is updated at; minutes vary.
 const NWS_ISSUE_HOURS: [u32; 6] = [3, 6, 10, 13, 16, 21];
@@ -137,7 +140,7 @@ pub fn runs(spec: &ModelSpec, from: DateTime<Utc>, to: DateTime<Utc>, now: DateT
 
 /// Lead hours of one run: the model's cadence, or the real bulletin's columns for MOS.
 pub fn run_leads(spec: &ModelSpec, run: DateTime<Utc>) -> Vec<u32> {
-    if MOS_MODELS.contains(&spec.name) {
+    if is_mos(spec.name) {
         forecast_hours(spec.name, run).unwrap_or_default().into_iter().filter_map(|h| u32::try_from(h).ok()).collect()
     } else {
         spec.leads(run.hour())
@@ -313,10 +316,7 @@ fn mos_row(site: &Site, spec: &ModelSpec, run: DateTime<Utc>, lead: u32, noise: 
 /// whole-US one: the model's bulletin code (`models::AVAILABILITY`) + `USA` (`MAVUSA` for
 /// GFS-MOS). `None` for a model without a bulletin.
 pub fn mos_pil(model: &str) -> Option<String> {
-    match crate::models::availability(model)?.publisher {
-        Publisher::Bulletin(code) => Some(format!("{code}USA")),
-        Publisher::OpenMeteo(_) => None,
-    }
+    bulletin_code(model).map(|code| format!("{code}USA"))
 }
 
 /// WMO heading and AWIPS id of a MOS bulletin. The heading's time is the cycle's whole
@@ -338,7 +338,7 @@ pub fn run_rows(site: &Site, index: usize, run: DateTime<Utc>) -> Vec<ForecastRo
     let Some(spec) = MODELS.get(index) else { return Vec::new() };
     let mut noise = RunNoise::new(site, index, run);
     let leads = run_leads(spec, run);
-    if MOS_MODELS.contains(&spec.name) {
+    if is_mos(spec.name) {
         leads.iter().map(|&l| mos_row(site, spec, run, l, &mut noise)).collect()
     } else {
         leads
@@ -354,7 +354,7 @@ pub fn run_rows(site: &Site, index: usize, run: DateTime<Utc>) -> Vec<ForecastRo
 /// The MOS bulletin (WMO heading, AWIPS id, then the station's block) of one run of the
 /// MOS model `MODELS[index]`; `None` for gridded models.
 pub fn mos_bulletin(site: &Site, index: usize, run: DateTime<Utc>) -> Option<String> {
-    let spec = MODELS.get(index).filter(|m| MOS_MODELS.contains(&m.name))?;
+    let spec = MODELS.get(index).filter(|m| is_mos(m.name))?;
     let rows = run_rows(site, index, run);
     encode_mos(spec.name, &site.station.code, run, &rows).map(|text| mos_preamble(spec.name, run) + &text)
 }
@@ -373,10 +373,10 @@ pub fn model_forecasts(
     // The index keys each model's noise, so it is taken before leaving out the models that
     // do not cover the station.
     for (index, spec) in MODELS.iter().enumerate().filter(|(_, m)| covers(m.name, site.station)) {
-        let is_mos = MOS_MODELS.contains(&spec.name);
+        let mos_model = is_mos(spec.name);
         let mut rows = Vec::new();
         for run in runs(spec, from, to, now) {
-            if is_mos {
+            if mos_model {
                 if let Some(text) = mos_bulletin(site, index, run) {
                     mos.push((spec.name.to_string(), text));
                 }
@@ -609,11 +609,11 @@ mod tests {
             for (from, to) in days {
                 let s = Site::new(station, crate::demo::DEFAULT_SEED, from, to, to + Duration::hours(400));
                 for (index, spec) in MODELS.iter().enumerate() {
-                    let is_mos = MOS_MODELS.contains(&spec.name);
+                    let mos_model = is_mos(spec.name);
                     for run in runs(spec, from, to, to) {
                         let mut noise = RunNoise::new(&s, index, run);
                         for lead in run_leads(spec, run) {
-                            let mut r = if is_mos {
+                            let mut r = if mos_model {
                                 mos_row(&s, spec, run, lead, &mut noise)
                             } else {
                                 let step = if lead == 0 { 1 } else { spec.step_at(lead - 1) };

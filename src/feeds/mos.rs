@@ -41,7 +41,7 @@ use crate::catalog::Catalog;
 use crate::clock::{Clock, SystemClock};
 use crate::decode::mos::{bulletin_of_header, run_time_of_header};
 use crate::ingest::{Format, IngestOptions};
-use crate::models::{self, Publisher};
+use crate::models;
 
 /// The source's name, as in `[sources.mos]`.
 pub const NAME: &str = "mos";
@@ -61,33 +61,25 @@ pub struct Product {
     pub default_url: &'static str,
 }
 
-/// Every product this feed knows.
-pub const PRODUCTS: [Product; 4] = [
-    Product {
-        code: "MAV",
-        model: "GFS-MOS",
-        default_url: "https://nomads.ncep.noaa.gov/pub/data/nccf/com/gfs_mos/prod/gfs_mos.{date}/mdl_gfsmav.t{hh}z",
-    },
-    Product {
-        code: "MET",
-        model: "NAM-MOS",
-        default_url: "https://nomads.ncep.noaa.gov/pub/data/nccf/com/nam_mos/prod/nam_mos.{date}/mdl_nammet.t{hh}z",
-    },
-    Product {
-        code: "LAV",
-        model: "LAV-MOS",
-        default_url: "https://nomads.ncep.noaa.gov/pub/data/nccf/com/lmp/prod/lmp.{date}/lmp.t{hh}{mm}z.lavtxt.ascii",
-    },
-    Product {
-        code: "NBS",
-        model: "NBS-MOS",
-        default_url:
-            "https://nomads.ncep.noaa.gov/pub/data/nccf/com/blend/prod/blend.{date}/{hh}/text/blend_nbstx.t{hh}z",
-    },
-];
+/// The NOMADS file of one cycle of the bulletin `code`.
+fn nomads_url(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "MAV" => "https://nomads.ncep.noaa.gov/pub/data/nccf/com/gfs_mos/prod/gfs_mos.{date}/mdl_gfsmav.t{hh}z",
+        "MET" => "https://nomads.ncep.noaa.gov/pub/data/nccf/com/nam_mos/prod/nam_mos.{date}/mdl_nammet.t{hh}z",
+        "LAV" => "https://nomads.ncep.noaa.gov/pub/data/nccf/com/lmp/prod/lmp.{date}/lmp.t{hh}{mm}z.lavtxt.ascii",
+        "NBS" => "https://nomads.ncep.noaa.gov/pub/data/nccf/com/blend/prod/blend.{date}/{hh}/text/blend_nbstx.t{hh}z",
+        _ => return None,
+    })
+}
 
-fn product(code: &str) -> Option<&'static Product> {
-    PRODUCTS.iter().find(|p| p.code == code)
+/// Every product this feed knows: the bulletins of `models::AVAILABILITY` (which model
+/// each code carries is said there only), each with its NOMADS file.
+pub fn products() -> impl Iterator<Item = Product> {
+    models::bulletins().filter_map(|(code, model)| Some(Product { code, model, default_url: nomads_url(code)? }))
+}
+
+fn product(code: &str) -> Option<Product> {
+    products().find(|p| p.code == code)
 }
 
 /// `[sources.mos]`: MOS/NBM text bulletins.
@@ -133,7 +125,7 @@ impl MosConfig {
     /// Upper-cases codes and stations and checks every value.
     pub fn validated(mut self) -> Result<Self, String> {
         let bad = |message: String| Err(message);
-        let known = || PRODUCTS.iter().map(|p| p.code).collect::<Vec<_>>().join(", ");
+        let known = || products().map(|p| p.code).collect::<Vec<_>>().join(", ");
         for p in &mut self.products {
             *p = p.trim().to_ascii_uppercase();
             if product(p).is_none() {
@@ -194,7 +186,7 @@ fn bulletin_url(template: &str, run: DateTime<Utc>) -> Result<Url, FeedError> {
 /// One product the feed fetches, with its model's spec and delay.
 #[derive(Debug, Clone, Copy)]
 struct Fetching {
-    product: &'static Product,
+    product: Product,
     spec: &'static models::ModelSpec,
     delay_min: u32,
 }
@@ -240,8 +232,7 @@ impl Mos {
                 let spec =
                     models::model(product.model).ok_or_else(|| invalid(format!("unknown model {}", product.model)))?;
                 let a = models::availability(product.model)
-                    .filter(|a| a.publisher == Publisher::Bulletin(product.code))
-                    .ok_or_else(|| invalid(format!("{} has no bulletin availability", product.model)))?;
+                    .ok_or_else(|| invalid(format!("{} has no availability", product.model)))?;
                 Ok(Fetching { product, spec, delay_min: a.delay_min })
             })
             .collect::<Result<Vec<_>, FeedError>>()?;
@@ -319,7 +310,7 @@ impl Mos {
     }
 
     async fn fetch(&self, f: &Fetching, run: DateTime<Utc>, sink: &dyn FeedSink) -> Result<Cycle, FeedError> {
-        let url = bulletin_url(self.cfg.template(f.product), run)?;
+        let url = bulletin_url(self.cfg.template(&f.product), run)?;
         let body = match self.client.get(&url, self.cfg.timeout).await? {
             Fetched::NotModified => return Ok(Cycle::NotModified),
             Fetched::New(body) => body,
@@ -415,6 +406,7 @@ fn keep_stations(text: &str, stations: &HashSet<String>) -> Option<String> {
 mod tests {
     use super::*;
     use crate::decode::mos::decode_mos;
+    use crate::models::Publisher;
 
     const MET: &str = include_str!("../../data/real/forecast/mos/METNC1.txt");
 
@@ -456,7 +448,8 @@ mod tests {
 
     #[test]
     fn every_product_has_its_bulletin_availability() {
-        for p in PRODUCTS {
+        assert_eq!(products().count(), models::bulletins().count(), "a NOMADS file for every bulletin");
+        for p in products() {
             let a = models::availability(p.model).unwrap();
             assert_eq!(a.publisher, Publisher::Bulletin(p.code));
             assert_eq!(crate::decode::mos::Bulletin::for_model(p.model).and_then(|b| b.model()), Some(p.model));
