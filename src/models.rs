@@ -262,6 +262,18 @@ impl ModelSpec {
         out
     }
 
+    /// The UTC label of each of its runs, in cycle order: `06z`, or `06:30z` for a model
+    /// whose runs are labelled past the hour (`cycle_minute`: LAMP).
+    pub fn cycle_labels(&self) -> Vec<String> {
+        self.cycles
+            .iter()
+            .map(|h| match self.cycle_minute {
+                0 => format!("{h:02}z"),
+                m => format!("{h:02}:{m:02}z"),
+            })
+            .collect()
+    }
+
     /// The coarsest output step, the gap tolerated when deciding full-day coverage.
     pub fn max_step(&self) -> u32 {
         self.steps.iter().map(|s| s.1).max().unwrap_or(1)
@@ -385,6 +397,19 @@ mod tests {
         }
         assert_eq!(model("LAV-MOS").unwrap().cycle_minute, 30);
         assert!(MODELS.iter().filter(|m| m.name != "LAV-MOS").all(|m| m.cycle_minute == 0));
+    }
+
+    #[test]
+    fn cycle_labels_are_the_run_labels() {
+        assert_eq!(model("GFS").unwrap().cycle_labels(), ["00z", "06z", "12z", "18z"]);
+        assert_eq!(model("NBS-MOS").unwrap().cycle_labels(), ["01z", "07z", "13z", "19z"]);
+        let lav = model("LAV-MOS").unwrap().cycle_labels();
+        assert_eq!((lav.len(), lav[0].as_str(), lav[23].as_str()), (24, "00:30z", "23:30z"));
+        // The label is the run time `published_runs` gives.
+        let t = |s: &str| crate::time::parse_utc(s).unwrap();
+        let runs = published_runs(model("LAV-MOS").unwrap(), 0, t("2026-09-25T11:59:00Z"), t("2026-09-25T12:59:00Z"));
+        assert_eq!(runs, [t("2026-09-25T12:30:00Z")]);
+        assert_eq!(model("LAV-MOS").unwrap().cycle_labels()[12], "12:30z");
     }
 
     #[test]

@@ -191,7 +191,8 @@ pub fn stations_table() -> Result<MemTable, LakeError> {
 }
 
 /// The model schedule table (name, cycles, horizon, coarsest step), used by jobs to decide
-/// full-day coverage.
+/// full-day coverage. `cycles` lists the runs' UTC labels (`00z,06z,12z,18z`; LAMP's
+/// `00:30z,01:30z,...`, its runs being labelled HH30).
 pub fn models_table() -> Result<MemTable, LakeError> {
     let schema = Arc::new(Schema::new(vec![
         Field::new("model", DataType::Utf8, false),
@@ -202,13 +203,38 @@ pub fn models_table() -> Result<MemTable, LakeError> {
     ]));
     let cols: Vec<ArrayRef> = vec![
         Arc::new(StringArray::from_iter_values(MODELS.iter().map(|m| m.name))),
-        Arc::new(StringArray::from_iter_values(
-            MODELS.iter().map(|m| m.cycles.iter().map(|c| format!("{c:02}z")).collect::<Vec<_>>().join(",")),
-        )),
+        Arc::new(StringArray::from_iter_values(MODELS.iter().map(|m| m.cycle_labels().join(",")))),
         Arc::new(Int32Array::from_iter_values(MODELS.iter().map(|m| m.horizon_h as i32))),
         Arc::new(Int32Array::from_iter_values(MODELS.iter().map(|m| m.max_step() as i32))),
         Arc::new(BooleanArray::from(MODELS.iter().map(|m| m.statistical).collect::<Vec<_>>())),
     ];
     let batch = RecordBatch::try_new(Arc::clone(&schema), cols)?;
     Ok(MemTable::try_new(schema, vec![vec![batch]])?)
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::AsArray;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn models_table_shows_each_models_true_run_labels() {
+        let ctx = SessionContext::new();
+        ctx.register_table("models", Arc::new(models_table().unwrap())).unwrap();
+        let batches = ctx.sql("SELECT model, cycles FROM models").await.unwrap().collect().await.unwrap();
+        let mut cycles = std::collections::HashMap::new();
+        for b in &batches {
+            for i in 0..b.num_rows() {
+                let text = |c: usize| b.column(c).as_string::<i32>().value(i).to_string();
+                cycles.insert(text(0), text(1));
+            }
+        }
+        assert_eq!(cycles.len(), 18);
+        assert_eq!(cycles["GFS"], "00z,06z,12z,18z");
+        assert_eq!(cycles["NAM-MOS"], "00z,12z");
+        let lav = &cycles["LAV-MOS"];
+        assert!(lav.starts_with("00:30z,01:30z,") && lav.ends_with(",23:30z"), "{lav}");
+        assert_eq!(lav.split(',').count(), 24);
+    }
 }
