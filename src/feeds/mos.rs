@@ -12,12 +12,16 @@
 //!
 //! A (product, cycle) is done once a row of it is stored, or once its bulletin carried
 //! none of the configured stations; stored runs are read back from the sink once per
-//! product and process, so a restart does not fetch them again. A cycle still missing
-//! after [`MAX_ATTEMPTS`] failed polls is given up. The run a bulletin holds is read from
-//! its station headers, never assumed from the URL: a source that answers with another
-//! cycle (an archive's "latest" bulletin while the asked one is not issued yet, a mirror
-//! behind) has not published the asked cycle; nothing is stored and the cycle is asked
-//! again at the next poll (not counted as a failure: the source answered).
+//! product and process, so a restart does not fetch them again. The run a bulletin holds is
+//! read from its station headers, never assumed from the URL: a source that answers with
+//! another cycle (an archive's "latest" bulletin while the asked one is not issued yet, a
+//! mirror behind) has not published the asked cycle, and nothing is stored.
+//!
+//! A cycle asked for and not stored (not published yet, or the request failed) is asked
+//! again after a growing wait ([`Patience`]: the poll interval, doubling up to an hour),
+//! so a bulletin that never appears costs about a dozen requests over the 12-hour
+//! lookback, not one per poll. A cycle whose requests failed [`MAX_ATTEMPTS`] times is given up; one
+//! the source answers with another cycle is asked for until it leaves the lookback.
 //!
 //! The NBS file holds every NBM station (tens of megabytes, above the client's default
 //! `max_body_bytes`): it is not among the default products; enabling it needs
@@ -33,6 +37,7 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use url::Url;
 
+use super::backoff::Patience;
 use super::http::{Fetched, HttpClient};
 use super::seconds::secs;
 use super::sink::FeedSink;
@@ -46,7 +51,7 @@ use crate::models;
 /// The source's name, as in `[sources.mos]`.
 pub const NAME: &str = "mos";
 
-/// Polls after which a cycle still missing is given up.
+/// Failed requests after which a cycle still missing is given up.
 pub const MAX_ATTEMPTS: u32 = 6;
 
 /// One bulletin product.
@@ -191,12 +196,14 @@ struct Fetching {
     delay_min: u32,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Runs {
     /// (model, run) done.
     done: HashSet<(&'static str, DateTime<Utc>)>,
     seeded: HashSet<&'static str>,
     failures: HashMap<(&'static str, DateTime<Utc>), u32>,
+    /// When to ask again for a (model, run) asked for and not stored.
+    patience: Patience<(&'static str, DateTime<Utc>)>,
 }
 
 /// The MOS/NBM bulletin feed.
@@ -237,7 +244,13 @@ impl Mos {
             })
             .collect::<Result<Vec<_>, FeedError>>()?;
         let stations = cfg.stations.iter().cloned().collect();
-        Ok(Mos { cfg, client, clock, products, stations, runs: Mutex::default() })
+        let runs = Runs {
+            done: HashSet::new(),
+            seeded: HashSet::new(),
+            failures: HashMap::new(),
+            patience: Patience::new(cfg.interval),
+        };
+        Ok(Mos { cfg, client, clock, products, stations, runs: Mutex::new(runs) })
     }
 
     fn runs(&self) -> std::sync::MutexGuard<'_, Runs> {
@@ -262,17 +275,23 @@ impl Mos {
             }
         }
         let due: Vec<DateTime<Utc>> = {
-            let runs = self.runs();
+            let mut runs = self.runs();
+            runs.patience.retain(|(m, r)| *m != model || *r > since);
+            runs.failures.retain(|(m, r), _| *m != model || *r > since);
             models::published_runs(f.spec, f.delay_min, since, now)
                 .into_iter()
                 .filter(|r| !runs.done.contains(&(model, *r)))
                 .filter(|r| runs.failures.get(&(model, *r)).copied().unwrap_or(0) < MAX_ATTEMPTS)
+                .filter(|r| runs.patience.due(&(model, *r), now))
                 .collect()
         };
         for run in due {
             report.requests += 1;
-            match self.fetch(f, run, sink).await {
-                Ok(Cycle::NotModified) => report.not_modified += 1,
+            let stored = match self.fetch(f, run, sink).await {
+                Ok(Cycle::NotModified) => {
+                    report.not_modified += 1;
+                    false
+                }
                 Ok(Cycle::NotYet { bytes, found }) => {
                     report.empty += 1;
                     report.bytes += bytes;
@@ -280,13 +299,14 @@ impl Mos {
                         product = f.product.code,
                         %run,
                         found = ?found,
-                        "the bulletin answered is not this cycle's: not published yet, asked again next poll"
+                        "the bulletin answered is not this cycle's: not published yet"
                     );
+                    false
                 }
                 Ok(Cycle::NoneOfOurs { bytes }) => {
                     report.empty += 1;
                     report.bytes += bytes;
-                    self.runs().done.insert((model, run));
+                    true
                 }
                 Ok(Cycle::Stored { bytes, stored }) => {
                     report.bytes += bytes;
@@ -294,7 +314,7 @@ impl Mos {
                     report.accepted += stored.accepted;
                     report.rejected += stored.rejected;
                     report.events += stored.events;
-                    self.runs().done.insert((model, run));
+                    true
                 }
                 Err(e) => {
                     report.errors.push(e);
@@ -304,7 +324,15 @@ impl Mos {
                     if *n == MAX_ATTEMPTS {
                         tracing::warn!(product = f.product.code, %run, "bulletin still missing; giving it up");
                     }
+                    false
                 }
+            };
+            let mut runs = self.runs();
+            if stored {
+                runs.done.insert((model, run));
+                runs.patience.found(&(model, run));
+            } else {
+                runs.patience.missed((model, run), now);
             }
         }
     }

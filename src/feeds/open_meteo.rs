@@ -8,6 +8,11 @@
 //! after it is complete, and the run time handed to the decoder is the one asked for (the
 //! JSON does not carry it). Stored runs are read back from the sink once per model and
 //! process (the lake, in `serve`), then remembered, so a restart does not fetch them again.
+//! A run asked for that stored nothing (the API does not have it yet: it answers an error,
+//! or no temperatures) is asked again after a growing wait ([`Patience`]: the poll
+//! interval, doubling up to an hour), reset once a batch of it is stored; a run whose
+//! requests failed in [`MAX_ATTEMPTS`] polls is given up (at a 5-minute interval, 2 h 15
+//! after the first ask).
 //! Stations go in batches, several coordinates per request (the answer is then an array,
 //! one object per location, in the order asked).
 //!
@@ -30,6 +35,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use url::Url;
 
+use super::backoff::Patience;
 use super::http::{Fetched, HttpClient};
 use super::seconds::secs;
 use super::sink::FeedSink;
@@ -48,7 +54,7 @@ wind_speed_10m,wind_direction_10m,wind_gusts_10m,cloud_cover,precipitation,weath
 surface_pressure";
 
 /// Failed polls after which a run still missing is given up (logged): a cycle the
-/// producer skipped must not be asked for on every poll until it leaves the lookback.
+/// producer skipped must not be asked for until it leaves the lookback.
 pub const MAX_ATTEMPTS: u32 = 6;
 
 /// `[sources.open_meteo]`: Open-Meteo model runs.
@@ -152,7 +158,7 @@ struct Model {
 }
 
 /// What the feed remembers about runs, per (model, run time).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Runs {
     /// (model, station, run) stored.
     done: HashSet<(&'static str, String, DateTime<Utc>)>,
@@ -160,6 +166,8 @@ struct Runs {
     seeded: HashSet<&'static str>,
     /// Failed polls per (model, run).
     failures: HashMap<(&'static str, DateTime<Utc>), u32>,
+    /// When to ask again for a (model, run) whose last poll stored nothing.
+    patience: Patience<(&'static str, DateTime<Utc>)>,
 }
 
 /// The Open-Meteo model feed.
@@ -210,7 +218,13 @@ impl OpenMeteo {
                 Ok(Model { spec, id, delay_min: a.delay_min })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(OpenMeteo { cfg, client, clock, stations, models, runs: Mutex::default() })
+        let runs = Runs {
+            done: HashSet::new(),
+            seeded: HashSet::new(),
+            failures: HashMap::new(),
+            patience: Patience::new(cfg.interval),
+        };
+        Ok(OpenMeteo { cfg, client, clock, stations, models, runs: Mutex::new(runs) })
     }
 
     fn runs(&self) -> std::sync::MutexGuard<'_, Runs> {
@@ -248,10 +262,14 @@ impl OpenMeteo {
         now: DateTime<Utc>,
     ) -> Vec<(DateTime<Utc>, Vec<&'static Station>)> {
         let stations = self.stations_for(model);
-        let runs = self.runs();
+        let name = model.spec.name;
+        let mut runs = self.runs();
+        runs.patience.retain(|(m, r)| *m != name || *r > since);
+        runs.failures.retain(|(m, r), _| *m != name || *r > since);
         models::published_runs(model.spec, model.delay_min, since, now)
             .into_iter()
-            .filter(|run| runs.failures.get(&(model.spec.name, *run)).copied().unwrap_or(0) < MAX_ATTEMPTS)
+            .filter(|run| runs.failures.get(&(name, *run)).copied().unwrap_or(0) < MAX_ATTEMPTS)
+            .filter(|run| runs.patience.due(&(name, *run), now))
             .map(|run| {
                 let missing = stations
                     .iter()
@@ -275,6 +293,7 @@ impl OpenMeteo {
         }
         for (run, missing) in self.due(model, since, now) {
             let mut failed = false;
+            let mut stored_any = false;
             for batch in missing.chunks(self.cfg.batch_size) {
                 report.requests += 1;
                 let url = match single_run_url(&self.cfg.base_url, model.id, run, batch) {
@@ -289,6 +308,10 @@ impl OpenMeteo {
                     Ok(Outcome::NotModified) => report.not_modified += 1,
                     Ok(Outcome::Stored { bytes, stored }) => {
                         report.bytes += bytes;
+                        if stored.accepted == 0 {
+                            report.empty += 1;
+                        }
+                        stored_any |= stored.accepted > 0;
                         add(report, stored);
                     }
                     Err(e) => {
@@ -297,8 +320,13 @@ impl OpenMeteo {
                     }
                 }
             }
+            let mut runs = self.runs();
+            if stored_any {
+                runs.patience.found(&(model.spec.name, run));
+            } else {
+                runs.patience.missed((model.spec.name, run), now);
+            }
             if failed {
-                let mut runs = self.runs();
                 let n = runs.failures.entry((model.spec.name, run)).or_default();
                 *n += 1;
                 if *n == MAX_ATTEMPTS {

@@ -434,7 +434,8 @@ async fn every_demo_feed_stores_what_the_simulator_serves() {
 
 /// A bulletin source that answers the asked cycle with an older one (an archive's
 /// "latest" while the cycle is not issued yet) has not published that cycle: the feed
-/// stores nothing for it and asks again, and stores it once it is out.
+/// stores nothing for it and asks again, after a growing wait, and stores it once it is
+/// out.
 #[tokio::test]
 async fn a_mos_cycle_is_done_only_when_its_own_bulletin_is_stored() {
     // The simulator issues the 12Z MET at 15:00; the feed, an hour ahead, asks at 15:20
@@ -450,12 +451,19 @@ async fn a_mos_cycle_is_done_only_when_its_own_bulletin_is_stored() {
     let feed = Mos::with_clock(cfg.mos.unwrap(), client, feed_clock.clone()).unwrap();
     let sink = RecordingSink::new();
 
-    for _ in 0..2 {
+    for poll in 0..2 {
+        if poll > 0 {
+            for c in [&sim_clock, &feed_clock] {
+                c.advance(chrono::Duration::minutes(5));
+            }
+        }
         let r = feed.poll(&sink).await;
         assert!(r.is_ok(), "{}", r.summary());
         assert_eq!((r.requests, r.accepted, r.empty), (1, 0, 1), "{}", r.summary());
     }
     assert!(sink.taken().is_empty(), "the 00Z bulletin is not stored as the 12Z cycle");
+    feed_clock.advance(chrono::Duration::minutes(5));
+    assert_eq!(feed.poll(&sink).await.requests, 0, "after two misses the wait is 10 minutes");
 
     for c in [&sim_clock, &feed_clock] {
         c.advance(chrono::Duration::hours(1));

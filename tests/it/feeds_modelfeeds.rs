@@ -100,12 +100,31 @@ async fn bulletin(
     }
 }
 
+/// Open-Meteo without the run yet: its error answer, recorded.
+async fn refused(State(seen): State<Arc<Seen>>, Query(q): Query<HashMap<String, String>>) -> Response {
+    seen.0.lock().unwrap().push(q);
+    (StatusCode::BAD_REQUEST, [("content-type", "application/json")], "{\"error\":true,\"reason\":\"no such run\"}")
+        .into_response()
+}
+
+/// An archive answering its newest bulletin whatever the cycle asked for: the real MET of
+/// 2017-08-12 12Z.
+async fn latest_bulletin(
+    State(seen): State<Arc<Seen>>,
+    axum::extract::Path((date, hh)): axum::extract::Path<(String, String)>,
+) -> Response {
+    seen.0.lock().unwrap().push([("run".to_string(), format!("{date}T{hh}"))].into());
+    ([("content-type", "text/plain")], MET).into_response()
+}
+
 /// The fixture server; its base URL.
 async fn server(seen: Arc<Seen>) -> String {
     let app = axum::Router::new()
         .route("/single/v1/forecast", axum::routing::get(single_runs))
         .route("/previous/v1/forecast", axum::routing::get(previous_runs))
         .route("/nomads/met/{date}/{hh}", axum::routing::get(bulletin))
+        .route("/refused/v1/forecast", axum::routing::get(refused))
+        .route("/latest/met/{date}/{hh}", axum::routing::get(latest_bulletin))
         .with_state(seen);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -198,25 +217,75 @@ async fn open_meteo_runs_are_stored_once_each_with_their_run_time_and_not_before
     assert_eq!(seen.runs().len(), 2);
 }
 
-/// A run the server refuses is asked for again on later polls, then given up.
+/// A run the server does not have is asked for again after a growing wait (the 5-minute
+/// interval, then 10, 20, 40 and 60 minutes), then given up after MAX_ATTEMPTS failures.
 #[tokio::test]
-async fn a_refused_run_is_retried_then_given_up() {
+async fn a_refused_run_is_asked_for_less_and_less_often_then_given_up() {
     let seen = Arc::new(Seen::default());
     let base = server(Arc::clone(&seen)).await;
-    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(at(2026, 9, 1, 5, 29)));
+    let start = at(2026, 9, 1, 5, 30);
+    let clock = Arc::new(ManualClock::new(start));
+    let dyn_clock: Arc<dyn Clock> = clock.clone();
     let mut cfg = om_cfg(&base, &["KNYC"]);
-    cfg.base_url = format!("{base}/nowhere");
-    let feed = OpenMeteo::with_clock(cfg, client(), clock).unwrap();
+    cfg.base_url = format!("{base}/refused");
+    cfg.interval = Duration::from_secs(300);
+    let feed = OpenMeteo::with_clock(cfg, client(), dyn_clock).unwrap();
     let sink = RecordingSink::new();
-    for _ in 0..wxlake::feeds::open_meteo::MAX_ATTEMPTS + 2 {
+    // A poll every 5 minutes until the 06Z run is due (11:30); the minutes the 00Z run
+    // was asked for at.
+    let mut asked = Vec::new();
+    for m in (0..360).step_by(5) {
+        clock.set(start + chrono::Duration::minutes(m));
+        let before = seen.runs().iter().filter(|r| *r == "2026-09-01T00:00").count();
         let r = feed.poll(&sink).await;
         assert_eq!(r.accepted, 0);
+        if seen.runs().iter().filter(|r| *r == "2026-09-01T00:00").count() > before {
+            asked.push(m);
+        }
     }
-    // Nothing reached the fixture's route (404 from the router), and the polls stopped
-    // asking after MAX_ATTEMPTS.
-    assert!(seen.all().is_empty());
-    let r = feed.poll(&sink).await;
-    assert_eq!(r.requests, 0, "given up: {}", r.summary());
+    assert_eq!(wxlake::feeds::open_meteo::MAX_ATTEMPTS, 6);
+    assert_eq!(asked, [0, 5, 15, 35, 75, 135], "growing waits, then given up");
+}
+
+/// A bulletin cycle the source has not published (it answers its newest, an older cycle)
+/// is asked for after growing waits capped at an hour: from its due time (03:15) until it
+/// leaves the 12-hour lookback (12:00), 12 requests at a 5-minute interval instead of 105;
+/// nothing is stored and no error reported.
+#[tokio::test]
+async fn an_unpublished_mos_cycle_is_asked_for_less_and_less_often() {
+    let seen = Arc::new(Seen::default());
+    let base = server(Arc::clone(&seen)).await;
+    // The 13 Aug 00Z MET is due at 03:15; 12Z is due at 15:15, after the polls below.
+    let start = at(2017, 8, 13, 3, 15);
+    let clock = Arc::new(ManualClock::new(start));
+    let dyn_clock: Arc<dyn Clock> = clock.clone();
+    let cfg = MosConfig {
+        products: vec!["MET".into()],
+        urls: [("MET".to_string(), format!("{base}/latest/met/{{date}}/{{hh}}"))].into(),
+        stations: vec!["KFOZ".into()],
+        ..MosConfig::default()
+    }
+    .validated()
+    .unwrap();
+    assert_eq!((cfg.interval, cfg.lookback_hours), (Duration::from_secs(300), 12.0));
+    let feed = Mos::with_clock(cfg, client(), dyn_clock).unwrap();
+    let sink = RecordingSink::new();
+    let mut asked = Vec::new();
+    for m in (0..12 * 60).step_by(5) {
+        clock.set(start + chrono::Duration::minutes(m));
+        let r = feed.poll(&sink).await;
+        assert!(r.is_ok() && r.accepted == 0, "{}", r.summary());
+        if r.requests > 0 {
+            assert_eq!((r.requests, r.empty), (1, 1), "{}", r.summary());
+            asked.push(m);
+        }
+    }
+    assert!(seen.runs().iter().all(|r| r == "20170813T00"), "{:?}", seen.runs());
+    assert_eq!(asked[..6], [0, 5, 15, 35, 75, 135], "{asked:?}");
+    assert!(asked.windows(2).skip(4).all(|w| w[1] - w[0] == 60), "an hour apart at most: {asked:?}");
+    assert_eq!(asked.len(), 12, "{asked:?}");
+    assert_eq!(asked.last(), Some(&495), "the last ask before 12:00 (minute 525): {asked:?}");
+    assert!(sink.taken().is_empty());
 }
 
 /// The previous-runs archive: one unit per model and batch, the real answer decoded with
