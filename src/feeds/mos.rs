@@ -350,7 +350,7 @@ impl Mos {
         })?;
         let found = bulletin_run(text);
         if found != Some(run) && text.contains("GUIDANCE") {
-            // Not remembered: the next poll must fetch the body again.
+            // Not remembered: the next ask must fetch the body again.
             return Ok(Cycle::NotYet { bytes, found });
         }
         let Some(kept) = keep_stations(text, &self.stations) else {
