@@ -7,7 +7,8 @@
 //! Why at the physical plan and not around each protocol's result stream: both protocols
 //! (and the catalog queries clients send on connect) plan through the session, so one
 //! place bounds them all, and a client that disconnects drops the streams, which stops
-//! the query's tasks and frees its slots.
+//! the query's tasks and frees its slots. A client's cancel request ([`CancelSignal`])
+//! ends the streams the same way, with PostgreSQL's "canceling statement" error.
 
 use std::fmt;
 use std::future::Future;
@@ -28,10 +29,45 @@ use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 use datafusion::physical_planner::{DefaultPhysicalPlanner, PhysicalPlanner};
 use futures::Stream;
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::admission::{Admission, QueryPermit};
 use super::error::WireError;
+
+/// A connection's cancel requests: each bumps a counter, and a query stops when the
+/// counter moves past the value it was planned under. Why not pgwire's own cancel: it
+/// interrupts only the handler's call, which returns before the first row is computed;
+/// an aggregate runs while its rows are pulled, out of its reach.
+#[derive(Debug, Clone)]
+pub struct CancelSignal(Arc<watch::Sender<u64>>);
+
+impl Default for CancelSignal {
+    fn default() -> Self {
+        CancelSignal(Arc::new(watch::channel(0).0))
+    }
+}
+
+impl CancelSignal {
+    /// Stops the queries running now (later ones run).
+    pub fn cancel(&self) {
+        self.0.send_modify(|n| *n += 1);
+    }
+
+    /// Resolves once a cancel request arrives after `planned_at` (the counter then).
+    fn requested(&self, planned_at: u64) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        let mut rx = self.0.subscribe();
+        Box::pin(async move {
+            if rx.wait_for(|n| *n != planned_at).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        })
+    }
+
+    fn now(&self) -> u64 {
+        *self.0.borrow()
+    }
+}
 
 /// Plans as DataFusion does, then bounds the plan (see the module docs).
 #[derive(Debug)]
@@ -40,18 +76,22 @@ pub struct BoundedPlanner {
     /// The key whose queries this session runs (set once the connection has authenticated;
     /// a pgwire session exists from the connection's start).
     pub key_id: Arc<OnceLock<String>>,
+    /// The connection's cancel requests.
+    pub cancel: CancelSignal,
 }
 
 #[async_trait]
 impl QueryPlanner for BoundedPlanner {
     async fn create_physical_plan(&self, plan: &LogicalPlan, session: &dyn Session) -> Result<Arc<dyn ExecutionPlan>> {
         let key_id = self.key_id.get().ok_or(WireError::MissingKey)?;
-        let permit = Arc::new(self.admission.admit(key_id)?);
+        let permit = Arc::new(self.admission.admit(key_id).await?);
         let input = DefaultPhysicalPlanner::default().create_physical_plan(plan, session).await?;
         let limits = self.admission.limits();
         Ok(Arc::new(BoundedExec {
             input,
             permit,
+            planned_at: self.cancel.now(),
+            cancel: self.cancel.clone(),
             deadline: Instant::now() + limits.timeout,
             timeout_secs: limits.timeout.as_secs(),
             memory_mib: limits.memory_bytes >> 20,
@@ -64,6 +104,8 @@ impl QueryPlanner for BoundedPlanner {
 pub struct BoundedExec {
     input: Arc<dyn ExecutionPlan>,
     permit: Arc<QueryPermit>,
+    cancel: CancelSignal,
+    planned_at: u64,
     deadline: Instant,
     timeout_secs: u64,
     memory_mib: usize,
@@ -102,6 +144,8 @@ impl ExecutionPlan for BoundedExec {
         Ok(Arc::new(BoundedExec {
             input: children.swap_remove(0),
             permit: Arc::clone(&self.permit),
+            cancel: self.cancel.clone(),
+            planned_at: self.planned_at,
             deadline: self.deadline,
             timeout_secs: self.timeout_secs,
             memory_mib: self.memory_mib,
@@ -114,6 +158,7 @@ impl ExecutionPlan for BoundedExec {
             schema: inner.schema(),
             inner,
             sleep: Box::pin(tokio::time::sleep_until(self.deadline)),
+            cancelled: self.cancel.requested(self.planned_at),
             _permit: Arc::clone(&self.permit),
             timeout_secs: self.timeout_secs,
             memory_mib: self.memory_mib,
@@ -127,6 +172,7 @@ struct BoundedStream {
     schema: SchemaRef,
     inner: SendableRecordBatchStream,
     sleep: Pin<Box<tokio::time::Sleep>>,
+    cancelled: Pin<Box<dyn Future<Output = ()> + Send>>,
     _permit: Arc<QueryPermit>,
     timeout_secs: u64,
     memory_mib: usize,
@@ -143,6 +189,10 @@ impl Stream for BoundedStream {
         if self.sleep.as_mut().poll(cx).is_ready() {
             self.done = true;
             return Poll::Ready(Some(Err(WireError::Timeout(self.timeout_secs).into())));
+        }
+        if self.cancelled.as_mut().poll(cx).is_ready() {
+            self.done = true;
+            return Poll::Ready(Some(Err(WireError::Cancelled.into())));
         }
         match self.inner.as_mut().poll_next(cx) {
             Poll::Ready(Some(Err(e))) => {

@@ -22,7 +22,7 @@ use datafusion_postgres::datafusion_pg_catalog::pg_catalog::context::EmptyContex
 use datafusion_postgres::datafusion_pg_catalog::pg_catalog::setup_pg_catalog;
 
 use super::admission::{Admission, QueryLimits};
-use super::bounded::BoundedPlanner;
+use super::bounded::{BoundedPlanner, CancelSignal};
 use super::error::WireError;
 use super::guard;
 use super::live_tables::{live_tables, OverlaySchema};
@@ -82,9 +82,13 @@ impl WireEngine {
         self.admission.limits()
     }
 
-    /// A session for the queries of the key `key_id` holds, once it holds one (see the
-    /// module docs).
-    pub fn query_session(&self, key_id: Arc<OnceLock<String>>) -> Result<SessionContext, WireError> {
+    /// A session for the queries of the key `key_id` holds, once it holds one, stopped by
+    /// `cancel` (see the module docs).
+    pub fn query_session(
+        &self,
+        key_id: Arc<OnceLock<String>>,
+        cancel: CancelSignal,
+    ) -> Result<SessionContext, WireError> {
         let state = self.base.state();
         let pool = TrackConsumersPool::new(
             GreedyMemoryPool::new(self.admission.limits().memory_bytes),
@@ -92,7 +96,7 @@ impl WireEngine {
         );
         let runtime =
             RuntimeEnvBuilder::from_runtime_env(state.runtime_env()).with_memory_pool(Arc::new(pool)).build_arc()?;
-        let planner = BoundedPlanner { admission: Arc::clone(&self.admission), key_id };
+        let planner = BoundedPlanner { admission: Arc::clone(&self.admission), key_id, cancel };
         let state = SessionStateBuilder::new_from_existing(state)
             .with_runtime_env(runtime)
             .with_query_planner(Arc::new(planner))
