@@ -505,7 +505,22 @@ async fn a_busy_key_is_refused_and_a_vanished_client_frees_its_slot() {
         wait: Duration::from_millis(300),
         ..test_limits()
     };
-    let port = serve_pg(&app, limits, None).await;
+    // The server on a runtime of its own, whose threads' CPU time tells whether the query
+    // still runs (the other tests in this process run on theirs).
+    let server_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name(SERVER_THREADS)
+        .enable_all()
+        .build()
+        .unwrap();
+    let engine = Arc::new(WireEngine::new(app.state.clone(), limits).unwrap());
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    server_rt.spawn(async move {
+        let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+        wxlake::sqlwire::pg::serve(listener, engine, None, std::future::pending()).await
+    });
     let dev = app.key(Tier::Developer).to_string();
     let mut heavy = psql_command(port, &dev, &["-c", HEAVY]).kill_on_drop(true).spawn().unwrap();
 
@@ -521,6 +536,10 @@ async fn a_busy_key_is_refused_and_a_vanished_client_frees_its_slot() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(busy.contains("too many queries running for this key: at most 1 at once"), "{busy}");
+    let before = server_cpu();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let running = server_cpu() - before;
+    assert!(running > Duration::from_millis(300), "the heavy query uses CPU: {running:?} in 2 s");
     assert_eq!(psql(port, app.key(Tier::Enterprise), &["-c", "SELECT 2"]).await.0, "2");
 
     // The client vanishes mid-query (SIGKILL: no Terminate, no cancel request). The query
@@ -542,6 +561,33 @@ async fn a_busy_key_is_refused_and_a_vanished_client_frees_its_slot() {
         );
     }
     eprintln!("slot free {:?} after the client was killed", killed.elapsed());
+    // And the query's work stopped: the server's threads are idle again.
+    let before = server_cpu();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let spent = server_cpu() - before;
+    assert!(spent < Duration::from_millis(300), "the server's threads used {spent:?} of CPU in the 2 s after");
+    server_rt.shutdown_background();
+}
+
+/// The name of the threads of the runtime that serves the disconnect test.
+const SERVER_THREADS: &str = "wxpg-server";
+
+/// CPU time (user + system) of this process's threads named [`SERVER_THREADS`].
+fn server_cpu() -> Duration {
+    let mut ticks = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim() != SERVER_THREADS {
+            continue;
+        }
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        // After "pid (comm) ", fields start at the 3rd: utime is the 14th, stime the 15th.
+        let fields: Vec<&str> = stat.rsplit_once(") ").map(|(_, f)| f.split(' ').collect()).unwrap_or_default();
+        ticks += fields.get(11).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+        ticks += fields.get(12).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    }
+    // USER_HZ is 100 on Linux.
+    Duration::from_millis(ticks * 10)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
