@@ -454,6 +454,30 @@ async fn revocation_through_the_key_file_stops_both_protocols_within_a_second() 
     let mut flight = flight_client(fl, &key).await;
     assert_eq!(flight_rows(&mut flight, "SELECT 1").await, Ok(1));
 
+    // A connection opened before the revocation: its next statements, cursors included,
+    // are refused once the server has seen it (psql sleeps 2 s between them).
+    let open_conn = psql_command(
+        pg,
+        &key,
+        &[
+            "-c",
+            "SELECT 1",
+            "-c",
+            "\\! sleep 2",
+            "-c",
+            "BEGIN",
+            "-c",
+            "DECLARE c CURSOR FOR SELECT 42",
+            "-c",
+            "FETCH 1 FROM c",
+            "-c",
+            "SELECT 2",
+        ],
+    )
+    .output();
+    let open_conn = tokio::spawn(open_conn);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
     // What `wxlake keys revoke` does against a running server: another process's store
     // rewrites the key file; the server's store sees the change on its own.
     let cli = KeyStore::open(app._dir.path().join("state")).unwrap();
@@ -485,6 +509,11 @@ async fn revocation_through_the_key_file_stops_both_protocols_within_a_second() 
         }
     };
     let (pg_after, flight_after) = tokio::join!(pg_probe, flight_probe);
+    let out = open_conn.await.unwrap().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    // BEGIN passes (transaction bracketing runs nothing); the cursor's statements do not.
+    assert_eq!(stdout.trim(), "1\nBEGIN", "only the query before the revocation ran: {stdout}\n{stderr}");
+    assert_eq!(stderr.matches("invalid API key").count(), 3, "DECLARE, FETCH and SELECT refused: {stderr}");
     eprintln!("revocation seen after {pg_after:?} (pgwire), {flight_after:?} (Flight SQL)");
     // The store looks at the file at most once a second; a probe that started within
     // that second (plus scheduling slack) is refused.

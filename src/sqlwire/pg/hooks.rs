@@ -57,6 +57,12 @@ fn passes_through(s: &Statement) -> bool {
     )
 }
 
+/// Of the statements that pass through, those that run a query (a cursor's): each still
+/// counts against the key, and stops once it is revoked.
+fn runs_a_query(s: &Statement) -> bool {
+    matches!(s, Statement::Declare { .. } | Statement::Fetch { .. })
+}
+
 impl GuardHook {
     fn admit(&self) -> Result<(), WireError> {
         let secret = self.secret.get().ok_or(WireError::MissingKey)?;
@@ -105,7 +111,7 @@ impl QueryHook for GuardHook {
         _client: &mut dyn HookClient,
     ) -> Option<PgWireResult<Response>> {
         if passes_through(statement) {
-            return None;
+            return runs_a_query(statement).then(|| self.admit().err()).flatten().map(|e| Err(pg_error(&e)));
         }
         if let Err(e) = self.admit() {
             return Some(Err(pg_error(&e)));
@@ -140,7 +146,7 @@ impl QueryHook for GuardHook {
         _ctx: &SessionContext,
         _client: &mut dyn HookClient,
     ) -> Option<PgWireResult<Response>> {
-        if passes_through(statement) {
+        if passes_through(statement) && !runs_a_query(statement) {
             return None;
         }
         self.admit().err().map(|e| Err(pg_error(&e)))
