@@ -141,7 +141,7 @@ pub async fn copy_out(ctx: &SessionContext, sql: &str, format: CopyFormat) -> Re
     })
     .filter_map(futures::future::ready);
     let data = futures::stream::iter(header).chain(rows).chain(empty_binary_header);
-    let code = if format == CopyFormat::Binary { 1 } else { 0 };
+    let code = i8::from(format == CopyFormat::Binary);
     Ok(Response::CopyOut(CopyResponse::new(code, columns, data)))
 }
 

@@ -111,7 +111,10 @@ impl QueryHook for GuardHook {
         _client: &mut dyn HookClient,
     ) -> Option<PgWireResult<Response>> {
         if passes_through(statement) {
-            return runs_a_query(statement).then(|| self.admit().err()).flatten().map(|e| Err(pg_error(&e)));
+            if !runs_a_query(statement) {
+                return None;
+            }
+            return self.admit().err().map(|e| Err(pg_error(&e)));
         }
         if let Err(e) = self.admit() {
             return Some(Err(pg_error(&e)));
