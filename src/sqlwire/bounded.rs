@@ -26,9 +26,11 @@ use datafusion::execution::context::QueryPlanner;
 use datafusion::execution::{RecordBatchStream, SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
 use datafusion::physical_planner::{DefaultPhysicalPlanner, PhysicalPlanner};
-use futures::Stream;
+use futures::{Stream, StreamExt};
+use tokio::runtime::Handle;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -78,6 +80,8 @@ pub struct BoundedPlanner {
     pub key_id: Arc<OnceLock<String>>,
     /// The connection's cancel requests.
     pub cancel: CancelSignal,
+    /// Where the plan computes ([`super::executor`]); the caller's runtime if none.
+    pub runtime: Option<Handle>,
 }
 
 #[async_trait]
@@ -92,6 +96,7 @@ impl QueryPlanner for BoundedPlanner {
             permit,
             planned_at: self.cancel.now(),
             cancel: self.cancel.clone(),
+            runtime: self.runtime.clone(),
             deadline: Instant::now() + limits.timeout,
             timeout_secs: limits.timeout.as_secs(),
             memory_mib: limits.memory_bytes >> 20,
@@ -106,6 +111,7 @@ pub struct BoundedExec {
     permit: Arc<QueryPermit>,
     cancel: CancelSignal,
     planned_at: u64,
+    runtime: Option<Handle>,
     deadline: Instant,
     timeout_secs: u64,
     memory_mib: usize,
@@ -146,6 +152,7 @@ impl ExecutionPlan for BoundedExec {
             permit: Arc::clone(&self.permit),
             cancel: self.cancel.clone(),
             planned_at: self.planned_at,
+            runtime: self.runtime.clone(),
             deadline: self.deadline,
             timeout_secs: self.timeout_secs,
             memory_mib: self.memory_mib,
@@ -153,7 +160,10 @@ impl ExecutionPlan for BoundedExec {
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
-        let inner = self.input.execute(partition, context)?;
+        let inner = match &self.runtime {
+            Some(runtime) => on_runtime(Arc::clone(&self.input), partition, context, runtime),
+            None => self.input.execute(partition, context)?,
+        };
         Ok(Box::pin(BoundedStream {
             schema: inner.schema(),
             inner,
@@ -165,6 +175,31 @@ impl ExecutionPlan for BoundedExec {
             done: false,
         }))
     }
+}
+
+/// `input`'s partition computed by a task on `runtime`, its batches passed back through a
+/// channel; dropping the stream aborts the task (at its next yield).
+fn on_runtime(
+    input: Arc<dyn ExecutionPlan>,
+    partition: usize,
+    context: Arc<TaskContext>,
+    runtime: &Handle,
+) -> SendableRecordBatchStream {
+    let mut builder = RecordBatchReceiverStreamBuilder::new(input.schema(), 2);
+    let tx = builder.tx();
+    builder.spawn_on(
+        async move {
+            let mut stream = input.execute(partition, context)?;
+            while let Some(item) = stream.next().await {
+                if tx.send(item).await.is_err() {
+                    break;
+                }
+            }
+            Ok(())
+        },
+        runtime,
+    );
+    builder.build()
 }
 
 /// One partition's output under the query's limits.

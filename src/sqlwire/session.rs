@@ -24,6 +24,7 @@ use datafusion_postgres::datafusion_pg_catalog::pg_catalog::setup_pg_catalog;
 use super::admission::{Admission, QueryLimits};
 use super::bounded::{BoundedPlanner, CancelSignal};
 use super::error::WireError;
+use super::executor::SqlRuntime;
 use super::guard;
 use super::live_tables::{live_tables, OverlaySchema};
 use crate::api::AppState;
@@ -32,6 +33,7 @@ use crate::api::AppState;
 pub struct WireEngine {
     base: SessionContext,
     admission: Arc<Admission>,
+    runtime: SqlRuntime,
     pub state: AppState,
 }
 
@@ -70,7 +72,8 @@ impl WireEngine {
                 tracing::warn!(?removed, "table functions withheld from analyst SQL");
             }
         }
-        Ok(WireEngine { base, admission: Arc::new(Admission::new(limits)), state })
+        let runtime = SqlRuntime::new().map_err(|e| WireError::Engine(e.into()))?;
+        Ok(WireEngine { base, admission: Arc::new(Admission::new(limits)), runtime, state })
     }
 
     /// The base session (its catalogs, for the protocols' metadata calls).
@@ -80,6 +83,11 @@ impl WireEngine {
 
     pub fn limits(&self) -> QueryLimits {
         self.admission.limits()
+    }
+
+    /// The name of the threads queries compute on ([`SqlRuntime`]).
+    pub fn sql_threads(&self) -> &str {
+        self.runtime.thread_name()
     }
 
     /// A session for the queries of the key `key_id` holds, once it holds one, stopped by
@@ -96,7 +104,8 @@ impl WireEngine {
         );
         let runtime =
             RuntimeEnvBuilder::from_runtime_env(state.runtime_env()).with_memory_pool(Arc::new(pool)).build_arc()?;
-        let planner = BoundedPlanner { admission: Arc::clone(&self.admission), key_id, cancel };
+        let planner =
+            BoundedPlanner { admission: Arc::clone(&self.admission), key_id, cancel, runtime: self.runtime.handle() };
         let state = SessionStateBuilder::new_from_existing(state)
             .with_runtime_env(runtime)
             .with_query_planner(Arc::new(planner))

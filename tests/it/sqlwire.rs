@@ -90,11 +90,13 @@ fn venv_python() -> Option<PathBuf> {
 /// A hash join whose build side cannot spill: over the tests' 16 MiB pool it fails.
 const OVER_MEMORY: &str =
     "SELECT count(*) FROM generate_series(1, 4000000) a(v) JOIN generate_series(1, 4000000) b(w) ON v = w";
-/// Hours of CPU (1e11 rows counted) before its first row. A scan, not a cross join:
-/// DataFusion's nested-loop join computes for seconds between yields to the scheduler, and
-/// on the tests' two worker threads that would delay the server's own tasks (the cancel
-/// request's connection, the socket watch) by as much (see README, Known gaps).
+/// Hours of CPU (1e11 rows counted) before its first row; a scan, which yields to the
+/// scheduler every few batches, so its work stops within moments of being dropped.
 const HEAVY: &str = "SELECT count(*) FROM generate_series(1, 100000000000) a(x) WHERE x % 7 = 3";
+/// Hours of CPU in DataFusion's nested-loop join, which computes for seconds between
+/// yields: the server (on its own runtime) must still answer the cancel at once.
+const CROSS_JOIN: &str =
+    "SELECT count(*) FROM generate_series(1, 300000) a(x) CROSS JOIN generate_series(1, 300000) b(y) WHERE x + y = 7";
 
 /// psql on `port` with `key` as the password, running `args`.
 fn psql_command(port: u16, key: &str, args: &[&str]) -> tokio::process::Command {
@@ -534,22 +536,13 @@ async fn a_busy_key_is_refused_and_a_vanished_client_frees_its_slot() {
         wait: Duration::from_millis(300),
         ..test_limits()
     };
-    // The server on a runtime of its own, whose threads' CPU time tells whether the query
-    // still runs (the other tests in this process run on theirs).
-    let server_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name(SERVER_THREADS)
-        .enable_all()
-        .build()
-        .unwrap();
+    // Queries compute on the engine's own threads, whose CPU time tells whether the query
+    // still runs (the other tests in this process have engines of their own).
     let engine = Arc::new(WireEngine::new(app.state.clone(), limits).unwrap());
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
+    let threads = engine.sql_threads().to_string();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    server_rt.spawn(async move {
-        let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-        wxlake::sqlwire::pg::serve(listener, engine, None, std::future::pending()).await
-    });
+    tokio::spawn(wxlake::sqlwire::pg::serve(listener, engine, None, std::future::pending()));
     let dev = app.key(Tier::Developer).to_string();
     let mut heavy = psql_command(port, &dev, &["-c", HEAVY]).kill_on_drop(true).spawn().unwrap();
 
@@ -565,9 +558,9 @@ async fn a_busy_key_is_refused_and_a_vanished_client_frees_its_slot() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(busy.contains("too many queries running for this key: at most 1 at once"), "{busy}");
-    let before = server_cpu();
+    let before = threads_cpu(&threads);
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let running = server_cpu() - before;
+    let running = threads_cpu(&threads) - before;
     assert!(running > Duration::from_millis(300), "the heavy query uses CPU: {running:?} in 2 s");
     assert_eq!(psql(port, app.key(Tier::Enterprise), &["-c", "SELECT 2"]).await.0, "2");
 
@@ -591,22 +584,18 @@ async fn a_busy_key_is_refused_and_a_vanished_client_frees_its_slot() {
     }
     eprintln!("slot free {:?} after the client was killed", killed.elapsed());
     // And the query's work stopped: the server's threads are idle again.
-    let before = server_cpu();
+    let before = threads_cpu(&threads);
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let spent = server_cpu() - before;
-    assert!(spent < Duration::from_millis(300), "the server's threads used {spent:?} of CPU in the 2 s after");
-    server_rt.shutdown_background();
+    let spent = threads_cpu(&threads) - before;
+    assert!(spent < Duration::from_millis(300), "the query's threads used {spent:?} of CPU in the 2 s after");
 }
 
-/// The name of the threads of the runtime that serves the disconnect test.
-const SERVER_THREADS: &str = "wxpg-server";
-
-/// CPU time (user + system) of this process's threads named [`SERVER_THREADS`].
-fn server_cpu() -> Duration {
+/// CPU time (user + system) of this process's threads named `name`.
+fn threads_cpu(name: &str) -> Duration {
     let mut ticks = 0u64;
     for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
         let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-        if comm.trim() != SERVER_THREADS {
+        if comm.trim() != name {
             continue;
         }
         let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
@@ -652,7 +641,7 @@ with psycopg.connect(host="127.0.0.1", port=port, user="analyst", password=key, 
 "#;
     let dev = app.key(Tier::Developer).to_string();
     let out = tokio::process::Command::new(python)
-        .args(["-c", script, &port.to_string(), &dev, HEAVY])
+        .args(["-c", script, &port.to_string(), &dev, CROSS_JOIN])
         .output()
         .await
         .unwrap();
