@@ -214,6 +214,7 @@ async fn start_sql_wire(a: &ServeArgs, dir: &Path, state: &AppState, shutdown: &
         timeout: Duration::from_secs(a.sql_timeout_secs.max(1)),
         max_queries: a.sql_max_queries.max(1),
         max_per_key: a.sql_max_per_key.max(1),
+        ..QueryLimits::default()
     };
     let engine = Arc::new(WireEngine::new(state.clone(), limits).map_err(|e| anyhow::anyhow!("analyst SQL: {e}"))?);
     let tls = match (&a.tls_cert, &a.tls_key) {

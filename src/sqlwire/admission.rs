@@ -2,7 +2,10 @@
 //! limits, and the caps on queries running at once (all keys together, and per key), so a
 //! heavy query slows the REST API by a bounded share and one key cannot take every slot.
 //!
-//! A query over a cap is refused at once with a message naming the cap, not queued: a
+//! A query over a cap waits briefly for a slot ([`QueryLimits::wait`], 2 s): the tools
+//! open several connections on connect and send their catalog queries in parallel (DBeaver's
+//! metadata connection, Grafana's and Metabase's pools), and those must not fail on a busy
+//! key. Past that wait it is refused with a message naming the cap, not queued longer: a
 //! client waiting on a full server learns nothing, and its own timeout would hide why.
 
 use std::collections::HashMap;
@@ -25,11 +28,19 @@ pub struct QueryLimits {
     pub max_queries: usize,
     /// Queries running at once for one key.
     pub max_per_key: usize,
+    /// How long a query over a cap waits for a slot before it is refused.
+    pub wait: Duration,
 }
 
 impl Default for QueryLimits {
     fn default() -> Self {
-        QueryLimits { memory_bytes: 1 << 30, timeout: Duration::from_secs(300), max_queries: 4, max_per_key: 2 }
+        QueryLimits {
+            memory_bytes: 1 << 30,
+            timeout: Duration::from_secs(300),
+            max_queries: 4,
+            max_per_key: 2,
+            wait: Duration::from_secs(2),
+        }
     }
 }
 
@@ -62,8 +73,9 @@ impl Admission {
         self.limits
     }
 
-    /// A slot for a query of `key_id`, or the cap it would exceed.
-    pub fn admit(&self, key_id: &str) -> Result<QueryPermit, WireError> {
+    /// A slot for a query of `key_id` (waiting up to [`QueryLimits::wait`] for one), or
+    /// the cap it would exceed.
+    pub async fn admit(&self, key_id: &str) -> Result<QueryPermit, WireError> {
         let key_sem = {
             let mut map = self.per_key.lock().unwrap_or_else(PoisonError::into_inner);
             Arc::clone(
@@ -71,13 +83,14 @@ impl Admission {
                     .or_insert_with(|| Arc::new(Semaphore::new(self.limits.max_per_key.max(1)))),
             )
         };
-        let key = key_sem.try_acquire_owned().map_err(|_| {
+        let wait = self.limits.wait;
+        let key = acquire(key_sem, wait).await.ok_or_else(|| {
             WireError::Busy(format!(
                 "too many queries running for this key: at most {} at once; wait for one to finish",
                 self.limits.max_per_key.max(1)
             ))
         })?;
-        let total = Arc::clone(&self.total).try_acquire_owned().map_err(|_| {
+        let total = acquire(Arc::clone(&self.total), wait).await.ok_or_else(|| {
             WireError::Busy(format!(
                 "the server is running its maximum of {} analyst queries; retry shortly",
                 self.limits.max_queries.max(1)
@@ -87,21 +100,47 @@ impl Admission {
     }
 }
 
+/// A permit of `sem`, at once or within `wait`.
+async fn acquire(sem: Arc<Semaphore>, wait: Duration) -> Option<OwnedSemaphorePermit> {
+    if let Ok(p) = Arc::clone(&sem).try_acquire_owned() {
+        return Some(p);
+    }
+    tokio::time::timeout(wait, sem.acquire_owned()).await.ok()?.ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn caps_per_key_and_overall_are_exact_and_freed_on_drop() {
-        let a = Admission::new(QueryLimits { max_queries: 3, max_per_key: 2, ..Default::default() });
-        let p1 = a.admit("k1").unwrap();
-        let _p2 = a.admit("k1").unwrap();
-        let e = a.admit("k1").unwrap_err().to_string();
+    #[tokio::test]
+    async fn caps_per_key_and_overall_are_exact_and_freed_on_drop() {
+        let wait = Duration::from_millis(20);
+        let a = Admission::new(QueryLimits { max_queries: 3, max_per_key: 2, wait, ..Default::default() });
+        let p1 = a.admit("k1").await.unwrap();
+        let _p2 = a.admit("k1").await.unwrap();
+        let e = a.admit("k1").await.unwrap_err().to_string();
         assert!(e.contains("at most 2 at once"), "{e}");
-        let _p3 = a.admit("k2").unwrap();
-        let e = a.admit("k3").unwrap_err().to_string();
+        let _p3 = a.admit("k2").await.unwrap();
+        let e = a.admit("k3").await.unwrap_err().to_string();
         assert!(e.contains("maximum of 3"), "{e}");
         drop(p1);
-        a.admit("k1").expect("a finished query frees its slots");
+        a.admit("k1").await.expect("a finished query frees its slots");
+    }
+
+    #[tokio::test]
+    async fn a_burst_waits_for_a_slot_instead_of_failing() {
+        let a = Arc::new(Admission::new(QueryLimits {
+            max_per_key: 1,
+            wait: Duration::from_secs(5),
+            ..Default::default()
+        }));
+        let first = a.admit("k").await.unwrap();
+        let waiting = tokio::spawn({
+            let a = Arc::clone(&a);
+            async move { a.admit("k").await.map(drop) }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        drop(first);
+        waiting.await.unwrap().expect("admitted once the first query ended");
     }
 }

@@ -26,6 +26,9 @@ pub enum WireError {
     /// A statement that would change data, the session, or read outside the lake.
     #[error("read-only SQL: {0}")]
     ReadOnly(String),
+    /// A query the client cancelled (PostgreSQL's CancelRequest, psql's Ctrl-C).
+    #[error("canceling statement due to user request")]
+    Cancelled,
     /// A query past the per-query time limit.
     #[error("query cancelled: it ran longer than the {0} s limit per query")]
     Timeout(u64),
@@ -46,7 +49,7 @@ impl WireError {
             WireError::RateLimited(_) => "53400",
             WireError::Busy(_) => "53300",
             WireError::ReadOnly(_) => "25006",
-            WireError::Timeout(_) => "57014",
+            WireError::Timeout(_) | WireError::Cancelled => "57014",
             WireError::Memory { .. } => "53200",
             WireError::Engine(_) => "XX000",
         }
@@ -56,6 +59,22 @@ impl WireError {
     /// execution wraps its refusals in `DataFusionError::External`).
     pub fn from_engine(e: DataFusionError) -> WireError {
         find_refusal(&e).unwrap_or(WireError::Engine(e))
+    }
+
+    /// The refusal of ours somewhere in `e`'s chain (an engine error from a result stream,
+    /// as a protocol library passes it on), if there is one.
+    pub fn find_in(e: &(dyn std::error::Error + 'static)) -> Option<WireError> {
+        let mut next = Some(e);
+        while let Some(err) = next {
+            if let Some(w) = err.downcast_ref::<WireError>() {
+                return clone_refusal(w);
+            }
+            if let Some(w) = err.downcast_ref::<DataFusionError>().and_then(find_refusal) {
+                return Some(w);
+            }
+            next = err.source();
+        }
+        None
     }
 }
 
@@ -79,6 +98,7 @@ fn clone_refusal(e: &WireError) -> Option<WireError> {
         WireError::Busy(m) => WireError::Busy(m.clone()),
         WireError::ReadOnly(m) => WireError::ReadOnly(m.clone()),
         WireError::Timeout(s) => WireError::Timeout(*s),
+        WireError::Cancelled => WireError::Cancelled,
         WireError::Memory { limit_mib, detail } => WireError::Memory { limit_mib: *limit_mib, detail: detail.clone() },
         WireError::Engine(_) => return None,
     })

@@ -8,6 +8,7 @@
 //! - [`guard`]: read-only (no DDL, DML, COPY, engine SET, file or URL readers);
 //! - [`bounded`] and [`admission`]: per-query memory and time limits, concurrency caps per
 //!   key and overall, cancellation when the client goes away;
+//! - [`executor`]: the runtime queries compute on, apart from the server's;
 //! - [`access`]: the API key as the credential, tiers, revocation, rate limits;
 //! - [`live_tables`]: `svc_extremes` and `live_observations`.
 
@@ -15,6 +16,7 @@ pub mod access;
 pub mod admission;
 pub mod bounded;
 pub mod error;
+pub mod executor;
 pub mod flight;
 pub mod guard;
 pub mod live_tables;

@@ -22,8 +22,9 @@ use datafusion_postgres::datafusion_pg_catalog::pg_catalog::context::EmptyContex
 use datafusion_postgres::datafusion_pg_catalog::pg_catalog::setup_pg_catalog;
 
 use super::admission::{Admission, QueryLimits};
-use super::bounded::BoundedPlanner;
+use super::bounded::{BoundedPlanner, CancelSignal};
 use super::error::WireError;
+use super::executor::SqlRuntime;
 use super::guard;
 use super::live_tables::{live_tables, OverlaySchema};
 use crate::api::AppState;
@@ -32,6 +33,7 @@ use crate::api::AppState;
 pub struct WireEngine {
     base: SessionContext,
     admission: Arc<Admission>,
+    runtime: SqlRuntime,
     pub state: AppState,
 }
 
@@ -70,7 +72,8 @@ impl WireEngine {
                 tracing::warn!(?removed, "table functions withheld from analyst SQL");
             }
         }
-        Ok(WireEngine { base, admission: Arc::new(Admission::new(limits)), state })
+        let runtime = SqlRuntime::new().map_err(|e| WireError::Engine(e.into()))?;
+        Ok(WireEngine { base, admission: Arc::new(Admission::new(limits)), runtime, state })
     }
 
     /// The base session (its catalogs, for the protocols' metadata calls).
@@ -82,9 +85,18 @@ impl WireEngine {
         self.admission.limits()
     }
 
-    /// A session for the queries of the key `key_id` holds, once it holds one (see the
-    /// module docs).
-    pub fn query_session(&self, key_id: Arc<OnceLock<String>>) -> Result<SessionContext, WireError> {
+    /// The name of the threads queries compute on ([`SqlRuntime`]).
+    pub fn sql_threads(&self) -> &str {
+        self.runtime.thread_name()
+    }
+
+    /// A session for the queries of the key `key_id` holds, once it holds one, stopped by
+    /// `cancel` (see the module docs).
+    pub fn query_session(
+        &self,
+        key_id: Arc<OnceLock<String>>,
+        cancel: CancelSignal,
+    ) -> Result<SessionContext, WireError> {
         let state = self.base.state();
         let pool = TrackConsumersPool::new(
             GreedyMemoryPool::new(self.admission.limits().memory_bytes),
@@ -92,7 +104,8 @@ impl WireEngine {
         );
         let runtime =
             RuntimeEnvBuilder::from_runtime_env(state.runtime_env()).with_memory_pool(Arc::new(pool)).build_arc()?;
-        let planner = BoundedPlanner { admission: Arc::clone(&self.admission), key_id };
+        let planner =
+            BoundedPlanner { admission: Arc::clone(&self.admission), key_id, cancel, runtime: self.runtime.handle() };
         let state = SessionStateBuilder::new_from_existing(state)
             .with_runtime_env(runtime)
             .with_query_planner(Arc::new(planner))

@@ -52,6 +52,7 @@ pub fn status(e: WireError) -> Status {
         WireError::Tier(_) | WireError::ReadOnly(_) => Status::permission_denied(msg),
         WireError::RateLimited(_) | WireError::Busy(_) | WireError::Memory { .. } => Status::resource_exhausted(msg),
         WireError::Timeout(_) => Status::deadline_exceeded(msg),
+        WireError::Cancelled => Status::cancelled(msg),
         WireError::Engine(_) => Status::invalid_argument(msg),
     }
 }

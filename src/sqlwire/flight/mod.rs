@@ -8,12 +8,16 @@
 //! with the key as the password (any user name) on the Handshake, which answers with the
 //! Bearer header the client then sends. A statement's ticket carries its SQL, so any
 //! endpoint can run it with the key of the request that fetches it.
+//!
+//! A query counts against the key's rate limits where it runs, at DoGet: GetFlightInfo
+//! only plans it, and a ticket fetched again runs (and counts) again. Prepared statements
+//! are kept per key, bounded in number and age ([`prepared`]).
 
 pub mod convert;
+pub mod prepared;
 
-use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 
 use arrow_flight::decode::FlightRecordBatchStream;
 use arrow_flight::encode::FlightDataEncoderBuilder;
@@ -45,25 +49,18 @@ use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status, Streaming};
 
 use super::access::{admit_query, authorize};
+use super::bounded::CancelSignal;
 use super::error::WireError;
 use super::guard;
 use super::session::WireEngine;
 use convert::{client_schema, parameter_schema, parameter_values, status, to_client};
-
-/// A prepared statement: its SQL and, once bound, its parameter values.
-#[derive(Debug, Clone)]
-struct Prepared {
-    sql: String,
-    /// The key that prepared it: only that key may run or close it.
-    key_id: String,
-    params: Option<RecordBatch>,
-}
+use prepared::{Prepared, PreparedStatements};
 
 /// The Flight SQL service over a [`WireEngine`].
 #[derive(Clone)]
 pub struct FlightSql {
     engine: Arc<WireEngine>,
-    prepared: Arc<Mutex<HashMap<Bytes, Prepared>>>,
+    prepared: Arc<PreparedStatements>,
 }
 
 /// The key of a request: the Bearer token, or the password of Basic auth.
@@ -96,13 +93,21 @@ impl FlightSql {
         Ok((record.id.clone(), key.unwrap_or_default()))
     }
 
-    /// A query of the caller: admitted (counted), with its own session.
-    fn query_session(&self, metadata: &MetadataMap) -> Result<(String, SessionContext), Status> {
-        let key = secret(metadata).ok_or_else(|| status(WireError::MissingKey))?;
-        let record = admit_query(&self.engine.state, &key).map_err(status)?;
+    /// A session for the caller's query. With `run`, the query is about to run (DoGet)
+    /// and counts against the key's rate limits; planning alone (GetFlightInfo, prepare)
+    /// only checks the key.
+    fn query_session(&self, metadata: &MetadataMap, run: bool) -> Result<(String, SessionContext), Status> {
+        let key = secret(metadata);
+        let record = match (run, key.as_deref()) {
+            (true, Some(key)) => admit_query(&self.engine.state, key),
+            (true, None) => Err(WireError::MissingKey),
+            (false, key) => authorize(&self.engine.state, key),
+        }
+        .map_err(status)?;
         let id = Arc::new(OnceLock::new());
         let _ = id.set(record.id.clone());
-        Ok((record.id.clone(), self.engine.query_session(id).map_err(status)?))
+        // No cancel request on Flight SQL: a client that gives up drops the stream.
+        Ok((record.id.clone(), self.engine.query_session(id, CancelSignal::default()).map_err(status)?))
     }
 
     /// `sql` planned and checked read-only.
@@ -148,14 +153,6 @@ impl FlightSql {
             .build(futures::stream::once(async move { batch.map_err(Into::into) }))
             .map_err(Status::from);
         Box::pin(stream)
-    }
-
-    fn prepared(&self, handle: &Bytes, key_id: &str) -> Result<Prepared, Status> {
-        let map = self.prepared.lock().unwrap_or_else(PoisonError::into_inner);
-        match map.get(handle) {
-            Some(p) if p.key_id == key_id => Ok(p.clone()),
-            _ => Err(Status::not_found("no such prepared statement (closed, or prepared with another key)")),
-        }
     }
 
     /// A prepared statement's plan with its bound parameters.
@@ -228,7 +225,7 @@ impl FlightSqlService for FlightSql {
         query: CommandStatementQuery,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        let (_, ctx) = self.query_session(request.metadata())?;
+        let (_, ctx) = self.query_session(request.metadata(), false)?;
         let plan = Self::plan(&ctx, &query.query).await?;
         let schema = client_schema(plan.schema().as_arrow());
         let ticket = TicketStatementQuery { statement_handle: query.query.into_bytes().into() };
@@ -240,13 +237,10 @@ impl FlightSqlService for FlightSql {
         ticket: TicketStatementQuery,
         request: Request<Ticket>,
     ) -> Result<Response<<Self as FlightService>::DoGetStream>, Status> {
-        // Counted at GetFlightInfo; here the key must still be valid (not revoked).
-        let (id, _) = self.caller(request.metadata())?;
+        // Counted here, where it runs: a ticket fetched twice is two queries.
+        let (_, ctx) = self.query_session(request.metadata(), true)?;
         let sql = String::from_utf8(ticket.statement_handle.to_vec())
             .map_err(|_| Status::invalid_argument("the ticket is not a statement of this server"))?;
-        let key = Arc::new(OnceLock::new());
-        let _ = key.set(id);
-        let ctx = self.engine.query_session(key).map_err(status)?;
         let plan = Self::plan(&ctx, &sql).await?;
         Self::stream(&ctx, plan).await
     }
@@ -256,7 +250,7 @@ impl FlightSqlService for FlightSql {
         query: ActionCreatePreparedStatementRequest,
         request: Request<Action>,
     ) -> Result<ActionCreatePreparedStatementResult, Status> {
-        let (key_id, ctx) = self.query_session(request.metadata())?;
+        let (key_id, ctx) = self.query_session(request.metadata(), false)?;
         let plan = Self::plan(&ctx, &query.query).await?;
         let options = IpcWriteOptions::default();
         let ipc = |s: &Schema| -> Result<Bytes, Status> {
@@ -267,11 +261,7 @@ impl FlightSqlService for FlightSql {
         };
         let dataset_schema = ipc(&client_schema(plan.schema().as_arrow()))?;
         let parameter_schema = ipc(&parameter_schema(&plan).map_err(status)?)?;
-        let handle = Bytes::from(uuid::Uuid::new_v4().to_string());
-        self.prepared
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(handle.clone(), Prepared { sql: query.query, key_id, params: None });
+        let handle = self.prepared.insert(&key_id, query.query);
         Ok(ActionCreatePreparedStatementResult { prepared_statement_handle: handle, dataset_schema, parameter_schema })
     }
 
@@ -284,7 +274,7 @@ impl FlightSqlService for FlightSql {
         let handle = query.prepared_statement_handle.clone();
         // The stream itself, not `into_inner`: that drops the peeked first message, which
         // carries the parameters' schema.
-        self.prepared(&handle, &key_id)?;
+        self.prepared.get(&handle, &key_id)?;
         let flight_data = request.into_inner().map_err(|e| FlightError::Tonic(Box::new(e)));
         let batches: Vec<RecordBatch> = FlightRecordBatchStream::new_from_flight_data(flight_data)
             .try_collect()
@@ -297,9 +287,7 @@ impl FlightSqlService for FlightSql {
                 return Err(Status::invalid_argument("send one batch of parameter values"));
             }
         };
-        if let Some(p) = self.prepared.lock().unwrap_or_else(PoisonError::into_inner).get_mut(&handle) {
-            p.params = params;
-        }
+        self.prepared.bind(&handle, &key_id, params)?;
         Ok(DoPutPreparedStatementResult { prepared_statement_handle: Some(handle) })
     }
 
@@ -308,8 +296,8 @@ impl FlightSqlService for FlightSql {
         cmd: CommandPreparedStatementQuery,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        let (key_id, ctx) = self.query_session(request.metadata())?;
-        let p = self.prepared(&cmd.prepared_statement_handle, &key_id)?;
+        let (key_id, ctx) = self.query_session(request.metadata(), false)?;
+        let p = self.prepared.get(&cmd.prepared_statement_handle, &key_id)?;
         let plan = Self::prepared_plan(&ctx, &p).await?;
         let schema = client_schema(plan.schema().as_arrow());
         Self::info(&schema, cmd.as_any().encode_to_vec(), request.into_inner())
@@ -320,11 +308,8 @@ impl FlightSqlService for FlightSql {
         cmd: CommandPreparedStatementQuery,
         request: Request<Ticket>,
     ) -> Result<Response<<Self as FlightService>::DoGetStream>, Status> {
-        let (key_id, _) = self.caller(request.metadata())?;
-        let p = self.prepared(&cmd.prepared_statement_handle, &key_id)?;
-        let key = Arc::new(OnceLock::new());
-        let _ = key.set(key_id);
-        let ctx = self.engine.query_session(key).map_err(status)?;
+        let (key_id, ctx) = self.query_session(request.metadata(), true)?;
+        let p = self.prepared.get(&cmd.prepared_statement_handle, &key_id)?;
         let plan = Self::prepared_plan(&ctx, &p).await?;
         Self::stream(&ctx, plan).await
     }
@@ -335,10 +320,7 @@ impl FlightSqlService for FlightSql {
         request: Request<Action>,
     ) -> Result<(), Status> {
         let (key_id, _) = self.caller(request.metadata())?;
-        let mut map = self.prepared.lock().unwrap_or_else(PoisonError::into_inner);
-        if map.get(&query.prepared_statement_handle).is_some_and(|p| p.key_id == key_id) {
-            map.remove(&query.prepared_statement_handle);
-        }
+        self.prepared.close(&query.prepared_statement_handle, &key_id);
         Ok(())
     }
 

@@ -1,6 +1,7 @@
 //! The statement check in front of `datafusion-postgres`: read-only, and each query counted
 //! against its key. It runs first among the hooks, for the simple protocol (per
-//! statement) and the extended one (at Parse: the check; at Execute: the count).
+//! statement) and the extended one (at Parse: the check; at Execute: the count). On the
+//! simple protocol it also answers `COPY ... TO STDOUT` itself ([`copy`]).
 //!
 //! Why plan here: the library's simple path runs `SessionContext::sql`, which executes
 //! DDL and `COPY` as it plans them, so a statement is planned and checked the way that path
@@ -24,6 +25,8 @@ use crate::api::AppState;
 use crate::sqlwire::access::admit_query;
 use crate::sqlwire::error::WireError;
 use crate::sqlwire::guard;
+
+use super::copy;
 
 /// The first hook of every connection.
 pub struct GuardHook {
@@ -52,6 +55,12 @@ fn passes_through(s: &Statement) -> bool {
             | Statement::Discard { .. }
             | Statement::ShowVariable { .. }
     )
+}
+
+/// Of the statements that pass through, those that run a query (a cursor's): each still
+/// counts against the key, and stops once it is revoked.
+fn runs_a_query(s: &Statement) -> bool {
+    matches!(s, Statement::Declare { .. } | Statement::Fetch { .. })
 }
 
 impl GuardHook {
@@ -87,10 +96,10 @@ impl GuardHook {
     }
 }
 
-/// `SET` of a client setting passes (the set/show hook keeps it per connection); of an
-/// engine option, not.
+/// `SET` of a client setting passes (the set/show hook keeps it per connection); of
+/// anything else, not ([`guard::check_set`], on the parsed name).
 fn set_allowed(statement: &Statement) -> Result<(), WireError> {
-    guard::check_set(&statement.to_string())
+    guard::check_set(statement)
 }
 
 #[async_trait]
@@ -102,13 +111,22 @@ impl QueryHook for GuardHook {
         _client: &mut dyn HookClient,
     ) -> Option<PgWireResult<Response>> {
         if passes_through(statement) {
-            return None;
+            if !runs_a_query(statement) {
+                return None;
+            }
+            return self.admit().err().map(|e| Err(pg_error(&e)));
         }
-        let checked = match self.admit() {
-            Ok(()) => self.check_text(statement, ctx).await,
-            Err(e) => Err(e),
-        };
-        checked.err().map(|e| Err(pg_error(&e)))
+        if let Err(e) = self.admit() {
+            return Some(Err(pg_error(&e)));
+        }
+        if let Some(copy) = copy::copy_to_stdout(statement) {
+            let answered = match copy {
+                Ok((sql, format)) => copy::copy_out(ctx, &sql, format).await,
+                Err(e) => Err(e),
+            };
+            return Some(answered.map_err(|e| pg_error(&e)));
+        }
+        self.check_text(statement, ctx).await.err().map(|e| Err(pg_error(&e)))
     }
 
     async fn handle_extended_parse_query(
@@ -131,7 +149,7 @@ impl QueryHook for GuardHook {
         _ctx: &SessionContext,
         _client: &mut dyn HookClient,
     ) -> Option<PgWireResult<Response>> {
-        if passes_through(statement) {
+        if passes_through(statement) && !runs_a_query(statement) {
             return None;
         }
         self.admit().err().map(|e| Err(pg_error(&e)))

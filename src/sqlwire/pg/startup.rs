@@ -3,6 +3,7 @@
 //! neither TLS nor from loopback is refused before the password is asked for.
 
 use std::fmt::Debug;
+use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
@@ -19,8 +20,10 @@ use datafusion_postgres::pgwire::messages::startup::Authentication;
 use datafusion_postgres::pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use futures::{Sink, SinkExt};
 
+use super::cancel::{Cancels, Registration};
 use crate::api::AppState;
 use crate::sqlwire::access::authorize;
+use crate::sqlwire::bounded::CancelSignal;
 use crate::sqlwire::error::WireError;
 
 /// One connection's startup: asks for the password, checks it as an API key.
@@ -34,11 +37,20 @@ pub struct KeyStartup {
     pub manager: Arc<ConnectionManager>,
     /// The server's one generator of backend ids (a CancelRequest names one).
     pub pids: Arc<RandomPidSecretKeyGenerator>,
+    /// Where a CancelRequest finds this connection's [`CancelSignal`].
+    pub cancels: Arc<Cancels>,
+    pub signal: CancelSignal,
 }
 
 /// A refusal as the FATAL error a client shows at connect.
 pub fn fatal(e: &WireError) -> PgWireError {
     PgWireError::UserError(Box::new(ErrorInfo::new("FATAL".to_string(), e.sqlstate().to_string(), e.to_string())))
+}
+
+/// Whether the password (the API key) may travel on this connection: over TLS, or in the
+/// clear only from this machine.
+pub fn clear_text_allowed(secure: bool, peer: IpAddr) -> bool {
+    secure || peer.is_loopback() || peer.to_canonical().is_loopback()
 }
 
 #[async_trait]
@@ -53,7 +65,7 @@ impl StartupHandler for KeyStartup {
             PgWireFrontendMessage::Startup(ref startup) => {
                 protocol_negotiation(client, startup).await?;
                 save_startup_parameters_to_metadata(client, startup);
-                if !client.is_secure() && !client.socket_addr().ip().is_loopback() {
+                if !clear_text_allowed(client.is_secure(), client.socket_addr().ip()) {
                     return Err(fatal(&WireError::ReadOnly(
                         "this server accepts the API key only over TLS from another host: connect with sslmode=require"
                             .to_string(),
@@ -70,13 +82,33 @@ impl StartupHandler for KeyStartup {
                 let (pid, secret_key) = self.pids.generate(&*client);
                 client.set_pid_and_secret_key(pid, secret_key.clone());
                 // Registered for CancelRequest (psql's Ctrl-C) from another connection.
+                let registration = self.cancels.register(pid, secret_key.to_bytes(), self.signal.clone());
                 let (handle, guard) = self.manager.register(pid, secret_key);
                 client.session_extensions().insert::<Arc<ConnectionHandle>>(handle);
                 client.session_extensions().insert::<ConnectionGuard>(guard);
+                client.session_extensions().insert::<Registration>(registration);
                 finish_authentication(client, &self.params).await?;
             }
             _ => {}
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_travels_in_the_clear_only_from_loopback() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert!(clear_text_allowed(false, ip("127.0.0.1")));
+        assert!(clear_text_allowed(false, ip("::1")));
+        assert!(clear_text_allowed(false, ip("::ffff:127.0.0.1")));
+        assert!(!clear_text_allowed(false, ip("10.0.0.7")));
+        assert!(!clear_text_allowed(false, ip("::ffff:192.168.1.2")));
+        assert!(!clear_text_allowed(false, ip("2001:db8::1")));
+        assert!(clear_text_allowed(true, ip("10.0.0.7")));
+        assert!(clear_text_allowed(true, ip("2001:db8::1")));
     }
 }
