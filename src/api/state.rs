@@ -39,6 +39,8 @@ pub struct AppInner {
     pub accuracy: AccuracyCache,
     /// Recent raw forecast rows per (location, model) (forecasts.php).
     pub forecasts: ForecastCache,
+    /// The NWS hourly versions per (station, date) (nws_forecasts.php).
+    pub nws_versions: crate::api::v2::nws_forecasts::VersionsCache,
     /// The newest lake observation of stations the hot state cannot answer for (latest).
     pub latest: LatestCache,
     /// Where the HTTPS push stream listens, once it does (unset: the stream is not
@@ -67,6 +69,7 @@ impl AppState {
             clock,
             accuracy: Default::default(),
             forecasts: Default::default(),
+            nws_versions: Default::default(),
             latest: Default::default(),
             stream_addr: OnceLock::new(),
             feeds: OnceLock::new(),

@@ -4,6 +4,8 @@
 //! precipitation.php.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -18,9 +20,11 @@ use crate::api::auth::Caller;
 use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
+use crate::api::loading_cache::LoadingCache;
 use crate::api::params::{self, QueryParams};
 use crate::api::state::AppState;
 use crate::catalog::Station;
+use crate::lake::schema::NWS_HOURLY;
 use crate::time::{day_window, fmt_iso_utc, standard_date, DayClock};
 
 /// Dates served: at most this many days ahead / back (spec 8).
@@ -66,6 +70,29 @@ fn version(n: usize, generated_at: DateTime<Utc>, temps: Vec<Option<i64>>) -> Nw
         low: vals.iter().min().copied(),
         hourly_temps: temps,
     }
+}
+
+/// The versions of one (station, date), as [`versions`] answers them.
+pub type VersionsCache = LoadingCache<(String, NaiveDate), Vec<NwsVersion>>;
+/// Longest a (station, date) is served without re-reading the lake (rows stored through
+/// this server make it current at once; rows another process wrote appear within this).
+const VERSIONS_TTL: StdDuration = StdDuration::from_secs(60);
+/// (station, date) pairs held; the least recently loaded go first.
+const VERSIONS_HELD: usize = 2_000;
+
+/// [`versions`] through the server's cache: the day view asks for the same date on every
+/// load and poll, and the lake query behind it was the view's slowest answer
+/// (benches/README.md, "Dashboard").
+pub async fn cached_versions(state: &AppState, station: &Station, date: NaiveDate) -> ApiResult<Arc<Vec<NwsVersion>>> {
+    let version = state.live.table_version(NWS_HOURLY.name);
+    state
+        .nws_versions
+        .get_or_load(&(station.code.clone(), date), version, VERSIONS_TTL, || async {
+            let found = versions(state, station, date).await?;
+            state.nws_versions.evict(|_| 1, VERSIONS_HELD - 1);
+            Ok(found)
+        })
+        .await
 }
 
 /// Every distinct version covering `date`, oldest first (a version identical to the one
@@ -161,7 +188,7 @@ pub async fn handler(
             ),
         ));
     }
-    let versions = versions(&state, station, date).await?;
+    let versions = cached_versions(&state, station, date).await?;
     let offset_min = station.standard_offset_on(date).local_minus_utc() / 60;
     let mut o = serde_json::json!({
         "station_code": station.code,
@@ -176,7 +203,7 @@ pub async fn handler(
     let map = o.as_object_mut().ok_or_else(|| ApiError::internal("json object"))?;
     if mode == "history" {
         map.insert("total_versions".into(), versions.len().into());
-        map.insert("forecasts".into(), serde_json::to_value(&versions).unwrap_or_default());
+        map.insert("forecasts".into(), serde_json::to_value(versions.as_slice()).unwrap_or_default());
     } else {
         let last = versions.last();
         map.insert("version".into(), last.map(|v| v.version).into());
