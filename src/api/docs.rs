@@ -48,8 +48,8 @@ use super::schemas::param;
     ),
     // Parameter types are not collected from `params(...)`: listed here so their $refs resolve.
     components(schemas(
-        ErrorBody, ObservationV2, ObservationV1, SvcHigh, SvcHighV1, super::v2::nws_forecasts::NwsVersion,
-        super::v2::nearby::NearbyStation, super::v2::pacing::PaceRow, super::accuracy_cache::Metrics,
+        ErrorBody, ObservationV2, ObservationV1, SvcHigh, SvcHighV1, super::nws_cache::NwsVersion,
+        super::v2::nearby::NearbyStation, super::v2::pacing::PaceRow, super::v2::stations::LatestRun, super::accuracy_cache::Metrics,
         param::ObservationMode, param::Logic, param::ObservationType, param::ForecastMode, param::TzMode,
         param::NwsMode, param::AccuracyWindow, param::AccuracyTarget,
     )),

@@ -23,6 +23,7 @@ pub mod latest_cache;
 pub mod limits;
 pub mod loading_cache;
 pub mod metrics;
+pub mod nws_cache;
 pub mod observation_json;
 pub mod params;
 pub mod paths;

@@ -10,6 +10,7 @@ use super::forecast_cache::ForecastCache;
 use super::keys::KeyStore;
 use super::latest_cache::LatestCache;
 use super::limits::RateLimiter;
+use super::nws_cache::NwsCache;
 use crate::clock::Clock;
 use crate::feeds::Feeds;
 use crate::stream::{EventLog, Hub};
@@ -39,6 +40,8 @@ pub struct AppInner {
     pub accuracy: AccuracyCache,
     /// Recent raw forecast rows per (location, model) (forecasts.php).
     pub forecasts: ForecastCache,
+    /// The NWS hourly versions per (station, date) (nws_forecasts.php).
+    pub nws_versions: NwsCache,
     /// The newest lake observation of stations the hot state cannot answer for (latest).
     pub latest: LatestCache,
     /// Where the HTTPS push stream listens, once it does (unset: the stream is not
@@ -67,6 +70,7 @@ impl AppState {
             clock,
             accuracy: Default::default(),
             forecasts: Default::default(),
+            nws_versions: Default::default(),
             latest: Default::default(),
             stream_addr: OnceLock::new(),
             feeds: OnceLock::new(),

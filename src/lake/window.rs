@@ -18,7 +18,8 @@ use crate::decode::types::{DailyKind, DailyReport, Metar, OneMinute, ReportKind}
 
 /// Observations, one-minute readings and daily reports of the lake in `[from, to)`,
 /// optionally for one station, as the decoders' record types (observations re-parsed from
-/// their stored raw text, so the live engine sees exactly what ingest saw).
+/// their stored raw text, so the live engine sees exactly what ingest saw). The three
+/// queries run together.
 pub async fn load_window(
     ctx: &SessionContext,
     station: Option<&str>,
@@ -26,46 +27,19 @@ pub async fn load_window(
     to: DateTime<Utc>,
 ) -> Result<(Vec<Metar>, Vec<OneMinute>, Vec<DailyReport>), LakeError> {
     let window = Window::new(station, from, to);
-    let obs_sql = format!(
-        "SELECT station_code, observation_time, report_type, raw FROM observations WHERE {} ORDER BY observation_time",
-        window.time_filter()
-    );
-    let mut obs = Vec::new();
-    for b in window.query(ctx, &obs_sql).await? {
-        obs.extend(metars_of(&b));
-    }
-    let om_sql = format!(
-        "SELECT station_code, observation_time, temperature_f FROM onemin WHERE {} ORDER BY observation_time",
-        window.time_filter()
-    );
-    let mut onemin = Vec::new();
-    for b in window.query(ctx, &om_sql).await? {
-        let (s, t, f) = (
-            b.column(0).as_string::<i32>(),
-            b.column(1).as_primitive::<TimestampMicrosecondType>(),
-            b.column(2).as_primitive::<Float64Type>(),
-        );
-        for i in 0..b.num_rows() {
-            if let Some(time) = DateTime::from_timestamp_micros(t.value(i)) {
-                onemin.push(OneMinute {
-                    station: s.value(i).to_string(),
-                    time,
-                    temp_f: f.is_valid(i).then(|| f.value(i)),
-                });
-            }
-        }
-    }
-    let rep_sql = format!(
-        "SELECT kind, station_code, report_date, issued_at, high_f, high_time_lst, low_f, low_time_lst, precip_in, precip_trace, \
-         precip_mtd_in, precip_mtd_trace, is_final, valid_as_of_lst, correction, raw FROM reports \
-         WHERE report_date >= $first_report AND report_date <= $last_report{} ORDER BY report_date, issued_at",
-        window.station_filter()
-    );
-    let mut reports = Vec::new();
-    for b in window.query(ctx, &rep_sql).await? {
-        reports.extend(reports_of(&b));
-    }
-    Ok((obs, onemin, reports))
+    futures::try_join!(window.observations(ctx), window.onemin(ctx), window.reports(ctx))
+}
+
+/// [`load_window`] without the one-minute readings, for readers that list observations:
+/// a day of one-minute rows is 1,440 rows per station read and decoded for nothing.
+pub async fn load_reported_window(
+    ctx: &SessionContext,
+    station: Option<&str>,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<(Vec<Metar>, Vec<DailyReport>), LakeError> {
+    let window = Window::new(station, from, to);
+    futures::try_join!(window.observations(ctx), window.reports(ctx))
 }
 
 /// The parameters of one [`load_window`] call and the constant SQL fragments that use them.
@@ -125,6 +99,57 @@ impl Window {
 
     async fn query(&self, ctx: &SessionContext, sql: &str) -> Result<Vec<RecordBatch>, LakeError> {
         Ok(ctx.sql(sql).await?.with_param_values(self.params())?.collect().await?)
+    }
+
+    async fn observations(&self, ctx: &SessionContext) -> Result<Vec<Metar>, LakeError> {
+        let sql = format!(
+            "SELECT station_code, observation_time, report_type, raw FROM observations WHERE {} ORDER BY observation_time",
+            self.time_filter()
+        );
+        let mut obs = Vec::new();
+        for b in self.query(ctx, &sql).await? {
+            obs.extend(metars_of(&b));
+        }
+        Ok(obs)
+    }
+
+    async fn onemin(&self, ctx: &SessionContext) -> Result<Vec<OneMinute>, LakeError> {
+        let sql = format!(
+            "SELECT station_code, observation_time, temperature_f FROM onemin WHERE {} ORDER BY observation_time",
+            self.time_filter()
+        );
+        let mut onemin = Vec::new();
+        for b in self.query(ctx, &sql).await? {
+            let (s, t, f) = (
+                b.column(0).as_string::<i32>(),
+                b.column(1).as_primitive::<TimestampMicrosecondType>(),
+                b.column(2).as_primitive::<Float64Type>(),
+            );
+            for i in 0..b.num_rows() {
+                if let Some(time) = DateTime::from_timestamp_micros(t.value(i)) {
+                    onemin.push(OneMinute {
+                        station: s.value(i).to_string(),
+                        time,
+                        temp_f: f.is_valid(i).then(|| f.value(i)),
+                    });
+                }
+            }
+        }
+        Ok(onemin)
+    }
+
+    async fn reports(&self, ctx: &SessionContext) -> Result<Vec<DailyReport>, LakeError> {
+        let sql = format!(
+            "SELECT kind, station_code, report_date, issued_at, high_f, high_time_lst, low_f, low_time_lst, precip_in, precip_trace, \
+             precip_mtd_in, precip_mtd_trace, is_final, valid_as_of_lst, correction, raw FROM reports \
+             WHERE report_date >= $first_report AND report_date <= $last_report{} ORDER BY report_date, issued_at",
+            self.station_filter()
+        );
+        let mut reports = Vec::new();
+        for b in self.query(ctx, &sql).await? {
+            reports.extend(reports_of(&b));
+        }
+        Ok(reports)
     }
 }
 

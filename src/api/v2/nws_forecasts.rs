@@ -1,112 +1,25 @@
 //! `GET /api/v2/nws_forecasts.php` (spec 4.4, 2.8): the versions of the api.weather.gov
 //! hourly forecast for one Local Standard Time date, as 25 hourly slots. US stations only
 //! (the NWS forecasts nowhere else); an international station is a 400, as on
-//! precipitation.php.
-
-use std::collections::BTreeMap;
+//! precipitation.php. The versions come from the lake through `api::nws_cache`.
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
-use chrono::{DateTime, Duration, NaiveDate, Utc};
-use datafusion::arrow::array::AsArray;
-use datafusion::arrow::datatypes::{Float64Type, TimestampMicrosecondType};
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use chrono::Duration;
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 use crate::api::auth::Caller;
-use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::params::{self, QueryParams};
 use crate::api::state::AppState;
-use crate::catalog::Station;
-use crate::time::{day_window, fmt_iso_utc, standard_date, DayClock};
+use crate::time::{fmt_iso_utc, standard_date};
 
 /// Dates served: at most this many days ahead / back (spec 8).
 pub const MAX_AHEAD_DAYS: i64 = 2;
 pub const MAX_BACK_DAYS: i64 = 365;
-
-/// One version of a date's hourly temperatures.
-#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
-pub struct NwsVersion {
-    pub version: usize,
-    /// When api.weather.gov generated it (ISO 8601 UTC).
-    pub generated_at: String,
-    /// Index 0 = midnight LST … 24 = next midnight; null for hours already past at issue.
-    pub hourly_temps: Vec<Option<i64>>,
-    pub high: Option<i64>,
-    pub low: Option<i64>,
-}
-
-/// The 25 slots of `date` from one version's periods (start time → °F).
-pub fn slots(
-    window_start: DateTime<Utc>,
-    generated_at: DateTime<Utc>,
-    periods: &BTreeMap<DateTime<Utc>, f64>,
-) -> Vec<Option<i64>> {
-    (0..25)
-        .map(|k| {
-            let t = window_start + Duration::hours(k);
-            // An hour that ended before the version was issued is past: null.
-            if t + Duration::hours(1) <= generated_at {
-                return None;
-            }
-            periods.get(&t).map(|f| f.round() as i64)
-        })
-        .collect()
-}
-
-fn version(n: usize, generated_at: DateTime<Utc>, temps: Vec<Option<i64>>) -> NwsVersion {
-    let vals: Vec<i64> = temps.iter().flatten().copied().collect();
-    NwsVersion {
-        version: n,
-        generated_at: fmt_iso_utc(generated_at),
-        high: vals.iter().max().copied(),
-        low: vals.iter().min().copied(),
-        hourly_temps: temps,
-    }
-}
-
-/// Every distinct version covering `date`, oldest first (a version identical to the one
-/// before it is not a new version).
-pub async fn versions(state: &AppState, station: &Station, date: NaiveDate) -> ApiResult<Vec<NwsVersion>> {
-    let w = day_window(station.timezone, DayClock::Standard, date);
-    let mut p = Bindings::new();
-    let sql = format!(
-        "SELECT generated_at, start_time, temperature_f FROM nws_hourly WHERE station_code = {} \
-         AND date >= {} AND date <= {} AND start_time >= {} AND start_time <= {} \
-         AND generated_at < {} ORDER BY generated_at, start_time",
-        p.str(&station.code),
-        p.partition_date(date - Duration::days(8)),
-        p.partition_date(date + Duration::days(1)),
-        p.time(w.start),
-        p.time(w.start + Duration::hours(24)),
-        p.time(w.end),
-    );
-    let mut by_version: BTreeMap<DateTime<Utc>, BTreeMap<DateTime<Utc>, f64>> = BTreeMap::new();
-    for b in p.collect(&state.live.ctx, &sql).await? {
-        let g = b.column(0).as_primitive::<TimestampMicrosecondType>();
-        let s = b.column(1).as_primitive::<TimestampMicrosecondType>();
-        let f = b.column(2).as_primitive::<Float64Type>();
-        for i in 0..b.num_rows() {
-            if let (Some(g), Some(s)) =
-                (DateTime::from_timestamp_micros(g.value(i)), DateTime::from_timestamp_micros(s.value(i)))
-            {
-                by_version.entry(g).or_default().insert(s, f.value(i));
-            }
-        }
-    }
-    let mut out: Vec<NwsVersion> = Vec::new();
-    for (g, periods) in by_version {
-        let temps = slots(w.start, g, &periods);
-        if temps.iter().all(Option::is_none) || out.last().is_some_and(|v| v.hourly_temps == temps) {
-            continue;
-        }
-        out.push(version(out.len() + 1, g, temps));
-    }
-    Ok(out)
-}
 
 /// Query of `GET /api/v2/nws_forecasts.php`.
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -161,7 +74,7 @@ pub async fn handler(
             ),
         ));
     }
-    let versions = versions(&state, station, date).await?;
+    let versions = state.nws_versions.get(&state.live, station, date).await?;
     let offset_min = station.standard_offset_on(date).local_minus_utc() / 60;
     let mut o = serde_json::json!({
         "station_code": station.code,
@@ -176,7 +89,7 @@ pub async fn handler(
     let map = o.as_object_mut().ok_or_else(|| ApiError::internal("json object"))?;
     if mode == "history" {
         map.insert("total_versions".into(), versions.len().into());
-        map.insert("forecasts".into(), serde_json::to_value(&versions).unwrap_or_default());
+        map.insert("forecasts".into(), serde_json::to_value(versions.as_slice()).unwrap_or_default());
     } else {
         let last = versions.last();
         map.insert("version".into(), last.map(|v| v.version).into());

@@ -41,7 +41,7 @@ use crate::catalog::Station;
 use crate::decode::types::{DailyKind, DailyReport, Metar};
 use crate::extremes::{DayExtremes, Logic, StationLive, REPLAY_AFTER, REPLAY_BEFORE};
 use crate::lake::rows::LakeRecord;
-use crate::lake::window::load_window;
+use crate::lake::window::{load_reported_window, load_window};
 use crate::time::standard_date;
 use crate::write::hot::REBUILD_WINDOW;
 
@@ -168,8 +168,8 @@ pub async fn history(
     start: DateTime<Utc>,
     end: DateTime<Utc>,
 ) -> ApiResult<Vec<(Metar, WithReports)>> {
-    let (lake_obs, _, mut reports) =
-        load_window(&state.live.ctx, Some(&station.code), start, end + Duration::seconds(1)).await?;
+    let (lake_obs, mut reports) =
+        load_reported_window(&state.live.ctx, Some(&station.code), start, end + Duration::seconds(1)).await?;
     let mut by_key: BTreeMap<(DateTime<Utc>, u64), Metar> =
         lake_obs.into_iter().map(|m| ((m.time, m.row_key()), m)).collect();
     state.live.hot.read(&station.code, |h| {
@@ -333,8 +333,8 @@ async fn newest_in_lake(state: &AppState, station: &Station) -> ApiResult<Option
             t.is_valid(0).then(|| t.value(0))
         });
         let Some(t) = found.and_then(DateTime::from_timestamp_micros) else { continue };
-        let (obs, _, mut reports) =
-            load_window(&state.live.ctx, Some(&station.code), t, t + Duration::seconds(1)).await?;
+        let (obs, mut reports) =
+            load_reported_window(&state.live.ctx, Some(&station.code), t, t + Duration::seconds(1)).await?;
         state.live.hot.read(&station.code, |h| reports.extend(h.reports.iter().cloned()));
         let best = obs.into_iter().max_by(|a, b| latest_key(a).cmp(&latest_key(b)));
         return Ok(best.map(|m| attach(station, m, &reports)));

@@ -6,6 +6,10 @@
 //! and `mode=svc_high`), so it equals what that endpoint answers at the same instant; one
 //! request instead of two or three per station keeps a 70-station board inside the
 //! Professional tier's per-minute limit.
+//!
+//! `include=latest_runs` adds, per station, the latest run of every model that covers it:
+//! the list the day view overlays and polls to notice a new run, read from the same
+//! forecast cache `forecasts.php?run=latest` answers from (so the two name the same run).
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -21,7 +25,8 @@ use crate::api::params::{self, QueryParams};
 use crate::api::state::AppState;
 use crate::catalog::{Catalog, Station};
 use crate::extremes::Logic;
-use crate::time::{day_window, fmt_utc, local_date};
+use crate::models::{covers, MODELS};
+use crate::time::{day_window, fmt_iso_utc, fmt_utc, local_date};
 
 /// Stations answered concurrently (most answers come from memory; a station without recent
 /// observations waits for the lake once per cache period).
@@ -38,6 +43,18 @@ pub struct StationsQuery {
     /// date, or its current day when that date has not begun under it yet
     #[param(value_type = Option<String>, format = Date)]
     pub date: Option<String>,
+    /// `latest_runs`: add each covering model's latest run (costs a forecast-cache load per
+    /// model and station the first time: ask for it with one station, not a whole board)
+    #[param(value_type = Option<String>)]
+    pub include: Option<String>,
+}
+
+/// A model's latest run for a station (`forecasts.php?model=M&run=latest` answers this run).
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub struct LatestRun {
+    pub model: String,
+    /// ISO 8601 UTC, as the `X-Run-Time` header.
+    pub run_time: String,
 }
 
 /// One trading day of a logic: its date and its window `[start_utc, end_utc)`.
@@ -82,6 +99,10 @@ pub struct StationDay {
     pub latest: Option<ObservationV2>,
     /// `observations.php?mode=svc_high` of that day under each logic.
     pub svc: SvcPerLogic,
+    /// With `include=latest_runs`: each model covering the station with a run in the last
+    /// [`RECENT_DAYS`](crate::api::forecast_cache::RECENT_DAYS) days, by model name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latest_runs: Option<Vec<LatestRun>>,
 }
 
 #[utoipa::path(
@@ -98,13 +119,14 @@ pub struct StationDay {
 pub async fn handler(State(state): State<AppState>, QueryParams(q): QueryParams<StationsQuery>) -> ApiResult<Response> {
     let stations = stations_param(&q.station_code)?;
     let date = params::date("date", &q.date)?;
+    let runs = params::choice("include", &q.include, &["latest_runs"])?.is_some();
     let mut out: Vec<StationDay> = Vec::with_capacity(stations.len());
     for group in stations.chunks(CONCURRENCY) {
         // Futures pushed in a loop, not mapped by a closure: a closure over `&Station` makes
         // the handler's future fail axum's `Send` bound (a higher-ranked lifetime).
         let mut pending = Vec::with_capacity(group.len());
         for &st in group {
-            pending.push(Box::pin(station_day(&state, st, date)));
+            pending.push(Box::pin(station_day(&state, st, date, runs)));
         }
         for answer in futures::future::join_all(pending).await {
             out.push(answer?);
@@ -129,7 +151,12 @@ fn stations_param(raw: &Option<String>) -> Result<Vec<&'static Station>, ApiErro
 }
 
 /// One station's answer for `date` (default: each logic's today).
-async fn station_day(state: &AppState, st: &'static Station, date: Option<NaiveDate>) -> ApiResult<StationDay> {
+async fn station_day(
+    state: &AppState,
+    st: &'static Station,
+    date: Option<NaiveDate>,
+    runs: bool,
+) -> ApiResult<StationDay> {
     let now = state.now();
     let day_of = |logic: Logic| {
         let today = local_date(st.timezone, logic.clock(), now);
@@ -141,6 +168,7 @@ async fn station_day(state: &AppState, st: &'static Station, date: Option<NaiveD
         TradingDay { date: d.to_string(), start_utc: fmt_utc(w.start), end_utc: fmt_utc(w.end) }
     };
     let latest = latest_observation(state, st).await?.map(|(m, r)| ObservationV2::new(&m, st, r.as_ref_pair()));
+    let latest_runs = if runs { Some(latest_runs(state, st).await?) } else { None };
     Ok(StationDay {
         station_code: st.code.clone(),
         name: st.name.clone(),
@@ -154,5 +182,23 @@ async fn station_day(state: &AppState, st: &'static Station, date: Option<NaiveD
             nws: svc_high(state, st, Logic::Nws, Some(nws_date)).await?,
             wu: svc_high(state, st, Logic::Wu, Some(wu_date)).await?,
         },
+        latest_runs,
     })
+}
+
+/// The latest run of each model covering `st` (the catalog's coverage: a station gets only
+/// its models), from the forecast cache; the cache loads of a cold server run together.
+async fn latest_runs(state: &AppState, st: &'static Station) -> ApiResult<Vec<LatestRun>> {
+    let models: Vec<&'static str> = MODELS.iter().map(|m| m.name).filter(|m| covers(m, st)).collect();
+    let mut pending = Vec::with_capacity(models.len());
+    for &m in &models {
+        pending.push(Box::pin(state.forecasts.get(&state.live, &st.code, m)));
+    }
+    let mut out = Vec::new();
+    for (m, entry) in models.iter().zip(futures::future::join_all(pending).await) {
+        if let Some(rt) = entry?.latest_run() {
+            out.push(LatestRun { model: m.to_string(), run_time: fmt_iso_utc(rt) });
+        }
+    }
+    Ok(out)
 }

@@ -31,57 +31,80 @@ WX.accuracy = (() => {
       sel('lead_days', [['1', '1 day'], ['2', '2 days'], ['3', '3 days']]));
   };
 
+  /** Models by MAE over the window, best first. */
+  const ranked = (a) => Object.keys(a.per_model || {}).sort((p, q) => (a.per_model[p].mae ?? 1e9) - (a.per_model[q].mae ?? 1e9));
+
+  /** A bias cell: coloured when the model runs cold (blue) or warm (red) by over half a degree. */
+  const biasCell = (v, extra) => el('td', { class: `num ${v > 0.5 ? 'lo' : v < -0.5 ? 'hi' : ''} ${extra || ''}`, title: 'positive: the model ran cold' }, num(v));
+
   const summary = (a) => {
     const units = a.units || 'fahrenheit';
-    const labels = [...new Set(Object.values(a.per_model_run || {}).flatMap((r) => Object.keys(r)))].sort();
-    const models = Object.keys(a.per_model || {}).sort((p, q) => (a.per_model[p].mae ?? 1e9) - (a.per_model[q].mae ?? 1e9));
+    const models = ranked(a);
     const best = models[0];
     const row = (m) => {
       const x = a.per_model[m];
-      const bias = diff(x.bias, units);
       return el('tr', { class: m === best ? 'best' : '', dataset: { model: m } },
         el('th', {}, m),
         el('td', { class: 'num' }, num(diff(x.mae, units))),
-        el('td', { class: `num ${bias > 0.5 ? 'lo' : bias < -0.5 ? 'hi' : ''}`, title: 'positive: the model ran cold' }, num(bias)),
+        biasCell(diff(x.bias, units)),
         el('td', { class: 'num' }, num(diff(x.rmse, units))),
-        el('td', { class: 'num sub' }, x.n),
-        labels.map((l) => {
-          const r = (a.per_model_run[m] || {})[l];
-          return el('td', { class: 'num sub' }, r ? num(diff(r.mae, units)) : '');
-        }));
+        el('td', { class: 'num sub' }, x.n));
     };
     const ens = a.ensemble || {};
     return el('table', { class: 'board', id: 'accuracy-table' },
-      el('thead', {}, el('tr', {}, el('th', {}, 'model'), el('th', {}, `MAE ${sym(shown(units))}`), el('th', {}, 'bias'), el('th', {}, 'RMSE'), el('th', {}, 'n'),
-        labels.map((l) => el('th', { class: 'sub' }, `MAE ${l}`)))),
+      el('thead', {}, el('tr', {}, el('th', {}, 'model'), el('th', {}, `MAE ${sym(shown(units))}`), el('th', {}, 'bias'), el('th', {}, 'RMSE'), el('th', {}, 'n'))),
       el('tbody', {}, models.map(row),
-        el('tr', { class: 'sub' }, el('th', {}, 'all models'), el('td', { class: 'num' }, num(diff(ens.mae, units))), el('td', { class: 'num' }, num(diff(ens.bias, units))), el('td', { class: 'num' }, num(diff(ens.rmse, units))), el('td', { class: 'num' }, ens.n ?? ''))));
+        el('tr', { class: 'sub' }, el('th', {}, 'all models'), el('td', { class: 'num' }, num(diff(ens.mae, units))), biasCell(diff(ens.bias, units)), el('td', { class: 'num' }, num(diff(ens.rmse, units))), el('td', { class: 'num' }, ens.n ?? ''))));
   };
 
-  const trendChart = (a, box) => {
+  /**
+   * Per model and run-time label: MAE, bias and RMSE stacked in one cell per label, so that
+   * hourly-cycling models (24 labels) still fit the width.
+   */
+  const perRun = (a) => {
+    const units = a.units || 'fahrenheit';
+    const labels = [...new Set(Object.values(a.per_model_run || {}).flatMap((r) => Object.keys(r)))].sort();
+    if (!labels.length) return el('p', { class: 'sub' }, 'no run-time detail in this window');
+    const cell = (m, l) => {
+      const r = (a.per_model_run[m] || {})[l];
+      if (!r) return el('td', {});
+      const bias = diff(r.bias, units);
+      return el('td', { class: 'num metric3', title: `${m} ${l}: n = ${r.n}`, dataset: { label: l, mae: r.mae, bias: r.bias, rmse: r.rmse } },
+        el('b', {}, num(diff(r.mae, units))), el('br'),
+        el('span', { class: bias > 0.5 ? 'lo' : bias < -0.5 ? 'hi' : '' }, num(bias)), el('br'),
+        el('span', { class: 'sub' }, num(diff(r.rmse, units))));
+    };
+    return el('div', { class: 'scroll' },
+      el('p', { class: 'sub' }, 'each cell: MAE (bold), bias (blue: ran cold, red: ran warm), RMSE'),
+      el('table', { class: 'board', id: 'accuracy-runs' },
+        el('thead', {}, el('tr', {}, el('th', {}, 'model'), labels.map((l) => el('th', { class: 'num' }, l)))),
+        el('tbody', {}, ranked(a).map((m) => el('tr', { dataset: { model: m } }, el('th', {}, m), labels.map((l) => cell(m, l)))))));
+  };
+
+  /** The rolling 7-day `field` (`mae_7d` or `bias_7d`) of the best eight models. */
+  const trendChart = (a, box, field, label) => {
     const units = a.units || 'fahrenheit';
     const trends = a.trends || {};
-    const models = Object.keys(a.per_model || {}).sort((p, q) => (a.per_model[p].mae ?? 1e9) - (a.per_model[q].mae ?? 1e9)).slice(0, 8)
-      .filter((m) => (trends[m] || []).length);
+    const models = ranked(a).slice(0, 8).filter((m) => (trends[m] || []).length);
     if (!models.length) { box.replaceChildren(el('p', { class: 'sub' }, 'no trend data yet')); return null; }
     const xs = [...new Set(models.flatMap((m) => trends[m].map((p) => p.date)))].sort();
     const x = xs.map((dt) => epoch(`${dt} 12:00:00`));
     const data = [x, ...models.map((m) => {
-      const by = new Map(trends[m].map((p) => [p.date, diff(p.mae_7d, units)]));
+      const by = new Map(trends[m].map((p) => [p.date, diff(p[field], units)]));
       return xs.map((dt) => (by.has(dt) ? by.get(dt) : null));
     })];
     const series = [{}, ...models.map((m, i) => ({ label: m, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: true }))];
     box.replaceChildren();
     return new uPlot({
-      width: Math.max(480, (box.clientWidth || 900) - 16), height: 260, series,
-      axes: [{}, { label: `7-day MAE ${sym(shown(units))}` }],
+      width: Math.max(400, (box.clientWidth || 640) - 16), height: 240, series,
+      axes: [{}, { label: `${label} ${sym(shown(units))}` }],
     }, data, box);
   };
 
   const detail = (a) => {
     const units = a.units || 'fahrenheit';
     const rows = (a.daily_detail || []).slice().reverse();
-    const models = Object.keys(a.per_model || {}).sort((p, q) => (a.per_model[p].mae ?? 1e9) - (a.per_model[q].mae ?? 1e9)).slice(0, 8);
+    const models = ranked(a).slice(0, 8);
     const key = a.target === 'low' ? 'actual_low' : 'actual_high';
     return el('table', { class: 'obs', id: 'accuracy-detail' },
       el('thead', {}, el('tr', {}, el('th', {}, 'day'), el('th', {}, `actual ${a.target || 'high'}`), models.map((m) => el('th', {}, m)))),
@@ -97,17 +120,21 @@ WX.accuracy = (() => {
 
   const render = (main, code, params) => {
     const q = { window: params.get('window') || '7d', target: params.get('target') || 'high', lead_days: params.get('lead_days') || '1' };
-    let plot = null;
+    let plots = [];
     let a = null;
     const body = el('div', {}, el('p', { class: 'sub' }, 'loading…'));
     main.replaceChildren(el('h1', {}, `${code} `, el('span', { class: 'sub' }, 'model accuracy'), ' ', el('a', { href: `/station/${code}`, class: 'sub' }, 'day view')), controls(code, q), body);
     const draw = () => {
-      const chartBox = el('div', { class: 'chart', id: 'accuracy-trends' });
+      const maeBox = el('div', { class: 'chart', id: 'accuracy-trends' });
+      const biasBox = el('div', { class: 'chart', id: 'accuracy-bias-trends' });
       body.replaceChildren(
         el('p', { class: 'sub' }, `${a.days_available} days with data · as of ${a.as_of || '–'} · computed ${a.computed_at || '–'} · lead ${a.lead_days} day(s) · bias > 0: the model ran cold`),
-        summary(a), el('h2', {}, '7-day MAE trend'), chartBox, el('h2', {}, 'Forecast vs actual, per day'), detail(a));
-      if (plot) plot.destroy();
-      plot = trendChart(a, chartBox);
+        summary(a),
+        el('div', { class: 'trends' }, el('div', {}, el('h2', {}, '7-day MAE trend'), maeBox), el('div', {}, el('h2', {}, '7-day bias trend (> 0: ran cold)'), biasBox)),
+        el('h2', {}, 'Per run time: MAE / bias / RMSE'), perRun(a),
+        el('h2', {}, 'Forecast vs actual, per day'), detail(a));
+      plots.forEach((p) => p && p.destroy());
+      plots = [trendChart(a, maeBox, 'mae_7d', '7-day MAE'), trendChart(a, biasBox, 'bias_7d', '7-day bias')];
       document.body.dataset.rendered = 'accuracy';
     };
     WX.api.get('/api/v2/model_accuracy.php', { station_code: code, include: 'trends,daily_detail', ...q }).then((r) => {
@@ -120,7 +147,7 @@ WX.accuracy = (() => {
     });
     const onUnits = () => { if (a) draw(); };
     window.addEventListener('wx-units', onUnits);
-    return () => { window.removeEventListener('wx-units', onUnits); if (plot) plot.destroy(); };
+    return () => { window.removeEventListener('wx-units', onUnits); plots.forEach((p) => p && p.destroy()); };
   };
 
   return { render };

@@ -9,6 +9,22 @@ WX.api = (() => {
   const setKey = (k) => sessionStorage.setItem(KEY, k);
   const clearKey = () => sessionStorage.removeItem(KEY);
 
+  // The server's clock minus this browser's (ms), from the answers' Date header: the end of
+  // a trading day is the server's, not a browser clock that may be minutes off.
+  let skewMs = 0;
+  /** The server's time now, epoch seconds (this browser's clock until an answer arrived). */
+  const now = () => (Date.now() + skewMs) / 1000;
+
+  /** One GET with the key in its header; notes the server's clock. */
+  const send = async (url) => {
+    const sent = Date.now();
+    const resp = await fetch(url, { headers: { 'X-API-Key': key() || '' }, cache: 'no-store' });
+    const date = Date.parse(resp.headers.get('Date') || '');
+    // The header has whole seconds: half a second added, the round trip's midpoint taken.
+    if (!Number.isNaN(date)) skewMs = date + 500 - (sent + Date.now()) / 2;
+    return resp;
+  };
+
   /** An API refusal, with the API's own `error` and `details`. */
   class ApiError extends Error {
     constructor(status, body) {
@@ -20,7 +36,9 @@ WX.api = (() => {
 
   /**
    * GET `path` with `params` (skipping empty ones); resolves to { body, headers } or
-   * rejects with an ApiError. A 401 drops the key and shows the login form.
+   * rejects with an ApiError. A 401 drops the key and shows the login form. A 5xx is asked
+   * once more after a moment: a page kept open all day should not blank on one transient
+   * server error (the second refusal is shown).
    */
   const get = async (path, params) => {
     const q = new URLSearchParams();
@@ -28,7 +46,11 @@ WX.api = (() => {
       if (v !== null && v !== undefined && v !== '') q.set(k, v);
     }
     const url = q.toString() ? `${path}?${q}` : path;
-    const resp = await fetch(url, { headers: { 'X-API-Key': key() || '' }, cache: 'no-store' });
+    let resp = await send(url);
+    if (resp.status >= 500) {
+      await new Promise((r) => setTimeout(r, 300));
+      resp = await send(url);
+    }
     let body = null;
     try {
       body = await resp.json();
@@ -46,5 +68,5 @@ WX.api = (() => {
     return { body, headers: resp.headers };
   };
 
-  return { key, setKey, clearKey, get, ApiError };
+  return { key, setKey, clearKey, get, now, ApiError };
 })();

@@ -1,5 +1,7 @@
 // The overview: every station at a glance, from one `stations.php` call, refreshed every
-// 30 s. A station whose newest observation is over 75 minutes old is marked stale.
+// 30 s. Feed health comes from `/api/v2/status` when the key is an admin key (the feeds'
+// lateness and each station's down state); other keys see the newest observation's age
+// (stale past 75 minutes), and the page says which of the two it shows.
 'use strict';
 
 WX.overview = (() => {
@@ -19,17 +21,27 @@ WX.overview = (() => {
     el('b', { class: 'hi' }, temp(svc.svc_high, units)), ' / ', el('b', { class: 'lo' }, temp(svc.svc_low, units)),
     svc.anomaly ? el('span', { class: 'flag', title: 'official report disagrees with nearby observations' }, ' anomaly') : null);
 
-  const row = (s) => {
+  /** The feed cell: the server's health of the station (admin), else the observation's age. */
+  const feedCell = (t, h) => {
+    if (h) {
+      const a = h.newest_utc ? Date.parse(h.newest_utc) / 1000 : null;
+      return el('td', { class: h.down ? 'bad' : 'ok', dataset: { feed: h.down ? 'down' : 'ok' }, title: 'from /api/v2/status' },
+        h.down ? 'down' : 'ok', el('span', { class: 'sub' }, a === null ? ' · no reading' : ` · ${age(a)}`));
+    }
+    const stale = t === null || Date.now() / 1000 - t > STALE_S;
+    return el('td', { class: stale ? 'bad' : 'sub' }, t === null ? 'no data' : age(t));
+  };
+
+  const row = (s, health) => {
     const u = s.units;
     const l = s.latest;
     const t = l ? epoch(l.observation_time) : null;
-    const stale = t === null || Date.now() / 1000 - t > STALE_S;
     const official = (kind) => (l && (l[`${kind}_high`] !== null || l[`${kind}_low`] !== null)
       ? `${temp(l[`${kind}_high_display`], u)} / ${temp(l[`${kind}_low_display`], u)}` : '–');
     return el('tr', { dataset: { station: s.station_code } },
       el('td', {}, el('a', { href: `/station/${s.station_code}` }, s.station_code), el('div', { class: 'sub' }, s.city)),
       el('td', { class: 'num now' }, l ? temp(l.temperature_display, u) : '–'),
-      el('td', { class: stale ? 'bad' : 'sub' }, t === null ? 'no data' : age(t)),
+      feedCell(t, health && health.get(s.station_code)),
       el('td', {}, pair(s.svc.nws, u)),
       el('td', {}, pair(s.svc.wu, u)),
       el('td', { class: 'num' }, official('cli')),
@@ -45,18 +57,42 @@ WX.overview = (() => {
     const body = el('tbody');
     const table = el('table', { class: 'board', id: 'overview' },
       el('thead', {}, el('tr', {},
-        ['station', 'now', 'obs age', 'nws high / low', 'wu high / low', 'CLI', 'DSM', 'quality', ''].map((h) => el('th', {}, h)))),
+        ['station', 'now', 'feed', 'nws high / low', 'wu high / low', 'CLI', 'DSM', 'quality', ''].map((h) => el('th', {}, h)))),
       body);
-    main.replaceChildren(el('h1', {}, 'All stations'), el('div', { class: 'bar' }, filter, status), table);
+    const feeds = el('p', { class: 'sub feeds', id: 'feeds' });
+    main.replaceChildren(el('h1', {}, 'All stations'), el('div', { class: 'bar' }, filter, status), feeds, table);
     let rows = [];
+    let health = null;
+    // Unknown until the first answer; false once refused (not asked again in this view).
+    let admin = null;
     const apply = () => {
       const f = filter.value.trim().toUpperCase();
-      body.replaceChildren(...rows.filter((s) => !f || s.station_code.includes(f) || s.city.toUpperCase().includes(f)).map(row));
+      body.replaceChildren(...rows.filter((s) => !f || s.station_code.includes(f) || s.city.toUpperCase().includes(f)).map((s) => row(s, health)));
+    };
+    /** Feed health for an admin key; one refused attempt, then the observation ages. */
+    const loadHealth = async () => {
+      if (admin === false) return;
+      try {
+        const h = (await WX.api.get('/api/v2/status')).body;
+        admin = true;
+        health = new Map(h.stations.map((x) => [x.station, x]));
+        const late = h.late_sources;
+        feeds.replaceChildren(el('span', { class: late.length || h.down_stations.length ? 'bad' : 'ok', dataset: { mode: 'status' } },
+          `feeds: ${h.sources.length} source(s), ${late.length ? `late: ${late.join(', ')}` : 'none late'}; `,
+          `${h.down_stations.length ? `stations down: ${h.down_stations.join(', ')}` : 'no station down'}`),
+        el('span', { class: 'sub' }, ` · ${h.pending_wal_inputs} input(s) not yet in the lake · from /api/v2/status`));
+      } catch (e) {
+        if (e.status !== 403) throw e;
+        admin = false;
+        health = null;
+        feeds.replaceChildren(el('span', { class: 'sub', dataset: { mode: 'age' } },
+          'feed column: the newest observation\'s age (stale past 75 min); feed health needs an admin key'));
+      }
     };
     filter.addEventListener('input', apply);
     const load = async () => {
       try {
-        const { body: stations } = await WX.api.get('/api/v2/stations.php');
+        const [{ body: stations }] = await Promise.all([WX.api.get('/api/v2/stations.php'), loadHealth()]);
         rows = stations;
         apply();
         status.textContent = `updated ${new Date().toLocaleTimeString()} · ${stations.length} stations · refreshes every 30 s`;

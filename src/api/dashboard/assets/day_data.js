@@ -1,0 +1,144 @@
+// The day view's data, fetched from the REST API: what the first paint needs (the station's
+// days and latest runs, the day's observations, a few models, the NWS hourly forecast), what
+// fills in after it (the other models, pacing under both logics), and the polls that keep a
+// today view current (a new model run, a new NWS version, the end of the trading day).
+'use strict';
+
+WX.dayData = (() => {
+  const { epoch } = WX.fmt;
+  const HOUR = 3600;
+  /** Models drawn by default, in order of preference, until the user picks others. */
+  const DEFAULT_US = ['HRRR', 'NBM', 'GFS', 'ECMWF-IFS'];
+  const DEFAULT_INTL = ['ECMWF-IFS', 'ICON', 'GFS', 'UKMO'];
+  const SHOWN_KEY = 'wxlake.models';
+
+  const isoZ = (sec) => new Date(sec * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const now = () => WX.api.now();
+
+  /** The models the user keeps on the chart (a display preference, not a secret). */
+  const shownModels = (us) => {
+    try {
+      const saved = JSON.parse(localStorage.getItem(SHOWN_KEY) || 'null');
+      if (Array.isArray(saved)) return saved;
+    } catch (_) { /* ignore a damaged preference */ }
+    return us ? DEFAULT_US : DEFAULT_INTL;
+  };
+  const saveShown = (models) => localStorage.setItem(SHOWN_KEY, JSON.stringify(models));
+
+  /** One model's latest run over the view's window (the run the station answer named). */
+  const fetchRun = (d, model) => WX.api.get('/api/v2/forecasts.php', {
+    location_name: d.st.station_code, model, run: 'latest', start_valid_time: isoZ(d.start), end_valid_time: isoZ(d.end),
+  }).then((r) => ({ model, run: r.headers.get('X-Run-Time'), rows: r.body, checked: now() }),
+    (e) => ({ model, error: e, checked: now() }));
+
+  const fetchNws = (d) => (d.us
+    ? WX.api.get('/api/v2/nws_forecasts.php', { station_code: d.st.station_code, date: d.st.days.nws.date })
+      .then((r) => ({ ...r.body, checked: now() }), (e) => ({ error: e, checked: now() }))
+    : Promise.resolve(null));
+
+  const fetchPacing = (d, logic) => WX.api.get('/api/v2/pacing.php', { station_code: d.st.station_code, logic })
+    .then((r) => ({ ...r.body, checked: now() }), (e) => ({ error: e, checked: now() }));
+
+  /** The station's days, svc values and latest runs (`date` omitted: each logic's today). */
+  const station = async (code, date) => (await WX.api.get('/api/v2/stations.php', { station_code: code, date, include: 'latest_runs' })).body[0];
+
+  /** The view's time span: both logics' day windows. */
+  const span = (st) => ({
+    start: Math.min(epoch(st.days.nws.start_utc), epoch(st.days.wu.start_utc)),
+    end: Math.max(epoch(st.days.nws.end_utc), epoch(st.days.wu.end_utc)),
+  });
+
+  /** What the first paint needs: two round trips (the station, then the rest together). */
+  const load = async (code, date) => {
+    const st = await station(code, date);
+    // Where a load's time goes (the browser test prints these): the station answer here,
+    // the rest of the data below, the drawing in the view.
+    performance.mark('wx-station');
+    const { start, end } = span(st);
+    const us = st.units === 'fahrenheit';
+    const d = { st, start, end, us, today: !date, obs: [], runs: new Map(), nws: null, pacing: {}, alerts: [], reports: {}, loadedAt: now() };
+    const available = (st.latest_runs || []).map((r) => r.model);
+    const wanted = shownModels(us).filter((m) => available.includes(m));
+    // Nothing the user asked for exists here: the first available defaults, then any.
+    const fallback = (us ? DEFAULT_US : DEFAULT_INTL).filter((m) => available.includes(m));
+    d.shown = new Set(wanted.length ? wanted : (fallback.length ? fallback : available.slice(0, 4)));
+    const histEnd = Math.min(end, Math.floor(now()) + 60);
+    const chunks = [];
+    for (let a = start; a < histEnd; a += 24 * HOUR) chunks.push([a, Math.min(a + 24 * HOUR, histEnd)]);
+    const [hist, runs, nws] = await Promise.all([
+      Promise.all(chunks.map(([a, b]) => WX.api.get('/api/v2/observations.php', {
+        station_code: code, start_time: isoZ(a), end_time: isoZ(b),
+      }).then((r) => r.body))),
+      Promise.all([...d.shown].map((m) => fetchRun(d, m))),
+      fetchNws(d),
+    ]);
+    performance.mark('wx-data');
+    const seen = new Set();
+    d.obs = hist.flat().filter((o) => !seen.has(o.id) && seen.add(o.id));
+    runs.forEach((r) => d.runs.set(r.model, r));
+    d.nws = nws;
+    return d;
+  };
+
+  /** After the first paint: every other model with a run, and pacing under both logics. */
+  const loadRest = async (d) => {
+    const others = (d.st.latest_runs || []).map((r) => r.model).filter((m) => !d.runs.has(m));
+    const [runs, nws, wu] = await Promise.all([
+      Promise.all(others.map((m) => fetchRun(d, m))),
+      d.today ? fetchPacing(d, 'nws') : null,
+      d.today ? fetchPacing(d, 'wu') : null,
+    ]);
+    runs.forEach((r) => d.runs.set(r.model, r));
+    if (nws) d.pacing = { nws, wu };
+  };
+
+  /**
+   * The poll of a today view: the station answer again (a resync of the svc values, and the
+   * latest runs: a model whose run changed is fetched again), the NWS version, pacing.
+   * Resolves to 'rollover' when a logic's day changed (the caller reloads the view).
+   */
+  const poll = async (d) => {
+    const st = await station(d.st.station_code);
+    if (st.days.nws.date !== d.st.days.nws.date || st.days.wu.date !== d.st.days.wu.date) return 'rollover';
+    const changed = (st.latest_runs || []).filter((r) => {
+      const have = d.runs.get(r.model);
+      return !have || have.error || have.run !== r.run_time;
+    }).map((r) => r.model);
+    const premium = !(d.pacing.nws && d.pacing.nws.error && d.pacing.nws.error.status === 403);
+    const [runs, nws, pn, pw] = await Promise.all([
+      Promise.all(changed.map((m) => fetchRun(d, m))),
+      fetchNws(d),
+      premium ? fetchPacing(d, 'nws') : null,
+      premium ? fetchPacing(d, 'wu') : null,
+    ]);
+    // The stream's values may be newer than this answer's by a few seconds: keep the
+    // higher high and lower low of the two for the same day (unless a CLI made it final).
+    for (const logic of ['nws', 'wu']) {
+      const mine = d.st.svc[logic];
+      const theirs = st.svc[logic];
+      const keep = (which, better) => {
+        const k = `svc_${which}`;
+        if (!theirs.is_final && mine[k] !== null && theirs[k] !== null && better(mine[k], theirs[k])) {
+          theirs[k] = mine[k];
+          theirs[`time_of_${which}_utc`] = mine[`time_of_${which}_utc`];
+        }
+      };
+      keep('high', (a, b) => a > b);
+      keep('low', (a, b) => a < b);
+    }
+    d.st = st;
+    runs.forEach((r) => d.runs.set(r.model, r));
+    const now_ = now();
+    (st.latest_runs || []).forEach((r) => { const have = d.runs.get(r.model); if (have) have.checked = now_; });
+    if (nws && !nws.error) d.nws = nws;
+    else if (d.nws) d.nws.checkFailed = nws && nws.error;
+    if (pn) d.pacing = { nws: pn, wu: pw };
+    d.polledAt = now_;
+    return 'ok';
+  };
+
+  /** The logics whose day has ended by `t` (epoch s). */
+  const ended = (d, t) => ['nws', 'wu'].filter((l) => t >= epoch(d.st.days[l].end_utc));
+
+  return { load, loadRest, poll, ended, shownModels, saveShown, isoZ, HOUR };
+})();

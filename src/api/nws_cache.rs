@@ -1,0 +1,133 @@
+//! The versions of the NWS hourly forecast (api.weather.gov) for one station and Local
+//! Standard Time date, as `nws_forecasts.php` answers them (spec 2.8): read from the lake
+//! and held per (station, date) like the raw forecasts (forecast_cache.rs), because the
+//! dashboard's day view asks for the same date on every load and poll and the lake query
+//! was its slowest answer (benches/README.md, "Dashboard").
+//!
+//! - An entry is current while the live service has stored no NWS rows since it was built
+//!   and for [`TTL`] at most: rows written by another process appear within that time.
+//! - At most [`HELD`] (station, date) pairs are held; the least recently loaded go first.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
+
+use chrono::{DateTime, Duration, NaiveDate, Utc};
+use datafusion::arrow::array::AsArray;
+use datafusion::arrow::datatypes::{Float64Type, TimestampMicrosecondType};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::bound_sql::Bindings;
+use super::error::ApiResult;
+use super::loading_cache::LoadingCache;
+use crate::catalog::Station;
+use crate::lake::schema::NWS_HOURLY;
+use crate::time::{day_window, fmt_iso_utc, DayClock};
+use crate::write::LiveService;
+
+/// Longest an entry is served without re-reading the lake.
+pub const TTL: StdDuration = StdDuration::from_secs(60);
+/// (station, date) pairs held.
+pub const HELD: usize = 2_000;
+
+/// The cache (one per server).
+#[derive(Default)]
+pub struct NwsCache {
+    entries: LoadingCache<(String, NaiveDate), Vec<NwsVersion>>,
+}
+
+impl NwsCache {
+    /// The versions of (station, date), oldest first, loading them when missing or stale.
+    pub async fn get(&self, live: &LiveService, station: &Station, date: NaiveDate) -> ApiResult<Arc<Vec<NwsVersion>>> {
+        let version = live.table_version(NWS_HOURLY.name);
+        self.entries
+            .get_or_load(&(station.code.clone(), date), version, TTL, || async {
+                let found = versions(live, station, date).await?;
+                self.entries.evict(|_| 1, HELD - 1);
+                Ok(found)
+            })
+            .await
+    }
+}
+
+/// One version of a date's hourly temperatures.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub struct NwsVersion {
+    pub version: usize,
+    /// When api.weather.gov generated it (ISO 8601 UTC).
+    pub generated_at: String,
+    /// Index 0 = midnight LST … 24 = next midnight; null for hours already past at issue.
+    pub hourly_temps: Vec<Option<i64>>,
+    pub high: Option<i64>,
+    pub low: Option<i64>,
+}
+
+/// The 25 slots of `date` from one version's periods (start time → °F).
+pub fn slots(
+    window_start: DateTime<Utc>,
+    generated_at: DateTime<Utc>,
+    periods: &BTreeMap<DateTime<Utc>, f64>,
+) -> Vec<Option<i64>> {
+    (0..25)
+        .map(|k| {
+            let t = window_start + Duration::hours(k);
+            // An hour that ended before the version was issued is past: null.
+            if t + Duration::hours(1) <= generated_at {
+                return None;
+            }
+            periods.get(&t).map(|f| f.round() as i64)
+        })
+        .collect()
+}
+
+fn version(n: usize, generated_at: DateTime<Utc>, temps: Vec<Option<i64>>) -> NwsVersion {
+    let vals: Vec<i64> = temps.iter().flatten().copied().collect();
+    NwsVersion {
+        version: n,
+        generated_at: fmt_iso_utc(generated_at),
+        high: vals.iter().max().copied(),
+        low: vals.iter().min().copied(),
+        hourly_temps: temps,
+    }
+}
+
+/// Every distinct version covering `date`, oldest first (a version identical to the one
+/// before it is not a new version).
+pub async fn versions(live: &LiveService, station: &Station, date: NaiveDate) -> ApiResult<Vec<NwsVersion>> {
+    let w = day_window(station.timezone, DayClock::Standard, date);
+    let mut p = Bindings::new();
+    let sql = format!(
+        "SELECT generated_at, start_time, temperature_f FROM nws_hourly WHERE station_code = {} \
+         AND date >= {} AND date <= {} AND start_time >= {} AND start_time <= {} \
+         AND generated_at < {} ORDER BY generated_at, start_time",
+        p.str(&station.code),
+        p.partition_date(date - Duration::days(8)),
+        p.partition_date(date + Duration::days(1)),
+        p.time(w.start),
+        p.time(w.start + Duration::hours(24)),
+        p.time(w.end),
+    );
+    let mut by_version: BTreeMap<DateTime<Utc>, BTreeMap<DateTime<Utc>, f64>> = BTreeMap::new();
+    for b in p.collect(&live.ctx, &sql).await? {
+        let g = b.column(0).as_primitive::<TimestampMicrosecondType>();
+        let s = b.column(1).as_primitive::<TimestampMicrosecondType>();
+        let f = b.column(2).as_primitive::<Float64Type>();
+        for i in 0..b.num_rows() {
+            if let (Some(g), Some(s)) =
+                (DateTime::from_timestamp_micros(g.value(i)), DateTime::from_timestamp_micros(s.value(i)))
+            {
+                by_version.entry(g).or_default().insert(s, f.value(i));
+            }
+        }
+    }
+    let mut out: Vec<NwsVersion> = Vec::new();
+    for (g, periods) in by_version {
+        let temps = slots(w.start, g, &periods);
+        if temps.iter().all(Option::is_none) || out.last().is_some_and(|v| v.hourly_temps == temps) {
+            continue;
+        }
+        out.push(version(out.len() + 1, g, temps));
+    }
+    Ok(out)
+}
