@@ -8,6 +8,7 @@
 
 use chrono::{DateTime, NaiveDate, Utc};
 use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::prelude::{DataFrame, SessionContext};
 use datafusion::scalar::ScalarValue;
 
@@ -53,9 +54,19 @@ impl Bindings {
         Ok(ctx.sql(sql).await?.with_param_values(self.0)?)
     }
 
-    /// Plans and runs `sql`, all result batches.
+    /// Plans and runs `sql`, all result batches (planned again if a swap replaced a file
+    /// under the read: [`crate::lake::reread`]).
     pub async fn collect(self, ctx: &SessionContext, sql: &str) -> ApiResult<Vec<RecordBatch>> {
-        Ok(self.frame(ctx, sql).await?.collect().await?)
+        Ok(self.collect_with_schema(ctx, sql).await?.1)
+    }
+
+    /// [`collect`](Self::collect), with the result's schema (an empty result has no batch).
+    pub async fn collect_with_schema(
+        self,
+        ctx: &SessionContext,
+        sql: &str,
+    ) -> ApiResult<(SchemaRef, Vec<RecordBatch>)> {
+        Ok(crate::lake::reread::collect(ctx, sql, self.0).await?)
     }
 }
 

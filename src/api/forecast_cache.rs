@@ -119,9 +119,7 @@ async fn load(live: &LiveService, location: &str, model: &str) -> ApiResult<Entr
         b.str(model),
         b.partition_date(from_date)
     );
-    let df = b.frame(&live.ctx, &sql).await?;
-    let schema = Arc::clone(df.schema().inner());
-    let batches = df.collect().await?;
+    let (schema, batches) = b.collect_with_schema(&live.ctx, &sql).await?;
     let rows = concat_batches(&schema, &batches).map_err(ApiError::internal)?;
     Ok(Entry { from_date, rows })
 }

@@ -7,6 +7,7 @@ pub mod durable;
 pub mod publish;
 pub mod query;
 pub mod requests;
+pub mod reread;
 pub mod rows;
 pub mod schema;
 pub mod store;
