@@ -27,6 +27,7 @@ use url::Url;
 use super::backoff;
 use super::breaker::{Admit, Breaker};
 use super::client_config::ClientConfig;
+use super::lock;
 use crate::error_chain::error_chain;
 
 /// A request that did not yield the resource.
@@ -170,11 +171,6 @@ pub struct HttpClient {
     user_agent: String,
     validators: Mutex<HashMap<String, Validators>>,
     hosts: Mutex<HashMap<String, Arc<Host>>>,
-}
-
-/// Locks a mutex whose data stays valid even if a holder panicked (plain values).
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl HttpClient {

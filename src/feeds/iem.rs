@@ -19,6 +19,7 @@ use chrono::{DateTime, DurationRound, Utc};
 use url::Url;
 
 use super::http::{Fetched, HttpClient};
+use super::lock;
 use super::sink::{FeedSink, Stored};
 use super::source::{ArchiveUnit, FeedError, PollReport};
 use crate::catalog::Catalog;
@@ -134,13 +135,13 @@ impl Coverage {
         overlap: chrono::Duration,
     ) -> DateTime<Utc> {
         let floor = now - lookback;
-        let newest = self.newest.lock().unwrap_or_else(|p| p.into_inner());
+        let newest = lock(&self.newest);
         stations.iter().map(|s| newest.get(s).map_or(floor, |t| (*t - overlap).max(floor))).min().unwrap_or(floor)
     }
 
     /// Records rows as stored (call once the sink took them).
     pub fn record(&self, rows: &HashMap<String, DateTime<Utc>>) {
-        let mut newest = self.newest.lock().unwrap_or_else(|p| p.into_inner());
+        let mut newest = lock(&self.newest);
         for (station, t) in rows {
             let e = newest.entry(station.clone()).or_insert(*t);
             *e = (*e).max(*t);
@@ -149,7 +150,7 @@ impl Coverage {
 
     /// The newest stored row of `station`, if any.
     pub fn newest(&self, station: &str) -> Option<DateTime<Utc>> {
-        self.newest.lock().unwrap_or_else(|p| p.into_inner()).get(station).copied()
+        lock(&self.newest).get(station).copied()
     }
 }
 

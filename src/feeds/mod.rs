@@ -45,3 +45,9 @@ pub use config::FeedsConfig;
 pub use runner::{Feeds, SourceStatus};
 pub use sink::{FeedSink, RecordingSink, Stored};
 pub use source::{Archive, ArchiveUnit, PollReport, Source};
+
+/// Locks a mutex whose data stays valid even if a holder panicked (plain values): the
+/// feeds' memories (runs, seen products, validators) are never left half-written.
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

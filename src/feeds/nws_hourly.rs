@@ -24,6 +24,7 @@ use serde_json::Value;
 use url::Url;
 
 use super::http::{FetchError, Fetched, HttpClient};
+use super::lock;
 use super::nws_products::us_stations;
 use super::seconds::secs;
 use super::sink::FeedSink;
@@ -116,10 +117,6 @@ pub struct NwsHourly {
     base: Url,
     memory: Mutex<Memory>,
     file: StateFile,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl NwsHourly {

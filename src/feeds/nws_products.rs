@@ -38,6 +38,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::http::{Fetched, HttpClient};
+use super::lock;
 use super::seconds::secs;
 use super::sink::{FeedSink, SinkError, Stored};
 use super::source::{Archive, ArchiveUnit, FeedError, PollReport, Source};
@@ -244,11 +245,6 @@ impl std::fmt::Debug for NwsProducts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NwsProducts").field("kind", &self.kind).field("cfg", &self.cfg).finish_non_exhaustive()
     }
-}
-
-/// Locks a mutex whose data stays valid even if a holder panicked (plain values).
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl NwsProducts {
