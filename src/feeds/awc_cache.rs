@@ -172,10 +172,7 @@ impl AwcCache {
         if selected.new > 0 {
             let stored =
                 sink.ingest(Format::Metar, IngestOptions::default(), Bytes::from(selected.csv.into_bytes())).await?;
-            report.read += stored.read;
-            report.accepted += stored.accepted;
-            report.rejected += stored.rejected;
-            report.events += stored.events;
+            report.add_stored(stored);
         } else {
             report.empty += 1;
         }

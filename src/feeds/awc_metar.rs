@@ -134,10 +134,7 @@ fn tally(outcomes: Vec<Result<Batch, FeedError>>) -> PollReport {
             }
             Ok(Batch::Stored { bytes, stored }) => {
                 report.bytes += bytes;
-                report.read += stored.read;
-                report.accepted += stored.accepted;
-                report.rejected += stored.rejected;
-                report.events += stored.events;
+                report.add_stored(stored);
             }
             Err(e) => report.errors.push(e),
         }

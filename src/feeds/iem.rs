@@ -253,10 +253,7 @@ pub fn add(report: &mut PollReport, outcome: Result<Outcome, FeedError>) {
         }
         Ok(Outcome::Stored { bytes, stored, .. }) => {
             report.bytes += bytes;
-            report.read += stored.read;
-            report.accepted += stored.accepted;
-            report.rejected += stored.rejected;
-            report.events += stored.events;
+            report.add_stored(stored);
         }
         Err(e) => report.errors.push(e),
     }

@@ -310,10 +310,7 @@ impl Mos {
                 }
                 Ok(Cycle::Stored { bytes, stored }) => {
                     report.bytes += bytes;
-                    report.read += stored.read;
-                    report.accepted += stored.accepted;
-                    report.rejected += stored.rejected;
-                    report.events += stored.events;
+                    report.add_stored(stored);
                     true
                 }
                 Err(e) => {

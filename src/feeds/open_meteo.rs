@@ -312,7 +312,7 @@ impl OpenMeteo {
                             report.empty += 1;
                         }
                         stored_any |= stored.accepted > 0;
-                        add(report, stored);
+                        report.add_stored(stored);
                     }
                     Err(e) => {
                         failed = true;
@@ -359,10 +359,7 @@ impl OpenMeteo {
             let opts = IngestOptions { station: Some(station.code.clone()), run_time: run, ..IngestOptions::default() };
             match sink.ingest(Format::OpenMeteo, opts, part).await {
                 Ok(stored) => {
-                    total.read += stored.read;
-                    total.accepted += stored.accepted;
-                    total.rejected += stored.rejected;
-                    total.events += stored.events;
+                    total += stored;
                     if let Some(run) = run.filter(|_| stored.accepted > 0) {
                         self.runs().done.insert((model.spec.name, station.code.clone(), run));
                     }
@@ -386,13 +383,6 @@ impl OpenMeteo {
     }
 }
 
-fn add(report: &mut PollReport, stored: super::sink::Stored) {
-    report.read += stored.read;
-    report.accepted += stored.accepted;
-    report.rejected += stored.rejected;
-    report.events += stored.events;
-}
-
 #[async_trait]
 impl Source for OpenMeteo {
     fn name(&self) -> &str {
@@ -414,15 +404,7 @@ impl Source for OpenMeteo {
         .await;
         let mut report = PollReport::default();
         for r in reports {
-            report.requests += r.requests;
-            report.not_modified += r.not_modified;
-            report.empty += r.empty;
-            report.bytes += r.bytes;
-            report.read += r.read;
-            report.accepted += r.accepted;
-            report.rejected += r.rejected;
-            report.events += r.events;
-            report.errors.extend(r.errors);
+            report += r;
         }
         report
     }
@@ -490,7 +472,7 @@ impl Archive for OpenMeteo {
             Ok(Outcome::NotModified) => report.not_modified += 1,
             Ok(Outcome::Stored { bytes, stored }) => {
                 report.bytes += bytes;
-                add(&mut report, stored);
+                report.add_stored(stored);
             }
             Err(e) => report.errors.push(e),
         }

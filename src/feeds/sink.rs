@@ -31,6 +31,16 @@ pub struct Stored {
     pub events: usize,
 }
 
+/// Sums what the sink did with several bodies.
+impl std::ops::AddAssign for Stored {
+    fn add_assign(&mut self, other: Stored) {
+        self.read += other.read;
+        self.accepted += other.accepted;
+        self.rejected += other.rejected;
+        self.events += other.events;
+    }
+}
+
 /// A body the sink did not take.
 #[derive(Debug, Error)]
 pub enum SinkError {

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use thiserror::Error;
 
 use super::http::FetchError;
-use super::sink::{FeedSink, SinkError};
+use super::sink::{FeedSink, SinkError, Stored};
 
 /// Why one request of a poll stored nothing.
 #[derive(Debug, Error)]
@@ -53,6 +53,15 @@ pub struct PollReport {
 }
 
 impl PollReport {
+    /// Adds what the sink did with one body.
+    pub fn add_stored(&mut self, stored: Stored) {
+        let Stored { read, accepted, rejected, events } = stored;
+        self.read += read;
+        self.accepted += accepted;
+        self.rejected += rejected;
+        self.events += events;
+    }
+
     /// True when no request failed.
     pub fn is_ok(&self) -> bool {
         self.errors.is_empty()
@@ -68,6 +77,19 @@ impl PollReport {
             s.push_str(&format!("; {} failed, first: {e}", self.errors.len()));
         }
         s
+    }
+}
+
+/// Sums the reports of a poll's parts (models, stations, locations) into the poll's.
+impl std::ops::AddAssign for PollReport {
+    fn add_assign(&mut self, part: PollReport) {
+        let PollReport { requests, not_modified, empty, bytes, read, accepted, rejected, events, errors } = part;
+        self.requests += requests;
+        self.not_modified += not_modified;
+        self.empty += empty;
+        self.bytes += bytes;
+        self.add_stored(Stored { read, accepted, rejected, events });
+        self.errors.extend(errors);
     }
 }
 
