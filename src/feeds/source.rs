@@ -141,3 +141,29 @@ pub trait Archive: Send + Sync {
     /// Fetches one unit and hands it to `sink`; failures are in the report.
     async fn fetch(&self, unit: &ArchiveUnit, sink: &dyn FeedSink) -> PollReport;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_sum_field_by_field_with_their_errors() {
+        let mut poll = PollReport { requests: 1, bytes: 10, ..PollReport::default() };
+        poll.add_stored(Stored { read: 3, accepted: 2, rejected: 1, events: 1 });
+        let part = PollReport {
+            requests: 2,
+            not_modified: 1,
+            empty: 1,
+            bytes: 5,
+            read: 4,
+            accepted: 4,
+            rejected: 0,
+            events: 2,
+            errors: vec![FeedError::Malformed { url: "u".into(), reason: "r".into() }],
+        };
+        poll += part;
+        assert_eq!((poll.requests, poll.not_modified, poll.empty, poll.bytes), (3, 1, 1, 15), "{poll:?}");
+        assert_eq!((poll.read, poll.accepted, poll.rejected, poll.events), (7, 6, 1, 3));
+        assert_eq!(poll.errors.len(), 1);
+    }
+}
