@@ -15,8 +15,8 @@
 //! `iem_asos` (IEM METAR/SPECI/HF-METAR) and `iem_onemin` (IEM one-minute ASOS), `nws_cli`,
 //! `nws_dsm` and `nws_hourly` (api.weather.gov climate reports, daily summaries, hourly
 //! forecasts), `open_meteo` (model runs from Open-Meteo's single-runs API), `mos` (MOS and
-//! NBM text bulletins). What a source must remember across restarts is in its
-//! [`state_file`]. The client's settings ([`client_config`]) and the seconds format
+//! NBM text bulletins); the two model feeds keep their runs in a [`run_tracker`]. What a
+//! source must remember across restarts is in its [`state_file`]. The client's settings ([`client_config`]) and the seconds format
 //! ([`seconds`]) are leaves, so `config` may name every source without a cycle.
 
 pub mod awc_cache;
@@ -34,6 +34,7 @@ pub mod mos;
 pub mod nws_hourly;
 pub mod nws_products;
 pub mod open_meteo;
+pub mod run_tracker;
 pub mod runner;
 pub mod seconds;
 pub mod sink;
