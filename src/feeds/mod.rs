@@ -16,8 +16,9 @@
 //! `nws_dsm` and `nws_hourly` (api.weather.gov climate reports, daily summaries, hourly
 //! forecasts), `open_meteo` (model runs from Open-Meteo's single-runs API), `mos` (MOS and
 //! NBM text bulletins); the two model feeds keep their runs in a [`run_tracker`]. What a
-//! source must remember across restarts is in its [`state_file`]. The client's settings ([`client_config`]) and the seconds format
-//! ([`seconds`]) are leaves, so `config` may name every source without a cycle.
+//! source must remember across restarts is in its [`state_file`]. The client's settings
+//! ([`client_config`]) and the seconds format ([`seconds`]) are leaves, so `config` may
+//! name every source without a cycle.
 
 pub mod awc_cache;
 pub mod awc_metar;

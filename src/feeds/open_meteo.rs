@@ -295,7 +295,8 @@ impl OpenMeteo {
             let mut runs = lock(&self.runs);
             runs.asked(model.spec.name, run, now, stored_any);
             if failed && runs.failed(model.spec.name, run) {
-                tracing::warn!(model = model.spec.name, %run, attempts = MAX_ATTEMPTS, "run still missing; giving it up");
+                let model = model.spec.name;
+                tracing::warn!(model, %run, attempts = MAX_ATTEMPTS, "run still missing; giving it up");
             }
         }
     }
