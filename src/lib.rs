@@ -15,13 +15,15 @@
 //! - [`stream`]: the push stream (event log, hub, SSE, TLS).
 //! - [`feeds`]: live feeds from the public sources.
 //! - [`demo`]: the realistic generator.
-//! - [`catalog`], [`models`], [`time`], [`units`], [`clock`]: what every part shares.
+//! - [`catalog`], [`models`], [`time`], [`units`], [`clock`], [`error_chain`]: what every part
+//!   shares.
 
 pub mod api;
 pub mod catalog;
 pub mod clock;
 pub mod decode;
 pub mod demo;
+pub mod error_chain;
 pub mod extremes;
 pub mod feeds;
 pub mod ingest;

@@ -30,6 +30,7 @@ use serde::Deserialize;
 use url::Url;
 
 use super::http::{Fetched, HttpClient};
+use super::lock;
 use super::seconds::secs;
 use super::sink::FeedSink;
 use super::source::{FeedError, PollReport, Source};
@@ -152,7 +153,7 @@ impl AwcCache {
 
     /// Picks a file's rows to hand on: kept stations, not in the last stored file.
     pub fn select(&self, text: &str) -> Result<Selected, String> {
-        let last = self.last_rows.lock().unwrap_or_else(|p| p.into_inner());
+        let last = lock(&self.last_rows);
         select_rows(text, self.wanted.as_ref(), &last)
     }
 
@@ -171,14 +172,11 @@ impl AwcCache {
         if selected.new > 0 {
             let stored =
                 sink.ingest(Format::Metar, IngestOptions::default(), Bytes::from(selected.csv.into_bytes())).await?;
-            report.read += stored.read;
-            report.accepted += stored.accepted;
-            report.rejected += stored.rejected;
-            report.events += stored.events;
+            report.add_stored(stored);
         } else {
             report.empty += 1;
         }
-        *self.last_rows.lock().unwrap_or_else(|p| p.into_inner()) = selected.hashes;
+        *lock(&self.last_rows) = selected.hashes;
         self.client.remember(&self.url, body.validators);
         Ok(())
     }

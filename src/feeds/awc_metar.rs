@@ -18,18 +18,99 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use serde::de::IgnoredAny;
+use serde::Deserialize;
 use url::Url;
 
-use super::config::{AwcMetarConfig, AWC_METAR};
 use super::http::{Fetched, HttpClient};
+use super::seconds::secs;
 use super::sink::FeedSink;
 use super::source::{Archive, ArchiveUnit, FeedError, PollReport, Source};
+use crate::catalog::Catalog;
 use crate::decode::metar::is_station_id;
 use crate::ingest::{Format, IngestOptions};
+
+/// The source's name, as in `[sources.awc_metar]`.
+pub const NAME: &str = "awc_metar";
 
 /// The most reports AWC returns for one request: a batch answering that many may have
 /// been cut, and its stations should be split into smaller batches.
 pub const AWC_MAX_RESULTS: usize = 400;
+
+/// `[sources.awc_metar]`: METAR/SPECI from the aviationweather.gov data API,
+/// `GET {base_url}/api/data/metar?ids=A,B&format=json&hours=N`, one request per batch.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AwcMetarConfig {
+    /// `enabled` (default true): false keeps the table but stops the feed.
+    pub enabled: bool,
+    /// `base_url` (default `https://aviationweather.gov`).
+    pub base_url: String,
+    /// `interval_secs` (default 60): AWC asks for no endpoint to be polled more often than
+    /// once a minute per client.
+    #[serde(rename = "interval_secs", deserialize_with = "secs")]
+    pub interval: Duration,
+    /// `stations` (default: every station of the catalog): ICAO ids.
+    pub stations: Vec<String>,
+    /// `batch_size` (default 40): stations per request. AWC answers at most 400 reports a
+    /// request: 40 stations over 2 hours is about 120, with room for SPECIs.
+    pub batch_size: usize,
+    /// `hours` (default 2): how far back each request reaches. Overlapping windows let a
+    /// poll that failed be caught up by the next; the lake stores each report once.
+    pub hours: f64,
+    /// `timeout_secs` (default 20): one request's limit, connect to last byte.
+    #[serde(rename = "timeout_secs", deserialize_with = "secs")]
+    pub timeout: Duration,
+}
+
+impl Default for AwcMetarConfig {
+    fn default() -> Self {
+        AwcMetarConfig {
+            enabled: true,
+            base_url: "https://aviationweather.gov".to_string(),
+            interval: Duration::from_secs(60),
+            stations: Catalog::global().all().iter().map(|s| s.code.clone()).collect(),
+            batch_size: 40,
+            hours: 2.0,
+            timeout: Duration::from_secs(20),
+        }
+    }
+}
+
+impl AwcMetarConfig {
+    /// Upper-cases the station ids and checks every value; the message says which.
+    pub fn validated(mut self) -> Result<Self, String> {
+        let bad = |message: String| Err(message);
+        if let Err(e) = Url::parse(&self.base_url) {
+            return bad(format!("base_url {:?}: {e}", self.base_url));
+        }
+        for s in &mut self.stations {
+            *s = s.trim().to_ascii_uppercase();
+            if !is_station_id(s) {
+                return bad(format!("station {s:?} is not a 4-character ICAO id"));
+            }
+        }
+        if self.stations.is_empty() {
+            return bad("stations is empty".to_string());
+        }
+        if self.batch_size == 0 {
+            return bad("batch_size must be at least 1".to_string());
+        }
+        if !(self.hours.is_finite() && self.hours > 0.0) {
+            return bad(format!("hours must be a positive number, found {}", self.hours));
+        }
+        if self.interval.is_zero() || self.timeout.is_zero() {
+            return bad("interval_secs and timeout_secs must be positive".to_string());
+        }
+        if self.hours * 3600.0 < self.interval.as_secs_f64() {
+            return bad(format!(
+                "hours ({}) reaches back less than one interval ({} s): reports between polls would be missed",
+                self.hours,
+                self.interval.as_secs_f64()
+            ));
+        }
+        Ok(self)
+    }
+}
 
 /// The aviationweather.gov METAR feed.
 #[derive(Debug)]
@@ -82,7 +163,7 @@ impl AwcMetar {
 #[async_trait]
 impl Source for AwcMetar {
     fn name(&self) -> &str {
-        AWC_METAR
+        NAME
     }
 
     fn observed_stations(&self) -> Vec<String> {
@@ -102,7 +183,7 @@ impl Source for AwcMetar {
 #[async_trait]
 impl Archive for AwcMetar {
     fn name(&self) -> &str {
-        AWC_METAR
+        NAME
     }
 
     fn units(&self, from: chrono::NaiveDate, to: chrono::NaiveDate, stations: &[String]) -> Vec<ArchiveUnit> {
@@ -134,10 +215,7 @@ fn tally(outcomes: Vec<Result<Batch, FeedError>>) -> PollReport {
             }
             Ok(Batch::Stored { bytes, stored }) => {
                 report.bytes += bytes;
-                report.read += stored.read;
-                report.accepted += stored.accepted;
-                report.rejected += stored.rejected;
-                report.events += stored.events;
+                report.add_stored(stored);
             }
             Err(e) => report.errors.push(e),
         }

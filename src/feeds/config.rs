@@ -8,12 +8,11 @@
 //! Unknown keys and unknown sources are refused with the list of known ones: a typo must
 //! not silently leave a feed at its default.
 
-use std::time::Duration;
-
 use serde::Deserialize;
 use thiserror::Error;
 
 use super::awc_cache::AwcCacheConfig;
+use super::awc_metar::AwcMetarConfig;
 pub use super::client_config::ClientConfig;
 use super::iem_asos::IemAsosConfig;
 use super::iem_onemin::IemOneminConfig;
@@ -21,16 +20,13 @@ use super::mos::MosConfig;
 use super::nws_hourly::NwsHourlyConfig;
 use super::nws_products::{NwsProductsConfig, ProductKind};
 use super::open_meteo::OpenMeteoConfig;
-use super::seconds::secs;
-use crate::catalog::Catalog;
-use crate::decode::metar::is_station_id;
 
 /// The sources this build can poll, as named in `[sources.NAME]`.
 pub const SOURCES: &[&str] =
     &[AWC_METAR, AWC_CACHE, IEM_ASOS, IEM_ONEMIN, NWS_CLI, NWS_DSM, NWS_HOURLY, OPEN_METEO, MOS];
 
 /// `[sources.awc_metar]`: aviationweather.gov METAR JSON.
-pub const AWC_METAR: &str = "awc_metar";
+pub const AWC_METAR: &str = super::awc_metar::NAME;
 /// `[sources.awc_cache]`: aviationweather.gov's bulk METAR cache file.
 pub const AWC_CACHE: &str = super::awc_cache::NAME;
 /// `[sources.iem_asos]`: IEM ASOS METAR/SPECI/HF-METAR request service.
@@ -95,7 +91,7 @@ impl FeedsConfig {
             match (key.as_str(), value) {
                 (AWC_METAR, v) => {
                     let source: AwcMetarConfig = deserialize(v.clone(), &format!(".{AWC_METAR}"))?;
-                    cfg.awc_metar = Some(source.validated()?);
+                    cfg.awc_metar = Some(source.validated().map_err(|m| invalid(AWC_METAR, m))?);
                 }
                 (AWC_CACHE, v) => {
                     let source: AwcCacheConfig = deserialize(v.clone(), &format!(".{AWC_CACHE}"))?;
@@ -166,85 +162,12 @@ fn deserialize<T: for<'de> Deserialize<'de>>(value: toml::Value, section: &str) 
     T::deserialize(value).map_err(|e| ConfigError::Invalid { section: section.to_string(), message: e.to_string() })
 }
 
-/// `[sources.awc_metar]`: METAR/SPECI from the aviationweather.gov data API,
-/// `GET {base_url}/api/data/metar?ids=A,B&format=json&hours=N`, one request per batch.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct AwcMetarConfig {
-    /// `enabled` (default true): false keeps the table but stops the feed.
-    pub enabled: bool,
-    /// `base_url` (default `https://aviationweather.gov`).
-    pub base_url: String,
-    /// `interval_secs` (default 60): AWC asks for no endpoint to be polled more often than
-    /// once a minute per client.
-    #[serde(rename = "interval_secs", deserialize_with = "secs")]
-    pub interval: Duration,
-    /// `stations` (default: every station of the catalog): ICAO ids.
-    pub stations: Vec<String>,
-    /// `batch_size` (default 40): stations per request. AWC answers at most 400 reports a
-    /// request: 40 stations over 2 hours is about 120, with room for SPECIs.
-    pub batch_size: usize,
-    /// `hours` (default 2): how far back each request reaches. Overlapping windows let a
-    /// poll that failed be caught up by the next; the lake stores each report once.
-    pub hours: f64,
-    /// `timeout_secs` (default 20): one request's limit, connect to last byte.
-    #[serde(rename = "timeout_secs", deserialize_with = "secs")]
-    pub timeout: Duration,
-}
-
-impl Default for AwcMetarConfig {
-    fn default() -> Self {
-        AwcMetarConfig {
-            enabled: true,
-            base_url: "https://aviationweather.gov".to_string(),
-            interval: Duration::from_secs(60),
-            stations: Catalog::global().all().iter().map(|s| s.code.clone()).collect(),
-            batch_size: 40,
-            hours: 2.0,
-            timeout: Duration::from_secs(20),
-        }
-    }
-}
-
-impl AwcMetarConfig {
-    /// Upper-cases the station ids and checks every value.
-    pub fn validated(mut self) -> Result<Self, ConfigError> {
-        let bad = |message: String| Err(ConfigError::Invalid { section: format!(".{AWC_METAR}"), message });
-        if let Err(e) = url::Url::parse(&self.base_url) {
-            return bad(format!("base_url {:?}: {e}", self.base_url));
-        }
-        for s in &mut self.stations {
-            *s = s.trim().to_ascii_uppercase();
-            if !is_station_id(s) {
-                return bad(format!("station {s:?} is not a 4-character ICAO id"));
-            }
-        }
-        if self.stations.is_empty() {
-            return bad("stations is empty".to_string());
-        }
-        if self.batch_size == 0 {
-            return bad("batch_size must be at least 1".to_string());
-        }
-        if !(self.hours.is_finite() && self.hours > 0.0) {
-            return bad(format!("hours must be a positive number, found {}", self.hours));
-        }
-        if self.interval.is_zero() || self.timeout.is_zero() {
-            return bad("interval_secs and timeout_secs must be positive".to_string());
-        }
-        if self.hours * 3600.0 < self.interval.as_secs_f64() {
-            return bad(format!(
-                "hours ({}) reaches back less than one interval ({} s): reports between polls would be missed",
-                self.hours,
-                self.interval.as_secs_f64()
-            ));
-        }
-        Ok(self)
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::catalog::Catalog;
 
     fn table(text: &str) -> toml::Table {
         toml::from_str(text).unwrap()

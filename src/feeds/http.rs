@@ -27,6 +27,8 @@ use url::Url;
 use super::backoff;
 use super::breaker::{Admit, Breaker};
 use super::client_config::ClientConfig;
+use super::lock;
+use crate::error_chain::error_chain;
 
 /// A request that did not yield the resource.
 #[derive(Debug, Error)]
@@ -171,11 +173,6 @@ pub struct HttpClient {
     hosts: Mutex<HashMap<String, Arc<Host>>>,
 }
 
-/// Locks a mutex whose data stays valid even if a holder panicked (plain values).
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 impl HttpClient {
     /// A client with `cfg`'s manners.
     pub fn new(cfg: ClientConfig) -> Result<Self, FetchError> {
@@ -188,7 +185,7 @@ impl HttpClient {
         let client = reqwest::Client::builder()
             .user_agent(&user_agent)
             .build()
-            .map_err(|e| FetchError::Invalid { url: String::new(), reason: chain(&e) })?;
+            .map_err(|e| FetchError::Invalid { url: String::new(), reason: error_chain(&e) })?;
         Ok(HttpClient { client, cfg, user_agent, validators: Mutex::default(), hosts: Mutex::default() })
     }
 
@@ -336,7 +333,7 @@ impl HttpClient {
                     let received = buf.len() as u64;
                     return Err(body_err(match expected {
                         Some(expected) if received < expected => BodyProblem::Truncated { expected, received },
-                        _ => BodyProblem::Read { received, reason: chain(&e) },
+                        _ => BodyProblem::Read { received, reason: error_chain(&e) },
                     }));
                 }
             }
@@ -388,24 +385,12 @@ fn send_error(url: &Url, timeout: Duration, e: reqwest::Error) -> FetchError {
     if e.is_timeout() {
         FetchError::Timeout { url: url_s, timeout }
     } else if e.is_connect() {
-        FetchError::Connect { url: url_s, reason: chain(&e) }
+        FetchError::Connect { url: url_s, reason: error_chain(&e) }
     } else if e.is_builder() {
-        FetchError::Invalid { url: url_s, reason: chain(&e) }
+        FetchError::Invalid { url: url_s, reason: error_chain(&e) }
     } else {
-        FetchError::Transport { url: url_s, reason: chain(&e) }
+        FetchError::Transport { url: url_s, reason: error_chain(&e) }
     }
-}
-
-/// An error with its causes (`reqwest`'s own message is only "error sending request").
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! What the two Iowa Environmental Mesonet request services (`asos.py` for METARs,
 //! `asos1min.py` for one-minute data) share: IEM's station ids, the time window each
 //! request asks for, reading an answer's rows before the decoder does, one request's way
-//! from URL to sink, and the polling of station batches ([`Service`]).
+//! from URL to sink, the polling of station batches ([`Service`]), the checks of the
+//! settings both have ([`Settings::validated`]), and the source and archive both are
+//! ([`Feed`]).
 //!
 //! Both services answer a station list and a `sts`..`ets` window (UTC, end excluded)
 //! with a delimited export: `#DEBUG` comment lines (asos.py's `tdf`), a header naming
@@ -11,16 +13,19 @@
 //! limited per address: the sources ask for a station batch per request and few requests.
 
 use std::collections::HashMap;
+use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::{DateTime, DurationRound, Utc};
 use url::Url;
 
 use super::http::{Fetched, HttpClient};
+use super::lock;
 use super::sink::{FeedSink, Stored};
-use super::source::{ArchiveUnit, FeedError, PollReport};
+use super::source::{Archive, ArchiveUnit, FeedError, PollReport, Source};
 use crate::catalog::Catalog;
 use crate::clock::Clock;
 use crate::decode::metar::is_station_id;
@@ -134,13 +139,13 @@ impl Coverage {
         overlap: chrono::Duration,
     ) -> DateTime<Utc> {
         let floor = now - lookback;
-        let newest = self.newest.lock().unwrap_or_else(|p| p.into_inner());
+        let newest = lock(&self.newest);
         stations.iter().map(|s| newest.get(s).map_or(floor, |t| (*t - overlap).max(floor))).min().unwrap_or(floor)
     }
 
     /// Records rows as stored (call once the sink took them).
     pub fn record(&self, rows: &HashMap<String, DateTime<Utc>>) {
-        let mut newest = self.newest.lock().unwrap_or_else(|p| p.into_inner());
+        let mut newest = lock(&self.newest);
         for (station, t) in rows {
             let e = newest.entry(station.clone()).or_insert(*t);
             *e = (*e).max(*t);
@@ -149,7 +154,7 @@ impl Coverage {
 
     /// The newest stored row of `station`, if any.
     pub fn newest(&self, station: &str) -> Option<DateTime<Utc>> {
-        self.newest.lock().unwrap_or_else(|p| p.into_inner()).get(station).copied()
+        lock(&self.newest).get(station).copied()
     }
 }
 
@@ -252,10 +257,7 @@ pub fn add(report: &mut PollReport, outcome: Result<Outcome, FeedError>) {
         }
         Ok(Outcome::Stored { bytes, stored, .. }) => {
             report.bytes += bytes;
-            report.read += stored.read;
-            report.accepted += stored.accepted;
-            report.rejected += stored.rejected;
-            report.events += stored.events;
+            report.add_stored(stored);
         }
         Err(e) => report.errors.push(e),
     }
@@ -293,15 +295,36 @@ pub fn unit_window(unit: &ArchiveUnit) -> (DateTime<Utc>, DateTime<Utc>) {
     (start, end)
 }
 
-/// What a source's config says about its requests.
+/// What a source's config says about its requests: the keys both IEM sources have.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    pub base_url: String,
+    pub interval: Duration,
     pub stations: Vec<String>,
     pub batch_size: usize,
     pub lookback_hours: f64,
     pub overlap_minutes: f64,
     pub timeout: Duration,
     pub archive_days: u32,
+}
+
+impl Settings {
+    /// Upper-cases the station ids and checks every value; the message says which.
+    pub fn validated(mut self) -> Result<Self, String> {
+        endpoint(&self.base_url, "")?;
+        check_stations(&mut self.stations)?;
+        if self.batch_size == 0 {
+            return Err("batch_size must be at least 1".to_string());
+        }
+        if self.interval.is_zero() || self.timeout.is_zero() {
+            return Err("interval_secs and timeout_secs must be positive".to_string());
+        }
+        check_window(self.lookback_hours, self.overlap_minutes, self.interval)?;
+        if self.archive_days == 0 {
+            return Err("archive_days must be at least 1".to_string());
+        }
+        Ok(self)
+    }
 }
 
 /// One IEM request service as a feed: its endpoint and fixed parameters, the stations in
@@ -325,9 +348,9 @@ impl std::fmt::Debug for Service {
 }
 
 impl Service {
-    /// The service at `{base_url}/{path}`, its bodies handed on as `format`.
+    /// The service at `{base_url}/{path}` (`base_url` of `settings`), its bodies handed on
+    /// as `format`.
     pub fn new(
-        base_url: &str,
         path: &str,
         params: Vec<(&'static str, String)>,
         format: Format,
@@ -335,6 +358,7 @@ impl Service {
         client: Arc<HttpClient>,
         clock: Arc<dyn Clock>,
     ) -> Result<Self, FeedError> {
+        let base_url = &settings.base_url;
         let endpoint =
             endpoint(base_url, path).map_err(|reason| FeedError::Malformed { url: base_url.to_string(), reason })?;
         Ok(Service { client, clock, endpoint, params, format, settings, coverage: Coverage::default() })
@@ -400,6 +424,76 @@ impl Service {
         let mut report = PollReport::default();
         add(&mut report, fetch(&self.client, &url, self.settings.timeout, self.format, sink).await);
         report
+    }
+}
+
+/// Which IEM service a [`Feed`] is.
+pub trait Kind: Send + Sync + 'static {
+    /// The name of its `[sources.NAME]` table.
+    const NAME: &'static str;
+}
+
+/// An IEM service as a [`Source`] and an [`Archive`], named by its kind `K`: `iem_asos`
+/// and `iem_onemin` are this (`IemAsos`, `IemOnemin`), each with its own constructor.
+pub struct Feed<K> {
+    service: Service,
+    kind: PhantomData<K>,
+}
+
+impl<K: Kind> std::fmt::Debug for Feed<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Feed").field("source", &K::NAME).field("service", &self.service).finish()
+    }
+}
+
+impl<K: Kind> Feed<K> {
+    /// The feed of `service`.
+    pub fn of(service: Service) -> Self {
+        Feed { service, kind: PhantomData }
+    }
+
+    /// The request for `stations` over `sts..ets`.
+    pub fn url(&self, stations: &[String], sts: DateTime<Utc>, ets: DateTime<Utc>) -> Url {
+        self.service.url(stations, sts, ets)
+    }
+
+    /// The newest row stored through this feed for `station`.
+    pub fn covered_until(&self, station: &str) -> Option<DateTime<Utc>> {
+        self.service.covered_until(station)
+    }
+}
+
+#[async_trait]
+impl<K: Kind> Source for Feed<K> {
+    fn name(&self) -> &str {
+        K::NAME
+    }
+
+    fn observed_stations(&self) -> Vec<String> {
+        self.service.settings.stations.clone()
+    }
+
+    fn interval(&self) -> Duration {
+        self.service.settings.interval
+    }
+
+    async fn poll(&self, sink: &dyn FeedSink) -> PollReport {
+        self.service.poll(sink).await
+    }
+}
+
+#[async_trait]
+impl<K: Kind> Archive for Feed<K> {
+    fn name(&self) -> &str {
+        K::NAME
+    }
+
+    fn units(&self, from: chrono::NaiveDate, to: chrono::NaiveDate, stations: &[String]) -> Vec<ArchiveUnit> {
+        self.service.units(from, to, stations)
+    }
+
+    async fn fetch(&self, unit: &ArchiveUnit, sink: &dyn FeedSink) -> PollReport {
+        self.service.fetch_unit(unit, sink).await
     }
 }
 

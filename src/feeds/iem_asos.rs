@@ -9,22 +9,19 @@
 //! request in flight). Each window starts at the batch's newest stored report less
 //! `overlap_minutes` (late reports), at most `lookback_hours` back ([`iem::Coverage`]), so a
 //! poll that failed, or a source down for hours, is caught up, and the lake's natural
-//! keys store the overlap's reports once. [`Archive`]: IEM keeps decades; a backfill
-//! unit is one station's run of `archive_days` UTC days.
+//! keys store the overlap's reports once. As an archive, IEM keeps decades; a backfill
+//! unit is one station's run of `archive_days` UTC days. The source and the archive are
+//! those of [`iem::Feed`], shared with `iem_onemin`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use chrono::{DateTime, NaiveDate, Utc};
 use serde::Deserialize;
-use url::Url;
 
 use super::http::HttpClient;
 use super::iem::{self, Service, Settings};
 use super::seconds::secs;
-use super::sink::FeedSink;
-use super::source::{Archive, ArchiveUnit, FeedError, PollReport, Source};
+use super::source::FeedError;
 use crate::clock::{Clock, SystemClock};
 use crate::ingest::Format;
 
@@ -88,30 +85,37 @@ impl Default for IemAsosConfig {
 impl IemAsosConfig {
     /// Upper-cases the station ids and checks every value; the message says which.
     pub fn validated(mut self) -> Result<Self, String> {
-        iem::endpoint(&self.base_url, "")?;
-        iem::check_stations(&mut self.stations)?;
-        if self.batch_size == 0 {
-            return Err("batch_size must be at least 1".to_string());
-        }
-        if self.interval.is_zero() || self.timeout.is_zero() {
-            return Err("interval_secs and timeout_secs must be positive".to_string());
-        }
-        iem::check_window(self.lookback_hours, self.overlap_minutes, self.interval)?;
+        self.stations = self.settings().validated()?.stations;
         if self.report_types.is_empty() || self.report_types.iter().any(|t| !REPORT_TYPES.contains(t)) {
             return Err(format!("report_types must be some of {REPORT_TYPES:?}, found {:?}", self.report_types));
         }
-        if self.archive_days == 0 {
-            return Err("archive_days must be at least 1".to_string());
-        }
         Ok(self)
+    }
+
+    /// The keys both IEM sources have.
+    fn settings(&self) -> Settings {
+        Settings {
+            base_url: self.base_url.clone(),
+            interval: self.interval,
+            stations: self.stations.clone(),
+            batch_size: self.batch_size,
+            lookback_hours: self.lookback_hours,
+            overlap_minutes: self.overlap_minutes,
+            timeout: self.timeout,
+            archive_days: self.archive_days,
+        }
     }
 }
 
-/// The IEM ASOS feed.
+/// The IEM ASOS feed: an [`iem::Feed`] of the `asos.py` service.
+pub type IemAsos = iem::Feed<Asos>;
+
+/// The `asos.py` service, as the kind of an [`iem::Feed`].
 #[derive(Debug)]
-pub struct IemAsos {
-    cfg: IemAsosConfig,
-    service: Service,
+pub struct Asos;
+
+impl iem::Kind for Asos {
+    const NAME: &'static str = NAME;
 }
 
 impl IemAsos {
@@ -128,61 +132,8 @@ impl IemAsos {
             [("tz", "UTC"), ("format", "tdf"), ("latlon", "no"), ("elev", "no"), ("missing", "M")]
                 .map(|(k, v)| (k, v.to_string())),
         );
-        let settings = Settings {
-            stations: cfg.stations.clone(),
-            batch_size: cfg.batch_size,
-            lookback_hours: cfg.lookback_hours,
-            overlap_minutes: cfg.overlap_minutes,
-            timeout: cfg.timeout,
-            archive_days: cfg.archive_days,
-        };
-        let service =
-            Service::new(&cfg.base_url, "cgi-bin/request/asos.py", params, Format::Metar, settings, client, clock)?;
-        Ok(IemAsos { cfg, service })
-    }
-
-    /// The request for `stations` over `sts..ets`.
-    pub fn url(&self, stations: &[String], sts: DateTime<Utc>, ets: DateTime<Utc>) -> Url {
-        self.service.url(stations, sts, ets)
-    }
-
-    /// The newest report stored through this feed for `station`.
-    pub fn covered_until(&self, station: &str) -> Option<DateTime<Utc>> {
-        self.service.covered_until(station)
-    }
-}
-
-#[async_trait]
-impl Source for IemAsos {
-    fn name(&self) -> &str {
-        NAME
-    }
-
-    fn observed_stations(&self) -> Vec<String> {
-        self.cfg.stations.clone()
-    }
-
-    fn interval(&self) -> Duration {
-        self.cfg.interval
-    }
-
-    async fn poll(&self, sink: &dyn FeedSink) -> PollReport {
-        self.service.poll(sink).await
-    }
-}
-
-#[async_trait]
-impl Archive for IemAsos {
-    fn name(&self) -> &str {
-        NAME
-    }
-
-    fn units(&self, from: NaiveDate, to: NaiveDate, stations: &[String]) -> Vec<ArchiveUnit> {
-        self.service.units(from, to, stations)
-    }
-
-    async fn fetch(&self, unit: &ArchiveUnit, sink: &dyn FeedSink) -> PollReport {
-        self.service.fetch_unit(unit, sink).await
+        let service = Service::new("cgi-bin/request/asos.py", params, Format::Metar, cfg.settings(), client, clock)?;
+        Ok(iem::Feed::of(service))
     }
 }
 

@@ -11,22 +11,19 @@
 //! ([`iem::Coverage`]): a poll asks again only from where the data stopped, and a day that
 //! arrives late is fetched when it is there. asos1min.py refuses a request naming an id it
 //! does not know (the whole batch fails, saying which); ids are sent without the K of
-//! contiguous-US stations, as IEM names them. [`Archive`]: a unit is one station's run of
-//! `archive_days` UTC days.
+//! contiguous-US stations, as IEM names them. As an archive, a unit is one station's run
+//! of `archive_days` UTC days. The source and the archive are those of [`iem::Feed`],
+//! shared with `iem_asos`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use chrono::{DateTime, NaiveDate, Utc};
 use serde::Deserialize;
-use url::Url;
 
 use super::http::HttpClient;
 use super::iem::{self, Service, Settings};
 use super::seconds::secs;
-use super::sink::FeedSink;
-use super::source::{Archive, ArchiveUnit, FeedError, PollReport, Source};
+use super::source::FeedError;
 use crate::clock::{Clock, SystemClock};
 use crate::ingest::Format;
 
@@ -83,27 +80,34 @@ impl Default for IemOneminConfig {
 impl IemOneminConfig {
     /// Upper-cases the station ids and checks every value; the message says which.
     pub fn validated(mut self) -> Result<Self, String> {
-        iem::endpoint(&self.base_url, "")?;
-        iem::check_stations(&mut self.stations)?;
-        if self.batch_size == 0 {
-            return Err("batch_size must be at least 1".to_string());
-        }
-        if self.interval.is_zero() || self.timeout.is_zero() {
-            return Err("interval_secs and timeout_secs must be positive".to_string());
-        }
-        iem::check_window(self.lookback_hours, self.overlap_minutes, self.interval)?;
-        if self.archive_days == 0 {
-            return Err("archive_days must be at least 1".to_string());
-        }
+        self.stations = self.settings().validated()?.stations;
         Ok(self)
+    }
+
+    /// The keys both IEM sources have.
+    fn settings(&self) -> Settings {
+        Settings {
+            base_url: self.base_url.clone(),
+            interval: self.interval,
+            stations: self.stations.clone(),
+            batch_size: self.batch_size,
+            lookback_hours: self.lookback_hours,
+            overlap_minutes: self.overlap_minutes,
+            timeout: self.timeout,
+            archive_days: self.archive_days,
+        }
     }
 }
 
-/// The IEM one-minute feed.
+/// The IEM one-minute feed: an [`iem::Feed`] of the `asos1min.py` service.
+pub type IemOnemin = iem::Feed<Onemin>;
+
+/// The `asos1min.py` service, as the kind of an [`iem::Feed`].
 #[derive(Debug)]
-pub struct IemOnemin {
-    cfg: IemOneminConfig,
-    service: Service,
+pub struct Onemin;
+
+impl iem::Kind for Onemin {
+    const NAME: &'static str = NAME;
 }
 
 impl IemOnemin {
@@ -124,68 +128,9 @@ impl IemOnemin {
         ]
         .map(|(k, v)| (k, v.to_string()))
         .to_vec();
-        let settings = Settings {
-            stations: cfg.stations.clone(),
-            batch_size: cfg.batch_size,
-            lookback_hours: cfg.lookback_hours,
-            overlap_minutes: cfg.overlap_minutes,
-            timeout: cfg.timeout,
-            archive_days: cfg.archive_days,
-        };
-        let service = Service::new(
-            &cfg.base_url,
-            "cgi-bin/request/asos1min.py",
-            params,
-            Format::Onemin,
-            settings,
-            client,
-            clock,
-        )?;
-        Ok(IemOnemin { cfg, service })
-    }
-
-    /// The request for `stations` over `sts..ets`.
-    pub fn url(&self, stations: &[String], sts: DateTime<Utc>, ets: DateTime<Utc>) -> Url {
-        self.service.url(stations, sts, ets)
-    }
-
-    /// The newest minute stored through this feed for `station`.
-    pub fn covered_until(&self, station: &str) -> Option<DateTime<Utc>> {
-        self.service.covered_until(station)
-    }
-}
-
-#[async_trait]
-impl Source for IemOnemin {
-    fn name(&self) -> &str {
-        NAME
-    }
-
-    fn observed_stations(&self) -> Vec<String> {
-        self.cfg.stations.clone()
-    }
-
-    fn interval(&self) -> Duration {
-        self.cfg.interval
-    }
-
-    async fn poll(&self, sink: &dyn FeedSink) -> PollReport {
-        self.service.poll(sink).await
-    }
-}
-
-#[async_trait]
-impl Archive for IemOnemin {
-    fn name(&self) -> &str {
-        NAME
-    }
-
-    fn units(&self, from: NaiveDate, to: NaiveDate, stations: &[String]) -> Vec<ArchiveUnit> {
-        self.service.units(from, to, stations)
-    }
-
-    async fn fetch(&self, unit: &ArchiveUnit, sink: &dyn FeedSink) -> PollReport {
-        self.service.fetch_unit(unit, sink).await
+        let service =
+            Service::new("cgi-bin/request/asos1min.py", params, Format::Onemin, cfg.settings(), client, clock)?;
+        Ok(iem::Feed::of(service))
     }
 }
 

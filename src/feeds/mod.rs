@@ -15,9 +15,10 @@
 //! `iem_asos` (IEM METAR/SPECI/HF-METAR) and `iem_onemin` (IEM one-minute ASOS), `nws_cli`,
 //! `nws_dsm` and `nws_hourly` (api.weather.gov climate reports, daily summaries, hourly
 //! forecasts), `open_meteo` (model runs from Open-Meteo's single-runs API), `mos` (MOS and
-//! NBM text bulletins). What a source must remember across restarts is in its
-//! [`state_file`]. The client's settings ([`client_config`]) and the seconds format
-//! ([`seconds`]) are leaves, so `config` may name every source without a cycle.
+//! NBM text bulletins); the two model feeds keep their runs in a [`run_tracker`]. What a
+//! source must remember across restarts is in its [`state_file`]. The client's settings
+//! ([`client_config`]) and the seconds format ([`seconds`]) are leaves, so `config` may
+//! name every source without a cycle.
 
 pub mod awc_cache;
 pub mod awc_metar;
@@ -34,6 +35,7 @@ pub mod mos;
 pub mod nws_hourly;
 pub mod nws_products;
 pub mod open_meteo;
+pub mod run_tracker;
 pub mod runner;
 pub mod seconds;
 pub mod sink;
@@ -45,3 +47,9 @@ pub use config::FeedsConfig;
 pub use runner::{Feeds, SourceStatus};
 pub use sink::{FeedSink, RecordingSink, Stored};
 pub use source::{Archive, ArchiveUnit, PollReport, Source};
+
+/// Locks a mutex whose data stays valid even if a holder panicked (plain values): the
+/// feeds' memories (runs, seen products, validators) are never left half-written.
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -18,16 +18,17 @@
 //! mirror behind) has not published the asked cycle, and nothing is stored.
 //!
 //! A cycle asked for and not stored (not published yet, or the request failed) is asked
-//! again after a growing wait ([`Patience`]: the poll interval, doubling up to an hour),
-//! so a bulletin that never appears costs about a dozen requests over the 12-hour
-//! lookback, not one per poll. A cycle whose requests failed [`MAX_ATTEMPTS`] times is given up; one
-//! the source answers with another cycle is asked for until it leaves the lookback.
+//! again after a growing wait (the poll interval, doubling up to an hour), so a bulletin
+//! that never appears costs about a dozen requests over the 12-hour lookback, not one per
+//! poll. A cycle whose requests failed [`MAX_ATTEMPTS`] times is given up; one the source
+//! answers with another cycle is asked for until it leaves the lookback. What the feed
+//! remembers of cycles is a [`RunTracker`], forgotten as they leave the lookback.
 //!
 //! The NBS file holds every NBM station (tens of megabytes, above the client's default
 //! `max_body_bytes`): it is not among the default products; enabling it needs
 //! `[sources] max_body_bytes` raised (64 MiB is enough).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -37,8 +38,9 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use url::Url;
 
-use super::backoff::Patience;
 use super::http::{Fetched, HttpClient};
+use super::lock;
+use super::run_tracker::RunTracker;
 use super::seconds::secs;
 use super::sink::FeedSink;
 use super::source::{FeedError, PollReport, Source};
@@ -196,16 +198,6 @@ struct Fetching {
     delay_min: u32,
 }
 
-#[derive(Debug)]
-struct Runs {
-    /// (model, run) done.
-    done: HashSet<(&'static str, DateTime<Utc>)>,
-    seeded: HashSet<&'static str>,
-    failures: HashMap<(&'static str, DateTime<Utc>), u32>,
-    /// When to ask again for a (model, run) asked for and not stored.
-    patience: Patience<(&'static str, DateTime<Utc>)>,
-}
-
 /// The MOS/NBM bulletin feed.
 pub struct Mos {
     cfg: MosConfig,
@@ -213,7 +205,8 @@ pub struct Mos {
     clock: Arc<dyn Clock>,
     products: Vec<Fetching>,
     stations: HashSet<String>,
-    runs: Mutex<Runs>,
+    /// What is known of the runs, a bulletin stored whole.
+    runs: Mutex<RunTracker<()>>,
 }
 
 impl std::fmt::Debug for Mos {
@@ -244,30 +237,17 @@ impl Mos {
             })
             .collect::<Result<Vec<_>, FeedError>>()?;
         let stations = cfg.stations.iter().cloned().collect();
-        let runs = Runs {
-            done: HashSet::new(),
-            seeded: HashSet::new(),
-            failures: HashMap::new(),
-            patience: Patience::new(cfg.interval),
-        };
-        Ok(Mos { cfg, client, clock, products, stations, runs: Mutex::new(runs) })
-    }
-
-    fn runs(&self) -> std::sync::MutexGuard<'_, Runs> {
-        self.runs.lock().unwrap_or_else(|p| p.into_inner())
+        let runs = Mutex::new(RunTracker::new(cfg.interval, MAX_ATTEMPTS));
+        Ok(Mos { cfg, client, clock, products, stations, runs })
     }
 
     async fn poll_product(&self, f: &Fetching, sink: &dyn FeedSink, report: &mut PollReport) {
         let model = f.spec.name;
         let now = self.clock.now();
         let since = now - chrono::Duration::seconds((self.cfg.lookback_hours * 3600.0) as i64);
-        if !self.runs().seeded.contains(model) {
+        if !lock(&self.runs).is_seeded(model) {
             match sink.stored_runs(model, since).await {
-                Ok(stored) => {
-                    let mut runs = self.runs();
-                    runs.done.extend(stored.into_iter().map(|(_, run)| (model, run)));
-                    runs.seeded.insert(model);
-                }
+                Ok(stored) => lock(&self.runs).seed(model, stored.into_iter().map(|(_, run)| ((), run))),
                 Err(e) => {
                     report.errors.push(e.into());
                     return;
@@ -275,15 +255,10 @@ impl Mos {
             }
         }
         let due: Vec<DateTime<Utc>> = {
-            let mut runs = self.runs();
-            runs.patience.retain(|(m, r)| *m != model || *r > since);
-            runs.failures.retain(|(m, r), _| *m != model || *r > since);
-            models::published_runs(f.spec, f.delay_min, since, now)
-                .into_iter()
-                .filter(|r| !runs.done.contains(&(model, *r)))
-                .filter(|r| runs.failures.get(&(model, *r)).copied().unwrap_or(0) < MAX_ATTEMPTS)
-                .filter(|r| runs.patience.due(&(model, *r), now))
-                .collect()
+            let mut runs = lock(&self.runs);
+            let published = models::published_runs(f.spec, f.delay_min, since, now);
+            let due = runs.due_runs(model, since, published, now);
+            due.into_iter().filter(|r| !runs.is_done(model, (), *r)).collect()
         };
         for run in due {
             report.requests += 1;
@@ -310,30 +285,22 @@ impl Mos {
                 }
                 Ok(Cycle::Stored { bytes, stored }) => {
                     report.bytes += bytes;
-                    report.read += stored.read;
-                    report.accepted += stored.accepted;
-                    report.rejected += stored.rejected;
-                    report.events += stored.events;
+                    report.add_stored(stored);
                     true
                 }
                 Err(e) => {
                     report.errors.push(e);
-                    let mut runs = self.runs();
-                    let n = runs.failures.entry((model, run)).or_default();
-                    *n += 1;
-                    if *n == MAX_ATTEMPTS {
+                    if lock(&self.runs).failed(model, run) {
                         tracing::warn!(product = f.product.code, %run, "bulletin still missing; giving it up");
                     }
                     false
                 }
             };
-            let mut runs = self.runs();
+            let mut runs = lock(&self.runs);
             if stored {
-                runs.done.insert((model, run));
-                runs.patience.found(&(model, run));
-            } else {
-                runs.patience.missed((model, run), now);
+                runs.stored(model, (), run);
             }
+            runs.asked(model, run, now, stored);
         }
     }
 

@@ -24,6 +24,7 @@ use serde_json::Value;
 use url::Url;
 
 use super::http::{FetchError, Fetched, HttpClient};
+use super::lock;
 use super::nws_products::us_stations;
 use super::seconds::secs;
 use super::sink::FeedSink;
@@ -116,10 +117,6 @@ pub struct NwsHourly {
     base: Url,
     memory: Mutex<Memory>,
     file: StateFile,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl NwsHourly {
@@ -218,10 +215,7 @@ impl NwsHourly {
         }
         let opts = IngestOptions { station: Some(station.to_string()), ..IngestOptions::default() };
         let stored = sink.ingest(Format::NwsHourly, opts, body.bytes).await?;
-        report.read += stored.read;
-        report.accepted += stored.accepted;
-        report.rejected += stored.rejected;
-        report.events += stored.events;
+        report.add_stored(stored);
         {
             let mut memory = lock(&self.memory);
             memory.update_times.insert(station.to_string(), version);
@@ -290,15 +284,7 @@ impl Source for NwsHourly {
         let parts = futures::future::join_all(self.cfg.stations.iter().map(|s| self.poll_station(s, sink))).await;
         let mut report = PollReport::default();
         for p in parts {
-            report.requests += p.requests;
-            report.not_modified += p.not_modified;
-            report.empty += p.empty;
-            report.bytes += p.bytes;
-            report.read += p.read;
-            report.accepted += p.accepted;
-            report.rejected += p.rejected;
-            report.events += p.events;
-            report.errors.extend(p.errors);
+            report += p;
         }
         report
     }

@@ -38,6 +38,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::http::{Fetched, HttpClient};
+use super::lock;
 use super::seconds::secs;
 use super::sink::{FeedSink, SinkError, Stored};
 use super::source::{Archive, ArchiveUnit, FeedError, PollReport, Source};
@@ -246,11 +247,6 @@ impl std::fmt::Debug for NwsProducts {
     }
 }
 
-/// Locks a mutex whose data stays valid even if a holder panicked (plain values).
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 impl NwsProducts {
     /// The feed for a validated `cfg`, its memory kept under `state_dir` (if any).
     pub fn new(
@@ -364,7 +360,7 @@ impl NwsProducts {
             match self.fetch_product(&listed.id, sink).await {
                 Ok((bytes, stored)) => {
                     report.bytes += bytes;
-                    add_stored(&mut report, stored);
+                    report.add_stored(stored);
                     self.mark_seen(&loc.id, &listed.id);
                 }
                 // A product that can never decode is not fetched again either.
@@ -448,24 +444,6 @@ fn directory(mut url: Url) -> Url {
     url
 }
 
-/// Adds what the sink stored to a report.
-fn add_stored(report: &mut PollReport, stored: Stored) {
-    report.read += stored.read;
-    report.accepted += stored.accepted;
-    report.rejected += stored.rejected;
-    report.events += stored.events;
-}
-
-/// Adds one location's report to the poll's.
-fn merge(into: &mut PollReport, part: PollReport) {
-    into.requests += part.requests;
-    into.not_modified += part.not_modified;
-    into.empty += part.empty;
-    into.bytes += part.bytes;
-    add_stored(into, Stored { read: part.read, accepted: part.accepted, rejected: part.rejected, events: part.events });
-    into.errors.extend(part.errors);
-}
-
 /// A list read at `last` is due again at `now` after `interval` while the station's
 /// local clock is in a busy window, else after `quiet`. Polls start on the runner's
 /// rhythm of `interval`, so half an interval of slack keeps a due list from slipping to
@@ -501,7 +479,7 @@ impl Source for NwsProducts {
         let parts = futures::future::join_all(due.into_iter().map(|l| self.poll_location(l, now, sink))).await;
         let mut report = PollReport::default();
         for part in parts {
-            merge(&mut report, part);
+            report += part;
         }
         report
     }
@@ -567,7 +545,7 @@ impl Archive for NwsProducts {
             ProductKind::Cli => IngestOptions::default(),
         };
         match sink.ingest(self.kind.format(), opts, body.bytes).await {
-            Ok(stored) => add_stored(&mut report, stored),
+            Ok(stored) => report.add_stored(stored),
             Err(e) => report.errors.push(e.into()),
         }
         report

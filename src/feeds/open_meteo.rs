@@ -9,10 +9,11 @@
 //! JSON does not carry it). Stored runs are read back from the sink once per model and
 //! process (the lake, in `serve`), then remembered, so a restart does not fetch them again.
 //! A run asked for that stored nothing (the API does not have it yet: it answers an error,
-//! or no temperatures) is asked again after a growing wait ([`Patience`]: the poll
-//! interval, doubling up to an hour), reset once a batch of it is stored; a run whose
-//! requests failed in [`MAX_ATTEMPTS`] polls is given up (at a 5-minute interval, 2 h 15
-//! after the first ask).
+//! or no temperatures) is asked again after a growing wait (the poll interval, doubling up
+//! to an hour), reset once a batch of it is stored; a run whose requests failed in
+//! [`MAX_ATTEMPTS`] polls is given up (at a 5-minute interval, 2 h 15 after the first
+//! ask). What the feed remembers of runs is a [`RunTracker`], forgotten as they leave the
+//! lookback.
 //! Stations go in batches, several coordinates per request (the answer is then an array,
 //! one object per location, in the order asked).
 //!
@@ -24,7 +25,6 @@
 //! feed adds the model id (`temperature_2m_gfs_global`), the multi-model form the decoder
 //! attributes, so the body stays the real response otherwise.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -35,8 +35,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use url::Url;
 
-use super::backoff::Patience;
 use super::http::{Fetched, HttpClient};
+use super::lock;
+use super::run_tracker::RunTracker;
 use super::seconds::secs;
 use super::sink::FeedSink;
 use super::source::{Archive, ArchiveUnit, FeedError, PollReport, Source};
@@ -157,19 +158,6 @@ struct Model {
     delay_min: u32,
 }
 
-/// What the feed remembers about runs, per (model, run time).
-#[derive(Debug)]
-struct Runs {
-    /// (model, station, run) stored.
-    done: HashSet<(&'static str, String, DateTime<Utc>)>,
-    /// Models whose stored runs were read from the sink.
-    seeded: HashSet<&'static str>,
-    /// Failed polls per (model, run).
-    failures: HashMap<(&'static str, DateTime<Utc>), u32>,
-    /// When to ask again for a (model, run) whose last poll stored nothing.
-    patience: Patience<(&'static str, DateTime<Utc>)>,
-}
-
 /// The Open-Meteo model feed.
 pub struct OpenMeteo {
     cfg: OpenMeteoConfig,
@@ -177,7 +165,8 @@ pub struct OpenMeteo {
     clock: Arc<dyn Clock>,
     stations: Vec<&'static Station>,
     models: Vec<Model>,
-    runs: Mutex<Runs>,
+    /// What is known of the runs, stored ones per station.
+    runs: Mutex<RunTracker<String>>,
 }
 
 impl std::fmt::Debug for OpenMeteo {
@@ -218,17 +207,8 @@ impl OpenMeteo {
                 Ok(Model { spec, id, delay_min: a.delay_min })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let runs = Runs {
-            done: HashSet::new(),
-            seeded: HashSet::new(),
-            failures: HashMap::new(),
-            patience: Patience::new(cfg.interval),
-        };
-        Ok(OpenMeteo { cfg, client, clock, stations, models, runs: Mutex::new(runs) })
-    }
-
-    fn runs(&self) -> std::sync::MutexGuard<'_, Runs> {
-        self.runs.lock().unwrap_or_else(|p| p.into_inner())
+        let runs = Mutex::new(RunTracker::new(cfg.interval, MAX_ATTEMPTS));
+        Ok(OpenMeteo { cfg, client, clock, stations, models, runs })
     }
 
     /// The configured models `station` gets: those whose domain covers it
@@ -244,13 +224,11 @@ impl OpenMeteo {
 
     /// Reads `model`'s stored runs from the sink, once per process.
     async fn seed(&self, model: &Model, since: DateTime<Utc>, sink: &dyn FeedSink) -> Result<(), FeedError> {
-        if self.runs().seeded.contains(model.spec.name) {
+        if lock(&self.runs).is_seeded(model.spec.name) {
             return Ok(());
         }
         let stored = sink.stored_runs(model.spec.name, since).await?;
-        let mut runs = self.runs();
-        runs.done.extend(stored.into_iter().map(|(station, run)| (model.spec.name, station, run)));
-        runs.seeded.insert(model.spec.name);
+        lock(&self.runs).seed(model.spec.name, stored);
         Ok(())
     }
 
@@ -263,19 +241,13 @@ impl OpenMeteo {
     ) -> Vec<(DateTime<Utc>, Vec<&'static Station>)> {
         let stations = self.stations_for(model);
         let name = model.spec.name;
-        let mut runs = self.runs();
-        runs.patience.retain(|(m, r)| *m != name || *r > since);
-        runs.failures.retain(|(m, r), _| *m != name || *r > since);
-        models::published_runs(model.spec, model.delay_min, since, now)
+        let mut runs = lock(&self.runs);
+        let published = models::published_runs(model.spec, model.delay_min, since, now);
+        runs.due_runs(name, since, published, now)
             .into_iter()
-            .filter(|run| runs.failures.get(&(name, *run)).copied().unwrap_or(0) < MAX_ATTEMPTS)
-            .filter(|run| runs.patience.due(&(name, *run), now))
             .map(|run| {
-                let missing = stations
-                    .iter()
-                    .copied()
-                    .filter(|s| !runs.done.contains(&(model.spec.name, s.code.clone(), run)))
-                    .collect::<Vec<_>>();
+                let missing =
+                    stations.iter().copied().filter(|s| !runs.is_done(name, s.code.clone(), run)).collect::<Vec<_>>();
                 (run, missing)
             })
             .filter(|(_, missing)| !missing.is_empty())
@@ -312,7 +284,7 @@ impl OpenMeteo {
                             report.empty += 1;
                         }
                         stored_any |= stored.accepted > 0;
-                        add(report, stored);
+                        report.add_stored(stored);
                     }
                     Err(e) => {
                         failed = true;
@@ -320,18 +292,11 @@ impl OpenMeteo {
                     }
                 }
             }
-            let mut runs = self.runs();
-            if stored_any {
-                runs.patience.found(&(model.spec.name, run));
-            } else {
-                runs.patience.missed((model.spec.name, run), now);
-            }
-            if failed {
-                let n = runs.failures.entry((model.spec.name, run)).or_default();
-                *n += 1;
-                if *n == MAX_ATTEMPTS {
-                    tracing::warn!(model = model.spec.name, %run, attempts = *n, "run still missing; giving it up");
-                }
+            let mut runs = lock(&self.runs);
+            runs.asked(model.spec.name, run, now, stored_any);
+            if failed && runs.failed(model.spec.name, run) {
+                let model = model.spec.name;
+                tracing::warn!(model, %run, attempts = MAX_ATTEMPTS, "run still missing; giving it up");
             }
         }
     }
@@ -359,12 +324,9 @@ impl OpenMeteo {
             let opts = IngestOptions { station: Some(station.code.clone()), run_time: run, ..IngestOptions::default() };
             match sink.ingest(Format::OpenMeteo, opts, part).await {
                 Ok(stored) => {
-                    total.read += stored.read;
-                    total.accepted += stored.accepted;
-                    total.rejected += stored.rejected;
-                    total.events += stored.events;
+                    total += stored;
                     if let Some(run) = run.filter(|_| stored.accepted > 0) {
-                        self.runs().done.insert((model.spec.name, station.code.clone(), run));
+                        lock(&self.runs).stored(model.spec.name, station.code.clone(), run);
                     }
                 }
                 Err(e) => {
@@ -384,13 +346,6 @@ impl OpenMeteo {
             }
         }
     }
-}
-
-fn add(report: &mut PollReport, stored: super::sink::Stored) {
-    report.read += stored.read;
-    report.accepted += stored.accepted;
-    report.rejected += stored.rejected;
-    report.events += stored.events;
 }
 
 #[async_trait]
@@ -414,15 +369,7 @@ impl Source for OpenMeteo {
         .await;
         let mut report = PollReport::default();
         for r in reports {
-            report.requests += r.requests;
-            report.not_modified += r.not_modified;
-            report.empty += r.empty;
-            report.bytes += r.bytes;
-            report.read += r.read;
-            report.accepted += r.accepted;
-            report.rejected += r.rejected;
-            report.events += r.events;
-            report.errors.extend(r.errors);
+            report += r;
         }
         report
     }
@@ -490,7 +437,7 @@ impl Archive for OpenMeteo {
             Ok(Outcome::NotModified) => report.not_modified += 1,
             Ok(Outcome::Stored { bytes, stored }) => {
                 report.bytes += bytes;
-                add(&mut report, stored);
+                report.add_stored(stored);
             }
             Err(e) => report.errors.push(e),
         }
@@ -603,6 +550,8 @@ fn kind(v: &Value) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
     use crate::decode::open_meteo::decode_open_meteo;
 

@@ -21,6 +21,7 @@ use super::config::{FeedsConfig, SOURCES};
 use super::http::HttpClient;
 use super::iem_asos::IemAsos;
 use super::iem_onemin::IemOnemin;
+use super::lock;
 use super::mos::Mos;
 use super::nws_hourly::NwsHourly;
 use super::nws_products::{NwsProducts, ProductKind};
@@ -233,7 +234,7 @@ impl Feeds {
     }
 
     fn status_lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, SourceStatus>> {
-        self.status.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.status)
     }
 
     /// Polls every source once, together (`feeds run --once`).

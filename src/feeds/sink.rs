@@ -13,6 +13,7 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use thiserror::Error;
 
+use super::lock;
 use crate::ingest::{Format, IngestOptions};
 use crate::write::{LiveError, LiveService};
 
@@ -28,6 +29,16 @@ pub struct Stored {
     pub rejected: usize,
     /// Stream events (new high / new low) the body caused.
     pub events: usize,
+}
+
+/// Sums what the sink did with several bodies.
+impl std::ops::AddAssign for Stored {
+    fn add_assign(&mut self, other: Stored) {
+        self.read += other.read;
+        self.accepted += other.accepted;
+        self.rejected += other.rejected;
+        self.events += other.events;
+    }
 }
 
 /// A body the sink did not take.
@@ -148,7 +159,7 @@ impl RecordingSink {
 
     /// Every body taken so far, in order.
     pub fn taken(&self) -> Vec<Recorded> {
-        self.taken.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        lock(&self.taken).clone()
     }
 
     /// Records accepted over all bodies.
@@ -167,15 +178,15 @@ impl FeedSink for RecordingSink {
         let stored =
             Stored { read: decoded.read, accepted: decoded.records.len(), rejected: decoded.errors.len(), events: 0 };
         if let crate::ingest::Records::Forecasts(rows) = &decoded.records {
-            let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+            let mut runs = lock(&self.runs);
             runs.extend(rows.iter().map(|r| (r.model.to_string(), r.location_name.to_string(), r.run_time)));
         }
-        self.taken.lock().unwrap_or_else(|p| p.into_inner()).push(Recorded { format, opts, body, stored });
+        lock(&self.taken).push(Recorded { format, opts, body, stored });
         Ok(stored)
     }
 
     async fn stored_runs(&self, model: &str, since: DateTime<Utc>) -> Result<Vec<(String, DateTime<Utc>)>, SinkError> {
-        let runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        let runs = lock(&self.runs);
         Ok(runs.iter().filter(|(m, _, t)| m == model && *t >= since).map(|(_, l, t)| (l.clone(), *t)).collect())
     }
 }

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use thiserror::Error;
 
 use super::http::FetchError;
-use super::sink::{FeedSink, SinkError};
+use super::sink::{FeedSink, SinkError, Stored};
 
 /// Why one request of a poll stored nothing.
 #[derive(Debug, Error)]
@@ -53,6 +53,15 @@ pub struct PollReport {
 }
 
 impl PollReport {
+    /// Adds what the sink did with one body.
+    pub fn add_stored(&mut self, stored: Stored) {
+        let Stored { read, accepted, rejected, events } = stored;
+        self.read += read;
+        self.accepted += accepted;
+        self.rejected += rejected;
+        self.events += events;
+    }
+
     /// True when no request failed.
     pub fn is_ok(&self) -> bool {
         self.errors.is_empty()
@@ -68,6 +77,19 @@ impl PollReport {
             s.push_str(&format!("; {} failed, first: {e}", self.errors.len()));
         }
         s
+    }
+}
+
+/// Sums the reports of a poll's parts (models, stations, locations) into the poll's.
+impl std::ops::AddAssign for PollReport {
+    fn add_assign(&mut self, part: PollReport) {
+        let PollReport { requests, not_modified, empty, bytes, read, accepted, rejected, events, errors } = part;
+        self.requests += requests;
+        self.not_modified += not_modified;
+        self.empty += empty;
+        self.bytes += bytes;
+        self.add_stored(Stored { read, accepted, rejected, events });
+        self.errors.extend(errors);
     }
 }
 
@@ -118,4 +140,30 @@ pub trait Archive: Send + Sync {
     fn units(&self, from: chrono::NaiveDate, to: chrono::NaiveDate, stations: &[String]) -> Vec<ArchiveUnit>;
     /// Fetches one unit and hands it to `sink`; failures are in the report.
     async fn fetch(&self, unit: &ArchiveUnit, sink: &dyn FeedSink) -> PollReport;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_sum_field_by_field_with_their_errors() {
+        let mut poll = PollReport { requests: 1, bytes: 10, ..PollReport::default() };
+        poll.add_stored(Stored { read: 3, accepted: 2, rejected: 1, events: 1 });
+        let part = PollReport {
+            requests: 2,
+            not_modified: 1,
+            empty: 1,
+            bytes: 5,
+            read: 4,
+            accepted: 4,
+            rejected: 0,
+            events: 2,
+            errors: vec![FeedError::Malformed { url: "u".into(), reason: "r".into() }],
+        };
+        poll += part;
+        assert_eq!((poll.requests, poll.not_modified, poll.empty, poll.bytes), (3, 1, 1, 15), "{poll:?}");
+        assert_eq!((poll.read, poll.accepted, poll.rejected, poll.events), (7, 6, 1, 3));
+        assert_eq!(poll.errors.len(), 1);
+    }
 }

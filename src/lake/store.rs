@@ -19,6 +19,7 @@ use url::Url;
 use super::requests::CountingStore;
 use super::visibility::VisibleStore;
 use super::LakeError;
+use crate::error_chain::error_chain;
 
 /// Retries of one S3 request: enough for a throttled or briefly unavailable endpoint.
 const S3_RETRIES: usize = 4;
@@ -149,18 +150,6 @@ pub fn explain(loc: &LakeLocation, e: object_store::Error) -> LakeError {
         return e.into();
     };
     LakeError::Config(msg)
-}
-
-/// An error and its sources, one string (the S3 code is often only in a source).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut src = e.source();
-    while let Some(s) = src {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        src = s.source();
-    }
-    text
 }
 
 /// URL of a path inside the store, as DataFusion's ListingTableUrl wants it (with a
