@@ -725,3 +725,52 @@ for mode, extra in (("require", {}), ("verify-ca", {"sslrootcert": ca}), ("disab
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "5");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flight_parameters_are_one_batch_and_a_second_is_refused() {
+    use arrow_flight::encode::FlightDataEncoderBuilder;
+    use arrow_flight::sql::{
+        ActionCreatePreparedStatementRequest, ActionCreatePreparedStatementResult, Any, CommandPreparedStatementQuery,
+        ProstMessageExt,
+    };
+    use arrow_flight::{Action, FlightDescriptor};
+    use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
+    use futures::StreamExt;
+    use prost::Message;
+
+    let app = App::new().await;
+    let port = serve_flight(&app, test_limits()).await;
+    let mut client = flight_client(port, app.key(Tier::Developer)).await;
+    let request = ActionCreatePreparedStatementRequest {
+        query: "SELECT station_code FROM stations WHERE station_code = $1".into(),
+        transaction_id: None,
+    };
+    let action = Action { r#type: "CreatePreparedStatement".into(), body: request.as_any().encode_to_vec().into() };
+    let created = client.do_action(action).await.unwrap().message().await.unwrap().expect("a result");
+    let created: ActionCreatePreparedStatementResult =
+        Any::decode(created.body).unwrap().unpack().unwrap().expect("the prepared statement");
+    let handle = created.prepared_statement_handle;
+    let batch = RecordBatch::try_from_iter([("$1", Arc::new(StringArray::from(vec!["KNYC"])) as ArrayRef)]).unwrap();
+    // `batches` batches of parameters sent to DoPut: the server's answer, or its error.
+    let put = |batches: usize| {
+        let descriptor = FlightDescriptor::new_cmd(
+            CommandPreparedStatementQuery { prepared_statement_handle: handle.clone() }.as_any().encode_to_vec(),
+        );
+        let batch = batch.clone();
+        let data = FlightDataEncoderBuilder::new()
+            .with_flight_descriptor(Some(descriptor))
+            .build(futures::stream::iter((0..batches).map(move |_| Ok(batch.clone()))))
+            .map(|d| d.expect("encoded"));
+        let mut client = client.clone();
+        async move {
+            let mut results = client.do_put(data).await.map_err(|e| e.to_string())?;
+            results.message().await.map_err(|e| e.to_string())
+        }
+    };
+    let one = tokio::time::timeout(Duration::from_secs(20), put(1)).await.expect("answered");
+    assert!(one.is_ok_and(|r| r.is_some()), "one batch binds the statement");
+    // Many batches: refused at the second, the rest left unread.
+    let many = tokio::time::timeout(Duration::from_secs(20), put(500)).await.expect("answered");
+    let e = many.expect_err("a second batch of parameters is refused");
+    assert!(e.contains("send one batch of parameter values (one row per execution): a second batch was sent"), "{e}");
+}

@@ -276,7 +276,11 @@ impl FlightSqlService for FlightSql {
         // carries the parameters' schema.
         self.prepared.get(&handle, &key_id)?;
         let flight_data = request.into_inner().map_err(|e| FlightError::Tonic(Box::new(e)));
+        // At most two batches are read: a second one is already a refusal, and whatever
+        // follows stays unread (each message is bounded by tonic's 4 MiB decoding limit, so
+        // the parameters take at most twice that).
         let batches: Vec<RecordBatch> = FlightRecordBatchStream::new_from_flight_data(flight_data)
+            .take(2)
             .try_collect()
             .await
             .map_err(|e| Status::invalid_argument(format!("reading the parameters: {e}")))?;
@@ -284,7 +288,9 @@ impl FlightSqlService for FlightSql {
             [] => None,
             [one] => Some(one.clone()),
             _ => {
-                return Err(Status::invalid_argument("send one batch of parameter values"));
+                return Err(Status::invalid_argument(
+                    "send one batch of parameter values (one row per execution): a second batch was sent",
+                ));
             }
         };
         self.prepared.bind(&handle, &key_id, params)?;
