@@ -726,6 +726,42 @@ for mode, extra in (("require", {}), ("verify-ca", {"sslrootcert": ca}), ("disab
     }
 }
 
+/// The plan of `sql` in `ctx`, not run.
+async fn physical(
+    ctx: &datafusion::prelude::SessionContext,
+    sql: &str,
+) -> Arc<dyn datafusion::physical_plan::ExecutionPlan> {
+    ctx.sql(sql).await.unwrap().create_physical_plan().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_tables_are_computed_when_the_query_runs_not_when_it_is_planned() {
+    use datafusion::arrow::array::AsArray;
+    use datafusion::arrow::datatypes::{Float64Type, Int64Type};
+
+    let app = App::new().await;
+    let engine = WireEngine::new(app.state.clone(), test_limits()).unwrap();
+    let ctx = engine.base();
+    let count = physical(ctx, "SELECT count(*) FROM live_observations WHERE station_code = 'KNYC'").await;
+    let high = physical(
+        ctx,
+        "SELECT high FROM svc_extremes WHERE station_code = 'KNYC' AND logic = 'nws' AND date = DATE '2026-03-08'",
+    )
+    .await;
+    // Acknowledged after planning, before running: planning computed nothing, so the
+    // results have them (and a query's time limit covers the computing).
+    let (s, v) = app.ingest("metar", "month=2026-03", KNYC_REPORTS).await;
+    assert!(s.is_success(), "{v}");
+    let counted = datafusion::physical_plan::collect(count, ctx.task_ctx()).await.unwrap();
+    let counted: Vec<i64> =
+        counted.iter().flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec()).collect();
+    assert_eq!(counted, [3]);
+    let highs = datafusion::physical_plan::collect(high, ctx.task_ctx()).await.unwrap();
+    let highs: Vec<f64> =
+        highs.iter().flat_map(|b| b.column(0).as_primitive::<Float64Type>().values().to_vec()).collect();
+    assert_eq!(highs, [50.0]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flight_parameters_are_one_batch_and_a_second_is_refused() {
     use arrow_flight::encode::FlightDataEncoderBuilder;
