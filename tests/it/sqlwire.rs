@@ -32,6 +32,7 @@ fn test_limits() -> QueryLimits {
         max_queries: 4,
         max_per_key: 2,
         wait: Duration::from_millis(300),
+        max_connections: 16,
     }
 }
 
@@ -760,6 +761,39 @@ async fn live_tables_are_computed_when_the_query_runs_not_when_it_is_planned() {
     let highs: Vec<f64> =
         highs.iter().flat_map(|b| b.column(0).as_primitive::<Float64Type>().values().to_vec()).collect();
     assert_eq!(highs, [50.0]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pg_connections_are_capped_counting_those_not_yet_authenticated() {
+    if !have("psql") {
+        eprintln!(
+            "\n!!! SKIPPED pg_connections_are_capped_counting_those_not_yet_authenticated: psql is not installed\n"
+        );
+        return;
+    }
+    let app = App::new().await;
+    let port = serve_pg(&app, QueryLimits { max_connections: 2, ..test_limits() }, None).await;
+    let key = app.key(Tier::Developer).to_string();
+    // Two clients that connect and say nothing hold both slots.
+    let idle = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let _idle = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (out, err, ok) = psql(port, &key, &["-c", "SELECT 1"]).await;
+    assert!(!ok, "a third connection was served: {out}");
+    assert!(err.contains("too many connections: this server accepts at most 2 analyst SQL connections"), "{err}");
+    // One goes away: its slot comes back.
+    drop(idle);
+    let closed = Instant::now();
+    loop {
+        let (out, err, ok) = psql(port, &key, &["-c", "SELECT 1"]).await;
+        if ok {
+            assert_eq!(out, "1");
+            break;
+        }
+        assert!(err.contains("too many connections"), "{err}");
+        assert!(closed.elapsed() < Duration::from_secs(3), "the closed connection's slot is still taken");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

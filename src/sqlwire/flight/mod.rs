@@ -463,15 +463,27 @@ impl FlightSqlService for FlightSql {
     async fn register_sql_info(&self, _id: i32, _result: &SqlInfo) {}
 }
 
+/// Calls one Flight SQL connection may have in progress at once (more wait).
+pub const CALLS_PER_CONNECTION: usize = 16;
+
 /// Serves Flight SQL on `listener` until `shutdown` resolves (plain gRPC: give it a
 /// loopback address, or put it behind a TLS proxy).
+///
+/// Bounded: at most [`super::QueryLimits::max_connections`] calls in progress at once over
+/// all connections, and [`CALLS_PER_CONNECTION`] per connection; a call over either waits
+/// for one to finish (a call is in progress until its response starts: a DoGet's rows
+/// stream after that, bounded by the query caps instead). Every call checks its key before
+/// it builds anything, so an unauthenticated caller costs no session.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     engine: Arc<WireEngine>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), tonic::transport::Error> {
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let max_calls = engine.limits().max_connections.max(1);
     tonic::transport::Server::builder()
+        .concurrency_limit_per_connection(CALLS_PER_CONNECTION)
+        .layer(tower::limit::GlobalConcurrencyLimitLayer::new(max_calls))
         .add_service(FlightServiceServer::new(FlightSql::new(engine)))
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await
