@@ -45,6 +45,7 @@ use super::schemas::param;
         super::ingest::handler,
         super::v2::status::handler,
         super::metrics::handler,
+        super::stream_bridge::relay::handler,
     ),
     // Parameter types are not collected from `params(...)`: listed here so their $refs resolve.
     components(schemas(
@@ -53,7 +54,7 @@ use super::schemas::param;
         param::ObservationMode, param::Logic, param::ObservationType, param::ForecastMode, param::TzMode,
         param::NwsMode, param::AccuracyWindow, param::AccuracyTarget,
     )),
-    modifiers(&Security, &StreamRelay, &CommonResponses, &StreamServer),
+    modifiers(&Security, &CommonResponses, &StreamServer),
     tags(
         (name = "observations", description = "Latest observation, trading-day extremes, history"),
         (name = "forecasts", description = "Model forecasts: raw rows, runs, daily summaries; NWS hourly forecast versions"),
@@ -197,65 +198,6 @@ fn stream_path() -> PathItem {
     PathItem::new(HttpMethod::Get, op)
 }
 
-/// The stream's same-origin relay on the REST port (the dashboard's live updates).
-struct StreamRelay;
-
-impl Modify for StreamRelay {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        openapi.paths.paths.insert(paths::V2_STREAM_RELAY.to_string(), relay_path());
-    }
-}
-
-/// `GET /api/v2/stream/relay`: the stream's events on this port, the key in a header.
-fn relay_path() -> PathItem {
-    let param = |name: &str, required: bool, desc: &str| {
-        ParameterBuilder::new()
-            .name(name)
-            .parameter_in(ParameterIn::Query)
-            .required(if required { Required::True } else { Required::False })
-            .description(Some(desc))
-            .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
-            .build()
-    };
-    let error = |d: &str| {
-        ResponseBuilder::new()
-            .description(d)
-            .content("application/json", ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build())
-            .build()
-    };
-    let security = |name: &str| utoipa::openapi::security::SecurityRequirement::new::<&str, [&str; 0], &str>(name, []);
-    let op = OperationBuilder::new()
-        .tag("stream")
-        .summary(Some("The push stream's events relayed on the REST port (same origin, for the browser dashboard)"))
-        .description(Some(
-            "The same events, ids, replay and heartbeats as the push stream (one event log), for a client that \
-             cannot use the stream's own HTTPS listener or must not put its key in a URL: the key goes in \
-             `Authorization: Bearer` or `X-API-Key` like every REST call, and the stream's rules apply (the key must \
-             be stream-enabled; Professional: at most 5 stations). A user has one relay connection (a newer one \
-             displaces it with a `displaced` event), counted apart from the user's stream connection. 404 when the \
-             server runs without a stream.",
-        ))
-        .parameter(param("stations", true, "comma-separated station codes (Professional: at most 5)"))
-        .parameter(param(
-            "last_event_id",
-            false,
-            "id of the last event received: replays what was missed (the Last-Event-ID header works too)",
-        ))
-        .response(
-            "200",
-            ResponseBuilder::new()
-                .description("text/event-stream: events as `event:`, `id:`, `data:` lines (see /api/v2/stream)")
-                .content("text/event-stream", ContentBuilder::new().build())
-                .build(),
-        )
-        .response("400", error("missing or unknown stations"))
-        .response("403", error("key not stream-enabled, or too many stations for the tier"))
-        .response("404", error("this server runs without a push stream"))
-        .securities(Some([security("bearer"), security("api_key")]))
-        .build();
-    PathItem::new(HttpMethod::Get, op)
-}
-
 const STREAM_DESCRIPTION: &str =
     "Events: `connected` (no id; stations, user, timestamp), `heartbeat` (no id; every 30 s), \
 `observation` (METAR, SPECI, HF-METAR; never one-minute data; spec 6 payload with svc_high/svc_low per logic, \
@@ -316,3 +258,29 @@ fetch('/openapi.json').then(r => r.json()).then(spec => {
   document.getElementById('doc').innerHTML = html;
 });
 </script></body></html>"#;
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    /// The relay's entry comes from its handler's annotation (parameters from
+    /// `RelayQuery`), with what the hand-built entry said.
+    #[test]
+    fn the_relay_is_documented_from_its_handler() {
+        let doc = serde_json::to_value(super::document()).unwrap();
+        let op = &doc["paths"][super::paths::V2_STREAM_RELAY]["get"];
+        assert_eq!(op["tags"], json!(["stream"]));
+        assert_eq!(op["parameters"][0]["name"], "stations");
+        assert_eq!(op["parameters"][0]["required"], true);
+        assert_eq!(op["parameters"][0]["schema"], json!({"type": "string"}));
+        assert_eq!(op["parameters"][1]["name"], "last_event_id");
+        assert_eq!(op["parameters"][1]["required"], false);
+        assert_eq!(op["parameters"][1]["schema"], json!({"type": "string"}));
+        assert_eq!(op["responses"]["200"]["content"], json!({"text/event-stream": {}}));
+        for status in ["400", "401", "403", "404", "429", "500"] {
+            let schema = &op["responses"][status]["content"]["application/json"]["schema"]["$ref"];
+            assert_eq!(schema, "#/components/schemas/ErrorBody", "{status}");
+        }
+        assert_eq!(op["security"], json!([{"bearer": []}, {"api_key": []}]));
+    }
+}

@@ -82,6 +82,10 @@ pub struct ServeArgs {
     /// Analyst SQL queries running at once per key.
     #[arg(long, default_value_t = 2)]
     pub sql_max_per_key: usize,
+    /// Analyst SQL connections open at once on the PostgreSQL listener (one more is
+    /// refused), and calls in progress at once on the Flight SQL listener (one more waits).
+    #[arg(long, default_value_t = 64)]
+    pub sql_max_connections: usize,
 }
 
 pub async fn run(lake: Lake, a: ServeArgs, config: Option<&Path>) -> anyhow::Result<ExitCode> {
@@ -214,6 +218,7 @@ async fn start_sql_wire(a: &ServeArgs, dir: &Path, state: &AppState, shutdown: &
         timeout: Duration::from_secs(a.sql_timeout_secs.max(1)),
         max_queries: a.sql_max_queries.max(1),
         max_per_key: a.sql_max_per_key.max(1),
+        max_connections: a.sql_max_connections.max(1),
         ..QueryLimits::default()
     };
     let engine = Arc::new(WireEngine::new(state.clone(), limits).map_err(|e| anyhow::anyhow!("analyst SQL: {e}"))?);

@@ -111,6 +111,10 @@ fn s3_endpoint() -> String {
         .unwrap_or_else(|| "the AWS S3 endpoint (AWS_ENDPOINT_URL unset)".to_string())
 }
 
+/// The S3 error codes that mean the credentials were refused.
+const S3_CREDENTIAL_ERRORS: [&str; 5] =
+    ["InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "InvalidToken", "ExpiredToken"];
+
 /// Turns the first failed request of a lake into what an operator can act on: which
 /// endpoint could not be reached, which bucket does not exist, that the credentials were
 /// refused. Local lakes and other errors pass through unchanged.
@@ -125,15 +129,8 @@ pub fn explain(loc: &LakeLocation, e: object_store::Error) -> LakeError {
         format!("the S3 endpoint {endpoint} is plain http: set AWS_ALLOW_HTTP=true to allow it (a local test server)")
     } else if text.contains("NoSuchBucket") {
         format!("S3 bucket '{bucket}' does not exist at {endpoint} (create it first)")
-    } else if ["InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "InvalidToken", "ExpiredToken"]
-        .iter()
-        .any(|c| text.contains(c))
-        || text.contains("403 Forbidden")
-    {
-        let code = ["InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "InvalidToken", "ExpiredToken"]
-            .into_iter()
-            .find(|c| text.contains(c))
-            .unwrap_or("403 Forbidden");
+    } else if S3_CREDENTIAL_ERRORS.iter().any(|c| text.contains(c)) || text.contains("403 Forbidden") {
+        let code = S3_CREDENTIAL_ERRORS.into_iter().find(|c| text.contains(c)).unwrap_or("403 Forbidden");
         format!(
             "S3 refused the credentials for bucket '{bucket}' at {endpoint} ({code}): check AWS_ACCESS_KEY_ID, \
              AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN)"

@@ -30,6 +30,10 @@ pub struct QueryLimits {
     pub max_per_key: usize,
     /// How long a query over a cap waits for a slot before it is refused.
     pub wait: Duration,
+    /// Connections open at once on the PostgreSQL listener (authenticating ones included;
+    /// one more is refused), and calls in progress at once on the Flight SQL listener (one
+    /// more waits for a slot: gRPC multiplexes a client's calls over few connections).
+    pub max_connections: usize,
 }
 
 impl Default for QueryLimits {
@@ -40,6 +44,7 @@ impl Default for QueryLimits {
             max_queries: 4,
             max_per_key: 2,
             wait: Duration::from_secs(2),
+            max_connections: 64,
         }
     }
 }

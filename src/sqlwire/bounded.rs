@@ -75,8 +75,8 @@ impl CancelSignal {
 #[derive(Debug)]
 pub struct BoundedPlanner {
     pub admission: Arc<Admission>,
-    /// The key whose queries this session runs (set once the connection has authenticated;
-    /// a pgwire session exists from the connection's start).
+    /// The key whose queries this session runs (set when the caller authenticated, before
+    /// its session is built).
     pub key_id: Arc<OnceLock<String>>,
     /// The connection's cancel requests.
     pub cancel: CancelSignal,

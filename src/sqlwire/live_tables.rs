@@ -2,7 +2,8 @@
 //!
 //! - `svc_extremes`: each station's trading-day high and low, today and yesterday, per
 //!   logic (`nws`, `wu`), computed by the REST API's own code path
-//!   ([`svc_high`], what `mode=svc_high` answers) at the moment the query scans it. A
+//!   ([`svc_high`], what `mode=svc_high` answers) when the query runs (not while it is
+//!   planned: under the query's time limit and cancellation, [`LazyPartition`]). A
 //!   filter on `station_code` or `logic` (`=` or `IN`) limits which stations are computed.
 //! - `live_observations`: the observations acknowledged but not yet flushed to the lake,
 //!   with the `observations` table's columns (so `observations UNION ALL
@@ -25,10 +26,13 @@ use datafusion::arrow::array::{
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::catalog::{SchemaProvider, Session, TableProvider};
 use datafusion::common::ScalarValue;
-use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::{Expr, Operator, TableProviderFilterPushDown, TableType};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::ExecutionPlan;
+use futures::future::BoxFuture;
 
 use crate::api::v2::observations::svc_high;
 use crate::api::AppState;
@@ -154,11 +158,11 @@ impl TableProvider for SvcExtremesTable {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let stations = filters.iter().find_map(|f| literal_values(f, "station_code"));
         let logics = filters.iter().find_map(|f| literal_values(f, "logic"));
-        let batch = self.compute(stations.as_deref(), logics.as_deref()).await?;
-        let schema = batch.schema();
-        let exec: Arc<dyn ExecutionPlan> =
-            MemorySourceConfig::try_new_exec(&[vec![batch]], schema, projection.cloned())?;
-        Ok(exec)
+        let table = self.clone();
+        lazy_exec(SVC_EXTREMES, svc_extremes_schema(), projection, move || {
+            let (table, stations, logics) = (table.clone(), stations.clone(), logics.clone());
+            Box::pin(async move { table.compute(stations.as_deref(), logics.as_deref()).await })
+        })
     }
 }
 
@@ -321,22 +325,69 @@ impl TableProvider for LiveObservationsTable {
         _filters: &[Expr],
         _limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let rows = self.live.pending_observations();
-        let refs: Vec<&crate::decode::types::Metar> = rows.iter().collect();
-        let keys: Vec<u64> = rows.iter().map(LakeRecord::row_key).collect();
-        let stored = crate::decode::types::Metar::to_batch(&refs, &keys, self.live.clock.now())?;
-        let dates: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|m| {
-            let p = m.partition();
-            p.strip_prefix("date=").unwrap_or(&p).to_string()
-        })));
-        let mut cols = stored.columns().to_vec();
-        cols.push(dates);
-        let schema = observations_schema();
-        let batch = RecordBatch::try_new(Arc::clone(&schema), cols)?;
-        let exec: Arc<dyn ExecutionPlan> =
-            MemorySourceConfig::try_new_exec(&[vec![batch]], schema, projection.cloned())?;
-        Ok(exec)
+        let live = Arc::clone(&self.live);
+        lazy_exec(LIVE_OBSERVATIONS, observations_schema(), projection, move || {
+            let live = Arc::clone(&live);
+            Box::pin(async move { pending_batch(&live) })
+        })
     }
+}
+
+/// The observations `live` holds unflushed, as one batch of [`observations_schema`].
+fn pending_batch(live: &LiveService) -> Result<RecordBatch> {
+    let rows = live.pending_observations();
+    let refs: Vec<&crate::decode::types::Metar> = rows.iter().collect();
+    let keys: Vec<u64> = rows.iter().map(LakeRecord::row_key).collect();
+    let stored = crate::decode::types::Metar::to_batch(&refs, &keys, live.clock.now())?;
+    let dates: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|m| {
+        let p = m.partition();
+        p.strip_prefix("date=").unwrap_or(&p).to_string()
+    })));
+    let mut cols = stored.columns().to_vec();
+    cols.push(dates);
+    Ok(RecordBatch::try_new(observations_schema(), cols)?)
+}
+
+/// Computes a live table's one batch.
+type Compute = Box<dyn Fn() -> BoxFuture<'static, Result<RecordBatch>> + Send + Sync>;
+
+/// A live table's one partition, computed when its stream is first polled: at execution,
+/// under the query's time limit and cancellation ([`super::bounded`]), never while the
+/// query is planned (`scan`), where no limit applies yet.
+struct LazyPartition {
+    table: &'static str,
+    schema: SchemaRef,
+    compute: Compute,
+}
+
+impl std::fmt::Debug for LazyPartition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LazyPartition").field("table", &self.table).finish_non_exhaustive()
+    }
+}
+
+impl PartitionStream for LazyPartition {
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
+        // The future does nothing until the stream is polled.
+        let batch = (self.compute)();
+        Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&self.schema), futures::stream::once(batch)))
+    }
+}
+
+/// The plan of a live table of `schema` whose batch `compute` makes (see [`LazyPartition`]).
+fn lazy_exec(
+    table: &'static str,
+    schema: SchemaRef,
+    projection: Option<&Vec<usize>>,
+    compute: impl Fn() -> BoxFuture<'static, Result<RecordBatch>> + Send + Sync + 'static,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let partition = LazyPartition { table, schema: Arc::clone(&schema), compute: Box::new(compute) };
+    let exec = StreamingTableExec::try_new(schema, vec![Arc::new(partition)], projection, Vec::new(), false, None)?;
+    Ok(Arc::new(exec))
 }
 
 #[cfg(test)]

@@ -32,6 +32,7 @@ fn test_limits() -> QueryLimits {
         max_queries: 4,
         max_per_key: 2,
         wait: Duration::from_millis(300),
+        max_connections: 16,
     }
 }
 
@@ -724,4 +725,122 @@ for mode, extra in (("require", {}), ("verify-ca", {"sslrootcert": ca}), ("disab
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "5");
     }
+}
+
+/// The plan of `sql` in `ctx`, not run.
+async fn physical(
+    ctx: &datafusion::prelude::SessionContext,
+    sql: &str,
+) -> Arc<dyn datafusion::physical_plan::ExecutionPlan> {
+    ctx.sql(sql).await.unwrap().create_physical_plan().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_tables_are_computed_when_the_query_runs_not_when_it_is_planned() {
+    use datafusion::arrow::array::AsArray;
+    use datafusion::arrow::datatypes::{Float64Type, Int64Type};
+
+    let app = App::new().await;
+    let engine = WireEngine::new(app.state.clone(), test_limits()).unwrap();
+    let ctx = engine.base();
+    let count = physical(ctx, "SELECT count(*) FROM live_observations WHERE station_code = 'KNYC'").await;
+    let high = physical(
+        ctx,
+        "SELECT high FROM svc_extremes WHERE station_code = 'KNYC' AND logic = 'nws' AND date = DATE '2026-03-08'",
+    )
+    .await;
+    // Acknowledged after planning, before running: planning computed nothing, so the
+    // results have them (and a query's time limit covers the computing).
+    let (s, v) = app.ingest("metar", "month=2026-03", KNYC_REPORTS).await;
+    assert!(s.is_success(), "{v}");
+    let counted = datafusion::physical_plan::collect(count, ctx.task_ctx()).await.unwrap();
+    let counted: Vec<i64> =
+        counted.iter().flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec()).collect();
+    assert_eq!(counted, [3]);
+    let highs = datafusion::physical_plan::collect(high, ctx.task_ctx()).await.unwrap();
+    let highs: Vec<f64> =
+        highs.iter().flat_map(|b| b.column(0).as_primitive::<Float64Type>().values().to_vec()).collect();
+    assert_eq!(highs, [50.0]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pg_connections_are_capped_counting_those_not_yet_authenticated() {
+    if !have("psql") {
+        eprintln!(
+            "\n!!! SKIPPED pg_connections_are_capped_counting_those_not_yet_authenticated: psql is not installed\n"
+        );
+        return;
+    }
+    let app = App::new().await;
+    let port = serve_pg(&app, QueryLimits { max_connections: 2, ..test_limits() }, None).await;
+    let key = app.key(Tier::Developer).to_string();
+    // Two clients that connect and say nothing hold both slots.
+    let idle = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let _idle = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (out, err, ok) = psql(port, &key, &["-c", "SELECT 1"]).await;
+    assert!(!ok, "a third connection was served: {out}");
+    assert!(err.contains("too many connections: this server accepts at most 2 analyst SQL connections"), "{err}");
+    // One goes away: its slot comes back.
+    drop(idle);
+    let closed = Instant::now();
+    loop {
+        let (out, err, ok) = psql(port, &key, &["-c", "SELECT 1"]).await;
+        if ok {
+            assert_eq!(out, "1");
+            break;
+        }
+        assert!(err.contains("too many connections"), "{err}");
+        assert!(closed.elapsed() < Duration::from_secs(3), "the closed connection's slot is still taken");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flight_parameters_are_one_batch_and_a_second_is_refused() {
+    use arrow_flight::encode::FlightDataEncoderBuilder;
+    use arrow_flight::sql::{
+        ActionCreatePreparedStatementRequest, ActionCreatePreparedStatementResult, Any, CommandPreparedStatementQuery,
+        ProstMessageExt,
+    };
+    use arrow_flight::{Action, FlightDescriptor};
+    use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
+    use futures::StreamExt;
+    use prost::Message;
+
+    let app = App::new().await;
+    let port = serve_flight(&app, test_limits()).await;
+    let mut client = flight_client(port, app.key(Tier::Developer)).await;
+    let request = ActionCreatePreparedStatementRequest {
+        query: "SELECT station_code FROM stations WHERE station_code = $1".into(),
+        transaction_id: None,
+    };
+    let action = Action { r#type: "CreatePreparedStatement".into(), body: request.as_any().encode_to_vec().into() };
+    let created = client.do_action(action).await.unwrap().message().await.unwrap().expect("a result");
+    let created: ActionCreatePreparedStatementResult =
+        Any::decode(created.body).unwrap().unpack().unwrap().expect("the prepared statement");
+    let handle = created.prepared_statement_handle;
+    let batch = RecordBatch::try_from_iter([("$1", Arc::new(StringArray::from(vec!["KNYC"])) as ArrayRef)]).unwrap();
+    // `batches` batches of parameters sent to DoPut: the server's answer, or its error.
+    let put = |batches: usize| {
+        let descriptor = FlightDescriptor::new_cmd(
+            CommandPreparedStatementQuery { prepared_statement_handle: handle.clone() }.as_any().encode_to_vec(),
+        );
+        let batch = batch.clone();
+        let data = FlightDataEncoderBuilder::new()
+            .with_flight_descriptor(Some(descriptor))
+            .build(futures::stream::iter((0..batches).map(move |_| Ok(batch.clone()))))
+            .map(|d| d.expect("encoded"));
+        let mut client = client.clone();
+        async move {
+            let mut results = client.do_put(data).await.map_err(|e| e.to_string())?;
+            results.message().await.map_err(|e| e.to_string())
+        }
+    };
+    let one = tokio::time::timeout(Duration::from_secs(20), put(1)).await.expect("answered");
+    assert!(one.is_ok_and(|r| r.is_some()), "one batch binds the statement");
+    // Many batches: refused at the second, the rest left unread.
+    let many = tokio::time::timeout(Duration::from_secs(20), put(500)).await.expect("answered");
+    let e = many.expect_err("a second batch of parameters is refused");
+    assert!(e.contains("send one batch of parameter values (one row per execution): a second batch was sent"), "{e}");
 }

@@ -32,14 +32,34 @@ pub const RELAY_USER_SUFFIX: &str = "#relay";
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct RelayQuery {
-    /// Comma-separated station codes (Professional: at most 5)
+    /// comma-separated station codes (Professional: at most 5)
     #[param(required = true, value_type = String)]
     pub stations: Option<String>,
-    /// Id of the last event received: replays what was missed (the Last-Event-ID header works too)
+    /// id of the last event received: replays what was missed (the Last-Event-ID header works too)
     pub last_event_id: Option<String>,
 }
 
 /// The relay's handler (behind the auth middleware: the key is valid and counted).
+#[utoipa::path(
+    get,
+    path = crate::api::paths::V2_STREAM_RELAY,
+    tag = "stream",
+    summary = "The push stream's events relayed on the REST port (same origin, for the browser dashboard)",
+    description = "The same events, ids, replay and heartbeats as the push stream (one event log), for a client that \
+                   cannot use the stream's own HTTPS listener or must not put its key in a URL: the key goes in \
+                   `Authorization: Bearer` or `X-API-Key` like every REST call, and the stream's rules apply (the key \
+                   must be stream-enabled; Professional: at most 5 stations). A user has one relay connection (a newer \
+                   one displaces it with a `displaced` event), counted apart from the user's stream connection. 404 \
+                   when the server runs without a stream.",
+    params(RelayQuery),
+    responses(
+        (status = 200, description = "text/event-stream: events as `event:`, `id:`, `data:` lines (see /api/v2/stream)", content_type = "text/event-stream"),
+        (status = 400, description = "missing or unknown stations", body = crate::api::error::ErrorBody),
+        (status = 403, description = "key not stream-enabled, or too many stations for the tier", body = crate::api::error::ErrorBody),
+        (status = 404, description = "this server runs without a push stream", body = crate::api::error::ErrorBody),
+    ),
+    security(("bearer" = []), ("api_key" = []))
+)]
 pub async fn handler(
     State(state): State<AppState>,
     headers: HeaderMap,

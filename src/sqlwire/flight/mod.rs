@@ -276,7 +276,11 @@ impl FlightSqlService for FlightSql {
         // carries the parameters' schema.
         self.prepared.get(&handle, &key_id)?;
         let flight_data = request.into_inner().map_err(|e| FlightError::Tonic(Box::new(e)));
+        // At most two batches are read: a second one is already a refusal, and whatever
+        // follows stays unread (each message is bounded by tonic's 4 MiB decoding limit, so
+        // the parameters take at most twice that).
         let batches: Vec<RecordBatch> = FlightRecordBatchStream::new_from_flight_data(flight_data)
+            .take(2)
             .try_collect()
             .await
             .map_err(|e| Status::invalid_argument(format!("reading the parameters: {e}")))?;
@@ -284,7 +288,9 @@ impl FlightSqlService for FlightSql {
             [] => None,
             [one] => Some(one.clone()),
             _ => {
-                return Err(Status::invalid_argument("send one batch of parameter values"));
+                return Err(Status::invalid_argument(
+                    "send one batch of parameter values (one row per execution): a second batch was sent",
+                ));
             }
         };
         self.prepared.bind(&handle, &key_id, params)?;
@@ -457,15 +463,27 @@ impl FlightSqlService for FlightSql {
     async fn register_sql_info(&self, _id: i32, _result: &SqlInfo) {}
 }
 
+/// Calls one Flight SQL connection may have in progress at once (more wait).
+pub const CALLS_PER_CONNECTION: usize = 16;
+
 /// Serves Flight SQL on `listener` until `shutdown` resolves (plain gRPC: give it a
 /// loopback address, or put it behind a TLS proxy).
+///
+/// Bounded: at most [`super::QueryLimits::max_connections`] calls in progress at once over
+/// all connections, and [`CALLS_PER_CONNECTION`] per connection; a call over either waits
+/// for one to finish (a call is in progress until its response starts: a DoGet's rows
+/// stream after that, bounded by the query caps instead). Every call checks its key before
+/// it builds anything, so an unauthenticated caller costs no session.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     engine: Arc<WireEngine>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), tonic::transport::Error> {
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    let max_calls = engine.limits().max_connections.max(1);
     tonic::transport::Server::builder()
+        .concurrency_limit_per_connection(CALLS_PER_CONNECTION)
+        .layer(tower::limit::GlobalConcurrencyLimitLayer::new(max_calls))
         .add_service(FlightServiceServer::new(FlightSql::new(engine)))
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await

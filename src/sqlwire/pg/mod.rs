@@ -7,8 +7,13 @@
 //! - [`hooks`]: every statement checked read-only and counted against the key's limits
 //!   before the library plans it.
 //!
-//! Each connection gets its own handlers and session ([`WireEngine::query_session`]): a
-//! connection's queries run one after another, so its memory pool bounds each query.
+//! Each connection gets its own handlers, and its own session ([`WireEngine::query_session`])
+//! once it has authenticated ([`lazy`]): a connection's queries run one after another, so
+//! its memory pool bounds each query. At most [`QueryLimits::max_connections`] connections
+//! are open at once, those still authenticating included (each has [`STARTUP_LIMIT`] to do
+//! so); one more is refused with `too many connections` (SQLSTATE 53300).
+//!
+//! [`QueryLimits::max_connections`]: super::QueryLimits::max_connections
 //!
 //! A client that goes away mid-query stops its query: the protocol task reads the socket
 //! only between statements, so while an aggregate computes (no row to write yet) it would
@@ -18,6 +23,7 @@
 pub mod cancel;
 pub mod copy;
 pub mod hooks;
+pub mod lazy;
 pub mod startup;
 
 use std::sync::{Arc, OnceLock};
@@ -28,12 +34,15 @@ use datafusion_postgres::pgwire::api::query::{ExtendedQueryHandler, SimpleQueryH
 use datafusion_postgres::pgwire::api::{
     ClientInfo, ConnectionManager, ErrorHandler, PgWireServerHandlers, RandomPidSecretKeyGenerator,
 };
-use datafusion_postgres::pgwire::error::PgWireError;
-use datafusion_postgres::{DfSessionService, QueryHook};
+use datafusion_postgres::pgwire::error::{PgWireError, PgWireResult};
+use datafusion_postgres::pgwire::messages::PgWireBackendMessage;
+use datafusion_postgres::pgwire::tokio::process_socket;
+use futures::Sink;
 use std::time::Duration;
 
 use tokio::io::Interest;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 
 use super::bounded::CancelSignal;
 use super::error::WireError;
@@ -41,7 +50,7 @@ use super::session::WireEngine;
 
 /// One connection's handlers.
 struct Connection {
-    session: Arc<DfSessionService>,
+    session: Arc<lazy::LazySession>,
     startup: Arc<startup::KeyStartup>,
     cancel: Arc<cancel::CancelQuery>,
 }
@@ -85,28 +94,28 @@ impl ErrorHandler for RefusalSqlstate {
 }
 
 impl Connection {
+    /// The handlers of a new connection, and its session's slot (empty until the client
+    /// has authenticated: [`lazy`]).
     fn new(
         engine: &Arc<WireEngine>,
         manager: &Arc<ConnectionManager>,
         pids: &Arc<RandomPidSecretKeyGenerator>,
         cancels: &Arc<cancel::Cancels>,
-    ) -> Result<Self, WireError> {
+    ) -> (Self, Arc<lazy::SessionSlot>) {
         let key_id = Arc::new(OnceLock::new());
         let secret = Arc::new(OnceLock::new());
         let signal = CancelSignal::default();
-        let ctx = Arc::new(engine.query_session(Arc::clone(&key_id), signal.clone())?);
-        let guard = hooks::GuardHook { state: engine.state.clone(), secret: Arc::clone(&secret) };
-        let hooks: Vec<Arc<dyn QueryHook>> = vec![
-            Arc::new(guard),
-            Arc::new(datafusion_postgres::hooks::cursor::CursorStatementHook),
-            Arc::new(datafusion_postgres::hooks::set_show::SetShowHook),
-            Arc::new(datafusion_postgres::hooks::transactions::TransactionStatementHook),
-        ];
+        let slot = Arc::new(lazy::SessionSlot::new(
+            Arc::clone(engine),
+            Arc::clone(&key_id),
+            Arc::clone(&secret),
+            signal.clone(),
+        ));
         let mut params = DefaultServerParameterProvider::default();
         params.default_transaction_read_only = true;
         params.is_superuser = false;
-        Ok(Connection {
-            session: Arc::new(DfSessionService::new_with_hooks(ctx, hooks)),
+        let conn = Connection {
+            session: Arc::new(lazy::LazySession::new(Arc::clone(&slot))),
             startup: Arc::new(startup::KeyStartup {
                 state: engine.state.clone(),
                 key_id,
@@ -116,12 +125,62 @@ impl Connection {
                 pids: Arc::clone(pids),
                 cancels: Arc::clone(cancels),
                 signal,
+                session: Arc::clone(&slot),
             }),
             cancel: Arc::new(cancel::CancelQuery {
                 cancels: Arc::clone(cancels),
                 pgwire: DefaultCancelHandler::new(Arc::clone(manager)),
             }),
-        })
+        };
+        (conn, slot)
+    }
+}
+
+/// How long a connection may take to authenticate (TLS, startup, password) before it is
+/// closed: it holds one of the connection slots meanwhile.
+pub const STARTUP_LIMIT: Duration = Duration::from_secs(10);
+
+/// The handlers of a connection over the cap: its startup is answered with the refusal.
+struct OverCap(usize);
+
+impl PgWireServerHandlers for OverCap {
+    fn startup_handler(&self) -> Arc<impl datafusion_postgres::pgwire::api::auth::StartupHandler> {
+        Arc::new(RefuseStartup(self.0))
+    }
+}
+
+/// Refuses every startup: too many connections (SQLSTATE 53300, as PostgreSQL says it).
+struct RefuseStartup(usize);
+
+#[async_trait::async_trait]
+impl datafusion_postgres::pgwire::api::auth::StartupHandler for RefuseStartup {
+    async fn on_startup<C>(
+        &self,
+        _client: &mut C,
+        _message: datafusion_postgres::pgwire::messages::PgWireFrontendMessage,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: std::fmt::Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        Err(startup::fatal(&over_cap(self.0)))
+    }
+}
+
+/// The refusal of a connection over the cap of `max`.
+fn over_cap(max: usize) -> WireError {
+    WireError::Busy(format!(
+        "too many connections: this server accepts at most {max} analyst SQL connections at once; close one or \
+         retry shortly"
+    ))
+}
+
+/// Resolves once `limit` has passed without the client `authenticated`; never if it has.
+async fn startup_expired(authenticated: impl Fn() -> bool, limit: Duration) {
+    tokio::time::sleep(limit).await;
+    if authenticated() {
+        std::future::pending::<()>().await;
     }
 }
 
@@ -143,6 +202,9 @@ pub async fn serve(
     let manager = Arc::new(ConnectionManager::new());
     let pids = Arc::new(RandomPidSecretKeyGenerator::default());
     let cancels = Arc::new(cancel::Cancels::default());
+    let max_connections = engine.limits().max_connections.max(1);
+    let open = Arc::new(Semaphore::new(max_connections));
+    let refusing = Arc::new(Semaphore::new(max_connections));
     tokio::pin!(shutdown);
     loop {
         let (socket, addr) = tokio::select! {
@@ -155,13 +217,23 @@ pub async fn serve(
             },
             () = &mut shutdown => return Ok(()),
         };
-        let conn = match Connection::new(&engine, &manager, &pids, &cancels) {
-            Ok(c) => Arc::new(c),
-            Err(e) => {
-                tracing::error!(error = %e, "pgwire: cannot build a session");
-                continue;
+        // Over the cap, a connection is told so (bounded in number and time like the
+        // connections themselves), or, past that too, closed.
+        let Ok(permit) = Arc::clone(&open).try_acquire_owned() else {
+            match Arc::clone(&refusing).try_acquire_owned() {
+                Ok(refusal) => {
+                    let acceptor = acceptor.clone();
+                    tokio::spawn(async move {
+                        let refuse = process_socket(socket, acceptor, OverCap(max_connections));
+                        let _ = tokio::time::timeout(STARTUP_LIMIT, refuse).await;
+                        drop(refusal);
+                    });
+                }
+                Err(_) => tracing::warn!(%addr, "pgwire: over the connection cap, closed"),
             }
+            continue;
         };
+        let (conn, slot) = Connection::new(&engine, &manager, &pids, &cancels);
         let (socket, watch) = match watched(socket) {
             Ok(pair) => pair,
             Err(e) => {
@@ -172,7 +244,7 @@ pub async fn serve(
         let acceptor = acceptor.clone();
         tokio::spawn(async move {
             tokio::select! {
-                ended = datafusion_postgres::pgwire::tokio::process_socket(socket, acceptor, conn) => {
+                ended = process_socket(socket, acceptor, Arc::new(conn)) => {
                     if let Err(e) = ended {
                         tracing::debug!(%addr, error = %e, "pgwire connection ended with an error");
                     }
@@ -180,7 +252,11 @@ pub async fn serve(
                 () = peer_gone(&watch) => {
                     tracing::info!(%addr, "pgwire client went away: its query, if any, is stopped");
                 }
+                () = startup_expired(|| slot.is_open(), STARTUP_LIMIT) => {
+                    tracing::info!(%addr, "pgwire client did not authenticate within {STARTUP_LIMIT:?}: closed");
+                }
             }
+            drop(permit);
         });
     }
 }
@@ -214,6 +290,16 @@ async fn peer_gone(watch: &TcpStream) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn an_unauthenticated_connection_expires_an_authenticated_one_does_not() {
+        let limit = Duration::from_millis(50);
+        tokio::time::timeout(Duration::from_secs(2), startup_expired(|| false, limit))
+            .await
+            .expect("no authentication within the limit: expired");
+        let authenticated = tokio::time::timeout(Duration::from_millis(300), startup_expired(|| true, limit)).await;
+        assert!(authenticated.is_err(), "an authenticated connection never expires");
+    }
 
     #[tokio::test]
     async fn peer_gone_waits_for_the_close_not_for_data() {

@@ -21,6 +21,7 @@ use datafusion_postgres::pgwire::messages::{PgWireBackendMessage, PgWireFrontend
 use futures::{Sink, SinkExt};
 
 use super::cancel::{Cancels, Registration};
+use super::lazy::SessionSlot;
 use crate::api::AppState;
 use crate::sqlwire::access::authorize;
 use crate::sqlwire::bounded::CancelSignal;
@@ -40,6 +41,8 @@ pub struct KeyStartup {
     /// Where a CancelRequest finds this connection's [`CancelSignal`].
     pub cancels: Arc<Cancels>,
     pub signal: CancelSignal,
+    /// The connection's session, built once the key is accepted.
+    pub session: Arc<SessionSlot>,
 }
 
 /// A refusal as the FATAL error a client shows at connect.
@@ -79,6 +82,7 @@ impl StartupHandler for KeyStartup {
                 let record = authorize(&self.state, Some(&pwd.password)).map_err(|e| fatal(&e))?;
                 let _ = self.key_id.set(record.id.clone());
                 let _ = self.secret.set(pwd.password);
+                self.session.open().map_err(|e| fatal(&e))?;
                 let (pid, secret_key) = self.pids.generate(&*client);
                 client.set_pid_and_secret_key(pid, secret_key.clone());
                 // Registered for CancelRequest (psql's Ctrl-C) from another connection.
