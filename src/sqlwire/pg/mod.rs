@@ -5,7 +5,8 @@
 //! - [`startup`]: the API key as the password (any user name), over TLS, or in the clear
 //!   only from loopback;
 //! - [`hooks`]: every statement checked read-only and counted against the key's limits
-//!   before the library plans it.
+//!   before the library plans it;
+//! - [`registers`]: `current_user`, `session_user` ... named as PostgreSQL names them.
 //!
 //! Each connection gets its own handlers and session ([`WireEngine::query_session`]): a
 //! connection's queries run one after another, so its memory pool bounds each query.
@@ -18,6 +19,7 @@
 pub mod cancel;
 pub mod copy;
 pub mod hooks;
+pub mod registers;
 pub mod startup;
 
 use std::sync::{Arc, OnceLock};
@@ -41,7 +43,7 @@ use super::session::WireEngine;
 
 /// One connection's handlers.
 struct Connection {
-    session: Arc<DfSessionService>,
+    session: Arc<registers::Named>,
     startup: Arc<startup::KeyStartup>,
     cancel: Arc<cancel::CancelQuery>,
 }
@@ -106,7 +108,7 @@ impl Connection {
         params.default_transaction_read_only = true;
         params.is_superuser = false;
         Ok(Connection {
-            session: Arc::new(DfSessionService::new_with_hooks(ctx, hooks)),
+            session: Arc::new(registers::Named(Arc::new(DfSessionService::new_with_hooks(ctx, hooks)))),
             startup: Arc::new(startup::KeyStartup {
                 state: engine.state.clone(),
                 key_id,
