@@ -3,8 +3,8 @@
 //! [`WireEngine::new`] derives one base session from the server's (built by
 //! [`crate::jobs::analyst_session`], the session `wxlake sql` uses, so the engine settings
 //! and tables are the same): its own catalog list holding the lake's schema overlaid with
-//! the live tables ([`super::live_tables`]), PostgreSQL's `pg_catalog` (what psql, DBeaver
-//! and Grafana read on connect), `information_schema`, and only the table functions that
+//! the live tables ([`super::live_tables`]), named [`DATABASE`] and the session's default
+//! catalog, PostgreSQL's `pg_catalog` (what psql, DBeaver and Grafana read on connect), `information_schema`, and only the table functions that
 //! read nothing ([`super::guard`]). The REST API's session is left as it was.
 //!
 //! [`WireEngine::query_session`] gives each connection (pgwire: its queries run one after
@@ -28,6 +28,12 @@ use super::executor::SqlRuntime;
 use super::guard;
 use super::live_tables::{live_tables, OverlaySchema};
 use crate::api::AppState;
+
+/// The database analysts connect to (`dbname=wxlake`): the wire sessions' one catalog, so
+/// `current_database()`, `pg_database` and Flight SQL's GetCatalogs name it, and
+/// `wxlake.public.observations` is a table. `wxlake sql` and the jobs keep DataFusion's
+/// default name (`datafusion`).
+pub const DATABASE: &str = "wxlake";
 
 /// The shared part of every wire session, and the caps they run under.
 pub struct WireEngine {
@@ -56,14 +62,21 @@ impl WireEngine {
         catalog
             .register_schema(&options.default_schema, Arc::new(OverlaySchema::new(lake_schema, live_tables(&state))))?;
         let catalogs = MemoryCatalogProviderList::new();
-        datafusion::catalog::CatalogProviderList::register_catalog(
-            &catalogs,
-            options.default_catalog.clone(),
-            Arc::new(catalog),
-        );
-        let builder = SessionStateBuilder::new_from_existing(server.state()).with_catalog_list(Arc::new(catalogs));
+        datafusion::catalog::CatalogProviderList::register_catalog(&catalogs, DATABASE.to_string(), Arc::new(catalog));
+        // Unqualified names resolve in the renamed catalog; and the builder must not create
+        // an empty default catalog of that name over it (it does when asked to and the
+        // server's default catalog, `datafusion`, is not the one named here).
+        let config = server
+            .state()
+            .config()
+            .clone()
+            .with_default_catalog_and_schema(DATABASE, &options.default_schema)
+            .with_create_default_catalog_and_schema(false);
+        let builder = SessionStateBuilder::new_from_existing(server.state())
+            .with_config(config)
+            .with_catalog_list(Arc::new(catalogs));
         let base = SessionContext::new_with_state(builder.build());
-        setup_pg_catalog(&base, &options.default_catalog, EmptyContextProvider).map_err(|e| WireError::Engine(*e))?;
+        setup_pg_catalog(&base, DATABASE, EmptyContextProvider).map_err(|e| WireError::Engine(*e))?;
         {
             let state_ref = base.state_ref();
             let mut state = state_ref.write();

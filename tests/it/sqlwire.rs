@@ -155,6 +155,33 @@ async fn psql_queries_catalog_and_refusals() {
     let (out, _, _) = psql(port, &dev, &["-c", "SELECT count(*) FROM observations"]).await;
     assert_eq!(out, "0", "nothing flushed yet: the lake has none of them");
 
+    // The database is the one the client connected to (`-d wxlake`), by every name for it.
+    let (out, err, ok) = psql(
+        port,
+        &dev,
+        &[
+            "-c",
+            "SELECT current_database(), current_catalog",
+            "-c",
+            "SELECT datname FROM pg_catalog.pg_database WHERE datname = 'wxlake'",
+            "-c",
+            "SELECT count(*) FROM wxlake.public.observations",
+            "-c",
+            "SELECT count(*) FROM public.live_observations",
+            "-c",
+            "SELECT name FROM wxlake.public.stations WHERE station_code = 'KNYC'",
+            "-c",
+            "SELECT table_catalog FROM information_schema.tables WHERE table_name = 'observations'",
+        ],
+    )
+    .await;
+    assert!(ok, "{err}");
+    assert_eq!(out, "wxlake|wxlake\nwxlake\n0\n3\nNew York Central Park\nwxlake", "{err}");
+    // Two registers that DataFusion knows by one name: two columns, as in PostgreSQL.
+    let (out, err, ok) = psql(port, &dev, &["-c", "SELECT current_user, session_user"]).await;
+    assert!(ok, "{err}");
+    assert_eq!(out.split('|').count(), 2, "{out}");
+
     // psql's catalog commands.
     let (out, err, ok) = psql(port, &dev, &["-c", "\\d"]).await;
     assert!(ok, "{err}");
@@ -181,8 +208,11 @@ async fn psql_queries_catalog_and_refusals() {
     refused(port, &dev, "SELECT * FROM '/etc/passwd'", "/etc/passwd").await;
     // A hash join's build side cannot spill: over the 16 MiB pool it fails, clearly.
     refused(port, &dev, OVER_MEMORY, "MiB limit per query").await;
-    // COPY FROM does not even parse here (the COPY served is `TO STDOUT`, below).
-    refused(port, &dev, "COPY stations FROM STDIN", "ERROR").await;
+    // COPY into the server is a write like any other (the COPY served is `TO STDOUT`, below).
+    refused(port, &dev, "COPY stations FROM STDIN", "read-only SQL: DML not supported: COPY").await;
+    refused(port, &dev, "COPY stations FROM '/etc/passwd'", "read-only SQL: DML not supported: COPY").await;
+    refused(port, &dev, "COPY stations (name) FROM STDIN WITH (FORMAT csv)", "read-only SQL: DML not supported: COPY")
+        .await;
     // libpq never sends an empty password (it stops with its own message); a blank one
     // reaches the server, which asks for the key.
     refused(port, "   ", "SELECT 1", "missing API key").await;
@@ -266,6 +296,25 @@ with psycopg.connect(host="127.0.0.1", port=port, user="analyst", password=key, 
     with conn.cursor().copy("COPY (SELECT station_code, name FROM stations WHERE station_code = 'KNYC') TO STDOUT (FORMAT binary)") as copy:
         copy.set_types(["text", "text"])
         print("copy", list(copy.rows()))
+    # Through the extended protocol (a parameter): two columns named as PostgreSQL names them.
+    cur = conn.execute("SELECT current_user, session_user, %s::text AS p", ("x",))
+    print("registers", [d.name for d in cur.description])
+    # COPY TO STDOUT through the extended protocol (libpq's PQexecParams), and COPY FROM
+    # refused there too.
+    pg = conn.pgconn
+    res = pg.exec_params(b"COPY (SELECT station_code, name FROM stations WHERE station_code = 'KNYC') TO STDOUT (FORMAT csv)", [])
+    data = []
+    if res.status == psycopg.pq.ExecStatus.COPY_OUT:
+        while True:
+            n, chunk = pg.get_copy_data(0)
+            if n < 0:
+                break
+            data.append(bytes(chunk).decode())
+        res = pg.get_result()
+        assert pg.get_result() is None
+    print("xcopy", psycopg.pq.ExecStatus(res.status).name, data)
+    res = pg.exec_params(b"COPY stations FROM STDIN", [])
+    print("xcopyfrom", psycopg.pq.ExecStatus(res.status).name, res.error_message.decode().strip())
 try:
     psycopg.connect(host="127.0.0.1", port=port, user="analyst", password="wrong", dbname="wxlake")
 except psycopg.OperationalError as e:
@@ -279,6 +328,9 @@ except psycopg.OperationalError as e:
     assert!(stdout.contains("param [('New York Central Park', 'fahrenheit')]"), "{stdout}");
     assert!(stdout.contains("pandas 4 str"), "{stdout}");
     assert!(stdout.contains("copy [('KNYC', 'New York Central Park')]"), "{stdout}");
+    assert!(stdout.contains("registers ['current_user', 'session_user', 'p']"), "{stdout}");
+    assert!(stdout.contains("xcopy COMMAND_OK ['KNYC,New York Central Park\\n']"), "{stdout}");
+    assert!(stdout.contains("xcopyfrom FATAL_ERROR ERROR:  read-only SQL: DML not supported: COPY"), "{stdout}");
     assert!(stdout.contains("refused") && stdout.contains("invalid API key"), "{stdout}");
 }
 
@@ -312,6 +364,7 @@ with connect(key) as conn:
     objects = conn.adbc_get_objects(depth="tables").read_all().to_pylist()
     names = sorted(t["table_name"] for c in objects for s in (c["catalog_db_schemas"] or []) for t in (s["db_schema_tables"] or []))
     print("tables", ",".join(n for n in names if n in ("observations", "stations", "svc_extremes", "live_observations")))
+    print("catalogs", ",".join(sorted(c["catalog_name"] for c in objects if c["catalog_db_schemas"])))
     print("schema", conn.adbc_get_table_schema("stations").field("station_code").type)
     info = conn.adbc_get_info()
     print("info", info.get("vendor_name"), info.get("vendor_version"))
@@ -364,6 +417,7 @@ for label, k, sql in (
     assert_eq!(flight_csv.trim(), super::support::stdout(&cli).trim(), "Flight SQL equals wxlake sql --format csv");
     assert!(stdout.contains("prepared [('New York Central Park',)]"), "{stdout}");
     assert!(stdout.contains("tables live_observations,observations,stations,svc_extremes"), "{stdout}");
+    assert!(stdout.contains("catalogs wxlake\n"), "one catalog, the database's name: {stdout}");
     assert!(stdout.contains("schema string"), "{stdout}");
     assert!(stdout.contains(&format!("info wxlake {}", env!("CARGO_PKG_VERSION"))), "GetSqlInfo: {stdout}");
     let expected = [
@@ -681,6 +735,8 @@ async fn tools_connect_sequences_answer() {
     for stations_columns in ["ok pg_attribute 11", "ok information_schema.columns 11", "ok dbeaver.columns 11"] {
         assert!(stdout.contains(stations_columns), "{stdout}");
     }
+    // DBeaver finds its database by the name it connected with.
+    assert!(stdout.contains("ok dbeaver.database 1"), "{stdout}");
     let gaps = KNOWN_CONNECT_GAPS.join(",");
     let expected_parallel = if gaps.is_empty() { "-".to_string() } else { gaps };
     for i in 0..3 {

@@ -1,8 +1,12 @@
 //! `COPY (query) TO STDOUT` and `COPY table TO STDOUT`: the one form of COPY analysts
 //! get, because DuckDB's postgres extension (`ATTACH ... (TYPE postgres)`) and `psql \copy`
 //! read table data that way. The rows go to the client on the connection, like a query's;
-//! nothing touches a file. `COPY ... TO 'file'`, `TO PROGRAM` and `COPY ... FROM` stay
-//! refused by the read-only check.
+//! nothing touches a file. Every other COPY (`TO 'file'`, `TO PROGRAM`, `FROM STDIN`,
+//! `FROM 'file'`) is refused as the write it is ([`refusal`]).
+//!
+//! Served on both protocols: the simple one (psql, DuckDB, psycopg's `copy()`) and the
+//! extended one (libpq's `PQexecParams`), where the statement describes as returning no
+//! rows (NoData, as PostgreSQL answers) and its Execute answers with the copy.
 //!
 //! The query is planned and checked read-only as any other ([`guard::check_plan`]), runs
 //! under the same bounds (the session's planner), and streams: each row becomes one
@@ -13,6 +17,8 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::DFSchema;
+use datafusion::logical_expr::{EmptyRelation, LogicalPlan};
 use datafusion::prelude::SessionContext;
 use datafusion::sql::sqlparser::ast::{
     CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget, Statement,
@@ -98,14 +104,33 @@ fn format_of(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> Result<Copy
     })
 }
 
-/// Plans `sql` (checked read-only) and answers it as COPY data in `format`.
-pub async fn copy_out(ctx: &SessionContext, sql: &str, format: CopyFormat) -> Result<Response, WireError> {
+/// Any COPY that [`copy_to_stdout`] does not serve, refused with the message of every other
+/// write (DataFusion's own parser knows only `COPY ... TO`: planned, `FROM` would fail as a
+/// syntax error rather than as the write it is).
+pub fn refusal(statement: &Statement) -> Option<WireError> {
+    matches!(statement, Statement::Copy { .. }).then(|| WireError::ReadOnly("DML not supported: COPY".into()))
+}
+
+/// The plan of the query a `COPY ... TO STDOUT` copies, checked read-only.
+pub async fn checked_plan(ctx: &SessionContext, sql: &str) -> Result<LogicalPlan, WireError> {
     let plan = ctx
         .state()
         .create_logical_plan(sql)
         .await
         .map_err(|e| guard::explain_missing_function(WireError::from_engine(e)))?;
     guard::check_plan(&plan)?;
+    Ok(plan)
+}
+
+/// What a `COPY ... TO STDOUT` describes as on the extended protocol: no columns (NoData),
+/// its rows come as COPY data.
+pub fn described() -> LogicalPlan {
+    LogicalPlan::EmptyRelation(EmptyRelation { produce_one_row: false, schema: Arc::new(DFSchema::empty()) })
+}
+
+/// Plans `sql` (checked read-only) and answers it as COPY data in `format`.
+pub async fn copy_out(ctx: &SessionContext, sql: &str, format: CopyFormat) -> Result<Response, WireError> {
+    let plan = checked_plan(ctx, sql).await?;
     let df = ctx.execute_logical_plan(plan).await.map_err(WireError::from_engine)?;
     let schema: SchemaRef = Arc::new(df.schema().as_arrow().clone());
     let wire_format = if format == CopyFormat::Binary { Format::UnifiedBinary } else { Format::UnifiedText };
@@ -220,6 +245,16 @@ mod tests {
         ] {
             assert!(copy_to_stdout(&parsed(other)).is_none(), "{other}");
         }
+        for refused in [
+            "COPY stations FROM STDIN",
+            "COPY stations FROM '/etc/passwd'",
+            "COPY (SELECT 1) TO '/tmp/x.csv'",
+            "COPY (SELECT 1) TO PROGRAM 'sh'",
+        ] {
+            let e = refusal(&parsed(refused)).expect(refused).to_string();
+            assert_eq!(e, "read-only SQL: DML not supported: COPY", "{refused}");
+        }
+        assert!(refusal(&parsed("SELECT 1")).is_none());
         let e = copy_to_stdout(&parsed("COPY stations TO STDOUT (DELIMITER '|')")).unwrap().unwrap_err();
         assert!(e.to_string().contains("not DELIMITER"), "{e}");
     }

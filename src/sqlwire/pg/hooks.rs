@@ -1,7 +1,7 @@
 //! The statement check in front of `datafusion-postgres`: read-only, and each query counted
 //! against its key. It runs first among the hooks, for the simple protocol (per
-//! statement) and the extended one (at Parse: the check; at Execute: the count). On the
-//! simple protocol it also answers `COPY ... TO STDOUT` itself ([`copy`]).
+//! statement) and the extended one (at Parse: the check; at Execute: the count). On both
+//! it also answers `COPY ... TO STDOUT` itself, and refuses every other COPY ([`copy`]).
 //!
 //! Why plan here: the library's simple path runs `SessionContext::sql`, which executes
 //! DDL and `COPY` as it plans them, so a statement is planned and checked the way that path
@@ -126,6 +126,9 @@ impl QueryHook for GuardHook {
             };
             return Some(answered.map_err(|e| pg_error(&e)));
         }
+        if let Some(e) = copy::refusal(statement) {
+            return Some(Err(pg_error(&e)));
+        }
         self.check_text(statement, ctx).await.err().map(|e| Err(pg_error(&e)))
     }
 
@@ -138,6 +141,16 @@ impl QueryHook for GuardHook {
         if passes_through(statement) {
             return None;
         }
+        if let Some(copy) = copy::copy_to_stdout(statement) {
+            let checked = match copy {
+                Ok((sql, _)) => copy::checked_plan(ctx, &sql).await.map(|_| copy::described()),
+                Err(e) => Err(e),
+            };
+            return Some(checked.map_err(|e| pg_error(&e)));
+        }
+        if let Some(e) = copy::refusal(statement) {
+            return Some(Err(pg_error(&e)));
+        }
         self.check_statement(statement, ctx).await.err().map(|e| Err(pg_error(&e)))
     }
 
@@ -146,12 +159,17 @@ impl QueryHook for GuardHook {
         statement: &Statement,
         _plan: &LogicalPlan,
         _params: &ParamValues,
-        _ctx: &SessionContext,
+        ctx: &SessionContext,
         _client: &mut dyn HookClient,
     ) -> Option<PgWireResult<Response>> {
         if passes_through(statement) && !runs_a_query(statement) {
             return None;
         }
-        self.admit().err().map(|e| Err(pg_error(&e)))
+        if let Err(e) = self.admit() {
+            return Some(Err(pg_error(&e)));
+        }
+        // Checked at Parse; copied here.
+        let (sql, format) = copy::copy_to_stdout(statement)?.ok()?;
+        Some(copy::copy_out(ctx, &sql, format).await.map_err(|e| pg_error(&e)))
     }
 }

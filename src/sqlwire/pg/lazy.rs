@@ -20,6 +20,7 @@ use datafusion_postgres::{DfSessionService, QueryHook};
 use futures::Sink;
 
 use super::hooks;
+use super::registers::name_registers;
 use super::startup::fatal;
 use crate::sqlwire::bounded::CancelSignal;
 use crate::sqlwire::error::WireError;
@@ -99,7 +100,8 @@ impl SimpleQueryHandler for LazySession {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        SimpleQueryHandler::do_query(self.slot.service()?.as_ref(), client, query).await
+        let named = name_registers(query);
+        SimpleQueryHandler::do_query(self.slot.service()?.as_ref(), client, named.as_deref().unwrap_or(query)).await
     }
 }
 
@@ -136,7 +138,8 @@ impl QueryParser for LazyParser {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
-        self.slot.service()?.query_parser().parse_sql(client, sql, types).await
+        let named = name_registers(sql);
+        self.slot.service()?.query_parser().parse_sql(client, named.as_deref().unwrap_or(sql), types).await
     }
 
     fn get_parameter_types(&self, stmt: &Statement) -> PgWireResult<Vec<Type>> {

@@ -5,7 +5,8 @@
 //! - [`startup`]: the API key as the password (any user name), over TLS, or in the clear
 //!   only from loopback;
 //! - [`hooks`]: every statement checked read-only and counted against the key's limits
-//!   before the library plans it.
+//!   before the library plans it;
+//! - [`registers`]: `current_user`, `session_user` ... named as PostgreSQL names them.
 //!
 //! Each connection gets its own handlers, and its own session ([`WireEngine::query_session`])
 //! once it has authenticated ([`lazy`]): a connection's queries run one after another, so
@@ -24,6 +25,7 @@ pub mod cancel;
 pub mod copy;
 pub mod hooks;
 pub mod lazy;
+pub mod registers;
 pub mod startup;
 
 use std::sync::{Arc, OnceLock};
