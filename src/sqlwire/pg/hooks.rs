@@ -40,6 +40,11 @@ pub fn pg_error(e: &WireError) -> PgWireError {
     PgWireError::UserError(Box::new(ErrorInfo::new("ERROR".to_string(), e.sqlstate().to_string(), e.to_string())))
 }
 
+/// A refusal as the FATAL error a client shows at connect (or before a session exists).
+pub fn fatal(e: &WireError) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new("FATAL".to_string(), e.sqlstate().to_string(), e.to_string())))
+}
+
 /// Statements the later hooks answer without planning or changing anything: transaction
 /// bracketing (clients send it; everything is read-only anyway) and cursors over queries.
 fn passes_through(s: &Statement) -> bool {

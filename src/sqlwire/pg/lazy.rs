@@ -19,9 +19,8 @@ use datafusion_postgres::pgwire::messages::PgWireBackendMessage;
 use datafusion_postgres::{DfSessionService, QueryHook};
 use futures::Sink;
 
-use super::hooks;
+use super::hooks::{self, fatal};
 use super::registers::name_registers;
-use super::startup::fatal;
 use crate::sqlwire::bounded::CancelSignal;
 use crate::sqlwire::error::WireError;
 use crate::sqlwire::session::WireEngine;

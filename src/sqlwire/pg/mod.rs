@@ -166,7 +166,7 @@ impl datafusion_postgres::pgwire::api::auth::StartupHandler for RefuseStartup {
         C::Error: std::fmt::Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        Err(startup::fatal(&over_cap(self.0)))
+        Err(hooks::fatal(&over_cap(self.0)))
     }
 }
 

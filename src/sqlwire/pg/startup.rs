@@ -15,12 +15,13 @@ use datafusion_postgres::pgwire::api::{
     ClientInfo, ConnectionGuard, ConnectionHandle, ConnectionManager, PgWireConnectionState, PidSecretKeyGenerator,
     RandomPidSecretKeyGenerator,
 };
-use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use datafusion_postgres::pgwire::error::{PgWireError, PgWireResult};
 use datafusion_postgres::pgwire::messages::startup::Authentication;
 use datafusion_postgres::pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use futures::{Sink, SinkExt};
 
 use super::cancel::{Cancels, Registration};
+use super::hooks::fatal;
 use super::lazy::SessionSlot;
 use crate::api::AppState;
 use crate::sqlwire::access::authorize;
@@ -43,11 +44,6 @@ pub struct KeyStartup {
     pub signal: CancelSignal,
     /// The connection's session, built once the key is accepted.
     pub session: Arc<SessionSlot>,
-}
-
-/// A refusal as the FATAL error a client shows at connect.
-pub fn fatal(e: &WireError) -> PgWireError {
-    PgWireError::UserError(Box::new(ErrorInfo::new("FATAL".to_string(), e.sqlstate().to_string(), e.to_string())))
 }
 
 /// Whether the password (the API key) may travel on this connection: over TLS, or in the
