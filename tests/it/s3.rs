@@ -362,6 +362,15 @@ fn serve_needs_a_local_state_dir_compacts_and_flushes_to_s3() {
         assert!(Instant::now() < deadline, "serve published no forecast_daily rows to the S3 lake");
         std::thread::sleep(Duration::from_millis(500));
     }
+    // The accuracy jobs downstream follow; a shutdown in the middle of one would leave its
+    // claims for recovery (README "S3 lakes"), so the server is stopped once they are done.
+    let mut quiet = 0;
+    while quiet < 10 {
+        let claimed = lake.objects().keys().any(|k| k.starts_with("_claims/"));
+        quiet = if claimed { 0 } else { quiet + 1 };
+        assert!(Instant::now() < deadline, "the fresh job runs never finished: {:?}", lake.objects().keys());
+        std::thread::sleep(Duration::from_millis(300));
+    }
     sigterm(child);
     assert_eq!(lake.scalar("SELECT count(*) FROM observations"), "26");
     assert_eq!(lake.scalar("SELECT count(*) FROM forecasts"), "49");
