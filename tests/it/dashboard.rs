@@ -43,7 +43,10 @@ fn which(names: &[&str]) -> Option<PathBuf> {
 
 /// `wxlake serve --demo` on free ports: its REST address and the demo keys by tier.
 fn start_demo_server(lake: &Path, state: &Path) -> (Proc, String, Vec<(String, String)>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wxlake"))
+    // `WXLAKE_DASHBOARD_SERVER` names another build of the server (the release binary, for
+    // the render figure in benches/README.md); the test's own debug build otherwise.
+    let bin = std::env::var_os("WXLAKE_DASHBOARD_SERVER").unwrap_or_else(|| env!("CARGO_BIN_EXE_wxlake").into());
+    let mut child = Command::new(bin)
         .arg("--lake")
         .arg(format!("file://{}", lake.display()))
         .args(["serve", "--demo", "--addr", "127.0.0.1:0", "--stream-addr", "127.0.0.1:0", "--flush-secs", "3600"])
