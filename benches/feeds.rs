@@ -168,6 +168,20 @@ fn cache_with(rows: &str, knyc: &str, time: &str) -> bytes::Bytes {
 }
 
 /// p50, p90 and max of `v`, milliseconds, printed under `what`.
+/// Asks the router for `url` until its answer contains `want` (at most 5 s after `t0`).
+async fn answered(router: &axum::Router, key: &str, url: &str, want: &str, t0: Instant, round: impl std::fmt::Display) {
+    use tower::ServiceExt;
+    loop {
+        let req = axum::http::Request::get(url).header("X-API-Key", key).body(axum::body::Body::empty()).unwrap();
+        let resp = router.clone().oneshot(req).await.unwrap();
+        let body = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap();
+        if String::from_utf8_lossy(&body).contains(want) {
+            return;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(5), "round {round}: {url} never answered {want}");
+    }
+}
+
 fn print_percentiles(what: &str, count: &str, v: &mut [f64]) {
     v.sort_by(f64::total_cmp);
     println!(
@@ -180,10 +194,7 @@ fn print_percentiles(what: &str, count: &str, v: &mut [f64]) {
 }
 
 fn publish_to_served(_c: &mut Criterion) {
-    use axum::body::Body;
-    use axum::http::Request;
     use futures::StreamExt;
-    use tower::ServiceExt;
     use wxlake::api::keys::{KeyStore, Tier};
     use wxlake::api::limits::RateLimiter;
     use wxlake::api::{server, stream_bridge, AppState};
@@ -272,18 +283,7 @@ fn publish_to_served(_c: &mut Criterion) {
                     other => panic!("round {i}: no event: {other:?}"),
                 }
             }
-            loop {
-                let req = Request::get("/api/v2/observations.php?station_code=KNYC&mode=latest")
-                    .header("X-API-Key", &key)
-                    .body(Body::empty())
-                    .unwrap();
-                let resp = router.clone().oneshot(req).await.unwrap();
-                let body = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap();
-                if String::from_utf8_lossy(&body).contains(&stamp) {
-                    break;
-                }
-                assert!(t0.elapsed() < Duration::from_secs(5), "round {i}: latest never answered {stamp}");
-            }
+            answered(&router, &key, "/api/v2/observations.php?station_code=KNYC&mode=latest", &stamp, t0, i).await;
             rest_ms.push(t0.elapsed().as_secs_f64() * 1e3);
             obs_ms.push(obs.unwrap().as_secs_f64() * 1e3);
             high_ms.push(high.unwrap().as_secs_f64() * 1e3);
@@ -349,10 +349,7 @@ async fn cli_fixture(products: Products) -> String {
 }
 
 fn cli_publish_to_served(_c: &mut Criterion) {
-    use axum::body::Body;
-    use axum::http::Request;
     use futures::StreamExt;
-    use tower::ServiceExt;
     use wxlake::api::keys::{KeyStore, Tier};
     use wxlake::api::limits::RateLimiter;
     use wxlake::api::{server, stream_bridge, AppState};
@@ -415,19 +412,8 @@ fn cli_publish_to_served(_c: &mut Criterion) {
                 }
             };
             let want = format!("\"cli_high_f\":{}", 33 + i);
-            loop {
-                let req =
-                    Request::get("/api/v2/observations.php?station_code=KNYC&mode=latest&observation_type=cli_high")
-                        .header("X-API-Key", &key)
-                        .body(Body::empty())
-                        .unwrap();
-                let resp = router.clone().oneshot(req).await.unwrap();
-                let body = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap();
-                if String::from_utf8_lossy(&body).contains(&want) {
-                    break;
-                }
-                assert!(t0.elapsed() < Duration::from_secs(5), "round {i}: latest never answered {want}");
-            }
+            let url = "/api/v2/observations.php?station_code=KNYC&mode=latest&observation_type=cli_high";
+            answered(&router, &key, url, &want, t0, i).await;
             rest_ms.push(t0.elapsed().as_secs_f64() * 1e3);
             event_ms.push(event.as_secs_f64() * 1e3);
         }
