@@ -49,7 +49,9 @@ def flight_rows():
 
 def duckdb_rows():
     q = f"SELECT {COLS} FROM read_parquet('{LAKE}/forecasts/**/*.parquet', hive_partitioning = true) LIMIT {ROWS}"
-    return duckdb.sql(q).arrow().num_rows
+    out = duckdb.sql(q).arrow()
+    # DuckDB 2 returns a RecordBatchReader here, 1.x a Table.
+    return (out.read_all() if hasattr(out, "read_all") else out).num_rows
 
 
 def pg_rows(n):
