@@ -168,6 +168,34 @@ fn cache_with(rows: &str, knyc: &str, time: &str) -> bytes::Bytes {
 }
 
 /// p50, p90 and max of `v`, milliseconds, printed under `what`.
+/// What both publish-to-served benches serve from: a lake and state under `dir`, an
+/// Enterprise key, the live service with its stream publisher, and the feeds' HTTP client.
+struct Rig {
+    keys: wxlake::api::keys::KeyStore,
+    key: String,
+    live: Arc<LiveService>,
+    hub: wxlake::stream::Hub,
+    client: Arc<HttpClient>,
+}
+
+impl Rig {
+    async fn open(dir: &std::path::Path, clock: Arc<dyn Clock>) -> Rig {
+        use wxlake::api::keys::{KeyStore, Tier};
+        use wxlake::stream::{default_retention, EventLog, Hub};
+        let lake = Lake::open(&format!("file://{}", dir.join("lake").display())).await.unwrap();
+        let keys = KeyStore::open(dir.join("state")).unwrap();
+        let key = keys.create(Tier::Enterprise, "bench", true, true).unwrap().1;
+        let live = Arc::new(LiveService::open(lake, &dir.join("state"), clock).await.unwrap());
+        let log = Arc::new(EventLog::open(&dir.join("events"), default_retention()).unwrap());
+        let hub = Hub::new(1024);
+        wxlake::api::stream_bridge::spawn_publisher(Arc::clone(&live), log, hub.clone()).await;
+        let client = Arc::new(
+            HttpClient::new(ClientConfig { contact: "bench@example.com".into(), ..Default::default() }).unwrap(),
+        );
+        Rig { keys, key, live, hub, client }
+    }
+}
+
 /// Asks the router for `url` until its answer contains `want` (at most 5 s after `t0`).
 async fn answered(router: &axum::Router, key: &str, url: &str, want: &str, t0: Instant, round: impl std::fmt::Display) {
     use tower::ServiceExt;
@@ -195,11 +223,10 @@ fn print_percentiles(what: &str, count: &str, v: &mut [f64]) {
 
 fn publish_to_served(_c: &mut Criterion) {
     use futures::StreamExt;
-    use wxlake::api::keys::{KeyStore, Tier};
     use wxlake::api::limits::RateLimiter;
-    use wxlake::api::{server, stream_bridge, AppState};
+    use wxlake::api::{server, AppState};
     use wxlake::clock::ManualClock;
-    use wxlake::stream::{default_retention, Delivery, EventLog, Hub};
+    use wxlake::stream::Delivery;
 
     // The big file's rows without KNYC, so each round's new report is KNYC's.
     let gz = cache_file();
@@ -235,17 +262,8 @@ fn publish_to_served(_c: &mut Criterion) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        let lake = Lake::open(&format!("file://{}", dir.path().join("lake").display())).await.unwrap();
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let keys = KeyStore::open(dir.path().join("state")).unwrap();
-        let key = keys.create(Tier::Enterprise, "bench", true, true).unwrap().1;
-        let live = Arc::new(LiveService::open(lake, &dir.path().join("state"), clock.clone()).await.unwrap());
-        let log = Arc::new(EventLog::open(&dir.path().join("events"), default_retention()).unwrap());
-        let hub = Hub::new(1024);
-        stream_bridge::spawn_publisher(Arc::clone(&live), log, hub.clone()).await;
-        let client = Arc::new(
-            HttpClient::new(ClientConfig { contact: "bench@example.com".into(), ..Default::default() }).unwrap(),
-        );
+        let Rig { keys, key, live, hub, client } = Rig::open(dir.path(), clock.clone()).await;
         let cfg = AwcCacheConfig {
             base_url: format!("http://{addr}"),
             stations: vec![],
@@ -350,13 +368,12 @@ async fn cli_fixture(products: Products) -> String {
 
 fn cli_publish_to_served(_c: &mut Criterion) {
     use futures::StreamExt;
-    use wxlake::api::keys::{KeyStore, Tier};
     use wxlake::api::limits::RateLimiter;
-    use wxlake::api::{server, stream_bridge, AppState};
+    use wxlake::api::{server, AppState};
     use wxlake::clock::ManualClock;
     use wxlake::feeds::nws_products::{NwsProducts, NwsProductsConfig, ProductKind};
     use wxlake::ingest::{Format, IngestOptions};
-    use wxlake::stream::{default_retention, Delivery, EventLog, Hub};
+    use wxlake::stream::Delivery;
 
     let rt = tokio::runtime::Runtime::new().unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -366,21 +383,12 @@ fn cli_publish_to_served(_c: &mut Criterion) {
     let clock: Arc<dyn Clock> = manual.clone();
     let (router, key, feed, sink, hub) = rt.block_on(async {
         let base = cli_fixture(Arc::clone(&products)).await;
-        let lake = Lake::open(&format!("file://{}", dir.path().join("lake").display())).await.unwrap();
-        let keys = KeyStore::open(dir.path().join("state")).unwrap();
-        let key = keys.create(Tier::Enterprise, "bench", true, true).unwrap().1;
-        let live = Arc::new(LiveService::open(lake, &dir.path().join("state"), clock.clone()).await.unwrap());
-        let log = Arc::new(EventLog::open(&dir.path().join("events"), default_retention()).unwrap());
-        let hub = Hub::new(1024);
-        stream_bridge::spawn_publisher(Arc::clone(&live), log, hub.clone()).await;
+        let Rig { keys, key, live, hub, client } = Rig::open(dir.path(), clock.clone()).await;
         // The day's observation the served CLI values ride on (`mode=latest` answers an
         // observation with its day's reports).
         let metar = b"KNYC 022051Z 27008KT 10SM CLR 01/M09 A3012 RMK AO2 T00061089\n".to_vec();
         let opts = IngestOptions { month: Some((2013, 1)), ..Default::default() };
         assert_eq!(live.ingest(Format::Metar, opts, metar).await.unwrap().accepted, 1);
-        let client = Arc::new(
-            HttpClient::new(ClientConfig { contact: "bench@example.com".into(), ..Default::default() }).unwrap(),
-        );
         let cfg = NwsProductsConfig {
             base_url: base,
             stations: vec!["KNYC".into()],
