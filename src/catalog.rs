@@ -9,6 +9,7 @@ use chrono::{FixedOffset, NaiveDate, Offset, TimeZone};
 use chrono_tz::{OffsetComponents, Tz};
 use thiserror::Error;
 
+use crate::models::{coverage, Coverage};
 use crate::units::Units;
 
 /// The embedded catalog CSV (data/stations.csv).
@@ -50,6 +51,25 @@ impl Station {
     /// US stations carry a K prefix and report in °F (rule 3 of spec 4.1 keys on that).
     pub fn is_us(&self) -> bool {
         self.country == "US"
+    }
+
+    /// True when `model` (one of the 18) has forecasts for this station, by the model's
+    /// [`Coverage`]: the demo gives a station the runs of these models only, as the real
+    /// sources would, and the open_meteo feed asks for no others. Here and not in
+    /// `models` because `models` is compiled into the fuzz crate, which has no catalog.
+    pub fn has_forecasts_from(&self, model: &str) -> bool {
+        let (lat, lon) = (self.latitude, self.longitude);
+        let inside = |lat_range: (f64, f64), lon_range: (f64, f64)| {
+            (lat_range.0..=lat_range.1).contains(&lat) && (lon_range.0..=lon_range.1).contains(&lon)
+        };
+        match coverage(model) {
+            None => false,
+            Some(Coverage::Global) => true,
+            Some(Coverage::NorthAmerica) => matches!(self.country.as_str(), "US" | "CA" | "MX"),
+            Some(Coverage::ConusDomain) => inside((21.0, 53.0), (-135.0, -60.0)),
+            Some(Coverage::HrdpsDomain) => inside((27.0, 70.0), (-152.0, -42.0)),
+            Some(Coverage::UsStations) => self.is_us(),
+        }
     }
 }
 
@@ -143,6 +163,31 @@ pub fn distance_km(lat1: f64, lon1: f64, lat2: f64, lon2: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn us_only_and_regional_models_skip_stations_outside_their_domain() {
+        let catalog = Catalog::global();
+        let get = |c: &str| catalog.get(c).unwrap();
+        let covers = |m: &str, st: &Station| st.has_forecasts_from(m);
+        for m in &crate::models::MODELS {
+            assert!(covers(m.name, get("KNYC")), "{} covers Central Park", m.name);
+        }
+        assert!(!covers("FOO", get("KNYC")));
+        for m in ["NAM", "NAM4KM", "HRRR", "RAP", "GFS-MOS", "NAM-MOS", "LAV-MOS", "NBM", "NBS-MOS", "GEM-HRDPS"] {
+            for intl in ["EGLC", "RJTT", "WSSS", "SBGR", "YSSY"] {
+                assert!(!covers(m, get(intl)), "{m} does not cover {intl}");
+            }
+        }
+        assert_eq!(crate::models::MODELS.iter().filter(|m| covers(m.name, get("EGLC"))).count(), 8);
+        // Toronto sits in the CONUS and HRDPS domains and in North America, not in US MOS.
+        let yyz = get("CYYZ");
+        assert!(covers("HRRR", yyz) && covers("GEM-HRDPS", yyz) && covers("NAM", yyz));
+        assert!(!covers("GFS-MOS", yyz) && !covers("NBM", yyz));
+        // Mexico City: North America, south of the CONUS domain.
+        let mex = get("MMMX");
+        assert!(covers("NAM", mex) && !covers("HRRR", mex) && !covers("GEM-HRDPS", mex));
+        assert!(covers("GEM-HRDPS", get("KSEA")) && !covers("GEM-HRDPS", get("KMIA")));
+    }
 
     #[test]
     fn catalog_has_the_70_spec_stations() {

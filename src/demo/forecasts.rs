@@ -28,7 +28,7 @@ use crate::decode::forecast_rows::encode_forecast_csv;
 use crate::decode::mos::{encode_mos, forecast_hours};
 use crate::decode::nws_hourly::encode_nws_hourly;
 use crate::decode::types::{ForecastRow, NwsHourlyForecast, NwsHourlyPeriod, OptF64};
-use crate::models::{bulletin_code, covers, ModelSpec, MODELS};
+use crate::models::{bulletin_code, ModelSpec, MODELS};
 use crate::units::{c_to_f, kt_to_kmh, kt_to_mph, relative_humidity, round1};
 
 /// True for the models published as MOS/NBM text bulletins rather than gridded rows
@@ -359,7 +359,7 @@ pub fn mos_bulletin(site: &Site, index: usize, run: DateTime<Utc>) -> Option<Str
     encode_mos(spec.name, &site.station.code, run, &rows).map(|text| mos_preamble(spec.name, run) + &text)
 }
 
-/// Every run of the models covering the site ([`covers`]) initialised in `[from, to]` and
+/// Every run of the models covering the site ([`Station::has_forecasts_from`](crate::catalog::Station::has_forecasts_from)) initialised in `[from, to]` and
 /// published by `now`: gridded models as one CSV (spec 2.5 columns), MOS models as
 /// (model, bulletin) pairs.
 pub fn model_forecasts(
@@ -372,7 +372,7 @@ pub fn model_forecasts(
     let mut mos = Vec::new();
     // The index keys each model's noise, so it is taken before leaving out the models that
     // do not cover the station.
-    for (index, spec) in MODELS.iter().enumerate().filter(|(_, m)| covers(m.name, site.station)) {
+    for (index, spec) in MODELS.iter().enumerate().filter(|(_, m)| site.station.has_forecasts_from(m.name)) {
         let mos_model = is_mos(spec.name);
         let mut rows = Vec::new();
         for run in runs(spec, from, to, now) {

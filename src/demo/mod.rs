@@ -30,7 +30,7 @@
 //! | `onemin_csv` | `station,valid,tmpf`, `-999` in sensor gaps | `onemin::decode_onemin` | US |
 //! | `cli` | CLI products with WMO headings: a final per LST day (issued ≈ 06:00 LST next day), an afternoon preliminary for today | `climate_report::decode_cli` | US |
 //! | `dsm` | DSM messages under `CDUS27` headings, sent ≈ 00:05 LST | `dsm::decode_dsm_with_year` | US |
-//! | `forecast_csv` | spec 2.5 rows of the gridded models covering the station (`models::covers`), every run and lead | `forecast_rows::decode_forecast_csv` | all |
+//! | `forecast_csv` | spec 2.5 rows of the gridded models covering the station (`Station::has_forecasts_from`), every run and lead | `forecast_rows::decode_forecast_csv` | all |
 //! | `mos` | MAV / MET / LAMP / NBS bulletins, on the real products' columns (`mos::forecast_hours`) | `mos::decode_mos` | US |
 //! | `nws_hourly` | api.weather.gov hourly JSON, 6 versions a day, 156 h each | `nws_hourly::decode_nws_hourly` | US |
 //!

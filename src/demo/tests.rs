@@ -261,7 +261,7 @@ fn every_forecast_product_decodes_with_the_expected_leads() {
             by_run.entry((r.model, r.run_time)).or_default().push(r.forecast_hour as u32);
         }
         let gridded: std::collections::BTreeSet<&str> = by_run.keys().map(|k| k.0).collect();
-        // KNYC has all 14 gridded models; EGLC only the 8 global ones (models::covers).
+        // KNYC has all 14 gridded models; EGLC only the 8 global ones (Station::has_forecasts_from).
         assert_eq!(gridded.len(), if code == "KNYC" { 14 } else { 8 }, "{gridded:?}");
         for ((name, run), leads) in &by_run {
             assert_eq!(*leads, model(name).unwrap().leads(run.hour()), "{name} {run}");

@@ -212,9 +212,9 @@ impl OpenMeteo {
     }
 
     /// The configured models `station` gets: those whose domain covers it
-    /// ([`models::covers`]: no NAM or HRRR outside theirs), the one place this is chosen.
+    /// ([`Station::has_forecasts_from`](crate::catalog::Station::has_forecasts_from): no NAM or HRRR outside theirs), the one place this is chosen.
     fn models_for<'a>(&'a self, station: &'a Station) -> impl Iterator<Item = &'a Model> {
-        self.models.iter().filter(move |m| models::covers(m.spec.name, station))
+        self.models.iter().filter(move |m| station.has_forecasts_from(m.spec.name))
     }
 
     /// The stations that get `model`, in the configured order.

@@ -289,3 +289,27 @@ fn every_module_is_on_the_maps() {
         assert!(in_map, "README \"Where things are\" does not list `{m}`");
     }
 }
+
+/// The files the fuzz crate compiles by path (`tests/fuzz/src/lib.rs`: `decode`, `models`,
+/// `units`) reach no other module of the crate: the fuzz crate has no other, so one such
+/// path breaks the fuzz build, which CI runs only after every test. Checked here first.
+#[test]
+fn the_fuzzed_modules_reach_only_each_other() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let fuzz_lib = std::fs::read_to_string(src.join("../tests/fuzz/src/lib.rs")).unwrap();
+    let fuzzed: Vec<String> = fuzz_lib
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub mod "))
+        .map(|m| m.trim_end_matches(';').to_string())
+        .collect();
+    assert_eq!(fuzzed, ["decode", "models", "units"], "the fuzz crate's module list changed: update this test");
+    let modules = library_modules(&src);
+    let outside: Vec<String> = modules
+        .iter()
+        .filter(|(m, _)| m.first().is_some_and(|top| fuzzed.contains(top)))
+        .flat_map(|(m, file)| references(m, file, &modules))
+        .filter(|r| !r.to.first().is_some_and(|top| fuzzed.contains(top)))
+        .map(|r| format!("{} -> crate::{} ({})", r.from.join("::"), r.to.join("::"), r.at))
+        .collect();
+    assert!(outside.is_empty(), "fuzzed modules reach outside decode/models/units:\n{}", outside.join("\n"));
+}

@@ -25,7 +25,7 @@ use crate::api::params::{self, QueryParams};
 use crate::api::state::AppState;
 use crate::catalog::{Catalog, Station};
 use crate::extremes::Logic;
-use crate::models::{covers, MODELS};
+use crate::models::MODELS;
 use crate::time::{day_window, fmt_iso_utc, fmt_utc, local_date};
 
 /// Stations answered concurrently (most answers come from memory; a station without recent
@@ -189,7 +189,7 @@ async fn station_day(
 /// The latest run of each model covering `st` (the catalog's coverage: a station gets only
 /// its models), from the forecast cache; the cache loads of a cold server run together.
 async fn latest_runs(state: &AppState, st: &'static Station) -> ApiResult<Vec<LatestRun>> {
-    let models: Vec<&'static str> = MODELS.iter().map(|m| m.name).filter(|m| covers(m, st)).collect();
+    let models: Vec<&'static str> = MODELS.iter().map(|m| m.name).filter(|m| st.has_forecasts_from(m)).collect();
     let mut pending = Vec::with_capacity(models.len());
     for &m in &models {
         pending.push(Box::pin(state.forecasts.get(&state.live, &st.code, m)));

@@ -1,6 +1,6 @@
 //! Model runs: Open-Meteo's forecast and single-run APIs for the gridded models, and the
 //! MOS/NBM text bulletins, each run appearing `latency_h` after its run time
-//! ([`crate::models`]) and only where the model covers the station ([`covers`]).
+//! ([`crate::models`]) and only where the model covers the station ([`Station::has_forecasts_from`](crate::catalog::Station::has_forecasts_from)).
 //!
 //! - `GET /v1/forecast?latitude=..&longitude=..&hourly=temperature_2m,..&models=ID,..[&run=YYYY-MM-DDTHH:MM]`:
 //!   the models asked for (Open-Meteo ids, those of `models::AVAILABILITY`, e.g.
@@ -32,7 +32,7 @@ use super::super::forecasts::{mos_bulletin, mos_pil, run_rows, runs};
 use super::{parse_time, query_pairs, site, value, values, Refusal, SimState};
 use crate::catalog::{Catalog, Station};
 use crate::decode::types::ForecastRow;
-use crate::models::{covers, ModelSpec, Publisher, AVAILABILITY, MODELS};
+use crate::models::{ModelSpec, Publisher, AVAILABILITY, MODELS};
 
 pub const OPEN_METEO_PATH: &str = "/v1/forecast";
 pub const MOS_PATH: &str = "/cgi-bin/afos/retrieve.py";
@@ -132,7 +132,7 @@ pub async fn open_meteo(State(sim): State<SimState>, RawQuery(q): RawQuery) -> R
             return om_error(format!("Cannot initialize MultiDomains from invalid String value {id}"));
         };
         let spec = &MODELS[index];
-        if let Some(st) = stations.iter().find(|st| !covers(spec.name, st)) {
+        if let Some(st) = stations.iter().find(|st| !st.has_forecasts_from(spec.name)) {
             return om_error(format!("{id} does not cover {},{}", st.latitude, st.longitude));
         }
         let run = match asked_run {
@@ -270,7 +270,7 @@ pub async fn mos(State(sim): State<SimState>, RawQuery(q): RawQuery) -> Response
 pub fn mos_text(index: usize, run: DateTime<Utc>, seed: u64) -> Option<String> {
     let spec = &MODELS[index];
     let mut out = String::new();
-    for st in Catalog::global().all().iter().filter(|s| covers(spec.name, s)) {
+    for st in Catalog::global().all().iter().filter(|s| s.has_forecasts_from(spec.name)) {
         let s = site(st, seed, run, run, run + Duration::hours(i64::from(spec.horizon_h) + 2));
         let text = mos_bulletin(&s, index, run)?;
         if out.is_empty() {
