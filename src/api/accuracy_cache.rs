@@ -8,14 +8,13 @@ use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, NaiveDate, Utc};
 use datafusion::arrow::array::{AsArray, RecordBatch};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Date32Type, Float64Type, Int32Type, Int64Type, TimestampMicrosecondType};
+use datafusion::arrow::datatypes::{Date32Type, Float64Type, Int32Type, Int64Type, TimestampMicrosecondType};
 use datafusion::prelude::SessionContext;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::bound_sql::Bindings;
-use super::error::{ApiError, ApiResult};
+use super::bound_sql::{utf8_column, Bindings};
+use super::error::ApiResult;
 use super::loading_cache::LoadingCache;
 
 /// How long a station's accuracy tables stay in memory before they are read again.
@@ -137,10 +136,6 @@ async fn query(ctx: &SessionContext, code: &str, sql: &str) -> ApiResult<Vec<Rec
     b.collect(ctx, sql).await
 }
 
-fn strings(b: &RecordBatch, i: usize) -> ApiResult<datafusion::arrow::array::ArrayRef> {
-    cast(b.column(i), &DataType::Utf8).map_err(ApiError::internal)
-}
-
 fn date_of(days: i32) -> NaiveDate {
     NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default() + chrono::Duration::days(i64::from(days))
 }
@@ -156,7 +151,7 @@ async fn load(ctx: &SessionContext, code: &str) -> ApiResult<StationAccuracy> {
     )
     .await?;
     for b in &cells {
-        let (target, model, label) = (strings(b, 2)?, strings(b, 3)?, strings(b, 4)?);
+        let (target, model, label) = (utf8_column(b, 2)?, utf8_column(b, 3)?, utf8_column(b, 4)?);
         let (target, model, label) = (target.as_string::<i32>(), model.as_string::<i32>(), label.as_string::<i32>());
         let i32s = |i: usize| b.column(i).as_primitive::<Int32Type>();
         let i64s = |i: usize| b.column(i).as_primitive::<Int64Type>();
@@ -190,7 +185,7 @@ async fn load(ctx: &SessionContext, code: &str) -> ApiResult<StationAccuracy> {
     )
     .await?;
     for b in &trends {
-        let (target, model, label) = (strings(b, 1)?, strings(b, 2)?, strings(b, 3)?);
+        let (target, model, label) = (utf8_column(b, 1)?, utf8_column(b, 2)?, utf8_column(b, 3)?);
         let (target, model, label) = (target.as_string::<i32>(), model.as_string::<i32>(), label.as_string::<i32>());
         let f64s = |i: usize| b.column(i).as_primitive::<Float64Type>();
         for r in 0..b.num_rows() {
@@ -217,7 +212,7 @@ async fn load(ctx: &SessionContext, code: &str) -> ApiResult<StationAccuracy> {
     )
     .await?;
     for b in &detail {
-        let (target, model, label) = (strings(b, 2)?, strings(b, 3)?, strings(b, 4)?);
+        let (target, model, label) = (utf8_column(b, 2)?, utf8_column(b, 3)?, utf8_column(b, 4)?);
         let (target, model, label) = (target.as_string::<i32>(), model.as_string::<i32>(), label.as_string::<i32>());
         for r in 0..b.num_rows() {
             out.detail.push(DetailRow {

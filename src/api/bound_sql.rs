@@ -7,12 +7,13 @@
 //! are compared with, so the plan is the one a written literal would give.
 
 use chrono::{DateTime, NaiveDate, Utc};
-use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::array::{ArrayRef, RecordBatch};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::prelude::{DataFrame, SessionContext};
 use datafusion::scalar::ScalarValue;
 
-use super::error::ApiResult;
+use super::error::{ApiError, ApiResult};
 
 /// Values bound so far, in placeholder order.
 #[derive(Debug, Default)]
@@ -68,6 +69,12 @@ impl Bindings {
     ) -> ApiResult<(SchemaRef, Vec<RecordBatch>)> {
         Ok(crate::lake::reread::collect(ctx, sql, self.0).await?)
     }
+}
+
+/// Column `i` of a query result as `Utf8`, whichever string type the plan gave it (lake
+/// columns read as `Utf8View`, literals and casts as `Utf8`), for `as_string::<i32>()`.
+pub fn utf8_column(b: &RecordBatch, i: usize) -> ApiResult<ArrayRef> {
+    cast(b.column(i), &DataType::Utf8).map_err(ApiError::internal)
 }
 
 #[cfg(test)]

@@ -6,10 +6,10 @@
 //! - An entry holds the run dates from [`RECENT_DAYS`] days before its load: every run that
 //!   can reach a window starting after that date minus the longest horizon. Older windows
 //!   and pinned runs go to the lake.
-//! - An entry is current while the live service has stored no forecasts since it was built
-//!   ([`LiveService::table_version`](crate::write::LiveService::table_version)) and
-//!   for [`TTL`] at most: rows written by another process (a `wxlake ingest`) appear within
-//!   that time.
+//! - An entry is current while the live service has stored no forecasts of its model since
+//!   it was built ([`LiveService::forecast_version`](crate::write::LiveService::forecast_version):
+//!   a new HRRR run leaves the other models' entries warm) and for [`TTL`] at most: rows
+//!   written by another process (a `wxlake ingest`) appear within that time.
 //! - At most [`MAX_ROWS`] rows are held; the least recently loaded entries go first.
 //! - Concurrent misses of one key run one load ([`LoadingCache`]).
 
@@ -25,7 +25,6 @@ use super::bound_sql::Bindings;
 use super::error::{ApiError, ApiResult};
 use super::loading_cache::LoadingCache;
 use crate::decode::forecast_rows::COLUMNS;
-use crate::lake::schema::FORECASTS;
 use crate::write::LiveService;
 
 /// The spec 2.5 columns, in order, as SQL: `id` (from the natural-key hash), the columns
@@ -95,7 +94,7 @@ pub struct ForecastCache {
 impl ForecastCache {
     /// The current entry of (location, model), loading it when missing or stale.
     pub async fn get(&self, live: &LiveService, location: &str, model: &str) -> ApiResult<Arc<Entry>> {
-        let version = live.table_version(FORECASTS.name);
+        let version = live.forecast_version(model);
         let key = (location.to_string(), model.to_string());
         self.entries
             .get_or_load(&key, version, TTL, || async {

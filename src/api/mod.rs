@@ -20,6 +20,7 @@ pub mod json;
 pub mod json_stream;
 pub mod keys;
 pub mod latest_cache;
+pub mod latest_runs;
 pub mod limits;
 pub mod loading_cache;
 pub mod metrics;

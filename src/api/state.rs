@@ -9,6 +9,7 @@ use super::accuracy_cache::AccuracyCache;
 use super::forecast_cache::ForecastCache;
 use super::keys::KeyStore;
 use super::latest_cache::LatestCache;
+use super::latest_runs::LatestRuns;
 use super::limits::RateLimiter;
 use super::nws_cache::NwsCache;
 use crate::clock::Clock;
@@ -44,6 +45,8 @@ pub struct AppInner {
     pub nws_versions: NwsCache,
     /// The newest lake observation of stations the hot state cannot answer for (latest).
     pub latest: LatestCache,
+    /// The latest run per (location, model) (stations.php?include=latest_runs).
+    pub latest_runs: LatestRuns,
     /// Where the HTTPS push stream listens, once it does (unset: the stream is not
     /// enabled). The REST port names it to clients that ask it for the stream.
     stream_addr: OnceLock<SocketAddr>,
@@ -72,6 +75,7 @@ impl AppState {
             forecasts: Default::default(),
             nws_versions: Default::default(),
             latest: Default::default(),
+            latest_runs: Default::default(),
             stream_addr: OnceLock::new(),
             feeds: OnceLock::new(),
             stream_feed: OnceLock::new(),

@@ -73,6 +73,9 @@ pub struct LiveService {
     new_data: broadcast::Sender<String>,
     /// Per table, how many flushes added rows to it (caches of lake rows compare it).
     versions: Mutex<std::collections::HashMap<&'static str, u64>>,
+    /// Per forecast model, how many flushes stored runs of it (a cache of one model's rows
+    /// stays current while other models' runs arrive).
+    model_versions: Mutex<std::collections::HashMap<String, u64>>,
     /// The model runs each flush stored (the fresh-runs trigger, `jobs::fresh`).
     new_runs: broadcast::Sender<Vec<crate::jobs::fresh::StoredRun>>,
     /// Wakes the background flush before its tick: forecasts are not in the hot state, so
@@ -116,6 +119,7 @@ impl LiveService {
             notices: tokio::sync::Mutex::new(None),
             new_data,
             versions: Mutex::new(std::collections::HashMap::new()),
+            model_versions: Mutex::new(std::collections::HashMap::new()),
             new_runs,
             flush_soon: tokio::sync::Notify::new(),
             derived_version: std::sync::atomic::AtomicU64::new(0),
@@ -142,6 +146,12 @@ impl LiveService {
     /// version v is current while the version is still v, for rows arriving through it).
     pub fn table_version(&self, table: &str) -> u64 {
         self.versions.lock().unwrap_or_else(|p| p.into_inner()).get(table).copied().unwrap_or(0)
+    }
+
+    /// Changes whenever this service stores forecast rows of `model`: finer than
+    /// [`table_version`](Self::table_version) of `forecasts`, for caches of one model.
+    pub fn forecast_version(&self, model: &str) -> u64 {
+        self.model_versions.lock().unwrap_or_else(|p| p.into_inner()).get(model).copied().unwrap_or(0)
     }
 
     /// Subscribes to the names of tables a flush added rows to.
@@ -334,6 +344,11 @@ impl LiveService {
                 // No scheduler listening is fine.
                 let _ = self.new_data.send(table.to_string());
                 if table == crate::lake::schema::FORECASTS.name {
+                    let mut versions = self.model_versions.lock().unwrap_or_else(|p| p.into_inner());
+                    for model in runs.iter().map(|r| &r.model) {
+                        *versions.entry(model.clone()).or_default() += 1;
+                    }
+                    drop(versions);
                     let _ = self.new_runs.send(runs.clone());
                 }
             }

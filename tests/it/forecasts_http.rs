@@ -124,6 +124,7 @@ async fn raw_forecasts_loading_cache_matches_the_lake_and_follows_live_ingest() 
     let from_lake: Vec<&serde_json::Value> = all.as_array().unwrap().iter().filter(|r| r["model"] == "GFS").collect();
     assert_eq!(cached.as_array().unwrap().len(), 11);
     assert_eq!(cached.as_array().unwrap().iter().collect::<Vec<_>>(), from_lake, "cache and lake give the same rows");
+    assert_eq!(latest_runs(&app).await, ["GFS 2026-03-08T00:00:00Z", "HRRR 2026-03-08T06:00:00Z"]);
 
     // A new run through the server's ingest: visible in the next request.
     let new_run: Vec<ForecastRow> = (0..48).map(|lead| row("GFS", 6, lead, 50.0)).collect();
@@ -144,11 +145,27 @@ async fn raw_forecasts_loading_cache_matches_the_lake_and_follows_live_ingest() 
         .await;
     assert_eq!(h["x-run-time"], "2026-03-08T06:00:00Z");
     assert_eq!(latest.as_array().unwrap().len(), 48);
+    // The station answer names the same latest runs; an older run stored later (a
+    // backfill) does not replace a newer one.
+    assert_eq!(latest_runs(&app).await, ["GFS 2026-03-08T06:00:00Z", "HRRR 2026-03-08T06:00:00Z"]);
+    let old_run: Vec<ForecastRow> = (0..19).map(|lead| row("HRRR", -6, lead, 39.0)).collect();
+    let (s, v) = app.ingest("forecasts", "", &wxlake::decode::forecast_rows::encode_forecast_csv(&old_run)).await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{v}");
+    app.state.live.flush().await.unwrap();
+    assert_eq!(latest_runs(&app).await, ["GFS 2026-03-08T06:00:00Z", "HRRR 2026-03-08T06:00:00Z"]);
     // Windows older than the cache's reach are read from the lake.
     let (s, v) = app
         .get("/api/v2/forecasts.php?location_name=KNYC&model=GFS&start_valid_time=2025-12-01T00:00:00Z&end_valid_time=2025-12-02T00:00:00Z")
         .await;
     assert_eq!((s, v.as_array().map(Vec::len)), (StatusCode::OK, Some(0)));
+}
+
+/// `stations.php?include=latest_runs` for KNYC: "model run_time" in the models' order.
+async fn latest_runs(app: &App) -> Vec<String> {
+    let (s, v) = app.get("/api/v2/stations.php?station_code=KNYC&include=latest_runs").await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    let runs = v[0]["latest_runs"].as_array().unwrap_or_else(|| panic!("no latest_runs: {v}"));
+    runs.iter().map(|r| format!("{} {}", r["model"].as_str().unwrap(), r["run_time"].as_str().unwrap())).collect()
 }
 
 #[tokio::test]

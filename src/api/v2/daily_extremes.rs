@@ -10,14 +10,13 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use chrono::{DateTime, Duration, NaiveDate};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Date32Type, Float64Type, TimestampMicrosecondType};
+use datafusion::arrow::datatypes::{Date32Type, Float64Type, TimestampMicrosecondType};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::observations::{logic_param, svc_high, SvcHigh};
 use crate::api::auth::Caller;
-use crate::api::bound_sql::Bindings;
+use crate::api::bound_sql::{utf8_column, Bindings};
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::params::{self, QueryParams};
@@ -121,7 +120,7 @@ async fn stored_days(
 }
 
 fn rows(b: &RecordBatch, station: &Station, logic: Logic) -> ApiResult<Vec<(NaiveDate, SvcHigh)>> {
-    let text = |i: usize| cast(b.column(i), &DataType::Utf8).map_err(ApiError::internal);
+    let text = |i: usize| utf8_column(b, i);
     let (dq, hs, ls, hl, ll) = (text(6)?, text(8)?, text(9)?, text(12)?, text(13)?);
     let (dq, hs, ls) = (dq.as_string::<i32>(), hs.as_string::<i32>(), ls.as_string::<i32>());
     let (hl, ll) = (hl.as_string::<i32>(), ll.as_string::<i32>());

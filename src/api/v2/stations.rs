@@ -8,8 +8,9 @@
 //! Professional tier's per-minute limit.
 //!
 //! `include=latest_runs` adds, per station, the latest run of every model that covers it:
-//! the list the day view overlays and polls to notice a new run, read from the same
-//! forecast cache `forecasts.php?run=latest` answers from (so the two name the same run).
+//! the list the day view overlays and polls to notice a new run, from the index of
+//! [`latest_runs`](crate::api::latest_runs) over the run dates `forecasts.php?run=latest`
+//! answers from (so the two name the same run).
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -43,8 +44,8 @@ pub struct StationsQuery {
     /// date, or its current day when that date has not begun under it yet
     #[param(value_type = Option<String>, format = Date)]
     pub date: Option<String>,
-    /// `latest_runs`: add each covering model's latest run (costs a forecast-cache load per
-    /// model and station the first time: ask for it with one station, not a whole board)
+    /// `latest_runs`: add each covering model's latest run (the run `forecasts.php` with
+    /// `run=latest` answers)
     #[param(value_type = Option<String>)]
     pub include: Option<String>,
 }
@@ -187,18 +188,12 @@ async fn station_day(
 }
 
 /// The latest run of each model covering `st` (the catalog's coverage: a station gets only
-/// its models), from the forecast cache; the cache loads of a cold server run together.
+/// its models), in the models' order, from the latest-runs index.
 async fn latest_runs(state: &AppState, st: &'static Station) -> ApiResult<Vec<LatestRun>> {
-    let models: Vec<&'static str> = MODELS.iter().map(|m| m.name).filter(|m| st.has_forecasts_from(m)).collect();
-    let mut pending = Vec::with_capacity(models.len());
-    for &m in &models {
-        pending.push(Box::pin(state.forecasts.get(&state.live, &st.code, m)));
-    }
-    let mut out = Vec::new();
-    for (m, entry) in models.iter().zip(futures::future::join_all(pending).await) {
-        if let Some(rt) = entry?.latest_run() {
-            out.push(LatestRun { model: m.to_string(), run_time: fmt_iso_utc(rt) });
-        }
-    }
-    Ok(out)
+    let runs = state.latest_runs.of(&state.live, &st.code).await?;
+    Ok(MODELS
+        .iter()
+        .filter(|m| st.has_forecasts_from(m.name))
+        .filter_map(|m| runs.get(m.name).map(|&rt| LatestRun { model: m.name.to_string(), run_time: fmt_iso_utc(rt) }))
+        .collect())
 }

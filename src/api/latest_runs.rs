@@ -1,0 +1,118 @@
+//! The latest run of every (location, model) in the forecast cache's window: what
+//! `stations.php?include=latest_runs` answers. One small lake query (three columns, grouped)
+//! serves every station, where loading each covering model's forecast cache cost the day
+//! view most of its first round trip.
+//!
+//! - Built on first use over the run dates the forecast cache holds
+//!   ([`RECENT_DAYS`](super::forecast_cache::RECENT_DAYS)), so it names the run that
+//!   `forecasts.php?run=latest` answers; runs older than that window are left out on read,
+//!   as the cache leaves them out.
+//! - When the live service has stored forecasts since (its `forecasts` version) or after
+//!   [`TTL`] (rows another process wrote), the index is refreshed from the run dates since
+//!   the day before its last refresh, keeping the later run per key: a run being published
+//!   is dated today or, just after midnight, yesterday, so the refresh reads two days of
+//!   partitions rather than the window.
+//! - A run dated before that (a backfill of a station or model with no newer run) is seen by
+//!   the full rebuild every [`REBUILD_EVERY`].
+//! - Concurrent requests wait for one refresh.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration as StdDuration, Instant};
+
+use chrono::{DateTime, Duration, NaiveDate, Utc};
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::datatypes::TimestampMicrosecondType;
+
+use super::bound_sql::{utf8_column, Bindings};
+use super::error::ApiResult;
+use super::forecast_cache::{RECENT_DAYS, TTL};
+use crate::lake::schema::FORECASTS;
+use crate::write::LiveService;
+
+/// Longest the index goes without a full rebuild over the whole window.
+pub const REBUILD_EVERY: StdDuration = StdDuration::from_secs(600);
+
+/// (location, model) → its latest run (µs since the epoch).
+type Index = HashMap<(String, String), i64>;
+
+struct Built {
+    index: Arc<Index>,
+    version: u64,
+    refreshed: Instant,
+    rebuilt: Instant,
+    /// The UTC date of the last refresh: the next one reads from the day before.
+    refreshed_on: NaiveDate,
+}
+
+/// See the module docs (one per server).
+#[derive(Default)]
+pub struct LatestRuns {
+    built: tokio::sync::Mutex<Option<Built>>,
+}
+
+impl LatestRuns {
+    /// The latest run of each model with rows for `location` in the window, by model name.
+    pub async fn of(&self, live: &LiveService, location: &str) -> ApiResult<HashMap<String, DateTime<Utc>>> {
+        let index = self.current(live).await?;
+        let from = (live.clock.now().date_naive() - Duration::days(RECENT_DAYS)).and_time(chrono::NaiveTime::MIN);
+        let from_us = from.and_utc().timestamp_micros();
+        Ok(index
+            .iter()
+            .filter(|((loc, _), &t)| loc == location && t >= from_us)
+            .filter_map(|((_, model), &t)| Some((model.clone(), DateTime::from_timestamp_micros(t)?)))
+            .collect())
+    }
+
+    async fn current(&self, live: &LiveService) -> ApiResult<Arc<Index>> {
+        let version = live.table_version(FORECASTS.name);
+        let mut built = self.built.lock().await;
+        let today = live.clock.now().date_naive();
+        match built.as_mut() {
+            Some(b) if b.version == version && b.refreshed.elapsed() < TTL => Ok(Arc::clone(&b.index)),
+            Some(b) if b.rebuilt.elapsed() < REBUILD_EVERY => {
+                let newer = query(live, b.refreshed_on - Duration::days(1)).await?;
+                let mut index = (*b.index).clone();
+                for (key, t) in newer {
+                    let held = index.entry(key).or_insert(t);
+                    *held = (*held).max(t);
+                }
+                b.index = Arc::new(index);
+                (b.version, b.refreshed, b.refreshed_on) = (version, Instant::now(), today);
+                Ok(Arc::clone(&b.index))
+            }
+            _ => {
+                let index = Arc::new(query(live, today - Duration::days(RECENT_DAYS)).await?);
+                let now = Instant::now();
+                *built = Some(Built {
+                    index: Arc::clone(&index),
+                    version,
+                    refreshed: now,
+                    rebuilt: now,
+                    refreshed_on: today,
+                });
+                Ok(index)
+            }
+        }
+    }
+}
+
+/// The latest run per (location, model) among run dates from `from` on.
+async fn query(live: &LiveService, from: NaiveDate) -> ApiResult<Index> {
+    let mut b = Bindings::new();
+    let sql = format!(
+        "SELECT location_name, model, max(run_time) FROM forecasts WHERE run_date >= {} \
+         GROUP BY location_name, model",
+        b.partition_date(from)
+    );
+    let mut out = Index::new();
+    for batch in b.collect(&live.ctx, &sql).await? {
+        let (locations, models) = (utf8_column(&batch, 0)?, utf8_column(&batch, 1)?);
+        let (locations, models) = (locations.as_string::<i32>(), models.as_string::<i32>());
+        let runs = batch.column(2).as_primitive::<TimestampMicrosecondType>();
+        for i in (0..batch.num_rows()).filter(|&i| runs.is_valid(i)) {
+            out.insert((locations.value(i).to_string(), models.value(i).to_string()), runs.value(i));
+        }
+    }
+    Ok(out)
+}
