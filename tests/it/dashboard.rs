@@ -341,6 +341,38 @@ async fn day_layers_match_the_api(c: &Client, addr: &str, key: &str) {
     assert!(same, "the day view lists other rows than observations.php");
 }
 
+/// A past day's view draws each model's last run issued before the day began (today's
+/// latest runs start after that day), with the API's values for that run.
+async fn a_past_day_shows_the_runs_it_was_traded_on(c: &Client, base: &str, addr: &str, key: &str) {
+    let (_, today) = http(addr, "GET", "/api/v2/stations.php?station_code=KNYC", key, "");
+    let today = chrono::NaiveDate::parse_from_str(today[0]["days"]["nws"]["date"].as_str().unwrap_or(""), "%Y-%m-%d")
+        .expect("the station answer has today's nws date");
+    let past = today - chrono::Duration::days(1);
+    let (_, st) = http(addr, "GET", &format!("/api/v2/stations.php?station_code=KNYC&date={past}"), key, "");
+    let starts = ["nws", "wu"].map(|l| st[0]["days"][l]["start_utc"].as_str().unwrap_or("").to_string());
+    let start = starts.iter().min().expect("day starts").replace(' ', "T") + "Z";
+    c.goto(&format!("{base}/station/KNYC?date={past}")).await.expect("goto past day");
+    filled(c).await;
+    let shown = js(
+        c,
+        "return [...document.querySelectorAll('#layers tr[data-model]')].filter(r => r.dataset.value !== '') \
+           .map(r => [r.dataset.model, r.dataset.run, r.dataset.validTime, Number(r.dataset.value)])",
+    )
+    .await;
+    let shown = shown.as_array().expect("layer rows");
+    assert!(shown.len() > 2, "a past day draws the models' runs: {shown:?}");
+    for row in shown.iter().take(4) {
+        let (m, run, t) = (row[0].as_str().unwrap_or(""), row[1].as_str().unwrap_or(""), row[2].as_str().unwrap_or(""));
+        assert!(run <= start.as_str(), "{m}: run {run} was issued after {past} began ({start})");
+        let path = format!(
+            "/api/v2/forecasts.php?location_name=KNYC&model={m}&run={run}&start_valid_time={t}&end_valid_time={t}"
+        );
+        let (s, rest) = http(addr, "GET", &path, key, "");
+        assert_eq!(s, 200, "{rest}");
+        assert_eq!(rest[0]["temperature_f"].as_f64(), row[3].as_f64(), "{m} run {run} at {t}: page {row}, API {rest}");
+    }
+}
+
 /// Events of a later trading day never overwrite the table labelled with the old date: the
 /// view is told to roll over instead; an event of the view's own day is applied.
 async fn a_later_day_never_overwrites_the_old_one(c: &Client) {
@@ -524,6 +556,7 @@ async fn dashboard_in_a_real_browser() {
         http(&addr, "GET", "/api/v2/observations.php?station_code=KNYC&mode=svc_high&logic=nws", &enterprise, "");
     assert_eq!(rest["svc_high"].as_f64(), Some(104.0), "{rest}");
     screenshot(&c, &shots, "day-live.png").await;
+    a_past_day_shows_the_runs_it_was_traded_on(&c, &base, &addr, &enterprise).await;
 
     // Accuracy: a Developer key sees it, a Professional key is refused with the API's message.
     log_in(&c, &base, "/accuracy/KNYC", &developer).await;

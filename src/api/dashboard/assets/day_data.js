@@ -25,11 +25,26 @@ WX.dayData = (() => {
   };
   const saveShown = (models) => localStorage.setItem(SHOWN_KEY, JSON.stringify(models));
 
-  /** One model's latest run over the view's window (the run the station answer named). */
-  const fetchRun = (d, model) => WX.api.get('/api/v2/forecasts.php', {
-    location_name: d.st.station_code, model, run: 'latest', start_valid_time: isoZ(d.start), end_valid_time: isoZ(d.end),
-  }).then((r) => ({ model, run: r.headers.get('X-Run-Time'), rows: r.body, checked: now() }),
-    (e) => ({ model, error: e, checked: now() }));
+  /**
+   * One model's run over the view's window. A day not over yet: its latest run (the one the
+   * station answer named). A past day: the last run issued before the day began, the forecast the
+   * day was traded on (today's latest run starts after that day and would draw nothing),
+   * or the first run issued during the day when the lake holds none from before.
+   */
+  const fetchRun = (d, model) => {
+    const q = { location_name: d.st.station_code, model, start_valid_time: isoZ(d.start), end_valid_time: isoZ(d.end) };
+    const failed = (e) => ({ model, error: e, checked: now() });
+    if (d.today || now() < d.end) {
+      return WX.api.get('/api/v2/forecasts.php', { ...q, run: 'latest' })
+        .then((r) => ({ model, run: r.headers.get('X-Run-Time'), rows: r.body, checked: now() }), failed);
+    }
+    return WX.api.get('/api/v2/forecasts.php', q).then((r) => {
+      const runs = [...new Set(r.body.map((row) => row.run_time))].sort((a, b) => epoch(a) - epoch(b));
+      const before = runs.filter((t) => epoch(t) <= d.start);
+      const run = before.length ? before[before.length - 1] : runs[0];
+      return { model, run: run || null, rows: r.body.filter((row) => row.run_time === run), checked: now() };
+    }, failed);
+  };
 
   const fetchNws = (d) => (d.us
     ? WX.api.get('/api/v2/nws_forecasts.php', { station_code: d.st.station_code, date: d.st.days.nws.date })
