@@ -5,38 +5,57 @@
 //! sorted file per partition).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::LiveService;
 
-/// The compaction period: every table is compacted after each run of flushes this long (or
-/// after every flush, when the flush interval is longer).
+/// The compaction period: every table is compacted once this long has passed since the
+/// last compaction, checked after each flush. Counted in time, not in flushes: a forecast
+/// ingest asks for an early flush, and counting flushes compacted after every one of them
+/// when the flush interval was long (a demo feed's runs every few seconds), replacing the
+/// files readers had just listed.
 pub const COMPACT_EVERY: Duration = Duration::from_secs(3600);
 
+/// When compaction is due: [`COMPACT_EVERY`] after the previous one (the first one a
+/// period after the start).
+#[derive(Debug, Clone, Copy)]
+struct CompactionClock {
+    last: Instant,
+}
+
+impl CompactionClock {
+    /// True when a compaction is due at `now` (and counts it as done).
+    fn due(&mut self, now: Instant) -> bool {
+        if now.duration_since(self.last) < COMPACT_EVERY {
+            return false;
+        }
+        self.last = now;
+        true
+    }
+}
+
 impl LiveService {
-    /// Flushes every `every`, prunes the hot state, and compacts the lake hourly (each
-    /// flush adds small files), until the process ends.
+    /// Flushes every `every` (and early when forecasts arrive), prunes the hot state, and
+    /// compacts the lake hourly (each flush adds small files), until the process ends.
     pub fn spawn_background(self: &Arc<Self>, every: Duration) -> tokio::task::JoinHandle<()> {
         let svc = Arc::clone(self);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            let compact_every = (COMPACT_EVERY.as_secs() / every.as_secs().max(1)).max(1);
-            let mut n: u64 = 0;
+            let mut compaction = CompactionClock { last: Instant::now() };
             loop {
                 // Forecast ingests ask for an early flush: a new run is served once in the lake.
                 tokio::select! {
                     _ = tick.tick() => {}
                     _ = svc.flush_requested() => {}
                 }
-                n += 1;
                 match svc.flush().await {
                     Ok(s) if s.stored > 0 => tracing::info!(stored = s.stored, files = s.files, "flushed WAL to lake"),
                     Ok(_) => {}
                     Err(e) => tracing::error!(error = %e, "flush failed; will retry"),
                 }
                 svc.hot.prune(svc.clock.now());
-                if n.is_multiple_of(compact_every) {
+                if compaction.due(Instant::now()) {
                     for t in crate::lake::schema::TABLES {
                         if let Err(e) = svc.lake.compact(t).await {
                             tracing::error!(table = t.name, error = %e, "compaction failed");
@@ -45,5 +64,24 @@ impl LiveService {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compaction_is_hourly_however_many_flushes_run_between() {
+        let start = Instant::now();
+        let mut clock = CompactionClock { last: start };
+        // Early flushes every 2 s for an hour (a demo feed's runs): none compacts.
+        let early: Vec<bool> = (1..1800).map(|i| clock.due(start + Duration::from_secs(2 * i))).collect();
+        assert!(early.iter().all(|due| !due), "compacted before the hour was over");
+        assert!(clock.due(start + COMPACT_EVERY), "the hour is over");
+        assert!(!clock.due(start + COMPACT_EVERY + Duration::from_secs(2)), "the next flush does not compact again");
+        // A flush interval longer than the period: every flush compacts.
+        assert!(clock.due(start + COMPACT_EVERY * 3));
+        assert!(clock.due(start + COMPACT_EVERY * 5));
     }
 }

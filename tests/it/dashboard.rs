@@ -314,7 +314,8 @@ async fn day_layers_match_the_api(c: &Client, addr: &str, key: &str) {
     .await;
     assert!(marks[0].as_u64().unwrap_or(0) > 0, "no pacing projection drawn: {marks}");
     let paced = js(c, "return [...new Set([...document.querySelectorAll('#layers td[data-logic]')].filter(t => t.textContent !== '–').map(t => t.dataset.logic))]").await;
-    assert_eq!(paced, json!(["nws", "wu"]), "pacing under both logics");
+    let panel = js(c, "return document.getElementById('layers').closest('section').innerText").await;
+    assert_eq!(paced, json!(["nws", "wu"]), "pacing under both logics: {panel}");
     let groups = js(c, "return [...document.querySelectorAll('#observations tbody tr')].filter(r => r.cells[3].textContent || r.cells[4].textContent).length").await;
     if groups.as_u64().unwrap_or(0) > 0 {
         assert!(marks[1].as_u64().unwrap_or(0) > 0, "6/24 h groups listed but not drawn: {marks}");
@@ -360,7 +361,8 @@ async fn a_past_day_shows_the_runs_it_was_traded_on(c: &Client, base: &str, addr
     )
     .await;
     let shown = shown.as_array().expect("layer rows");
-    assert!(shown.len() > 2, "a past day draws the models' runs: {shown:?}");
+    let table = js(c, "return document.getElementById('layers').innerText").await;
+    assert!(shown.len() > 2, "a past day draws the models' runs: {shown:?}\n{table}");
     for row in shown.iter().take(4) {
         let (m, run, t) = (row[0].as_str().unwrap_or(""), row[1].as_str().unwrap_or(""), row[2].as_str().unwrap_or(""));
         assert!(run <= start.as_str(), "{m}: run {run} was issued after {past} began ({start})");

@@ -79,11 +79,12 @@ WX.dayPanels = (() => {
 
   /**
    * The hour (epoch s, a whole hour) the forecast values are shown for: the one after the
-   * newest reading, what the trader watches next (and one every NWS version still forecasts).
+   * newest reading, what the trader watches next (and one every NWS version still forecasts);
+   * never past the day's end (a past day's last reading is in its last hour).
    */
   const valueHour = (d) => {
     const last = d.obs.length ? epoch(d.obs[d.obs.length - 1].observation_time) : Math.min(WX.api.now(), d.end);
-    return Math.floor(last / HOUR) * HOUR + HOUR;
+    return Math.min(Math.floor(last / HOUR) * HOUR + HOUR, Math.floor(d.end / HOUR) * HOUR);
   };
 
   const paceCells = (d, model) => ['nws', 'wu'].map((logic) => {
