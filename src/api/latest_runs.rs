@@ -7,13 +7,15 @@
 //!   ([`RECENT_DAYS`](super::forecast_cache::RECENT_DAYS)), so it names the run that
 //!   `forecasts.php?run=latest` answers; runs older than that window are left out on read,
 //!   as the cache leaves them out.
-//! - When the live service has stored forecasts since (its `forecasts` version) or after
-//!   [`TTL`] (rows another process wrote), the index is refreshed from the run dates since
-//!   the day before its last refresh, keeping the later run per key: a run being published
-//!   is dated today or, just after midnight, yesterday, so the refresh reads two days of
-//!   partitions rather than the window.
-//! - A run dated before that (a backfill of a station or model with no newer run) is seen by
-//!   the full rebuild every [`REBUILD_EVERY`].
+//! - A run this server stored is added at read time from the live service's own record
+//!   ([`LiveService::stored_runs`]): no lake read, so it shows as soon as it is flushed,
+//!   however often runs arrive.
+//! - After [`TTL`] (rows another process wrote), the index is refreshed from the run dates
+//!   since the day before its last refresh, keeping the later run per key: a run being
+//!   published is dated today or, just after midnight, yesterday, so the refresh reads two
+//!   days of partitions rather than the window.
+//! - A run another process stored with an older date (a backfill of a station or model with
+//!   no newer run) is seen by the full rebuild every [`REBUILD_EVERY`].
 //! - Concurrent requests wait for one refresh.
 
 use std::collections::HashMap;
@@ -27,7 +29,6 @@ use datafusion::arrow::datatypes::TimestampMicrosecondType;
 use super::bound_sql::{utf8_column, Bindings};
 use super::error::ApiResult;
 use super::forecast_cache::{RECENT_DAYS, TTL};
-use crate::lake::schema::FORECASTS;
 use crate::write::LiveService;
 
 /// Longest the index goes without a full rebuild over the whole window.
@@ -38,7 +39,6 @@ type Index = HashMap<(String, String), i64>;
 
 struct Built {
     index: Arc<Index>,
-    version: u64,
     refreshed: Instant,
     rebuilt: Instant,
     /// The UTC date of the last refresh: the next one reads from the day before.
@@ -56,20 +56,25 @@ impl LatestRuns {
     pub async fn of(&self, live: &LiveService, location: &str) -> ApiResult<HashMap<String, DateTime<Utc>>> {
         let index = self.current(live).await?;
         let from = (live.clock.now().date_naive() - Duration::days(RECENT_DAYS)).and_time(chrono::NaiveTime::MIN);
-        let from_us = from.and_utc().timestamp_micros();
-        Ok(index
+        let from = from.and_utc();
+        let mut out: HashMap<String, DateTime<Utc>> = index
             .iter()
-            .filter(|((loc, _), &t)| loc == location && t >= from_us)
+            .filter(|((loc, _), _)| loc == location)
             .filter_map(|((_, model), &t)| Some((model.clone(), DateTime::from_timestamp_micros(t)?)))
-            .collect())
+            .collect();
+        for (model, t) in live.stored_runs(location) {
+            let held = out.entry(model.to_string()).or_insert(t);
+            *held = (*held).max(t);
+        }
+        out.retain(|_, t| *t >= from);
+        Ok(out)
     }
 
     async fn current(&self, live: &LiveService) -> ApiResult<Arc<Index>> {
-        let version = live.table_version(FORECASTS.name);
         let mut built = self.built.lock().await;
         let today = live.clock.now().date_naive();
         match built.as_mut() {
-            Some(b) if b.version == version && b.refreshed.elapsed() < TTL => Ok(Arc::clone(&b.index)),
+            Some(b) if b.refreshed.elapsed() < TTL => Ok(Arc::clone(&b.index)),
             Some(b) if b.rebuilt.elapsed() < REBUILD_EVERY => {
                 let newer = query(live, b.refreshed_on - Duration::days(1)).await?;
                 let mut index = (*b.index).clone();
@@ -78,19 +83,13 @@ impl LatestRuns {
                     *held = (*held).max(t);
                 }
                 b.index = Arc::new(index);
-                (b.version, b.refreshed, b.refreshed_on) = (version, Instant::now(), today);
+                (b.refreshed, b.refreshed_on) = (Instant::now(), today);
                 Ok(Arc::clone(&b.index))
             }
             _ => {
                 let index = Arc::new(query(live, today - Duration::days(RECENT_DAYS)).await?);
                 let now = Instant::now();
-                *built = Some(Built {
-                    index: Arc::clone(&index),
-                    version,
-                    refreshed: now,
-                    rebuilt: now,
-                    refreshed_on: today,
-                });
+                *built = Some(Built { index: Arc::clone(&index), refreshed: now, rebuilt: now, refreshed_on: today });
                 Ok(index)
             }
         }

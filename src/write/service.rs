@@ -76,6 +76,9 @@ pub struct LiveService {
     /// Per forecast model, how many flushes stored runs of it (a cache of one model's rows
     /// stays current while other models' runs arrive).
     model_versions: Mutex<std::collections::HashMap<String, u64>>,
+    /// The newest run this service stored per (location, model): what the latest-runs
+    /// index adds to its lake reads, so a run shows as soon as it is flushed.
+    stored_runs: Mutex<std::collections::HashMap<(String, &'static str), DateTime<Utc>>>,
     /// The model runs each flush stored (the fresh-runs trigger, `jobs::fresh`).
     new_runs: broadcast::Sender<Vec<crate::jobs::fresh::StoredRun>>,
     /// Wakes the background flush before its tick: forecasts are not in the hot state, so
@@ -120,6 +123,7 @@ impl LiveService {
             new_data,
             versions: Mutex::new(std::collections::HashMap::new()),
             model_versions: Mutex::new(std::collections::HashMap::new()),
+            stored_runs: Mutex::new(std::collections::HashMap::new()),
             new_runs,
             flush_soon: tokio::sync::Notify::new(),
             derived_version: std::sync::atomic::AtomicU64::new(0),
@@ -152,6 +156,12 @@ impl LiveService {
     /// [`table_version`](Self::table_version) of `forecasts`, for caches of one model.
     pub fn forecast_version(&self, model: &str) -> u64 {
         self.model_versions.lock().unwrap_or_else(|p| p.into_inner()).get(model).copied().unwrap_or(0)
+    }
+
+    /// The newest run of each model this service stored for `location` (since it opened).
+    pub fn stored_runs(&self, location: &str) -> Vec<(&'static str, DateTime<Utc>)> {
+        let runs = self.stored_runs.lock().unwrap_or_else(|p| p.into_inner());
+        runs.iter().filter(|((loc, _), _)| loc == location).map(|((_, model), &t)| (*model, t)).collect()
     }
 
     /// Subscribes to the names of tables a flush added rows to.
@@ -329,6 +339,11 @@ impl LiveService {
             }
         }
         let runs = crate::jobs::fresh::StoredRun::distinct(forecasts.iter().map(|r| (r.model, r.run_time)));
+        let mut newest: std::collections::HashMap<(String, &'static str), DateTime<Utc>> = Default::default();
+        for r in &forecasts {
+            let t = newest.entry((r.location_name.to_string(), r.model)).or_insert(r.run_time);
+            *t = (*t).max(r.run_time);
+        }
         let mut stats = WriteStats::default();
         for records in [
             Records::Observations(obs),
@@ -349,6 +364,12 @@ impl LiveService {
                         *versions.entry(model.clone()).or_default() += 1;
                     }
                     drop(versions);
+                    let mut stored = self.stored_runs.lock().unwrap_or_else(|p| p.into_inner());
+                    for (key, t) in std::mem::take(&mut newest) {
+                        let held = stored.entry(key).or_insert(t);
+                        *held = (*held).max(t);
+                    }
+                    drop(stored);
                     let _ = self.new_runs.send(runs.clone());
                 }
             }
