@@ -10,11 +10,15 @@
 //!   it was built ([`LiveService::forecast_version`](crate::write::LiveService::forecast_version):
 //!   a new HRRR run leaves the other models' entries warm) and for [`TTL`] at most: rows
 //!   written by another process (a `wxlake ingest`) appear within that time.
+//! - When the live service stored rows of the model, the entry re-reads only the run dates
+//!   those rows have ([`LiveService::run_dates_since`](crate::write::LiveService::run_dates_since),
+//!   typically today's one partition instead of 20 days) and keeps its older rows; the
+//!   whole window is read again once the last whole read is [`TTL`] old.
 //! - At most [`MAX_ROWS`] rows are held; the least recently loaded entries go first.
 //! - Concurrent misses of one key run one load ([`LoadingCache`]).
 
 use std::sync::{Arc, LazyLock};
-use std::time::Duration as StdDuration;
+use std::time::{Duration as StdDuration, Instant};
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use datafusion::arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
@@ -45,6 +49,10 @@ pub struct Entry {
     pub from_date: NaiveDate,
     /// Sorted by run_time, valid_time; the columns of spec 2.5.
     pub rows: RecordBatch,
+    /// The model's live version these rows include.
+    version: u64,
+    /// When the whole window was last read (a refresh keeps it).
+    read_whole: Instant,
 }
 
 impl Entry {
@@ -96,9 +104,13 @@ impl ForecastCache {
     pub async fn get(&self, live: &LiveService, location: &str, model: &str) -> ApiResult<Arc<Entry>> {
         let version = live.forecast_version(model);
         let key = (location.to_string(), model.to_string());
+        let previous = self.entries.latest(&key);
         self.entries
             .get_or_load(&key, version, TTL, || async {
-                let entry = load(live, location, model).await?;
+                let entry = match previous {
+                    Some(p) => refresh(live, location, model, &p, version).await?,
+                    None => load(live, location, model, version).await?,
+                };
                 // Room for it: the oldest entries go (only on a load, not per request).
                 self.entries.evict(|e| e.rows.num_rows(), MAX_ROWS.saturating_sub(entry.rows.num_rows()));
                 Ok(entry)
@@ -107,8 +119,40 @@ impl ForecastCache {
     }
 }
 
-async fn load(live: &LiveService, location: &str, model: &str) -> ApiResult<Entry> {
+/// `previous` brought up to `version`: only the run dates stored since are read again when
+/// the live service knows them, the window is the same day's and the last whole read is
+/// younger than [`TTL`]; else a whole [`load`].
+async fn refresh(live: &LiveService, location: &str, model: &str, previous: &Entry, version: u64) -> ApiResult<Entry> {
     let from_date = live.clock.now().date_naive() - Duration::days(RECENT_DAYS);
+    let since = live.run_dates_since(model, previous.version);
+    let (true, true, Some(since)) = (previous.from_date == from_date, previous.read_whole.elapsed() < TTL, since)
+    else {
+        return load(live, location, model, version).await;
+    };
+    let Some(changed) = since.map(|d| d.max(from_date)) else {
+        // Nothing of this model stored since: the rows are current (the entry expired).
+        return load(live, location, model, version).await;
+    };
+    let newer = read(live, location, model, changed).await?;
+    let cut = changed.and_time(chrono::NaiveTime::MIN).and_utc().timestamp_micros();
+    let kept = match previous.times("run_time") {
+        Some(runs) => runs.values().partition_point(|&t| t < cut),
+        None => return Err(ApiError::internal("cached forecast rows lack run_time")),
+    };
+    let rows = concat_batches(&newer.schema(), [&previous.rows.slice(0, kept), &newer]).map_err(ApiError::internal)?;
+    Ok(Entry { from_date, rows, version, read_whole: previous.read_whole })
+}
+
+/// The whole window of (location, model), as of `version`.
+async fn load(live: &LiveService, location: &str, model: &str, version: u64) -> ApiResult<Entry> {
+    let from_date = live.clock.now().date_naive() - Duration::days(RECENT_DAYS);
+    let read_whole = Instant::now();
+    let rows = read(live, location, model, from_date).await?;
+    Ok(Entry { from_date, rows, version, read_whole })
+}
+
+/// The rows of runs dated `from_date` on, sorted by run_time, valid_time.
+async fn read(live: &LiveService, location: &str, model: &str, from_date: NaiveDate) -> ApiResult<RecordBatch> {
     let mut b = Bindings::new();
     let sql = format!(
         "SELECT {} FROM forecasts WHERE location_name = {} AND model = {} AND run_date >= {} \
@@ -119,6 +163,5 @@ async fn load(live: &LiveService, location: &str, model: &str) -> ApiResult<Entr
         b.partition_date(from_date)
     );
     let (schema, batches) = b.collect_with_schema(&live.ctx, &sql).await?;
-    let rows = concat_batches(&schema, &batches).map_err(ApiError::internal)?;
-    Ok(Entry { from_date, rows })
+    concat_batches(&schema, &batches).map_err(ApiError::internal)
 }

@@ -72,6 +72,12 @@ impl<K: Hash + Eq + Clone, V> LoadingCache<K, V> {
             .map(|s| (Arc::clone(&s.value), s.loaded.elapsed() < ttl))
     }
 
+    /// The entry of `key` whatever its version and age (a load that refreshes an entry
+    /// from what changed since reads it).
+    pub fn latest(&self, key: &K) -> Option<Arc<V>> {
+        lock(&self.entries).get(key).map(|s| Arc::clone(&s.value))
+    }
+
     /// Stores `value` as `key`'s entry, loaded now.
     pub fn insert(&self, key: K, version: u64, value: V) {
         lock(&self.entries).insert(key, Slot { loaded: Instant::now(), version, value: Arc::new(value) });

@@ -76,6 +76,10 @@ pub struct LiveService {
     /// Per forecast model, how many flushes stored runs of it (a cache of one model's rows
     /// stays current while other models' runs arrive).
     model_versions: Mutex<std::collections::HashMap<String, u64>>,
+    /// Per forecast model, the oldest run date each recent version bump stored:
+    /// `(version after the bump, date)`, the last [`RUN_DATE_LOG`] of them, so a cache of
+    /// the model's rows built at an older version re-reads only the run dates since.
+    model_run_dates: Mutex<std::collections::HashMap<String, std::collections::VecDeque<(u64, chrono::NaiveDate)>>>,
     /// The newest run this service stored per (location, model): what the latest-runs
     /// index adds to its lake reads, so a run shows as soon as it is flushed.
     stored_runs: Mutex<std::collections::HashMap<(String, &'static str), DateTime<Utc>>>,
@@ -88,6 +92,10 @@ pub struct LiveService {
     /// job tables compare it).
     derived_version: std::sync::atomic::AtomicU64,
 }
+
+/// Version bumps remembered per model for [`LiveService::run_dates_since`]: a cache older
+/// than this many bumps of its model is read again whole.
+pub const RUN_DATE_LOG: usize = 64;
 
 impl std::fmt::Debug for LiveService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -123,6 +131,7 @@ impl LiveService {
             new_data,
             versions: Mutex::new(std::collections::HashMap::new()),
             model_versions: Mutex::new(std::collections::HashMap::new()),
+            model_run_dates: Mutex::new(std::collections::HashMap::new()),
             stored_runs: Mutex::new(std::collections::HashMap::new()),
             new_runs,
             flush_soon: tokio::sync::Notify::new(),
@@ -156,6 +165,23 @@ impl LiveService {
     /// [`table_version`](Self::table_version) of `forecasts`, for caches of one model.
     pub fn forecast_version(&self, model: &str) -> u64 {
         self.model_versions.lock().unwrap_or_else(|p| p.into_inner()).get(model).copied().unwrap_or(0)
+    }
+
+    /// The oldest run date among the `model` rows this service stored after its version
+    /// `since` ([`forecast_version`](Self::forecast_version)): `Some(None)` when none
+    /// was stored since, `None` when that is too long ago to know (read everything).
+    pub fn run_dates_since(&self, model: &str, since: u64) -> Option<Option<chrono::NaiveDate>> {
+        let current = self.forecast_version(model);
+        if current == since {
+            return Some(None);
+        }
+        let log = self.model_run_dates.lock().unwrap_or_else(|p| p.into_inner());
+        let bumps = log.get(model)?;
+        // Every bump after `since` must still be logged: since+1 ..= current.
+        if bumps.front().is_none_or(|(v, _)| *v > since + 1) {
+            return None;
+        }
+        Some(bumps.iter().filter(|(v, _)| *v > since).map(|(_, d)| *d).min())
     }
 
     /// The newest run of each model this service stored for `location` (since it opened).
@@ -359,11 +385,24 @@ impl LiveService {
                 // No scheduler listening is fine.
                 let _ = self.new_data.send(table.to_string());
                 if table == crate::lake::schema::FORECASTS.name {
+                    // Both under one lock order (versions, then dates), bumped once per model.
                     let mut versions = self.model_versions.lock().unwrap_or_else(|p| p.into_inner());
-                    for model in runs.iter().map(|r| &r.model) {
-                        *versions.entry(model.clone()).or_default() += 1;
+                    let mut dates = self.model_run_dates.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut oldest: std::collections::BTreeMap<&str, chrono::NaiveDate> = Default::default();
+                    for r in &runs {
+                        let d = oldest.entry(r.model.as_str()).or_insert(r.run_date());
+                        *d = (*d).min(r.run_date());
                     }
-                    drop(versions);
+                    for (model, date) in oldest {
+                        let v = versions.entry(model.to_string()).or_default();
+                        *v += 1;
+                        let log = dates.entry(model.to_string()).or_default();
+                        log.push_back((*v, date));
+                        while log.len() > RUN_DATE_LOG {
+                            log.pop_front();
+                        }
+                    }
+                    drop((versions, dates));
                     let mut stored = self.stored_runs.lock().unwrap_or_else(|p| p.into_inner());
                     for (key, t) in std::mem::take(&mut newest) {
                         let held = stored.entry(key).or_insert(t);

@@ -148,6 +148,17 @@ async fn raw_forecasts_loading_cache_matches_the_lake_and_follows_live_ingest() 
     // The station answer names the same latest runs; an older run stored later (a
     // backfill) does not replace a newer one.
     assert_eq!(latest_runs(&app).await, ["GFS 2026-03-08T06:00:00Z", "HRRR 2026-03-08T06:00:00Z"]);
+    // An older GFS run stored through the server (yesterday's date): the cached entry
+    // re-reads from that date, not only from its newest run's.
+    let older: Vec<ForecastRow> = (0..48).map(|lead| row("GFS", -12, lead, 30.0)).collect();
+    let (s, v) = app.ingest("forecasts", "", &wxlake::decode::forecast_rows::encode_forecast_csv(&older)).await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{v}");
+    app.state.live.flush().await.unwrap();
+    let (_, all) = app.get(&format!("/api/v2/forecasts.php?location_name=KNYC&{window}")).await;
+    let from_lake: Vec<&serde_json::Value> = all.as_array().unwrap().iter().filter(|r| r["model"] == "GFS").collect();
+    let (_, cached) = app.get(&format!("/api/v2/forecasts.php?location_name=KNYC&model=GFS&{window}")).await;
+    assert_eq!(from_lake.len(), 33, "three runs in the window");
+    assert_eq!(cached.as_array().unwrap().iter().collect::<Vec<_>>(), from_lake, "the refreshed entry equals the lake");
     let old_run: Vec<ForecastRow> = (0..19).map(|lead| row("HRRR", -6, lead, 39.0)).collect();
     let (s, v) = app.ingest("forecasts", "", &wxlake::decode::forecast_rows::encode_forecast_csv(&old_run)).await;
     assert_eq!(s, StatusCode::ACCEPTED, "{v}");
