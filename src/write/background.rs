@@ -16,14 +16,20 @@ use super::LiveService;
 /// files readers had just listed.
 pub const COMPACT_EVERY: Duration = Duration::from_secs(3600);
 
-/// When compaction is due: [`COMPACT_EVERY`] after the previous one (the first one a
-/// period after the start).
+/// When compaction is due: [`COMPACT_EVERY`] after the previous one. The first is due one
+/// flush interval short of a period after the start: about an hour in, or at the first
+/// flush when the interval is an hour or longer (a server that rarely flushes compacts what
+/// it finds at start-up).
 #[derive(Debug, Clone, Copy)]
 struct CompactionClock {
     last: Instant,
 }
 
 impl CompactionClock {
+    fn starting(now: Instant, every: Duration) -> Self {
+        CompactionClock { last: now.checked_sub(every).unwrap_or(now) }
+    }
+
     /// True when a compaction is due at `now` (and counts it as done).
     fn due(&mut self, now: Instant) -> bool {
         if now.duration_since(self.last) < COMPACT_EVERY {
@@ -42,7 +48,7 @@ impl LiveService {
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            let mut compaction = CompactionClock { last: Instant::now() };
+            let mut compaction = CompactionClock::starting(Instant::now(), every);
             loop {
                 // Forecast ingests ask for an early flush: a new run is served once in the lake.
                 tokio::select! {
@@ -83,5 +89,16 @@ mod tests {
         // A flush interval longer than the period: every flush compacts.
         assert!(clock.due(start + COMPACT_EVERY * 3));
         assert!(clock.due(start + COMPACT_EVERY * 5));
+    }
+
+    #[test]
+    fn the_first_compaction_is_an_hour_in_or_at_the_first_flush_of_a_rare_flusher() {
+        let start = Instant::now() + COMPACT_EVERY * 2;
+        let mut often = CompactionClock::starting(start, Duration::from_secs(10));
+        assert!(!often.due(start) && !often.due(start + Duration::from_secs(3580)));
+        assert!(often.due(start + Duration::from_secs(3590)));
+        let mut rare = CompactionClock::starting(start, COMPACT_EVERY);
+        assert!(rare.due(start), "an hourly flusher compacts at its first flush");
+        assert!(!rare.due(start + Duration::from_secs(5)), "an early flush after it does not");
     }
 }
