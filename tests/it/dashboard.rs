@@ -35,6 +35,17 @@ impl Drop for Proc {
     }
 }
 
+/// Chromedriver in a process group of its own, stopped with the browsers it started (a
+/// failed test otherwise left chromium processes running).
+struct ProcGroup(Child);
+
+impl Drop for ProcGroup {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", self.0.id())]).status();
+        let _ = self.0.wait();
+    }
+}
+
 /// The first of `names` on PATH.
 fn which(names: &[&str]) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
@@ -137,15 +148,17 @@ fn dechunk(mut s: &str) -> String {
 }
 
 /// chromedriver on a free loopback port, and a headless chromium session with a fresh profile.
-async fn browser(chromium: &Path, driver: &Path, profile: &Path) -> (Proc, Client) {
+async fn browser(chromium: &Path, driver: &Path, profile: &Path) -> (ProcGroup, Client) {
+    use std::os::unix::process::CommandExt;
     let port = std::net::TcpListener::bind("127.0.0.1:0").expect("free port").local_addr().expect("addr").port();
     let child = Command::new(driver)
         .arg(format!("--port={port}"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
+        .process_group(0)
         .spawn()
         .expect("spawn chromedriver");
-    let proc = Proc(child);
+    let proc = ProcGroup(child);
     let args = [
         "--headless",
         "--no-sandbox",
