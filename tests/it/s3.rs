@@ -268,8 +268,21 @@ fn ingest_sql_compact_and_jobs_run_on_an_s3_lake() {
     lake.assert_no_leftovers();
 }
 
+/// A running `wxlake serve`: stopped with SIGTERM by [`sigterm`], killed if a failing
+/// assertion ends the test first (no server left running after it).
+struct Served(Option<Child>);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// Starts `wxlake serve` on the lake and returns it with its address once it listens.
-fn serve(lake: &S3Lake, extra: &[&str]) -> (Child, String) {
+fn serve(lake: &S3Lake, extra: &[&str]) -> (Served, String) {
     let mut args = vec!["serve", "--addr", "127.0.0.1:0"];
     args.extend_from_slice(extra);
     let mut child = lake.cmd(&args).stderr(Stdio::piped()).stdout(Stdio::null()).spawn().expect("spawn serve");
@@ -281,7 +294,7 @@ fn serve(lake: &S3Lake, extra: &[&str]) -> (Child, String) {
             let addr = rest.split_whitespace().next().unwrap().to_string();
             // Keep draining stderr so the server never blocks on a full pipe.
             std::thread::spawn(move || for _ in lines {});
-            return (child, addr);
+            return (Served(Some(child)), addr);
         }
     }
     let _ = child.kill();
@@ -289,7 +302,8 @@ fn serve(lake: &S3Lake, extra: &[&str]) -> (Child, String) {
     panic!("serve did not start");
 }
 
-fn sigterm(mut child: Child) {
+fn sigterm(mut served: Served) {
+    let Some(mut child) = served.0.take() else { return };
     Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
     child.wait().unwrap();
 }
