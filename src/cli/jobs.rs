@@ -20,8 +20,8 @@ use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::prelude::SessionContext;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use wxlake::jobs::job_set::{declarations, find};
 use wxlake::cluster::SchedulerUrl;
+use wxlake::jobs::job_set::{declarations, find};
 use wxlake::jobs::runner::{run_all_on, run_job_on, Progress, Step};
 use wxlake::jobs::runs::{history, JobRun, RunStatus};
 use wxlake::jobs::rust_tables::{day_windows, model_leads, reach_days};

@@ -25,9 +25,12 @@ pub async fn remote_session(local: &SessionContext, scheduler: &SchedulerUrl) ->
     // Ballista connects only when the first query runs: check now, and say where.
     scheduler.wait_reachable(CONNECT_PATIENCE).await?;
     let state = local.state();
+    // The session's catalog is kept: a config asking for a default catalog would make the
+    // builder replace it with an empty one.
     let mut config = state
         .config()
         .clone()
+        .with_create_default_catalog_and_schema(false)
         .upgrade_for_ballista()
         .with_ballista_logical_extension_codec(Arc::new(LakeLogicalCodec::default()));
     config.options_mut().set("ballista.client.grpc_max_message_size", &MAX_MESSAGE_BYTES.to_string())?;

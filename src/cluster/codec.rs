@@ -129,7 +129,8 @@ fn decode_mem_table(mut body: &[u8], name: &TableReference) -> Result<MemTable> 
         schema.get_or_insert_with(|| reader.schema());
         partitions.push(reader.collect::<std::result::Result<Vec<_>, _>>()?);
     }
-    let schema = schema.ok_or_else(|| DataFusionError::Internal(format!("in-memory table '{name}' has no partition")))?;
+    let schema =
+        schema.ok_or_else(|| DataFusionError::Internal(format!("in-memory table '{name}' has no partition")))?;
     MemTable::try_new(schema, partitions)
 }
 
@@ -152,7 +153,9 @@ fn too_many(name: &TableReference) -> DataFusionError {
 mod tests {
     use datafusion::arrow::util::pretty::pretty_format_batches;
     use datafusion::prelude::SessionContext;
-    use datafusion_proto::bytes::{logical_plan_from_bytes_with_extension_codec, logical_plan_to_bytes_with_extension_codec};
+    use datafusion_proto::bytes::{
+        logical_plan_from_bytes_with_extension_codec, logical_plan_to_bytes_with_extension_codec,
+    };
 
     use super::*;
     use crate::lake::query::{models_table, stations_table};
@@ -187,9 +190,7 @@ mod tests {
     fn truncated_table_data_is_an_error_not_a_panic() {
         let codec = LakeLogicalCodec::default();
         let mut buf = Vec::new();
-        codec
-            .try_encode_table_provider(&"models".into(), Arc::new(models_table().unwrap()), &mut buf)
-            .unwrap();
+        codec.try_encode_table_provider(&"models".into(), Arc::new(models_table().unwrap()), &mut buf).unwrap();
         let ctx = SessionContext::new();
         let schema = models_table().unwrap().schema();
         for cut in [MEM_TABLE_TAG.len() + 2, buf.len() - 3] {

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ballista_core::config::TaskSchedulingPolicy;
 use ballista_core::RuntimeProducer;
 use ballista_executor::executor_process::{start_executor_process, ExecutorProcessConfig};
 use datafusion::prelude::SessionConfig;
@@ -69,6 +70,8 @@ pub async fn run(lake: &Lake, options: ExecutorOptions) -> Result<(), ClusterErr
         scheduler_host: options.scheduler.host.clone(),
         scheduler_port: options.scheduler.port,
         vcores: options.concurrent_tasks,
+        // Pull, as the scheduler expects (scheduler.rs): no second (gRPC) port to open.
+        task_scheduling_policy: TaskSchedulingPolicy::PullStaged,
         work_dir: Some(options.work_dir.display().to_string()),
         print_thread_info: false,
         grpc_max_decoding_message_size: MAX_MESSAGE_BYTES,

@@ -13,6 +13,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ballista_core::config::TaskSchedulingPolicy;
 use ballista_core::extension::{ballista_aggregate_functions, ballista_scalar_functions, ballista_window_functions};
 use ballista_scheduler::cluster::BallistaCluster;
 use ballista_scheduler::config::SchedulerConfig;
@@ -51,6 +52,9 @@ pub async fn serve(lake: &Lake, listener: TcpListener, options: &SchedulerOption
         .with_hostname(addr.ip().to_string())
         .with_port(addr.port())
         .with_override_session_builder(session_builder(lake))
+        // Executors ask for work (see executor.rs): one port each, and their polls are
+        // their heartbeat, so a dead one is noticed within `executor_timeout`.
+        .with_scheduler_policy(TaskSchedulingPolicy::PullStaged)
         // The last executor gone: queries wait this long for one to come back, then fail.
         .with_no_executors_grace_period_seconds(timeout);
     config.bind_host = addr.ip().to_string();

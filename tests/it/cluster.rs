@@ -37,8 +37,9 @@ impl Drop for Proc {
 /// A scheduler and its executors.
 struct Cluster {
     url: String,
-    _scheduler: Proc,
+    /// Stopped before the scheduler (fields drop in order), so they do not log its loss.
     executors: Vec<(u16, Proc)>,
+    _scheduler: Proc,
 }
 
 impl Cluster {
@@ -47,7 +48,7 @@ impl Cluster {
     fn start(lake: &Path, work: &Path, executors: usize) -> Cluster {
         let (scheduler, url) = start_scheduler(lake);
         let executors = (0..executors).map(|i| start_executor(lake, &url, &work.join(format!("e{i}")))).collect();
-        Cluster { url, _scheduler: scheduler, executors }
+        Cluster { url, executors, _scheduler: scheduler }
     }
 }
 
@@ -94,25 +95,36 @@ fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// An executor on a free port. A port found free can be taken before the executor binds
+/// it (the outgoing connections of the other processes draw from the same range): then
+/// the executor exits at once and another port is tried.
 fn start_executor(lake: &Path, url: &str, work: &Path) -> (u16, Proc) {
-    let port = free_port();
-    let mut child = wxlake_cmd(lake)
-        .args(["cluster", "executor", "--scheduler", url, "--bind", &format!("127.0.0.1:{port}"), "--work-dir"])
-        .arg(work)
-        .spawn()
-        .expect("spawn executor");
-    forward_log(format!("executor {port}"), BufReader::new(child.stderr.take().expect("stderr")).lines());
-    let mut proc = Proc(Some(child));
-    // Its Flight service listens once it has registered with the scheduler.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Some(status) = proc.child().try_wait().expect("executor status") {
-            panic!("executor on port {port} exited: {status}");
+    for _ in 0..5 {
+        let port = free_port();
+        let mut child = wxlake_cmd(lake)
+            .args(["cluster", "executor", "--scheduler", url, "--bind", &format!("127.0.0.1:{port}"), "--work-dir"])
+            .arg(work)
+            .spawn()
+            .expect("spawn executor");
+        forward_log(format!("executor {port}"), BufReader::new(child.stderr.take().expect("stderr")).lines());
+        let mut proc = Proc(Some(child));
+        // Its Flight service listens once it has registered with the scheduler.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut exited = false;
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Some(status) = proc.child().try_wait().expect("executor status") {
+                eprintln!("executor on port {port} exited ({status}); trying another port");
+                exited = true;
+                break;
+            }
+            assert!(Instant::now() < deadline, "executor on port {port} did not start");
+            std::thread::sleep(Duration::from_millis(100));
         }
-        assert!(Instant::now() < deadline, "executor on port {port} did not start");
-        std::thread::sleep(Duration::from_millis(100));
+        if !exited {
+            return (port, proc);
+        }
     }
-    (port, proc)
+    panic!("no executor started in 5 attempts");
 }
 
 /// `wxlake sql --format csv` locally and on the cluster: both succeed and print the same.
@@ -144,10 +156,12 @@ fn ok(o: &Output, what: &str) {
 #[test]
 fn the_cluster_answers_the_same_sql_as_a_local_session() {
     let dir = tempfile::tempdir().unwrap();
+    // The demo ran every job: the derived tables have rows.
     let lake = demo_lake(dir.path());
-    ok(&wxlake(&lake, &["jobs", "run", "forecast_daily"]), "jobs run forecast_daily");
-    let cluster = Cluster::start(&lake, &dir.path().join("work"), 2);
+    let work = dir.path().join("work");
+    let cluster = Cluster::start(&lake, &work, 2);
     assert_eq!(cluster.executors.len(), 2);
+    assert_eq!(files_under(&work), 0, "no shuffle file before the first query");
 
     let queries = [
         // An aggregate over every forecast file (Hive partitions, a shuffle).
@@ -180,6 +194,8 @@ fn the_cluster_answers_the_same_sql_as_a_local_session() {
     assert!(rows.iter().all(|&n| n > 0), "rows per query: {rows:?}");
     assert_eq!(rows[2], 18, "one row per model: {rows:?}");
     assert!(rows[0] >= 2 && rows[1] >= 2, "several models and stations: {rows:?}");
+    // The executors ran the queries: their shuffle files are there.
+    assert!(files_under(&work) > 0, "the executors wrote shuffle files");
 
     // The read-only refusals are the local ones, word for word.
     let insert = "INSERT INTO observations SELECT * FROM observations LIMIT 1";
@@ -203,8 +219,14 @@ fn an_absent_scheduler_is_a_clear_error() {
 }
 
 /// The jobs' output tables.
-const DERIVED: [&str; 6] =
-    ["forecast_daily", "daily_extremes", "accuracy_pairs", "accuracy_daily_detail", "accuracy_trends", "model_accuracy"];
+const DERIVED: [&str; 6] = [
+    "forecast_daily",
+    "daily_extremes",
+    "accuracy_pairs",
+    "accuracy_daily_detail",
+    "accuracy_trends",
+    "model_accuracy",
+];
 
 /// Every derived table as CSV lines, header first, rows sorted (partitions are read in
 /// listing order; the comparison is of the rows), without `computed_at` (the run's clock).
@@ -212,7 +234,8 @@ fn derived_rows(lake: &Path) -> Vec<(&'static str, Vec<String>)> {
     DERIVED
         .iter()
         .map(|t| {
-            let columns = if ["forecast_daily", "accuracy_pairs"].contains(t) { "*" } else { "* EXCLUDE (computed_at)" };
+            let columns =
+                if ["forecast_daily", "accuracy_pairs"].contains(t) { "*" } else { "* EXCLUDE (computed_at)" };
             let o = wxlake(lake, &["sql", &format!("SELECT {columns} FROM {t}"), "--format", "csv"]);
             ok(&o, t);
             let text = stdout(&o);
@@ -223,13 +246,30 @@ fn derived_rows(lake: &Path) -> Vec<(&'static str, Vec<String>)> {
         .collect()
 }
 
+/// Two CSV rows with the same fields, but for floats equal to 1e-12 relative: a sum of
+/// the same values added in another order (the cluster groups rows into partitions
+/// differently from one process) may differ in its last bits, as it may between two
+/// local runs with another number of partitions.
+fn same_but_rounding(a: &str, b: &str) -> bool {
+    let fields = |line: &str| -> Vec<String> {
+        let mut r = csv::ReaderBuilder::new().has_headers(false).from_reader(line.as_bytes());
+        r.records().next().and_then(Result::ok).map(|rec| rec.iter().map(str::to_string).collect()).unwrap_or_default()
+    };
+    let (fa, fb) = (fields(a), fields(b));
+    fa.len() == fb.len()
+        && fa.iter().zip(&fb).all(|(x, y)| {
+            x == y
+                || match (x.parse::<f64>(), y.parse::<f64>()) {
+                    (Ok(x), Ok(y)) => (x - y).abs() <= 1e-12 * x.abs().max(y.abs()).max(1.0),
+                    _ => false,
+                }
+        })
+}
+
 /// Files under a directory, recursively.
 fn files_under(dir: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
-    entries
-        .map_while(Result::ok)
-        .map(|e| if e.path().is_dir() { files_under(&e.path()) } else { 1 })
-        .sum()
+    entries.map_while(Result::ok).map(|e| if e.path().is_dir() { files_under(&e.path()) } else { 1 }).sum()
 }
 
 /// `wxlake jobs run --all --cluster` publishes, table by table and row by row, what the
@@ -237,8 +277,8 @@ fn files_under(dir: &Path) -> usize {
 #[test]
 fn jobs_on_the_cluster_publish_what_local_runs_publish() {
     let dir = tempfile::tempdir().unwrap();
+    // The demo ran every job locally.
     let lake = demo_lake(dir.path());
-    ok(&wxlake(&lake, &["jobs", "run", "--all"]), "jobs run --all");
     let local = derived_rows(&lake);
     let work = dir.path().join("work");
     let cluster = Cluster::start(&lake, &work, 2);
@@ -248,18 +288,26 @@ fn jobs_on_the_cluster_publish_what_local_runs_publish() {
         assert!(l.len() > 1, "{table} has rows locally");
         assert_eq!(l[0], r[0], "{table}: columns");
         assert_eq!(l.len(), r.len(), "{table}: {} rows locally, {} from the cluster", l.len() - 1, r.len() - 1);
+        let mut rounding = 0;
         for (i, (a, b)) in l.iter().zip(r).enumerate() {
-            assert_eq!(a, b, "{table}: row {i} differs");
+            if a != b {
+                assert!(same_but_rounding(a, b), "{table}: row {i} differs:\n local   {a}\n cluster {b}");
+                rounding += 1;
+            }
         }
+        eprintln!("{table}: {} rows, {rounding} differing in the last bits of a float aggregate only", l.len() - 1);
     }
     assert!(files_under(&work) > 0, "the executors wrote shuffle files");
-    // Both runs of every job are recorded, and ok.
+    // Every run of every job is recorded, and ok (the demo ran some already).
     let q = "SELECT job, count(*) AS runs, count(*) FILTER (WHERE status = 'ok') AS ok FROM job_runs \
              GROUP BY job ORDER BY job";
     let o = wxlake(&lake, &["sql", q, "--format", "csv"]);
     ok(&o, "job_runs");
-    for line in stdout(&o).lines().skip(1) {
-        assert!(line.ends_with(",2,2"), "{line}");
+    let counts: Vec<String> = stdout(&o).lines().skip(1).map(str::to_string).collect();
+    assert_eq!(counts.len(), DERIVED.len(), "{counts:?}");
+    for line in &counts {
+        let f: Vec<&str> = line.split(',').collect();
+        assert!(f[1] == f[2] && f[1].parse::<u32>().unwrap() >= 2, "{line}");
     }
 }
 
