@@ -246,6 +246,23 @@ fn derived_rows(lake: &Path) -> Vec<(&'static str, Vec<String>)> {
         .collect()
 }
 
+/// The derived tables hold the same rows (floats: see [`same_but_rounding`]).
+fn assert_same_tables(local: &[(&str, Vec<String>)], remote: &[(&str, Vec<String>)]) {
+    for ((table, l), (_, r)) in local.iter().zip(remote) {
+        assert!(l.len() > 1, "{table} has rows locally");
+        assert_eq!(l[0], r[0], "{table}: columns");
+        assert_eq!(l.len(), r.len(), "{table}: {} rows locally, {} from the cluster", l.len() - 1, r.len() - 1);
+        let mut rounding = 0;
+        for (i, (a, b)) in l.iter().zip(r).enumerate() {
+            if a != b {
+                assert!(same_but_rounding(a, b), "{table}: row {i} differs:\n local   {a}\n cluster {b}");
+                rounding += 1;
+            }
+        }
+        eprintln!("{table}: {} rows, {rounding} differing in the last bits of a float aggregate only", l.len() - 1);
+    }
+}
+
 /// Two CSV rows with the same fields, but for floats equal to 1e-12 relative: a sum of
 /// the same values added in another order (the cluster groups rows into partitions
 /// differently from one process) may differ in its last bits, as it may between two
@@ -284,19 +301,7 @@ fn jobs_on_the_cluster_publish_what_local_runs_publish() {
     let cluster = Cluster::start(&lake, &work, 2);
     ok(&wxlake(&lake, &["jobs", "run", "--all", "--cluster", &cluster.url]), "jobs run --all --cluster");
     let remote = derived_rows(&lake);
-    for ((table, l), (_, r)) in local.iter().zip(&remote) {
-        assert!(l.len() > 1, "{table} has rows locally");
-        assert_eq!(l[0], r[0], "{table}: columns");
-        assert_eq!(l.len(), r.len(), "{table}: {} rows locally, {} from the cluster", l.len() - 1, r.len() - 1);
-        let mut rounding = 0;
-        for (i, (a, b)) in l.iter().zip(r).enumerate() {
-            if a != b {
-                assert!(same_but_rounding(a, b), "{table}: row {i} differs:\n local   {a}\n cluster {b}");
-                rounding += 1;
-            }
-        }
-        eprintln!("{table}: {} rows, {rounding} differing in the last bits of a float aggregate only", l.len() - 1);
-    }
+    assert_same_tables(&local, &remote);
     assert!(files_under(&work) > 0, "the executors wrote shuffle files");
     // Every run of every job is recorded, and ok (the demo ran some already).
     let q = "SELECT job, count(*) AS runs, count(*) FILTER (WHERE status = 'ok') AS ok FROM job_runs \
@@ -364,4 +369,92 @@ fn losing_an_executor_mid_query_gives_the_answer_or_an_error() {
         assert!(err.starts_with("error: ") && err.lines().count() == 1, "one clear line: {err}");
     }
     eprintln!("after losing executor e{victim}: {}", if out.status.success() { "answered" } else { "failed" });
+}
+
+/// An executor killed while `jobs run --all --cluster` runs: every job completes (its lost
+/// work rerun elsewhere) or the run fails, and either way no table is left half-published:
+/// each derived table holds the rows of a whole run, the same as the local run's.
+#[test]
+fn losing_an_executor_mid_job_never_publishes_a_partial_output() {
+    let dir = tempfile::tempdir().unwrap();
+    // The demo ran every job locally.
+    let lake = demo_lake(dir.path());
+    let local = derived_rows(&lake);
+    let work = dir.path().join("work");
+    let mut cluster = Cluster::start(&lake, &work, 2);
+    let run = Command::new(env!("CARGO_BIN_EXE_wxlake"))
+        .arg("--lake")
+        .arg(format!("file://{}", lake.display()))
+        .args(["jobs", "run", "--all", "--cluster", &cluster.url])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn jobs run");
+    let mut run = Proc(Some(run));
+    let started = Instant::now();
+    let victim = loop {
+        if let Some(i) = (0..2).find(|i| files_under(&work.join(format!("e{i}"))) > 0) {
+            break i;
+        }
+        assert!(run.child().try_wait().expect("status").is_none(), "the run ended before any task ran");
+        assert!(started.elapsed() < Duration::from_secs(120), "the run never started a task");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    drop(cluster.executors.remove(victim));
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while run.child().try_wait().expect("status").is_none() {
+        assert!(Instant::now() < deadline, "the run hung after losing an executor");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = run.output();
+    let err = stderr(&out);
+    eprintln!("after losing executor e{victim}: exit {:?}\n{err}", out.status.code());
+    if !out.status.success() {
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("FAILED"), "the failed job is named: {err}");
+    }
+    assert_same_tables(&local, &derived_rows(&lake));
+}
+
+/// Every executor lost while `jobs run` runs: the run fails within the scheduler's grace
+/// (the executor timeout), naming the job and why, and publishes nothing.
+#[test]
+fn losing_every_executor_fails_the_run_and_publishes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = demo_lake(dir.path());
+    let before = derived_rows(&lake);
+    let work = dir.path().join("work");
+    let mut cluster = Cluster::start(&lake, &work, 2);
+    let run = Command::new(env!("CARGO_BIN_EXE_wxlake"))
+        .arg("--lake")
+        .arg(format!("file://{}", lake.display()))
+        .args(["jobs", "run", "forecast_daily", "--cluster", &cluster.url])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn jobs run");
+    let mut run = Proc(Some(run));
+    let started = Instant::now();
+    while files_under(&work) == 0 {
+        assert!(run.child().try_wait().expect("status").is_none(), "the run ended before any task ran");
+        assert!(started.elapsed() < Duration::from_secs(120), "the run never started a task");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    cluster.executors.clear();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while run.child().try_wait().expect("status").is_none() {
+        assert!(Instant::now() < deadline, "the run hung without executors");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = run.output();
+    let err = stderr(&out);
+    eprintln!("without executors: exit {:?}\n{err}", out.status.code());
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("forecast_daily: FAILED"), "{err}");
+    // Nothing was published: every table as before, byte for byte.
+    assert_eq!(derived_rows(&lake), before);
+    // The failure is recorded.
+    let q = "SELECT status, error FROM job_runs WHERE job = 'forecast_daily' ORDER BY started_at DESC LIMIT 1";
+    let o = wxlake(&lake, &["sql", q, "--format", "csv"]);
+    assert!(stdout(&o).starts_with("status,error\nfailed,"), "{}", stdout(&o));
 }
