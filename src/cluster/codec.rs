@@ -136,11 +136,7 @@ fn decode_mem_table(mut body: &[u8], name: &TableReference) -> Result<MemTable> 
 
 /// The first `n` bytes of `body`, which moves past them (`None` when it is shorter).
 fn take<'a>(body: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
-    let whole: &'a [u8] = *body;
-    if whole.len() < n {
-        return None;
-    }
-    let (head, rest) = whole.split_at(n);
+    let (head, rest) = body.split_at_checked(n)?;
     *body = rest;
     Some(head)
 }
