@@ -61,11 +61,13 @@ pub enum Command {
     Cluster(cluster::ClusterArgs),
 }
 
-/// Logs go to stderr; `RUST_LOG` wins over `-v`.
+/// Logs go to stderr; `RUST_LOG` wins over `-v`. Ballista's scheduler logs an ERROR when
+/// it cannot attach a finished stage's metrics to its plan for display (a known mismatch
+/// of its own, harmless to the query): not shown unless asked for.
 pub fn init_tracing(verbose: u8) {
     let default = match verbose {
-        0 => "warn",
-        1 => "info,wxlake=info",
+        0 => "warn,ballista_scheduler::display=off",
+        1 => "info,wxlake=info,ballista_scheduler::display=off",
         _ => "debug",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

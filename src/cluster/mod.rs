@@ -3,10 +3,11 @@
 //!
 //! What runs where:
 //!
-//! - **Client** (`wxlake sql --cluster df://HOST:PORT`, [`client`]): parses and plans the
-//!   SQL in the analyst session as a local run does (same tables, same read-only refusals),
-//!   optimizes the logical plan and sends it to the scheduler; then fetches the result
-//!   partitions from the executors (Arrow Flight) and prints them as a local run does.
+//! - **Client** (`wxlake sql --cluster df://HOST:PORT`, `wxlake jobs run --cluster`,
+//!   [`client`]): parses and plans the SQL in the session a local run uses (same tables,
+//!   same read-only refusals, a job's helper tables), optimizes the logical plan and sends
+//!   it to the scheduler; then fetches the result partitions from the executors (Arrow
+//!   Flight) and prints them, or encodes and publishes a job's output, as a local run does.
 //! - **Scheduler** (`wxlake cluster scheduler`, [`scheduler`]): turns the logical plan into
 //!   a physical one, which lists the files of every table it reads. So it opens the lake
 //!   itself (`--lake`) and lists through the lake's store, whose visibility wrapper hides
