@@ -56,6 +56,10 @@ pub async fn run(lake: &Lake, options: ExecutorOptions) -> Result<(), ClusterErr
         }
         None => options.bind.ip().to_string(),
     };
+    // Ballista binds the Flight port only after registering, and when the bind fails it
+    // logs and stops with success, having been given work it will never do. Try it first.
+    std::net::TcpListener::bind(options.bind)
+        .map_err(|e| ClusterError::Config(format!("cannot listen on --bind {}: {e}", options.bind)))?;
     std::fs::create_dir_all(&options.work_dir)?;
     options.scheduler.wait_reachable(options.connect_patience).await?;
 
@@ -89,4 +93,38 @@ pub async fn run(lake: &Lake, options: ExecutorOptions) -> Result<(), ClusterErr
     );
     start_executor_process(Arc::new(config)).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Addresses an executor cannot work with are refused before it registers.
+    #[tokio::test]
+    async fn unusable_addresses_are_refused_up_front() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(&dir.path().join("lake").display().to_string()).await.unwrap();
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let options = |bind: &str| ExecutorOptions {
+            scheduler: "df://127.0.0.1:1".parse().unwrap(),
+            bind: bind.parse().unwrap(),
+            external_host: None,
+            work_dir: dir.path().join("work"),
+            concurrent_tasks: 1,
+            connect_patience: Duration::from_millis(100),
+        };
+        let taken_addr = taken.local_addr().unwrap().to_string();
+        for (bind, says) in [
+            ("127.0.0.1:0", "fixed --bind port"),
+            ("0.0.0.0:7", "--external-host"),
+            (taken_addr.as_str(), "cannot listen on --bind"),
+        ] {
+            let e = run(&lake, options(bind)).await.unwrap_err().to_string();
+            assert!(e.contains(says), "{bind}: {e}");
+        }
+        // A free address, but no scheduler: named.
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+        let e = run(&lake, options(&free)).await.unwrap_err().to_string();
+        assert!(e.contains("cannot reach the scheduler at df://127.0.0.1:1"), "{e}");
+    }
 }
