@@ -12,6 +12,7 @@
 //! - [`jobs`]: the SQL jobs that compute derived tables.
 //! - [`api`]: the REST API, keys and limits, and the stream's server glue.
 //! - [`sqlwire`]: analyst SQL over the PostgreSQL wire protocol and Arrow Flight SQL.
+//! - [`cluster`]: the same SQL distributed on an embedded Ballista scheduler and executors.
 //! - [`stream`]: the push stream (event log, hub, SSE, TLS).
 //! - [`feeds`]: live feeds from the public sources.
 //! - [`demo`]: the realistic generator.
@@ -21,6 +22,7 @@
 pub mod api;
 pub mod catalog;
 pub mod clock;
+pub mod cluster;
 pub mod decode;
 pub mod demo;
 pub mod error_chain;

@@ -20,8 +20,9 @@ use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::prelude::SessionContext;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use wxlake::cluster::SchedulerUrl;
 use wxlake::jobs::job_set::{declarations, find};
-use wxlake::jobs::runner::{run_all, run_job_as, Progress, Step};
+use wxlake::jobs::runner::{run_all_on, run_job_on, Progress, Step};
 use wxlake::jobs::runs::{history, JobRun, RunStatus};
 use wxlake::jobs::rust_tables::{day_windows, model_leads, reach_days};
 use wxlake::jobs::spec::JobSpec;
@@ -73,6 +74,10 @@ pub struct RunArgs {
     /// Print the recorded run(s) as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Run the jobs' SQL on the Ballista cluster of this scheduler (df://HOST:PORT); the
+    /// helper tables are computed and the output is published here, as in a local run.
+    #[arg(long)]
+    pub cluster: Option<SchedulerUrl>,
 }
 
 #[derive(Debug, Args)]
@@ -197,7 +202,7 @@ async fn run_jobs(lake: &Lake, specs: &[JobSpec], a: RunArgs) -> anyhow::Result<
         move |p: &Progress| show(&bar, p)
     };
     let runs: Vec<JobRun> = if a.all {
-        match run_all(lake, specs, range, &cb).await {
+        match run_all_on(lake, specs, range, a.cluster.as_ref(), &cb).await {
             Ok(r) => r,
             Err(e) => {
                 bar.finish_and_clear();
@@ -214,7 +219,7 @@ async fn run_jobs(lake: &Lake, specs: &[JobSpec], a: RunArgs) -> anyhow::Result<
                 return Ok(ExitCode::from(2));
             }
         };
-        match run_job_as(lake, spec, range, "cli", &cb).await {
+        match run_job_on(lake, spec, range, "cli", a.cluster.as_ref(), &cb).await {
             Ok(r) => vec![r],
             Err(e @ (JobError::Range { .. } | JobError::UnknownJob { .. })) => {
                 bar.finish_and_clear();

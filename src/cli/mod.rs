@@ -1,5 +1,6 @@
 //! Command definitions and dispatch. Each command lives in its own module.
 
+mod cluster;
 mod compact;
 pub mod config;
 mod demo;
@@ -56,13 +57,17 @@ pub enum Command {
     Serve(serve::ServeArgs),
     /// Run the live feeds without the API, list them, or backfill a source's archive.
     Feeds(feeds::FeedsArgs),
+    /// Run a scheduler or an executor of a Ballista cluster (`sql --cluster` uses it).
+    Cluster(cluster::ClusterArgs),
 }
 
-/// Logs go to stderr; `RUST_LOG` wins over `-v`.
+/// Logs go to stderr; `RUST_LOG` wins over `-v`. Ballista's scheduler logs an ERROR when
+/// it cannot attach a finished stage's metrics to its plan for display (a known mismatch
+/// of its own, harmless to the query): not shown unless asked for.
 pub fn init_tracing(verbose: u8) {
     let default = match verbose {
-        0 => "warn",
-        1 => "info,wxlake=info",
+        0 => "warn,ballista_scheduler::display=off",
+        1 => "info,wxlake=info,ballista_scheduler::display=off",
         _ => "debug",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -82,6 +87,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(a) => serve::run(lake, a, cli.config.as_deref()).await,
         Command::Jobs(a) => jobs::run(lake, a).await,
         Command::Feeds(a) => feeds::run(lake, a, cli.config.as_deref()).await,
+        Command::Cluster(a) => cluster::run(lake, a).await,
     };
     // What the command cost on the store (on S3, in requests paid for): `-v` shows it.
     tracing::info!(requests = %counted.requests(), "object store requests of this command");

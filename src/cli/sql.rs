@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use super::sql_output::{write_batches, OutputFormat};
 use anyhow::Context;
 use clap::Args;
+use wxlake::cluster::SchedulerUrl;
 use wxlake::lake::{query, Lake};
 
 #[derive(Debug, Args)]
@@ -23,6 +24,10 @@ pub struct SqlArgs {
     /// Write results to this file instead of stdout.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    /// Run the query on the Ballista cluster of this scheduler (df://HOST:PORT), with the
+    /// same tables and the same output as a local run.
+    #[arg(long)]
+    pub cluster: Option<SchedulerUrl>,
 }
 
 pub async fn run(lake: Lake, a: SqlArgs) -> anyhow::Result<ExitCode> {
@@ -34,6 +39,10 @@ pub async fn run(lake: Lake, a: SqlArgs) -> anyhow::Result<ExitCode> {
     // The lake's tables and the jobs' outputs (forecast_daily, daily_extremes, the accuracy
     // tables, job_runs), as the server's SQL listeners see them.
     let ctx = wxlake::jobs::analyst_session(&lake).await?;
+    let ctx = match &a.cluster {
+        Some(url) => wxlake::cluster::client::remote_session(&ctx, url).await?,
+        None => ctx,
+    };
     let plans = match query::read_only_plans(&ctx, &text).await {
         Ok(p) if p.is_empty() => anyhow::bail!("no SQL statement given"),
         Ok(p) => p,

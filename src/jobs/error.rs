@@ -31,4 +31,6 @@ pub enum JobError {
     RustTable(String),
     #[error("task: {0}")]
     Join(String),
+    #[error("cluster: {0}")]
+    Cluster(#[from] crate::cluster::ClusterError),
 }

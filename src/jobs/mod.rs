@@ -42,7 +42,7 @@ pub mod tables;
 pub use error::JobError;
 pub use fresh::spawn_fresh_runs;
 pub use job_set::{declarations, embedded_specs, load_specs};
-pub use runner::{run_all, run_job, run_job_as, Progress, Step};
+pub use runner::{run_all, run_all_on, run_job, run_job_as, run_job_on, Progress, Step};
 pub use runs::{JobRun, RunStatus};
 pub use scheduler::spawn_scheduler;
 pub use spec::JobSpec;

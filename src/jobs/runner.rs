@@ -9,6 +9,14 @@
 //! recorded in `job_runs`.
 //!
 //! Runs of one job never overlap inside a process: [`run_job`] waits for the job's lock.
+//!
+//! On a cluster ([`run_job_on`], [`run_all_on`]: `wxlake jobs run --cluster`) only the
+//! statements run there: the session and the helper tables are built here as for a local
+//! run (`observed_extremes` replays the lake's observations through the live engine in this
+//! process), the session is turned into the cluster's ([`crate::cluster::client`]), and the
+//! rows come back here to be encoded, staged and published as above. So a run on the
+//! cluster publishes in the same one atomic step, and a failure there (an executor lost
+//! for good, a stage failing too often) fails the run before anything is published.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -24,6 +32,8 @@ use super::rust_tables;
 use super::spec::JobSpec;
 use super::statements::run_statements;
 use super::tables::job_session;
+use crate::cluster::client::remote_session;
+use crate::cluster::SchedulerUrl;
 use crate::lake::writer::new_file_name;
 use crate::lake::Lake;
 
@@ -77,7 +87,19 @@ pub async fn run_job_as(
     trigger: &str,
     progress: &ProgressFn<'_>,
 ) -> Result<JobRun, JobError> {
-    let (run, err) = run_recorded(lake, spec, range, trigger, progress).await;
+    run_job_on(lake, spec, range, trigger, None, progress).await
+}
+
+/// [`run_job_as`], the statements run on the cluster of `cluster` when given.
+pub async fn run_job_on(
+    lake: &Lake,
+    spec: &JobSpec,
+    range: Option<(NaiveDate, NaiveDate)>,
+    trigger: &str,
+    cluster: Option<&SchedulerUrl>,
+    progress: &ProgressFn<'_>,
+) -> Result<JobRun, JobError> {
+    let (run, err) = run_recorded(lake, spec, range, trigger, cluster, progress).await;
     match err {
         None => Ok(run),
         Some(e) => Err(e),
@@ -91,6 +113,17 @@ pub async fn run_all(
     lake: &Lake,
     specs: &[JobSpec],
     range: Option<(NaiveDate, NaiveDate)>,
+    progress: &ProgressFn<'_>,
+) -> Result<Vec<JobRun>, JobError> {
+    run_all_on(lake, specs, range, None, progress).await
+}
+
+/// [`run_all`], the statements run on the cluster of `cluster` when given.
+pub async fn run_all_on(
+    lake: &Lake,
+    specs: &[JobSpec],
+    range: Option<(NaiveDate, NaiveDate)>,
+    cluster: Option<&SchedulerUrl>,
     progress: &ProgressFn<'_>,
 ) -> Result<Vec<JobRun>, JobError> {
     let order = topo_order(specs)?;
@@ -119,7 +152,7 @@ pub async fn run_all(
             }
             None => {
                 let r = if spec.incremental.is_some() { range } else { None };
-                run_recorded(lake, spec, r, "cli", progress).await.0
+                run_recorded(lake, spec, r, "cli", cluster, progress).await.0
             }
         };
         status.insert(spec.name.as_str(), run.status);
@@ -152,6 +185,7 @@ async fn run_recorded(
     spec: &JobSpec,
     range: Option<(NaiveDate, NaiveDate)>,
     trigger: &str,
+    cluster: Option<&SchedulerUrl>,
     progress: &ProgressFn<'_>,
 ) -> (JobRun, Option<JobError>) {
     let lock = job_lock(&spec.name);
@@ -159,7 +193,7 @@ async fn run_recorded(
     let started_at = Utc::now();
     let run_id = new_run_id();
     tracing::info!(job = %spec.name, %run_id, ?range, trigger, "job run starts");
-    let result = execute(lake, spec, range, progress).await;
+    let result = execute(lake, spec, range, cluster, progress).await;
     let finished_at = Utc::now();
     let mut run = JobRun {
         job: spec.name.clone(),
@@ -202,6 +236,7 @@ async fn execute(
     lake: &Lake,
     spec: &JobSpec,
     range: Option<(NaiveDate, NaiveDate)>,
+    cluster: Option<&SchedulerUrl>,
     progress: &ProgressFn<'_>,
 ) -> Result<Outcome, JobError> {
     if let Err(e) = lake.clean_staging(Duration::days(1)).await {
@@ -223,6 +258,10 @@ async fn execute(
                     if let Some((a, b)) = chunk {
                         rust_tables::register(&ctx, &spec.helpers, *a, *b).await?;
                     }
+                    let ctx = match cluster {
+                        Some(url) => remote_session(&ctx, url).await?,
+                        None => ctx,
+                    };
                     let batches = run_statements(&ctx, spec, *chunk).await?.collect().await?;
                     let (spec2, chunk2) = (spec.clone(), *chunk);
                     Some((*chunk, tokio::task::spawn_blocking(move || encode_blocking(&spec2, &batches, chunk2))))

@@ -11,7 +11,7 @@ use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTable
 use datafusion::datasource::MemTable;
 use datafusion::execution::cache::cache_manager::{CacheManagerConfig, CachedFileMetadataEntry, FileMetadataCache};
 use datafusion::execution::cache::default_cache::DefaultCache;
-use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::logical_expr::{col, SortExpr};
 use datafusion::prelude::{SessionConfig, SessionContext};
@@ -46,19 +46,38 @@ pub async fn read_only_plans(ctx: &SessionContext, text: &str) -> Result<Vec<Log
 
 /// A session with every lake table registered.
 pub async fn session(lake: &Lake) -> Result<SessionContext, LakeError> {
-    let config = SessionConfig::new()
+    let ctx = SessionContext::new_with_config_rt(session_config(), runtime_env(lake)?);
+    for t in TABLES {
+        register_listing(&ctx, lake, Listing::lake_table(t))?;
+    }
+    ctx.register_table("stations", Arc::new(stations_table()?))?;
+    ctx.register_table("models", Arc::new(models_table()?))?;
+    Ok(ctx)
+}
+
+/// The engine settings of every lake session (the cluster's client sends them to the
+/// scheduler with each query, so a query plans the same way there).
+pub fn session_config() -> SessionConfig {
+    SessionConfig::new()
         .with_information_schema(true)
         .with_target_partitions(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).max(2))
         .set_bool("datafusion.execution.parquet.pushdown_filters", true)
-        .set_bool("datafusion.execution.parquet.reorder_filters", true);
-    // DataFusion 55 caches file listings forever by default: a long-lived session (the
-    // server's) would never see a flushed file, and would still list the files a job run or
-    // a compaction replaced, nor would it see what another process (an `ingest` next to a
-    // `serve`) wrote. The cache also lists a whole table on a miss, where a query filtering
-    // on the partition columns lists one partition's prefix: on S3 with 100,000 files
-    // that is 100 LIST pages instead of one. So listings are not cached. Parquet footers
-    // are, in one cache for every session of the process: a file never changes once
-    // written (names are unique), and entries are checked against size and time anyway.
+        .set_bool("datafusion.execution.parquet.reorder_filters", true)
+}
+
+/// The runtime of every lake session: the lake's (visibility-aware) store registered at
+/// the lake's URL, no listing cache, and the process's footer cache. The cluster's
+/// scheduler plans and its executors read through the same runtime (src/cluster).
+///
+/// DataFusion 55 caches file listings forever by default: a long-lived session (the
+/// server's) would never see a flushed file, and would still list the files a job run or
+/// a compaction replaced, nor would it see what another process (an `ingest` next to a
+/// `serve`) wrote. The cache also lists a whole table on a miss, where a query filtering
+/// on the partition columns lists one partition's prefix: on S3 with 100,000 files
+/// that is 100 LIST pages instead of one. So listings are not cached. Parquet footers
+/// are, in one cache for every session of the process: a file never changes once
+/// written (names are unique), and entries are checked against size and time anyway.
+pub fn runtime_env(lake: &Lake) -> Result<Arc<RuntimeEnv>, LakeError> {
     let runtime = RuntimeEnvBuilder::new()
         .with_cache_manager(
             CacheManagerConfig::default()
@@ -68,15 +87,9 @@ pub async fn session(lake: &Lake) -> Result<SessionContext, LakeError> {
         )
         .build_arc()
         .map_err(|e| LakeError::Config(e.to_string()))?;
-    let ctx = SessionContext::new_with_config_rt(config, runtime);
     let url = url::Url::parse(lake.location.base_url.as_str()).map_err(|e| LakeError::Config(e.to_string()))?;
-    ctx.register_object_store(&url, lake.store());
-    for t in TABLES {
-        register_listing(&ctx, lake, Listing::lake_table(t))?;
-    }
-    ctx.register_table("stations", Arc::new(stations_table()?))?;
-    ctx.register_table("models", Arc::new(models_table()?))?;
-    Ok(ctx)
+    runtime.register_object_store(&url, lake.store());
+    Ok(runtime)
 }
 
 /// Files the footer cache holds at once: a lake of 100,000 files (every ASOS station over

@@ -2,6 +2,7 @@
 
 mod accuracy_http;
 mod cli;
+mod cluster;
 mod contract_cli;
 mod contract_http;
 mod crash;
