@@ -371,6 +371,21 @@ fn losing_an_executor_mid_query_gives_the_answer_or_an_error() {
     eprintln!("after losing executor e{victim}: {}", if out.status.success() { "answered" } else { "failed" });
 }
 
+/// `wxlake jobs run ARGS --cluster` on `lake`, started (its output piped) and not awaited.
+fn jobs_run(lake: &Path, cluster: &Cluster, args: &[&str]) -> Proc {
+    let run = Command::new(env!("CARGO_BIN_EXE_wxlake"))
+        .arg("--lake")
+        .arg(format!("file://{}", lake.display()))
+        .args(["jobs", "run"])
+        .args(args)
+        .args(["--cluster", &cluster.url])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn jobs run");
+    Proc(Some(run))
+}
+
 /// An executor killed while `jobs run --all --cluster` runs: every job completes (its lost
 /// work rerun elsewhere) or the run fails, and either way no table is left half-published:
 /// each derived table holds the rows of a whole run, the same as the local run's.
@@ -382,15 +397,7 @@ fn losing_an_executor_mid_job_never_publishes_a_partial_output() {
     let local = derived_rows(&lake);
     let work = dir.path().join("work");
     let mut cluster = Cluster::start(&lake, &work, 2);
-    let run = Command::new(env!("CARGO_BIN_EXE_wxlake"))
-        .arg("--lake")
-        .arg(format!("file://{}", lake.display()))
-        .args(["jobs", "run", "--all", "--cluster", &cluster.url])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn jobs run");
-    let mut run = Proc(Some(run));
+    let mut run = jobs_run(&lake, &cluster, &["--all"]);
     let started = Instant::now();
     let victim = loop {
         if let Some(i) = (0..2).find(|i| files_under(&work.join(format!("e{i}"))) > 0) {
@@ -425,15 +432,7 @@ fn losing_every_executor_fails_the_run_and_publishes_nothing() {
     let before = derived_rows(&lake);
     let work = dir.path().join("work");
     let mut cluster = Cluster::start(&lake, &work, 2);
-    let run = Command::new(env!("CARGO_BIN_EXE_wxlake"))
-        .arg("--lake")
-        .arg(format!("file://{}", lake.display()))
-        .args(["jobs", "run", "forecast_daily", "--cluster", &cluster.url])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn jobs run");
-    let mut run = Proc(Some(run));
+    let mut run = jobs_run(&lake, &cluster, &["forecast_daily"]);
     let started = Instant::now();
     while files_under(&work) == 0 {
         assert!(run.child().try_wait().expect("status").is_none(), "the run ended before any task ran");
