@@ -35,26 +35,39 @@ impl Drop for Proc {
 }
 
 /// A scheduler and its executors.
-struct Cluster {
-    url: String,
+pub(crate) struct Cluster {
+    pub(crate) url: String,
     /// Stopped before the scheduler (fields drop in order), so they do not log its loss.
     executors: Vec<(u16, Proc)>,
     _scheduler: Proc,
 }
 
 impl Cluster {
-    /// Starts a scheduler (on a port it picks) and `executors` executors on `lake`, and
-    /// returns once every executor serves.
+    /// Starts a scheduler (on a port it picks) and `executors` executors on the local
+    /// `lake`, and returns once every executor serves.
     fn start(lake: &Path, work: &Path, executors: usize) -> Cluster {
+        Cluster::start_on(&|| file_lake(lake), work, executors)
+    }
+
+    /// The same on any lake: `lake` gives the binary with `--lake` and the environment
+    /// that reaches it (an S3 lake's `AWS_*`), for the scheduler and every executor.
+    pub(crate) fn start_on(lake: &dyn Fn() -> Command, work: &Path, executors: usize) -> Cluster {
         let (scheduler, url) = start_scheduler(lake);
         let executors = (0..executors).map(|i| start_executor(lake, &url, &work.join(format!("e{i}")))).collect();
         Cluster { url, executors, _scheduler: scheduler }
     }
 }
 
-fn wxlake_cmd(lake: &Path) -> Command {
+/// The binary on a lake of local files.
+fn file_lake(lake: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_wxlake"));
     c.arg("--lake").arg(format!("file://{}", lake.display()));
+    c
+}
+
+/// A cluster process: no input, no output but its log.
+fn cluster_process(lake: &dyn Fn() -> Command) -> Command {
+    let mut c = lake();
     c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
     c
 }
@@ -69,8 +82,8 @@ fn forward_log(name: String, lines: impl Iterator<Item = std::io::Result<String>
     });
 }
 
-fn start_scheduler(lake: &Path) -> (Proc, String) {
-    let mut child = wxlake_cmd(lake)
+fn start_scheduler(lake: &dyn Fn() -> Command) -> (Proc, String) {
+    let mut child = cluster_process(lake)
         .args(["cluster", "scheduler", "--bind", "127.0.0.1:0", "--executor-timeout-secs", "5"])
         .spawn()
         .expect("spawn scheduler");
@@ -98,10 +111,10 @@ fn free_port() -> u16 {
 /// An executor on a free port. A port found free can be taken before the executor binds
 /// it (the outgoing connections of the other processes draw from the same range): then
 /// the executor exits at once and another port is tried.
-fn start_executor(lake: &Path, url: &str, work: &Path) -> (u16, Proc) {
+fn start_executor(lake: &dyn Fn() -> Command, url: &str, work: &Path) -> (u16, Proc) {
     for _ in 0..5 {
         let port = free_port();
-        let mut child = wxlake_cmd(lake)
+        let mut child = cluster_process(lake)
             .args(["cluster", "executor", "--scheduler", url, "--bind", &format!("127.0.0.1:{port}"), "--work-dir"])
             .arg(work)
             .spawn()
@@ -231,12 +244,17 @@ const DERIVED: [&str; 6] = [
 /// Every derived table as CSV lines, header first, rows sorted (partitions are read in
 /// listing order; the comparison is of the rows), without `computed_at` (the run's clock).
 fn derived_rows(lake: &Path) -> Vec<(&'static str, Vec<String>)> {
+    derived_rows_of(&|args| wxlake(lake, args))
+}
+
+/// [`derived_rows`] of any lake, read by `sql` through `run`.
+pub(crate) fn derived_rows_of(run: &dyn Fn(&[&str]) -> Output) -> Vec<(&'static str, Vec<String>)> {
     DERIVED
         .iter()
         .map(|t| {
             let columns =
                 if ["forecast_daily", "accuracy_pairs"].contains(t) { "*" } else { "* EXCLUDE (computed_at)" };
-            let o = wxlake(lake, &["sql", &format!("SELECT {columns} FROM {t}"), "--format", "csv"]);
+            let o = run(&["sql", &format!("SELECT {columns} FROM {t}"), "--format", "csv"]);
             ok(&o, t);
             let text = stdout(&o);
             let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
@@ -247,7 +265,7 @@ fn derived_rows(lake: &Path) -> Vec<(&'static str, Vec<String>)> {
 }
 
 /// The derived tables hold the same rows (floats: see [`same_but_rounding`]).
-fn assert_same_tables(local: &[(&str, Vec<String>)], remote: &[(&str, Vec<String>)]) {
+pub(crate) fn assert_same_tables(local: &[(&str, Vec<String>)], remote: &[(&str, Vec<String>)]) {
     for ((table, l), (_, r)) in local.iter().zip(remote) {
         assert!(l.len() > 1, "{table} has rows locally");
         assert_eq!(l[0], r[0], "{table}: columns");
@@ -284,7 +302,7 @@ fn same_but_rounding(a: &str, b: &str) -> bool {
 }
 
 /// Files under a directory, recursively.
-fn files_under(dir: &Path) -> usize {
+pub(crate) fn files_under(dir: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
     entries.map_while(Result::ok).map(|e| if e.path().is_dir() { files_under(&e.path()) } else { 1 }).sum()
 }
@@ -332,9 +350,7 @@ fn losing_an_executor_mid_query_gives_the_answer_or_an_error() {
     let work = dir.path().join("work");
     let mut cluster = Cluster::start(&lake, &work, 2);
     let started = Instant::now();
-    let client = Command::new(env!("CARGO_BIN_EXE_wxlake"))
-        .arg("--lake")
-        .arg(format!("file://{}", lake.display()))
+    let client = file_lake(&lake)
         .args(["sql", q, "--format", "csv", "--cluster", &cluster.url])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -373,9 +389,7 @@ fn losing_an_executor_mid_query_gives_the_answer_or_an_error() {
 
 /// `wxlake jobs run ARGS --cluster` on `lake`, started (its output piped) and not awaited.
 fn jobs_run(lake: &Path, cluster: &Cluster, args: &[&str]) -> Proc {
-    let run = Command::new(env!("CARGO_BIN_EXE_wxlake"))
-        .arg("--lake")
-        .arg(format!("file://{}", lake.display()))
+    let run = file_lake(lake)
         .args(["jobs", "run"])
         .args(args)
         .args(["--cluster", &cluster.url])

@@ -17,7 +17,8 @@ use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
-use crate::support::fixture;
+use crate::cluster::{assert_same_tables, derived_rows_of, files_under, Cluster};
+use crate::support::{fixture, wxlake};
 
 /// A moto S3 server, killed when the last test using it lets go.
 struct Moto {
@@ -574,41 +575,46 @@ fn table_lines(cmd: impl Fn(&[&str]) -> Output, table: &str) -> Vec<String> {
     lines
 }
 
+impl S3Lake {
+    /// The demo's inputs (observations, reports, model runs, MOS, NWS hourly), made on a
+    /// local lake (returned) whose raw tables' files are then copied to the bucket as they
+    /// are; both lakes read the same rows.
+    fn with_demo_inputs(&self) -> PathBuf {
+        let local = self.dir.path().join("local");
+        let o = wxlake(&local, &["demo", "--days", "3", "--stations", "KNYC,KMDW,EGLC", "--no-onemin"]);
+        assert!(o.status.success(), "demo: {}", err(&o));
+        let from = object_store::local::LocalFileSystem::new_with_prefix(&local).unwrap();
+        let to = self.store();
+        let copied = block(async {
+            let mut n = 0;
+            for t in wxlake::lake::schema::TABLES {
+                let files: Vec<_> = from.list(Some(&Path::from(t.name))).try_collect().await.unwrap();
+                for f in files {
+                    let bytes = from.get(&f.location).await.unwrap().bytes().await.unwrap();
+                    to.put(&Path::from(format!("wx/lake/{}", f.location)), PutPayload::from(bytes)).await.unwrap();
+                    n += 1;
+                }
+            }
+            n
+        });
+        assert!(copied >= 5, "{copied} files");
+        for t in wxlake::lake::schema::TABLES {
+            assert_eq!(
+                table_lines(|a| self.run(a), t.name),
+                table_lines(|a| wxlake(&local, a), t.name),
+                "{} differs after the copy",
+                t.name
+            );
+        }
+        local
+    }
+}
+
 #[test]
 fn every_job_gives_on_s3_what_it_gives_on_local_files() {
     let Some(lake) = S3Lake::new("same") else { return };
-    // The demo's inputs (observations, reports, model runs, MOS, NWS hourly), made once on
-    // local files; the raw tables' files are copied to the bucket as they are.
-    let local = lake.dir.path().join("local");
-    let local_url = format!("file://{}", local.display());
-    let local_cmd = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_wxlake")).arg("--lake").arg(&local_url).args(args).output().unwrap()
-    };
-    let o = local_cmd(&["demo", "--days", "3", "--stations", "KNYC,KMDW,EGLC", "--no-onemin"]);
-    assert!(o.status.success(), "demo: {}", err(&o));
-    let from = object_store::local::LocalFileSystem::new_with_prefix(&local).unwrap();
-    let to = lake.store();
-    let copied = block(async {
-        let mut n = 0;
-        for t in wxlake::lake::schema::TABLES {
-            let files: Vec<_> = from.list(Some(&Path::from(t.name))).try_collect().await.unwrap();
-            for f in files {
-                let bytes = from.get(&f.location).await.unwrap().bytes().await.unwrap();
-                to.put(&Path::from(format!("wx/lake/{}", f.location)), PutPayload::from(bytes)).await.unwrap();
-                n += 1;
-            }
-        }
-        n
-    });
-    assert!(copied >= 5, "{copied} files");
-    for t in wxlake::lake::schema::TABLES {
-        assert_eq!(
-            table_lines(|a| lake.run(a), t.name),
-            table_lines(local_cmd, t.name),
-            "{} differs after the copy",
-            t.name
-        );
-    }
+    let local = lake.with_demo_inputs();
+    let local_cmd = |args: &[&str]| wxlake(&local, args);
 
     // Every job, dependencies first, on both lakes.
     let ran = lake.ok(&["jobs", "run", "--all"]);
@@ -623,5 +629,25 @@ fn every_job_gives_on_s3_what_it_gives_on_local_files() {
         assert!(on_s3.len() > 1, "{table} is empty on S3");
         assert_eq!(on_s3, table_lines(local_cmd, table), "{table}: S3 and local runs differ");
     }
+    lake.assert_no_leftovers();
+}
+
+/// A Ballista scheduler and two executors on the S3 lake, configured like every other
+/// command through the `AWS_*` environment: the executors read the bucket's Parquet, the
+/// client publishes to it, and every job's table is the one a local run on local files
+/// publishes (floats to the last bits of a sum's order, as in `cluster.rs`).
+#[test]
+fn jobs_on_a_cluster_over_an_s3_lake_publish_what_local_runs_publish() {
+    let Some(lake) = S3Lake::new("cluster") else { return };
+    let local = lake.with_demo_inputs();
+    let o = wxlake(&local, &["jobs", "run", "--all"]);
+    assert!(o.status.success(), "local jobs: {}", err(&o));
+
+    let work = lake.dir.path().join("work");
+    let cluster = Cluster::start_on(&|| lake.cmd(&[]), &work, 2);
+    let ran = lake.ok(&["jobs", "run", "--all", "--cluster", &cluster.url]);
+    assert!(!ran.contains("FAILED"), "{ran}");
+    assert!(files_under(&work) > 0, "the executors ran the jobs' tasks (their shuffle files are there)");
+    assert_same_tables(&derived_rows_of(&|a| wxlake(&local, a)), &derived_rows_of(&|a| lake.run(a)));
     lake.assert_no_leftovers();
 }

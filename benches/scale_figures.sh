@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The scale figures of benches/README.md ("Scale-out"): a 1-year x 70-station x 18-model
+# demo lake copied into a moto S3 server on 127.0.0.1, then the derived jobs over it run
+# locally (one process) and on a Ballista cluster (a scheduler and two executors, separate
+# processes on the same machine), each timed, and the outputs compared.
+#
+#   cargo build --release --bins && benches/scale_figures.sh [LAKE_DIR] [DAYS]
+#   (.ci/venv with moto: made by .ci/run)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=$PWD/target/release/wxlake
+LAKE="${1:-/tmp/wxlake-scale-lake}"
+DAYS="${2:-365}"
+PY=.ci/venv/bin/python
+if [ ! -d "$LAKE/forecasts" ]; then
+    t0=$(date +%s)
+    $BIN --lake "file://$LAKE" demo --days "$DAYS" --no-onemin 2>&1 | tail -1
+    echo "demo took $(($(date +%s) - t0)) s"
+fi
+work=$(mktemp -d)
+pids=()
+trap 'kill ${pids[*]} 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
+
+# The S3 server, and the raw tables' files in its bucket as they are.
+port=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+$PY -c "from moto.server import main; main(['-H', '127.0.0.1', '-p', '$port'])" >"$work/moto.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 60); do curl -s -o /dev/null "http://127.0.0.1:$port" && break; sleep 1; done
+export AWS_ENDPOINT_URL="http://127.0.0.1:$port" AWS_ALLOW_HTTP=true AWS_ACCESS_KEY_ID=bench \
+    AWS_SECRET_ACCESS_KEY=bench AWS_REGION=us-east-1
+$PY benches/s3_upload.py "$AWS_ENDPOINT_URL" wxscale lake "$LAKE" forecasts observations reports nws_hourly
+S3=s3://wxscale/lake
+$BIN --lake $S3 sql "SELECT count(*) AS forecast_rows, count(DISTINCT location_name) AS stations, \
+    count(DISTINCT model) AS models, min(run_date) AS first_run_date, max(run_date) AS last_run_date \
+    FROM forecasts" --format csv
+
+# One timed job run: wall seconds, peak RSS of the client.
+timed() {
+    local label=$1
+    shift
+    /usr/bin/time -f "%e %M" -o "$work/time" $BIN --lake $S3 jobs run "$@" >"$work/out" 2>&1 || {
+        cat "$work/out"
+        return 1
+    }
+    read -r secs kb <"$work/time"
+    printf '| %-44s | %8.1f s | %6d MB |\n' "$label" "$secs" $((kb / 1024))
+}
+JOBS=(forecast_daily daily_extremes accuracy_pairs model_accuracy accuracy_trends accuracy_daily_detail)
+echo "| run | wall | client peak RSS |"
+echo "|---|---|---|"
+for job in "${JOBS[@]}"; do timed "local: $job" "$job"; done
+snapshot() {
+    for t in forecast_daily accuracy_pairs model_accuracy accuracy_trends accuracy_daily_detail; do
+        $BIN --lake $S3 sql "SELECT count(*) AS n FROM $t" --format csv | tail -1
+    done | paste -sd, -
+}
+local_counts=$(snapshot)
+
+# The cluster: a scheduler and two executors on the same lake and environment.
+$BIN --lake $S3 cluster scheduler --bind 127.0.0.1:0 2>"$work/scheduler.log" &
+pids+=($!)
+for _ in $(seq 1 100); do grep -q "scheduler listening on" "$work/scheduler.log" && break; sleep 0.2; done
+url=$(sed -n 's/.*scheduler listening on //p' "$work/scheduler.log" | head -1)
+for i in 1 2; do
+    eport=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    mkdir -p "$work/e$i"
+    $BIN --lake $S3 cluster executor --scheduler "$url" --bind "127.0.0.1:$eport" --work-dir "$work/e$i" \
+        2>"$work/e$i.log" &
+    pids+=($!)
+    for _ in $(seq 1 100); do (echo >"/dev/tcp/127.0.0.1/$eport") 2>/dev/null && break; sleep 0.2; done
+done
+for job in "${JOBS[@]}"; do timed "cluster: $job" "$job" --cluster "$url"; done
+cluster_counts=$(snapshot)
+echo "rows (forecast_daily, accuracy_pairs, model_accuracy, accuracy_trends, accuracy_daily_detail):"
+echo "  local   $local_counts"
+echo "  cluster $cluster_counts"
+[ "$local_counts" = "$cluster_counts" ] && echo "same row counts" || { echo "ROW COUNTS DIFFER"; exit 1; }
