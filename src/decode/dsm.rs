@@ -28,9 +28,18 @@ use crate::decode::limits::{DSM_LINE, DSM_MESSAGE};
 use crate::decode::text::input_text;
 use crate::decode::types::{DailyKind, DailyReport, Decoded};
 
-/// Decodes DSM messages, resolving their DD/MM to the year nearest today's UTC date.
+/// Decodes DSM messages received now: see [`decode_dsm_received`].
 pub fn decode_dsm(bytes: &[u8]) -> Decoded<DailyReport> {
-    decode_dsm_with_year(bytes, Utc::now())
+    decode_dsm_received(bytes, Utc::now())
+}
+
+/// Decodes DSM messages known only to have been received by `received` (a file ingested
+/// without `--month`): a DSM reports a day that has begun, so each DD/MM (and a WMO
+/// heading's day) takes the latest date not after `received` plus one day (local dates
+/// run ahead of UTC). Nearest-date rounding would put a message over six months old into
+/// the next year; this keeps the year of any message up to a year old.
+pub fn decode_dsm_received(bytes: &[u8], received: DateTime<Utc>) -> Decoded<DailyReport> {
+    decode(bytes, Dating::NotAfter(received.naive_utc() + chrono::Duration::days(1)))
 }
 
 /// Decodes DSM messages; `reference` fixes the year the DD/MM dates (and a WMO heading's
@@ -44,6 +53,49 @@ pub fn decode_dsm(bytes: &[u8]) -> Decoded<DailyReport> {
 /// `valid_as_of_lst` is the HHMM of an intermediate message (`KIPT DS 1700 06/06 ...`) and
 /// `None` for the full-day message; `precip_mtd_in` is always `None` (a DSM has no month total).
 pub fn decode_dsm_with_year(bytes: &[u8], reference: DateTime<Utc>) -> Decoded<DailyReport> {
+    decode(bytes, Dating::Nearest(reference.naive_utc()))
+}
+
+/// How a DD/MM (or a heading's DD) without year or month gets them.
+#[derive(Debug, Clone, Copy)]
+enum Dating {
+    /// The date nearest this time (a month the caller knows: previous, same or next year).
+    Nearest(NaiveDateTime),
+    /// The latest date not after this time.
+    NotAfter(NaiveDateTime),
+}
+
+impl Dating {
+    fn date(self, day: u32, month: u32) -> Option<NaiveDate> {
+        match self {
+            Dating::Nearest(anchor) => resolve_date(day, month, anchor),
+            Dating::NotAfter(limit) => (-1..=0)
+                .filter_map(|d| NaiveDate::from_ymd_opt(limit.year() + d, month, day))
+                .filter(|x| *x <= limit.date())
+                .max(),
+        }
+    }
+
+    /// A heading's DDHHMM as a time.
+    fn day_time(self, day: u32, hour: u32, minute: u32) -> Option<NaiveDateTime> {
+        match self {
+            Dating::Nearest(anchor) => nearest_day_time(day, hour, minute, anchor),
+            Dating::NotAfter(limit) => {
+                let months = limit.year() * 12 + limit.month0() as i32;
+                (-2..=0)
+                    .filter_map(|d| {
+                        let m = months + d;
+                        NaiveDate::from_ymd_opt(m.div_euclid(12), m.rem_euclid(12) as u32 + 1, day)?
+                            .and_hms_opt(hour, minute, 0)
+                    })
+                    .filter(|t| *t <= limit)
+                    .max()
+            }
+        }
+    }
+}
+
+fn decode(bytes: &[u8], dating: Dating) -> Decoded<DailyReport> {
     let text = match input_text(bytes) {
         Ok(t) => t,
         Err(e) => return Decoded::refused(e.to_string()),
@@ -68,7 +120,7 @@ pub fn decode_dsm_with_year(bytes: &[u8], reference: DateTime<Utc>) -> Decoded<D
             continue;
         }
         if let Some(h) = parse_wmo_header(t) {
-            issued = nearest_day_time(h.day, h.hour, h.minute, reference.naive_utc());
+            issued = dating.day_time(h.day, h.hour, h.minute);
             heading = Some((h.day, h.hour, h.minute));
             i += 1;
             continue;
@@ -79,8 +131,14 @@ pub fn decode_dsm_with_year(bytes: &[u8], reference: DateTime<Utc>) -> Decoded<D
                 if let Err(reason) = DSM_MESSAGE.check(raw.len()) {
                     out.reject(i + 1, reason);
                 } else if kind == "DS" {
-                    let anchor = issued.unwrap_or_else(|| reference.naive_utc());
-                    match parse_message(&body, anchor) {
+                    // Around a known month, the date nearest the heading's time. A message
+                    // only known to be received by a time is dated by that alone: a
+                    // heading's day gives no year, nor even a month then.
+                    let dating = match (dating, issued) {
+                        (Dating::Nearest(_), Some(t)) => Dating::Nearest(t),
+                        _ => dating,
+                    };
+                    match parse_message(&body, dating) {
                         Ok(mut r) => {
                             let own_day = r.date.and_hms_opt(12, 0, 0).unwrap_or_default();
                             r.issued_at = heading
@@ -241,7 +299,7 @@ fn resolve_date(day: u32, month: u32, anchor: NaiveDateTime) -> Option<NaiveDate
 }
 
 /// Parses one joined message (without '=') into a record (issued_at/raw set by caller).
-fn parse_message(body: &str, anchor: NaiveDateTime) -> Result<DailyReport, String> {
+fn parse_message(body: &str, dating: Dating) -> Result<DailyReport, String> {
     let (stn, rest) = split_token(body);
     let (ds, mut rest) = split_token(rest);
     if ds != "DS" {
@@ -272,7 +330,7 @@ fn parse_message(body: &str, anchor: NaiveDateTime) -> Result<DailyReport, Strin
         u32::from(db[0] - b'0') * 10 + u32::from(db[1] - b'0'),
         u32::from(db[3] - b'0') * 10 + u32::from(db[4] - b'0'),
     );
-    let date = resolve_date(day, month, anchor).ok_or_else(|| format!("bad DD/MM date '{}'", excerpt(date_tok, 12)))?;
+    let date = dating.date(day, month).ok_or_else(|| format!("bad DD/MM date '{}'", excerpt(date_tok, 12)))?;
     let mut groups = rest[5..].split('/').map(str::trim);
     let max = groups.next().unwrap_or("");
     let Some(min) = groups.next() else {
@@ -442,6 +500,31 @@ mod tests {
         assert_eq!((r.max_f, r.max_time_lst), (Some(63), Some(dt(2015, 11, 26, 23, 7))));
         assert_eq!((r.min_f, r.min_time_lst), (Some(45), Some(dt(2015, 11, 26, 2, 36))));
         assert_eq!((r.precip_in, r.precip_trace), (Some(0.61), false));
+    }
+
+    /// A collective received now dates each message by itself: the latest DD/MM not after
+    /// tomorrow, so a day 11 months old keeps its year (nearest-date rounding put it into
+    /// next year; a one-year demo lake had its DSMs dated up to 2027-05-29), whatever the
+    /// heading's day says.
+    #[test]
+    fn a_received_message_is_never_dated_in_the_future() {
+        let msg = b"CDUS27 KZME 020516\nKNYC DS 01/12 451200/ 371431// 45/ 37//M/00/=\n\
+                    KNYC DS 25/11 501200/ 401431// 50/ 40//M/00/=\nKNYC DS 27/11 521200/ 421431// 52/ 42//M/00/=";
+        let d = decode_dsm_received(msg, dt(2026, 11, 26, 19, 0).and_utc());
+        assert!(d.errors.is_empty(), "{:?}", d.errors);
+        let dates: Vec<NaiveDate> = d.records.iter().map(|r| r.date).collect();
+        let day = |y, m, d| NaiveDate::from_ymd_opt(y, m, d).expect("date");
+        // 1 Dec: last year's; 25 Nov: yesterday; 27 Nov: tomorrow (a local date ahead of UTC).
+        assert_eq!(dates, [day(2025, 12, 1), day(2026, 11, 25), day(2026, 11, 27)]);
+        // Each issued time is the heading's DDHHMM nearest the message's own day.
+        assert_eq!(d.records[0].issued_at, Some(dt(2025, 12, 2, 5, 16).and_utc()));
+        // Across New Year: 31/12 received on 10 January is the old year's.
+        let d = decode_dsm_received(b"KNYC DS 31/12 451200/ 371431// 45/ 37//M/00/", dt(2027, 1, 10, 0, 0).and_utc());
+        assert_eq!(d.records[0].date, day(2026, 12, 31));
+        // With a month given (`--month`, the feeds' archives), the nearest date as before.
+        let d =
+            decode_dsm_with_year(b"KNYC DS 30/11 451200/ 371431// 45/ 37//M/00/", dt(2026, 11, 15, 12, 0).and_utc());
+        assert_eq!(d.records[0].date, day(2026, 11, 30));
     }
 
     #[test]

@@ -270,12 +270,14 @@ async fn execute(
             };
             if let Some((done, handle)) = std::mem::replace(&mut encoding, next) {
                 let files = handle.await.map_err(|e| JobError::Join(e.to_string()))??;
+                let mut staged = Vec::with_capacity(files.len());
                 for f in files {
                     let path = lake.table_path(&format!("{}/{}", spec.output.dir(), f.dir)).join(new_file_name());
-                    publication.stage(path, f.bytes).await?;
+                    staged.push((path, f.bytes));
                     p.rows += f.rows as u64;
                     partitions += 1;
                 }
+                publication.stage_all(staged).await?;
                 p.done += 1;
                 p.step = Step::Chunk { from: done.map(|c| c.0), to: done.map(|c| c.1) };
                 progress(&p);

@@ -16,10 +16,10 @@
 //! rewrites holds nothing it did not plan to replace. A crashed writer's claims are removed
 //! by recovery once they are older than [`WRITING_GRACE`].
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectStore, PutMode, PutPayload};
 use sha2::{Digest, Sha256};
@@ -60,20 +60,43 @@ impl Claims {
         targets.sort();
         targets.dedup();
         let body = serde_json::json!({ "txn": txn, "at": chrono::Utc::now().timestamp() }).to_string();
-        for t in &targets {
-            let p = claim_path(claims_root, t);
-            let put = store.put_opts(&p, PutPayload::from(body.clone()), PutMode::Create.into()).await;
-            match put {
-                Ok(_) => claims.held.push(p),
-                Err(object_store::Error::AlreadyExists { .. }) | Err(object_store::Error::Precondition { .. }) => {
-                    claims.release().await;
-                    return Err(LakeError::Conflict(format!("{t} is being replaced by another writer")));
-                }
-                Err(e) => {
-                    claims.release().await;
-                    return Err(e.into());
+        let claim = |t: String| {
+            let (store, body, p) = (Arc::clone(store), body.clone(), claim_path(claims_root, &t));
+            async move {
+                match store.put_opts(&p, PutPayload::from(body), PutMode::Create.into()).await {
+                    Ok(_) => (t, Ok(p)),
+                    Err(e) => (t, Err((p, e))),
                 }
             }
+        };
+        // The first claim alone: two runs of the same swap meet there and exactly one goes
+        // on. The rest at once (a job's full recompute claims thousands of partitions; one
+        // at a time that is minutes of round trips on S3).
+        let mut targets = targets.into_iter();
+        let first: Vec<_> = match targets.next() {
+            Some(t) => vec![claim(t).await],
+            None => Vec::new(),
+        };
+        let rest: Vec<_> = if first.iter().all(|(_, r)| r.is_ok()) {
+            futures::stream::iter(targets).map(claim).buffer_unordered(CONCURRENCY).collect().await
+        } else {
+            Vec::new()
+        };
+        let mut failure = None;
+        for (t, r) in first.into_iter().chain(rest) {
+            match r {
+                Ok(p) => claims.held.push(p),
+                Err((_, object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. })) => {
+                    failure.get_or_insert(LakeError::Conflict(format!("{t} is being replaced by another writer")));
+                }
+                Err((_, e)) => {
+                    failure = Some(e.into());
+                }
+            }
+        }
+        if let Some(e) = failure {
+            claims.release().await;
+            return Err(e);
         }
         if let Err(e) = check_planned(store, visible, removes, rewrites).await {
             claims.release().await;
@@ -84,12 +107,57 @@ impl Claims {
 
     /// Lets go of every claim (best effort: a claim left behind expires in recovery).
     pub async fn release(&mut self) {
-        for p in self.held.drain(..) {
-            if let Err(e) = delete_if_present(&self.store, &p).await {
-                tracing::warn!(claim = %p, error = %e, "could not release a claim");
-            }
+        let store = &self.store;
+        futures::stream::iter(self.held.drain(..))
+            .for_each_concurrent(CONCURRENCY, |p| async move {
+                if let Err(e) = delete_if_present(store, &p).await {
+                    tracing::warn!(claim = %p, error = %e, "could not release a claim");
+                }
+            })
+            .await;
+    }
+}
+
+/// Requests in flight at once while claiming, releasing or checking.
+const CONCURRENCY: usize = 32;
+
+/// Directories checked with one listing each; more are checked with one listing of the
+/// path they share (a few pages for a whole table, instead of one LIST per partition).
+const LISTINGS_PER_DIRECTORY_UP_TO: usize = 8;
+
+/// The objects directly in each of `dirs` (as `store` lists them), keyed by directory.
+async fn files_in(store: &Arc<dyn ObjectStore>, dirs: &[&str]) -> Result<HashMap<String, Vec<Path>>, LakeError> {
+    let mut by_dir: HashMap<String, Vec<Path>> = dirs.iter().map(|d| (d.to_string(), Vec::new())).collect();
+    let listed: Vec<Path> = if dirs.len() <= LISTINGS_PER_DIRECTORY_UP_TO {
+        let mut all = Vec::new();
+        for d in dirs {
+            let metas: Vec<_> = store.list(Some(&Path::from(*d))).try_collect().await?;
+            all.extend(metas.into_iter().map(|m| m.location));
+        }
+        all
+    } else {
+        let shared = shared_prefix(dirs);
+        let metas: Vec<_> =
+            store.list((!shared.is_empty()).then(|| Path::from(shared.as_str())).as_ref()).try_collect().await?;
+        metas.into_iter().map(|m| m.location).collect()
+    };
+    for p in listed {
+        let dir = p.as_ref().rsplit_once('/').map(|(d, _)| d).unwrap_or_default();
+        if let Some(files) = by_dir.get_mut(dir) {
+            files.push(p);
         }
     }
+    Ok(by_dir)
+}
+
+/// The longest run of whole path segments every one of `dirs` starts with.
+fn shared_prefix(dirs: &[&str]) -> String {
+    let mut shared: Vec<&str> = dirs.first().map(|d| d.split('/').collect()).unwrap_or_default();
+    for d in &dirs[1.min(dirs.len())..] {
+        let same = shared.iter().zip(d.split('/')).take_while(|(a, b)| *a == b).count();
+        shared.truncate(same);
+    }
+    shared.join("/")
 }
 
 /// The state a swap planned from is still the state of the store (see [`Claims::take`]).
@@ -99,30 +167,19 @@ async fn check_planned(
     removes: &[Path],
     rewrites: &[Path],
 ) -> Result<(), LakeError> {
-    // One listing per directory rather than one HEAD per file.
-    let mut by_dir: BTreeMap<String, Vec<&Path>> = BTreeMap::new();
-    for p in removes {
-        let s = p.as_ref();
-        by_dir.entry(s.rsplit_once('/').map(|(d, _)| d.to_string()).unwrap_or_default()).or_default().push(p);
-    }
-    for (dir, files) in by_dir {
-        let present: HashSet<Path> = store
-            .list_with_delimiter(Some(&Path::from(dir.as_str())))
-            .await?
-            .objects
-            .into_iter()
-            .map(|m| m.location)
-            .collect();
-        if let Some(gone) = files.iter().find(|f| !present.contains(**f)) {
-            return Err(LakeError::Conflict(format!("{gone} was already replaced by another writer")));
-        }
+    // Listings rather than one HEAD per file.
+    let parent = |p: &Path| p.as_ref().rsplit_once('/').map(|(d, _)| d.to_string()).unwrap_or_default();
+    let remove_dirs: BTreeSet<String> = removes.iter().map(parent).collect();
+    let remove_dirs: Vec<&str> = remove_dirs.iter().map(String::as_str).collect();
+    let present: HashSet<Path> = files_in(store, &remove_dirs).await?.into_values().flatten().collect();
+    if let Some(gone) = removes.iter().find(|f| !present.contains(*f)) {
+        return Err(LakeError::Conflict(format!("{gone} was already replaced by another writer")));
     }
     let planned: HashSet<&Path> = removes.iter().collect();
-    for dir in rewrites {
-        let now: Vec<Path> = visible.list(Some(dir)).map_ok(|m| m.location).try_collect().await?;
-        if let Some(new) = now.iter().find(|p| p.as_ref().ends_with(".parquet") && !planned.contains(p)) {
-            return Err(LakeError::Conflict(format!("{new} was published by another writer since this one began")));
-        }
+    let rewrite_dirs: Vec<&str> = rewrites.iter().map(|d| d.as_ref()).collect();
+    let now = files_in(visible, &rewrite_dirs).await?;
+    if let Some(new) = now.values().flatten().find(|p| p.as_ref().ends_with(".parquet") && !planned.contains(p)) {
+        return Err(LakeError::Conflict(format!("{new} was published by another writer since this one began")));
     }
     Ok(())
 }
@@ -169,6 +226,46 @@ mod tests {
         let err = Claims::take(&s, &s, &root, "2", std::slice::from_ref(&a), &[]).await.unwrap_err();
         assert!(matches!(err, LakeError::Conflict(ref m) if m.contains("already replaced")), "{err}");
         assert!(s.list(Some(&root)).try_collect::<Vec<_>>().await.unwrap().is_empty());
+    }
+
+    /// A job's full recompute rewrites thousands of partitions: the check after claiming
+    /// lists the table they share once, not each partition (a LIST per partition was
+    /// minutes on S3), and still finds a file another writer added to any of them.
+    #[tokio::test]
+    async fn many_rewritten_directories_are_checked_with_one_listing() {
+        let counting = Arc::new(crate::lake::requests::CountingStore::new(Arc::new(InMemory::new())));
+        let s: Arc<dyn ObjectStore> = counting.clone();
+        let root = Path::from("_claims");
+        let dirs: Vec<Path> = (0..300).map(|i| Path::from(format!("derived/t/model=M{}/d={i}", i % 7))).collect();
+        let removes: Vec<Path> = dirs.iter().map(|d| d.clone().join("old.parquet")).collect();
+        for p in &removes {
+            s.put(p, PutPayload::from_static(b"x")).await.unwrap();
+        }
+        s.put(&Path::from("derived/other/d=1/x.parquet"), PutPayload::from_static(b"x")).await.unwrap();
+        let before = counting.counts();
+        let mut c = Claims::take(&s, &s, &root, "1", &removes, &dirs).await.unwrap();
+        let used = counting.counts();
+        assert_eq!(used.put - before.put, 600, "one claim per file and per directory");
+        assert!(used.list - before.list <= 2, "{} LISTs", used.list - before.list);
+        c.release().await;
+        assert!(s.list(Some(&root)).try_collect::<Vec<_>>().await.unwrap().is_empty(), "every claim released");
+        // A file published into the 200th partition since: the run stops, holding nothing.
+        s.put(&dirs[199].clone().join("new.parquet"), PutPayload::from_static(b"x")).await.unwrap();
+        let err = Claims::take(&s, &s, &root, "2", &removes, &dirs).await.unwrap_err();
+        assert!(matches!(err, LakeError::Conflict(ref m) if m.contains("d=199/new.parquet")), "{err}");
+        // A file of the plan already replaced: likewise.
+        s.delete(&removes[250]).await.unwrap();
+        let err = Claims::take(&s, &s, &root, "3", &removes[240..], &[]).await.unwrap_err();
+        assert!(matches!(err, LakeError::Conflict(ref m) if m.contains("d=250/old.parquet")), "{err}");
+        assert!(s.list(Some(&root)).try_collect::<Vec<_>>().await.unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_shared_prefix_is_of_whole_segments() {
+        assert_eq!(shared_prefix(&["a/model=X/d=1", "a/model=Y/d=1"]), "a");
+        assert_eq!(shared_prefix(&["a/m=X/d=1", "a/m=X/d=12"]), "a/m=X");
+        assert_eq!(shared_prefix(&["a/b"]), "a/b");
+        assert_eq!(shared_prefix(&[]), "");
     }
 
     #[tokio::test]

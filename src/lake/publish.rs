@@ -27,8 +27,9 @@ use super::claims::Claims;
 use super::visibility::{delete_if_present, TxnRecord, TxnState};
 use super::{Lake, LakeError};
 
-/// Concurrent store operations of one commit.
-const CONCURRENCY: usize = 8;
+/// Concurrent store operations of one stage or commit (a full recompute of a job moves
+/// thousands of files; on S3 each is a round trip).
+const CONCURRENCY: usize = 32;
 
 /// Files staged for one atomic publication; see the module docs.
 #[derive(Debug)]
@@ -53,11 +54,9 @@ impl Lake {
     /// Publishes `adds` and hides `removes` in one atomic step for readers.
     pub async fn publish(&self, adds: Vec<(Path, Bytes)>, removes: Vec<Path>) -> Result<(), LakeError> {
         let mut p = self.begin_publish();
-        for (path, bytes) in adds {
-            if let Err(e) = p.stage(path, bytes).await {
-                p.abort().await.ok();
-                return Err(e);
-            }
+        if let Err(e) = p.stage_all(adds).await {
+            p.abort().await.ok();
+            return Err(e);
         }
         p.commit(removes).await
     }
@@ -103,10 +102,32 @@ impl Publication {
 
     /// Writes `bytes`, to appear at `dest` when the publication commits.
     pub async fn stage(&mut self, dest: Path, bytes: Bytes) -> Result<(), LakeError> {
-        let name = dest.filename().unwrap_or("part.parquet").to_string();
-        let staged = self.lake.staging_root().join(self.id.as_str()).join(format!("{:06}-{name}", self.staged.len()));
-        self.lake.visible().inner().put(&staged, PutPayload::from(bytes)).await?;
-        self.staged.push((staged, dest));
+        self.stage_all(vec![(dest, bytes)]).await
+    }
+
+    /// [`Publication::stage`] of several files, written concurrently. On an error some
+    /// may be written: [`Publication::abort`] removes them.
+    pub async fn stage_all(&mut self, files: Vec<(Path, Bytes)>) -> Result<(), LakeError> {
+        let inner = Arc::clone(self.lake.visible().inner());
+        let first = self.staged.len();
+        let staged: Vec<(Path, Path)> = files
+            .iter()
+            .enumerate()
+            .map(|(i, (dest, _))| {
+                let name = dest.filename().unwrap_or("part.parquet");
+                let at = self.lake.staging_root().join(self.id.as_str()).join(format!("{:06}-{name}", first + i));
+                (at, dest.clone())
+            })
+            .collect();
+        // Recorded before writing, so an abort after a failed put finds every file.
+        self.staged.extend(staged.iter().cloned());
+        futures::stream::iter(staged.into_iter().zip(files).map(|((at, _), (_, bytes))| {
+            let inner = Arc::clone(&inner);
+            async move { inner.put(&at, PutPayload::from(bytes)).await }
+        }))
+        .buffer_unordered(CONCURRENCY)
+        .try_collect::<Vec<_>>()
+        .await?;
         Ok(())
     }
 
@@ -216,9 +237,11 @@ impl Publication {
 
     async fn discard_staged(&self) {
         let inner = self.lake.visible().inner();
-        for (s, _) in &self.staged {
-            delete_if_present(inner, s).await.ok();
-        }
+        futures::stream::iter(&self.staged)
+            .for_each_concurrent(CONCURRENCY, |(s, _)| async move {
+                delete_if_present(inner, s).await.ok();
+            })
+            .await;
         self.remove_local_dir();
     }
 
