@@ -266,18 +266,6 @@ async fn serve_demo_runs_the_feeds_against_its_simulator() {
     assert!(last.contains("EGLC") && last.contains(&today), "no live EGLC observation of today: {last}");
 }
 
-/// Every row of a query, each column as text.
-async fn rows(lake: &Lake, q: &str) -> Vec<Vec<String>> {
-    use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
-    let options = FormatOptions::default();
-    let mut out = Vec::new();
-    for b in support::sql(lake, q).await {
-        let fmt: Vec<_> = b.columns().iter().map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap()).collect();
-        out.extend((0..b.num_rows()).map(|i| fmt.iter().map(|f| f.value(i).to_string()).collect()));
-    }
-    out
-}
-
 /// Sets `key` of source `name`'s table in a `[sources]` table.
 fn set(table: &mut toml::Table, name: &str, key: &str, value: toml::Value) {
     let source = table.get_mut(name).and_then(|v| v.as_table_mut()).unwrap_or_else(|| panic!("the demo runs {name}"));
@@ -364,7 +352,7 @@ async fn every_demo_feed_stores_what_the_simulator_serves() {
     };
     assert!(gfs_latest(lake.clone()).await.starts_with("2026-04-02T06:00"), "GFS 12Z is out at 17:30");
     let om_models = |code: &'static str, lake: Lake| async move {
-        rows(
+        support::rows(
             &lake,
             &format!(
                 "SELECT DISTINCT CAST(model AS VARCHAR) FROM forecasts WHERE CAST(location_name AS VARCHAR) = '{code}' \
@@ -395,7 +383,7 @@ async fn every_demo_feed_stores_what_the_simulator_serves() {
         let since = |t: DateTime<Utc>| t - chrono::Duration::seconds((mos_lookback_h * 3600.0) as i64);
         let want: BTreeSet<DateTime<Utc>> =
             [t0, t1].into_iter().flat_map(|t| models::published_runs(spec, delay, since(t), t)).collect();
-        let got = rows(
+        let got = support::rows(
             &lake,
             &format!(
                 "SELECT run_time, count(*), count(DISTINCT valid_time) FROM forecasts \

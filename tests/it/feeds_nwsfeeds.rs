@@ -15,16 +15,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::body::Body;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, Request, StatusCode, Uri};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use chrono::{NaiveDate, TimeZone, Utc};
 use serde_json::{json, Value};
-use tower::ServiceExt;
-use wxlake::api::keys::{KeyStore, Tier};
-use wxlake::api::limits::RateLimiter;
-use wxlake::api::{server, stream_bridge, AppState};
+use wxlake::api::stream_bridge;
 use wxlake::clock::{Clock, ManualClock};
 use wxlake::feeds::nws_hourly::{NwsHourly, NwsHourlyConfig};
 use wxlake::feeds::nws_products::{NwsProducts, NwsProductsConfig, ProductKind};
@@ -193,39 +189,31 @@ async fn server(fx: Arc<Fixture>) -> String {
 }
 
 /// The live path with the push stream's publisher attached, and the REST API over it.
-struct Rig {
-    dir: tempfile::TempDir,
-    lake: wxlake::lake::Lake,
-    live: Arc<LiveService>,
-    state: AppState,
-    key: String,
+pub(crate) struct Rig {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) lake: wxlake::lake::Lake,
+    pub(crate) live: Arc<LiveService>,
+    pub(crate) clock: Arc<ManualClock>,
+    api: support::Api,
     log: Arc<EventLog>,
 }
 
 impl Rig {
     /// `now` is the live engine's clock.
-    async fn new(now: chrono::DateTime<Utc>) -> Rig {
+    pub(crate) async fn new(now: chrono::DateTime<Utc>) -> Rig {
         let (dir, lake) = support::temp_lake().await;
-        let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(now));
+        let manual = Arc::new(ManualClock::new(now));
+        let clock: Arc<dyn Clock> = manual.clone();
         let state_dir = dir.path().join("state");
-        let keys = KeyStore::open(&state_dir).unwrap();
-        let key = keys.create(Tier::Developer, "u-dev", false, false).unwrap().1;
-        let live = Arc::new(LiveService::open(lake.clone(), &state_dir, Arc::clone(&clock)).await.unwrap());
+        let live = Arc::new(LiveService::open(lake.clone(), &state_dir, clock).await.unwrap());
         let log = Arc::new(EventLog::open(&dir.path().join("events"), chrono::Duration::hours(24)).unwrap());
         stream_bridge::spawn_publisher(Arc::clone(&live), Arc::clone(&log), Hub::new(64)).await;
-        let state = AppState::new(keys, RateLimiter::new(Arc::clone(&clock)), Arc::clone(&live), clock);
-        Rig { dir, lake, live, state, key, log }
+        let api = support::Api::over(Arc::clone(&live), &state_dir);
+        Rig { dir, lake, live, clock: manual, api, log }
     }
 
-    async fn get(&self, uri: &str) -> Value {
-        let req = Request::builder()
-            .uri(uri)
-            .header("Authorization", format!("Bearer {}", self.key))
-            .body(Body::empty())
-            .unwrap();
-        let resp = server::router(self.state.clone()).oneshot(req).await.unwrap();
-        assert_eq!(resp.status(), StatusCode::OK, "{uri}");
-        serde_json::from_slice(&axum::body::to_bytes(resp.into_body(), 1 << 24).await.unwrap()).unwrap()
+    pub(crate) async fn get(&self, uri: &str) -> Value {
+        self.api.get(uri).await.1
     }
 
     /// The served CLI-day extremes of KNYC on 2 Jan 2013.
@@ -235,11 +223,31 @@ impl Rig {
     }
 
     /// Names of the stream events logged for `station` so far.
-    fn events(&self, station: &str) -> Vec<String> {
+    pub(crate) fn events(&self, station: &str) -> Vec<String> {
+        self.event_data(station).into_iter().map(|(name, _)| name).collect()
+    }
+
+    /// The stream events logged for `station` so far: name and payload, in order.
+    pub(crate) fn event_data(&self, station: &str) -> Vec<(String, Value)> {
         let stations: HashSet<String> = [station.to_string()].into();
         match self.log.replay_after("0", &stations) {
-            Replay::Events { events, .. } => events.iter().map(|e| e.name.to_string()).collect(),
+            Replay::Events { events, .. } => {
+                events.iter().map(|e| (e.name.to_string(), e.data().expect("a JSON payload"))).collect()
+            }
             _ => Vec::new(),
+        }
+    }
+
+    /// Waits (at most 5 s) until `station` has a stream event named `name`; its events.
+    pub(crate) async fn wait_for_event(&self, station: &str, name: &str) -> Vec<(String, Value)> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let events = self.event_data(station);
+            if events.iter().any(|(n, _)| n == name) {
+                return events;
+            }
+            assert!(std::time::Instant::now() < deadline, "no {name} event of {station}: {events:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 }
@@ -281,11 +289,7 @@ async fn a_cli_reaches_the_hot_state_stream_and_lake_once_and_a_correction_repla
     assert!(report.is_ok(), "{}", report.summary());
     assert_eq!((report.requests, report.accepted), (2, 1), "{}", report.summary());
     assert_eq!(rig.knyc_jan2().await, (Some(33.0), Some(22.0)), "the CLI's values are served");
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while !rig.events("KNYC").iter().any(|n| n == "cli") {
-        assert!(std::time::Instant::now() < deadline, "no cli event: {:?}", rig.events("KNYC"));
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    rig.wait_for_event("KNYC", "cli").await;
 
     // Listed again: the product is not fetched again, nothing more is stored.
     tokio::time::sleep(Duration::from_millis(60)).await; // the list is due again
