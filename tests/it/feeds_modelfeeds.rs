@@ -6,7 +6,9 @@
 //! JSON, one object per location, an array for several; series unsuffixed when one model
 //! is asked for) around real content: the GFS 2 m temperatures of the real previous-runs
 //! answer for KNYC (`openmeteo_previous_runs_knyc_gfs_ecmwf_2026-09-01_03.json`, °F),
-//! hour by hour from the run asked for. MOS: the real NAM MOS bulletin `METNC1.txt`.
+//! hour by hour from the run asked for. MOS: the real bulletins `METNC1.txt` (NAM MOS),
+//! `LAVUSA.txt` (LAMP) and `NBSUSA.txt` (NBM NBS, relabelled as a cycle the feed asks for,
+//! see [`nbs_as_13z`]). There is no GFS MAV bulletin in data/real.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -30,6 +32,8 @@ use crate::support;
 const PREVIOUS_RUNS: &str =
     include_str!("../../data/real/forecast/openmeteo_previous_runs_knyc_gfs_ecmwf_2026-09-01_03.json");
 const MET: &str = include_str!("../../data/real/forecast/mos/METNC1.txt");
+const LAV: &str = include_str!("../../data/real/forecast/mos/LAVUSA.txt");
+const NBS: &str = include_str!("../../data/real/forecast/mos/NBSUSA.txt");
 
 /// What the fixture servers saw: the query of each request.
 #[derive(Default)]
@@ -100,6 +104,46 @@ async fn bulletin(
     }
 }
 
+/// The real NBSUSA (NBM NBS, the 15Z cycle of 7 Nov 2018) as the 13Z cycle: the feed asks
+/// only for the cycles NBS-MOS runs are labelled with (01, 07, 13, 19Z, `models::MODELS`),
+/// and no real NBS bulletin of those cycles is saved. The station headers say 1300 UTC and
+/// each forecast hour (`FHR`) is two more, so every column keeps its real valid time and
+/// values.
+fn nbs_as_13z() -> String {
+    let mut out = String::new();
+    for line in NBS.lines() {
+        let line = if line.contains("NBS GUIDANCE") {
+            line.replace("1500 UTC", "1300 UTC")
+        } else if let Some(hours) = line.strip_prefix("FHR ") {
+            let later: Vec<String> = hours
+                .split_whitespace()
+                .map(|h| format!("{:>3}", format!("{:02}", h.parse::<u32>().unwrap() + 2)))
+                .collect();
+            format!("FHR {}", later.concat())
+        } else {
+            line.to_string()
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    assert_eq!(out.matches("1300 UTC").count(), 2);
+    out
+}
+
+/// A NOMADS stand-in for LAMP and NBS: the real LAVUSA for its 12:30Z cycle of 10 Jul 2020,
+/// the NBS of [`nbs_as_13z`] for 13Z on 7 Nov 2018, 404 for anything else.
+async fn lav_nbs_bulletin(
+    State(seen): State<Arc<Seen>>,
+    axum::extract::Path((code, date, hhmm)): axum::extract::Path<(String, String, String)>,
+) -> Response {
+    seen.0.lock().unwrap().push([("run".to_string(), format!("{code}:{date}T{hhmm}"))].into());
+    match (code.as_str(), date.as_str(), hhmm.as_str()) {
+        ("LAV", "20200710", "1230") => ([("content-type", "text/plain")], LAV.to_string()).into_response(),
+        ("NBS", "20181107", "1300") => ([("content-type", "text/plain")], nbs_as_13z()).into_response(),
+        _ => (StatusCode::NOT_FOUND, "not found").into_response(),
+    }
+}
+
 /// Open-Meteo without the run yet: its error answer, recorded.
 async fn refused(State(seen): State<Arc<Seen>>, Query(q): Query<HashMap<String, String>>) -> Response {
     seen.0.lock().unwrap().push(q);
@@ -125,6 +169,7 @@ async fn server(seen: Arc<Seen>) -> String {
         .route("/nomads/met/{date}/{hh}", axum::routing::get(bulletin))
         .route("/refused/v1/forecast", axum::routing::get(refused))
         .route("/latest/met/{date}/{hh}", axum::routing::get(latest_bulletin))
+        .route("/bulletins/{code}/{date}/{hhmm}", axum::routing::get(lav_nbs_bulletin))
         .with_state(seen);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -354,6 +399,94 @@ async fn mos_bulletins_are_fetched_once_per_cycle_after_their_delay() {
     assert_eq!(support::scalar(&lake, "SELECT max(model) FROM forecasts").await, "NAM-MOS");
     let restarted = Mos::with_clock(cfg, client(), dyn_clock).unwrap();
     assert_eq!(restarted.poll(sink.as_ref()).await.requests, 0, "stored cycles are not refetched after a restart");
+}
+
+/// LAMP (LAV) and NBM NBS bulletins through the feed and the live path: each cycle is
+/// fetched once after its delay (LAV 65 min, NBS 90 min), only the configured stations'
+/// blocks are stored, every row with the model of its product and the run time its station
+/// headers state (LAMP's labelled HH30), and a later poll asks for neither again.
+#[tokio::test]
+async fn lamp_and_nbs_bulletins_are_stored_per_model_with_their_header_run_time() {
+    let seen = Arc::new(Seen::default());
+    let base = server(Arc::clone(&seen)).await;
+    let (dir, lake) = support::temp_lake().await;
+    // NBS 13Z is due at 14:30.
+    let clock = Arc::new(ManualClock::new(at(2018, 11, 7, 14, 30)));
+    let dyn_clock: Arc<dyn Clock> = clock.clone();
+    let live =
+        Arc::new(LiveService::open(lake.clone(), &dir.path().join("state"), Arc::clone(&dyn_clock)).await.unwrap());
+    let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&live));
+    let stations = ["KALM", "PHHI", "PHJH"];
+    let cfg = MosConfig {
+        products: vec!["LAV".into(), "NBS".into()],
+        urls: ["LAV", "NBS"].map(|c| (c.to_string(), format!("{base}/bulletins/{c}/{{date}}/{{hh}}{{mm}}"))).into(),
+        stations: stations.map(String::from).to_vec(),
+        // Two hours: one cycle of each product is due at a time below.
+        lookback_hours: 2.0,
+        ..MosConfig::default()
+    }
+    .validated()
+    .unwrap();
+    let feed = Mos::with_clock(cfg, client(), dyn_clock).unwrap();
+    // What the real decoder reads from each bulletin for the configured stations.
+    let expected = |text: &str| {
+        let opts = wxlake::ingest::IngestOptions::default();
+        let wxlake::ingest::Records::Forecasts(rows) =
+            wxlake::ingest::Format::Mos.decode(text.as_bytes(), &opts).records
+        else {
+            panic!("not forecasts")
+        };
+        rows.iter().filter(|r| stations.contains(&&*r.location_name)).count()
+    };
+
+    let nbs = feed.poll(sink.as_ref()).await;
+    assert!(nbs.is_ok(), "{}", nbs.summary());
+    assert_eq!(seen.runs(), ["NBS:20181107T1300"]);
+    let nbs_rows = expected(&nbs_as_13z());
+    assert!(nbs_rows > 0);
+    assert_eq!((nbs.requests, nbs.accepted, nbs.rejected), (1, nbs_rows, 0), "KALM's block only: {}", nbs.summary());
+    // Before LAMP's 13:30Z cycle of that day is due (14:35; the fixture has none).
+    clock.set(at(2018, 11, 7, 14, 34));
+    assert_eq!(feed.poll(sink.as_ref()).await.requests, 0, "the 13Z NBS is done");
+
+    // LAMP's 12:30Z cycle is due at 13:35.
+    clock.set(at(2020, 7, 10, 13, 35));
+    let lav = feed.poll(sink.as_ref()).await;
+    assert!(lav.is_ok(), "{}", lav.summary());
+    assert_eq!(seen.runs(), ["NBS:20181107T1300", "LAV:20200710T1230"]);
+    let lav_rows = expected(LAV);
+    assert!(lav_rows > 0);
+    assert_eq!((lav.requests, lav.accepted, lav.rejected), (1, lav_rows, 0), "{}", lav.summary());
+    clock.set(at(2020, 7, 10, 14, 0));
+    let again = feed.poll(sink.as_ref()).await;
+    assert_eq!(again.requests, 0, "the 12:30Z LAV is done: {}", again.summary());
+
+    live.flush().await.unwrap();
+    let got = support::sql(
+        &lake,
+        "SELECT CAST(model AS VARCHAR) AS m, CAST(location_name AS VARCHAR) AS l, CAST(run_time AS VARCHAR) AS r, \
+         count(*) AS n, min(valid_time) AS v0 FROM forecasts GROUP BY 1, 2, 3 ORDER BY 1, 2",
+    )
+    .await;
+    let text = datafusion::arrow::util::pretty::pretty_format_batches(&got).unwrap().to_string();
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("-MOS")).collect();
+    assert_eq!(lines.len(), 3, "KALM (NBS), PHHI and PHJH (LAV); PHBK and KALN left out: {text}");
+    assert!(
+        lines[0].contains("LAV-MOS") && lines[0].contains("PHHI") && lines[0].contains("2020-07-10T12:30:00"),
+        "{text}"
+    );
+    assert!(
+        lines[1].contains("LAV-MOS") && lines[1].contains("PHJH") && lines[1].contains("2020-07-10T12:30:00"),
+        "{text}"
+    );
+    assert!(
+        lines[2].contains("NBS-MOS") && lines[2].contains("KALM") && lines[2].contains("2018-11-07T13:00:00"),
+        "{text}"
+    );
+    // The real columns' valid times: NBS's first is 21Z (FHR 08 of 13Z).
+    assert!(lines[2].contains("2018-11-07T21:00:00"), "{text}");
+    let total: usize = support::scalar(&lake, "SELECT count(*) FROM forecasts").await.parse().unwrap();
+    assert_eq!(total, nbs_rows + lav_rows, "each row once");
 }
 
 /// Item 7: a run landing through the live path (the feed → LiveService → flush) has its
