@@ -73,6 +73,17 @@ fn single_run_answer(lat: &str, lon: &str, run: DateTime<Utc>) -> Value {
     })
 }
 
+/// KNYC's single-run answer for `run` as `wxlake ingest open-meteo` and the ingest endpoint
+/// take it: the model named through the series' suffix, as the feed writes it.
+fn knyc_gfs_answer(run: DateTime<Utc>) -> Value {
+    let mut answer = single_run_answer("40.78858", "-73.9661", run);
+    let hourly = answer["hourly"].as_object_mut().unwrap();
+    let t = hourly.remove("temperature_2m").unwrap();
+    hourly.insert("temperature_2m_gfs_global".into(), t);
+    answer["hourly_units"] = json!({ "time": "iso8601", "temperature_2m_gfs_global": "°F" });
+    answer
+}
+
 async fn single_runs(State(seen): State<Arc<Seen>>, Query(q): Query<HashMap<String, String>>) -> Response {
     seen.0.lock().unwrap().push(q.clone());
     let Some(run) = q.get("run").and_then(|r| chrono::NaiveDateTime::parse_from_str(r, "%Y-%m-%dT%H:%M").ok()) else {
@@ -501,7 +512,8 @@ async fn forecast_daily_is_fresh_right_after_a_run_lands() {
     let live = Arc::clone(&app.state.live);
     let specs = wxlake::jobs::embedded_specs().unwrap();
     let published = Arc::clone(&live);
-    wxlake::jobs::spawn_fresh_runs(live.lake.clone(), specs.clone(), live.subscribe_new_runs(), move || {
+    let clock: Arc<dyn Clock> = app.clock.clone();
+    wxlake::jobs::spawn_fresh_runs(live.lake.clone(), specs.clone(), live.subscribe_new_runs(), clock, move || {
         published.derived_published()
     });
     let version = live.derived_version();
@@ -552,6 +564,100 @@ async fn forecast_daily_is_fresh_right_after_a_run_lands() {
     eprintln!("run landed -> mode=daily served in {took:?}");
 }
 
+/// Central Park's hourly METARs of 1-3 Sep 2026, built: a smooth day (20 °C at 03 LST,
+/// 26 °C at 15 LST) with T-groups, 24 reports a day, enough for a verifying day.
+fn knyc_hourly_metars() -> String {
+    let mut out = String::new();
+    for day in 1..=3 {
+        for hour in 0..24 {
+            let lst = (hour + 24 - 5) % 24;
+            let tenths = 230.0 + 30.0 * (2.0 * std::f64::consts::PI * (lst as f64 - 15.0) / 24.0).cos();
+            let tenths = tenths.round() as i64;
+            let whole = (tenths as f64 / 10.0).round() as i64;
+            out.push_str(&format!(
+                "KNYC {day:02}{hour:02}51Z 00000KT 10SM CLR {whole:02}/10 A3000 RMK AO2 T0{tenths:03}0100\n"
+            ));
+        }
+    }
+    out
+}
+
+/// Item 7, the accuracy tables: with the observed days in the lake (their daily_extremes
+/// computed by the job, as the hourly cron does), a GFS run forecasting them lands through
+/// the live ingest path, and right after, with no scheduler running, accuracy_pairs pairs
+/// its forecasts with those observations and model_accuracy scores it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accuracy_tables_are_fresh_right_after_a_run_lands() {
+    use wxlake::jobs::runner::no_progress;
+    let app = crate::http::App::new().await;
+    app.clock.set(at(2026, 9, 4, 6, 0));
+    let live = Arc::clone(&app.state.live);
+    let specs = wxlake::jobs::embedded_specs().unwrap();
+    let (status, v) = app.ingest("metar", "month=2026-09", &knyc_hourly_metars()).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{v}");
+    live.flush().await.unwrap();
+    let daily_extremes = specs.iter().find(|s| s.name == "daily_extremes").unwrap();
+    wxlake::jobs::run_job(&live.lake, daily_extremes, None, &no_progress).await.unwrap();
+    let verifying = "SELECT count(*) FROM daily_extremes WHERE station_code = 'KNYC' AND logic = 'nws' \
+                     AND day_complete AND observations >= 20 AND CAST(date AS VARCHAR) IN ('2026-09-01', '2026-09-02')";
+    assert_eq!(support::scalar(&live.lake, verifying).await, "2", "1 and 2 Sep are observed days");
+
+    let published = Arc::clone(&live);
+    let clock: Arc<dyn Clock> = app.clock.clone();
+    wxlake::jobs::spawn_fresh_runs(live.lake.clone(), specs, live.subscribe_new_runs(), clock, move || {
+        published.derived_published()
+    });
+    live.spawn_background(Duration::from_secs(3600));
+    let version = live.derived_version();
+    let run = at(2026, 9, 1, 0, 0);
+    let body = knyc_gfs_answer(run).to_string();
+    let (status, v) = app.ingest("open-meteo", "station=KNYC&run_time=2026-09-01T00:00:00Z", &body).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{v}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while live.derived_version() == version {
+        assert!(Instant::now() < deadline, "the derived tables were not refreshed for the new run");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // The run's pairs: 1 Sep at lead 1 (issued 5 h before the LST day), 2 Sep at leads 1
+    // and 2, high and low; each the observed day's value against the run's daily value.
+    let pairs = support::rows(
+        &live.lake,
+        "SELECT CAST(p.date AS VARCHAR) AS d, p.lead_days, p.target, p.forecast, p.observed, p.error, \
+                CASE p.target WHEN 'high' THEN e.high ELSE e.low END AS extreme, \
+                CASE p.target WHEN 'high' THEN f.high_f ELSE f.low_f END AS daily \
+         FROM accuracy_pairs p \
+         JOIN daily_extremes e ON e.station_code = p.station_code AND e.date = p.date AND e.logic = 'nws' \
+         JOIN forecast_daily f ON f.location_name = p.station_code AND f.date = p.date \
+              AND f.run_time = p.run_time AND f.tz_mode = 'standard' AND CAST(f.model AS VARCHAR) = p.model \
+         WHERE p.station_code = 'KNYC' AND p.model = 'GFS' AND p.run_label = '00z' \
+         ORDER BY 1, 2, 3",
+    )
+    .await;
+    let text = format!("{pairs:?}");
+    let got: Vec<(String, i64, String)> = pairs
+        .iter()
+        .map(|r| {
+            let num = |i: usize| r[i].parse::<f64>().unwrap_or_else(|_| panic!("{r:?}"));
+            assert_eq!(num(4), num(6), "the observed value is the day's extreme: {text}");
+            assert_eq!(num(3), num(7), "the forecast is the run's daily value: {text}");
+            assert!((num(5) - (num(4) - num(3))).abs() < 1e-9, "error = observed - forecast: {text}");
+            (r[0].clone(), r[1].parse().unwrap(), r[2].clone())
+        })
+        .collect();
+    let want: Vec<(String, i64, String)> = [("2026-09-01", 1), ("2026-09-02", 1), ("2026-09-02", 2)]
+        .into_iter()
+        .flat_map(|(d, l)| ["high", "low"].map(|t| (d.to_string(), l, t.to_string())))
+        .collect();
+    assert_eq!(got, want, "{text}");
+    let scored = "SELECT sum(n) FROM model_accuracy WHERE station_code = 'KNYC' AND model = 'GFS' \
+                  AND scope = 'per_model_run' AND run_label = '00z' AND window_days = 7";
+    assert_eq!(support::scalar(&live.lake, scored).await, "6", "model_accuracy scores the run's six pairs");
+    let fresh = "SELECT count(DISTINCT job) FROM job_runs WHERE trigger = 'new_run' AND status = 'ok' \
+                 AND job IN ('forecast_daily', 'accuracy_pairs', 'model_accuracy')";
+    assert_eq!(support::scalar(&live.lake, fresh).await, "3");
+}
+
 /// `wxlake ingest` of a model run refreshes `forecast_daily` for it at once, as the live
 /// path does; `--no-refresh` leaves the derived tables alone.
 #[test]
@@ -559,13 +665,7 @@ fn cli_ingest_of_a_run_refreshes_forecast_daily() {
     let dir = tempfile::tempdir().unwrap();
     let run = at(2026, 9, 1, 0, 0);
     let file = dir.path().join("gfs_00z.json");
-    let mut answer = single_run_answer("40.78858", "-73.9661", run);
-    // The CLI names the model through the series' suffix, as the feed writes it.
-    let hourly = answer["hourly"].as_object_mut().unwrap();
-    let t = hourly.remove("temperature_2m").unwrap();
-    hourly.insert("temperature_2m_gfs_global".into(), t);
-    answer["hourly_units"] = json!({ "time": "iso8601", "temperature_2m_gfs_global": "°F" });
-    std::fs::write(&file, answer.to_string()).unwrap();
+    std::fs::write(&file, knyc_gfs_answer(run).to_string()).unwrap();
     let days = "SELECT count(*) AS n FROM forecast_daily WHERE location_name = 'KNYC'";
     let ingest = |lake: &std::path::Path, extra: &[&str]| {
         let mut args = vec!["ingest", "open-meteo", "--station", "KNYC", "--run-time", "2026-09-01T00:00:00Z"];
