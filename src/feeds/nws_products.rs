@@ -513,6 +513,13 @@ impl Archive for NwsProducts {
         units
     }
 
+    /// The archive is asked for products entered from `from` to two days after `to`:
+    /// the final report of the day before `from` (issued on `from`), and reports for up to
+    /// the day after `to`.
+    fn days_touched(&self, from: NaiveDate, to: NaiveDate) -> (NaiveDate, NaiveDate) {
+        (from - chrono::Duration::days(1), to + chrono::Duration::days(2))
+    }
+
     /// The AFOS text answer holds every product of the unit, each between SOH/ETX marks
     /// the decoders skip; "ERROR: Could not Find" (status 200) means there are none.
     async fn fetch(&self, unit: &ArchiveUnit, sink: &dyn FeedSink) -> PollReport {

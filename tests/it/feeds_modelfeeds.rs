@@ -370,6 +370,65 @@ async fn the_open_meteo_archive_stores_previous_runs() {
     assert_eq!(taken[0].opts.run_time, None, "previous-runs data date their own runs");
 }
 
+/// `wxlake feeds backfill open_meteo --from 1 Sep --to 3 Sep`: the previous-runs answer
+/// (the real one, days 1 to 3 before each valid hour) holds runs from 29 Aug on, so the
+/// derived jobs after it cover those run dates too: `forecast_daily` then equals a full
+/// run of the job, the runs before 1 Sep included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_meteo_backfill_derives_the_runs_it_stored_before_its_first_day() {
+    let seen = Arc::new(Seen::default());
+    let base = server(Arc::clone(&seen)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let lake_dir = dir.path().join("lake");
+    let config = dir.path().join("wxlake.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[sources]\ncontact = \"backfill-test@example.com\"\nattempts = 1\n\
+             [sources.open_meteo]\nbase_url = \"{base}/single\"\narchive_url = \"{base}/previous\"\n\
+             stations = [\"KNYC\"]\nmodels = [\"GFS\"]\n"
+        ),
+    )
+    .unwrap();
+    let args: Vec<String> = ["--config", config.to_str().unwrap(), "feeds", "backfill", "open_meteo"]
+        .into_iter()
+        .chain([
+            "--from",
+            "2026-09-01",
+            "--to",
+            "2026-09-03",
+            "--state-dir",
+            dir.path().join("state").to_str().unwrap(),
+        ])
+        .map(String::from)
+        .collect();
+    let run_lake = lake_dir.clone();
+    let o = tokio::task::spawn_blocking(move || {
+        support::wxlake(&run_lake, &args.iter().map(String::as_str).collect::<Vec<_>>())
+    })
+    .await
+    .unwrap();
+    let err = support::stderr(&o);
+    assert!(o.status.success(), "{err}");
+    // GFS's previous runs reach 7 days back.
+    assert!(err.contains("derived jobs for 2026-08-25..2026-09-04"), "{err}");
+    assert_eq!(seen.all().len(), 1, "one unit");
+
+    let lake = wxlake::lake::Lake::open(&format!("file://{}", lake_dir.display())).await.unwrap();
+    let stored = support::rows(&lake, "SELECT DISTINCT CAST(run_date AS VARCHAR) FROM forecasts ORDER BY 1").await;
+    assert_eq!(stored.concat(), ["2026-08-29", "2026-08-30", "2026-08-31", "2026-09-01", "2026-09-02"]);
+    let daily =
+        "SELECT CAST(model AS VARCHAR), CAST(run_time AS VARCHAR), tz_mode, CAST(date AS VARCHAR), high_f, low_f \
+                 FROM forecast_daily ORDER BY 1, 2, 3, 4";
+    let after_backfill = support::rows(&lake, daily).await;
+    let first_run_date = after_backfill.iter().map(|r| r[1].clone()).min().unwrap_or_default();
+    assert!(first_run_date.starts_with("2026-08-30"), "the runs of 30 and 31 Aug have full days: {after_backfill:?}");
+    let specs = wxlake::jobs::embedded_specs().unwrap();
+    let spec = specs.iter().find(|s| s.name == "forecast_daily").unwrap();
+    wxlake::jobs::run_job(&lake, spec, None, &wxlake::jobs::runner::no_progress).await.unwrap();
+    assert_eq!(support::rows(&lake, daily).await, after_backfill, "as a full run of forecast_daily");
+}
+
 /// MOS: the 12Z MET is due at 15:15 (delay 195 minutes), fetched once, and only the
 /// configured stations' blocks are stored.
 #[tokio::test]
