@@ -35,6 +35,9 @@ enum Reply {
     Raw(&'static str, &'static str),
     /// Waits this long, then answers `Data` (to observe concurrency).
     Slow(Duration),
+    /// The real JSON with a Last-Modified and no ETag, as a static file server or a CDN
+    /// answers; 304 when the request's If-Modified-Since is that date.
+    LastModified(&'static str),
 }
 
 /// One request the fixture server saw.
@@ -43,6 +46,7 @@ struct Seen {
     at: Instant,
     ids: String,
     if_none_match: Option<String>,
+    if_modified_since: Option<String>,
     user_agent: String,
 }
 
@@ -90,6 +94,7 @@ async fn metar(
         at: Instant::now(),
         ids: ids.clone(),
         if_none_match: header("if-none-match"),
+        if_modified_since: header("if-modified-since"),
         user_agent: header("user-agent").unwrap_or_default(),
     });
     assert_eq!(q.get("format").map(String::as_str), Some("json"));
@@ -107,6 +112,12 @@ async fn metar(
             (StatusCode::from_u16(s).unwrap(), [("retry-after", after)], "slow down").into_response()
         }
         Reply::Raw(ct, body) => ([("content-type", ct)], body).into_response(),
+        Reply::LastModified(date) => {
+            if header("if-modified-since").as_deref() == Some(date) {
+                return StatusCode::NOT_MODIFIED.into_response();
+            }
+            ([("content-type", "application/json"), ("last-modified", date)], data_for(&ids)).into_response()
+        }
         Reply::Slow(d) => {
             {
                 let mut f = script.in_flight.lock().unwrap();
@@ -309,6 +320,47 @@ async fn a_hung_connection_times_out() {
         took >= Duration::from_millis(400) && took < Duration::from_secs(3),
         "two attempts of 200 ms took {took:?}"
     );
+}
+
+/// A server that sends Last-Modified and no ETag: the poll after a stored body asks with
+/// If-Modified-Since (and no If-None-Match), and its 304 hands nothing to the sink; a new
+/// file (a later Last-Modified) is fetched again.
+#[tokio::test]
+async fn last_modified_alone_makes_the_next_poll_conditional() {
+    let script = Arc::new(Script::default());
+    let first_date = "Fri, 25 Sep 2026 06:31:02 GMT";
+    script.set(&[Reply::LastModified(first_date)]);
+    let base = awc_server(Arc::clone(&script)).await;
+    let (dir, lake) = support::temp_lake().await;
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 9, 25, 6, 32, 0).unwrap()));
+    let live = Arc::new(LiveService::open(lake.clone(), &dir.path().join("state"), clock).await.unwrap());
+    let (source, _) = awc(&base, client_cfg());
+    let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&live));
+
+    let first = source.poll(sink.as_ref()).await;
+    assert_eq!((first.accepted, first.not_modified), (9, 0), "{}", first.summary());
+    let second = source.poll(sink.as_ref()).await;
+    assert!(second.is_ok(), "{}", second.summary());
+    assert_eq!((second.requests, second.accepted, second.not_modified), (1, 0, 1), "{}", second.summary());
+    let seen = script.seen();
+    assert_eq!((seen[0].if_modified_since.as_deref(), seen[0].if_none_match.as_deref()), (None, None));
+    assert_eq!(seen[1].if_modified_since.as_deref(), Some(first_date), "the stored body's Last-Modified");
+    assert_eq!(seen[1].if_none_match, None, "no ETag was sent, none is invented");
+    live.flush().await.unwrap();
+    assert_eq!(support::scalar(&lake, "SELECT count(*) FROM observations").await, "9");
+    let inserted = support::scalar(&lake, "SELECT max(inserted_at) FROM observations").await;
+
+    // The file changed: a full answer, the new date remembered for the next poll.
+    let later = "Fri, 25 Sep 2026 06:41:02 GMT";
+    script.set(&[Reply::LastModified(later)]);
+    let third = source.poll(sink.as_ref()).await;
+    assert_eq!((third.accepted, third.not_modified), (9, 0), "{}", third.summary());
+    assert_eq!(script.seen()[2].if_modified_since.as_deref(), Some(first_date));
+    assert_eq!(source.poll(sink.as_ref()).await.not_modified, 1);
+    assert_eq!(script.seen()[3].if_modified_since.as_deref(), Some(later));
+    live.flush().await.unwrap();
+    assert_eq!(support::scalar(&lake, "SELECT count(*) FROM observations").await, "9", "the same reports, once");
+    assert_eq!(support::scalar(&lake, "SELECT max(inserted_at) FROM observations").await, inserted);
 }
 
 #[tokio::test]
