@@ -343,6 +343,22 @@ async fn every_demo_feed_stores_what_the_simulator_serves() {
         assert!(r.accepted > 0, "{name} stored nothing: {}", r.summary());
     }
     live.flush().await.unwrap();
+    // What a client of the REST API sees: the latest GFS run, the NWS hourly versions.
+    let api = support::Api::over(Arc::clone(&live), &dir.path().join("state"));
+    let latest_gfs = || async {
+        let (headers, rows) = api.get("/api/v2/forecasts.php?location_name=KNYC&model=GFS&run=latest").await;
+        let run = headers.get("x-run-time").expect("X-Run-Time").to_str().unwrap().to_string();
+        let rows = rows.as_array().cloned().unwrap_or_default();
+        assert!(!rows.is_empty() && rows.iter().all(|r| r["run_time"] == run.as_str()), "{run}: {rows:?}");
+        run
+    };
+    let nws_versions = || async {
+        let (_, v) = api.get("/api/v2/nws_forecasts.php?station_code=KNYC&date=2026-04-03&mode=history").await;
+        v["total_versions"].as_u64().unwrap_or_else(|| panic!("{v}"))
+    };
+    assert_eq!(latest_gfs().await, "2026-04-02T06:00:00Z");
+    let versions = nws_versions().await;
+    assert!(versions >= 1, "the morning's NWS hourly version");
     let gfs_latest = |lake: Lake| async move {
         support::scalar(
             &lake,
@@ -374,6 +390,8 @@ async fn every_demo_feed_stores_what_the_simulator_serves() {
     }
     live.flush().await.unwrap();
     assert!(gfs_latest(lake.clone()).await.starts_with("2026-04-02T12:00"), "the 12Z GFS landed");
+    assert_eq!(latest_gfs().await, "2026-04-02T12:00:00Z", "forecasts.php?run=latest moved to the new run");
+    assert_eq!(nws_versions().await, versions + 1, "the afternoon's NWS hourly version is a new one");
 
     // Each bulletin's run once, with the run time its headers state: exactly the cycles
     // due at either poll, LAMP's labelled HH30.
