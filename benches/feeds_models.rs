@@ -67,9 +67,13 @@ async fn main() {
     live.spawn_background(Duration::from_secs(3600));
     let specs = wxlake::jobs::embedded_specs().unwrap();
     let published = Arc::clone(&live);
-    wxlake::jobs::spawn_fresh_runs(live.lake.clone(), specs, live.subscribe_new_runs(), move || {
-        published.derived_published()
-    });
+    wxlake::jobs::spawn_fresh_runs(
+        live.lake.clone(),
+        specs,
+        live.subscribe_new_runs(),
+        Arc::clone(&dyn_clock),
+        move || published.derived_published(),
+    );
     let state =
         AppState::new(keys, RateLimiter::new(Arc::clone(&dyn_clock)), Arc::clone(&live), Arc::clone(&dyn_clock));
 

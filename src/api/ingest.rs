@@ -79,6 +79,7 @@ pub async fn handler(
         month,
         station: params::value(&q.station).map(str::to_string),
         run_time: params::time("run_time", &q.run_time)?,
+        issued: None,
     };
     if body.is_empty() {
         return Err(ApiError::bad_request("Empty body", "POST the raw input of the format as the request body"));

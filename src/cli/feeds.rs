@@ -209,12 +209,14 @@ async fn backfill(lake: Lake, dir: &Path, cfg: &FeedsConfig, a: BackfillArgs) ->
     }
     let mut ok = report.is_ok();
     if !a.no_jobs {
-        ok &= run_jobs(&lake, a.from, a.to).await?;
+        let (first, last) = backfill::derived_range(archive.as_ref(), a.from, a.to, chrono::Utc::now().date_naive());
+        eprintln!("derived jobs for {first}..{last}");
+        ok &= run_jobs(&lake, first, last).await?;
     }
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
-/// The derived jobs for the backfilled days, dependencies first; true when all ran.
+/// The derived jobs for `from..=to`, dependencies first; true when all ran.
 async fn run_jobs(lake: &Lake, from: NaiveDate, to: NaiveDate) -> anyhow::Result<bool> {
     let (specs, _) = declarations(None)?;
     let runs = run_all(lake, &specs, Some((from, to)), &|_: &Progress| {}).await.context("derived jobs")?;

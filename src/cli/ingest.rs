@@ -117,7 +117,7 @@ fn read_input(f: &str) -> anyhow::Result<Vec<u8>> {
 
 pub async fn run(lake: Lake, a: IngestArgs) -> anyhow::Result<ExitCode> {
     let files = expand(&a.paths)?;
-    let opts = IngestOptions { month: a.month, station: a.station.clone(), run_time: a.run_time };
+    let opts = IngestOptions { month: a.month, station: a.station.clone(), run_time: a.run_time, issued: None };
     let bar = if std::io::stderr().is_terminal() && files.len() > 1 {
         let b = ProgressBar::new(files.len() as u64);
         b.set_style(

@@ -45,9 +45,14 @@ pub async fn start_live(
     // runs (jobs::fresh).
     let specs = wxlake::jobs::embedded_specs()?;
     let published = Arc::clone(&live);
-    wxlake::jobs::spawn_fresh_runs(live.lake.clone(), specs.clone(), live.subscribe_new_runs(), move || {
-        published.derived_published()
-    });
+    let fresh_clock = Arc::clone(&live.clock);
+    wxlake::jobs::spawn_fresh_runs(
+        live.lake.clone(),
+        specs.clone(),
+        live.subscribe_new_runs(),
+        fresh_clock,
+        move || published.derived_published(),
+    );
     wxlake::jobs::spawn_scheduler(live.lake.clone(), specs, live.subscribe_new_data());
     Ok(live)
 }

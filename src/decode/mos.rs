@@ -187,6 +187,13 @@ pub fn bulletin_of_header(line: &str) -> Option<Bulletin> {
     parse_header(line).ok().map(|h| h.bulletin)
 }
 
+/// The station a valid station header line names (`KFOZ`), its padding and record
+/// separator (0x1E, or `^^`) left out as the decoder leaves them. Lets a feed keep the
+/// blocks of some stations only.
+pub fn station_of_header(line: &str) -> Option<&str> {
+    parse_header(line).ok().map(|h| h.station)
+}
+
 /// The run time a valid station header line states (`8/12/2017  1200 UTC`), as the
 /// decoder dates the block's rows. Lets a feed check that a bulletin is the cycle it asked
 /// for before storing it.

@@ -47,6 +47,7 @@ fn decode_station(cfg: &DemoConfig, inputs: &StationInputs) -> Gathered {
         month: Some((cfg.now.year(), cfg.now.month())),
         station: Some(inputs.station.clone()),
         run_time: None,
+        issued: None,
     };
     let code = &inputs.station;
     let mut g = Gathered::default();

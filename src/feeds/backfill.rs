@@ -157,6 +157,20 @@ pub async fn run(
     Ok(out)
 }
 
+/// The days the derived jobs recompute after a backfill of `from..=to`: the days the
+/// archive's rows can change ([`Archive::days_touched`]: the trading days around the UTC
+/// days fetched, the run dates of forecasts issued before them), ending by `today` (no
+/// later day has data), and covering `from..=to` in any case.
+pub fn derived_range(
+    archive: &dyn Archive,
+    from: chrono::NaiveDate,
+    to: chrono::NaiveDate,
+    today: chrono::NaiveDate,
+) -> (chrono::NaiveDate, chrono::NaiveDate) {
+    let (first, last) = archive.days_touched(from, to);
+    (first.min(from), last.min(today).max(to))
+}
+
 /// Decodes with the real decoders and stores straight into the lake (idempotent: rows
 /// already stored are counted as duplicates, not added).
 #[derive(Debug, Clone)]
@@ -198,6 +212,31 @@ mod tests {
     fn unit(key: &str, day: u32) -> ArchiveUnit {
         let d = chrono::NaiveDate::from_ymd_opt(2026, 9, day).unwrap();
         ArchiveUnit { key: key.into(), from: d, to: d }
+    }
+
+    /// An archive of observations (the default `days_touched`).
+    struct Observations;
+
+    #[async_trait]
+    impl Archive for Observations {
+        fn name(&self) -> &str {
+            "observations"
+        }
+        fn units(&self, _: chrono::NaiveDate, _: chrono::NaiveDate, _: &[String]) -> Vec<ArchiveUnit> {
+            Vec::new()
+        }
+        async fn fetch(&self, _: &ArchiveUnit, _: &dyn FeedSink) -> PollReport {
+            PollReport::default()
+        }
+    }
+
+    #[test]
+    fn the_derived_range_covers_the_trading_days_around_the_days_fetched() {
+        let d = |day: u32| chrono::NaiveDate::from_ymd_opt(2026, 9, day).unwrap();
+        // Readings of 6 Sep UTC fall in 5 Sep west of UTC, in 11 Sep east of it.
+        assert_eq!(derived_range(&Observations, d(6), d(10), d(20)), (d(5), d(11)));
+        assert_eq!(derived_range(&Observations, d(6), d(10), d(10)), (d(5), d(10)), "no later than today");
+        assert_eq!(derived_range(&Observations, d(6), d(12), d(10)), (d(5), d(12)), "the days asked for, always");
     }
 
     #[test]

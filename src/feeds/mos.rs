@@ -24,9 +24,12 @@
 //! answers with another cycle is asked for until it leaves the lookback. What the feed
 //! remembers of cycles is a [`RunTracker`], forgotten as they leave the lookback.
 //!
-//! The NBS file holds every NBM station (tens of megabytes, above the client's default
+//! The NBS file holds every NBM text station (over 9,000 by MDL's NBM text card, about
+//! 3 KB each in the real bulletins: tens of megabytes, above the client's default
 //! `max_body_bytes`): it is not among the default products; enabling it needs
-//! `[sources] max_body_bytes` raised (64 MiB is enough).
+//! `[sources] max_body_bytes` raised (64 MiB is enough). It is asked for at the cycles
+//! of NBS-MOS's run labels (01, 07, 13, 19Z), though the NBM issues NBS text at other
+//! hours too (the real bulletins in data/real are of 12, 15, 17 and 21Z).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -46,7 +49,7 @@ use super::sink::FeedSink;
 use super::source::{FeedError, PollReport, Source};
 use crate::catalog::Catalog;
 use crate::clock::{Clock, SystemClock};
-use crate::decode::mos::{bulletin_of_header, run_time_of_header};
+use crate::decode::mos::{run_time_of_header, station_of_header};
 use crate::ingest::{Format, IngestOptions};
 use crate::models;
 
@@ -376,16 +379,15 @@ fn bulletin_run(text: &str) -> Option<DateTime<Utc>> {
 }
 
 /// The WMO preamble and the station blocks of `stations`, or None when no block is
-/// theirs. A block runs from its header line (`KNYC   GFS MOS GUIDANCE ...`) to the next
-/// header.
+/// theirs. A block runs from its header line (`KNYC   GFS MOS GUIDANCE ...`, in the real
+/// bulletins often after a record separator, 0x1E) to the next header; the station is read
+/// from the header as the decoder reads it.
 fn keep_stations(text: &str, stations: &HashSet<String>) -> Option<String> {
     let mut out = String::new();
     let mut keeping = true;
     let mut kept = false;
     for line in text.lines() {
-        let t = line.trim();
-        if t.contains("GUIDANCE") && bulletin_of_header(t).is_some() {
-            let station = t.trim_start_matches("^^").split_ascii_whitespace().next().unwrap_or_default();
+        if let Some(station) = line.contains("GUIDANCE").then(|| station_of_header(line)).flatten() {
             keeping = stations.contains(station);
             kept |= keeping;
         }
@@ -417,6 +419,23 @@ mod tests {
         assert!(d.errors.is_empty(), "{:?}", d.errors);
         assert_eq!(d.records.len(), all.records.iter().filter(|r| r.location_name == names[1]).count());
         assert!(keep_stations(MET, &["ZZZZ".to_string()].into()).is_none());
+    }
+
+    #[test]
+    fn blocks_after_a_record_separator_are_kept_too() {
+        // The real LAMP and NBS bulletins put 0x1E before each station header.
+        for (text, station) in [
+            (include_str!("../../data/real/forecast/mos/LAVUSA.txt"), "PHHI"),
+            (include_str!("../../data/real/forecast/mos/NBSUSA.txt"), "KALN"),
+        ] {
+            assert!(text.contains(&format!("\u{1e}{station}")), "{station}");
+            let kept = keep_stations(text, &[station.to_string()].into()).unwrap_or_else(|| panic!("{station}"));
+            let d = decode_mos(kept.as_bytes());
+            assert!(!d.records.is_empty() && d.errors.is_empty(), "{station}: {:?}", d.errors);
+            assert!(d.records.iter().all(|r| r.location_name == station), "{station}");
+            let all = decode_mos(text.as_bytes());
+            assert_eq!(d.records.len(), all.records.iter().filter(|r| r.location_name == station).count());
+        }
     }
 
     #[test]

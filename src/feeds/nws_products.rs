@@ -357,7 +357,7 @@ impl NwsProducts {
         let mut complete = true;
         for listed in fresh {
             report.requests += 1;
-            match self.fetch_product(&listed.id, sink).await {
+            match self.fetch_product(listed, sink).await {
                 Ok((bytes, stored)) => {
                     report.bytes += bytes;
                     report.add_stored(stored);
@@ -393,8 +393,11 @@ impl NwsProducts {
     }
 
     /// Fetches one product and hands its text to the sink; the body's size and what the
-    /// sink stored.
-    async fn fetch_product(&self, id: &str, sink: &dyn FeedSink) -> Result<(usize, Stored), FeedError> {
+    /// sink stored. A DSM's DD/MM dates carry no year: the listed issuance time dates
+    /// them (and goes to the write-ahead log with the text, so a replay dates them alike),
+    /// not the wall clock of whenever the text is decoded.
+    async fn fetch_product(&self, listed: &Listed, sink: &dyn FeedSink) -> Result<(usize, Stored), FeedError> {
+        let id = listed.id.as_str();
         let url = self.base.to_string();
         if id.is_empty() || !id.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_') {
             return Err(FeedError::Malformed { url, reason: format!("product id {id:?} is not an id") });
@@ -415,8 +418,11 @@ impl NwsProducts {
                 reason: format!("expected a {} product, found {code}", self.kind.code()),
             });
         }
-        let stored =
-            sink.ingest(self.kind.format(), IngestOptions::default(), product.product_text.into_bytes().into()).await?;
+        let opts = match self.kind {
+            ProductKind::Dsm => IngestOptions { issued: Some(listed.issuance_time), ..IngestOptions::default() },
+            ProductKind::Cli => IngestOptions::default(),
+        };
+        let stored = sink.ingest(self.kind.format(), opts, product.product_text.into_bytes().into()).await?;
         Ok((body.bytes.len(), stored))
     }
 
@@ -505,6 +511,13 @@ impl Archive for NwsProducts {
             }
         }
         units
+    }
+
+    /// The archive is asked for products entered from `from` to two days after `to`:
+    /// the final report of the day before `from` (issued on `from`), and reports for up to
+    /// the day after `to`.
+    fn days_touched(&self, from: NaiveDate, to: NaiveDate) -> (NaiveDate, NaiveDate) {
+        (from - chrono::Duration::days(1), to + chrono::Duration::days(2))
     }
 
     /// The AFOS text answer holds every product of the unit, each between SOH/ETX marks

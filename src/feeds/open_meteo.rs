@@ -408,6 +408,15 @@ impl Archive for OpenMeteo {
         out
     }
 
+    /// The previous-runs API answers the values valid on `from..=to`, each from the run N
+    /// days before (N up to 7): their runs are dated up to 7 days before `from`, and
+    /// `forecast_daily` is keyed by run date. Their valid days are those fetched, give or
+    /// take the station's trading day.
+    fn days_touched(&self, from: NaiveDate, to: NaiveDate) -> (NaiveDate, NaiveDate) {
+        let back = self.models.iter().map(|m| previous_runs_series(m).len()).max().unwrap_or(0).max(1);
+        (from - chrono::Duration::days(back as i64), to + chrono::Duration::days(1))
+    }
+
     async fn fetch(&self, unit: &ArchiveUnit, sink: &dyn FeedSink) -> PollReport {
         let mut report = PollReport { requests: 1, ..PollReport::default() };
         let bad = |reason: String| FeedError::Malformed { url: self.cfg.archive_url.clone(), reason };
@@ -628,6 +637,24 @@ mod tests {
         let parts = split_locations(&url, &Bytes::from_static(real), 1, "gfs_seamless", &asked).unwrap();
         let v: Value = serde_json::from_slice(&parts[0]).unwrap();
         assert!(v["hourly"].get("temperature_2m_previous_day1_ecmwf_ifs025").is_some());
+    }
+
+    #[test]
+    fn a_backfill_touches_the_run_dates_of_the_previous_runs_it_stores() {
+        let client = Arc::new(HttpClient::new(crate::feeds::config::ClientConfig::default()).unwrap());
+        let feed = |models: &[&str]| {
+            let models = models.iter().map(|m| m.to_string()).collect();
+            let cfg = OpenMeteoConfig { stations: vec!["KNYC".into()], models, ..OpenMeteoConfig::default() };
+            OpenMeteo::new(cfg.validated().unwrap(), Arc::clone(&client)).unwrap()
+        };
+        let d = |s: &str| NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap();
+        let (from, to) = (d("2026-09-10"), d("2026-09-12"));
+        // HRRR's horizon reaches two days: previous_day1..2, runs from 8 Sep.
+        assert_eq!(Archive::days_touched(&feed(&["HRRR"]), from, to), (d("2026-09-08"), d("2026-09-13")));
+        // GFS's reaches past the API's 7 days.
+        assert_eq!(Archive::days_touched(&feed(&["HRRR", "GFS"]), from, to), (d("2026-09-03"), d("2026-09-13")));
+        let range = crate::feeds::backfill::derived_range(&feed(&["GFS"]), from, to, to);
+        assert_eq!(range, (d("2026-09-03"), to), "no later than today");
     }
 
     #[test]

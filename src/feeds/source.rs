@@ -140,6 +140,13 @@ pub trait Archive: Send + Sync {
     fn units(&self, from: chrono::NaiveDate, to: chrono::NaiveDate, stations: &[String]) -> Vec<ArchiveUnit>;
     /// Fetches one unit and hands it to `sink`; failures are in the report.
     async fn fetch(&self, unit: &ArchiveUnit, sink: &dyn FeedSink) -> PollReport;
+    /// The first and last day whose derived rows a backfill of `from..=to` can change,
+    /// by the key of each job (trading date, run date). By default the days around the
+    /// UTC days fetched: a UTC day's readings fall in the trading day before it west of
+    /// UTC and in the one after it east of UTC.
+    fn days_touched(&self, from: chrono::NaiveDate, to: chrono::NaiveDate) -> (chrono::NaiveDate, chrono::NaiveDate) {
+        (from - chrono::Duration::days(1), to + chrono::Duration::days(1))
+    }
 }
 
 #[cfg(test)]

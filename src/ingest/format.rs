@@ -67,11 +67,9 @@ impl Format {
             Format::Onemin => wrap(onemin::decode_onemin(bytes), Records::OneMinute),
             Format::Cli => wrap(climate_report::decode_cli(bytes), Records::Reports),
             Format::Dsm => {
-                let decoded = match opts.month {
-                    Some((y, m)) => {
-                        let reference = Utc.with_ymd_and_hms(y, m, 15, 12, 0, 0).single().unwrap_or_else(Utc::now);
-                        dsm::decode_dsm_with_year(bytes, reference)
-                    }
+                let month = |(y, m): (i32, u32)| Utc.with_ymd_and_hms(y, m, 15, 12, 0, 0).single();
+                let decoded = match opts.issued.or_else(|| opts.month.and_then(month)) {
+                    Some(reference) => dsm::decode_dsm_with_year(bytes, reference),
                     None => dsm::decode_dsm(bytes),
                 };
                 wrap(decoded, Records::Reports)

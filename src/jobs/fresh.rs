@@ -15,6 +15,7 @@
 //! Runs arriving while a refresh is under way are gathered and served by one next refresh.
 
 use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
 
 use chrono::{DateTime, NaiveDate, Utc};
 use tokio::sync::broadcast;
@@ -25,6 +26,7 @@ use super::job_set::topo_order;
 use super::runner::{no_progress, run_job_as};
 use super::runs::{JobRun, RunStatus};
 use super::spec::JobSpec;
+use crate::clock::Clock;
 use crate::lake::schema::FORECASTS;
 use crate::lake::Lake;
 
@@ -145,12 +147,14 @@ pub async fn stored_since(lake: &Lake, since: DateTime<Utc>) -> Result<Vec<Store
 
 /// Spawns the task that refreshes the derived tables for each batch of stored runs
 /// received (`LiveService::subscribe_new_runs`), gathering what arrives meanwhile.
-/// `published` is called after each refresh that published rows, so the server's caches
-/// of job tables reload at once (`LiveService::derived_published`).
+/// `clock` is the live service's: its date ends the accuracy jobs' range (a simulated or
+/// test clock included). `published` is called after each refresh that published rows, so
+/// the server's caches of job tables reload at once (`LiveService::derived_published`).
 pub fn spawn_fresh_runs(
     lake: Lake,
     specs: Vec<JobSpec>,
     mut stored: broadcast::Receiver<Vec<StoredRun>>,
+    clock: Arc<dyn Clock>,
     published: impl Fn() + Send + 'static,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
@@ -169,7 +173,7 @@ pub fn spawn_fresh_runs(
             }
             let runs: Vec<StoredRun> = runs.into_iter().collect();
             let started = std::time::Instant::now();
-            match refresh_runs(&lake, &specs, &runs, Utc::now().date_naive()).await {
+            match refresh_runs(&lake, &specs, &runs, clock.now().date_naive()).await {
                 Ok(done) => {
                     if done.iter().any(|r| r.status == RunStatus::Ok) {
                         published();

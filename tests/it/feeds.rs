@@ -35,6 +35,9 @@ enum Reply {
     Raw(&'static str, &'static str),
     /// Waits this long, then answers `Data` (to observe concurrency).
     Slow(Duration),
+    /// The real JSON with a Last-Modified and no ETag, as a static file server or a CDN
+    /// answers; 304 when the request's If-Modified-Since is that date.
+    LastModified(&'static str),
 }
 
 /// One request the fixture server saw.
@@ -43,6 +46,7 @@ struct Seen {
     at: Instant,
     ids: String,
     if_none_match: Option<String>,
+    if_modified_since: Option<String>,
     user_agent: String,
 }
 
@@ -90,6 +94,7 @@ async fn metar(
         at: Instant::now(),
         ids: ids.clone(),
         if_none_match: header("if-none-match"),
+        if_modified_since: header("if-modified-since"),
         user_agent: header("user-agent").unwrap_or_default(),
     });
     assert_eq!(q.get("format").map(String::as_str), Some("json"));
@@ -107,6 +112,12 @@ async fn metar(
             (StatusCode::from_u16(s).unwrap(), [("retry-after", after)], "slow down").into_response()
         }
         Reply::Raw(ct, body) => ([("content-type", ct)], body).into_response(),
+        Reply::LastModified(date) => {
+            if header("if-modified-since").as_deref() == Some(date) {
+                return StatusCode::NOT_MODIFIED.into_response();
+            }
+            ([("content-type", "application/json"), ("last-modified", date)], data_for(&ids)).into_response()
+        }
         Reply::Slow(d) => {
             {
                 let mut f = script.in_flight.lock().unwrap();
@@ -229,6 +240,74 @@ async fn polled_reports_reach_the_lake_through_the_live_path_once() {
     assert_eq!(support::scalar(&lake, "SELECT count(*) FROM observations").await, "9");
 }
 
+/// The real AWC answer (06:31Z, 25 Sep 2026) through the live path with the stream
+/// publisher attached: an `observation` event per report (all are of the trading day in
+/// progress or the one before), and `new_high` / `new_low` for the day in progress of
+/// each logic a report falls in. In New York that day has begun under both logics (LST
+/// 00:51 and EDT 00:51 reports); in Chicago and Austin (CDT) only the civil (wu) day has,
+/// their 05:53Z reports being 23:53 of the 24th in standard time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_awc_answer_streams_observations_and_new_extremes() {
+    let script = Arc::new(Script::default());
+    let base = awc_server(Arc::clone(&script)).await;
+    let rig = crate::feeds_nwsfeeds::Rig::new(Utc.with_ymd_and_hms(2026, 9, 25, 6, 31, 0).unwrap()).await;
+    let (source, _) = awc(&base, client_cfg());
+    let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&rig.live));
+    let report = source.poll(sink.as_ref()).await;
+    assert!(report.is_ok(), "{}", report.summary());
+    assert_eq!(report.accepted, 9, "{}", report.summary());
+    assert!(report.events > 0, "{}", report.summary());
+
+    let reports: Vec<serde_json::Value> = serde_json::from_str(AWC_JSON).unwrap();
+    for station in ["KNYC", "KMDW", "KAUS"] {
+        let events = rig.wait_for_event(station, "new_low").await;
+        let mut observed: Vec<(String, f64)> = events
+            .iter()
+            .filter(|(n, _)| n == "observation")
+            .map(|(_, d)| {
+                assert_eq!(d["station_code"], station, "{d}");
+                (d["observation_time_utc"].as_str().unwrap().to_string(), d["temperature_celsius"].as_f64().unwrap())
+            })
+            .collect();
+        observed.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut want: Vec<(String, f64)> = reports
+            .iter()
+            .filter(|r| r["icaoId"] == station)
+            .map(|r| {
+                let t = Utc.timestamp_opt(r["obsTime"].as_i64().unwrap(), 0).unwrap();
+                (wxlake::time::fmt_iso_utc(t), r["temp"].as_f64().unwrap())
+            })
+            .collect();
+        want.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(observed, want, "{station}: one observation event per report, its temperature");
+
+        let changes = |name: &str, logic: &str| -> Vec<serde_json::Value> {
+            events.iter().filter(|(n, d)| n == name && d["logic"] == logic).map(|(_, d)| d.clone()).collect()
+        };
+        for name in ["new_high", "new_low"] {
+            let wu = changes(name, "wu");
+            assert!(!wu.is_empty(), "{station}: no wu {name}: {events:?}");
+            assert!(wu.iter().all(|d| d["date"] == "2026-09-25" && d["station_code"] == station), "{wu:?}");
+            assert_eq!(changes(name, "nws").is_empty(), station != "KNYC", "{station} nws {name}: {events:?}");
+        }
+    }
+    // The days in progress after the poll. New York: LST from 05:00Z (05:51Z, 13.9 °C
+    // alone), EDT from 04:00Z (04:51Z 14.4 °C, 05:51Z 13.9 °C). Chicago and Austin, CDT
+    // from 05:00Z: their 05:53Z reports alone.
+    for (station, logic, high, low) in [
+        ("KNYC", "nws", 13.9, 13.9),
+        ("KNYC", "wu", 14.4, 13.9),
+        ("KMDW", "wu", 16.7, 16.7),
+        ("KAUS", "wu", 28.3, 28.3),
+    ] {
+        let events = rig.event_data(station);
+        let last = |name: &str| {
+            events.iter().rev().find(|(n, d)| n == name && d["logic"] == logic).and_then(|(_, d)| d["value_c"].as_f64())
+        };
+        assert_eq!((last("new_high"), last("new_low")), (Some(high), Some(low)), "{station} {logic}: {events:?}");
+    }
+}
+
 #[tokio::test]
 async fn the_second_poll_sends_the_etag_and_a_304_is_nothing_new() {
     let script = Arc::new(Script::default());
@@ -243,6 +322,47 @@ async fn the_second_poll_sends_the_etag_and_a_304_is_nothing_new() {
     assert_eq!(seen[0].if_none_match, None);
     assert_eq!(seen[1].if_none_match.as_deref(), Some("\"v1-KNYC,KMDW,KAUS\""));
     assert_eq!(sink.taken().len(), 1);
+}
+
+/// A server that sends Last-Modified and no ETag: the poll after a stored body asks with
+/// If-Modified-Since (and no If-None-Match), and its 304 hands nothing to the sink; a new
+/// file (a later Last-Modified) is fetched again.
+#[tokio::test]
+async fn last_modified_alone_makes_the_next_poll_conditional() {
+    let script = Arc::new(Script::default());
+    let first_date = "Fri, 25 Sep 2026 06:31:02 GMT";
+    script.set(&[Reply::LastModified(first_date)]);
+    let base = awc_server(Arc::clone(&script)).await;
+    let (dir, lake) = support::temp_lake().await;
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 9, 25, 6, 32, 0).unwrap()));
+    let live = Arc::new(LiveService::open(lake.clone(), &dir.path().join("state"), clock).await.unwrap());
+    let (source, _) = awc(&base, client_cfg());
+    let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&live));
+
+    let first = source.poll(sink.as_ref()).await;
+    assert_eq!((first.accepted, first.not_modified), (9, 0), "{}", first.summary());
+    let second = source.poll(sink.as_ref()).await;
+    assert!(second.is_ok(), "{}", second.summary());
+    assert_eq!((second.requests, second.accepted, second.not_modified), (1, 0, 1), "{}", second.summary());
+    let seen = script.seen();
+    assert_eq!((seen[0].if_modified_since.as_deref(), seen[0].if_none_match.as_deref()), (None, None));
+    assert_eq!(seen[1].if_modified_since.as_deref(), Some(first_date), "the stored body's Last-Modified");
+    assert_eq!(seen[1].if_none_match, None, "no ETag was sent, none is invented");
+    live.flush().await.unwrap();
+    assert_eq!(support::scalar(&lake, "SELECT count(*) FROM observations").await, "9");
+    let inserted = support::scalar(&lake, "SELECT max(inserted_at) FROM observations").await;
+
+    // The file changed: a full answer, the new date remembered for the next poll.
+    let later = "Fri, 25 Sep 2026 06:41:02 GMT";
+    script.set(&[Reply::LastModified(later)]);
+    let third = source.poll(sink.as_ref()).await;
+    assert_eq!((third.accepted, third.not_modified), (9, 0), "{}", third.summary());
+    assert_eq!(script.seen()[2].if_modified_since.as_deref(), Some(first_date));
+    assert_eq!(source.poll(sink.as_ref()).await.not_modified, 1);
+    assert_eq!(script.seen()[3].if_modified_since.as_deref(), Some(later));
+    live.flush().await.unwrap();
+    assert_eq!(support::scalar(&lake, "SELECT count(*) FROM observations").await, "9", "the same reports, once");
+    assert_eq!(support::scalar(&lake, "SELECT max(inserted_at) FROM observations").await, inserted);
 }
 
 #[tokio::test]

@@ -266,18 +266,6 @@ async fn serve_demo_runs_the_feeds_against_its_simulator() {
     assert!(last.contains("EGLC") && last.contains(&today), "no live EGLC observation of today: {last}");
 }
 
-/// Every row of a query, each column as text.
-async fn rows(lake: &Lake, q: &str) -> Vec<Vec<String>> {
-    use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
-    let options = FormatOptions::default();
-    let mut out = Vec::new();
-    for b in support::sql(lake, q).await {
-        let fmt: Vec<_> = b.columns().iter().map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap()).collect();
-        out.extend((0..b.num_rows()).map(|i| fmt.iter().map(|f| f.value(i).to_string()).collect()));
-    }
-    out
-}
-
 /// Sets `key` of source `name`'s table in a `[sources]` table.
 fn set(table: &mut toml::Table, name: &str, key: &str, value: toml::Value) {
     let source = table.get_mut(name).and_then(|v| v.as_table_mut()).unwrap_or_else(|| panic!("the demo runs {name}"));
@@ -355,6 +343,22 @@ async fn every_demo_feed_stores_what_the_simulator_serves() {
         assert!(r.accepted > 0, "{name} stored nothing: {}", r.summary());
     }
     live.flush().await.unwrap();
+    // What a client of the REST API sees: the latest GFS run, the NWS hourly versions.
+    let api = support::Api::over(Arc::clone(&live), &dir.path().join("state"));
+    let latest_gfs = || async {
+        let (headers, rows) = api.get("/api/v2/forecasts.php?location_name=KNYC&model=GFS&run=latest").await;
+        let run = headers.get("x-run-time").expect("X-Run-Time").to_str().unwrap().to_string();
+        let rows = rows.as_array().cloned().unwrap_or_default();
+        assert!(!rows.is_empty() && rows.iter().all(|r| r["run_time"] == run.as_str()), "{run}: {rows:?}");
+        run
+    };
+    let nws_versions = || async {
+        let (_, v) = api.get("/api/v2/nws_forecasts.php?station_code=KNYC&date=2026-04-03&mode=history").await;
+        v["total_versions"].as_u64().unwrap_or_else(|| panic!("{v}"))
+    };
+    assert_eq!(latest_gfs().await, "2026-04-02T06:00:00Z");
+    let versions = nws_versions().await;
+    assert!(versions >= 1, "the morning's NWS hourly version");
     let gfs_latest = |lake: Lake| async move {
         support::scalar(
             &lake,
@@ -364,7 +368,7 @@ async fn every_demo_feed_stores_what_the_simulator_serves() {
     };
     assert!(gfs_latest(lake.clone()).await.starts_with("2026-04-02T06:00"), "GFS 12Z is out at 17:30");
     let om_models = |code: &'static str, lake: Lake| async move {
-        rows(
+        support::rows(
             &lake,
             &format!(
                 "SELECT DISTINCT CAST(model AS VARCHAR) FROM forecasts WHERE CAST(location_name AS VARCHAR) = '{code}' \
@@ -386,6 +390,8 @@ async fn every_demo_feed_stores_what_the_simulator_serves() {
     }
     live.flush().await.unwrap();
     assert!(gfs_latest(lake.clone()).await.starts_with("2026-04-02T12:00"), "the 12Z GFS landed");
+    assert_eq!(latest_gfs().await, "2026-04-02T12:00:00Z", "forecasts.php?run=latest moved to the new run");
+    assert_eq!(nws_versions().await, versions + 1, "the afternoon's NWS hourly version is a new one");
 
     // Each bulletin's run once, with the run time its headers state: exactly the cycles
     // due at either poll, LAMP's labelled HH30.
@@ -395,7 +401,7 @@ async fn every_demo_feed_stores_what_the_simulator_serves() {
         let since = |t: DateTime<Utc>| t - chrono::Duration::seconds((mos_lookback_h * 3600.0) as i64);
         let want: BTreeSet<DateTime<Utc>> =
             [t0, t1].into_iter().flat_map(|t| models::published_runs(spec, delay, since(t), t)).collect();
-        let got = rows(
+        let got = support::rows(
             &lake,
             &format!(
                 "SELECT run_time, count(*), count(DISTINCT valid_time) FROM forecasts \

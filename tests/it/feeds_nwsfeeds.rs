@@ -15,16 +15,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::body::Body;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, Request, StatusCode, Uri};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use chrono::{NaiveDate, TimeZone, Utc};
 use serde_json::{json, Value};
-use tower::ServiceExt;
-use wxlake::api::keys::{KeyStore, Tier};
-use wxlake::api::limits::RateLimiter;
-use wxlake::api::{server, stream_bridge, AppState};
+use wxlake::api::stream_bridge;
 use wxlake::clock::{Clock, ManualClock};
 use wxlake::feeds::nws_hourly::{NwsHourly, NwsHourlyConfig};
 use wxlake::feeds::nws_products::{NwsProducts, NwsProductsConfig, ProductKind};
@@ -58,10 +54,17 @@ fn clinyc_corrected() -> String {
 /// The KMEM message of the real DSM collective (CDUS27 KZME), as the single-station
 /// product DSMMEM the AFOS archive stores: heading, AWIPS id, the message.
 fn dsm_mem() -> String {
+    dsm_product("KMEM", "KMEM")
+}
+
+/// The message of `station` in the real DSM collective as the single-station product of
+/// `as_station` (`DSM` + its AWIPS location), the message relabelled when they differ.
+fn dsm_product(station: &str, as_station: &str) -> String {
     let lines: Vec<&str> = DSM_COLLECTIVE.lines().map(str::trim_end).collect();
-    let start = lines.iter().position(|l| l.starts_with("KMEM DS")).unwrap();
+    let start = lines.iter().position(|l| l.starts_with(&format!("{station} DS"))).unwrap();
     let end = start + lines[start..].iter().position(|l| l.ends_with('=')).unwrap();
-    format!("CDUS27 KZME 270616\nDSMMEM\n{}\n", lines[start..=end].join("\n"))
+    let message = lines[start..=end].join("\n").replacen(station, as_station, 1);
+    format!("CDUS27 KZME 270616\nDSM{}\n{message}\n", &as_station[1..])
 }
 
 /// A product the fixture lists.
@@ -193,39 +196,31 @@ async fn server(fx: Arc<Fixture>) -> String {
 }
 
 /// The live path with the push stream's publisher attached, and the REST API over it.
-struct Rig {
-    dir: tempfile::TempDir,
-    lake: wxlake::lake::Lake,
-    live: Arc<LiveService>,
-    state: AppState,
-    key: String,
+pub(crate) struct Rig {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) lake: wxlake::lake::Lake,
+    pub(crate) live: Arc<LiveService>,
+    pub(crate) clock: Arc<ManualClock>,
+    api: support::Api,
     log: Arc<EventLog>,
 }
 
 impl Rig {
     /// `now` is the live engine's clock.
-    async fn new(now: chrono::DateTime<Utc>) -> Rig {
+    pub(crate) async fn new(now: chrono::DateTime<Utc>) -> Rig {
         let (dir, lake) = support::temp_lake().await;
-        let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(now));
+        let manual = Arc::new(ManualClock::new(now));
+        let clock: Arc<dyn Clock> = manual.clone();
         let state_dir = dir.path().join("state");
-        let keys = KeyStore::open(&state_dir).unwrap();
-        let key = keys.create(Tier::Developer, "u-dev", false, false).unwrap().1;
-        let live = Arc::new(LiveService::open(lake.clone(), &state_dir, Arc::clone(&clock)).await.unwrap());
+        let live = Arc::new(LiveService::open(lake.clone(), &state_dir, clock).await.unwrap());
         let log = Arc::new(EventLog::open(&dir.path().join("events"), chrono::Duration::hours(24)).unwrap());
         stream_bridge::spawn_publisher(Arc::clone(&live), Arc::clone(&log), Hub::new(64)).await;
-        let state = AppState::new(keys, RateLimiter::new(Arc::clone(&clock)), Arc::clone(&live), clock);
-        Rig { dir, lake, live, state, key, log }
+        let api = support::Api::over(Arc::clone(&live), &state_dir);
+        Rig { dir, lake, live, clock: manual, api, log }
     }
 
-    async fn get(&self, uri: &str) -> Value {
-        let req = Request::builder()
-            .uri(uri)
-            .header("Authorization", format!("Bearer {}", self.key))
-            .body(Body::empty())
-            .unwrap();
-        let resp = server::router(self.state.clone()).oneshot(req).await.unwrap();
-        assert_eq!(resp.status(), StatusCode::OK, "{uri}");
-        serde_json::from_slice(&axum::body::to_bytes(resp.into_body(), 1 << 24).await.unwrap()).unwrap()
+    pub(crate) async fn get(&self, uri: &str) -> Value {
+        self.api.get(uri).await.1
     }
 
     /// The served CLI-day extremes of KNYC on 2 Jan 2013.
@@ -235,11 +230,31 @@ impl Rig {
     }
 
     /// Names of the stream events logged for `station` so far.
-    fn events(&self, station: &str) -> Vec<String> {
+    pub(crate) fn events(&self, station: &str) -> Vec<String> {
+        self.event_data(station).into_iter().map(|(name, _)| name).collect()
+    }
+
+    /// The stream events logged for `station` so far: name and payload, in order.
+    pub(crate) fn event_data(&self, station: &str) -> Vec<(String, Value)> {
         let stations: HashSet<String> = [station.to_string()].into();
         match self.log.replay_after("0", &stations) {
-            Replay::Events { events, .. } => events.iter().map(|e| e.name.to_string()).collect(),
+            Replay::Events { events, .. } => {
+                events.iter().map(|e| (e.name.to_string(), e.data().expect("a JSON payload"))).collect()
+            }
             _ => Vec::new(),
+        }
+    }
+
+    /// Waits (at most 5 s) until `station` has a stream event named `name`; its events.
+    pub(crate) async fn wait_for_event(&self, station: &str, name: &str) -> Vec<(String, Value)> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let events = self.event_data(station);
+            if events.iter().any(|(n, _)| n == name) {
+                return events;
+            }
+            assert!(std::time::Instant::now() < deadline, "no {name} event of {station}: {events:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 }
@@ -281,11 +296,7 @@ async fn a_cli_reaches_the_hot_state_stream_and_lake_once_and_a_correction_repla
     assert!(report.is_ok(), "{}", report.summary());
     assert_eq!((report.requests, report.accepted), (2, 1), "{}", report.summary());
     assert_eq!(rig.knyc_jan2().await, (Some(33.0), Some(22.0)), "the CLI's values are served");
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while !rig.events("KNYC").iter().any(|n| n == "cli") {
-        assert!(std::time::Instant::now() < deadline, "no cli event: {:?}", rig.events("KNYC"));
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    rig.wait_for_event("KNYC", "cli").await;
 
     // Listed again: the product is not fetched again, nothing more is stored.
     tokio::time::sleep(Duration::from_millis(60)).await; // the list is due again
@@ -339,6 +350,77 @@ async fn a_cli_reaches_the_hot_state_stream_and_lake_once_and_a_correction_repla
     let seen = fx.seen.lock().unwrap().clone();
     assert!(!seen.is_empty());
     assert!(seen.iter().all(|(_, ua)| ua.starts_with("wxlake/") && ua.ends_with(&format!("({CONTACT})"))), "{seen:?}");
+}
+
+/// The DSM feed through the live path, on the real collective's KMEM message: as DSMMEM
+/// (Memphis is outside the catalog: stored, not streamed) and relabelled as Nashville's
+/// DSMBNA (a catalog station in the same time zone, so the LST times mean the same). Both
+/// reach the reports table dated by the products' issuance time (the feed's clock is a
+/// year off the wall clock: a DSM's DD/MM has no year), KBNA's `dsm` event carries the
+/// message's values, and the products listed again are not fetched again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dsm_reaches_the_reports_table_and_the_stream_once() {
+    let fx = Arc::new(Fixture::default());
+    for (id, location, station) in [("dsm-mem-1", "MEM", "KMEM"), ("dsm-bna-1", "BNA", "KBNA")] {
+        fx.products.lock().unwrap().push(Listed {
+            id,
+            code: "DSM",
+            location,
+            issued: "2025-11-27T06:16:00+00:00",
+            text: dsm_product("KMEM", station),
+        });
+    }
+    let base = server(Arc::clone(&fx)).await;
+    // 01:00 CST on the 27th: the 26th is the previous trading day, still news.
+    let rig = Rig::new(Utc.with_ymd_and_hms(2025, 11, 27, 7, 0, 0).unwrap()).await;
+    let text = format!("contact = \"{CONTACT}\"\n[nws_dsm]\nbase_url = \"{base}\"\nstations = [\"KMEM\", \"KBNA\"]\n");
+    let mut cfg = FeedsConfig::from_toml(&text.parse().unwrap()).unwrap();
+    cfg.state_dir = Some(rig.dir.path().join("feeds-state"));
+    let clock: Arc<dyn Clock> = rig.clock.clone();
+    let feeds = Feeds::from_config_at(&cfg, Arc::new(Arc::clone(&rig.live)), clock).unwrap();
+
+    let (name, report) = feeds.poll_once().await.remove(0);
+    assert_eq!(name, "nws_dsm");
+    assert!(report.is_ok(), "{}", report.summary());
+    assert_eq!((report.requests, report.accepted), (4, 2), "two lists, two products: {}", report.summary());
+    let events = rig.wait_for_event("KBNA", "dsm").await;
+    let dsm: Vec<&Value> = events.iter().filter(|(n, _)| n == "dsm").map(|(_, d)| d).collect();
+    assert_eq!(dsm.len(), 1, "{events:?}");
+    let d = dsm[0];
+    assert_eq!(
+        (&d["station_code"], &d["event"], &d["for_date"], &d["high_f"], &d["low_f"]),
+        (&json!("KBNA"), &json!("dsm"), &json!("2025-11-26"), &json!(56), &json!(43)),
+        "{d}"
+    );
+    // 16:41 and 23:59 LST (CST, UTC-6).
+    assert_eq!(
+        (&d["high_time_utc"], &d["low_time_utc"]),
+        (&json!("2025-11-26T22:41:00Z"), &json!("2025-11-27T05:59:00Z"))
+    );
+    assert!(rig.events("KMEM").is_empty(), "no stream for a station outside the catalog");
+
+    // Five minutes later (busy hours: the lists are due again): nothing new is fetched.
+    rig.clock.advance(chrono::Duration::minutes(5));
+    let (_, again) = feeds.poll_once().await.remove(0);
+    assert!(again.is_ok(), "{}", again.summary());
+    assert_eq!((again.requests, again.accepted, again.empty), (2, 0, 2), "{}", again.summary());
+    assert_eq!((fx.count("/products/dsm-mem-1"), fx.count("/products/dsm-bna-1")), (1, 1), "each fetched once");
+
+    rig.live.flush().await.unwrap();
+    let rows = support::sql(
+        &rig.lake,
+        "SELECT station_code, CAST(report_date AS VARCHAR), CAST(issued_at AS VARCHAR), high_f, low_f, is_final \
+         FROM reports WHERE kind = 'dsm' ORDER BY station_code",
+    )
+    .await;
+    let text = datafusion::arrow::util::pretty::pretty_format_batches(&rows).unwrap().to_string();
+    assert_eq!(rows.iter().map(|b| b.num_rows()).sum::<usize>(), 2, "{text}");
+    for station in ["KBNA", "KMEM"] {
+        let line = text.lines().find(|l| l.contains(station)).unwrap_or_else(|| panic!("{station}: {text}"));
+        assert!(line.contains("2025-11-26") && line.contains("2025-11-27T06:16:00"), "{line}");
+        assert!(line.contains("| 56 ") && line.contains("| 43 ") && line.contains("false"), "never final: {line}");
+    }
+    assert_eq!(rig.events("KBNA").iter().filter(|n| *n == "dsm").count(), 1);
 }
 
 fn client() -> Arc<HttpClient> {

@@ -297,6 +297,8 @@ async fn a_backfill_killed_halfway_resumes_and_stores_each_row_once() {
     assert!(o.status.success(), "{err}");
     assert!(err.contains(&format!("{done_before} done before")), "{err}");
     assert!(err.contains("job "), "the derived jobs ran: {err}");
+    // Singapore is UTC+8: the evening of 15 Dec UTC is the morning of its 16th.
+    assert!(err.contains("derived jobs for 2025-12-05..2025-12-16"), "{err}");
     assert_eq!(lines(), 10);
     let seen = fixture.seen();
     let recorded: Vec<String> = std::fs::read_to_string(&record).unwrap().lines().map(str::to_string).collect();
@@ -326,6 +328,9 @@ async fn a_backfill_killed_halfway_resumes_and_stores_each_row_once() {
             .to_string()
     };
     assert_eq!((col(0), col(1)), (expected.to_string(), expected.to_string()));
+    let days = "SELECT min(date), max(date) FROM daily_extremes WHERE station_code = 'WSSS' AND logic = 'wu'";
+    let days = support::rows(&lake, days).await;
+    assert_eq!(days, [["2025-12-06", "2025-12-16"]], "every trading day the backfilled reports fall in");
 }
 
 /// `feeds run --once` is cron-friendly (one summary line per source, exit 1 when a request

@@ -2,9 +2,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
-use wxlake::lake::{query, Lake};
+use wxlake::api::keys::{KeyStore, Tier};
+use wxlake::api::limits::RateLimiter;
+use wxlake::api::{server, AppState};
+use wxlake::lake::Lake;
+use wxlake::write::LiveService;
 
 /// A fresh lake in a temp dir (kept alive by the returned guard).
 pub async fn temp_lake() -> (tempfile::TempDir, Lake) {
@@ -13,9 +18,10 @@ pub async fn temp_lake() -> (tempfile::TempDir, Lake) {
     (dir, lake)
 }
 
-/// Runs one query against the lake and collects the batches.
+/// Runs one query in the analysts' session (the lake's tables, the jobs' derived tables,
+/// `job_runs`) and collects the batches.
 pub async fn sql(lake: &Lake, q: &str) -> Vec<RecordBatch> {
-    let ctx = query::session(lake).await.expect("session");
+    let ctx = wxlake::jobs::analyst_session(lake).await.expect("session");
     ctx.sql(q).await.unwrap_or_else(|e| panic!("{q}: {e}")).collect().await.unwrap_or_else(|e| panic!("{q}: {e}"))
 }
 
@@ -30,6 +36,18 @@ pub async fn scalar(lake: &Lake, q: &str) -> String {
     .value(0)
     .to_string();
     text
+}
+
+/// Every row of a query, each column as text.
+pub async fn rows(lake: &Lake, q: &str) -> Vec<Vec<String>> {
+    use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+    let options = FormatOptions::default();
+    let mut out = Vec::new();
+    for b in sql(lake, q).await {
+        let fmt: Vec<_> = b.columns().iter().map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap()).collect();
+        out.extend((0..b.num_rows()).map(|i| fmt.iter().map(|f| f.value(i).to_string()).collect()));
+    }
+    out
 }
 
 /// Path of a real-data fixture.
@@ -76,4 +94,37 @@ pub fn knyc_forecast(
     };
     r.complete_temperatures();
     r
+}
+
+/// The REST API (the real router, in process) over a live service, on its clock, with a
+/// Developer key.
+pub struct Api {
+    pub state: AppState,
+    key: String,
+}
+
+impl Api {
+    /// Keys are kept in `state_dir`.
+    pub fn over(live: Arc<LiveService>, state_dir: &Path) -> Api {
+        let keys = KeyStore::open(state_dir).expect("key store");
+        let key = keys.create(Tier::Developer, "u-dev", false, false).expect("a key").1;
+        let clock = Arc::clone(&live.clock);
+        let state = AppState::new(keys, RateLimiter::new(Arc::clone(&clock)), live, clock);
+        Api { state, key }
+    }
+
+    /// GETs `uri`, which must answer 200 with JSON: its headers and body.
+    pub async fn get(&self, uri: &str) -> (axum::http::HeaderMap, serde_json::Value) {
+        use tower::ServiceExt;
+        let req = axum::http::Request::builder()
+            .uri(uri)
+            .header("Authorization", format!("Bearer {}", self.key))
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let resp = server::router(self.state.clone()).oneshot(req).await.unwrap();
+        let (status, headers) = (resp.status(), resp.headers().clone());
+        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 26).await.unwrap();
+        assert_eq!(status, axum::http::StatusCode::OK, "{uri}: {}", String::from_utf8_lossy(&bytes));
+        (headers, serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{uri}: {e}")))
+    }
 }
