@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The scale figures of benches/README.md ("Scale-out"): a 1-year x 70-station x 18-model
-# demo lake copied into a moto S3 server on 127.0.0.1, then the derived jobs over it run
+# demo lake copied into a local S3 server on 127.0.0.1, then the derived jobs over it run
 # locally (one process) and on a Ballista cluster (a scheduler and two executors, separate
 # processes on the same machine), each timed, and the outputs compared.
 #
-#   cargo build --release --bins && benches/scale_figures.sh [LAKE_DIR] [DAYS]
-#   (.ci/venv with moto: made by .ci/run)
+#   cargo build --release --bins && [S3_SERVER=s3s|moto] benches/scale_figures.sh [LAKE_DIR] [DAYS]
+#   (.ci/venv with moto and boto3: made by .ci/run; s3s-fs is installed from crates.io)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$PWD/target/release/wxlake
@@ -21,15 +21,35 @@ work=$(mktemp -d)
 pids=()
 trap 'kill ${pids[*]} 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
 
-# The S3 server, and the raw tables' files in its bucket as they are.
+# The S3 server (S3_SERVER): s3s-fs (crates.io, objects in files; the default here) or
+# moto (the tests' server, in memory). Moto answers a LIST by scanning every key of the
+# bucket in Python: at this lake's size it is the bottleneck (benches/README.md). s3rver
+# (npm) was tried too and dropped: its delimiter listings miss prefixes past 1,000 keys.
+# S3_SERVER=none runs the same on the local files themselves.
 port=$($PY -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-$PY -c "from moto.server import main; main(['-H', '127.0.0.1', '-p', '$port'])" >"$work/moto.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 60); do curl -s -o /dev/null "http://127.0.0.1:$port" && break; sleep 1; done
-export AWS_ENDPOINT_URL="http://127.0.0.1:$port" AWS_ALLOW_HTTP=true AWS_ACCESS_KEY_ID=bench \
-    AWS_SECRET_ACCESS_KEY=bench AWS_REGION=us-east-1
-$PY benches/s3_upload.py "$AWS_ENDPOINT_URL" wxscale lake "$LAKE" forecasts observations reports nws_hourly
-S3=s3://wxscale/lake
+case "${S3_SERVER:-s3s}" in
+none) ;;
+s3s)
+    S3S=/tmp/wxlake-s3s/bin/s3s-fs
+    [ -x $S3S ] || cargo install s3s-fs@0.14.1 --features binary --locked --root /tmp/wxlake-s3s
+    mkdir -p "$work/s3"
+    $S3S --host 127.0.0.1 --port "$port" --access-key bench --secret-key bench "$work/s3" >"$work/server.log" 2>&1 &
+    ;;
+moto)
+    $PY -c "from moto.server import main; main(['-H', '127.0.0.1', '-p', '$port'])" >"$work/server.log" 2>&1 &
+    ;;
+esac
+if [ "${S3_SERVER:-s3s}" = none ]; then
+    S3=file://$LAKE
+else
+    pids+=($!)
+    for _ in $(seq 1 60); do curl -s -o /dev/null "http://127.0.0.1:$port" && break; sleep 1; done
+    export AWS_ENDPOINT_URL="http://127.0.0.1:$port" AWS_ALLOW_HTTP=true AWS_ACCESS_KEY_ID=bench \
+        AWS_SECRET_ACCESS_KEY=bench AWS_REGION=us-east-1
+    $PY benches/s3_upload.py "$AWS_ENDPOINT_URL" wxscale lake "$LAKE" forecasts observations reports nws_hourly
+    S3=s3://wxscale/lake
+fi
+echo "lake: $S3 (S3 server: ${S3_SERVER:-s3s})"
 $BIN --lake $S3 sql "SELECT count(*) AS forecast_rows, count(DISTINCT location_name) AS stations, \
     count(DISTINCT model) AS models, min(run_date) AS first_run_date, max(run_date) AS last_run_date \
     FROM forecasts" --format csv

@@ -67,10 +67,13 @@ impl Format {
             Format::Onemin => wrap(onemin::decode_onemin(bytes), Records::OneMinute),
             Format::Cli => wrap(climate_report::decode_cli(bytes), Records::Reports),
             Format::Dsm => {
+                // Issued at a known time (a product's issuanceTime): no day after it; in a
+                // known month (`--month`): the date nearest its middle; else received now.
                 let month = |(y, m): (i32, u32)| Utc.with_ymd_and_hms(y, m, 15, 12, 0, 0).single();
-                let decoded = match opts.issued.or_else(|| opts.month.and_then(month)) {
-                    Some(reference) => dsm::decode_dsm_with_year(bytes, reference),
-                    None => dsm::decode_dsm(bytes),
+                let decoded = match (opts.issued, opts.month.and_then(month)) {
+                    (Some(issued), _) => dsm::decode_dsm_received(bytes, issued),
+                    (None, Some(reference)) => dsm::decode_dsm_with_year(bytes, reference),
+                    (None, None) => dsm::decode_dsm(bytes),
                 };
                 wrap(decoded, Records::Reports)
             }
