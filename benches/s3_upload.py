@@ -12,7 +12,8 @@ import boto3
 
 endpoint, bucket, prefix, lake, *tables = sys.argv[1:]
 s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                  aws_access_key_id="bench", aws_secret_access_key="bench")
+                  aws_access_key_id=os.environ["AWS_ACCESS_KEY_ID"],
+                  aws_secret_access_key=os.environ["AWS_SECRET_ACCESS_KEY"])
 s3.create_bucket(Bucket=bucket)
 files = [os.path.join(d, f) for t in tables for d, _, fs in os.walk(os.path.join(lake, t)) for f in fs]
 t0 = time.time()

@@ -30,7 +30,7 @@ use super::plan::{plan, replaced_files};
 use super::runs::{self, JobRun, RunStatus};
 use super::rust_tables;
 use super::spec::JobSpec;
-use super::statements::run_statements;
+use super::statements::{run_statements, Intermediates};
 use super::tables::job_session;
 use crate::cluster::client::remote_session;
 use crate::cluster::SchedulerUrl;
@@ -262,7 +262,11 @@ async fn execute(
                         Some(url) => remote_session(&ctx, url).await?,
                         None => ctx,
                     };
-                    let batches = run_statements(&ctx, spec, *chunk).await?.collect().await?;
+                    let intermediates = match cluster {
+                        Some(_) => Intermediates::ViewsWhenUsedOnce,
+                        None => Intermediates::Tables,
+                    };
+                    let batches = run_statements(&ctx, spec, *chunk, intermediates).await?.collect().await?;
                     let (spec2, chunk2) = (spec.clone(), *chunk);
                     Some((*chunk, tokio::task::spawn_blocking(move || encode_blocking(&spec2, &batches, chunk2))))
                 }

@@ -5,13 +5,28 @@
 
 use chrono::NaiveDate;
 use datafusion::dataframe::DataFrame;
-use datafusion::logical_expr::{cast as cast_expr, Expr, LogicalPlan};
+use datafusion::logical_expr::{cast as cast_expr, CreateView, DdlStatement, Expr, LogicalPlan};
 use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::DFParser;
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 
 use super::error::JobError;
 use super::params;
 use super::spec::JobSpec;
+
+/// How a job's `CREATE TABLE … AS` intermediates are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Intermediates {
+    /// Computed once and held in the session (a local run).
+    Tables,
+    /// For a cluster, where a table's rows come back to the client and travel out again
+    /// inside the next statement's plan (gRPC messages, capped at 256 MiB: one year of 70
+    /// stations' `at_spread` is past it). An intermediate named once in the statements
+    /// after it becomes a view, so its work runs inside that statement's plan on the
+    /// executors; one named more often stays a table (a view would be computed per use).
+    ViewsWhenUsedOnce,
+}
 
 /// Runs the job's statements in `ctx` (inputs and computed tables already registered),
 /// `$from`/`$to` bound to `range`, and returns the last one's result cast to the declared
@@ -20,6 +35,7 @@ pub async fn run_statements(
     ctx: &SessionContext,
     spec: &JobSpec,
     range: Option<(NaiveDate, NaiveDate)>,
+    intermediates: Intermediates,
 ) -> Result<DataFrame, JobError> {
     let sql_err = |file: &str, statement: usize, e: datafusion::error::DataFusionError| JobError::Sql {
         job: spec.name.clone(),
@@ -46,10 +62,24 @@ pub async fn run_statements(
             params::BindError::Plan(e) => sql_err(file, n, e),
         })
     };
+    let texts: Vec<String> = statements.iter().chain([&last]).map(|(_, _, s)| s.to_string()).collect();
     let state = ctx.state();
-    for (file, n, s) in statements {
+    for (i, (file, n, s)) in statements.into_iter().enumerate() {
         let plan = state.statement_to_plan(s).await.map_err(|e| sql_err(file, n, e))?;
-        let plan = bind(plan, file, n)?;
+        let plan = match (intermediates, bind(plan, file, n)?) {
+            (Intermediates::ViewsWhenUsedOnce, LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(t)))
+                if references(t.name.table(), &texts[i + 1..]) == 1 =>
+            {
+                LogicalPlan::Ddl(DdlStatement::CreateView(CreateView {
+                    name: t.name,
+                    input: t.input,
+                    or_replace: t.or_replace,
+                    definition: None,
+                    temporary: t.temporary,
+                }))
+            }
+            (_, plan) => plan,
+        };
         ctx.execute_logical_plan(plan)
             .await
             .map_err(|e| sql_err(file, n, e))?
@@ -72,6 +102,19 @@ pub async fn run_statements(
         JobError::DataFusion(d) => sql_err(file, n, d),
         other => other,
     })
+}
+
+/// How many times `name` appears as a word in `texts` (SQL): a table joined to itself
+/// counts twice. Text that does not tokenize counts as many uses.
+fn references(name: &str, texts: &[String]) -> usize {
+    texts
+        .iter()
+        .map(|t| {
+            Tokenizer::new(&GenericDialect {}, t).tokenize().map_or(2, |tokens| {
+                tokens.iter().filter(|k| matches!(k, Token::Word(w) if w.value.eq_ignore_ascii_case(name))).count()
+            })
+        })
+        .sum()
 }
 
 /// Selects the declared columns, in declared order, cast to their declared types.
@@ -97,4 +140,21 @@ fn conform(df: DataFrame, spec: &JobSpec) -> Result<DataFrame, JobError> {
         exprs.push(if field.data_type() == &want { e } else { cast_expr(e, want).alias(&c.name) });
     }
     Ok(df.select(exprs)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_count_words_not_substrings() {
+        let later = [
+            "SELECT * FROM ap_runs_n n JOIN ap_runs_n r ON r.x = n.x".to_string(),
+            "SELECT * FROM AP_LEADS -- ap_runs_n in a comment is not a use\n".to_string(),
+        ];
+        assert_eq!(references("ap_runs_n", &later), 2, "a self-join names it twice");
+        assert_eq!(references("ap_leads", &later), 1, "case-insensitive");
+        assert_eq!(references("ap_runs", &later), 0, "not a prefix of another name");
+        assert_eq!(references("x", &[]), 0);
+    }
 }

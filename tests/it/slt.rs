@@ -45,7 +45,7 @@ use wxlake::jobs::encode::output_batch;
 use wxlake::jobs::job_set::{find, load_specs};
 use wxlake::jobs::rust_tables;
 use wxlake::jobs::spec::JobSpec;
-use wxlake::jobs::statements::run_statements;
+use wxlake::jobs::statements::{run_statements, Intermediates};
 use wxlake::jobs::tables::tune;
 use wxlake::lake::query::{models_table, stations_table};
 use wxlake::lake::schema::{FORECASTS, OBSERVATIONS, ONEMIN, REPORTS};
@@ -130,7 +130,7 @@ impl JobsDb {
         if let Some((a, b)) = range {
             rust_tables::register(&self.ctx, &spec.helpers, a, b).await.map_err(err)?;
         }
-        let df = run_statements(&self.ctx, &spec, range).await.map_err(err)?;
+        let df = run_statements(&self.ctx, &spec, range, Intermediates::Tables).await.map_err(err)?;
         let batches = df.collect().await.map_err(err)?;
         let batch = output_batch(&spec, &batches).map_err(err)?;
         let rows = batch.as_ref().map_or(0, RecordBatch::num_rows);
