@@ -153,13 +153,23 @@ pub(crate) fn parse_wmo_header(line: &str) -> Option<WmoHeader> {
 /// The day-of-month `day` at `hour:minute` nearest to `anchor` (previous, same or next
 /// month): WMO headings and DSM dates carry no month or year.
 pub(crate) fn nearest_day_time(day: u32, hour: u32, minute: u32, anchor: NaiveDateTime) -> Option<NaiveDateTime> {
-    let months = anchor.year() * 12 + anchor.month0() as i32;
-    (-1..=1)
-        .filter_map(|d| {
-            let m = months + d;
-            NaiveDate::from_ymd_opt(m.div_euclid(12), m.rem_euclid(12) as u32 + 1, day)?.and_hms_opt(hour, minute, 0)
-        })
-        .min_by_key(|t| (*t - anchor).num_seconds().abs())
+    day_times(day, hour, minute, anchor, -1..=1).min_by_key(|t| (*t - anchor).num_seconds().abs())
+}
+
+/// The day-of-month `day` at `hour:minute` in each month `months` away from `anchor`'s
+/// (a month without that day is skipped).
+pub(crate) fn day_times(
+    day: u32,
+    hour: u32,
+    minute: u32,
+    anchor: NaiveDateTime,
+    months: std::ops::RangeInclusive<i32>,
+) -> impl Iterator<Item = NaiveDateTime> {
+    let base = anchor.year() * 12 + anchor.month0() as i32;
+    months.filter_map(move |d| {
+        let m = base + d;
+        NaiveDate::from_ymd_opt(m.div_euclid(12), m.rem_euclid(12) as u32 + 1, day)?.and_hms_opt(hour, minute, 0)
+    })
 }
 
 /// Trims whitespace and control bytes (SOH/ETX, NUL) around a line.

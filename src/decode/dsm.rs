@@ -22,7 +22,7 @@
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike, Utc};
 
 use super::climate_report::{
-    clean, excerpt, is_sequence_line, nearest_day_time, parse_wmo_header, station_from_cli_id,
+    clean, day_times, excerpt, is_sequence_line, nearest_day_time, parse_wmo_header, station_from_cli_id,
 };
 use crate::decode::limits::{DSM_LINE, DSM_MESSAGE};
 use crate::decode::text::input_text;
@@ -80,17 +80,7 @@ impl Dating {
     fn day_time(self, day: u32, hour: u32, minute: u32) -> Option<NaiveDateTime> {
         match self {
             Dating::Nearest(anchor) => nearest_day_time(day, hour, minute, anchor),
-            Dating::NotAfter(limit) => {
-                let months = limit.year() * 12 + limit.month0() as i32;
-                (-2..=0)
-                    .filter_map(|d| {
-                        let m = months + d;
-                        NaiveDate::from_ymd_opt(m.div_euclid(12), m.rem_euclid(12) as u32 + 1, day)?
-                            .and_hms_opt(hour, minute, 0)
-                    })
-                    .filter(|t| *t <= limit)
-                    .max()
-            }
+            Dating::NotAfter(limit) => day_times(day, hour, minute, limit, -2..=0).filter(|t| *t <= limit).max(),
         }
     }
 }

@@ -16,7 +16,7 @@
 //! rewrites holds nothing it did not plan to replace. A crashed writer's claims are removed
 //! by recovery once they are older than [`WRITING_GRACE`].
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
@@ -63,10 +63,8 @@ impl Claims {
         let claim = |t: String| {
             let (store, body, p) = (Arc::clone(store), body.clone(), claim_path(claims_root, &t));
             async move {
-                match store.put_opts(&p, PutPayload::from(body), PutMode::Create.into()).await {
-                    Ok(_) => (t, Ok(p)),
-                    Err(e) => (t, Err((p, e))),
-                }
+                let put = store.put_opts(&p, PutPayload::from(body), PutMode::Create.into()).await;
+                (t, put.map(|_| p))
             }
         };
         // The first claim alone: two runs of the same swap meet there and exactly one goes
@@ -86,10 +84,10 @@ impl Claims {
         for (t, r) in first.into_iter().chain(rest) {
             match r {
                 Ok(p) => claims.held.push(p),
-                Err((_, object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. })) => {
+                Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
                     failure.get_or_insert(LakeError::Conflict(format!("{t} is being replaced by another writer")));
                 }
-                Err((_, e)) => {
+                Err(e) => {
                     failure = Some(e.into());
                 }
             }
@@ -125,9 +123,8 @@ const CONCURRENCY: usize = 32;
 /// path they share (a few pages for a whole table, instead of one LIST per partition).
 const LISTINGS_PER_DIRECTORY_UP_TO: usize = 8;
 
-/// The objects directly in each of `dirs` (as `store` lists them), keyed by directory.
-async fn files_in(store: &Arc<dyn ObjectStore>, dirs: &[&str]) -> Result<HashMap<String, Vec<Path>>, LakeError> {
-    let mut by_dir: HashMap<String, Vec<Path>> = dirs.iter().map(|d| (d.to_string(), Vec::new())).collect();
+/// The objects directly in any of `dirs`, as `store` lists them.
+async fn files_in(store: &Arc<dyn ObjectStore>, dirs: &[&str]) -> Result<Vec<Path>, LakeError> {
     let listed: Vec<Path> = if dirs.len() <= LISTINGS_PER_DIRECTORY_UP_TO {
         let mut all = Vec::new();
         for d in dirs {
@@ -141,13 +138,13 @@ async fn files_in(store: &Arc<dyn ObjectStore>, dirs: &[&str]) -> Result<HashMap
             store.list((!shared.is_empty()).then(|| Path::from(shared.as_str())).as_ref()).try_collect().await?;
         metas.into_iter().map(|m| m.location).collect()
     };
-    for p in listed {
-        let dir = p.as_ref().rsplit_once('/').map(|(d, _)| d).unwrap_or_default();
-        if let Some(files) = by_dir.get_mut(dir) {
-            files.push(p);
-        }
-    }
-    Ok(by_dir)
+    let dirs: HashSet<&str> = dirs.iter().copied().collect();
+    Ok(listed.into_iter().filter(|p| dirs.contains(parent(p.as_ref()))).collect())
+}
+
+/// The directory of a path ("" at the root).
+fn parent(path: &str) -> &str {
+    path.rsplit_once('/').map(|(d, _)| d).unwrap_or_default()
 }
 
 /// The longest run of whole path segments every one of `dirs` starts with.
@@ -168,17 +165,16 @@ async fn check_planned(
     rewrites: &[Path],
 ) -> Result<(), LakeError> {
     // Listings rather than one HEAD per file.
-    let parent = |p: &Path| p.as_ref().rsplit_once('/').map(|(d, _)| d.to_string()).unwrap_or_default();
-    let remove_dirs: BTreeSet<String> = removes.iter().map(parent).collect();
-    let remove_dirs: Vec<&str> = remove_dirs.iter().map(String::as_str).collect();
-    let present: HashSet<Path> = files_in(store, &remove_dirs).await?.into_values().flatten().collect();
+    let remove_dirs: BTreeSet<&str> = removes.iter().map(|p| parent(p.as_ref())).collect();
+    let remove_dirs: Vec<&str> = remove_dirs.into_iter().collect();
+    let present: HashSet<Path> = files_in(store, &remove_dirs).await?.into_iter().collect();
     if let Some(gone) = removes.iter().find(|f| !present.contains(*f)) {
         return Err(LakeError::Conflict(format!("{gone} was already replaced by another writer")));
     }
     let planned: HashSet<&Path> = removes.iter().collect();
     let rewrite_dirs: Vec<&str> = rewrites.iter().map(|d| d.as_ref()).collect();
     let now = files_in(visible, &rewrite_dirs).await?;
-    if let Some(new) = now.values().flatten().find(|p| p.as_ref().ends_with(".parquet") && !planned.contains(p)) {
+    if let Some(new) = now.iter().find(|p| p.as_ref().ends_with(".parquet") && !planned.contains(p)) {
         return Err(LakeError::Conflict(format!("{new} was published by another writer since this one began")));
     }
     Ok(())

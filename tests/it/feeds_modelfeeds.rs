@@ -25,6 +25,7 @@ use wxlake::feeds::http::HttpClient;
 use wxlake::feeds::mos::{Mos, MosConfig};
 use wxlake::feeds::open_meteo::{OpenMeteo, OpenMeteoConfig};
 use wxlake::feeds::{Archive, FeedSink, RecordingSink, Source};
+use wxlake::lake::Lake;
 use wxlake::write::LiveService;
 
 use crate::support;
@@ -215,6 +216,20 @@ fn om_cfg(base: &str, stations: &[&str]) -> OpenMeteoConfig {
     .unwrap()
 }
 
+/// A live service on `lake` (state in `dir`) driven by `clock`, that clock as the feeds
+/// take it, and the service as their sink.
+async fn live_at(
+    dir: &tempfile::TempDir,
+    lake: &Lake,
+    clock: &Arc<ManualClock>,
+) -> (Arc<dyn Clock>, Arc<LiveService>, Arc<dyn FeedSink>) {
+    let dyn_clock: Arc<dyn Clock> = clock.clone();
+    let live =
+        Arc::new(LiveService::open(lake.clone(), &dir.path().join("state"), Arc::clone(&dyn_clock)).await.unwrap());
+    let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&live));
+    (dyn_clock, live, sink)
+}
+
 fn at(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> DateTime<Utc> {
     Utc.with_ymd_and_hms(y, mo, d, h, mi, 0).unwrap()
 }
@@ -228,10 +243,7 @@ async fn open_meteo_runs_are_stored_once_each_with_their_run_time_and_not_before
     let base = server(Arc::clone(&seen)).await;
     let (dir, lake) = support::temp_lake().await;
     let clock = Arc::new(ManualClock::new(at(2026, 9, 1, 5, 29)));
-    let dyn_clock: Arc<dyn Clock> = clock.clone();
-    let live =
-        Arc::new(LiveService::open(lake.clone(), &dir.path().join("state"), Arc::clone(&dyn_clock)).await.unwrap());
-    let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&live));
+    let (dyn_clock, live, sink) = live_at(&dir, &lake, &clock).await;
     let cfg = om_cfg(&base, &["KNYC", "KMDW"]);
     let feed = OpenMeteo::with_clock(cfg.clone(), client(), Arc::clone(&dyn_clock)).unwrap();
 
@@ -414,7 +426,7 @@ async fn an_open_meteo_backfill_derives_the_runs_it_stored_before_its_first_day(
     assert!(err.contains("derived jobs for 2026-08-25..2026-09-04"), "{err}");
     assert_eq!(seen.all().len(), 1, "one unit");
 
-    let lake = wxlake::lake::Lake::open(&format!("file://{}", lake_dir.display())).await.unwrap();
+    let lake = Lake::open(&format!("file://{}", lake_dir.display())).await.unwrap();
     let stored = support::rows(&lake, "SELECT DISTINCT CAST(run_date AS VARCHAR) FROM forecasts ORDER BY 1").await;
     assert_eq!(stored.concat(), ["2026-08-29", "2026-08-30", "2026-08-31", "2026-09-01", "2026-09-02"]);
     let daily =
@@ -437,10 +449,7 @@ async fn mos_bulletins_are_fetched_once_per_cycle_after_their_delay() {
     let base = server(Arc::clone(&seen)).await;
     let (dir, lake) = support::temp_lake().await;
     let clock = Arc::new(ManualClock::new(at(2017, 8, 12, 15, 14)));
-    let dyn_clock: Arc<dyn Clock> = clock.clone();
-    let live =
-        Arc::new(LiveService::open(lake.clone(), &dir.path().join("state"), Arc::clone(&dyn_clock)).await.unwrap());
-    let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&live));
+    let (dyn_clock, live, sink) = live_at(&dir, &lake, &clock).await;
     let cfg = MosConfig {
         products: vec!["MET".into()],
         urls: [("MET".to_string(), format!("{base}/nomads/met/{{date}}/{{hh}}"))].into(),
@@ -482,10 +491,7 @@ async fn lamp_and_nbs_bulletins_are_stored_per_model_with_their_header_run_time(
     let (dir, lake) = support::temp_lake().await;
     // NBS 13Z is due at 14:30.
     let clock = Arc::new(ManualClock::new(at(2018, 11, 7, 14, 30)));
-    let dyn_clock: Arc<dyn Clock> = clock.clone();
-    let live =
-        Arc::new(LiveService::open(lake.clone(), &dir.path().join("state"), Arc::clone(&dyn_clock)).await.unwrap());
-    let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&live));
+    let (dyn_clock, live, sink) = live_at(&dir, &lake, &clock).await;
     let stations = ["KALM", "PHHI", "PHJH"];
     let cfg = MosConfig {
         products: vec!["LAV".into(), "NBS".into()],
