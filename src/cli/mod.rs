@@ -32,6 +32,11 @@ pub struct Cli {
     /// environment variables win over it.
     #[arg(long, global = true, env = "WXLAKE_CONFIG")]
     pub config: Option<PathBuf>,
+    /// Seconds the files replaced by a compaction or a job's publish stay in the store,
+    /// hidden from new queries, so queries planned before the swap can finish reading
+    /// them; 0 deletes them right after it.
+    #[arg(long, global = true, env = "WXLAKE_KEEP_REPLACED_SECS", default_value_t = wxlake::lake::KEEP_REPLACED.as_secs())]
+    pub keep_replaced_secs: u64,
     /// More logging (-v info, -vv debug). RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -76,7 +81,7 @@ pub fn init_tracing(verbose: u8) {
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let lake = Lake::open(&cli.lake).await?;
+    let lake = Lake::open_keeping(&cli.lake, std::time::Duration::from_secs(cli.keep_replaced_secs)).await?;
     let counted = lake.clone();
     let code = match cli.command {
         Command::Ingest(a) => ingest::run(lake, a).await,

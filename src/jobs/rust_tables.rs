@@ -175,11 +175,14 @@ pub async fn register(
     to: NaiveDate,
 ) -> Result<(), JobError> {
     for t in tables {
+        let started = std::time::Instant::now();
         let table = match t {
             RustTable::DayWindows => day_windows(from - Duration::days(2), to + Duration::days(reach_days()))?,
             RustTable::ModelLeads => model_leads()?,
             RustTable::ObservedExtremes => observed_extremes(ctx, from, to, chrono::Utc::now()).await?,
         };
+        // What the client computes outside the SQL (on a cluster too): `-vv` shows it per chunk.
+        tracing::debug!(table = t.name(), %from, %to, elapsed_ms = started.elapsed().as_millis() as u64, "helper table computed");
         ctx.deregister_table(t.name())?;
         ctx.register_table(t.name(), Arc::new(table))?;
     }

@@ -2,8 +2,9 @@
 //!
 //! Readers never see a half-written state: the merged file is announced in a `writing`
 //! transaction record (hidden), written, then the record flips to `committed` (one atomic
-//! put: from now on only the merged file is visible), then the old files and the record
-//! are deleted. See visibility.rs for the protocol and crash recovery.
+//! put: from now on only the merged file is visible); the old files and the record are
+//! deleted once the lake's keep time has passed, so a query that listed them before still
+//! reads them. See visibility.rs for the protocol and crash recovery.
 //!
 //! Two processes may compact one lake at once (a `wxlake compact` while `serve` runs its
 //! hourly compaction). Each claims the files it replaces first (claims.rs); the one that
@@ -115,6 +116,10 @@ impl Lake {
                 Err(e) => return Err(e),
             }
         }
+        // Once per table, not per partition: a listing of `_txn/` each.
+        if stats.partitions > 0 {
+            self.retire_replaced().await;
+        }
         Ok(stats)
     }
 
@@ -135,7 +140,7 @@ impl Lake {
         let version = vis.create_record(&rec).await?;
         let committed = async {
             vis.inner().put(new, PutPayload::from(bytes)).await?;
-            rec.state = TxnState::Committed;
+            rec.commit();
             vis.update_record(&rec, &version).await
         }
         .await;
@@ -148,10 +153,6 @@ impl Lake {
             vis.drop_record(&rec.id).await.ok();
             return Err(e.into());
         }
-        for p in old {
-            delete_if_present(vis.inner(), p).await?;
-        }
-        vis.drop_record(&rec.id).await?;
         Ok(())
     }
 }

@@ -16,6 +16,7 @@ pub mod window;
 pub mod writer;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use object_store::path::Path;
 use object_store::ObjectStore;
@@ -24,6 +25,7 @@ use thiserror::Error;
 use requests::{CountingStore, RequestCounts};
 pub use store::{LakeLocation, DEFAULT_LAKE};
 use visibility::VisibleStore;
+pub use visibility::KEEP_REPLACED;
 
 /// Lake failures, with the object or table involved.
 #[derive(Debug, Error)]
@@ -64,12 +66,21 @@ pub struct Lake {
     /// Serialises writers inside this process (ingest, flush, compaction): per-partition
     /// dedup reads the existing keys, so two writers of one partition must not interleave.
     write_lock: Arc<tokio::sync::Mutex<()>>,
+    /// How long files replaced by a compaction or a publish stay readable for the queries
+    /// planned before it (visibility.rs).
+    keep_replaced: Duration,
 }
 
 impl Lake {
     /// Opens (creating, for local paths) the lake at `url` and finishes any swap a crash
-    /// interrupted.
+    /// interrupted; replaced files are kept [`KEEP_REPLACED`].
     pub async fn open(url: &str) -> Result<Self, LakeError> {
+        Self::open_keeping(url, KEEP_REPLACED).await
+    }
+
+    /// [`Lake::open`], keeping the files a swap replaces for `keep_replaced` after it
+    /// commits (zero: deleted at once, and a query planned before the swap may fail).
+    pub async fn open_keeping(url: &str, keep_replaced: Duration) -> Result<Self, LakeError> {
         let location = store::parse_location(url)?;
         let opened = store::open_store(&location)?;
         let lake = Lake {
@@ -77,17 +88,34 @@ impl Lake {
             store: opened.visible,
             counting: opened.counting,
             write_lock: Arc::new(tokio::sync::Mutex::new(())),
+            keep_replaced,
         };
         // The first requests: a wrong endpoint, bucket or credential fails here, explained.
-        let recovered = lake.store.recover().await.map_err(|e| store::explain(&lake.location, e))?;
-        if recovered > 0 {
-            tracing::warn!(recovered, "finished interrupted lake swaps");
+        let recovered = lake.store.recover(keep_replaced).await.map_err(|e| store::explain(&lake.location, e))?;
+        if recovered.rolled_back > 0 {
+            tracing::warn!(recovered.rolled_back, "rolled back interrupted lake swaps");
+        }
+        if recovered.retired > 0 {
+            tracing::info!(recovered.retired, "deleted the files of swaps past their keep time");
         }
         let expired = claims::expire(lake.store.inner(), &lake.claims_root()).await?;
         if expired > 0 {
             tracing::warn!(expired, "dropped the claims of crashed writers");
         }
         Ok(lake)
+    }
+
+    /// Deletes the files replaced by swaps that committed more than `keep_replaced` ago
+    /// (after each commit, and hourly in `serve`). Never fails the caller: what is not
+    /// deleted now is found again by the next call or open.
+    pub async fn retire_replaced(&self) {
+        match self.store.recover(self.keep_replaced).await {
+            Ok(r) if r.retired + r.rolled_back > 0 => {
+                tracing::debug!(r.retired, r.rolled_back, "finished lake swaps");
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "could not delete replaced lake files yet"),
+        }
     }
 
     /// Requests made of the backing store since this lake was opened (by every clone).

@@ -6,7 +6,8 @@
 //! short: a `writing` record naming the final paths (hidden from now on), a rename of each
 //! staged file into place (a filesystem rename locally; copy + delete on S3), the record
 //! flipped to `committed` (one atomic put: the new files appear and the replaced ones
-//! disappear together), then the replaced files and the record are deleted. A crash
+//! disappear together); the replaced files and the record are deleted once the lake's
+//! keep time has passed (queries planned before the flip still read them). A crash
 //! before the flip rolls back on the next open, after it rolls forward (visibility.rs);
 //! staged files a crash leaves behind are never visible and [`Lake::clean_staging`]
 //! removes them.
@@ -132,7 +133,7 @@ impl Publication {
     }
 
     /// Makes every staged file visible and every file of `removes` invisible, atomically
-    /// for readers of the lake, then deletes the replaced files. Other writers may add
+    /// for readers of the lake (the replaced files go after the keep time). Other writers may add
     /// files next to these meanwhile (appends); only the files of `removes` are claimed.
     pub async fn commit(self, removes: Vec<Path>) -> Result<(), LakeError> {
         self.commit_claiming(removes, false).await
@@ -199,7 +200,7 @@ impl Publication {
             .await;
         let committed = match moved {
             Ok(_) => {
-                rec.state = TxnState::Committed;
+                rec.commit();
                 vis.update_record(&rec, &version).await.map(|_| ())
             }
             Err(e) => Err(e),
@@ -216,16 +217,8 @@ impl Publication {
             self.discard_staged().await;
             return Err(e.into());
         }
-        futures::stream::iter(removes)
-            .map(|p| {
-                let inner = Arc::clone(&inner);
-                async move { delete_if_present(&inner, &p).await }
-            })
-            .buffer_unordered(CONCURRENCY)
-            .try_collect::<Vec<_>>()
-            .await?;
-        vis.drop_record(&self.id).await?;
         self.remove_local_dir();
+        self.lake.retire_replaced().await;
         Ok(())
     }
 
@@ -283,7 +276,18 @@ mod tests {
         assert_eq!(visible(&lake, "derived/t").await, ["a.parquet"], "staged files are invisible");
         p.commit(vec![t.clone().join("a.parquet")]).await.unwrap();
         assert_eq!(visible(&lake, "derived/t").await, ["b.parquet", "c.parquet"]);
+        // The replaced file stays for a query that listed it before the commit...
+        let records = lake.visible().records().await.unwrap();
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0].state, crate::lake::visibility::TxnState::Committed);
+        let a = lake.store().get(&t.clone().join("a.parquet")).await.unwrap();
+        assert_eq!(a.bytes().await.unwrap().as_ref(), b"a");
+        // ...until the keep time is over: then deleted with the record.
+        let url = dir.path().join("lake").display().to_string();
+        let lake = Lake::open_keeping(&url, std::time::Duration::ZERO).await.unwrap();
         assert!(lake.visible().records().await.unwrap().is_empty());
+        assert!(lake.store().head(&t.clone().join("a.parquet")).await.is_err());
+        assert_eq!(visible(&lake, "derived/t").await, ["b.parquet", "c.parquet"]);
 
         let mut p = lake.begin_publish();
         p.stage(t.clone().join("d.parquet"), Bytes::from_static(b"d")).await.unwrap();

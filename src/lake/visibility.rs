@@ -4,11 +4,18 @@
 //! neither (data loss), and a crash must leave one of the two states. A transaction record
 //! under `_txn/` (one atomic put) says which files are being added and removed:
 //! while `state` is `writing`, the added files are hidden; once it is `committed`, the
-//! removed files are hidden. Then the removed files are deleted and the record dropped.
-//! Every listing through [`VisibleStore`] applies the records, so DataFusion and the writer
-//! only ever see a consistent set. A listing is not a snapshot (on S3 nothing is): the
-//! records are listed again after it, and it is taken again if a swap changed them.
-//! Recovery rolls each record forward or back.
+//! removed files are hidden. Every listing through [`VisibleStore`] applies the records, so
+//! DataFusion and the writer only ever see a consistent set. A listing is not a snapshot
+//! (on S3 nothing is): the records are listed again after it, and it is taken again if a
+//! swap changed them. Recovery rolls each record forward or back.
+//!
+//! The replaced files are not deleted at the commit: a query planned just before it (a
+//! long analyst query over Flight SQL or pgwire, a `wxlake sql`) still reads them. The
+//! committed record keeps them hidden from every later listing, and they are deleted with
+//! the record once the swap is older than the lake's keep time (default
+//! [`KEEP_REPLACED`]), by a later commit, `serve`'s hourly compaction or the next open of
+//! the lake ([`VisibleStore::recover`]). Until then every listing applies the record too;
+//! records are read once per version and cached (`Records`).
 //!
 //! Several processes may share a lake (`wxlake serve` publishing job outputs while a
 //! `wxlake sql` or `ingest` opens it). Rolling forward a `committed` record is always safe
@@ -24,10 +31,11 @@
 //! hidden), and an owner that was that slow then fails to commit instead of exposing files
 //! recovery is deleting. Which writer may replace which files is claims.rs's business.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -50,10 +58,19 @@ pub struct TxnRecord {
     /// treated as old).
     #[serde(default)]
     pub created_at: i64,
+    /// Unix seconds when the swap committed (0 before then, and in records written before
+    /// this field existed: treated as old).
+    #[serde(default)]
+    pub committed_at: i64,
 }
 
 /// A `writing` record younger than this may belong to a live swap of another process.
-pub const WRITING_GRACE: std::time::Duration = std::time::Duration::from_secs(600);
+pub const WRITING_GRACE: Duration = Duration::from_secs(600);
+
+/// How long the files a swap replaced stay in the store by default, hidden from new
+/// listings, for the queries planned before the swap: longer than an analyst's query
+/// usually runs, short enough that a lake compacted hourly holds few extra files.
+pub const KEEP_REPLACED: Duration = Duration::from_secs(600);
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -67,7 +84,20 @@ pub enum TxnState {
 impl TxnRecord {
     /// A new `writing` record, stamped now.
     pub fn writing(id: String, add: Vec<String>, remove: Vec<String>) -> Self {
-        TxnRecord { id, state: TxnState::Writing, add, remove, created_at: chrono::Utc::now().timestamp() }
+        TxnRecord {
+            id,
+            state: TxnState::Writing,
+            add,
+            remove,
+            created_at: chrono::Utc::now().timestamp(),
+            committed_at: 0,
+        }
+    }
+
+    /// This record in its `committed` state, stamped now.
+    pub fn commit(&mut self) {
+        self.state = TxnState::Committed;
+        self.committed_at = chrono::Utc::now().timestamp();
     }
 
     /// Paths a reader must not see while this record exists.
@@ -83,7 +113,7 @@ impl TxnRecord {
 #[derive(Debug)]
 pub struct VisibleStore {
     inner: Arc<dyn ObjectStore>,
-    txn_dir: Path,
+    records: Records,
 }
 
 impl fmt::Display for VisibleStore {
@@ -92,9 +122,18 @@ impl fmt::Display for VisibleStore {
     }
 }
 
+/// What [`VisibleStore::recover`] finished.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Recovered {
+    /// Swaps that never committed (crashed, or aborted and not cleaned up): undone.
+    pub rolled_back: usize,
+    /// Committed swaps past their keep time: the files they replaced deleted.
+    pub retired: usize,
+}
+
 impl VisibleStore {
     pub fn new(inner: Arc<dyn ObjectStore>, txn_dir: Path) -> Self {
-        VisibleStore { inner, txn_dir }
+        VisibleStore { records: Records { store: Arc::clone(&inner), dir: txn_dir, cache: Default::default() }, inner }
     }
 
     /// The unwrapped store (sees everything).
@@ -103,12 +142,12 @@ impl VisibleStore {
     }
 
     fn txn_path(&self, id: &str) -> Path {
-        self.txn_dir.clone().join(format!("{id}.json"))
+        self.records.dir.clone().join(format!("{id}.json"))
     }
 
     /// Every transaction record currently present.
     pub async fn records(&self) -> Result<Vec<TxnRecord>> {
-        Ok(read_records(&self.inner, &self.txn_dir).await?.into_iter().map(|(r, _)| r).collect())
+        Ok(self.records.read().await?.into_iter().map(|(r, _)| r).collect())
     }
 
     /// Creates a new record (`If-None-Match`: record ids are unique, so this only fails if
@@ -138,24 +177,30 @@ impl VisibleStore {
 
     /// Removes a finished record.
     pub async fn drop_record(&self, id: &str) -> Result<()> {
-        match self.inner.delete(&self.txn_path(id)).await {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(e) => Err(e),
-        }
+        delete_if_present(&self.inner, &self.txn_path(id)).await
     }
 
-    /// Finishes or undoes the swaps a crash left behind: committed ones are rolled forward,
-    /// `writing` ones older than [`WRITING_GRACE`] rolled back (younger ones may be live in
-    /// another process and are left hidden). Returns how many records were resolved.
-    pub async fn recover(&self) -> Result<usize> {
+    /// Finishes the swaps that are over: committed ones are rolled forward once they are
+    /// `keep_replaced` old (the replaced files deleted, then the record; younger ones keep
+    /// serving the queries planned before them), and `writing` ones older than
+    /// [`WRITING_GRACE`] are rolled back (younger ones may be live in another process and
+    /// are left hidden), as are aborted ones. Called when a lake opens and after each commit.
+    pub async fn recover(&self, keep_replaced: Duration) -> Result<Recovered> {
         let now = chrono::Utc::now().timestamp();
-        let grace = WRITING_GRACE.as_secs() as i64;
-        let recs: Vec<(TxnRecord, UpdateVersion)> = read_records(&self.inner, &self.txn_dir)
+        let older_than = |t: i64, d: Duration| now - t >= d.as_secs() as i64;
+        let recs: Vec<(TxnRecord, UpdateVersion)> = self
+            .records
+            .read()
             .await?
             .into_iter()
-            .filter(|(r, _)| r.state != TxnState::Writing || now - r.created_at >= grace)
+            .filter(|(r, _)| match r.state {
+                TxnState::Writing => older_than(r.created_at, WRITING_GRACE),
+                // Nothing replaced (a first publish): nothing to keep.
+                TxnState::Committed => r.remove.is_empty() || older_than(r.committed_at, keep_replaced),
+                TxnState::Aborted => true,
+            })
             .collect();
-        let mut resolved = 0;
+        let mut done = Recovered::default();
         for (mut rec, seen) in recs {
             if rec.state == TxnState::Writing {
                 // Claim the rollback first: if the owner commits meanwhile, one of the two
@@ -167,17 +212,16 @@ impl VisibleStore {
                     Err(e) => return Err(e),
                 }
             }
-            let victims = match rec.state {
-                TxnState::Writing | TxnState::Aborted => &rec.add,
-                TxnState::Committed => &rec.remove,
-            };
-            for p in victims {
+            for p in rec.hidden() {
                 delete_if_present(&self.inner, &Path::from(p.as_str())).await?;
             }
             self.drop_record(&rec.id).await?;
-            resolved += 1;
+            match rec.state {
+                TxnState::Committed => done.retired += 1,
+                TxnState::Writing | TxnState::Aborted => done.rolled_back += 1,
+            }
         }
-        Ok(resolved)
+        Ok(done)
     }
 }
 
@@ -185,43 +229,120 @@ fn record_body(rec: &TxnRecord) -> PutPayload {
     PutPayload::from(serde_json::to_vec(rec).unwrap_or_default())
 }
 
-/// The record objects under `dir` as one LIST shows them (location order).
-async fn list_records(store: &Arc<dyn ObjectStore>, dir: &Path) -> Result<Vec<ObjectMeta>> {
-    let mut metas: Vec<ObjectMeta> = store.list(Some(dir)).try_collect().await?;
-    metas.sort_by(|a, b| a.location.cmp(&b.location));
-    Ok(metas)
+/// The transaction records under `_txn/`, read through a cache: committed records stay
+/// for the lake's keep time, and every listing reads them all, so each is fetched once per
+/// version (an S3 GET is a round trip) and known by its listed e-tag after that.
+#[derive(Debug, Clone)]
+struct Records {
+    store: Arc<dyn ObjectStore>,
+    dir: Path,
+    cache: Arc<Mutex<HashMap<Path, CachedRecord>>>,
 }
 
-/// Two listings of the records show the same records in the same versions.
-fn same_records(a: &[ObjectMeta], b: &[ObjectMeta]) -> bool {
-    a.len() == b.len()
-        && a.iter()
-            .zip(b)
-            .all(|(x, y)| x.location == y.location && x.e_tag == y.e_tag && x.last_modified == y.last_modified)
+#[derive(Debug, Clone)]
+struct CachedRecord {
+    listed: ObjectMeta,
+    record: TxnRecord,
+    version: UpdateVersion,
 }
 
-/// Every record under `dir` with the version it was read at.
-async fn read_records(store: &Arc<dyn ObjectStore>, dir: &Path) -> Result<Vec<(TxnRecord, UpdateVersion)>> {
-    fetch_records(store, &list_records(store, dir).await?).await
-}
-
-async fn fetch_records(store: &Arc<dyn ObjectStore>, metas: &[ObjectMeta]) -> Result<Vec<(TxnRecord, UpdateVersion)>> {
-    let mut out = Vec::with_capacity(metas.len());
-    for m in metas {
-        match store.get(&m.location).await {
-            Ok(r) => {
-                let version = UpdateVersion { e_tag: r.meta.e_tag.clone(), version: r.meta.version.clone() };
-                let bytes = r.bytes().await?;
-                if let Ok(rec) = serde_json::from_slice::<TxnRecord>(&bytes) {
-                    out.push((rec, version));
-                }
-            }
-            // Dropped between list and get: the swap just finished.
-            Err(object_store::Error::NotFound { .. }) => {}
-            Err(e) => return Err(e),
-        }
+impl Records {
+    /// The record objects as one LIST shows them (location order).
+    async fn list(&self) -> Result<Vec<ObjectMeta>> {
+        let mut metas: Vec<ObjectMeta> = self.store.list(Some(&self.dir)).try_collect().await?;
+        metas.sort_by(|a, b| a.location.cmp(&b.location));
+        Ok(metas)
     }
-    Ok(out)
+
+    /// Every record with the version it was read at.
+    async fn read(&self) -> Result<Vec<(TxnRecord, UpdateVersion)>> {
+        self.fetch(&self.list().await?).await
+    }
+
+    /// The records `metas` lists: from the cache when the listing shows the version
+    /// cached (same e-tag and time; a store without e-tags is always read), else read.
+    /// Entries of records no longer listed are dropped.
+    async fn fetch(&self, metas: &[ObjectMeta]) -> Result<Vec<(TxnRecord, UpdateVersion)>> {
+        let cached: Vec<Option<CachedRecord>> = {
+            let cache = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            metas
+                .iter()
+                .map(|m| cache.get(&m.location).filter(|c| m.e_tag.is_some() && same_version(&c.listed, m)).cloned())
+                .collect()
+        };
+        // The others read concurrently (a large compaction leaves one record a partition).
+        // Owned values in the futures: a borrow there makes the listing futures not `Send`.
+        let pending: Vec<(ObjectMeta, Option<CachedRecord>)> = metas.iter().cloned().zip(cached).collect();
+        let store = Arc::clone(&self.store);
+        let read: Vec<Option<CachedRecord>> = stream::iter(pending)
+            .map(move |(m, hit)| {
+                let store = Arc::clone(&store);
+                async move {
+                    if hit.is_some() {
+                        return Ok(hit);
+                    }
+                    match store.get(&m.location).await {
+                        Ok(r) => {
+                            let version =
+                                UpdateVersion { e_tag: r.meta.e_tag.clone(), version: r.meta.version.clone() };
+                            let bytes = r.bytes().await?;
+                            Ok(serde_json::from_slice::<TxnRecord>(&bytes).ok().map(|record| CachedRecord {
+                                listed: m,
+                                record,
+                                version,
+                            }))
+                        }
+                        // Dropped between list and get: the swap just finished.
+                        Err(object_store::Error::NotFound { .. }) => Ok(None),
+                        Err(e) => Err(e),
+                    }
+                }
+            })
+            .buffered(RECORD_READS)
+            .try_collect()
+            .await?;
+        let read: Vec<CachedRecord> = read.into_iter().flatten().collect();
+        let out = read.iter().map(|c| (c.record.clone(), c.version.clone())).collect();
+        *self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) =
+            read.into_iter().map(|c| (c.listed.location.clone(), c)).collect();
+        Ok(out)
+    }
+
+    /// Lists through `list` what readers may see: the records are listed before and after,
+    /// and the listing only counts if they did not change in between (else it is taken
+    /// again). A listing is not a snapshot (on S3 nothing is): without the second look a
+    /// swap that began or committed during it could show both its old and new files, or
+    /// neither.
+    async fn consistent_listing<T, F, Fut>(&self, list: F) -> Result<(T, HashSet<String>)>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        let mut before = self.list().await?;
+        for _ in 0..LIST_ATTEMPTS {
+            let recs = self.fetch(&before).await?;
+            let listing = list().await?;
+            let after = self.list().await?;
+            if before.len() == after.len() && before.iter().zip(&after).all(|(x, y)| same_version(x, y)) {
+                let hidden = recs.iter().flat_map(|(r, _)| r.hidden().iter().cloned()).collect();
+                return Ok((listing, hidden));
+            }
+            before = after;
+        }
+        Err(object_store::Error::Generic {
+            store: "lake",
+            source: format!(
+                "the lake's transaction records under {} changed during {LIST_ATTEMPTS} listings in a row",
+                self.dir
+            )
+            .into(),
+        })
+    }
+}
+
+/// Two listings show the same object in the same version.
+fn same_version(a: &ObjectMeta, b: &ObjectMeta) -> bool {
+    a.location == b.location && a.e_tag == b.e_tag && a.last_modified == b.last_modified
 }
 
 /// Deletes a path, treating "already gone" as success.
@@ -232,39 +353,11 @@ pub async fn delete_if_present(store: &Arc<dyn ObjectStore>, p: &Path) -> Result
     }
 }
 
+/// Records read at once when a listing shows records not cached yet.
+const RECORD_READS: usize = 32;
+
 /// How often a listing is retried while swaps keep changing the records under it.
 const LIST_ATTEMPTS: usize = 8;
-
-/// Lists through `list` what readers may see: the records are listed before and after, and
-/// the listing only counts if they did not change in between (else it is taken again).
-/// A listing is not a snapshot (on S3 nothing is): without the second look a swap that
-/// began or committed during it could show both its old and new files, or neither.
-async fn consistent_listing<T, F, Fut>(
-    store: &Arc<dyn ObjectStore>,
-    dir: &Path,
-    list: F,
-) -> Result<(T, HashSet<String>)>
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Result<T>>,
-{
-    let mut before = list_records(store, dir).await?;
-    for _ in 0..LIST_ATTEMPTS {
-        let recs = fetch_records(store, &before).await?;
-        let listing = list().await?;
-        let after = list_records(store, dir).await?;
-        if same_records(&before, &after) {
-            let hidden = recs.iter().flat_map(|(r, _)| r.hidden().iter().cloned()).collect();
-            return Ok((listing, hidden));
-        }
-        before = after;
-    }
-    Err(object_store::Error::Generic {
-        store: "lake",
-        source: format!("the lake's transaction records under {dir} changed during {LIST_ATTEMPTS} listings in a row")
-            .into(),
-    })
-}
 
 #[async_trait]
 impl ObjectStore for VisibleStore {
@@ -290,10 +383,10 @@ impl ObjectStore for VisibleStore {
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
         let inner = Arc::clone(&self.inner);
-        let dir = self.txn_dir.clone();
+        let records = self.records.clone();
         let prefix = prefix.cloned();
         stream::once(async move {
-            let listed = consistent_listing(&inner, &dir, || inner.list(prefix.as_ref()).try_collect::<Vec<_>>()).await;
+            let listed = records.consistent_listing(|| inner.list(prefix.as_ref()).try_collect::<Vec<_>>()).await;
             match listed {
                 Ok((metas, hidden)) => {
                     stream::iter(metas.into_iter().filter(move |m| !hidden.contains(m.location.as_ref())).map(Ok))
@@ -307,8 +400,7 @@ impl ObjectStore for VisibleStore {
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
-        let (mut res, hidden) =
-            consistent_listing(&self.inner, &self.txn_dir, || self.inner.list_with_delimiter(prefix)).await?;
+        let (mut res, hidden) = self.records.consistent_listing(|| self.inner.list_with_delimiter(prefix)).await?;
         res.objects.retain(|m| !hidden.contains(m.location.as_ref()));
         Ok(res)
     }
@@ -345,15 +437,62 @@ mod tests {
         s.put_record(&rec).await.unwrap();
         s.put(&Path::from("t/c.parquet"), PutPayload::from_static(b"y")).await.unwrap();
         assert_eq!(names(&s).await, ["t/a.parquet", "t/b.parquet"], "new file hidden while writing");
-        rec.state = TxnState::Committed;
+        rec.commit();
         s.put_record(&rec).await.unwrap();
         assert_eq!(names(&s).await, ["t/c.parquet"], "old files hidden once committed");
-        // Crash here: recovery deletes the removed files and the record.
-        assert_eq!(s.recover().await.unwrap(), 1);
+        // The replaced files stay for the queries that listed them before the commit.
+        assert_eq!(s.recover(KEEP_REPLACED).await.unwrap(), Recovered::default());
+        assert_eq!(names(&s).await, ["t/c.parquet"]);
+        assert_eq!(s.get(&Path::from("t/a.parquet")).await.unwrap().bytes().await.unwrap().as_ref(), b"x");
+        // Past the keep time (or after a crash, found by the next open): deleted with the record.
+        assert_eq!(s.recover(Duration::ZERO).await.unwrap(), Recovered { rolled_back: 0, retired: 1 });
         assert_eq!(names(&s).await, ["t/c.parquet"]);
         assert!(s.records().await.unwrap().is_empty());
         let all: Vec<_> = inner.list(Some(&Path::from("t"))).try_collect::<Vec<_>>().await.unwrap();
         assert_eq!(all.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_commit_keeps_its_replaced_files_until_the_keep_time_is_over() {
+        let inner: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let s = VisibleStore::new(Arc::clone(&inner), Path::from("_txn"));
+        s.put(&Path::from("t/a.parquet"), PutPayload::from_static(b"x")).await.unwrap();
+        let mut rec = TxnRecord::writing("5".into(), vec!["t/c.parquet".into()], vec!["t/a.parquet".into()]);
+        s.put(&Path::from("t/c.parquet"), PutPayload::from_static(b"y")).await.unwrap();
+        rec.commit();
+        s.put_record(&rec).await.unwrap();
+        let keep = Duration::from_secs(300);
+        // Committed 299 s ago: kept. 300 s ago: retired.
+        rec.committed_at -= 299;
+        s.put_record(&rec).await.unwrap();
+        assert_eq!(s.recover(keep).await.unwrap().retired, 0);
+        assert!(inner.head(&Path::from("t/a.parquet")).await.is_ok());
+        rec.committed_at -= 1;
+        s.put_record(&rec).await.unwrap();
+        assert_eq!(s.recover(keep).await.unwrap().retired, 1);
+        assert!(inner.head(&Path::from("t/a.parquet")).await.is_err());
+        assert_eq!(names(&s).await, ["t/c.parquet"]);
+    }
+
+    #[tokio::test]
+    async fn records_are_fetched_once_per_version() {
+        let counting = Arc::new(crate::lake::requests::CountingStore::new(Arc::new(InMemory::new())));
+        let s = VisibleStore::new(Arc::clone(&counting) as Arc<dyn ObjectStore>, Path::from("_txn"));
+        s.put(&Path::from("t/a.parquet"), PutPayload::from_static(b"x")).await.unwrap();
+        let mut rec = TxnRecord::writing("6".into(), vec!["t/c.parquet".into()], vec!["t/a.parquet".into()]);
+        rec.commit();
+        s.put_record(&rec).await.unwrap();
+        s.put(&Path::from("t/c.parquet"), PutPayload::from_static(b"y")).await.unwrap();
+        let gets = counting.counts().get;
+        for _ in 0..5 {
+            assert_eq!(names(&s).await, ["t/c.parquet"]);
+        }
+        assert_eq!(counting.counts().get - gets, 1, "five listings, one GET of the record");
+        // A new version of the record is read again.
+        rec.state = TxnState::Aborted;
+        s.put_record(&rec).await.unwrap();
+        assert_eq!(names(&s).await, ["t/a.parquet"]);
+        assert_eq!(counting.counts().get - gets, 2);
     }
 
     #[tokio::test]
@@ -365,13 +504,13 @@ mod tests {
         s.put_record(&rec).await.unwrap();
         s.put(&Path::from("t/c.parquet"), PutPayload::from_static(b"partial")).await.unwrap();
         // Just begun: maybe another process's live swap. Left alone, its file stays hidden.
-        assert_eq!(s.recover().await.unwrap(), 0);
+        assert_eq!(s.recover(KEEP_REPLACED).await.unwrap(), Recovered::default());
         assert_eq!(names(&s).await, ["t/a.parquet"]);
         assert_eq!(s.records().await.unwrap().len(), 1);
         // Older than the grace period: a crashed swap, rolled back.
         rec.created_at -= WRITING_GRACE.as_secs() as i64;
         s.put_record(&rec).await.unwrap();
-        assert_eq!(s.recover().await.unwrap(), 1);
+        assert_eq!(s.recover(KEEP_REPLACED).await.unwrap(), Recovered { rolled_back: 1, retired: 0 });
         assert_eq!(names(&s).await, ["t/a.parquet"]);
         let all: Vec<_> = inner.list(Some(&Path::from("t"))).try_collect::<Vec<_>>().await.unwrap();
         assert_eq!(all.len(), 1, "the partial file is deleted");
@@ -408,7 +547,7 @@ mod tests {
         let version = s.create_record(&rec).await.unwrap();
         s.put(&Path::from("t/c.parquet"), PutPayload::from_static(b"y")).await.unwrap();
         // Another process's recovery rolls the stale swap back...
-        assert_eq!(s.recover().await.unwrap(), 1);
+        assert_eq!(s.recover(KEEP_REPLACED).await.unwrap().rolled_back, 1);
         // ...and the owner, waking up, cannot commit over it: its version is gone.
         rec.state = TxnState::Committed;
         let err = s.update_record(&rec, &version).await.unwrap_err();

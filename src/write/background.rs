@@ -67,6 +67,8 @@ impl LiveService {
                             tracing::error!(table = t.name, error = %e, "compaction failed");
                         }
                     }
+                    // Replaced files past their keep time, also when nothing was compacted.
+                    svc.lake.retire_replaced().await;
                 }
             }
         })

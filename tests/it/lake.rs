@@ -205,6 +205,42 @@ async fn a_failed_put_fails_the_write_and_a_retry_stores_each_row_once() {
     assert_eq!(scalar(&lake, "SELECT count(*) FROM forecasts").await, "8");
 }
 
+/// A query planned before a compaction (a long analyst query, a streamed answer) listed the
+/// files the compaction replaces: they stay in the store for the keep time, hidden from new
+/// queries, so it still reads them. With a keep time of zero the same query finds a listed
+/// file deleted.
+#[tokio::test]
+async fn a_query_planned_before_a_compaction_reads_what_it_listed() {
+    for (keep, kept) in [(wxlake::lake::KEEP_REPLACED, true), (std::time::Duration::ZERO, false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().join("lake").display());
+        let lake = wxlake::lake::Lake::open_keeping(&url, keep).await.unwrap();
+        // Temperatures that differ (a constant column's sum comes from the footers' statistics).
+        for batch in 0..4 {
+            let rows = (0..10).map(|lead| forecast("GFS", "KMDW", 0, batch * 10 + lead, lead as f64)).collect();
+            lake.write(rows).await.unwrap();
+        }
+        let ctx = wxlake::jobs::analyst_session(&lake).await.unwrap();
+        let planned = ctx.sql("SELECT sum(temperature_c) FROM forecasts").await.unwrap();
+        let plan = planned.create_physical_plan().await.unwrap();
+        assert_eq!(lake.compact(&FORECASTS).await.unwrap().files_before, 4);
+        let partition = lake.table_path(&format!("{}/model=GFS/run_date=2026-03-07", FORECASTS.name));
+        assert_eq!(partition_files(&lake.store(), &partition).await.unwrap().len(), 1, "new queries see one file");
+        let on_disk = std::fs::read_dir(format!("/{partition}")).map(|d| d.count()).unwrap_or(0);
+        assert_eq!(on_disk, if kept { 5 } else { 1 }, "{partition}");
+        let read = datafusion::physical_plan::collect(plan, ctx.task_ctx()).await;
+        if kept {
+            let batches = read.expect("the planned query reads the replaced files");
+            let text = datafusion::arrow::util::pretty::pretty_format_batches(&batches).unwrap().to_string();
+            assert!(text.contains("| 180.0 "), "{text}");
+            assert_eq!(scalar(&lake, "SELECT sum(temperature_c) FROM forecasts").await, "180.0");
+        } else {
+            let e = read.expect_err("the listed files are gone").to_string();
+            assert!(e.to_lowercase().contains("not found"), "{e}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn compaction_merges_files_without_changing_rows() {
     let (_d, lake) = temp_lake().await;

@@ -164,23 +164,51 @@ impl S3Lake {
         metas.into_iter().map(|m| (m.location.as_ref().trim_start_matches("wx/lake/").to_string(), m.size)).collect()
     }
 
-    /// Parquet files per partition directory of `table`.
+    /// The swap records under `_txn/` (JSON), read straight from the bucket.
+    fn records(&self) -> Vec<serde_json::Value> {
+        let store = self.store();
+        let keys: Vec<String> = self.objects().into_keys().filter(|k| k.starts_with("_txn/")).collect();
+        keys.iter()
+            .map(|k| {
+                let bytes = block(async { store.get(&Path::from(format!("wx/lake/{k}"))).await?.bytes().await });
+                serde_json::from_slice(&bytes.unwrap()).unwrap()
+            })
+            .collect()
+    }
+
+    /// Parquet files per partition directory of `table` that readers see: the files a
+    /// committed swap replaced stay in the bucket for the keep time, hidden.
     fn files_per_partition(&self, table: &str) -> BTreeMap<String, usize> {
+        let hidden: Vec<String> = self
+            .records()
+            .iter()
+            .filter(|r| r["state"] == "committed")
+            .flat_map(|r| r["remove"].as_array().cloned().unwrap_or_default())
+            .map(|p| p.as_str().unwrap().trim_start_matches("wx/lake/").to_string())
+            .collect();
         let mut per = BTreeMap::new();
         for k in self.objects().keys().filter(|k| k.starts_with(&format!("{table}/")) && k.ends_with(".parquet")) {
-            *per.entry(k.rsplit_once('/').unwrap().0.to_string()).or_insert(0) += 1;
+            if !hidden.contains(k) {
+                *per.entry(k.rsplit_once('/').unwrap().0.to_string()).or_insert(0) += 1;
+            }
         }
         per
     }
 
-    /// Nothing of a swap left behind: no record, claim or staged file.
+    /// Nothing of an unfinished swap left behind: no claim or staged file, and every record
+    /// left is a committed swap keeping its replaced files for the keep time, its new files
+    /// all there.
     fn assert_no_leftovers(&self) {
-        let left: Vec<_> = self
-            .objects()
-            .into_keys()
-            .filter(|k| k.starts_with("_txn/") || k.starts_with("_claims/") || k.starts_with("_staging/"))
-            .collect();
+        let objects = self.objects();
+        let left: Vec<_> = objects.keys().filter(|k| k.starts_with("_claims/") || k.starts_with("_staging/")).collect();
         assert!(left.is_empty(), "left behind: {left:?}");
+        for r in self.records() {
+            assert_eq!(r["state"], "committed", "an unfinished swap: {r}");
+            for p in r["add"].as_array().unwrap() {
+                let k = p.as_str().unwrap().trim_start_matches("wx/lake/");
+                assert!(objects.contains_key(k), "{k} of a committed swap is missing: {r}");
+            }
+        }
     }
 
     /// The routine KCVG day split into `n` files (so one partition gets `n` files).
@@ -247,12 +275,22 @@ fn ingest_sql_compact_and_jobs_run_on_an_s3_lake() {
     let again = lake.ok(&["ingest", "metar", fixture("metar/IEM_KCVG_2024-03-01_routine.tsv").to_str().unwrap()]);
     assert!(again.contains("stored 0, duplicate 24"), "{again}");
 
+    let raw = |lake: &S3Lake| lake.objects().keys().filter(|k| k.starts_with("observations/")).count();
+    let before = raw(&lake);
     let compacted = lake.ok(&["compact", "--table", "observations"]);
     assert!(compacted.contains("observations:"), "{compacted}");
     assert!(lake.files_per_partition("observations").values().all(|&n| n == 1));
     assert_eq!(lake.scalar("SELECT count(*) FROM observations"), "24");
-
     lake.assert_no_leftovers();
+    // The replaced files stay for the keep time, hidden (queries planned before still read
+    // them), and go with their record once it is over.
+    let kept = lake.records().len();
+    assert!(kept >= 1, "the compaction's committed record");
+    assert_eq!(raw(&lake), before + kept, "{:?}", lake.objects());
+    lake.ok(&["--keep-replaced-secs", "0", "sql", "SELECT 1"]);
+    assert!(lake.records().is_empty(), "{:?}", lake.records());
+    assert_eq!(raw(&lake), lake.files_per_partition("observations").values().sum::<usize>());
+    assert_eq!(lake.scalar("SELECT count(*) FROM observations"), "24");
 
     // Jobs on a lake of their own: a full run goes chunk by chunk over every day between
     // the first and last report, and KCVG's 2024 day is far from AWC's 2026 ones.
