@@ -158,9 +158,9 @@ mod tests {
 
     #[test]
     fn file_sets_defaults_and_the_command_line_wins() {
-        let file = "lake = \"s3://bucket/prefix\"\n[serve]\naddr = \"0.0.0.0:9000\"\nflush_secs = 3\ndemo = true\n";
+        let file = "lake = \"s3://bucket/prefix\"\nkeep-replaced-secs = 30\n[serve]\naddr = \"0.0.0.0:9000\"\nflush_secs = 3\ndemo = true\n";
         let cli = parse(file, &["serve"]).unwrap();
-        assert_eq!(cli.lake, "s3://bucket/prefix");
+        assert_eq!((cli.lake.as_str(), cli.keep_replaced_secs), ("s3://bucket/prefix", 30));
         let s = serve(&cli);
         assert_eq!((s.addr.as_str(), s.flush_secs, s.demo), ("0.0.0.0:9000", 3, true));
 
