@@ -69,20 +69,22 @@ $BIN --lake $S3 sql "SELECT count(*) AS forecast_rows, count(DISTINCT location_n
     count(DISTINCT model) AS models, min(run_date) AS first_run_date, max(run_date) AS last_run_date \
     FROM forecasts" --format csv
 
-# One timed job run: wall seconds, peak RSS of the client.
+# One timed job run: wall seconds, peak RSS of the client, and the object-store requests
+# the client made (`-v` logs them; on a cluster the executors' own reads are not counted).
 timed() {
     local label=$1
     shift
-    /usr/bin/time -f "%e %M" -o "$work/time" $BIN --lake $S3 jobs run "$@" >"$work/out" 2>&1 || {
+    /usr/bin/time -f "%e %M" -o "$work/time" $BIN -v --lake $S3 jobs run "$@" >"$work/out" 2>&1 || {
         cat "$work/out"
         return 1
     }
     read -r secs kb <"$work/time"
-    printf '| %-44s | %8.1f s | %6d MB |\n' "$label" "$secs" $((kb / 1024))
+    requests=$(sed 's/\x1b\[[0-9;]*m//g' "$work/out" | sed -n 's/.*object store requests of this command requests=//p' | tail -1)
+    printf '| %-44s | %8.1f s | %6d MB | %s |\n' "$label" "$secs" $((kb / 1024)) "$requests"
 }
 JOBS=(forecast_daily daily_extremes accuracy_pairs model_accuracy accuracy_trends accuracy_daily_detail)
-echo "| run | wall | client peak RSS |"
-echo "|---|---|---|"
+echo "| run | wall | client peak RSS | client requests |"
+echo "|---|---|---|---|"
 for job in "${JOBS[@]}"; do timed "local: $job" "$job"; done
 snapshot() {
     for t in forecast_daily accuracy_pairs model_accuracy accuracy_trends accuracy_daily_detail; do

@@ -23,7 +23,7 @@ use super::spec::{Incremental, JobSpec};
 use super::tables::job_session;
 use crate::lake::rows::date32;
 use crate::lake::schema;
-use crate::lake::Lake;
+use crate::lake::{query, Lake};
 
 /// Which output partitions a run replaces.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -139,7 +139,7 @@ pub(crate) async fn full_range(
                 }
             }
             Some(column) => {
-                let ctx = job_session(lake, spec).await?;
+                let ctx = job_session(lake, spec, query::runtime_env(lake)?).await?;
                 let bad = |reason: String| JobError::Range {
                     job: spec.name.clone(),
                     reason: format!("incremental source {}.{column} {reason}", src.table),

@@ -35,7 +35,7 @@ use super::tables::job_session;
 use crate::cluster::client::remote_session;
 use crate::cluster::SchedulerUrl;
 use crate::lake::writer::new_file_name;
-use crate::lake::Lake;
+use crate::lake::{query, Lake};
 
 /// What a run is doing, for progress display.
 #[derive(Debug, Clone, PartialEq)]
@@ -248,13 +248,14 @@ async fn execute(
     progress(&p);
     let mut publication = lake.begin_publish();
     let mut partitions = 0u64;
+    let runtime = query::run_runtime_env(lake)?;
     // Chunk i+1 is computed while chunk i is sorted and encoded on the blocking pool.
     let computed: Result<(), JobError> = async {
         let mut encoding: Option<(Option<(NaiveDate, NaiveDate)>, tokio::task::JoinHandle<_>)> = None;
         for chunk in plan.chunks.iter().map(Some).chain([None]) {
             let next = match chunk {
                 Some(chunk) => {
-                    let ctx = job_session(lake, spec).await?;
+                    let ctx = job_session(lake, spec, Arc::clone(&runtime)).await?;
                     if let Some((a, b)) = chunk {
                         rust_tables::register(&ctx, &spec.helpers, *a, *b).await?;
                     }

@@ -2,7 +2,10 @@
 //! `job_runs`) for any other session (`wxlake sql`, the API). Every table is registered
 //! through the lake's one registrar ([`register_listing`]).
 
+use std::sync::Arc;
+
 use datafusion::arrow::datatypes::DataType;
+use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::prelude::SessionContext;
 
 use super::error::JobError;
@@ -79,7 +82,8 @@ fn register_job_runs(ctx: &SessionContext, lake: &Lake) -> Result<(), JobError> 
 
 /// The session a job runs in: every lake table (as [`query::session`] registers them, with
 /// the files' declared sort order), `stations`, `models`, the outputs of the jobs it reads
-/// (`derived_inputs`) and `job_runs`, with the settings of [`tune`].
+/// (`derived_inputs`) and `job_runs`, with the settings of [`tune`], on `runtime` (one
+/// run's chunks share [`query::run_runtime_env`]).
 ///
 /// Why the forecasts' sort order does not make forecast_daily stream: DataFusion keeps a
 /// declared order only for scan partitions whose files provably follow each other (min/max
@@ -88,8 +92,8 @@ fn register_job_runs(ctx: &SessionContext, lake: &Lake) -> Result<(), JobError> 
 /// `PartiallySorted` mode on a compacted lake, measured slower than the hash aggregate
 /// (benches/README.md), so no table declares it ([`register_listing`]) and the job gets its
 /// speed from one scan for both tz_modes and small join build sides instead.
-pub async fn job_session(lake: &Lake, spec: &JobSpec) -> Result<SessionContext, JobError> {
-    let ctx = query::session(lake).await?;
+pub async fn job_session(lake: &Lake, spec: &JobSpec, runtime: Arc<RuntimeEnv>) -> Result<SessionContext, JobError> {
+    let ctx = query::session_on(lake, runtime).await?;
     tune(&ctx);
     for o in &spec.derived_inputs {
         register_output(&ctx, lake, o)?;
@@ -113,7 +117,8 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let lake = Lake::open(&tmp.path().join("lake").display().to_string()).await.unwrap();
         let specs = embedded_specs().unwrap();
-        let ctx = job_session(&lake, find(&specs, "accuracy_pairs").unwrap()).await.unwrap();
+        let runtime = query::runtime_env(&lake).unwrap();
+        let ctx = job_session(&lake, find(&specs, "accuracy_pairs").unwrap(), runtime).await.unwrap();
         let declared = |name: &'static str| {
             let ctx = ctx.clone();
             async move {

@@ -118,6 +118,11 @@ impl Lake {
         }
     }
 
+    /// How long replaced files stay readable after a swap (see [`Lake::open_keeping`]).
+    pub fn keep_replaced(&self) -> Duration {
+        self.keep_replaced
+    }
+
     /// Requests made of the backing store since this lake was opened (by every clone).
     pub fn requests(&self) -> RequestCounts {
         self.counting.counts()

@@ -3,6 +3,7 @@
 //! derived tables), plus the in-memory `stations` and `models` tables.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use datafusion::arrow::array::{ArrayRef, BooleanArray, Float64Array, Int32Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
@@ -46,7 +47,12 @@ pub async fn read_only_plans(ctx: &SessionContext, text: &str) -> Result<Vec<Log
 
 /// A session with every lake table registered.
 pub async fn session(lake: &Lake) -> Result<SessionContext, LakeError> {
-    let ctx = SessionContext::new_with_config_rt(session_config(), runtime_env(lake)?);
+    session_on(lake, runtime_env(lake)?).await
+}
+
+/// [`session`] on a given runtime (a job run's, [`run_runtime_env`]).
+pub async fn session_on(lake: &Lake, runtime: Arc<RuntimeEnv>) -> Result<SessionContext, LakeError> {
+    let ctx = SessionContext::new_with_config_rt(session_config(), runtime);
     for t in TABLES {
         register_listing(&ctx, lake, Listing::lake_table(t))?;
     }
@@ -78,12 +84,37 @@ pub fn session_config() -> SessionConfig {
 /// are, in one cache for every session of the process: a file never changes once
 /// written (names are unique), and entries are checked against size and time anyway.
 pub fn runtime_env(lake: &Lake) -> Result<Arc<RuntimeEnv>, LakeError> {
+    build_runtime(lake, CacheManagerConfig::default().with_list_files_cache_limit(0))
+}
+
+/// The longest a job run reuses a table's listing (see [`run_runtime_env`]).
+pub const RUN_LISTING_REUSE: Duration = Duration::from_secs(60);
+
+/// Memory for a job run's cached listings: 64 MiB, about 300,000 files' metadata.
+const RUN_LISTING_BYTES: usize = 64 << 20;
+
+/// The runtime every chunk of one job run shares: [`runtime_env`]'s, except that a table's
+/// listing is reused for up to [`RUN_LISTING_REUSE`]. A full run computes chunk after chunk
+/// (53 for a year of `forecast_daily`), each filtering a range of days that does not name
+/// the leading partition column, so each listed the whole input table again: on S3, 7 LIST
+/// pages per chunk at 7,000 files. A reused listing may name a file a compaction has
+/// replaced since; the lake keeps such files for its keep time, and the reuse is capped
+/// at half of it (none when the lake deletes replaced files at once).
+pub fn run_runtime_env(lake: &Lake) -> Result<Arc<RuntimeEnv>, LakeError> {
+    let reuse = RUN_LISTING_REUSE.min(lake.keep_replaced() / 2);
+    if reuse.is_zero() {
+        return runtime_env(lake);
+    }
+    let caches = CacheManagerConfig::default()
+        .with_list_files_cache_limit(RUN_LISTING_BYTES)
+        .with_list_files_cache_ttl(Some(reuse));
+    build_runtime(lake, caches)
+}
+
+fn build_runtime(lake: &Lake, caches: CacheManagerConfig) -> Result<Arc<RuntimeEnv>, LakeError> {
     let runtime = RuntimeEnvBuilder::new()
         .with_cache_manager(
-            CacheManagerConfig::default()
-                .with_list_files_cache_limit(0)
-                .with_file_metadata_cache(Some(footer_cache()))
-                .with_metadata_cache_limit(FOOTER_CACHE_BYTES),
+            caches.with_file_metadata_cache(Some(footer_cache())).with_metadata_cache_limit(FOOTER_CACHE_BYTES),
         )
         .build_arc()
         .map_err(|e| LakeError::Config(e.to_string()))?;
@@ -230,6 +261,49 @@ mod tests {
     use datafusion::arrow::array::AsArray;
 
     use super::*;
+
+    /// One job run's chunks list a table once (within the reuse time); a lake that
+    /// deletes replaced files at once gets no reuse, and neither does any other session.
+    #[tokio::test]
+    async fn a_runs_sessions_share_their_listings() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().join("lake").display());
+        let lists = |lake: &Lake, runtime: fn(&Lake) -> Result<Arc<RuntimeEnv>, LakeError>| {
+            let lake = lake.clone();
+            async move {
+                let runtime = runtime(&lake).unwrap();
+                let before = lake.requests().list;
+                for _ in 0..3 {
+                    let ctx = session_on(&lake, Arc::clone(&runtime)).await.unwrap();
+                    ctx.sql("SELECT count(*) FROM forecasts WHERE run_date > '2026-01-01'")
+                        .await
+                        .unwrap()
+                        .collect()
+                        .await
+                        .unwrap();
+                }
+                lake.requests().list - before
+            }
+        };
+        let lake = Lake::open(&url).await.unwrap();
+        // A table with a file (DataFusion caches no empty listing).
+        let run = chrono::DateTime::parse_from_rfc3339("2026-03-07T00:00:00Z").unwrap().to_utc();
+        let row = crate::decode::types::ForecastRow {
+            model: "GFS",
+            location_name: "KNYC".into(),
+            run_time: run,
+            valid_time: run + chrono::Duration::hours(6),
+            forecast_hour: 6,
+            ..Default::default()
+        };
+        lake.write(vec![row]).await.unwrap();
+        let once = lists(&lake, run_runtime_env).await;
+        let every_time = lists(&lake, runtime_env).await;
+        assert!(once > 0, "the first session lists");
+        assert_eq!(every_time, 3 * once, "without reuse each of the three sessions lists");
+        let no_keep = Lake::open_keeping(&url, Duration::ZERO).await.unwrap();
+        assert_eq!(lists(&no_keep, run_runtime_env).await, 3 * once, "nothing kept, nothing reused");
+    }
 
     #[tokio::test]
     async fn models_table_shows_each_models_true_run_labels() {
