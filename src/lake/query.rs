@@ -95,9 +95,9 @@ const RUN_LISTING_BYTES: usize = 64 << 20;
 
 /// The runtime every chunk of one job run shares: [`runtime_env`]'s, except that a table's
 /// listing is reused for up to [`RUN_LISTING_REUSE`]. A full run computes chunk after chunk
-/// (53 for a year of `forecast_daily`), each filtering a range of days that does not name
-/// the leading partition column, so each listed the whole input table again: on S3, 7 LIST
-/// pages per chunk at 7,000 files. A reused listing may name a file a compaction has
+/// (a week each), each filtering a range of days that does not name the leading partition
+/// column, so each listed the whole input table again, page after page on S3
+/// (benches/README.md, "Scale-out"). A reused listing may name a file a compaction has
 /// replaced since; the lake keeps such files for its keep time, and the reuse is capped
 /// at half of it (none when the lake deletes replaced files at once).
 pub fn run_runtime_env(lake: &Lake) -> Result<Arc<RuntimeEnv>, LakeError> {

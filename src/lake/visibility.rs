@@ -94,7 +94,7 @@ impl TxnRecord {
         }
     }
 
-    /// This record in its `committed` state, stamped now.
+    /// Moves this record to `committed`, stamped now.
     pub fn commit(&mut self) {
         self.state = TxnState::Committed;
         self.committed_at = chrono::Utc::now().timestamp();
@@ -212,9 +212,7 @@ impl VisibleStore {
                     Err(e) => return Err(e),
                 }
             }
-            for p in rec.hidden() {
-                delete_if_present(&self.inner, &Path::from(p.as_str())).await?;
-            }
+            delete_all(&self.inner, rec.hidden()).await?;
             self.drop_record(&rec.id).await?;
             match rec.state {
                 TxnState::Committed => done.retired += 1,
@@ -355,6 +353,21 @@ pub async fn delete_if_present(store: &Arc<dyn ObjectStore>, p: &Path) -> Result
 
 /// Records read at once when a listing shows records not cached yet.
 const RECORD_READS: usize = 32;
+
+/// Deletes `paths`, "already gone" counting as done. Through the store's bulk delete: a
+/// full recompute's record names thousands of files, and S3 deletes up to 1,000 keys a
+/// request.
+async fn delete_all(store: &Arc<dyn ObjectStore>, paths: &[String]) -> Result<()> {
+    let locations: Vec<Result<Path>> = paths.iter().map(|p| Ok(Path::from(p.as_str()))).collect();
+    let mut deleted = store.delete_stream(stream::iter(locations).boxed());
+    while let Some(d) = deleted.next().await {
+        match d {
+            Ok(_) | Err(object_store::Error::NotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
 
 /// How often a listing is retried while swaps keep changing the records under it.
 const LIST_ATTEMPTS: usize = 8;
