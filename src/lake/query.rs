@@ -80,7 +80,8 @@ pub fn session_config() -> SessionConfig {
 /// a compaction replaced, nor would it see what another process (an `ingest` next to a
 /// `serve`) wrote. The cache also lists a whole table on a miss, where a query filtering
 /// on the partition columns lists one partition's prefix: on S3 with 100,000 files
-/// that is 100 LIST pages instead of one. So listings are not cached. Parquet footers
+/// that is 100 LIST pages instead of one. So listings are not cached (except across one
+/// job run's chunks, [`run_runtime_env`]). Parquet footers
 /// are, in one cache for every session of the process: a file never changes once
 /// written (names are unique), and entries are checked against size and time anyway.
 pub fn runtime_env(lake: &Lake) -> Result<Arc<RuntimeEnv>, LakeError> {
