@@ -88,6 +88,7 @@ impl Lake {
             }
         }
         let mut stats = CompactStats::default();
+        let mut committed = Vec::new();
         for (dir, mut files) in parts {
             stats.files_before += files.len();
             if files.len() < 2 {
@@ -104,7 +105,8 @@ impl Lake {
             let out = Path::from(dir.as_str()).join(new_file_name());
             let bytes = encode_parquet(table, &merged)?;
             match self.swap(&files, &out, bytes).await {
-                Ok(()) => {
+                Ok(rec) => {
+                    committed.push(rec);
                     stats.partitions += 1;
                     stats.files_after += 1;
                     stats.rows += merged.num_rows();
@@ -116,16 +118,22 @@ impl Lake {
                 Err(e) => return Err(e),
             }
         }
-        // Once per table, not per partition: a listing of `_txn/` each.
-        if stats.partitions > 0 {
+        // The swaps' records, one a partition, become one: each would stay for the keep
+        // time and be read by every listing until then. Once per table, not per partition:
+        // the retirement's listing of `_txn/`.
+        if !committed.is_empty() {
+            if let Err(e) = self.visible().merge_committed(&committed).await {
+                tracing::warn!(table = table.name, error = %e, "compaction records left one a partition");
+            }
             self.retire_replaced().await;
         }
         Ok(stats)
     }
 
-    /// Replaces `old` files by `new` atomically for readers (see module docs), or returns
-    /// [`LakeError::Conflict`] having changed nothing when another writer holds them.
-    async fn swap(&self, old: &[Path], new: &Path, bytes: bytes::Bytes) -> Result<(), LakeError> {
+    /// Replaces `old` files by `new` atomically for readers (see module docs), returning
+    /// the committed record, or returns [`LakeError::Conflict`] having changed nothing when
+    /// another writer holds them.
+    async fn swap(&self, old: &[Path], new: &Path, bytes: bytes::Bytes) -> Result<TxnRecord, LakeError> {
         let vis = self.visible();
         let id = uuid::Uuid::new_v4().simple().to_string();
         let mut claims = Claims::take(vis.inner(), &self.store(), &self.claims_root(), &id, old, &[]).await?;
@@ -134,7 +142,13 @@ impl Lake {
         done
     }
 
-    async fn swap_claimed(&self, id: String, old: &[Path], new: &Path, bytes: bytes::Bytes) -> Result<(), LakeError> {
+    async fn swap_claimed(
+        &self,
+        id: String,
+        old: &[Path],
+        new: &Path,
+        bytes: bytes::Bytes,
+    ) -> Result<TxnRecord, LakeError> {
         let vis = self.visible();
         let mut rec = TxnRecord::writing(id, vec![new.to_string()], old.iter().map(|p| p.to_string()).collect());
         let version = vis.create_record(&rec).await?;
@@ -153,6 +167,6 @@ impl Lake {
             vis.drop_record(&rec.id).await.ok();
             return Err(e.into());
         }
-        Ok(())
+        Ok(rec)
     }
 }

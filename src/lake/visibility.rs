@@ -180,6 +180,28 @@ impl VisibleStore {
         delete_if_present(&self.inner, &self.txn_path(id)).await
     }
 
+    /// Replaces committed records by one that hides the same files, stamped now (so every
+    /// file stays at least the keep time after its own swap): a compaction's swaps, one a
+    /// partition, would otherwise each be listed and read until they retire. The merged
+    /// record is written before the others go, so the files stay hidden throughout; a
+    /// crash in between leaves both, which retire alike.
+    pub async fn merge_committed(&self, recs: &[TxnRecord]) -> Result<()> {
+        if recs.len() < 2 {
+            return Ok(());
+        }
+        let mut merged = TxnRecord::writing(
+            uuid::Uuid::new_v4().simple().to_string(),
+            recs.iter().flat_map(|r| r.add.iter().cloned()).collect(),
+            recs.iter().flat_map(|r| r.remove.iter().cloned()).collect(),
+        );
+        merged.commit();
+        self.create_record(&merged).await?;
+        for r in recs {
+            self.drop_record(&r.id).await?;
+        }
+        Ok(())
+    }
+
     /// Finishes the swaps that are over: committed ones are rolled forward once they are
     /// `keep_replaced` old (the replaced files deleted, then the record; younger ones keep
     /// serving the queries planned before them), and `writing` ones older than
@@ -485,6 +507,33 @@ mod tests {
         assert_eq!(s.recover(keep).await.unwrap().retired, 1);
         assert!(inner.head(&Path::from("t/a.parquet")).await.is_err());
         assert_eq!(names(&s).await, ["t/c.parquet"]);
+    }
+
+    #[tokio::test]
+    async fn merged_records_hide_what_each_hid_until_they_retire() {
+        let inner: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let s = VisibleStore::new(Arc::clone(&inner), Path::from("_txn"));
+        let mut recs = Vec::new();
+        for (i, p) in ["a", "b", "c"].iter().enumerate() {
+            s.put(&Path::from(format!("t/{p}1.parquet")), PutPayload::from_static(b"old")).await.unwrap();
+            s.put(&Path::from(format!("t/{p}2.parquet")), PutPayload::from_static(b"new")).await.unwrap();
+            let mut rec =
+                TxnRecord::writing(format!("m{i}"), vec![format!("t/{p}2.parquet")], vec![format!("t/{p}1.parquet")]);
+            rec.commit();
+            s.put_record(&rec).await.unwrap();
+            recs.push(rec);
+        }
+        let seen = names(&s).await;
+        assert_eq!(seen, ["t/a2.parquet", "t/b2.parquet", "t/c2.parquet"]);
+        s.merge_committed(&recs).await.unwrap();
+        let merged = s.records().await.unwrap();
+        assert_eq!(merged.len(), 1, "{merged:?}");
+        assert_eq!(merged[0].remove.len(), 3);
+        assert_eq!(names(&s).await, seen, "the same files hidden");
+        assert_eq!(s.recover(KEEP_REPLACED).await.unwrap(), Recovered::default(), "kept for the keep time");
+        assert_eq!(s.recover(Duration::ZERO).await.unwrap().retired, 1);
+        let all: Vec<_> = inner.list(Some(&Path::from("t"))).try_collect::<Vec<_>>().await.unwrap();
+        assert_eq!(all.len(), 3, "the old files deleted");
     }
 
     #[tokio::test]
