@@ -181,7 +181,7 @@ pub async fn register(
             RustTable::ModelLeads => model_leads()?,
             RustTable::ObservedExtremes => observed_extremes(ctx, from, to, chrono::Utc::now()).await?,
         };
-        // What the client computes outside the SQL (on a cluster too): `-vv` shows it per chunk.
+        // What the client computes outside the SQL (on a cluster too), per chunk, at debug level.
         tracing::debug!(table = t.name(), %from, %to, elapsed_ms = started.elapsed().as_millis() as u64, "helper table computed");
         ctx.deregister_table(t.name())?;
         ctx.register_table(t.name(), Arc::new(table))?;

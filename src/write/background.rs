@@ -62,13 +62,18 @@ impl LiveService {
                 }
                 svc.hot.prune(svc.clock.now());
                 if compaction.due(Instant::now()) {
+                    let mut compacted = false;
                     for t in crate::lake::schema::TABLES {
-                        if let Err(e) = svc.lake.compact(t).await {
-                            tracing::error!(table = t.name, error = %e, "compaction failed");
+                        match svc.lake.compact(t).await {
+                            Ok(s) => compacted |= s.partitions > 0,
+                            Err(e) => tracing::error!(table = t.name, error = %e, "compaction failed"),
                         }
                     }
-                    // Replaced files past their keep time, also when nothing was compacted.
-                    svc.lake.retire_replaced().await;
+                    // A compaction retires replaced files past their keep time itself; an
+                    // hour without one still must (job publishes replace files too).
+                    if !compacted {
+                        svc.lake.retire_replaced().await;
+                    }
                 }
             }
         })
