@@ -35,6 +35,11 @@ type Labels = Vec<(&'static str, String)>;
     get,
     path = "/metrics",
     tag = "operations",
+    operation_id = "getMetrics",
+    summary = "Admin: the status figures in the Prometheus text format",
+    description = "Admin keys only (Prometheus sends one as a bearer token). The figures of GET /api/v2/status as \
+                   Prometheus text exposition: `wxlake_feed_*` per source, `wxlake_station_*` per station. Scrapes \
+                   count against the key's rate limit.",
     responses(
         (status = 200, description = "Prometheus text exposition: wxlake_feed_* per source, wxlake_station_* per station", body = String, content_type = "text/plain"),
         (status = 403, description = "the key is not an admin key", body = crate::api::error::ErrorBody),
@@ -51,8 +56,8 @@ pub async fn handler(State(state): State<AppState>, Extension(caller): Extension
 pub fn encode(h: &Health) -> Result<String, std::fmt::Error> {
     let counter = Family::<Labels, Counter>::default;
     let gauge = Family::<Labels, Gauge>::default;
-    let (requests, polls, failed, bytes, rows, errors) =
-        (counter(), counter(), counter(), counter(), counter(), counter());
+    let (requests, polls, failed, bytes, rows, duplicates, errors) =
+        (counter(), counter(), counter(), counter(), counter(), counter(), counter());
     let (late, age, down, cadence) = (gauge(), gauge(), gauge(), gauge());
     let last_success = Family::<Labels, Gauge<f64, AtomicU64>>::default();
     let last_error = Family::<Labels, Gauge<f64, AtomicU64>>::default();
@@ -64,6 +69,7 @@ pub fn encode(h: &Health) -> Result<String, std::fmt::Error> {
         failed.get_or_create(&l).inc_by(s.failed_polls);
         bytes.get_or_create(&l).inc_by(s.bytes);
         rows.get_or_create(&l).inc_by(s.rows_stored);
+        duplicates.get_or_create(&l).inc_by(s.rows_duplicate);
         late.get_or_create(&l).set(i64::from(s.late));
         for (kind, n) in &s.errors {
             errors.get_or_create(&vec![("source", s.name.clone()), ("kind", kind.clone())]).inc_by(*n);
@@ -89,7 +95,8 @@ pub fn encode(h: &Health) -> Result<String, std::fmt::Error> {
     r.register("feed_failed_polls", "Polls with at least one failed request", failed);
     r.register("feed_errors", "Failed requests by kind", errors);
     r.register("feed_bytes", "Response body bytes received", bytes);
-    r.register("feed_rows_stored", "Rows the feed handed to the store and it accepted", rows);
+    r.register("feed_rows_stored", "Rows the feed handed to the store, new to the service", rows);
+    r.register("feed_rows_duplicate", "Rows the feed fetched again that the service already held", duplicates);
     r.register("feed_last_success_timestamp_seconds", "End of the last poll with no failed request", last_success);
     r.register("feed_last_error_timestamp_seconds", "When the last request failed", last_error);
     r.register("feed_late", "1 when the source had no successful poll for more than 3 intervals", late);

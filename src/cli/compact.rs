@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use wxlake::lake::schema::{table, TABLES};
+use wxlake::lake::compact::Rewrite;
 use wxlake::lake::Lake;
 
 #[derive(Debug, Args)]
@@ -11,6 +12,11 @@ pub struct CompactArgs {
     /// Only this table (default: every table).
     #[arg(long)]
     pub table: Option<String>,
+    /// Also rewrite single-file partitions whose rows get other keys or hold one natural
+    /// key twice: once after upgrading a lake written before observations were keyed by
+    /// the report's body (the same METAR stored with and without its `METAR` wrapper).
+    #[arg(long)]
+    pub repair: bool,
 }
 
 pub async fn run(lake: Lake, a: CompactArgs) -> anyhow::Result<ExitCode> {
@@ -22,10 +28,11 @@ pub async fn run(lake: Lake, a: CompactArgs) -> anyhow::Result<ExitCode> {
         None => TABLES.to_vec(),
     };
     for t in tables {
-        let s = lake.compact(t).await?;
+        let how = if a.repair { Rewrite::Repair } else { Rewrite::Merge };
+        let s = lake.rewrite(t, how).await?;
         eprintln!(
-            "{}: {} partition(s) merged, files {} -> {}, {} rows rewritten",
-            t.name, s.partitions, s.files_before, s.files_after, s.rows
+            "{}: {} partition(s) rewritten, files {} -> {}, {} rows rewritten, {} duplicate rows dropped",
+            t.name, s.partitions, s.files_before, s.files_after, s.rows, s.duplicates
         );
     }
     Ok(ExitCode::SUCCESS)

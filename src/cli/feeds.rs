@@ -145,7 +145,7 @@ fn list(dir: &Path, cfg: &FeedsConfig) -> anyhow::Result<ExitCode> {
             Some(s) => {
                 let outcome = match &s.last {
                     None => "not polled yet".to_string(),
-                    Some(l) if l.ok => format!("ok: {} accepted, {} not modified", l.accepted, l.not_modified),
+                    Some(l) if l.ok => format!("ok: {} accepted, {} duplicate, {} not modified", l.accepted, l.duplicate, l.not_modified),
                     Some(l) => format!("FAILED: {}", l.errors.first().cloned().unwrap_or_default()),
                 };
                 let t = |t: Option<chrono::DateTime<chrono::Utc>>| t.map(fmt_iso_utc).unwrap_or_else(|| "-".into());
@@ -195,11 +195,12 @@ async fn backfill(lake: Lake, dir: &Path, cfg: &FeedsConfig, a: BackfillArgs) ->
     .await?;
     bar.finish_and_clear();
     eprintln!(
-        "{}: {} unit(s): {} stored now ({} rows), {} done before, {} failed (record: {})",
+        "{}: {} unit(s): {} stored now ({} rows new, {} already stored), {} done before, {} failed (record: {})",
         a.source,
         report.units,
         report.stored,
         report.accepted,
+        report.duplicate,
         report.skipped,
         report.failed.len(),
         log.path().display()

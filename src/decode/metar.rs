@@ -67,6 +67,48 @@ pub fn temperature_fields(m: &Metar) -> Option<Probable> {
     m.temp_whole_c.or_else(|| m.tgroup_temp_c.map(|t| round_half_away(t) as i32)).map(Probable::from_whole_c)
 }
 
+/// What a report says, without how a source wrapped it: its normalised text from the
+/// station id on. Sources disagree on the wrapper (AWC and IEM send `KNYC 270751Z ...`, WMO
+/// collectives and NOAA LCD `METAR KNYC 270751Z ...=`) and on where a correction's `COR`
+/// stands (`METAR COR KNYC 270751Z ...` in WMO form, `KNYC 270751Z COR ...` in US form), so
+/// a leading `COR` is moved after the time group. The observations' natural key hashes
+/// this, so one report is one row whichever source brought it; a correction keeps its
+/// `COR` and stays a report of its own.
+pub fn report_body(raw: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
+    let clean = !raw.ends_with(['=', ' ']) && !raw.starts_with(' ') && !raw.contains("  ");
+    let text: Cow<'_, str> = if clean && !raw.contains(['\t', '\n', '\r']) { Cow::Borrowed(raw) } else { Cow::Owned(normalise(raw)) };
+    let mut rest = text.as_ref();
+    let mut cor = false;
+    loop {
+        let (tok, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+        match tok {
+            "METAR" | "SPECI" => rest = tail,
+            "COR" => {
+                cor = true;
+                rest = tail;
+            }
+            _ => break,
+        }
+    }
+    let mut parts = rest.splitn(3, ' ');
+    let (station, time, tail) = (parts.next().unwrap_or(""), parts.next(), parts.next());
+    let moved = match (cor, time) {
+        (true, Some(time)) if tail.is_none_or(|t| t != "COR" && !t.starts_with("COR ")) => {
+            Some(match tail {
+                Some(tail) => format!("{station} {time} COR {tail}"),
+                None => format!("{station} {time} COR"),
+            })
+        }
+        _ => None,
+    };
+    match (moved, text) {
+        (Some(m), _) => Cow::Owned(m),
+        (None, Cow::Borrowed(t)) => Cow::Borrowed(&t[t.len() - rest.len()..]),
+        (None, Cow::Owned(t)) => Cow::Owned(t[t.len() - rest.len()..].to_string()),
+    }
+}
+
 /// Folds all whitespace runs to single spaces and drops the trailing `=` terminator, so the
 /// stored text is the same whether a report came from a collective or a single-line feed.
 fn normalise(text: &str) -> String {

@@ -12,6 +12,12 @@
 //!   and rain;
 //! - rain cooling and minute-scale sensor noise.
 //!
+//! Nearby stations share their weather: the anomalies, fronts, cloud, rain spells,
+//! pressure and wind of a station are mostly a regional field ([`Region`]: independent
+//! draws on a grid of [`CELL_DEG`]° cells, blended bilinearly at the station's position)
+//! plus a little local noise, so Central Park and LaGuardia (8 km apart) have nearly the
+//! same day while New York and Los Angeles have unrelated ones.
+//!
 //! Each hour's state is a pure function of `(seed, station, hour)` (see [`super::noise`]);
 //! minute values interpolate between hours and add noise keyed by the minute. Nothing is
 //! sequential, so the batch generator, the live feed and the tests agree to the bit.
@@ -34,6 +40,51 @@ const FRONT_SLOT_H: f64 = 96.0;
 const FRONT_NET_H: f64 = 38.537 - 4.653 - 0.35;
 /// Days in the mean year, so the seasonal phase stays fixed over centuries.
 const YEAR_DAYS: f64 = 365.2425;
+/// Side of a cell of the shared weather field, degrees of latitude and longitude (about
+/// 450 km): a synoptic system's scale, so stations a few tens of km apart share nearly
+/// all of it and stations a thousand km apart share little.
+const CELL_DEG: f64 = 4.0;
+/// Correlation of a station's noise fields with its region's: the local part keeps a
+/// trace of microclimate (√(1 − 0.95²) ≈ 0.31 of the unit deviation).
+const SHARED: f64 = 0.95;
+
+/// The four grid cells around a station and their bilinear weights: the regional field at
+/// the station is the weighted sum of the cells' independent draws.
+#[derive(Debug, Clone, Copy)]
+struct Region {
+    keys: [u64; 4],
+    /// Bilinear weights (sum 1): for blending effects such as a front's.
+    linear: [f64; 4],
+    /// The same, scaled so their squares sum to 1: a blend of unit-variance draws keeps
+    /// unit variance everywhere, at a cell's centre as between cells.
+    unit: [f64; 4],
+}
+
+impl Region {
+    fn new(seed: u64, latitude: f64, longitude: f64) -> Self {
+        let (y, x) = (latitude / CELL_DEG, longitude / CELL_DEG);
+        let (y0, x0) = (y.floor(), x.floor());
+        let (fy, fx) = (y - y0, x - x0);
+        let cell = |dy: f64, dx: f64| {
+            let (cy, cx) = ((y0 + dy) as i64, (x0 + dx) as i64);
+            noise::mix(seed ^ noise::mix(0x5245_4749_4f4e ^ ((cy + 1000) * 4096 + cx + 1000) as u64))
+        };
+        let keys = [cell(0.0, 0.0), cell(0.0, 1.0), cell(1.0, 0.0), cell(1.0, 1.0)];
+        let linear = [(1.0 - fy) * (1.0 - fx), (1.0 - fy) * fx, fy * (1.0 - fx), fy * fx];
+        let norm = linear.iter().map(|w| w * w).sum::<f64>().sqrt();
+        Region { keys, linear, unit: linear.map(|w| w / norm) }
+    }
+
+    /// A unit normal draw of the regional field.
+    fn gauss(&self, stream: Stream, index: i64) -> f64 {
+        self.keys.iter().zip(self.unit).map(|(&k, w)| w * noise::gauss(k, stream, index)).sum()
+    }
+
+    /// Smooth unit-variance noise of the regional field.
+    fn smooth(&self, stream: Stream, x: f64) -> f64 {
+        self.keys.iter().zip(self.unit).map(|(&k, w)| w * noise::smooth(k, stream, x)).sum()
+    }
+}
 
 /// Climate normals of one station (°C; `peak_doy` is the warmest day, 0 = 1 January).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -162,6 +213,7 @@ pub struct HourState {
 #[derive(Debug, Clone)]
 pub struct Climate {
     key: u64,
+    region: Region,
     latitude: f64,
     longitude: f64,
     normals: Normals,
@@ -216,6 +268,7 @@ impl Climate {
         };
         Climate {
             key,
+            region: Region::new(seed, station.latitude, station.longitude),
             latitude: station.latitude,
             longitude: station.longitude,
             normals,
@@ -257,6 +310,17 @@ impl Climate {
         self.key
     }
 
+    /// A unit normal draw: mostly the region's, a little the station's own.
+    fn gauss(&self, stream: Stream, index: i64) -> f64 {
+        SHARED * self.region.gauss(stream, index)
+            + (1.0 - SHARED * SHARED).sqrt() * noise::gauss(self.key, stream, index)
+    }
+
+    /// Smooth unit-variance noise: mostly the region's, a little the station's own.
+    fn smooth(&self, stream: Stream, x: f64) -> f64 {
+        SHARED * self.region.smooth(stream, x) + (1.0 - SHARED * SHARED).sqrt() * noise::smooth(self.key, stream, x)
+    }
+
     pub fn normals(&self) -> &Normals {
         &self.normals
     }
@@ -273,7 +337,7 @@ impl Climate {
         let (rain_tips, precip) = self.precipitation(hour, solar, front.near);
 
         let wet_block = self.wet_block(hour);
-        let mut cloud = 0.15 + 0.7 * self.normals.wet + 0.28 * noise::smooth(self.key, Stream::Cloud, x / 6.0);
+        let mut cloud = 0.15 + 0.7 * self.normals.wet + 0.28 * self.smooth(Stream::Cloud, x / 6.0);
         cloud += if wet_block { 0.35 } else { 0.0 } + 0.4 * front.near;
         if precip {
             cloud = cloud.max(0.9);
@@ -283,14 +347,14 @@ impl Climate {
         let sun = (0.35 + 0.65 * day_len / 12.0).clamp(0.4, 1.15);
         let diurnal_c = shape * self.normals.diurnal_range_c / 2.0 * sun * (1.25 - 0.6 * cloud);
         let anomaly = self.sigma_c * (1.0 + 0.25 * winter) * self.synoptic(x)
-            + 0.5 * noise::smooth(self.key, Stream::SubDaily, x / 6.0);
+            + 0.5 * self.smooth(Stream::SubDaily, x / 6.0);
         let rain_cooling = if precip { 1.0 + 0.04 * f64::from(rain_tips.min(40)) } else { 0.0 };
         let temp_c = self.normals.mean_c + self.normals.half_range_c * phase.cos() + anomaly + front.temp_c + diurnal_c
             - rain_cooling;
 
         let mut dep = self.normals.dew_depression_c
             * (1.0 + 0.35 * shape)
-            * (1.0 + 0.3 * noise::smooth(self.key, Stream::Dew, x / 12.0))
+            * (1.0 + 0.3 * self.smooth(Stream::Dew, x / 12.0))
             + 3.0 * front.after;
         if precip {
             dep = 0.3 + 0.7 * noise::unit(self.key, Stream::Dew, hour);
@@ -298,11 +362,11 @@ impl Climate {
         let dep = dep.clamp(0.3, 35.0);
 
         let wind_dir = (self.prevailing_dir
-            + 70.0 * noise::smooth(self.key, Stream::WindDir, x / 10.0)
+            + 70.0 * self.smooth(Stream::WindDir, x / 10.0)
             + 60.0 * front.after * self.latitude.signum())
         .rem_euclid(360.0);
         let wind_kt = (self.base_wind_kt * (0.7 + 0.3 * (shape + 1.0))
-            + 3.0 * noise::smooth(self.key, Stream::WindSpeed, x / 5.0)
+            + 3.0 * self.smooth(Stream::WindSpeed, x / 5.0)
             + 8.0 * front.near)
             .max(0.0);
         let gust_kt = if wind_kt >= 12.0 && noise::unit(self.key, Stream::Gust, hour) < 0.55 {
@@ -311,7 +375,7 @@ impl Climate {
             0.0
         };
         let tide = if self.tropical { 1.2 * (TAU * (solar - 10.0) / 12.0).cos() } else { 0.0 };
-        let slp_hpa = 1015.0 + self.pressure_sd * noise::smooth(self.key, Stream::Pressure, x / 30.0)
+        let slp_hpa = 1015.0 + self.pressure_sd * self.smooth(Stream::Pressure, x / 30.0)
             - 0.9 * self.pressure_sd * front.trough
             + tide;
         let fog = !precip && dep < 1.8 && wind_kt < 7.0 && (2.0..9.0).contains(&solar);
@@ -330,7 +394,7 @@ impl Climate {
             gust_kt,
             slp_hpa,
             front: front.near,
-            unpredictable: noise::smooth(self.key, Stream::Unpredictable, x / 8.0),
+            unpredictable: self.smooth(Stream::Unpredictable, x / 8.0),
         }
     }
 
@@ -393,25 +457,45 @@ impl Climate {
         let mut sum = 0.0;
         let mut w = 1.0;
         for j in 0..AR_TERMS {
-            sum += w * noise::gauss(self.key, Stream::Synoptic, day - j);
+            sum += w * self.gauss(Stream::Synoptic, day - j);
             w *= PHI;
         }
         sum * (1.0 - PHI * PHI).sqrt()
     }
 
-    /// Fronts passing within a few days of `x`.
+    /// Fronts passing within a few days of `x`: each cell of the region has its own,
+    /// blended by the cells' weights, so a front reaches neighbouring stations together.
     fn fronts(&self, x: f64, winter: f64) -> FrontEffect {
         let mut fx = FrontEffect::default();
         if self.front_prob <= 0.0 {
             return fx;
         }
-        let slot = (x / FRONT_SLOT_H).floor() as i64;
-        for s in slot - 2..=slot + 1 {
-            if noise::unit(self.key, Stream::Front, s) >= self.front_prob {
+        for (&key, w) in self.region.keys.iter().zip(self.region.linear) {
+            if w <= 0.0 {
                 continue;
             }
-            let tf = (s as f64 + noise::unit(self.key, Stream::FrontTime, s)) * FRONT_SLOT_H;
-            let drop = self.front_drop_c * (0.5 + noise::unit(self.key, Stream::FrontSize, s)) * (1.0 + 0.3 * winter);
+            let cell = self.cell_fronts(key, x, winter);
+            fx.temp_c += w * cell.temp_c;
+            fx.near += w * cell.near;
+            fx.trough += w * cell.trough;
+            fx.after += w * cell.after;
+        }
+        // Fronts cool more than they warm; add their mean effect back so the normals stay
+        // the normals. Per front the profile integrates to −FRONT_NET_H · drop hours.
+        fx.temp_c += self.front_prob * FRONT_NET_H * self.front_drop_c * (1.0 + 0.3 * winter) / FRONT_SLOT_H;
+        fx
+    }
+
+    /// The fronts of one cell (keyed by `key`) around `x`, with this station's sizes.
+    fn cell_fronts(&self, key: u64, x: f64, winter: f64) -> FrontEffect {
+        let mut fx = FrontEffect::default();
+        let slot = (x / FRONT_SLOT_H).floor() as i64;
+        for s in slot - 2..=slot + 1 {
+            if noise::unit(key, Stream::Front, s) >= self.front_prob {
+                continue;
+            }
+            let tf = (s as f64 + noise::unit(key, Stream::FrontTime, s)) * FRONT_SLOT_H;
+            let drop = self.front_drop_c * (0.5 + noise::unit(key, Stream::FrontSize, s)) * (1.0 + 0.3 * winter);
             let dt = x - tf;
             if dt < 0.0 {
                 fx.temp_c += 0.35 * drop * (-(dt / 15.0).powi(2)).exp();
@@ -422,15 +506,13 @@ impl Climate {
             fx.near = fx.near.max((-(dt / 4.0).powi(2)).exp());
             fx.trough = fx.trough.max((-(dt / 10.0).powi(2)).exp());
         }
-        // Fronts cool more than they warm; add their mean effect back so the normals stay
-        // the normals. Per front the profile integrates to −FRONT_NET_H · drop hours.
-        fx.temp_c += self.front_prob * FRONT_NET_H * self.front_drop_c * (1.0 + 0.3 * winter) / FRONT_SLOT_H;
         fx
     }
 
     /// True when the half-day block containing `hour` is a wet one.
     fn wet_block(&self, hour: i64) -> bool {
-        noise::unit(self.key, Stream::WetBlock, hour.div_euclid(12)) < self.normals.wet
+        // A unit normal above the level it exceeds with probability `wet`.
+        self.gauss(Stream::WetBlock, hour.div_euclid(12)) > upper_quantile(self.normals.wet)
     }
 
     /// Precipitation in `hour`: bucket tips (hundredths of an inch) and whether anything
@@ -445,7 +527,7 @@ impl Climate {
         }
         // Rain falls where a smooth propensity field (3-hour knots) exceeds the level that
         // gives probability `p`: showers and rain spells last hours, not single hours.
-        let propensity = noise::smooth(self.key, Stream::RainHour, hour as f64 / 3.0);
+        let propensity = self.smooth(Stream::RainHour, hour as f64 / 3.0);
         if propensity <= upper_quantile(p.min(0.95)) {
             return (0, false);
         }
@@ -545,6 +627,40 @@ mod tests {
             sum_min += lo;
         }
         (sum_max / 28.0, sum_min / 28.0)
+    }
+
+    /// Daily maxima of the truth (hourly, UTC days) over `days` days from 1 Nov 2026.
+    fn daily_max(code: &str, days: i64) -> Vec<f64> {
+        let c = climate(code);
+        let start = hour_index(Utc.with_ymd_and_hms(2026, 11, 1, 0, 0, 0).unwrap());
+        (0..days).map(|d| (0..24).map(|h| c.hour(start + d * 24 + h).temp_c).fold(f64::MIN, f64::max)).collect()
+    }
+
+    fn correlation(a: &[f64], b: &[f64]) -> f64 {
+        let n = a.len() as f64;
+        let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
+        let cov: f64 = a.iter().zip(b).map(|(x, y)| (x - ma) * (y - mb)).sum();
+        let va: f64 = a.iter().map(|x| (x - ma).powi(2)).sum();
+        let vb: f64 = b.iter().map(|y| (y - mb).powi(2)).sum();
+        cov / (va * vb).sqrt()
+    }
+
+    /// Neighbours share their weather (the pairs a user found 11 °C apart on one day);
+    /// stations a continent apart do not.
+    #[test]
+    fn nearby_stations_have_the_same_day_and_distant_ones_their_own() {
+        // Day-to-day changes: the seasons' common trend left out.
+        let changes = |v: Vec<f64>| v.windows(2).map(|w| w[1] - w[0]).collect::<Vec<f64>>();
+        for (a, b) in [("KNYC", "KLGA"), ("KDAL", "KDFW"), ("LFPB", "LFPO")] {
+            let (x, y) = (daily_max(a, 120), daily_max(b, 120));
+            let worst = x.iter().zip(&y).map(|(p, q)| (p - q).abs()).fold(0.0, f64::max);
+            let r = correlation(&changes(x), &changes(y));
+            assert!(worst < 3.5 && r > 0.85, "{a}/{b}: daily maxima differ by up to {worst:.1} °C, r = {r:.2}");
+        }
+        for (a, b) in [("KNYC", "KLAX"), ("KNYC", "EGLC"), ("KDFW", "KMIA")] {
+            let r = correlation(&changes(daily_max(a, 120)), &changes(daily_max(b, 120)));
+            assert!(r.abs() < 0.4, "{a} and {b} share their weather: r = {r:.2}");
+        }
     }
 
     #[test]

@@ -105,6 +105,13 @@ impl Readings {
         Inserted::New
     }
 
+    /// True when a reading of `kind` at `t` (Unix seconds) is held.
+    pub fn contains(&self, t: i64, kind: ReadingKind) -> bool {
+        let key = (t, kind);
+        let at = self.list.partition_point(|x| x.key() < key);
+        self.list.get(at).is_some_and(|x| x.key() == key)
+    }
+
     /// Readings with `from <= t < to` (Unix seconds).
     pub fn range(&self, from: i64, to: i64) -> &[Reading] {
         let a = self.list.partition_point(|x| x.t < from);

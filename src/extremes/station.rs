@@ -118,6 +118,12 @@ impl StationLive {
         self.latest.as_ref()
     }
 
+    /// True when a one-minute reading of minute `t` is held (a one-minute feed's windows
+    /// overlap, so most of each answer was applied already).
+    pub fn holds_one_minute(&self, t: DateTime<Utc>) -> bool {
+        self.readings.contains(t.timestamp(), ReadingKind::OneMinute)
+    }
+
     /// The trading day (in `logic`'s clock) containing `t`.
     pub fn day_of(&self, logic: Logic, t: DateTime<Utc>) -> NaiveDate {
         local_date(self.tz, logic.clock(), t)

@@ -113,6 +113,8 @@ pub struct BackfillReport {
     pub failed: Vec<(String, String)>,
     pub requests: usize,
     pub accepted: usize,
+    /// Rows the lake held already (a rerun, overlapping units).
+    pub duplicate: usize,
     pub rejected: usize,
 }
 
@@ -142,6 +144,7 @@ pub async fn run(
         let report = archive.fetch(unit, sink).await;
         out.requests += report.requests;
         out.accepted += report.accepted;
+        out.duplicate += report.duplicate;
         out.rejected += report.rejected;
         if report.is_ok() {
             log.mark_done(unit)?;
@@ -199,9 +202,15 @@ impl FeedSink for LakeSink {
                 reasons.join("; ")
             }));
         }
-        let accepted = decoded.records.len();
-        crate::ingest::store(&self.lake, decoded.records).await.map_err(|e| SinkError::Store(e.to_string()))?;
-        Ok(Stored { read: decoded.read, accepted, rejected: decoded.errors.len(), events: 0 })
+        let stats =
+            crate::ingest::store(&self.lake, decoded.records).await.map_err(|e| SinkError::Store(e.to_string()))?;
+        Ok(Stored {
+            read: decoded.read,
+            accepted: stats.stored,
+            duplicate: stats.duplicate,
+            rejected: decoded.errors.len(),
+            events: 0,
+        })
     }
 }
 

@@ -280,10 +280,10 @@ impl OpenMeteo {
                     Ok(Outcome::NotModified) => report.not_modified += 1,
                     Ok(Outcome::Stored { bytes, stored }) => {
                         report.bytes += bytes;
-                        if stored.accepted == 0 {
+                        if stored.held() == 0 {
                             report.empty += 1;
                         }
-                        stored_any |= stored.accepted > 0;
+                        stored_any |= stored.held() > 0;
                         report.add_stored(stored);
                     }
                     Err(e) => {
@@ -325,7 +325,7 @@ impl OpenMeteo {
             match sink.ingest(Format::OpenMeteo, opts, part).await {
                 Ok(stored) => {
                     total += stored;
-                    if let Some(run) = run.filter(|_| stored.accepted > 0) {
+                    if let Some(run) = run.filter(|_| stored.held() > 0) {
                         lock(&self.runs).stored(model.spec.name, station.code.clone(), run);
                     }
                 }
@@ -335,7 +335,7 @@ impl OpenMeteo {
             }
         }
         match first_error {
-            Some(e) if total.accepted == 0 => Err(e.into()),
+            Some(e) if total.held() == 0 => Err(e.into()),
             Some(e) => {
                 tracing::warn!(%url, error = %e, "some locations of the batch stored nothing");
                 Ok(Outcome::Stored { bytes, stored: total })

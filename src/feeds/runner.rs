@@ -299,6 +299,7 @@ impl Feeds {
             tracing::info!(
                 source = name,
                 accepted = report.accepted,
+                duplicate = report.duplicate,
                 rejected = report.rejected,
                 not_modified = report.not_modified,
                 bytes = report.bytes,

@@ -22,13 +22,24 @@ use crate::write::{LiveError, LiveService};
 pub struct Stored {
     /// Records (lines, reports) read from the body.
     pub read: usize,
-    /// Records decoded and taken in (duplicates of stored rows included: the lake's
-    /// natural keys drop them at flush).
+    /// Records new to the service, taken in (forecast rows: every decoded row; the lake's
+    /// natural keys drop stored ones at flush).
     pub accepted: usize,
+    /// Records the service already held (same natural key: overlapping poll windows, a
+    /// restart): nothing stored, nothing streamed.
+    pub duplicate: usize,
     /// Records the decoder refused.
     pub rejected: usize,
     /// Stream events (new high / new low) the body caused.
     pub events: usize,
+}
+
+impl Stored {
+    /// Records the service holds after this body, new or held already: a model run is
+    /// there when this is not zero, whoever stored it first.
+    pub fn held(&self) -> usize {
+        self.accepted + self.duplicate
+    }
 }
 
 /// Sums what the sink did with several bodies.
@@ -36,6 +47,7 @@ impl std::ops::AddAssign for Stored {
     fn add_assign(&mut self, other: Stored) {
         self.read += other.read;
         self.accepted += other.accepted;
+        self.duplicate += other.duplicate;
         self.rejected += other.rejected;
         self.events += other.events;
     }
@@ -83,7 +95,13 @@ pub trait FeedSink: Send + Sync {
 impl FeedSink for Arc<LiveService> {
     async fn ingest(&self, format: Format, opts: IngestOptions, body: Bytes) -> Result<Stored, SinkError> {
         match LiveService::ingest(self, format, opts, body.to_vec()).await {
-            Ok(o) => Ok(Stored { read: o.read, accepted: o.accepted, rejected: o.rejected, events: o.events }),
+            Ok(o) => Ok(Stored {
+                read: o.read,
+                accepted: o.accepted,
+                duplicate: o.duplicate,
+                rejected: o.rejected,
+                events: o.events,
+            }),
             Err(LiveError::Unusable(errors)) => Err(SinkError::Unusable(first_reasons(&errors))),
             Err(e) => Err(SinkError::Store(e.to_string())),
         }
@@ -175,8 +193,13 @@ impl FeedSink for RecordingSink {
         if decoded.records.is_empty() {
             return Err(SinkError::Unusable(first_reasons(&decoded.errors)));
         }
-        let stored =
-            Stored { read: decoded.read, accepted: decoded.records.len(), rejected: decoded.errors.len(), events: 0 };
+        // It keeps no records, so it cannot tell a duplicate: everything decoded counts.
+        let stored = Stored {
+            read: decoded.read,
+            accepted: decoded.records.len(),
+            rejected: decoded.errors.len(),
+            ..Stored::default()
+        };
         if let crate::ingest::Records::Forecasts(rows) = &decoded.records {
             let mut runs = lock(&self.runs);
             runs.extend(rows.iter().map(|r| (r.model.to_string(), r.location_name.to_string(), r.run_time)));

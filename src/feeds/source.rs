@@ -43,9 +43,11 @@ pub struct PollReport {
     pub empty: usize,
     /// Body bytes received.
     pub bytes: usize,
-    /// Records read, accepted and rejected by the sink, and stream events caused.
+    /// Records read, accepted (new), duplicate (already held) and rejected by the sink,
+    /// and stream events caused.
     pub read: usize,
     pub accepted: usize,
+    pub duplicate: usize,
     pub rejected: usize,
     pub events: usize,
     /// The requests that failed.
@@ -55,9 +57,10 @@ pub struct PollReport {
 impl PollReport {
     /// Adds what the sink did with one body.
     pub fn add_stored(&mut self, stored: Stored) {
-        let Stored { read, accepted, rejected, events } = stored;
+        let Stored { read, accepted, duplicate, rejected, events } = stored;
         self.read += read;
         self.accepted += accepted;
+        self.duplicate += duplicate;
         self.rejected += rejected;
         self.events += events;
     }
@@ -70,8 +73,8 @@ impl PollReport {
     /// A one-line account for logs and `feeds list`.
     pub fn summary(&self) -> String {
         let mut s = format!(
-            "{} request(s): {} accepted, {} rejected, {} not modified, {} empty",
-            self.requests, self.accepted, self.rejected, self.not_modified, self.empty
+            "{} request(s): {} accepted, {} duplicate, {} rejected, {} not modified, {} empty",
+            self.requests, self.accepted, self.duplicate, self.rejected, self.not_modified, self.empty
         );
         if let Some(e) = self.errors.first() {
             s.push_str(&format!("; {} failed, first: {e}", self.errors.len()));
@@ -83,12 +86,13 @@ impl PollReport {
 /// Sums the reports of a poll's parts (models, stations, locations) into the poll's.
 impl std::ops::AddAssign for PollReport {
     fn add_assign(&mut self, part: PollReport) {
-        let PollReport { requests, not_modified, empty, bytes, read, accepted, rejected, events, errors } = part;
+        let PollReport { requests, not_modified, empty, bytes, read, accepted, duplicate, rejected, events, errors } =
+            part;
         self.requests += requests;
         self.not_modified += not_modified;
         self.empty += empty;
         self.bytes += bytes;
-        self.add_stored(Stored { read, accepted, rejected, events });
+        self.add_stored(Stored { read, accepted, duplicate, rejected, events });
         self.errors.extend(errors);
     }
 }
@@ -156,7 +160,7 @@ mod tests {
     #[test]
     fn reports_sum_field_by_field_with_their_errors() {
         let mut poll = PollReport { requests: 1, bytes: 10, ..PollReport::default() };
-        poll.add_stored(Stored { read: 3, accepted: 2, rejected: 1, events: 1 });
+        poll.add_stored(Stored { read: 3, accepted: 2, duplicate: 5, rejected: 1, events: 1 });
         let part = PollReport {
             requests: 2,
             not_modified: 1,
@@ -164,13 +168,14 @@ mod tests {
             bytes: 5,
             read: 4,
             accepted: 4,
+            duplicate: 1,
             rejected: 0,
             events: 2,
             errors: vec![FeedError::Malformed { url: "u".into(), reason: "r".into() }],
         };
         poll += part;
         assert_eq!((poll.requests, poll.not_modified, poll.empty, poll.bytes), (3, 1, 1, 15), "{poll:?}");
-        assert_eq!((poll.read, poll.accepted, poll.rejected, poll.events), (7, 6, 1, 3));
+        assert_eq!((poll.read, poll.accepted, poll.duplicate, poll.rejected, poll.events), (7, 6, 6, 1, 3));
         assert_eq!(poll.errors.len(), 1);
     }
 }

@@ -39,10 +39,13 @@ pub struct SourceStatus {
     /// Polls finished, and those with at least one failed request.
     pub polls: u64,
     pub failed_polls: u64,
-    /// Requests made (all outcomes), body bytes received, rows the sink accepted.
+    /// Requests made (all outcomes), body bytes received, rows the sink accepted (new to
+    /// the service) and rows it already held (overlapping windows, restarts).
     pub requests: u64,
     pub bytes: u64,
     pub rows_stored: u64,
+    #[serde(default)]
+    pub rows_duplicate: u64,
     /// Failed requests by kind (`timeout`, `server_error`, `malformed`, ...).
     pub errors: BTreeMap<String, u64>,
     /// When the next poll starts (None once stopped).
@@ -73,6 +76,9 @@ pub struct LastPoll {
     pub ok: bool,
     pub requests: usize,
     pub accepted: usize,
+    /// Rows already held: not stored again, not streamed.
+    #[serde(default)]
+    pub duplicate: usize,
     pub rejected: usize,
     pub not_modified: usize,
     /// `kind: message` of each failed request.
@@ -87,6 +93,7 @@ impl LastPoll {
             ok: report.is_ok(),
             requests: report.requests,
             accepted: report.accepted,
+            duplicate: report.duplicate,
             rejected: report.rejected,
             not_modified: report.not_modified,
             errors: report.errors.iter().map(|e| format!("{}: {e}", e.kind())).collect(),
@@ -106,6 +113,7 @@ impl SourceStatus {
             requests: 0,
             bytes: 0,
             rows_stored: 0,
+            rows_duplicate: 0,
             errors: BTreeMap::new(),
             next_poll: None,
             last_success: None,
@@ -121,6 +129,7 @@ impl SourceStatus {
         self.requests += report.requests as u64;
         self.bytes += report.bytes as u64;
         self.rows_stored += report.accepted as u64;
+        self.rows_duplicate += report.duplicate as u64;
         for e in &report.errors {
             *self.errors.entry(e.kind().to_string()).or_default() += 1;
         }

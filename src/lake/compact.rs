@@ -16,14 +16,15 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{AsArray, RecordBatch, UInt64Array};
 use datafusion::arrow::compute::{concat_batches, lexsort_to_indices, take_record_batch, SortColumn};
-use datafusion::arrow::datatypes::UInt64Type;
+use datafusion::arrow::datatypes::{TimestampMicrosecondType, UInt64Type};
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
 use super::claims::Claims;
-use super::schema::TableDef;
+use super::rows::observation_key;
+use super::schema::{TableDef, OBSERVATIONS};
 use super::visibility::{delete_if_present, TxnRecord, TxnState};
 use super::writer::{encode_parquet, new_file_name};
 use super::{Lake, LakeError};
@@ -35,6 +36,18 @@ pub struct CompactStats {
     pub files_before: usize,
     pub files_after: usize,
     pub rows: usize,
+    /// Rows dropped as a second copy of a natural key (see [`rekey`]).
+    pub duplicates: usize,
+}
+
+/// Which partitions a compaction rewrites.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rewrite {
+    /// Those with more than one file (the hourly compaction, `wxlake compact`).
+    Merge,
+    /// Also single-file partitions whose rows get other keys or hold one natural key twice
+    /// (`wxlake compact --repair`: a lake written before a natural key changed meaning).
+    Repair,
 }
 
 /// Reads every batch of one Parquet file, adapted to the table's current schema.
@@ -59,7 +72,34 @@ pub fn sort_batch(table: &TableDef, batch: &RecordBatch) -> Result<RecordBatch, 
     Ok(take_record_batch(batch, &idx)?)
 }
 
-/// Drops rows whose row_key was already seen (only possible after concurrent writers).
+/// Recomputes the `row_key` column where a table's natural key changed meaning after rows
+/// were stored: observations are keyed by the report's body, not by the source's wrapper
+/// (`METAR KNYC ...` and `KNYC ...` were two rows before). Other tables are returned as
+/// they are. True in the second field when some key changed.
+pub fn rekey(table: &TableDef, batch: &RecordBatch) -> Result<(RecordBatch, bool), LakeError> {
+    if table.name != OBSERVATIONS.name || batch.num_rows() == 0 {
+        return Ok((batch.clone(), false));
+    }
+    let col = |name: &str| batch.schema().index_of(name).map(|i| Arc::clone(batch.column(i)));
+    let (station, time, kind, raw, keys) =
+        (col("station_code")?, col("observation_time")?, col("report_type")?, col("raw")?, col("row_key")?);
+    let (station, kind, raw) = (station.as_string::<i32>(), kind.as_string::<i32>(), raw.as_string::<i32>());
+    let time = time.as_primitive::<TimestampMicrosecondType>();
+    let old = keys.as_primitive::<UInt64Type>();
+    let new: UInt64Array = (0..batch.num_rows())
+        .map(|i| observation_key(station.value(i), time.value(i), kind.value(i), raw.value(i)))
+        .collect::<Vec<u64>>()
+        .into();
+    if new.values() == old.values() {
+        return Ok((batch.clone(), false));
+    }
+    let mut cols = batch.columns().to_vec();
+    cols[batch.schema().index_of("row_key")?] = Arc::new(new);
+    Ok((RecordBatch::try_new(batch.schema(), cols)?, true))
+}
+
+/// Drops rows whose row_key was already seen (concurrent writers, or keys recomputed by
+/// [`rekey`]); the first occurrence, in file order, is kept.
 fn dedup(batch: &RecordBatch) -> Result<RecordBatch, LakeError> {
     let Ok(i) = batch.schema().index_of("row_key") else { return Ok(batch.clone()) };
     let keys = batch.column(i).as_primitive::<UInt64Type>();
@@ -74,6 +114,12 @@ fn dedup(batch: &RecordBatch) -> Result<RecordBatch, LakeError> {
 impl Lake {
     /// Merges every partition of `table` that has more than one file.
     pub async fn compact(&self, table: &TableDef) -> Result<CompactStats, LakeError> {
+        self.rewrite(table, Rewrite::Merge).await
+    }
+
+    /// Rewrites the partitions of `table` that `how` selects: merged, keys recomputed
+    /// ([`rekey`]), one row per natural key, sorted.
+    pub async fn rewrite(&self, table: &TableDef, how: Rewrite) -> Result<CompactStats, LakeError> {
         let _guard = self.lock_writes().await;
         let store = self.store();
         let root = self.table_path(table.name);
@@ -91,7 +137,7 @@ impl Lake {
         let mut committed = Vec::new();
         for (dir, mut files) in parts {
             stats.files_before += files.len();
-            if files.len() < 2 {
+            if files.len() < 2 && how == Rewrite::Merge {
                 stats.files_after += files.len();
                 continue;
             }
@@ -101,7 +147,15 @@ impl Lake {
                 batches.extend(read_file(&store, f).await?);
             }
             let merged = concat_batches(&table.file_schema(), &batches)?;
-            let merged = sort_batch(table, &dedup(&merged)?)?;
+            let (merged, rekeyed) = rekey(table, &merged)?;
+            let unique = dedup(&merged)?;
+            let dropped = merged.num_rows() - unique.num_rows();
+            if files.len() < 2 && dropped == 0 && !rekeyed {
+                // A repair with nothing to repair here.
+                stats.files_after += files.len();
+                continue;
+            }
+            let merged = sort_batch(table, &unique)?;
             let out = Path::from(dir.as_str()).join(new_file_name());
             let bytes = encode_parquet(table, &merged)?;
             match self.swap(&files, &out, bytes).await {
@@ -110,6 +164,7 @@ impl Lake {
                     stats.partitions += 1;
                     stats.files_after += 1;
                     stats.rows += merged.num_rows();
+                    stats.duplicates += dropped;
                 }
                 Err(LakeError::Conflict(why)) => {
                     tracing::info!(partition = %dir, %why, "left to the writer compacting it");

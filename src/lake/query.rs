@@ -114,6 +114,7 @@ pub fn run_runtime_env(lake: &Lake) -> Result<Arc<RuntimeEnv>, LakeError> {
 
 fn build_runtime(lake: &Lake, caches: CacheManagerConfig) -> Result<Arc<RuntimeEnv>, LakeError> {
     let runtime = RuntimeEnvBuilder::new()
+        .with_object_store_registry(Arc::new(super::store::LakeStores::default()))
         .with_cache_manager(
             caches.with_file_metadata_cache(Some(footer_cache())).with_metadata_cache_limit(FOOTER_CACHE_BYTES),
         )

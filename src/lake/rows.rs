@@ -13,7 +13,7 @@ use datafusion::arrow::error::ArrowError;
 
 use super::schema::{KeyHasher, TableDef, FORECASTS, NWS_HOURLY, OBSERVATIONS, ONEMIN, REPORTS};
 use crate::catalog::{standard_offset, Catalog};
-use crate::decode::metar::temperature_fields;
+use crate::decode::metar::{report_body, temperature_fields};
 use crate::decode::swar::load_le;
 use crate::decode::types::{DailyReport, ForecastRow, Metar, NwsHourlyPeriod, OneMinute};
 use crate::time::{DateMemo, DayClock};
@@ -139,7 +139,7 @@ impl LakeRecord for Metar {
         utc_day(self.time)
     }
     fn row_key(&self) -> u64 {
-        KeyHasher::default().str(&self.station).i64(micros(self.time)).str(report_type(self)).str(&self.raw).finish()
+        observation_key(&self.station, micros(self.time), report_type(self), &self.raw)
     }
     type SortKey<'a> = (&'a str, DateTime<Utc>, &'static str, &'a str);
     fn sort_key(&self) -> Self::SortKey<'_> {
@@ -260,6 +260,14 @@ impl LakeRecord for Metar {
 }
 
 /// The stored report type; a report with no keyword is a routine METAR.
+/// The `row_key` of an observation: station, time (µs), report type and the report's body,
+/// not its raw text, so one report is one row whichever source wrapped it (a body without
+/// wrapper hashes exactly as the raw text did before, so such stored keys stay valid;
+/// compaction recomputes the others, see `lake::compact`).
+pub fn observation_key(station: &str, time_micros: i64, report_type: &str, raw: &str) -> u64 {
+    KeyHasher::default().str(station).i64(time_micros).str(report_type).str(&report_body(raw)).finish()
+}
+
 pub fn report_type(m: &Metar) -> &'static str {
     m.kind.map(|k| k.as_str()).unwrap_or("METAR")
 }

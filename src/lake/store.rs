@@ -84,23 +84,60 @@ pub struct OpenedStore {
 pub fn open_store(loc: &LakeLocation) -> Result<OpenedStore, LakeError> {
     let inner: Arc<dyn ObjectStore> = match loc.base_url.scheme() {
         "file" => Arc::new(LocalFileSystem::new()),
-        "s3" => {
-            let bucket = loc.base_url.host_str().unwrap_or_default();
-            let retry = RetryConfig { max_retries: S3_RETRIES, retry_timeout: S3_RETRY_TIMEOUT, ..Default::default() };
-            Arc::new(
-                AmazonS3Builder::from_env()
-                    .with_bucket_name(bucket)
-                    .with_retry(retry)
-                    .build()
-                    .map_err(|e| LakeError::Config(format!("s3 store for bucket '{bucket}': {e}")))?,
-            )
-        }
+        "s3" => s3_store(loc.base_url.host_str().unwrap_or_default())?,
         other => return Err(LakeError::Config(format!("unsupported scheme {other}"))),
     };
     let counting = Arc::new(CountingStore::new(inner));
     let visible =
         Arc::new(VisibleStore::new(Arc::clone(&counting) as Arc<dyn ObjectStore>, loc.root.clone().join("_txn")));
     Ok(OpenedStore { visible, counting })
+}
+
+/// The raw store of one S3 bucket, configured by the `AWS_*` environment (module docs).
+pub fn s3_store(bucket: &str) -> Result<Arc<dyn ObjectStore>, LakeError> {
+    let retry = RetryConfig { max_retries: S3_RETRIES, retry_timeout: S3_RETRY_TIMEOUT, ..Default::default() };
+    let store = AmazonS3Builder::from_env()
+        .with_bucket_name(bucket)
+        .with_retry(retry)
+        .build()
+        .map_err(|e| LakeError::Config(format!("s3 store for bucket '{bucket}': {e}")))?;
+    Ok(Arc::new(store))
+}
+
+/// The object stores a query's files are read through: the lake's own (registered at its
+/// URL by `query::runtime_env`) and, for an `s3://` bucket a plan names that this process
+/// did not open, a store for that bucket built from the `AWS_*` environment as the lake's
+/// own is. A cluster executor started without `--lake` (or with another lake) runs plans
+/// whose files the scheduler listed in an S3 lake: it reads them by name, so the raw
+/// bucket store serves (hiding uncommitted files is the listing's business, done by the
+/// scheduler), where DataFusion's default registry failed every task with "No suitable
+/// object store found".
+#[derive(Debug, Default)]
+pub struct LakeStores {
+    known: datafusion::execution::object_store::DefaultObjectStoreRegistry,
+}
+
+impl datafusion::execution::object_store::ObjectStoreRegistry for LakeStores {
+    fn register_store(&self, url: &Url, store: Arc<dyn ObjectStore>) -> Option<Arc<dyn ObjectStore>> {
+        self.known.register_store(url, store)
+    }
+
+    fn deregister_store(&self, url: &Url) -> datafusion::error::Result<Arc<dyn ObjectStore>> {
+        self.known.deregister_store(url)
+    }
+
+    fn get_store(&self, url: &Url) -> datafusion::error::Result<Arc<dyn ObjectStore>> {
+        let known = self.known.get_store(url);
+        match (known, url.scheme(), url.host_str()) {
+            (Err(_), "s3", Some(bucket)) => {
+                let store = s3_store(bucket).map_err(|e| datafusion::error::DataFusionError::External(e.into()))?;
+                tracing::info!(bucket, endpoint = %s3_endpoint(), "reading a bucket this process did not open");
+                self.known.register_store(url, Arc::clone(&store));
+                Ok(store)
+            }
+            (known, _, _) => known,
+        }
+    }
 }
 
 /// The S3 endpoint the environment names (for messages), or AWS's own.
@@ -159,6 +196,25 @@ pub fn dir_url(loc: &LakeLocation, path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A bucket no one registered is opened from the environment (an executor started
+    /// without the client's `--lake`); the lake's own registration wins; other schemes
+    /// still fail with DataFusion's message.
+    #[test]
+    fn a_plans_unopened_bucket_is_read_through_the_environments_s3() {
+        use datafusion::execution::object_store::ObjectStoreRegistry;
+        let stores = LakeStores::default();
+        let url = Url::parse("s3://bucket-nobody-opened/lake/observations/").unwrap();
+        let store = stores.get_store(&url).expect("built from AWS_*");
+        assert!(store.to_string().contains("bucket-nobody-opened"), "{store}");
+        let own: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+        stores.register_store(&Url::parse("s3://mine").unwrap(), Arc::clone(&own));
+        let got = stores.get_store(&Url::parse("s3://mine/x").unwrap()).unwrap();
+        assert!(Arc::ptr_eq(&got, &own));
+        assert!(stores.get_store(&Url::parse("file:///tmp").unwrap()).is_ok());
+        let e = stores.get_store(&Url::parse("gs://other/x").unwrap()).unwrap_err().to_string();
+        assert!(e.contains("No suitable object store"), "{e}");
+    }
 
     #[test]
     fn parses_locations() {

@@ -64,6 +64,28 @@ pub enum Applied {
     },
 }
 
+/// What the hot state did with one record.
+#[derive(Debug, Clone)]
+pub enum Take {
+    /// New to the service: applied, with what it changed (the stream sends it).
+    New(Applied),
+    /// Already held (same natural key): nothing changed, nothing is sent, and an ingest
+    /// counts it as a duplicate rather than as accepted.
+    Held,
+    /// A station outside the catalog: not kept in memory (the lake still stores it).
+    Outside,
+}
+
+impl Take {
+    /// The applied record, when the hot state took a new one.
+    pub fn applied(self) -> Option<Applied> {
+        match self {
+            Take::New(a) => Some(a),
+            Take::Held | Take::Outside => None,
+        }
+    }
+}
+
 /// Whether an apply also captures the state its stream payload needs.
 #[derive(Debug, Clone, Copy)]
 pub enum Snapshot {
@@ -118,38 +140,69 @@ impl HotState {
         Some(f(&mut guard))
     }
 
-    /// Applies one observation; `None` when the station is not in the catalog.
-    pub fn apply_metar(&self, m: &Metar, snapshot: Snapshot) -> Option<Applied> {
+    /// Applies one observation, unless the station's state already holds it (same natural
+    /// key: a feed's overlapping windows and every restart bring reports back).
+    pub fn apply_metar(&self, m: &Metar, snapshot: Snapshot) -> Take {
+        let key = (m.time, m.row_key());
         self.write(&m.station, |h| {
+            if h.recent.contains_key(&key) {
+                return Take::Held;
+            }
             let events = h.live.apply(LiveInput::Metar(m));
-            h.recent.insert((m.time, m.row_key()), m.clone());
+            h.recent.insert(key, m.clone());
             let after = match snapshot {
                 Snapshot::Skip => None,
                 Snapshot::At(now) => {
                     Some(Box::new([Logic::Nws, Logic::Wu].map(|l| h.live.extremes(l, h.live.day_of(l, m.time), now))))
                 }
             };
-            Applied::Observation { station: m.station.clone(), metar: m.clone(), events, after }
+            Take::New(Applied::Observation { station: m.station.clone(), metar: m.clone(), events, after })
         })
+        .unwrap_or(Take::Outside)
     }
 
-    pub fn apply_onemin(&self, o: &OneMinute) -> Option<Applied> {
-        self.write(&o.station, |h| Applied::OneMinute {
-            station: o.station.clone(),
-            events: h.live.apply(LiveInput::OneMinute(o)),
-        })
-    }
-
-    pub fn apply_report(&self, r: &DailyReport, snapshot: Snapshot) -> Option<Applied> {
-        self.write(&r.station, |h| {
-            let events = h.live.apply(LiveInput::Report(r));
-            if !h.reports.iter().any(|x| x.raw == r.raw && x.kind == r.kind && x.date == r.date) {
-                h.reports.push(r.clone());
-                h.reports.sort_by_key(|x| (x.date, x.issued_at, x.is_final));
+    /// Applies one one-minute reading, unless one for that minute is already held.
+    pub fn apply_onemin(&self, o: &OneMinute) -> Take {
+        self.write(&o.station, |h| {
+            if h.live.holds_one_minute(o.time) {
+                return Take::Held;
             }
-            let anomaly = matches!(snapshot, Snapshot::At(_)).then(|| h.live.report_anomaly(r));
-            Applied::Report { station: r.station.clone(), report: r.clone(), events, anomaly }
+            Take::New(Applied::OneMinute { station: o.station.clone(), events: h.live.apply(LiveInput::OneMinute(o)) })
         })
+        .unwrap_or(Take::Outside)
+    }
+
+    /// Applies one daily report, unless the same product (kind, day, text) is already held:
+    /// a correction or a final report differs in its text and is a report of its own.
+    pub fn apply_report(&self, r: &DailyReport, snapshot: Snapshot) -> Take {
+        self.write(&r.station, |h| {
+            if h.reports.iter().any(|x| x.raw == r.raw && x.kind == r.kind && x.date == r.date) {
+                return Take::Held;
+            }
+            let events = h.live.apply(LiveInput::Report(r));
+            h.reports.push(r.clone());
+            h.reports.sort_by_key(|x| (x.date, x.issued_at, x.is_final));
+            let anomaly = matches!(snapshot, Snapshot::At(_)).then(|| h.live.report_anomaly(r));
+            Take::New(Applied::Report { station: r.station.clone(), report: r.clone(), events, anomaly })
+        })
+        .unwrap_or(Take::Outside)
+    }
+
+    /// True when `m` is already held (the natural key of its station's recent reports):
+    /// an ingest made only of held records has nothing to log or stream.
+    pub fn holds_metar(&self, m: &Metar) -> bool {
+        self.read(&m.station, |h| h.recent.contains_key(&(m.time, m.row_key()))).unwrap_or(false)
+    }
+
+    /// True when a one-minute reading of that station and minute is already held.
+    pub fn holds_onemin(&self, o: &OneMinute) -> bool {
+        self.read(&o.station, |h| h.live.holds_one_minute(o.time)).unwrap_or(false)
+    }
+
+    /// True when the same daily report (kind, day, text) is already held.
+    pub fn holds_report(&self, r: &DailyReport) -> bool {
+        self.read(&r.station, |h| h.reports.iter().any(|x| x.raw == r.raw && x.kind == r.kind && x.date == r.date))
+            .unwrap_or(false)
     }
 
     /// Drops what is older than the hot horizon (observations) or a few days (extremes).

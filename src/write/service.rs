@@ -11,7 +11,7 @@ use chrono::{DateTime, Duration, Utc};
 use thiserror::Error;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use super::hot::{Applied, HotState, Snapshot};
+use super::hot::{Applied, HotState, Snapshot, Take};
 use super::wal::{Wal, WalEntry, WalError};
 use crate::clock::Clock;
 use crate::decode::types::LineError;
@@ -43,15 +43,44 @@ pub struct Notice {
 /// What an acknowledged live ingest did.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct LiveOutcome {
-    /// WAL sequence number: the input is durable.
-    pub seq: u64,
+    /// WAL sequence number: the input is durable. `None` when every record was already
+    /// held (nothing new to log).
+    pub seq: Option<u64>,
     pub read: usize,
+    /// Records new to the service (for forecasts: every decoded row; the lake's natural
+    /// keys drop stored ones at flush).
     pub accepted: usize,
+    /// Records the service already held (same natural key): no event, not stored again.
+    pub duplicate: usize,
     pub rejected: usize,
     /// The first rejected lines with reasons.
     pub errors: Vec<LineError>,
     /// New-high / new-low events the input caused.
     pub events: usize,
+}
+
+/// What the hot state took of one input: the new records' changes (for the stream) and
+/// the counts an ingest reports.
+#[derive(Debug, Default)]
+struct Taken {
+    applied: Vec<Applied>,
+    accepted: usize,
+    duplicate: usize,
+    events: usize,
+}
+
+impl Taken {
+    fn add(&mut self, take: Take) {
+        match take {
+            Take::New(a) => {
+                self.applied.push(a);
+                self.accepted += 1;
+            }
+            // Outside the catalog: stored in the lake (its natural key decides), not held.
+            Take::Outside => self.accepted += 1,
+            Take::Held => self.duplicate += 1,
+        }
+    }
 }
 
 /// The live service shared by the API handlers and the background tasks.
@@ -144,7 +173,7 @@ impl LiveService {
         // acknowledged them.
         for e in entries {
             let decoded = decode_entry(&e);
-            svc.hot_apply(&decoded.records, Snapshot::Skip);
+            drop(svc.hot_apply(&decoded.records, Snapshot::Skip));
             svc.pending_lock().insert(e.seq, Arc::new(e));
         }
         tracing::info!(loaded, replayed, "hot state rebuilt");
@@ -263,6 +292,20 @@ impl LiveService {
         bytes: Vec<u8>,
         decoded: DecodedInput,
     ) -> Result<LiveOutcome, LiveError> {
+        // Held records were acknowledged before (or loaded from the lake): an input of
+        // nothing else is answered without a WAL record, a flush or an event. A record
+        // that races in twice is caught below, under the station's lock.
+        if self.all_held(&decoded.records) {
+            return Ok(LiveOutcome {
+                seq: None,
+                read: decoded.read,
+                accepted: 0,
+                duplicate: decoded.records.len(),
+                rejected: decoded.errors.len(),
+                errors: decoded.errors.into_iter().take(20).collect(),
+                events: 0,
+            });
+        }
         let payload = bytes.clone();
         let seq = self.wal.append_async(format.as_str().to_string(), opts_json.clone(), payload).await?;
         let entry = WalEntry {
@@ -276,26 +319,26 @@ impl LiveService {
         if matches!(decoded.records, Records::Forecasts(_)) {
             self.flush_soon.notify_one();
         }
-        let accepted = decoded.records.len();
-        let events = self.apply(&decoded.records).await;
+        let taken = self.apply(&decoded.records).await;
         Ok(LiveOutcome {
-            seq,
+            seq: Some(seq),
             read: decoded.read,
-            accepted,
+            accepted: taken.accepted,
+            duplicate: taken.duplicate,
             rejected: decoded.errors.len(),
             errors: decoded.errors.into_iter().take(20).collect(),
-            events,
+            events: taken.events,
         })
     }
 
-    /// Applies records to the hot state and hands them to the stream publisher, if one is
-    /// attached (waiting while its inbox is full); returns the number of new-high/new-low
-    /// events.
-    async fn apply(&self, records: &Records) -> usize {
+    /// Applies records to the hot state and hands the new ones to the stream publisher, if
+    /// one is attached (waiting while its inbox is full); returns what the hot state took.
+    async fn apply(&self, records: &Records) -> Taken {
         let mut notices = self.notices.lock().await;
         let snapshot = if notices.is_some() { Snapshot::At(self.clock.now()) } else { Snapshot::Skip };
-        let applied = self.hot_apply(records, snapshot);
-        let events = applied.iter().map(Applied::event_count).sum();
+        let mut taken = self.hot_apply(records, snapshot);
+        taken.events = taken.applied.iter().map(Applied::event_count).sum();
+        let applied = std::mem::take(&mut taken.applied);
         let mut logged = None;
         if let Some(tx) = notices.as_ref() {
             let last = applied.len().saturating_sub(1);
@@ -315,19 +358,32 @@ impl LiveService {
             // An error means the publisher went away: there is nothing left to wait for.
             let _ = wait.await;
         }
-        events
+        taken
     }
 
-    /// Applies records to the hot state; returns what each changed.
-    fn hot_apply(&self, records: &Records, snapshot: Snapshot) -> Vec<Applied> {
-        let mut applied = Vec::new();
+    /// Applies records to the hot state; returns what each new one changed and how many
+    /// were new and already held.
+    fn hot_apply(&self, records: &Records, snapshot: Snapshot) -> Taken {
+        let mut taken = Taken::default();
         match records {
-            Records::Observations(v) => applied.extend(v.iter().filter_map(|m| self.hot.apply_metar(m, snapshot))),
-            Records::OneMinute(v) => applied.extend(v.iter().filter_map(|o| self.hot.apply_onemin(o))),
-            Records::Reports(v) => applied.extend(v.iter().filter_map(|r| self.hot.apply_report(r, snapshot))),
-            Records::Forecasts(_) | Records::NwsHourly(_) => {}
+            Records::Observations(v) => v.iter().for_each(|m| taken.add(self.hot.apply_metar(m, snapshot))),
+            Records::OneMinute(v) => v.iter().for_each(|o| taken.add(self.hot.apply_onemin(o))),
+            Records::Reports(v) => v.iter().for_each(|r| taken.add(self.hot.apply_report(r, snapshot))),
+            // Not in the hot state: the lake's natural keys drop a stored row at flush.
+            Records::Forecasts(_) | Records::NwsHourly(_) => taken.accepted = records.len(),
         }
-        applied
+        taken
+    }
+
+    /// True when every record is already held by the hot state: such an input adds
+    /// nothing, so it is neither logged nor streamed. Forecasts are never held here.
+    fn all_held(&self, records: &Records) -> bool {
+        match records {
+            Records::Observations(v) => v.iter().all(|m| self.hot.holds_metar(m)),
+            Records::OneMinute(v) => v.iter().all(|o| self.hot.holds_onemin(o)),
+            Records::Reports(v) => v.iter().all(|r| self.hot.holds_report(r)),
+            Records::Forecasts(_) | Records::NwsHourly(_) => false,
+        }
     }
 
     /// Writes everything pending to the lake (one write per table, so a flush adds at most

@@ -52,8 +52,22 @@ impl Cluster {
     /// The same on any lake: `lake` gives the binary with `--lake` and the environment
     /// that reaches it (an S3 lake's `AWS_*`), for the scheduler and every executor.
     pub(crate) fn start_on(lake: &dyn Fn() -> Command, work: &Path, executors: usize) -> Cluster {
-        let (scheduler, url) = start_scheduler(lake);
-        let executors = (0..executors).map(|i| start_executor(lake, &url, &work.join(format!("e{i}")))).collect();
+        Cluster::start_split(lake, &vec![lake; executors], work)
+    }
+
+    /// A scheduler started by `scheduler` and one executor per command of `executors`
+    /// (each can reach the lake its own way).
+    pub(crate) fn start_split(
+        scheduler: &dyn Fn() -> Command,
+        executors: &[&dyn Fn() -> Command],
+        work: &Path,
+    ) -> Cluster {
+        let (scheduler, url) = start_scheduler(scheduler);
+        let executors = executors
+            .iter()
+            .enumerate()
+            .map(|(i, lake)| start_executor(*lake, &url, &work.join(format!("e{i}"))))
+            .collect();
         Cluster { url, executors, _scheduler: scheduler }
     }
 }

@@ -38,6 +38,9 @@ enum Reply {
     /// The real JSON with a Last-Modified and no ETag, as a static file server or a CDN
     /// answers; 304 when the request's If-Modified-Since is that date.
     LastModified(&'static str),
+    /// The real reports of the requested stations observed within `[from, to)` hours
+    /// after 03:00Z, no validators: AWC's `hours=` lookback window as it slides.
+    Window(i64, i64),
 }
 
 /// One request the fixture server saw.
@@ -112,6 +115,15 @@ async fn metar(
             (StatusCode::from_u16(s).unwrap(), [("retry-after", after)], "slow down").into_response()
         }
         Reply::Raw(ct, body) => ([("content-type", ct)], body).into_response(),
+        Reply::Window(from, to) => {
+            let all: Vec<serde_json::Value> = serde_json::from_str(&data_for(&ids)).unwrap();
+            let base = Utc.with_ymd_and_hms(2026, 9, 25, 3, 0, 0).unwrap().timestamp();
+            let inside: Vec<&serde_json::Value> = all
+                .iter()
+                .filter(|r| (base + from * 3600..base + to * 3600).contains(&r["obsTime"].as_i64().unwrap()))
+                .collect();
+            ([("content-type", "application/json")], serde_json::to_string(&inside).unwrap()).into_response()
+        }
         Reply::LastModified(date) => {
             if header("if-modified-since").as_deref() == Some(date) {
                 return StatusCode::NOT_MODIFIED.into_response();
@@ -603,4 +615,96 @@ async fn serve_runs_the_feeds_its_config_file_enables() {
         &["sql", "SELECT station_code, count(*) AS n FROM observations GROUP BY 1 ORDER BY 1", "--format", "csv"],
     );
     assert_eq!(support::stdout(&o), "station_code,n\nKAUS,3\nKMDW,3\nKNYC,3\n", "{}", support::stderr(&o));
+}
+
+/// The live service and its stream publisher over one directory, as `serve` has them.
+struct Run {
+    live: Arc<LiveService>,
+    log: Arc<wxlake::stream::EventLog>,
+}
+
+impl Run {
+    async fn open(dir: &std::path::Path, lake: &wxlake::lake::Lake, now: chrono::DateTime<Utc>) -> Run {
+        let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(now));
+        let live = Arc::new(LiveService::open(lake.clone(), &dir.join("state"), clock).await.unwrap());
+        let log = Arc::new(wxlake::stream::EventLog::open(&dir.join("events"), chrono::Duration::hours(24)).unwrap());
+        wxlake::api::stream_bridge::spawn_publisher(Arc::clone(&live), Arc::clone(&log), wxlake::stream::Hub::new(64))
+            .await;
+        Run { live, log }
+    }
+
+    /// The `observation` events logged so far: (station, observation time).
+    fn observations(&self) -> Vec<(String, String)> {
+        let stations: std::collections::HashSet<String> = ["KNYC", "KMDW", "KAUS"].map(String::from).into();
+        match self.log.replay_after("0", &stations) {
+            wxlake::stream::Replay::Events { events, .. } => events
+                .iter()
+                .filter(|e| &*e.name == "observation")
+                .map(|e| {
+                    let d: serde_json::Value = e.data().unwrap();
+                    (d["station_code"].as_str().unwrap().to_string(), d["observation_time_utc"].as_str().unwrap().to_string())
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Waits (at most 5 s) until `n` observation events are logged; then a moment more, so
+    /// an extra one would show.
+    async fn settle(&self, n: usize) -> Vec<(String, String)> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.observations().len() < n && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        self.observations()
+    }
+
+    async fn stop(self) {
+        self.live.detach_publisher().await;
+        // The publisher ends once its inbox closes and lets go of the service (and its WAL).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Arc::strong_count(&self.live) > 1 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+/// AWC's lookback window slides over the real answer's nine reports: ten polls whose
+/// windows overlap, flushed in the middle and restarted after the fifth, stream exactly one
+/// `observation` event per distinct report; every poll after a report's first counts it as
+/// a duplicate, not as accepted, and the lake holds it once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overlapping_polls_and_a_restart_stream_each_report_once() {
+    let script = Arc::new(Script::default());
+    let base = awc_server(Arc::clone(&script)).await;
+    // Hours after 03:00Z: the reports are at 03:5x, 04:5x and 05:5x.
+    let windows = [(0, 1), (0, 2), (0, 2), (1, 2), (0, 3), (1, 3), (0, 3), (2, 3), (1, 3), (0, 3)];
+    script.set(&windows.iter().map(|&(a, b)| Reply::Window(a, b)).collect::<Vec<_>>());
+    let now = Utc.with_ymd_and_hms(2026, 9, 25, 6, 31, 0).unwrap();
+    let (dir, lake) = support::temp_lake().await;
+    let mut totals = (0, 0);
+    let mut run = Run::open(dir.path(), &lake, now).await;
+    for i in 0..windows.len() {
+        if i == 5 {
+            run.stop().await;
+            run = Run::open(dir.path(), &lake, now).await;
+        }
+        let (source, _) = awc(&base, client_cfg());
+        let report = source.poll(&run.live).await;
+        assert!(report.is_ok(), "poll {i}: {}", report.summary());
+        totals = (totals.0 + report.accepted, totals.1 + report.duplicate);
+        if i == 2 {
+            run.live.flush().await.unwrap();
+        }
+    }
+    let events = run.settle(9).await;
+    let distinct: std::collections::BTreeSet<&(String, String)> = events.iter().collect();
+    assert_eq!((events.len(), distinct.len()), (9, 9), "one event per report: {events:?}");
+    // Each window's reports, less the nine first sightings.
+    let served: i64 = windows.iter().map(|(a, b)| 3 * (b - a)).sum();
+    assert_eq!(totals, (9, served as usize - 9), "accepted, duplicate");
+    run.live.flush().await.unwrap();
+    assert_eq!(support::scalar(&lake, "SELECT count(*) FROM observations").await, "9");
+    run.stop().await;
 }

@@ -268,3 +268,82 @@ async fn compaction_merges_files_without_changing_rows() {
     assert_eq!(lake.compact(&FORECASTS).await.unwrap().partitions, 0);
     assert_eq!(lake.compact(&OBSERVATIONS).await.unwrap().files_before, 0);
 }
+
+/// One report is one row whichever source wrapped it: the real aviationweather.gov answer
+/// (`METAR KAUS ...` in rawOb), then the same reports as a WMO collective (`METAR` line,
+/// folded lines, `=`) and as bare lines (as IEM sends them) store nothing new.
+#[tokio::test]
+async fn the_same_report_from_three_wrappers_is_one_row() {
+    let (_d, lake) = temp_lake().await;
+    let awc = std::fs::read(fixture("metar/awc_metar_knyc_kmdw_kaus_20260925T0631Z.json")).unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&awc).unwrap();
+    let raws: Vec<String> = doc.as_array().unwrap().iter().map(|r| r["rawOb"].as_str().unwrap().to_string()).collect();
+    assert!(raws.len() >= 9 && raws.iter().all(|r| r.starts_with("METAR ")), "{raws:?}");
+    let opts = IngestOptions { month: Some((2026, 9)), ..Default::default() };
+    let mut first = Summary::default();
+    ingest_bytes(&lake, Format::Metar, "awc", &awc, &opts, &mut first).await.unwrap();
+    assert_eq!((first.stored, first.rejected), (raws.len(), 0), "{first}");
+
+    // A collective: the header, one `METAR` line, each report folded after its 6th group.
+    let mut collective = String::from("776 \nSAUS70 KWBC 250600\nMETAR\n");
+    for r in &raws {
+        let body = r.trim_start_matches("METAR ").trim_start_matches("SPECI ");
+        let toks: Vec<&str> = body.split(' ').collect();
+        let (a, b) = toks.split_at(toks.len().min(6));
+        collective.push_str(&format!("{}\n     {}=\n", a.join(" "), b.join(" ")));
+    }
+    let bare: String = raws.iter().map(|r| format!("{}\n", r.trim_start_matches("METAR "))).collect();
+    for (name, text) in [("collective", collective), ("bare", bare)] {
+        let mut again = Summary::default();
+        ingest_bytes(&lake, Format::Metar, name, text.as_bytes(), &opts, &mut again).await.unwrap();
+        assert_eq!(again.stored, 0, "{name}: {again}");
+    }
+    let q = "SELECT count(*) - count(DISTINCT concat(station_code, CAST(observation_time AS VARCHAR))) FROM observations";
+    assert_eq!(scalar(&lake, q).await, "0");
+    assert_eq!(scalar(&lake, "SELECT count(*) FROM observations").await, raws.len().to_string());
+}
+
+/// A lake written before observations were keyed by the report's body holds one METAR
+/// twice (with and without its `METAR` wrapper, under two keys, in one file): the hourly
+/// merge leaves a single-file partition alone, `compact --repair` keeps one row, and the
+/// report ingested again afterwards is a duplicate.
+#[tokio::test]
+async fn a_repair_keeps_one_row_of_a_report_stored_under_two_wrappers() {
+    use std::sync::Arc;
+    use datafusion::arrow::array::{RecordBatch, UInt64Array};
+    use object_store::ObjectStoreExt;
+    use wxlake::lake::compact::Rewrite;
+    use wxlake::lake::schema::KeyHasher;
+    use wxlake::lake::writer::{batch_of, encode_parquet};
+
+    let (_d, lake) = temp_lake().await;
+    let now = Utc.with_ymd_and_hms(2026, 11, 27, 9, 0, 0).unwrap();
+    let body = "KNYC 270751Z 00000KT 10SM CLR 09/01 A3012 RMK AO2 SLP199 T00890011";
+    let wrapped = format!("METAR {body}");
+    let metars: Vec<_> =
+        [body, wrapped.as_str()].iter().map(|t| wxlake::decode::metar::parse_metar(t, now).unwrap()).collect();
+    // The keys as they were: the raw text, wrapper and all.
+    let old = |raw: &str| {
+        let t = Utc.with_ymd_and_hms(2026, 11, 27, 7, 51, 0).unwrap().timestamp_micros();
+        KeyHasher::default().str("KNYC").i64(t).str("METAR").str(raw).finish()
+    };
+    let batch = batch_of(&metars, now).unwrap();
+    let mut cols = batch.columns().to_vec();
+    let k = batch.schema().index_of("row_key").unwrap();
+    cols[k] = Arc::new(UInt64Array::from(vec![old(body), old(&wrapped)]));
+    let batch = RecordBatch::try_new(batch.schema(), cols).unwrap();
+    let path = lake.table_path("observations").child("date=2026-11-27").child("before-upgrade.parquet");
+    lake.store().put(&path, encode_parquet(&OBSERVATIONS, &batch).unwrap().into()).await.unwrap();
+    assert_eq!(scalar(&lake, "SELECT count(*) FROM observations").await, "2");
+
+    assert_eq!(lake.compact(&OBSERVATIONS).await.unwrap().partitions, 0, "one file: nothing to merge");
+    let s = lake.rewrite(&OBSERVATIONS, Rewrite::Repair).await.unwrap();
+    assert_eq!((s.partitions, s.duplicates, s.rows), (1, 1, 1), "{s:?}");
+    assert_eq!(scalar(&lake, "SELECT count(*) FROM observations").await, "1");
+    // Repaired: a second repair has nothing to do, and the wrapped report is a duplicate.
+    assert_eq!(lake.rewrite(&OBSERVATIONS, Rewrite::Repair).await.unwrap().partitions, 0);
+    let mut again = Summary::default();
+    let opts = IngestOptions { month: Some((2026, 11)), ..Default::default() };
+    ingest_bytes(&lake, Format::Metar, "wrapped", wrapped.as_bytes(), &opts, &mut again).await.unwrap();
+    assert_eq!((again.stored, again.duplicate), (0, 1), "{again}");
+}

@@ -674,7 +674,9 @@ fn every_job_gives_on_s3_what_it_gives_on_local_files() {
 /// A Ballista scheduler and two executors on the S3 lake, configured like every other
 /// command through the `AWS_*` environment: the executors read the bucket's Parquet, the
 /// client publishes to it, and every job's table is the one a local run on local files
-/// publishes (floats to the last bits of a sum's order, as in `cluster.rs`).
+/// publishes (floats to the last bits of a sum's order, as in `cluster.rs`). The second
+/// executor is started without `--lake` (its default is a local directory): it reads the
+/// bucket the plans name through its `AWS_*` environment.
 #[test]
 fn jobs_on_a_cluster_over_an_s3_lake_publish_what_local_runs_publish() {
     let Some(lake) = S3Lake::new("cluster") else { return };
@@ -683,10 +685,19 @@ fn jobs_on_a_cluster_over_an_s3_lake_publish_what_local_runs_publish() {
     assert!(o.status.success(), "local jobs: {}", err(&o));
 
     let work = lake.dir.path().join("work");
-    let cluster = Cluster::start_on(&|| lake.cmd(&[]), &work, 2);
+    let with_lake = || lake.cmd(&[]);
+    let without_lake = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_wxlake"));
+        aws_env(&mut c, &lake.moto.endpoint, "testing");
+        c.current_dir(lake.dir.path());
+        c
+    };
+    let cluster = Cluster::start_split(&with_lake, &[&with_lake, &without_lake], &work);
     let ran = lake.ok(&["jobs", "run", "--all", "--cluster", &cluster.url]);
     assert!(!ran.contains("FAILED"), "{ran}");
     assert!(files_under(&work) > 0, "the executors ran the jobs' tasks (their shuffle files are there)");
+    assert!(files_under(&work.join("e1")) > 0, "the executor without --lake ran tasks too");
+    assert!(!ran.contains("No suitable object store"), "{ran}");
     assert_same_tables(&derived_rows_of(&|a| wxlake(&local, a)), &derived_rows_of(&|a| lake.run(a)));
     lake.assert_no_leftovers();
 }

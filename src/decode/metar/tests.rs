@@ -729,3 +729,33 @@ fn garbage_and_binary_never_panic() {
     let e = parse_metar(&long, utc(2024, 3, 1, 0, 0)).unwrap_err();
     assert!(e.len() < 80, "{e}");
 }
+
+#[test]
+fn a_report_body_is_the_same_whatever_the_wrapper() {
+    // The real AWC answer wraps its rawOb in `METAR`; IEM and bare lines do not; WMO
+    // collectives add the `=` and fold lines.
+    let awc = "METAR KAUS 250553Z 16006KT 10SM SCT200 BKN250 28/23 A3008 RMK AO2 SLP172 T02830228 10344 20278 403670217 51013 $";
+    let bare = "KAUS 250553Z 16006KT 10SM SCT200 BKN250 28/23 A3008 RMK AO2 SLP172 T02830228 10344 20278 403670217 51013 $";
+    let collective = "METAR KAUS 250553Z 16006KT 10SM SCT200 BKN250 28/23 A3008 RMK AO2\n     SLP172 T02830228 10344 20278 403670217 51013 $=";
+    assert_eq!(report_body(awc), bare);
+    assert_eq!(report_body(bare), bare);
+    assert_eq!(report_body(collective), bare);
+    // Borrowed when nothing moves: the key is computed for every stored row.
+    assert!(matches!(report_body(awc), std::borrow::Cow::Borrowed(_)));
+    assert_eq!(report_body("SPECI KNYC 270812Z 00000KT 10SM CLR 09/01 A3012"), "KNYC 270812Z 00000KT 10SM CLR 09/01 A3012");
+}
+
+#[test]
+fn a_correction_keeps_its_cor_wherever_the_source_wrote_it() {
+    let us = "KNYC 270751Z COR 00000KT 10SM CLR 09/01 A3012";
+    assert_eq!(report_body("METAR COR KNYC 270751Z 00000KT 10SM CLR 09/01 A3012"), us);
+    assert_eq!(report_body("METAR KNYC 270751Z COR 00000KT 10SM CLR 09/01 A3012"), us);
+    assert_eq!(report_body(us), us);
+    // A correction is a report of its own: its body differs from the original's.
+    assert_ne!(report_body(us), report_body("KNYC 270751Z 00000KT 10SM CLR 09/01 A3012"));
+    // Degenerate inputs never panic.
+    for odd in ["", "METAR", "COR", "METAR COR", "COR KNYC", "  METAR  KNYC  =", "METAR COR KNYC 270751Z"] {
+        let _ = report_body(odd);
+    }
+    assert_eq!(report_body("METAR COR KNYC 270751Z"), "KNYC 270751Z COR");
+}
