@@ -1,6 +1,14 @@
 //! The one JSON error every handler returns: `{"error": "...", "details": "..."}` with the
 //! status of spec 7. Unknown routes, wrong methods, panics and rejected extractors all
-//! end up here, so a client never sees an HTML page or an empty body.
+//! end up here, so a client never sees an HTML page or an empty body (hyper's own answers
+//! to requests it cannot parse are rewritten into this shape by the listener,
+//! [`crate::api::listener`]).
+//!
+//! Messages echo what the client sent ("Unknown station: ..."), so what a client sent is
+//! cut short here, where every error becomes bytes, rather than in each handler: a word
+//! longer than [`MAX_ECHO_CHARS`] characters is cut there with an ellipsis, and a whole
+//! field longer than [`MAX_FIELD_CHARS`] too. A 10 KB `station_code` thus costs 64
+//! characters of the answer, not 10 KB, and no handler can forget to cut.
 
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -67,9 +75,50 @@ impl ApiError {
     }
 }
 
+/// The longest run of non-blank characters an error message keeps (an echoed parameter).
+pub const MAX_ECHO_CHARS: usize = 64;
+/// The longest `error` or `details` field (many short echoed words).
+pub const MAX_FIELD_CHARS: usize = 512;
+
+/// `text` with every word over [`MAX_ECHO_CHARS`] characters cut to that many plus `…`,
+/// and the whole over [`MAX_FIELD_CHARS`] cut the same way. Blanks are kept as they are.
+pub fn cut_echoes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len().min(MAX_FIELD_CHARS + 8));
+    let mut word = 0usize;
+    let mut total = 0usize;
+    for c in text.chars() {
+        if total >= MAX_FIELD_CHARS {
+            out.push('…');
+            break;
+        }
+        if c.is_whitespace() {
+            word = 0;
+        } else {
+            word += 1;
+            if word > MAX_ECHO_CHARS {
+                if word == MAX_ECHO_CHARS + 1 {
+                    out.push('…');
+                    total += 1;
+                }
+                continue;
+            }
+        }
+        out.push(c);
+        total += 1;
+    }
+    out
+}
+
+impl ErrorBody {
+    /// The body as it is sent: echoes cut short ([`cut_echoes`]).
+    pub fn cut(&self) -> ErrorBody {
+        ErrorBody { error: cut_echoes(&self.error), details: cut_echoes(&self.details) }
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut resp = (self.status, Json(self.body)).into_response();
+        let mut resp = (self.status, Json(self.body.cut())).into_response();
         for (k, v) in self.headers {
             if let Ok(v) = HeaderValue::from_str(&v) {
                 resp.headers_mut().insert(k, v);
@@ -93,3 +142,33 @@ impl From<datafusion::error::DataFusionError> for ApiError {
 
 /// Handler result type.
 pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_words_and_long_fields_are_cut_short() {
+        assert_eq!(cut_echoes("Unknown station: KNYC"), "Unknown station: KNYC");
+        let long = "X".repeat(10_000);
+        let cut = cut_echoes(&format!("Unknown station: {long} (see /docs)"));
+        assert_eq!(cut, format!("Unknown station: {}… (see /docs)", "X".repeat(MAX_ECHO_CHARS)));
+        // Characters, not bytes: a multi-byte echo is never split inside a character.
+        let cut = cut_echoes(&"é".repeat(100));
+        assert_eq!(cut.chars().count(), MAX_ECHO_CHARS + 1);
+        let many = "ab ".repeat(1_000);
+        let cut = cut_echoes(&many);
+        assert_eq!(cut.chars().count(), MAX_FIELD_CHARS + 1);
+        assert!(cut.ends_with('…'));
+    }
+
+    #[tokio::test]
+    async fn the_response_carries_the_cut_body() {
+        let e = ApiError::bad_request(format!("Unknown station: {}", "K".repeat(5_000)), "x");
+        let resp = e.into_response();
+        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(v["error"].as_str().unwrap().chars().count(), "Unknown station: ".len() + MAX_ECHO_CHARS + 1);
+        assert_eq!(v["details"], "x");
+    }
+}

@@ -5,7 +5,8 @@
 //! handler, and the types only the OpenAPI document needs are in [`schemas`], so the
 //! document ([`docs`]) is the only module that names every handler besides the router.
 //! The browser dashboard's page and assets are in [`dashboard`]; its data comes from the
-//! endpoints above.
+//! endpoints above. The REST port's connections (timeouts, the connection cap) are served
+//! by [`listener`].
 
 pub mod accuracy_cache;
 pub mod auth;
@@ -22,6 +23,7 @@ pub mod keys;
 pub mod latest_cache;
 pub mod latest_runs;
 pub mod limits;
+pub mod listener;
 pub mod loading_cache;
 pub mod metrics;
 pub mod nws_cache;

@@ -1,22 +1,34 @@
-//! The router and the listener: API routes behind auth, JSON for every error (unknown
-//! route, wrong method, panic, an extractor's rejection), request tracing, graceful
-//! shutdown.
+//! The router and its listener: API routes behind auth, JSON for every error (unknown
+//! route, wrong method, panic, an extractor's rejection), request tracing, a deadline on
+//! request bodies, graceful shutdown. The connection-level limits (header and idle
+//! timeouts, the connection cap) are the listener's ([`super::listener`]).
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
-use axum::extract::DefaultBodyLimit;
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::StatusCode;
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{middleware, Router};
+use futures::StreamExt;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
 use super::error::ApiError;
+use super::listener::{self, HttpLimits, DEFAULT_BODY_TIMEOUT};
 use super::{auth, dashboard, docs, ingest, metrics, paths, stream_bridge, v1, v2, AppState};
 
-/// The whole application router.
+/// The whole application router, with the default body timeout.
 pub fn router(state: AppState) -> Router {
+    router_with(state, DEFAULT_BODY_TIMEOUT)
+}
+
+/// The whole application router; a request body must arrive within `body_timeout`.
+pub fn router_with(state: AppState, body_timeout: Duration) -> Router {
+    let ingest_body = move |req: Request, next: Next| read_body_within(body_timeout, ingest::MAX_BODY_BYTES, req, next);
     let api = Router::new()
         .route(paths::V2_OBSERVATIONS, get(v2::observations::handler))
         .route(paths::V1_OBSERVATIONS, get(v1::observations::handler))
@@ -30,7 +42,12 @@ pub fn router(state: AppState) -> Router {
         .route(paths::V2_MODEL_ACCURACY, get(v2::model_accuracy::handler))
         .route(paths::V2_STATIONS, get(v2::stations::handler))
         .route(paths::V2_STREAM_RELAY, get(stream_bridge::relay::handler))
-        .route(paths::V2_INGEST, post(ingest::handler).layer(DefaultBodyLimit::max(ingest::MAX_BODY_BYTES)))
+        .route(
+            paths::V2_INGEST,
+            post(ingest::handler)
+                .layer(DefaultBodyLimit::max(ingest::MAX_BODY_BYTES))
+                .layer(middleware::from_fn(ingest_body)),
+        )
         .route(paths::V2_STATUS, get(v2::status::handler))
         .route(paths::METRICS, get(metrics::handler))
         .route_layer(middleware::from_fn_with_state(state.clone(), auth::authenticate));
@@ -85,7 +102,7 @@ async fn stream_elsewhere(
             let url = stream_url(addr, headers.get(axum::http::header::HOST).and_then(|h| h.to_str().ok()));
             ApiError::not_found(
                 format!("The push stream is not served on this port: it is at {url}"),
-                format!("connect over HTTPS to {url}?stations=KNYC,KMDW&api_key=<API_KEY> (spec 4.5); this port serves the REST API"),
+                format!("connect over HTTPS to {url} with ?stations=KNYC,KMDW&api_key=<API_KEY> (spec 4.5); this port serves the REST API"),
             )
         }
         None => ApiError::not_found(
@@ -153,12 +170,80 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     ApiError::internal("handler panicked").into_response()
 }
 
-/// Serves until `shutdown` resolves, then drains in-flight requests.
+/// Reads the whole request body before the handler runs, within `timeout` and `limit`:
+/// a body declared (`Content-Length`) over the limit is refused at once with 413, one that
+/// turns out larger with 413 as soon as it does, and one that does not arrive in time with
+/// 408, so a client that declares 10 GiB and sends nothing holds no connection. A key the
+/// handler would refuse (not an admin key) is refused before a byte of the body is read.
+async fn read_body_within(timeout: Duration, limit: usize, req: Request, next: Next) -> Response {
+    if let Some(caller) = req.extensions().get::<auth::Caller>() {
+        if let Err(e) = auth::require_admin(caller) {
+            return e.into_response();
+        }
+    }
+    let declared = req
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return body_too_large(limit).into_response();
+    }
+    let (parts, body) = req.into_parts();
+    let mut chunks = body.into_data_stream();
+    let read = async {
+        let mut buf = bytes::BytesMut::new();
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk.map_err(|e| {
+                ApiError::bad_request("Could not read the request body", format!("the body was cut short: {e}"))
+            })?;
+            if buf.len() + chunk.len() > limit {
+                return Err(body_too_large(limit));
+            }
+            buf.extend_from_slice(&chunk);
+        }
+        Ok(buf.freeze())
+    };
+    match tokio::time::timeout(timeout, read).await {
+        Ok(Ok(bytes)) => next.run(Request::from_parts(parts, Body::from(bytes))).await,
+        Ok(Err(e)) => e.into_response(),
+        Err(_) => ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "Request body timeout",
+            format!(
+                "the request body must arrive in full within {} s (serve --http-body-timeout-secs)",
+                timeout.as_secs_f64()
+            ),
+        )
+        .into_response(),
+    }
+}
+
+/// 413 for a body over `limit` (the ingest limit: the one route that takes a body).
+fn body_too_large(limit: usize) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("Body too large: the ingest limit is {limit} bytes (2 MiB) per request"),
+        "split the input into several requests of at most 2 MiB, or load files with `wxlake ingest`",
+    )
+}
+
+/// Serves with the default limits until `shutdown` resolves, then drains in-flight
+/// requests.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+    serve_with(listener, state, HttpLimits::default(), shutdown).await
+}
+
+/// Serves within `limits` (see [`super::listener`]) until `shutdown` resolves.
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    limits: HttpLimits,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    listener::serve(listener, router_with(state, limits.body_timeout), limits, shutdown).await
 }

@@ -170,6 +170,20 @@ mod tests {
         assert_eq!((s.addr.as_str(), s.flush_secs), ("0.0.0.0:9000", 7));
     }
 
+    /// The REST listener's limits are `[serve]` keys like any flag, and the flag wins.
+    #[test]
+    fn http_limits_come_from_the_file_and_the_flags() {
+        let file = "[serve]\nhttp-header-timeout-secs = 3\nhttp_max_connections = 10\n";
+        let limits = serve(&parse(file, &["serve", "--http-body-timeout-secs", "7"]).unwrap()).http_limits();
+        assert_eq!(limits.header_timeout, std::time::Duration::from_secs(3));
+        assert_eq!(limits.body_timeout, std::time::Duration::from_secs(7));
+        assert_eq!(limits.idle_timeout, std::time::Duration::from_secs(60));
+        assert_eq!(limits.max_connections, 10);
+        let limits = serve(&parse("", &["serve"]).unwrap()).http_limits();
+        assert_eq!(limits.max_connections, wxlake::api::listener::default_max_connections());
+        assert!(parse("[serve]\nhttp-max-connections = \"many\"\n", &["serve"]).is_err());
+    }
+
     #[test]
     fn unknown_keys_and_wrong_types_are_refused_by_name() {
         let e = parse("[serve]\nflush = 3\n", &["serve"]).unwrap_err().to_string();

@@ -118,7 +118,8 @@ async fn run_feeds(lake: Lake, dir: &Path, cfg: &FeedsConfig, a: RunArgs) -> any
             println!("{name}: {}", report.summary());
         }
     } else {
-        eprintln!("feeds: polling {feeds:?} until Ctrl-C");
+        let names = feeds.names();
+        eprintln!("feeds: polling {} source(s) until Ctrl-C: {}", names.len(), names.join(", "));
         Arc::new(feeds).run(shutdown.wait()).await;
     }
     eprintln!("flushing the WAL to the lake");

@@ -66,9 +66,10 @@ pub enum Command {
     Cluster(cluster::ClusterArgs),
 }
 
-/// Logs go to stderr; `RUST_LOG` wins over `-v`. Ballista's scheduler logs an ERROR when
-/// it cannot attach a finished stage's metrics to its plan for display (a known mismatch
-/// of its own, harmless to the query): not shown unless asked for.
+/// Logs go to stderr, coloured only when stderr is a terminal; `RUST_LOG` wins over `-v`.
+/// Ballista's scheduler logs an ERROR when it cannot attach a finished stage's metrics to
+/// its plan for display (a known mismatch of its own, harmless to the query): not shown
+/// unless asked for.
 pub fn init_tracing(verbose: u8) {
     let default = match verbose {
         0 => "warn,ballista_scheduler::display=off",
@@ -77,7 +78,9 @@ pub fn init_tracing(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    // Colour only for a terminal: a log file or a pipe gets plain text, not escape codes.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).try_init();
 }
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {

@@ -4,16 +4,21 @@
 //! `serve.lock` (an exclusive advisory lock the OS drops when the process ends, even on
 //! kill -9). A second `serve` on the same state refuses before any side effect: no demo
 //! lake built, no key minted or printed, no WAL or event log opened.
+//!
+//! The second thing is to bind every listener (REST, stream, PostgreSQL, Flight SQL): a
+//! port that is taken stops `serve` at once, with the address and the flag that changes
+//! it, instead of after a demo lake was built and keys were minted.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::Args;
-use wxlake::api::keys::{KeyStore, Tier};
+use tokio::net::TcpListener;
+use wxlake::api::keys::KeyStore;
 use wxlake::api::limits::RateLimiter;
+use wxlake::api::listener::HttpLimits;
 use wxlake::api::state::StreamFeed;
 use wxlake::api::{server, AppState};
 use wxlake::clock::{Clock, SystemClock};
@@ -86,12 +91,114 @@ pub struct ServeArgs {
     /// refused), and calls in progress at once on the Flight SQL listener (one more waits).
     #[arg(long, default_value_t = 64)]
     pub sql_max_connections: usize,
+    /// REST port: seconds a client has to send a request's head (request line and
+    /// headers) from its first byte; a slower client (slowloris) is disconnected.
+    #[arg(long, env = "WXLAKE_HTTP_HEADER_TIMEOUT_SECS", default_value_t = 10)]
+    pub http_header_timeout_secs: u64,
+    /// REST port: seconds a request body (ingest) has to arrive in full once the server
+    /// reads it; later is a 408.
+    #[arg(long, env = "WXLAKE_HTTP_BODY_TIMEOUT_SECS", default_value_t = 30)]
+    pub http_body_timeout_secs: u64,
+    /// REST port: seconds a connection without a request in progress (new, or kept alive
+    /// after a response) stays open waiting for one.
+    #[arg(long, env = "WXLAKE_HTTP_IDLE_TIMEOUT_SECS", default_value_t = 60)]
+    pub http_idle_timeout_secs: u64,
+    /// REST port: connections open at once (default 1024, or half the open-file limit if
+    /// that is lower). At the cap the longest-waiting idle connection makes room for a new
+    /// one; when all have a request in progress, the new one is answered 503.
+    #[arg(long, env = "WXLAKE_HTTP_MAX_CONNECTIONS")]
+    pub http_max_connections: Option<usize>,
+}
+
+impl ServeArgs {
+    /// The REST listener's limits from the `--http-*` flags.
+    pub fn http_limits(&self) -> HttpLimits {
+        let secs = |s: u64| Duration::from_secs(s.max(1));
+        HttpLimits {
+            header_timeout: secs(self.http_header_timeout_secs),
+            body_timeout: secs(self.http_body_timeout_secs),
+            idle_timeout: secs(self.http_idle_timeout_secs),
+            max_connections: self
+                .http_max_connections
+                .unwrap_or_else(wxlake::api::listener::default_max_connections)
+                .max(1),
+        }
+    }
+
+    /// Where the push stream listens: `--stream-addr`, or with `--demo` 127.0.0.1:8443.
+    fn stream_addr(&self) -> Option<String> {
+        self.stream_addr.clone().or_else(|| self.demo.then(|| "127.0.0.1:8443".to_string()))
+    }
+}
+
+/// Every listener of the server, bound before anything else starts.
+struct Listeners {
+    rest: TcpListener,
+    stream: Option<TcpListener>,
+    pg: Option<TcpListener>,
+    flight: Option<TcpListener>,
+}
+
+impl Listeners {
+    /// Binds the REST, stream, PostgreSQL and Flight SQL listeners, and checks what their
+    /// addresses must be (loopback without TLS), so that a taken port or a refused address
+    /// stops `serve` before it builds, mints or opens anything.
+    async fn bind(a: &ServeArgs) -> anyhow::Result<Self> {
+        let rest = bind(&a.addr, "--addr").await?;
+        let stream = match a.stream_addr() {
+            Some(addr) => Some(bind(&addr, "--stream-addr").await?),
+            None => None,
+        };
+        let pg = match &a.pg_addr {
+            Some(addr) => {
+                let listener = bind(addr, "--pg-addr").await?;
+                let has_tls = a.tls_cert.is_some() || a.demo;
+                if !has_tls && !listener.local_addr()?.ip().is_loopback() {
+                    anyhow::bail!("--pg-addr {addr} is not a loopback address: give --tls-cert and --tls-key (the API key is the password)");
+                }
+                Some(listener)
+            }
+            None => None,
+        };
+        let flight = match &a.flight_addr {
+            Some(addr) => {
+                let listener = bind(addr, "--flight-addr").await?;
+                if !listener.local_addr()?.ip().is_loopback() {
+                    anyhow::bail!("--flight-addr {addr} is not a loopback address: Flight SQL is served without TLS (the API key is the credential)");
+                }
+                Some(listener)
+            }
+            None => None,
+        };
+        Ok(Listeners { rest, stream, pg, flight })
+    }
+}
+
+/// Binds `addr`, or says which address failed, why, and which flag (`flag`) changes it.
+async fn bind(addr: &str, flag: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr).await.map_err(|e| {
+        let hint = match e.kind() {
+            std::io::ErrorKind::AddrInUse => format!(
+                "another process listens on that port: stop it, or give {flag} another address \
+                 ({flag} 127.0.0.1:0 takes any free port)"
+            ),
+            std::io::ErrorKind::AddrNotAvailable => {
+                format!("no interface of this machine has that address: give {flag} one of its addresses")
+            }
+            std::io::ErrorKind::PermissionDenied => {
+                format!("ports below 1024 need privileges: give {flag} a higher port")
+            }
+            _ => format!("give {flag} another address"),
+        };
+        anyhow::anyhow!("cannot listen on {addr} ({flag}): {e}; {hint}")
+    })
 }
 
 pub async fn run(lake: Lake, a: ServeArgs, config: Option<&Path>) -> anyhow::Result<ExitCode> {
     let dir = state_dir(&lake, a.state_dir.clone())?;
     // Held until the process ends.
     let _lock = take_serve_lock(&dir)?;
+    let listeners = Listeners::bind(&a).await?;
     // One shutdown for both listeners, its signal handlers registered before anything
     // listens: a SIGTERM at any moment from here on is a graceful stop with a final flush.
     let shutdown = Shutdown::on_signal();
@@ -115,13 +222,12 @@ pub async fn run(lake: Lake, a: ServeArgs, config: Option<&Path>) -> anyhow::Res
     }
     let live = start_live(lake, &dir, a.flush_secs, Arc::clone(&clock)).await?;
     let state = AppState::new(keys, RateLimiter::new(Arc::clone(&clock)), Arc::clone(&live), Arc::clone(&clock));
-    let stream_addr = a.stream_addr.clone().or_else(|| a.demo.then(|| "127.0.0.1:8443".to_string()));
-    let stream = match stream_addr {
-        Some(addr) => Some(start_stream(&a, &dir, &addr, &state, &live, &shutdown).await?),
+    let stream = match listeners.stream {
+        Some(listener) => Some(start_stream(&a, &dir, listener, &state, &live, &shutdown).await?),
         None => None,
     };
-    if a.pg_addr.is_some() || a.flight_addr.is_some() {
-        start_sql_wire(&a, &dir, &state, &shutdown).await?;
+    if listeners.pg.is_some() || listeners.flight.is_some() {
+        start_sql_wire(&a, &dir, listeners.pg, listeners.flight, &state, &shutdown).await?;
     }
     // The demo's weather arrives the way real weather does: the feeds poll a simulator of
     // the public sources. Kept alive until the process ends.
@@ -131,14 +237,17 @@ pub async fn run(lake: Lake, a: ServeArgs, config: Option<&Path>) -> anyhow::Res
     let feeds = Feeds::from_config_at(&feeds_config, Arc::new(Arc::clone(&live)), Arc::clone(&clock))?
         .with_status_file(StatusFile::in_state_dir(&dir), "serve");
     if !feeds.is_empty() {
-        eprintln!("feeds: polling {feeds:?}");
+        let names = feeds.names();
+        eprintln!("feeds: polling {} source(s): {}", names.len(), names.join(", "));
         let feeds = Arc::new(feeds);
         state.set_feeds(Arc::clone(&feeds));
         tokio::spawn(feeds.run(shutdown.wait()));
     }
-    let listener = tokio::net::TcpListener::bind(&a.addr).await?;
+    let listener = listeners.rest;
+    let limits = a.http_limits();
     eprintln!("wxlake listening on http://{} (docs: /docs, OpenAPI: /openapi.json)", listener.local_addr()?);
-    server::serve(listener, state, shutdown.wait()).await?;
+    tracing::info!(?limits, "REST listener limits");
+    server::serve_with(listener, state, limits, shutdown.wait()).await?;
     if let Some(stream) = stream {
         // Events of everything applied so far reach the log before the stream closes.
         live.detach_publisher().await;
@@ -177,11 +286,11 @@ struct RunningStream {
     publisher: tokio::task::JoinHandle<()>,
 }
 
-/// Starts the HTTPS push stream: event log, hub, publisher, listener.
+/// Starts the HTTPS push stream on its bound listener: event log, hub, publisher.
 async fn start_stream(
     a: &ServeArgs,
     dir: &std::path::Path,
-    addr: &str,
+    listener: TcpListener,
     state: &AppState,
     live: &Arc<LiveService>,
     shutdown: &Shutdown,
@@ -204,15 +313,22 @@ async fn start_stream(
         StreamState { hub: hub.clone(), log: Arc::clone(&log), auth: Arc::new(state.clone()), heartbeat };
     // The dashboard's same-origin relay on the REST port serves the same log and hub.
     state.set_stream_feed(StreamFeed { hub: hub.clone(), log: Arc::clone(&log), heartbeat });
-    let listener = tokio::net::TcpListener::bind(addr).await?;
     state.set_stream_addr(listener.local_addr()?);
     eprintln!("wxlake stream on https://{}{}", listener.local_addr()?, stream::STREAM_PATH);
     tokio::spawn(stream::serve_tls(listener, config, stream::stream_router(stream_state), shutdown.wait()));
     Ok(RunningStream { hub, log, publisher })
 }
 
-/// Starts the analyst SQL listener(s) over one [`WireEngine`].
-async fn start_sql_wire(a: &ServeArgs, dir: &Path, state: &AppState, shutdown: &Shutdown) -> anyhow::Result<()> {
+/// Starts the analyst SQL listener(s), bound and checked by [`Listeners::bind`], over one
+/// [`WireEngine`].
+async fn start_sql_wire(
+    a: &ServeArgs,
+    dir: &Path,
+    pg: Option<TcpListener>,
+    flight: Option<TcpListener>,
+    state: &AppState,
+    shutdown: &Shutdown,
+) -> anyhow::Result<()> {
     let limits = QueryLimits {
         memory_bytes: a.sql_memory_mb.max(1) << 20,
         timeout: Duration::from_secs(a.sql_timeout_secs.max(1)),
@@ -230,24 +346,16 @@ async fn start_sql_wire(a: &ServeArgs, dir: &Path, state: &AppState, shutdown: &
         }
         _ => None,
     };
-    if let Some(addr) = &a.pg_addr {
-        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("--pg-addr {addr}"))?;
+    if let Some(listener) = pg {
         let local = listener.local_addr()?;
-        if tls.is_none() && !local.ip().is_loopback() {
-            anyhow::bail!("--pg-addr {addr} is not a loopback address: give --tls-cert and --tls-key (the API key is the password)");
-        }
         eprintln!(
             "wxlake pgwire on {local} ({}; password = API key)",
             if tls.is_some() { "TLS or loopback" } else { "loopback, no TLS" }
         );
         tokio::spawn(wxlake::sqlwire::pg::serve(listener, Arc::clone(&engine), tls.clone(), shutdown.wait()));
     }
-    if let Some(addr) = &a.flight_addr {
-        let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("--flight-addr {addr}"))?;
+    if let Some(listener) = flight {
         let local = listener.local_addr()?;
-        if !local.ip().is_loopback() {
-            anyhow::bail!("--flight-addr {addr} is not a loopback address: Flight SQL is served without TLS (the API key is the credential)");
-        }
         eprintln!("wxlake Flight SQL on grpc://{local} (Authorization: Bearer <API key>)");
         let shutdown = shutdown.wait();
         tokio::spawn(async move {
@@ -311,12 +419,13 @@ fn lake_has_data(lake: &Lake) -> bool {
         .unwrap_or(true)
 }
 
-/// One key per tier (the enterprise key is admin and stream-enabled), printed to stdout.
+/// The demo's key of each tier (the enterprise key is admin), printed to stdout: minted
+/// by the first start, the same ones again on every later start on this state directory
+/// (kept in `<state>/demo-keys.json`, 0600).
 fn print_demo_keys(keys: &KeyStore) -> anyhow::Result<()> {
-    for tier in Tier::ALL {
-        let admin = tier == Tier::Enterprise;
-        let (rec, secret) = keys.create(tier, &format!("demo-{}", tier.as_str()), admin, true)?;
-        println!("{:<13} {secret}  ({}{})", tier.as_str(), rec.id, if admin { ", admin" } else { "" });
+    for key in keys.demo_keys()? {
+        let rec = &key.record;
+        println!("{:<13} {}  ({}{})", rec.tier.as_str(), key.secret, rec.id, if rec.admin { ", admin" } else { "" });
     }
     Ok(())
 }

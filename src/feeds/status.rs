@@ -201,16 +201,27 @@ impl StatusFile {
     }
 
     /// Replaces the file with `snapshot` (temporary file, then rename).
+    ///
+    /// Every source's task writes the file after its own poll, so writes of one process
+    /// overlap: each goes through a temporary file of its own (pid and a per-process
+    /// sequence number). With one name per process, two overlapping writes shared the
+    /// temporary file and the second rename found it gone (`No such file or directory`,
+    /// with the directory right there).
     pub fn write(&self, snapshot: &StatusSnapshot) -> Result<(), StatusFileError> {
+        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let io = |source| StatusFileError::Io { path: self.path.clone(), source };
         if let Some(parent) = self.path.parent() {
             std::fs::create_dir_all(parent).map_err(io)?;
         }
         let text = serde_json::to_vec_pretty(snapshot)
             .map_err(|e| StatusFileError::Malformed { path: self.path.clone(), reason: e.to_string() })?;
-        let tmp = self.path.with_extension(format!("json.tmp{}", std::process::id()));
-        std::fs::write(&tmp, text).map_err(io)?;
-        std::fs::rename(&tmp, &self.path).map_err(io)
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tmp = self.path.with_extension(format!("json.tmp{}-{seq}", std::process::id()));
+        let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, &self.path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written.map_err(io)
     }
 
     /// The last snapshot written, or `None` when no feeds ever ran with this state.
@@ -277,5 +288,35 @@ mod tests {
         std::fs::write(file.path(), b"{\"writer\": 3").unwrap();
         let e = file.read().unwrap_err().to_string();
         assert!(e.contains("not a feeds status file"), "{e}");
+    }
+
+    /// The sources' tasks write the file at the same moments: every write succeeds, no
+    /// temporary file is left behind, and the file is always whole.
+    #[test]
+    fn overlapping_writes_of_one_process_all_succeed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = StatusFile::in_state_dir(dir.path());
+        let snap = |n: usize| StatusSnapshot {
+            writer: format!("serve {n}"),
+            pid: 7,
+            written: t("2026-09-25T06:00:00Z"),
+            sources: (0..20)
+                .map(|i| SourceStatus::new(&format!("source_{i}"), Duration::from_secs(60), t("2026-09-25T06:00:00Z")))
+                .collect(),
+        };
+        let failures: usize = std::thread::scope(|scope| {
+            let writers: Vec<_> = (0..8)
+                .map(|w| {
+                    let file = file.clone();
+                    scope.spawn(move || (0..40).filter(|i| file.write(&snap(w * 100 + i)).is_err()).count())
+                })
+                .collect();
+            writers.into_iter().map(|h| h.join().unwrap()).sum()
+        });
+        assert_eq!(failures, 0);
+        assert!(file.read().unwrap().is_some_and(|s| s.sources.len() == 20));
+        let left: Vec<_> =
+            std::fs::read_dir(dir.path().join("feeds")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("status.json")]);
     }
 }

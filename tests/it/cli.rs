@@ -281,3 +281,155 @@ fn jobs_use_the_built_in_declarations_unless_a_directory_is_named() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("broken.toml"), "{}", stderr(&o));
 }
+
+/// A `wxlake serve` child, killed when dropped.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `wxlake --lake <lake> serve <args>` and waits (at most 120 s) until it listens:
+/// the server, its REST address, the lines it printed on stdout before that (the demo's
+/// keys) and on stderr up to the "listening" line.
+fn start_serve(lake: &std::path::Path, args: &[&str]) -> (Server, String, Vec<String>, String) {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wxlake"))
+        .arg("--lake")
+        .arg(format!("file://{}", lake.display()))
+        .arg("serve")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn wxlake serve");
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let server = Server(child);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let mut seen = String::new();
+    let mut addr = None;
+    while std::time::Instant::now() < deadline {
+        let Some(Ok(line)) = lines.next() else { break };
+        seen.push_str(&line);
+        seen.push('\n');
+        if let Some(rest) = line.split("listening on http://").nth(1) {
+            addr = Some(rest.split_whitespace().next().unwrap().to_string());
+            break;
+        }
+    }
+    let addr = addr.unwrap_or_else(|| panic!("the server did not start:\n{seen}"));
+    // Keep draining stderr so the server never blocks on a full pipe.
+    std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
+    // The demo's keys are printed before the listener starts: already in the pipe.
+    let keys = if args.contains(&"--demo") {
+        BufReader::new(stdout).lines().take(4).map_while(Result::ok).collect()
+    } else {
+        Vec::new()
+    };
+    (server, addr, keys, seen)
+}
+
+/// Runs wxlake with `args`, killing it after `limit`: its output and how long it ran.
+fn run_within(limit: std::time::Duration, args: &[&str]) -> (std::process::Output, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wxlake"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn wxlake");
+    while started.elapsed() < limit && child.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    (child.wait_with_output().unwrap(), started.elapsed())
+}
+
+/// A lake with one observation, so `serve --demo` does not build a demo lake.
+fn lake_with_one_report(dir: &std::path::Path) -> std::path::PathBuf {
+    let lake = dir.join("lake");
+    let input = dir.join("in.txt");
+    std::fs::write(&input, "KNYC 011251Z 00000KT 10SM CLR 05/M02 A3012 RMK AO2 T00501017\n").unwrap();
+    let o = wxlake(&lake, &["ingest", "metar", "--month", "2026-03", input.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    lake
+}
+
+/// A second server on a port the first one holds fails within seconds, before anything
+/// else (no demo lake built, no key minted), naming the address and the flag that changes
+/// it: for the REST port (`--addr`) and the stream's (`--stream-addr`).
+#[test]
+fn a_taken_port_fails_at_once_naming_the_address_and_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = lake_with_one_report(dir.path());
+    let (_first, addr, _, _) = start_serve(&lake, &["--addr", "127.0.0.1:0"]);
+
+    let empty = dir.path().join("empty-lake");
+    let empty_url = format!("file://{}", empty.display());
+    let state = dir.path().join("second.state");
+    let state = state.to_str().unwrap();
+    for (flag, args) in [
+        ("--addr", vec!["--addr", addr.as_str(), "--stream-addr", "127.0.0.1:0"]),
+        ("--stream-addr", vec!["--addr", "127.0.0.1:0", "--stream-addr", addr.as_str()]),
+    ] {
+        let mut argv = vec!["--lake", empty_url.as_str(), "serve", "--demo", "--state-dir", state];
+        argv.extend(args);
+        let (o, took) = run_within(std::time::Duration::from_secs(60), &argv);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{flag}: {err}");
+        assert!(took < std::time::Duration::from_secs(10), "{flag}: failed only after {took:?}");
+        assert!(err.contains(&format!("cannot listen on {addr} ({flag})")), "{flag}: {err}");
+        assert!(
+            err.contains("Address already in use") && err.contains(&format!("give {flag} another address")),
+            "{err}"
+        );
+        assert_eq!(stdout(&o), "", "{flag}: no key printed");
+        assert!(!err.contains("demo:"), "{flag}: nothing of the demo started: {err}");
+        assert!(!empty.join("observations").exists(), "{flag}: no demo lake built");
+        assert!(!std::path::Path::new(state).join("keys.json").exists(), "{flag}: no key minted");
+    }
+}
+
+/// `serve --demo` shows the same four keys on every start on the same state directory
+/// (not four new ones per start), and its log is plain text with a one-line feeds summary.
+#[test]
+fn serve_demo_reuses_its_keys_across_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = lake_with_one_report(dir.path());
+    let state = dir.path().join("state");
+    let args =
+        ["--demo", "--addr", "127.0.0.1:0", "--stream-addr", "127.0.0.1:0", "--state-dir", state.to_str().unwrap()];
+    let (server, _, first, log) = start_serve(&lake, &args);
+    drop(server);
+    let (server, _, second, _) = start_serve(&lake, &args);
+    drop(server);
+    assert_eq!(first.len(), 4, "{first:?}");
+    assert_eq!(second, first, "the same keys, printed again");
+    for (line, tier) in first.iter().zip(["professional", "developer", "enterprise", "testing"]) {
+        assert!(line.starts_with(tier) && line.contains(" wx_"), "{line}");
+    }
+    let keys = wxlake::api::keys::KeyStore::open(&state).unwrap().list();
+    assert_eq!(keys.len(), 4, "four keys minted in all: {keys:?}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(state.join("demo-keys.json")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    assert!(log.contains("feeds: polling ") && !log.contains("Feeds {"), "{log}");
+}
+
+/// Logs written to a pipe or a file carry no ANSI colour codes.
+#[test]
+fn logs_to_a_pipe_have_no_colour_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = wxlake(&dir.path().join("lake"), &["-v", "sql", "SELECT 1 AS n", "--format", "csv"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("INFO"), "an info line is logged with -v: {err}");
+    assert!(!err.contains('\u{1b}'), "escape codes in a piped log: {err:?}");
+}

@@ -351,3 +351,226 @@ async fn sql_in_a_code_or_model_is_a_400_not_sql() {
         }
     }
 }
+
+/// The REST listener itself, over real sockets (issue 27, points 5 and 7): a client that
+/// trickles its request head is cut within the header timeout, an idle one within the idle
+/// timeout, `/healthz` answers while the connection cap is reached, a declared huge body
+/// is answered at once, and hyper's own answers (malformed request, URI or head too large)
+/// are the API's JSON error.
+mod listener_limits {
+    use std::net::SocketAddr;
+    use std::time::{Duration, Instant};
+
+    use serde_json::Value;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+    use wxlake::api::keys::Tier;
+    use wxlake::api::listener::HttpLimits;
+    use wxlake::api::server;
+
+    use super::App;
+
+    /// A real listener on loopback serving `app`, stopped when the returned sender drops.
+    async fn listen(app: &App, limits: HttpLimits) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(server::serve_with(listener, app.state.clone(), limits, async move {
+            let _ = stopped.await;
+        }));
+        (addr, stop)
+    }
+
+    fn limits(header: u64, body: u64, idle: u64, max_connections: usize) -> HttpLimits {
+        HttpLimits {
+            header_timeout: Duration::from_millis(header),
+            body_timeout: Duration::from_millis(body),
+            idle_timeout: Duration::from_millis(idle),
+            max_connections,
+        }
+    }
+
+    /// One response read off `tcp` (head, then `content-length` bytes), within 5 s:
+    /// status, head and JSON body.
+    async fn response(tcp: &mut TcpStream) -> (u16, String, Value) {
+        let mut buf = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut chunk = [0u8; 8192];
+        let (head, body_start) = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break (String::from_utf8_lossy(&buf[..i]).to_string(), i + 4);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let n = tokio::time::timeout(left, tcp.read(&mut chunk)).await.expect("a response within 5 s").unwrap();
+            assert!(n > 0, "closed before a response: {:?}", String::from_utf8_lossy(&buf));
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
+            .expect("content-length");
+        while buf.len() < body_start + length {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let n = tokio::time::timeout(left, tcp.read(&mut chunk)).await.expect("the body within 5 s").unwrap();
+            assert!(n > 0, "closed inside the body");
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+        let body = serde_json::from_slice(&buf[body_start..body_start + length]).unwrap_or(Value::Null);
+        (status, head, body)
+    }
+
+    /// Whether the server closed `tcp` (end of stream or reset) within `wait`.
+    async fn closed_within(tcp: &mut TcpStream, wait: Duration) -> bool {
+        let mut buf = [0u8; 256];
+        matches!(tokio::time::timeout(wait, tcp.read(&mut buf)).await, Ok(Ok(0)) | Ok(Err(_)))
+    }
+
+    async fn healthz(addr: SocketAddr) -> (u16, Value) {
+        let mut tcp = TcpStream::connect(addr).await.unwrap();
+        tcp.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").await.unwrap();
+        let (status, _, body) = response(&mut tcp).await;
+        (status, body)
+    }
+
+    fn assert_json_error(head: &str, body: &Value) {
+        assert!(head.to_ascii_lowercase().contains("content-type: application/json"), "{head}");
+        assert!(body["error"].as_str().is_some_and(|e| !e.is_empty()), "{head}\n{body}");
+        assert!(body["details"].as_str().is_some_and(|d| !d.is_empty()), "{body}");
+    }
+
+    /// A client sending its request head one byte every 100 ms is disconnected once the
+    /// header timeout (1 s) has passed since its first byte, not when it is done.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_slow_request_head_is_cut_within_the_header_timeout() {
+        let app = App::new().await;
+        let (addr, _stop) = listen(&app, limits(1_000, 1_000, 30_000, 64)).await;
+        let request = format!("GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: {}\r\n\r\n", "a".repeat(100));
+        let mut tcp = TcpStream::connect(addr).await.unwrap();
+        let started = Instant::now();
+        let mut cut = None;
+        for byte in request.bytes() {
+            if tcp.write_all(&[byte]).await.is_err() || closed_within(&mut tcp, Duration::from_millis(100)).await {
+                cut = Some(started.elapsed());
+                break;
+            }
+        }
+        let cut = cut.expect("the server held a 13-second request head");
+        assert!(cut >= Duration::from_millis(900) && cut < Duration::from_millis(2_500), "cut after {cut:?}");
+        // The server itself is fine.
+        assert_eq!(healthz(addr).await.0, 200);
+    }
+
+    /// A connection that sends nothing is closed after the idle timeout; so is one kept
+    /// alive after a response.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn idle_connections_are_closed_after_the_idle_timeout() {
+        let app = App::new().await;
+        let (addr, _stop) = listen(&app, limits(10_000, 1_000, 1_000, 64)).await;
+        let mut silent = TcpStream::connect(addr).await.unwrap();
+        let started = Instant::now();
+        assert!(closed_within(&mut silent, Duration::from_secs(3)).await, "a silent connection was held");
+        assert!(started.elapsed() >= Duration::from_millis(900), "closed early: {:?}", started.elapsed());
+
+        let mut kept = TcpStream::connect(addr).await.unwrap();
+        kept.write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n").await.unwrap();
+        assert_eq!(response(&mut kept).await.0, 200);
+        assert!(closed_within(&mut kept, Duration::from_secs(3)).await, "a kept-alive idle connection was held");
+    }
+
+    /// With the cap (4) held by slow clients, `/healthz` still answers at once: the slow
+    /// connection that has waited longest makes room, and only that one.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn healthz_answers_while_slow_clients_hold_the_connection_cap() {
+        let app = App::new().await;
+        let (addr, _stop) = listen(&app, limits(30_000, 30_000, 30_000, 4)).await;
+        let mut slow = Vec::new();
+        for _ in 0..4 {
+            let mut tcp = TcpStream::connect(addr).await.unwrap();
+            tcp.write_all(b"GET /hea").await.unwrap();
+            slow.push(tcp);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let started = Instant::now();
+        let (status, body) = healthz(addr).await;
+        assert_eq!((status, body["status"].as_str()), (200, Some("ok")), "{body}");
+        assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+        let mut closed = Vec::new();
+        for tcp in &mut slow {
+            closed.push(closed_within(tcp, Duration::from_millis(300)).await);
+        }
+        assert_eq!(closed, vec![true, false, false, false], "the oldest slow connection made room");
+    }
+
+    /// An admin POST declaring 10 GiB and sending nothing is answered 413 at once; a body
+    /// that stops arriving is answered 408 after the body timeout; a key that may not
+    /// ingest is refused before the body is read.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn declared_huge_and_stalled_bodies_are_answered_promptly() {
+        let app = App::new().await;
+        let (addr, _stop) = listen(&app, limits(5_000, 1_000, 30_000, 64)).await;
+        let post = |key: &str, length: u64| {
+            format!(
+                "POST /api/v2/ingest/metar?month=2026-03 HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {key}\r\n\
+                 Content-Length: {length}\r\n\r\n"
+            )
+        };
+        let mut tcp = TcpStream::connect(addr).await.unwrap();
+        let started = Instant::now();
+        tcp.write_all(post(app.admin.as_str(), 10_737_418_240).as_bytes()).await.unwrap();
+        let (status, head, body) = response(&mut tcp).await;
+        assert_eq!(status, 413, "{head}\n{body}");
+        assert_json_error(&head, &body);
+        assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
+
+        let mut tcp = TcpStream::connect(addr).await.unwrap();
+        let started = Instant::now();
+        tcp.write_all(post(app.admin.as_str(), 100).as_bytes()).await.unwrap();
+        tcp.write_all(b"KNYC 08").await.unwrap();
+        let (status, head, body) = response(&mut tcp).await;
+        assert_eq!(status, 408, "{head}\n{body}");
+        assert_json_error(&head, &body);
+        let took = started.elapsed();
+        assert!(took >= Duration::from_millis(900) && took < Duration::from_secs(3), "{took:?}");
+
+        let mut tcp = TcpStream::connect(addr).await.unwrap();
+        tcp.write_all(post(app.key(Tier::Developer), 10_737_418_240).as_bytes()).await.unwrap();
+        let (status, head, body) = response(&mut tcp).await;
+        assert_eq!(status, 403, "{head}\n{body}");
+    }
+
+    /// What hyper answers before any handler runs (a request line it cannot parse, a URI
+    /// over 65,534 bytes, a head over 128 KiB) is the API's JSON error too.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn hyper_level_errors_are_json() {
+        let app = App::new().await;
+        let (addr, _stop) = listen(&app, limits(5_000, 5_000, 30_000, 64)).await;
+        let cases = [
+            (400, "GARBAGE\r\n\r\n".to_string()),
+            (400, "GET / HTTP/1.1\r\nHost: localhost\r\nBad Header\r\n\r\n".to_string()),
+            (414, format!("GET /{} HTTP/1.1\r\nHost: localhost\r\n\r\n", "a".repeat(70_000))),
+            (431, format!("GET / HTTP/1.1\r\nHost: localhost\r\nX-Big: {}\r\n\r\n", "b".repeat(200_000))),
+        ];
+        for (expected, request) in cases {
+            let mut tcp = TcpStream::connect(addr).await.unwrap();
+            tcp.write_all(request.as_bytes()).await.unwrap();
+            let (status, head, body) = response(&mut tcp).await;
+            assert_eq!(status, expected, "{head}\n{body}");
+            assert_json_error(&head, &body);
+        }
+        // A normal request on the same listener is untouched.
+        assert_eq!(healthz(addr).await.0, 200);
+    }
+
+    /// A 10 KB `station_code` is echoed as its first 64 characters and an ellipsis.
+    #[tokio::test]
+    async fn echoed_input_is_cut_short() {
+        let app = App::new().await;
+        let code = "X".repeat(10_000);
+        let (s, v) = app.get(&format!("/api/v2/observations.php?station_code={code}&mode=latest")).await;
+        assert_eq!(s, axum::http::StatusCode::BAD_REQUEST);
+        let error = v["error"].as_str().unwrap();
+        assert!(error.contains(&format!("{}…", "X".repeat(64))) && !error.contains(&"X".repeat(65)), "{error}");
+        assert!(v.to_string().len() < 1_000, "{v}");
+    }
+}

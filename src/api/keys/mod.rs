@@ -15,8 +15,10 @@
 //!
 //! By job: `tier` (what a key may do), `record` (a key as stored, its secret and how a query
 //! names one), `file` (`keys.json`: layout, validation, identity), `lock` (the cross-process
-//! lock and the atomic replace) and `store` (the in-process view and its reloads).
+//! lock and the atomic replace), `store` (the in-process view and its reloads) and `demo`
+//! (the demo's keys, kept in plaintext for `serve --demo` to show again).
 
+mod demo;
 mod error;
 mod file;
 mod lock;
@@ -26,6 +28,7 @@ mod store;
 mod tests;
 mod tier;
 
+pub use demo::{DemoKey, DEMO_KEYS_FILE};
 pub use error::KeyError;
 pub use file::{KEYS_FILE, LOCK_FILE};
 pub use record::KeyRecord;
