@@ -102,10 +102,11 @@ pub fn report_body(raw: &str) -> std::borrow::Cow<'_, str> {
         }
         _ => None,
     };
+    let skipped = text.len() - rest.len();
     match (moved, text) {
         (Some(m), _) => Cow::Owned(m),
-        (None, Cow::Borrowed(t)) => Cow::Borrowed(&t[t.len() - rest.len()..]),
-        (None, Cow::Owned(t)) => Cow::Owned(t[t.len() - rest.len()..].to_string()),
+        (None, Cow::Borrowed(t)) => Cow::Borrowed(&t[skipped..]),
+        (None, Cow::Owned(t)) => Cow::Owned(t[skipped..].to_string()),
     }
 }
 

@@ -45,8 +45,8 @@ const YEAR_DAYS: f64 = 365.2425;
 /// all of it and stations a thousand km apart share little.
 const CELL_DEG: f64 = 4.0;
 /// Correlation of a station's noise fields with its region's: the local part keeps a
-/// trace of microclimate (√(1 − 0.95²) ≈ 0.31 of the unit deviation).
-const SHARED: f64 = 0.95;
+/// trace of microclimate (√(1 − 0.99²) ≈ 0.14 of the unit deviation).
+const SHARED: f64 = 0.99;
 
 /// The four grid cells around a station and their bilinear weights: the regional field at
 /// the station is the weighted sum of the cells' independent draws.
@@ -654,8 +654,14 @@ mod tests {
         for (a, b) in [("KNYC", "KLGA"), ("KDAL", "KDFW"), ("LFPB", "LFPO")] {
             let (x, y) = (daily_max(a, 120), daily_max(b, 120));
             let worst = x.iter().zip(&y).map(|(p, q)| (p - q).abs()).fold(0.0, f64::max);
+            let mean = x.iter().zip(&y).map(|(p, q)| (p - q).abs()).sum::<f64>() / x.len() as f64;
             let r = correlation(&changes(x), &changes(y));
-            assert!(worst < 3.5 && r > 0.85, "{a}/{b}: daily maxima differ by up to {worst:.1} °C, r = {r:.2}");
+            // Their normals differ by up to half a degree, and a thunderstorm over one of
+            // two airports can make a few degrees; eleven was what unshared fields gave.
+            assert!(
+                worst < 4.5 && mean < 1.5 && r > 0.85,
+                "{a}/{b}: daily maxima differ by {mean:.1} °C on average, up to {worst:.1} °C, r = {r:.2}"
+            );
         }
         for (a, b) in [("KNYC", "KLAX"), ("KNYC", "EGLC"), ("KDFW", "KMIA")] {
             let r = correlation(&changes(daily_max(a, 120)), &changes(daily_max(b, 120)));

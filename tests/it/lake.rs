@@ -332,7 +332,7 @@ async fn a_repair_keeps_one_row_of_a_report_stored_under_two_wrappers() {
     let k = batch.schema().index_of("row_key").unwrap();
     cols[k] = Arc::new(UInt64Array::from(vec![old(body), old(&wrapped)]));
     let batch = RecordBatch::try_new(batch.schema(), cols).unwrap();
-    let path = lake.table_path("observations").child("date=2026-11-27").child("before-upgrade.parquet");
+    let path = lake.table_path("observations").join("date=2026-11-27").join("before-upgrade.parquet");
     lake.store().put(&path, encode_parquet(&OBSERVATIONS, &batch).unwrap().into()).await.unwrap();
     assert_eq!(scalar(&lake, "SELECT count(*) FROM observations").await, "2");
 
