@@ -28,6 +28,23 @@ pub fn feeds_config(config: Option<&Path>, state_dir: &Path) -> anyhow::Result<F
     Ok(cfg)
 }
 
+/// `serve --live`: the production feeds (`data/wxlake.live.toml`, built in), or the
+/// `[sources]` of the `--config` file when it has one, with the contact from
+/// `WXLAKE_CONTACT`. Refused with what to do, before anything starts, when a real
+/// deployment would lack something (see `wxlake::feeds::live_config`). The state
+/// directory is the caller's to set.
+pub fn live_feeds_config(config: Option<&Path>) -> anyhow::Result<FeedsConfig> {
+    use wxlake::feeds::live_config::{live_sources, CONTACT_ENV};
+    let text = match config {
+        Some(path) => {
+            Some(std::fs::read_to_string(path).with_context(|| format!("reading config {}", path.display()))?)
+        }
+        None => None,
+    };
+    let contact = std::env::var(CONTACT_ENV).ok();
+    Ok(live_sources(text.as_deref(), contact.as_deref())?)
+}
+
 /// Opens the live service on `dir` (replaying its WAL), flushes it to the lake every
 /// `flush_secs` in the background, and schedules the derived jobs (cron, on new data, and
 /// at once for each new model run).

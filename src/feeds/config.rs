@@ -6,10 +6,15 @@
 //! `[sources.awc_metar]` polls the real public endpoint for the whole station catalog at
 //! the interval its operator asks for. Durations are written in seconds (`60`, `0.5`).
 //! Unknown keys and unknown sources are refused with the list of known ones: a typo must
-//! not silently leave a feed at its default.
+//! not silently leave a feed at its default. So is a station outside the catalog
+//! (`data/stations.csv`): the hot state, the stream, the extremes and every endpoint serve
+//! catalog stations only, so such a station would be fetched for nothing (or, for the
+//! sources that need its coordinates or zone, not at all).
 
 use serde::Deserialize;
 use thiserror::Error;
+
+use crate::catalog::Catalog;
 
 use super::awc_cache::AwcCacheConfig;
 use super::awc_metar::AwcMetarConfig;
@@ -52,6 +57,11 @@ pub enum ConfigError {
     UnknownSource { name: String, known: String },
     #[error("[sources{section}]: {message}")]
     Invalid { section: String, message: String },
+    #[error(
+        "[sources.{source_name}]: station {station:?} is not in the station catalog (data/stations.csv, {count} \
+         stations{hint}); only catalog stations are served"
+    )]
+    NotInCatalog { source_name: String, station: String, count: usize, hint: String },
 }
 
 /// Everything under `[sources]`.
@@ -133,9 +143,58 @@ impl FeedsConfig {
                 }
             }
         }
+        cfg.check_catalog()?;
         cfg.client = deserialize(toml::Value::Table(client_keys), "")?;
         cfg.client.validate().map_err(|message| ConfigError::Invalid { section: String::new(), message })?;
         Ok(cfg)
+    }
+
+    /// Each configured source (present table) by name, in [`SOURCES`] order: whether it is
+    /// enabled and the stations it names (after its defaults).
+    pub fn tables(&self) -> Vec<(&'static str, bool, &[String])> {
+        [
+            (AWC_METAR, self.awc_metar.as_ref().map(|c| (c.enabled, &c.stations[..]))),
+            (AWC_CACHE, self.awc_cache.as_ref().map(|c| (c.enabled, &c.stations[..]))),
+            (IEM_ASOS, self.iem_asos.as_ref().map(|c| (c.enabled, &c.stations[..]))),
+            (IEM_ONEMIN, self.iem_onemin.as_ref().map(|c| (c.enabled, &c.stations[..]))),
+            (NWS_CLI, self.nws_cli.as_ref().map(|c| (c.enabled, &c.stations[..]))),
+            (NWS_DSM, self.nws_dsm.as_ref().map(|c| (c.enabled, &c.stations[..]))),
+            (NWS_HOURLY, self.nws_hourly.as_ref().map(|c| (c.enabled, &c.stations[..]))),
+            (OPEN_METEO, self.open_meteo.as_ref().map(|c| (c.enabled, &c.stations[..]))),
+            (MOS, self.mos.as_ref().map(|c| (c.enabled, &c.stations[..]))),
+        ]
+        .into_iter()
+        .filter_map(|(name, table)| table.map(|(enabled, stations)| (name, enabled, stations)))
+        .collect()
+    }
+
+    /// The names of the enabled sources, in [`SOURCES`] order.
+    pub fn enabled(&self) -> Vec<&'static str> {
+        self.tables().into_iter().filter(|t| t.1).map(|t| t.0).collect()
+    }
+
+    /// Refuses a station of any source's `stations` that the catalog does not have,
+    /// naming it, the catalog, and the catalog's stations of the same ICAO region.
+    fn check_catalog(&self) -> Result<(), ConfigError> {
+        let catalog = Catalog::global();
+        for (name, _, stations) in self.tables() {
+            if let Some(station) = stations.iter().find(|s| catalog.get(s).is_none()) {
+                let region: Vec<&str> = catalog
+                    .all()
+                    .iter()
+                    .map(|s| s.code.as_str())
+                    .filter(|c| station.len() >= 2 && c.starts_with(&station[..2]))
+                    .collect();
+                let hint = if region.is_empty() { String::new() } else { format!("; near it: {}", region.join(", ")) };
+                return Err(ConfigError::NotInCatalog {
+                    source_name: name.to_string(),
+                    station: station.clone(),
+                    count: catalog.len(),
+                    hint,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Parses a whole file's text and reads its `[sources]` table (absent = no feeds).
@@ -239,6 +298,33 @@ mod tests {
         assert!(cfg.awc_metar.is_none());
         let e = FeedsConfig::from_file_text("sources = 3").unwrap_err();
         assert_eq!(e.to_string(), "[sources]: `sources` must be a table, found integer");
+    }
+
+    #[test]
+    fn a_station_outside_the_catalog_is_refused_with_the_catalog_named() {
+        let err = |t: &str| FeedsConfig::from_toml(&table(t)).unwrap_err().to_string();
+        let e = err("[awc_metar]\nstations = [\"KNYC\", \"egll\"]");
+        assert_eq!(
+            e,
+            format!(
+                "[sources.awc_metar]: station \"EGLL\" is not in the station catalog (data/stations.csv, {} stations; \
+                 near it: EGLC); only catalog stations are served",
+                Catalog::global().len()
+            )
+        );
+        for source in [AWC_CACHE, IEM_ASOS, IEM_ONEMIN, NWS_CLI, NWS_DSM, MOS] {
+            let e = err(&format!("[{source}]\nstations = [\"KMEM\"]"));
+            assert!(
+                e.starts_with(&format!("[sources.{source}]: station \"KMEM\" is not in the station catalog")),
+                "{e}"
+            );
+        }
+        // Open-Meteo and the NWS hourly forecast need the coordinates and say so themselves.
+        assert!(err("[open_meteo]\nstations = [\"EGLL\"]").contains("\"EGLL\" is not in the station catalog"));
+        assert!(err("[nws_hourly]\nstations = [\"KMEM\"]").contains("\"KMEM\" is not in the catalog"));
+        let ok = FeedsConfig::from_toml(&table("[awc_metar]\nstations = [\"EGLC\"]\n[mos]\nenabled = false")).unwrap();
+        assert_eq!(ok.enabled(), [AWC_METAR]);
+        assert_eq!(ok.tables().len(), 2);
     }
 
     #[test]

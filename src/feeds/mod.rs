@@ -16,7 +16,9 @@
 //! `nws_dsm` and `nws_hourly` (api.weather.gov climate reports, daily summaries, hourly
 //! forecasts), `open_meteo` (model runs from Open-Meteo's single-runs API), `mos` (MOS and
 //! NBM text bulletins); the two model feeds keep their runs in a [`run_tracker`]. What a
-//! source must remember across restarts is in its [`state_file`]. The client's settings
+//! source must remember across restarts is in its [`state_file`]. The production feeds
+//! (`data/wxlake.live.toml`, which `serve --live` runs) and what a real deployment needs
+//! are [`live_config`]. The client's settings
 //! ([`client_config`]) and the seconds format ([`seconds`]) are leaves, so `config` may
 //! name every source without a cycle.
 
@@ -31,6 +33,7 @@ pub mod http;
 pub mod iem;
 pub mod iem_asos;
 pub mod iem_onemin;
+pub mod live_config;
 pub mod mos;
 pub mod nws_hourly;
 pub mod nws_products;

@@ -82,6 +82,13 @@ pub struct OpenMeteoConfig {
     pub models: Vec<String>,
     /// `batch_size` (default 20): locations per request.
     pub batch_size: usize,
+    /// `max_calls_per_minute` (default 0: unpaced): the most Open-Meteo calls the feed
+    /// asks for in a minute, counted as Open-Meteo counts them ([`calls_per_location`]
+    /// for each location of a request). The free tier allows 600 a minute, 5,000 an hour
+    /// and 10,000 a day; a first start finds every run of the lookback due at once (about
+    /// 2,000 calls for the catalog), which unpaced would go out in a minute or two. Paced,
+    /// requests are spaced by their cost, so no minute asks for more than this.
+    pub max_calls_per_minute: f64,
     /// `lookback_hours` (default 12): runs initialised longer ago are left to the backfill.
     pub lookback_hours: f64,
     /// `timeout_secs` (default 60): one request's limit.
@@ -99,10 +106,25 @@ impl Default for OpenMeteoConfig {
             stations: Catalog::global().all().iter().map(|s| s.code.clone()).collect(),
             models: open_meteo_models().map(|a| a.model.to_string()).collect(),
             batch_size: 20,
+            max_calls_per_minute: 0.0,
             lookback_hours: 12.0,
             timeout: Duration::from_secs(60),
         }
     }
+}
+
+/// What Open-Meteo counts one location of a request as: one call, more for a large one,
+/// x(variables / 10) past 10 variables and x(days / 7) past a week of data. Open-Meteo's
+/// pricing notes weigh large requests so; the week is the strict reading (a request that
+/// counts less is only cheaper), so budgets computed with it hold.
+pub fn calls_per_location(variables: usize, days: f64) -> f64 {
+    (variables as f64 / 10.0).max(1.0) * (days / 7.0).max(1.0)
+}
+
+/// The calls one location of a live run's request counts as: the [`HOURLY`] variables over
+/// the model's whole horizon.
+pub fn run_calls_per_location(spec: &models::ModelSpec) -> f64 {
+    calls_per_location(HOURLY.split(',').count(), f64::from(spec.horizon_h) / 24.0)
 }
 
 /// The models Open-Meteo serves, with their ids and delays.
@@ -140,6 +162,9 @@ impl OpenMeteoConfig {
         if self.batch_size == 0 {
             return bad("batch_size must be at least 1".to_string());
         }
+        if !(self.max_calls_per_minute.is_finite() && self.max_calls_per_minute >= 0.0) {
+            return bad(format!("max_calls_per_minute must be a number >= 0, found {}", self.max_calls_per_minute));
+        }
         if !(self.lookback_hours.is_finite() && self.lookback_hours > 0.0) {
             return bad(format!("lookback_hours must be a positive number, found {}", self.lookback_hours));
         }
@@ -167,6 +192,8 @@ pub struct OpenMeteo {
     models: Vec<Model>,
     /// What is known of the runs, stored ones per station.
     runs: Mutex<RunTracker<String>>,
+    /// When the next request may go out under `max_calls_per_minute` (None: now).
+    next_call: Mutex<Option<tokio::time::Instant>>,
 }
 
 impl std::fmt::Debug for OpenMeteo {
@@ -208,7 +235,7 @@ impl OpenMeteo {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let runs = Mutex::new(RunTracker::new(cfg.interval, MAX_ATTEMPTS));
-        Ok(OpenMeteo { cfg, client, clock, stations, models, runs })
+        Ok(OpenMeteo { cfg, client, clock, stations, models, runs, next_call: Mutex::new(None) })
     }
 
     /// The configured models `station` gets: those whose domain covers it
@@ -220,6 +247,23 @@ impl OpenMeteo {
     /// The stations that get `model`, in the configured order.
     fn stations_for(&self, model: &Model) -> Vec<&'static Station> {
         self.stations.iter().copied().filter(|s| self.models_for(s).any(|m| m.spec.name == model.spec.name)).collect()
+    }
+
+    /// Waits until a request costing `calls` may go out under `max_calls_per_minute`, and
+    /// books the time it takes: requests are spaced by their cost, whichever model or
+    /// backfill unit asks, so a catch-up of many runs is spread over minutes.
+    async fn pace(&self, calls: f64) {
+        if self.cfg.max_calls_per_minute <= 0.0 {
+            return;
+        }
+        let now = tokio::time::Instant::now();
+        let start = {
+            let mut next = lock(&self.next_call);
+            let start = next.map_or(now, |n| n.max(now));
+            *next = Some(start + Duration::from_secs_f64(calls * 60.0 / self.cfg.max_calls_per_minute));
+            start
+        };
+        tokio::time::sleep_until(start).await;
     }
 
     /// Reads `model`'s stored runs from the sink, once per process.
@@ -276,6 +320,7 @@ impl OpenMeteo {
                         continue;
                     }
                 };
+                self.pace(batch.len() as f64 * run_calls_per_location(model.spec)).await;
                 match self.fetch(&url, model, Some(run), &HOURLY.split(',').collect::<Vec<_>>(), batch, sink).await {
                     Ok(Outcome::NotModified) => report.not_modified += 1,
                     Ok(Outcome::Stored { bytes, stored }) => {
@@ -442,6 +487,8 @@ impl Archive for OpenMeteo {
             }
         };
         let asked: Vec<&str> = asked.iter().map(String::as_str).collect();
+        let days = (unit.to - unit.from).num_days() as f64 + 1.0;
+        self.pace(batch.len() as f64 * calls_per_location(asked.len(), days)).await;
         match self.fetch(&url, model, None, &asked, &batch, sink).await {
             Ok(Outcome::NotModified) => report.not_modified += 1,
             Ok(Outcome::Stored { bytes, stored }) => {
@@ -666,5 +713,38 @@ mod tests {
         assert!(bad.validated().unwrap_err().to_string().contains("not served by Open-Meteo"));
         let bad = OpenMeteoConfig { stations: vec!["ZZZZ".into()], ..OpenMeteoConfig::default() };
         assert!(bad.validated().unwrap_err().to_string().contains("not in the station catalog"));
+        assert_eq!(cfg.max_calls_per_minute, 0.0, "unpaced unless asked");
+        let bad = OpenMeteoConfig { max_calls_per_minute: -1.0, ..OpenMeteoConfig::default() };
+        assert!(bad.validated().unwrap_err().contains("max_calls_per_minute must be a number >= 0"));
+    }
+
+    #[test]
+    fn a_location_counts_by_its_size() {
+        assert_eq!(calls_per_location(5, 3.0), 1.0);
+        assert_eq!(calls_per_location(20, 7.0), 2.0);
+        assert!((calls_per_location(12, 16.0) - 1.2 * 16.0 / 7.0).abs() < 1e-9);
+        // A live run: 12 variables over the horizon (GFS: 16 days; HRRR: 2).
+        assert!((run_calls_per_location(models::model("GFS").unwrap()) - 1.2 * 16.0 / 7.0).abs() < 1e-9);
+        assert!((run_calls_per_location(models::model("HRRR").unwrap()) - 1.2).abs() < 1e-9);
+    }
+
+    #[tokio::test]
+    async fn paced_requests_are_spaced_by_their_cost() {
+        let client = Arc::new(HttpClient::new(crate::feeds::config::ClientConfig::default()).unwrap());
+        // 6,000 calls a minute is 100 a second: a request of 10 calls books 0.1 s.
+        let cfg = OpenMeteoConfig { max_calls_per_minute: 6000.0, ..OpenMeteoConfig::default() };
+        let feed = OpenMeteo::new(cfg.validated().unwrap(), Arc::clone(&client)).unwrap();
+        let start = std::time::Instant::now();
+        for _ in 0..3 {
+            feed.pace(10.0).await;
+        }
+        let took = start.elapsed();
+        assert!(took >= Duration::from_millis(200) && took < Duration::from_secs(2), "the first at once: {took:?}");
+        let unpaced = OpenMeteo::new(OpenMeteoConfig::default().validated().unwrap(), client).unwrap();
+        let start = std::time::Instant::now();
+        for _ in 0..3 {
+            unpaced.pace(1e6).await;
+        }
+        assert!(start.elapsed() < Duration::from_millis(100));
     }
 }

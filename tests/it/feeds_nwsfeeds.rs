@@ -373,9 +373,15 @@ async fn a_dsm_reaches_the_reports_table_and_the_stream_once() {
     let base = server(Arc::clone(&fx)).await;
     // 01:00 CST on the 27th: the 26th is the previous trading day, still news.
     let rig = Rig::new(Utc.with_ymd_and_hms(2025, 11, 27, 7, 0, 0).unwrap()).await;
-    let text = format!("contact = \"{CONTACT}\"\n[nws_dsm]\nbase_url = \"{base}\"\nstations = [\"KMEM\", \"KBNA\"]\n");
-    let mut cfg = FeedsConfig::from_toml(&text.parse().unwrap()).unwrap();
-    cfg.state_dir = Some(rig.dir.path().join("feeds-state"));
+    // Built, not read from a config file: a config naming KMEM (outside the catalog) is
+    // refused at load.
+    let dsm = NwsProductsConfig { base_url: base, stations: vec!["KMEM".into(), "KBNA".into()], ..Default::default() };
+    let cfg = FeedsConfig {
+        client: ClientConfig { contact: CONTACT.to_string(), ..ClientConfig::default() },
+        nws_dsm: Some(dsm.validated(ProductKind::Dsm).unwrap()),
+        state_dir: Some(rig.dir.path().join("feeds-state")),
+        ..FeedsConfig::default()
+    };
     let clock: Arc<dyn Clock> = rig.clock.clone();
     let feeds = Feeds::from_config_at(&cfg, Arc::new(Arc::clone(&rig.live)), clock).unwrap();
 

@@ -454,8 +454,8 @@ async fn the_config_tables_enable_the_three_feeds() {
     let base = server(Arc::clone(&fx)).await;
     let cfg = FeedsConfig::from_toml(
         &format!(
-            "attempts = 1\n[awc_cache]\nbase_url = \"{base}\"\n[iem_asos]\nbase_url = \"{base}\"\nstations = [\"KCVG\"]\n\
-             [iem_onemin]\nbase_url = \"{base}\"\nstations = [\"KCVG\"]\n"
+            "attempts = 1\n[awc_cache]\nbase_url = \"{base}\"\n[iem_asos]\nbase_url = \"{base}\"\nstations = [\"KMDW\"]\n\
+             [iem_onemin]\nbase_url = \"{base}\"\nstations = [\"KMDW\"]\n"
         )
         .parse()
         .unwrap(),

@@ -17,6 +17,7 @@ mod forecasts_http;
 mod http;
 mod lake;
 mod layering;
+mod live_config;
 mod openapi;
 mod s3;
 mod slt;
