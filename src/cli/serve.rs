@@ -49,6 +49,11 @@ pub struct ServeArgs {
     /// Build a demo lake if the lake is empty, print a key per tier, feed live data.
     #[arg(long)]
     pub demo: bool,
+    /// Run the real service: poll every public source the API serves, for the whole
+    /// catalog (data/wxlake.live.toml, built in; a --config file's [sources] wins). Needs a
+    /// contact for the User-Agent: WXLAKE_CONTACT or [sources] contact.
+    #[arg(long, conflicts_with = "demo")]
+    pub live: bool,
     /// Days of history for the demo lake.
     #[arg(long, default_value_t = 7)]
     pub demo_days: u32,
@@ -195,6 +200,9 @@ async fn bind(addr: &str, flag: &str) -> anyhow::Result<TcpListener> {
 }
 
 pub async fn run(lake: Lake, a: ServeArgs, config: Option<&Path>) -> anyhow::Result<ExitCode> {
+    // --live: the production feeds, checked before any side effect (a missing contact
+    // stops here, before a state directory, a lock or a listener exists).
+    let live_sources = if a.live { Some(super::live::live_feeds_config(config)?) } else { None };
     let dir = state_dir(&lake, a.state_dir.clone())?;
     // Held until the process ends.
     let _lock = take_serve_lock(&dir)?;
@@ -202,7 +210,10 @@ pub async fn run(lake: Lake, a: ServeArgs, config: Option<&Path>) -> anyhow::Res
     // One shutdown for both listeners, its signal handlers registered before anything
     // listens: a SIGTERM at any moment from here on is a graceful stop with a final flush.
     let shutdown = Shutdown::on_signal();
-    let feeds_config = feeds_config(config, &dir)?;
+    let feeds_config = match live_sources {
+        Some(cfg) => FeedsConfig { state_dir: Some(dir.clone()), ..cfg },
+        None => feeds_config(config, &dir)?,
+    };
     if a.demo && !lake_has_data(&lake) {
         eprintln!("demo: building a {}-day demo lake (first run only)...", a.demo_days);
         let args = DemoArgs {
