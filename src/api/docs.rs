@@ -10,7 +10,9 @@
 use axum::response::{Html, IntoResponse, Response};
 use axum::Json;
 use utoipa::openapi::path::{HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn};
-use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::security::{
+    ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
+};
 use utoipa::openapi::server::{ServerBuilder, ServerVariableBuilder};
 use utoipa::openapi::{ContentBuilder, ObjectBuilder, PathItem, Ref, RefOr, Required, ResponseBuilder, Type};
 use utoipa::{Modify, OpenApi};
@@ -19,6 +21,7 @@ use super::error::ErrorBody;
 use super::observation_json::{ObservationV1, ObservationV2, SvcHigh, SvcHighV1};
 use super::paths;
 use super::schemas::param;
+use crate::catalog::Catalog;
 
 /// The service's OpenAPI document.
 #[derive(OpenApi)]
@@ -28,7 +31,12 @@ use super::schemas::param;
         description = "Weather observations, trading-day extremes (nws and wu logic), model forecasts and accuracy. \
                        Every non-2xx response is JSON {\"error\", \"details\"}. Rate limits per key per minute and per \
                        day are reported in X-RateLimit-Limit / X-RateLimit-Remaining / X-RateLimit-Reset (seconds until \
-                       the binding window resets); a 429 carries Retry-After."
+                       the binding window resets); a 429 carries Retry-After. Parameters: an unknown station is a 400 on \
+                       every endpoint (`station_code`, `stations`, `location_name`; GET /api/v2/stations.php lists the \
+                       catalog, and each such parameter below names it), except model_accuracy.php, which accepts any \
+                       well-formed ICAO code (spec 2.10), and forecasts.php, which also serves a location outside the \
+                       catalog that has recent forecasts. Every parameter takes one value: a parameter given twice is a \
+                       400 (lists are comma-separated in one value); unknown parameters are ignored."
     ),
     paths(
         super::v2::observations::handler,
@@ -49,12 +57,11 @@ use super::schemas::param;
     ),
     // Parameter types are not collected from `params(...)`: listed here so their $refs resolve.
     components(schemas(
-        ErrorBody, ObservationV2, ObservationV1, SvcHigh, SvcHighV1, super::nws_cache::NwsVersion,
-        super::v2::nearby::NearbyStation, super::v2::pacing::PaceRow, super::v2::stations::LatestRun, super::accuracy_cache::Metrics,
+        ErrorBody, ObservationV2, ObservationV1, SvcHigh, SvcHighV1,
         param::ObservationMode, param::Logic, param::ObservationType, param::ForecastMode, param::TzMode,
         param::NwsMode, param::AccuracyWindow, param::AccuracyTarget,
     )),
-    modifiers(&Security, &CommonResponses, &StreamServer),
+    modifiers(&Security, &CommonResponses, &StreamServer, &StationCatalog),
     tags(
         (name = "observations", description = "Latest observation, trading-day extremes, history"),
         (name = "forecasts", description = "Model forecasts: raw rows, runs, daily summaries; NWS hourly forecast versions"),
@@ -67,17 +74,64 @@ use super::schemas::param;
 )]
 pub struct ApiDoc;
 
+/// The REST port's two ways to send a key, and the stream's key in the URL (spec 5).
 struct Security;
+
+/// The security scheme of the push stream: its key travels as the `api_key` query parameter.
+pub const STREAM_KEY_SCHEME: &str = "stream_api_key";
 
 impl Modify for Security {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme(
             "bearer",
-            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("`Authorization: Bearer <API_KEY>` (the scheme name in any case)"))
+                    .build(),
+            ),
         );
-        components
-            .add_security_scheme("api_key", SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-API-Key"))));
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "X-API-Key",
+                "`X-API-Key: <API_KEY>`, instead of the bearer header",
+            ))),
+        );
+        components.add_security_scheme(
+            STREAM_KEY_SCHEME,
+            SecurityScheme::ApiKey(ApiKey::Query(ApiKeyValue::with_description(
+                "api_key",
+                "The push stream only: a stream-enabled key as the `api_key` query parameter (spec 5 item 3; \
+                 `wxlake keys create --stream` or `keys enable-stream`)",
+            ))),
+        );
+    }
+}
+
+/// Names the catalog's stations in the description of every parameter that takes station
+/// codes, so `/docs` (which renders this document) and clients generated from it carry the
+/// list that an unknown-station 400 points to.
+struct StationCatalog;
+
+/// The parameters that take catalog station codes.
+const STATION_PARAMETERS: [&str; 3] = ["station_code", "stations", "location_name"];
+
+impl Modify for StationCatalog {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let codes: Vec<&str> = Catalog::global().all().iter().map(|s| s.code.as_str()).collect();
+        let list = format!("Catalog stations ({}): {}.", codes.len(), codes.join(", "));
+        for item in openapi.paths.paths.values_mut() {
+            let ops = [&mut item.get, &mut item.post].into_iter().flatten();
+            for p in ops.flat_map(|op| op.parameters.iter_mut().flatten()) {
+                if STATION_PARAMETERS.contains(&p.name.as_str()) {
+                    let said = p.description.take().unwrap_or_default();
+                    let said = said.trim_end_matches('.');
+                    p.description = Some(if said.is_empty() { list.clone() } else { format!("{said}. {list}") });
+                }
+            }
+        }
     }
 }
 
@@ -165,16 +219,13 @@ fn stream_path() -> PathItem {
     };
     let op = OperationBuilder::new()
         .tag("stream")
+        .operation_id(Some("openStream"))
         .summary(Some(
             "Push stream of server-sent events (HTTPS, on the stream listener of `servers`, not the REST port)",
         ))
         .description(Some(STREAM_DESCRIPTION))
+        .security(SecurityRequirement::new(STREAM_KEY_SCHEME, Vec::<String>::new()))
         .parameter(param("stations", true, "comma-separated station codes (Professional: at most 5)"))
-        .parameter(param(
-            "api_key",
-            true,
-            "a stream-enabled API key (wxlake keys create --stream / keys enable-stream)",
-        ))
         .parameter(param(
             "last_event_id",
             false,
@@ -188,7 +239,7 @@ fn stream_path() -> PathItem {
                 .build(),
         )
         .response("400", error("missing or unknown stations"))
-        .response("401", error("missing or invalid api_key"))
+        .response("401", error("missing or invalid api_key (the key goes in the api_key query parameter)"))
         .response("403", error("key not stream-enabled, or too many stations for the tier"))
         .response(
             "429",
@@ -198,8 +249,8 @@ fn stream_path() -> PathItem {
     PathItem::new(HttpMethod::Get, op)
 }
 
-const STREAM_DESCRIPTION: &str =
-    "Events: `connected` (no id; stations, user, timestamp), `heartbeat` (no id; every 30 s), \
+const STREAM_DESCRIPTION: &str = "The key goes in the URL: a stream-enabled key as the `api_key` query parameter \
+(security scheme `stream_api_key`). Events: `connected` (no id; stations, user, timestamp), `heartbeat` (no id; every 30 s), \
 `observation` (METAR, SPECI, HF-METAR; never one-minute data; spec 6 payload with svc_high/svc_low per logic, \
 valid-through times, anomaly, suspect_temperature, data_quality), `dsm`, `cli`, `new_high` / `new_low` (per logic, \
 with prev_value_f/prev_value_c, only for the trading day in progress; suspect temperatures never alert), `resync` \
@@ -243,6 +294,7 @@ fetch('/openapi.json').then(r => r.json()).then(spec => {
     for (const [method, op] of Object.entries(item)) {
       if (!['get', 'post', 'put', 'delete', 'patch'].includes(method)) continue;
       html += `<h2><span class="m">${esc(method)}</span><code>${esc(path)}</code></h2>`;
+      if (op.summary) html += `<p><strong>${esc(op.summary)}</strong> <small>(operationId <code>${esc(op.operationId)}</code>)</small></p>`;
       if (item.servers) html += `<p>Served by ${item.servers.map(s => `<code>${esc(s.url)}</code>: ${esc(s.description)}`).join('; ')}</p>`;
       if (op.description) html += `<p>${esc(op.description)}</p>`;
       if (op.parameters) {

@@ -45,13 +45,19 @@ pub struct IngestQuery {
     post,
     path = "/api/v2/ingest/{format}",
     tag = "ingest",
+    operation_id = "ingestInput",
+    summary = "Admin: ingest raw input (METAR, DSM, CLI, forecasts, ...) into the live service",
+    description = "Admin keys only. The body is the raw input, in any format `wxlake ingest` reads, at most 2 MiB. \
+                   A 202 means the input is fsynced in the write-ahead log and applied to the hot state (new \
+                   observations go out on the push stream); it reaches the lake at the next flush. Records the \
+                   service already holds are counted as duplicate, not stored again.",
     params(
         ("format" = String, Path, description = "metar, onemin, cli, dsm, forecasts, open-meteo, mos, nws-hourly"),
         IngestQuery,
     ),
-    request_body(content = String, description = "the raw input, as `wxlake ingest` reads it; at most 2 MiB (2,097,152 bytes) per request", content_type = "text/plain"),
+    request_body(content = crate::api::schemas::RawInput, description = "the raw input, as `wxlake ingest` reads it (text or Parquet bytes; any Content-Type is read as bytes); at most 2 MiB (2,097,152 bytes) per request", content_type = "application/octet-stream"),
     responses(
-        (status = 202, description = "durable in the WAL and applied to the hot state", body = Object),
+        (status = 202, description = "durable in the WAL and applied to the hot state", body = crate::api::schemas::IngestOutcome),
         (status = 400, description = "unknown format, bad parameter, or nothing usable in the body", body = crate::api::error::ErrorBody),
         (status = 403, description = "the key is not an admin key", body = crate::api::error::ErrorBody),
         (status = 413, description = "the body is larger than 2 MiB (2,097,152 bytes); nothing was logged", body = crate::api::error::ErrorBody),

@@ -8,14 +8,18 @@
 //! parsing is done here and not by serde. A blank value counts as absent. Each field's
 //! `#[param(value_type = ...)]` states what a client sends (an enum, a number, a date) and
 //! `required = true` what it must send, since the field itself is always an optional string.
-
-use std::collections::HashMap;
+//!
+//! Every parameter is single-valued (lists are comma-separated in one value), so a name
+//! the endpoint documents that comes twice is a 400: answering for the last one silently
+//! (`station_code=KNYC&station_code=EGLC` answered for EGLC) hides the client's mistake.
 
 use axum::extract::{FromRequestParts, Query};
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use serde::de::DeserializeOwned;
+use utoipa::openapi::path::ParameterIn;
+use utoipa::IntoParams;
 
 use super::error::ApiError;
 use crate::catalog::{Catalog, Station};
@@ -26,23 +30,46 @@ use crate::time::parse_utc;
 /// as it is, was a 500. No weather data of the service is that old or that far ahead.
 pub const SUPPORTED_YEARS: std::ops::RangeInclusive<i32> = 1900..=2199;
 
-/// An endpoint's query struct, extracted from the query string. A repeated name keeps its
-/// last value and unknown names are ignored, as clients of the original service expect.
+/// An endpoint's query struct, extracted from the query string. A name the struct
+/// documents (its `IntoParams`) given twice is a 400; unknown names are ignored, as clients
+/// of the original service expect (cache busters, tracking parameters).
 #[derive(Debug, Clone, Default)]
 pub struct QueryParams<T>(pub T);
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T> {
+impl<S: Send + Sync, T: DeserializeOwned + IntoParams> FromRequestParts<S> for QueryParams<T> {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let Query(map) = Query::<HashMap<String, String>>::from_request_parts(parts, state)
+        let Query(pairs) = Query::<Vec<(String, String)>>::from_request_parts(parts, state)
             .await
             .map_err(IntoResponse::into_response)?;
-        let object = map.into_iter().map(|(k, v)| (k, serde_json::Value::String(v))).collect();
+        if let Some(name) = repeated(&pairs, &documented_names::<T>()) {
+            return Err(ApiError::bad_request(
+                format!("Repeated parameter: {name}"),
+                format!(
+                    "{name} takes one value: give it once (lists such as stations=KNYC,EGLC are comma-separated \
+                     in one value)"
+                ),
+            )
+            .into_response());
+        }
+        let object = pairs.into_iter().map(|(k, v)| (k, serde_json::Value::String(v))).collect();
         serde_json::from_value(serde_json::Value::Object(object))
             .map(QueryParams)
             .map_err(|e| ApiError::bad_request("Invalid query string", e.to_string()).into_response())
     }
+}
+
+/// The query parameter names `T` documents.
+fn documented_names<T: IntoParams>() -> Vec<String> {
+    T::into_params(|| Some(ParameterIn::Query)).into_iter().map(|p| p.name).collect()
+}
+
+/// The first of `names` that `pairs` holds more than once.
+fn repeated<'a>(pairs: &'a [(String, String)], names: &[String]) -> Option<&'a str> {
+    pairs.iter().enumerate().find_map(|(i, (k, _))| {
+        (names.contains(k) && pairs[..i].iter().any(|(earlier, _)| earlier == k)).then_some(k.as_str())
+    })
 }
 
 fn out_of_range(name: &str, s: &str) -> ApiError {
@@ -78,12 +105,20 @@ pub fn required<'a>(name: &str, raw: &'a Option<String>, details: &str) -> Resul
 /// A catalog station (case-insensitive), required; unknown codes are a 400 naming the code.
 pub fn station(name: &str, raw: &Option<String>) -> Result<&'static Station, ApiError> {
     let code = required(name, raw, "a station code of the catalog, e.g. KNYC")?;
-    Catalog::global().lookup(code).ok_or_else(|| {
-        ApiError::bad_request(
-            format!("Unknown station: {code}"),
-            "station_code must be one of the 70 catalog stations (see the stations list in the API docs)",
-        )
-    })
+    Catalog::global().lookup(code).ok_or_else(|| unknown_station(name, code))
+}
+
+/// The 400 of a code that names no catalog station, with where the list is: the
+/// `stations.php` endpoint (any key) and the parameter's description in `/docs`.
+pub fn unknown_station(name: &str, code: &str) -> ApiError {
+    ApiError::bad_request(
+        format!("Unknown station: {code}"),
+        format!(
+            "{name} must be one of the {} catalog stations: GET /api/v2/stations.php lists them, and /docs names \
+             them under {name}",
+            Catalog::global().len()
+        ),
+    )
 }
 
 /// An ISO 8601 time.
@@ -124,7 +159,7 @@ mod tests {
 
     use super::*;
 
-    #[derive(Debug, Deserialize, PartialEq)]
+    #[derive(Debug, Deserialize, PartialEq, utoipa::IntoParams)]
     struct Q {
         a: Option<String>,
         b: Option<String>,
@@ -135,12 +170,25 @@ mod tests {
         QueryParams::<Q>::from_request_parts(&mut parts, &()).await.map(|QueryParams(q)| q)
     }
 
+    async fn error_of(uri: &str) -> (axum::http::StatusCode, serde_json::Value) {
+        let resp = extract(uri).await.expect_err(uri);
+        let status = resp.status();
+        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 16).await.unwrap();
+        (status, serde_json::from_slice(&bytes).unwrap())
+    }
+
     #[tokio::test]
-    async fn last_value_wins_and_unknown_names_are_ignored() {
-        let q = extract("/x?a=1&a=2&c=3&b=%20&").await.unwrap();
-        assert_eq!(q, Q { a: Some("2".into()), b: Some(" ".into()) });
+    async fn a_repeated_parameter_is_a_400_and_unknown_names_are_ignored() {
+        let q = extract("/x?a=1&c=3&c=4&b=%20&").await.unwrap();
+        assert_eq!(q, Q { a: Some("1".into()), b: Some(" ".into()) });
         assert_eq!(value(&q.b), None, "blank is absent");
         assert_eq!(extract("/x").await.unwrap(), Q { a: None, b: None });
+        for uri in ["/x?a=1&a=2", "/x?b=1&a=KNYC&a=EGLC", "/x?a=&a=2"] {
+            let (status, body) = error_of(uri).await;
+            assert_eq!(status, axum::http::StatusCode::BAD_REQUEST, "{uri}");
+            assert_eq!(body["error"], "Repeated parameter: a", "{uri}");
+            assert!(body["details"].as_str().unwrap().contains("comma-separated"), "{body}");
+        }
     }
 
     #[test]
@@ -148,6 +196,7 @@ mod tests {
         let raw = Some(" KNYC' OR 1=1 ".to_string());
         let e = station("station_code", &raw).unwrap_err();
         assert_eq!(e.body.error, "Unknown station: KNYC' OR 1=1");
+        assert!(e.body.details.contains("GET /api/v2/stations.php lists them"), "{}", e.body.details);
         let e = required("logic", &None, "Valid values are nws and wu").unwrap_err();
         assert_eq!(e.body.error, "Missing required parameter: logic");
         let e = choice("mode", &Some("x".into()), &["a", "b"]).unwrap_err();

@@ -75,10 +75,10 @@ pub struct ForecastRowV2 {
     pub inserted_at: String,
 }
 
-/// One `mode=daily` row (spec 2.6). Fahrenheit fields for US stations, Celsius fields for
-/// international ones; a field is absent when the model gave no value for the day.
-#[derive(Serialize, ToSchema)]
-#[allow(dead_code)] // documentation only: the handler builds the rows as JSON maps
+/// One `mode=daily` row (spec 2.6), as the handler builds it. Fahrenheit fields for US
+/// stations, Celsius fields for international ones; a field is absent when the model gave
+/// no value for the day.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
 pub struct DailyForecastRow {
     pub model: String,
     /// Local calendar day `YYYY-MM-DD`.
@@ -87,12 +87,21 @@ pub struct DailyForecastRow {
     pub timezone: String,
     /// `civil` or `standard`.
     pub tz_mode: String,
+    /// The run summarized, ISO 8601 UTC.
     pub run_time: String,
     /// Forecast points that contributed.
     pub points_used: i64,
+    /// Day maximum, °F (US stations).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub high_f: Option<f64>,
+    /// Day minimum, °F (US stations).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub low_f: Option<f64>,
+    /// Day maximum, °C (international stations).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub high_c: Option<f64>,
+    /// Day minimum, °C (international stations).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub low_c: Option<f64>,
 }
 
@@ -118,6 +127,48 @@ pub struct ForecastRowV1 {
     pub temperature_k: Option<f64>,
     pub temperature_f: Option<f64>,
     pub temperature_c: Option<f64>,
+}
+
+/// Request body of `POST /api/v2/ingest/{format}`: the input's bytes, in the format the path
+/// names (text for most, Parquet for forecasts). Declared as bytes (`application/octet-stream`)
+/// rather than text so that generated clients can send either; the handler reads the body
+/// whatever its Content-Type.
+#[derive(ToSchema)]
+#[schema(value_type = String, format = Binary)]
+#[allow(dead_code)] // documentation only: the handler reads `Bytes`
+pub struct RawInput(Vec<u8>);
+
+/// 202 body of `POST /api/v2/ingest/{format}`: the live service's outcome
+/// (`crate::write::LiveOutcome`, which `crate::write` owns and serializes). Described here
+/// field for field; tests/it/openapi.rs posts inputs and checks that the body has exactly
+/// these fields, so a field added there fails until it is documented here.
+#[derive(Serialize, ToSchema)]
+#[allow(dead_code)] // documentation only: the handler sends `LiveOutcome`
+pub struct IngestOutcome {
+    /// WAL sequence number: the input is durable. Null when every record was already held
+    /// (nothing new to log).
+    pub seq: Option<u64>,
+    /// Records decoded from the body.
+    pub read: u64,
+    /// Records new to the service.
+    pub accepted: u64,
+    /// Records the service already held (same natural key): no event, not stored again.
+    pub duplicate: u64,
+    /// Lines that could not be decoded.
+    pub rejected: u64,
+    /// The first rejected lines, with reasons.
+    pub errors: Vec<IngestLineError>,
+    /// New-high / new-low events the input caused.
+    pub events: u64,
+}
+
+/// One rejected input line of an ingest (`crate::decode::types::LineError`).
+#[derive(Serialize, ToSchema)]
+#[allow(dead_code)] // documentation only
+pub struct IngestLineError {
+    /// 1-based line (or JSON record) number; 0 when the reason concerns the whole input.
+    pub line: u64,
+    pub reason: String,
 }
 
 /// Query parameter values of closed sets, so the document (and clients generated from

@@ -29,6 +29,12 @@ async fn raw_forecasts_runs_and_latest() {
         rows.push(row("GFS", 6, lead, 41.0 + lead as f64 * 0.1));
         rows.push(row("HRRR", 6, lead.min(18), 42.0));
     }
+    // A point outside the catalog that a feed fetches model output for (a MOS station).
+    for lead in 0..6 {
+        let mut r = row("NAM-MOS", 0, lead * 3, 45.0);
+        r.location_name = "KORD".into();
+        rows.push(r);
+    }
     let csv = wxlake::decode::forecast_rows::encode_forecast_csv(&rows);
     store(&app, Format::Forecasts, csv.as_bytes(), IngestOptions::default()).await;
 
@@ -88,9 +94,16 @@ async fn raw_forecasts_runs_and_latest() {
         let (s, v) = app.get(&format!("/api/v2/forecasts.php?{q}")).await;
         assert_eq!(s, StatusCode::BAD_REQUEST, "{q}: {v}");
     }
-    // Daily summaries need a configured timezone.
+    // A location outside the catalog with forecasts is served; its daily summaries need a
+    // configured timezone (spec 4.2 rule 6). A location with none is an unknown station.
+    let (s, v) = app.get("/api/v2/forecasts.php?location_name=KORD&model=NAM-MOS&run=latest").await;
+    assert_eq!((s, v.as_array().map(Vec::len)), (StatusCode::OK, Some(6)), "{v}");
     let (s, v) = app.get("/api/v2/forecasts.php?location_name=KORD&mode=daily").await;
     assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{v}");
+    for q in ["location_name=KXYZ&mode=daily", "location_name=KXYZ&run=latest&model=GFS"] {
+        let (s, v) = app.get(&format!("/api/v2/forecasts.php?{q}")).await;
+        assert_eq!((s, v["error"].as_str()), (StatusCode::BAD_REQUEST, Some("Unknown station: KXYZ")), "{q}: {v}");
+    }
 
     // v1: the same rows with the v1 columns only.
     let (s, v) = app
@@ -373,6 +386,21 @@ async fn daily_summaries_from_the_forecast_daily_job() {
     assert!(d.get("high_c").is_none(), "US stations carry Fahrenheit fields only");
     assert_eq!(d["timezone"], "America/New_York");
     let sig = h["x-run-signature"].to_str().unwrap().to_string();
+    assert!(h.get("x-run-time").is_none(), "X-Run-Time answers run=latest");
+    // run=latest names the run it resolved to (README: "run=latest (with X-Run-Time)"), as
+    // raw mode does; without a model, the newest run summarized.
+    for q in ["&model=GFS&run=latest", "&run=latest"] {
+        let uri = format!("/api/v2/forecasts.php?location_name=KNYC&mode=daily{q}");
+        let (s, h, v) = app.call("GET", &uri, Some(&key), "").await;
+        assert_eq!((s, v.as_array().map(Vec::len)), (StatusCode::OK, Some(1)), "{uri}: {v}");
+        assert_eq!(h["x-run-time"], "2026-03-08T00:00:00Z", "{uri}");
+        assert_eq!(h["x-run-signature"].to_str().unwrap(), sig, "{uri}");
+    }
+    let (_, h, v) = app
+        .call("GET", "/api/v2/forecasts.php?location_name=KNYC&mode=daily&model=UKMO&run=latest", Some(&key), "")
+        .await;
+    assert_eq!(v.as_array().map(Vec::len), Some(0));
+    assert!(h.get("x-run-time").is_none(), "no run, no X-Run-Time");
     let (_, h2, _) =
         app.call("GET", "/api/v2/forecasts.php?location_name=KNYC&mode=daily&model=GFS", Some(&key), "").await;
     assert_eq!(h2["x-run-signature"].to_str().unwrap(), sig, "same set of runs, same signature");

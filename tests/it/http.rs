@@ -352,6 +352,75 @@ async fn sql_in_a_code_or_model_is_a_400_not_sql() {
     }
 }
 
+/// Issue 27 item 4: an unknown station is the same JSON 400 on every endpoint that takes a
+/// station (observations answered 400 where forecasts answered `200 []`), pointing to where
+/// the catalog is listed; a single-valued parameter given twice is a 400, never an answer
+/// for its last value (`station_code=KNYC&station_code=EGLC` answered for EGLC).
+#[tokio::test]
+async fn unknown_stations_and_repeated_parameters_are_400_everywhere() {
+    let app = App::new().await;
+    let key = app.key(Tier::Enterprise).to_string();
+    let win = "start_valid_time=2026-03-08T00:00:00Z&end_valid_time=2026-03-09T00:00:00Z";
+    let hist = "start_time=2026-03-08T00:00:00Z&end_time=2026-03-08T06:00:00Z";
+    // (path and parameters before the station, the station parameter, what follows it)
+    let endpoints = [
+        ("/api/v2/observations.php?mode=latest", "station_code", ""),
+        ("/api/v2/observations.php?mode=svc_high&logic=nws", "station_code", ""),
+        ("/api/v2/observations.php?", "station_code", hist),
+        ("/api/v1/observations.php?mode=latest", "station_code", ""),
+        ("/api/v1/observations.php?mode=svc_high", "station_code", ""),
+        ("/api/v2/daily_extremes.php?logic=nws&start_date=2026-03-01&end_date=2026-03-08", "station_code", ""),
+        ("/api/v2/precipitation.php?", "station_code", ""),
+        ("/api/v2/nws_forecasts.php?", "station_code", ""),
+        ("/api/v2/pacing.php?", "station_code", ""),
+        ("/api/v2/nearby.php?radius_km=500", "station_code", ""),
+        ("/api/v2/nearby.php?", "stations", ""),
+        ("/api/v2/stations.php?", "station_code", ""),
+        ("/api/v2/forecasts.php?", "location_name", win),
+        ("/api/v2/forecasts.php?model=GFS&run=latest", "location_name", ""),
+        ("/api/v2/forecasts.php?mode=daily", "location_name", ""),
+        ("/api/v1/forecasts.php?", "location_name", win),
+    ];
+    let uri = |(head, name, tail): (&str, &str, &str), value: &str| {
+        let sep = if head.ends_with('?') { "" } else { "&" };
+        let tail = if tail.is_empty() { String::new() } else { format!("&{tail}") };
+        format!("{head}{sep}{name}={value}{tail}")
+    };
+    for e in endpoints {
+        let u = uri(e, "KXYZ");
+        let (s, _, v) = app.call("GET", &u, Some(&key), "").await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{u}: {v}");
+        assert_eq!(v["error"], "Unknown station: KXYZ", "{u}: {v}");
+        let details = v["details"].as_str().unwrap_or_default();
+        assert!(details.contains("GET /api/v2/stations.php lists them"), "{u}: {v}");
+        assert!(details.contains(&format!("/docs names them under {}", e.1)), "{u}: {v}");
+        assert_eq!(v.as_object().unwrap().len(), 2, "{u}: {v}");
+
+        let u = uri(e, &format!("KNYC&{}=EGLC", e.1));
+        let (s, _, v) = app.call("GET", &u, Some(&key), "").await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{u}: {v}");
+        assert_eq!(v["error"], format!("Repeated parameter: {}", e.1), "{u}: {v}");
+    }
+    // Spec 2.10: the accuracy endpoint accepts any well-formed ICAO code; repeated is a 400
+    // there too.
+    let (s, _, v) = app.call("GET", "/api/v2/model_accuracy.php?station_code=KXYZ", Some(&key), "").await;
+    assert_eq!((s, v["station"].as_str(), &v["city"]), (StatusCode::OK, Some("KXYZ"), &Value::Null), "{v}");
+    for u in [
+        "/api/v2/model_accuracy.php?station_code=KNYC&station_code=EGLC",
+        "/api/v2/observations.php?station_code=KNYC&mode=latest&mode=svc_high&logic=nws",
+        "/api/v2/forecasts.php?location_name=KNYC&model=GFS&run=latest&model=HRRR",
+    ] {
+        let (s, _, v) = app.call("GET", u, Some(&key), "").await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{u}: {v}");
+        assert!(v["error"].as_str().unwrap().starts_with("Repeated parameter: "), "{u}: {v}");
+    }
+    // Names the endpoint does not take are ignored, repeated or not (cache busters).
+    let (s, _, v) = app
+        .call("GET", "/api/v2/observations.php?station_code=KNYC&mode=svc_high&logic=nws&_=1&_=2", Some(&key), "")
+        .await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+}
+
 /// The REST listener itself, over real sockets (issue 27, points 5 and 7): a client that
 /// trickles its request head is cut within the header timeout, an idle one within the idle
 /// timeout, `/healthz` answers while the connection cap is reached, a declared huge body

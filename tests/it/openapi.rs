@@ -5,10 +5,16 @@
 //! body that does not match its schema. It also requires a 2xx answer from every GET
 //! operation, so a run whose requests were all refused cannot pass.
 //!
-//! Run it alone: `bash .ci/run` installs schemathesis into `.ci/venv` (or point
-//! `WXLAKE_SCHEMATHESIS` at a `schemathesis` executable), then
-//! `cargo test --test it openapi`. Without schemathesis it is skipped with a note, except
-//! under `CI=true`, where it fails.
+//! Clients generated from the document: `redocly lint` (recommended rules) and spectral
+//! (`spectral:oas`) must report no error, and the client openapi-python-client generates
+//! must call every GET operation against the demo server and parse each response into its
+//! models (the driver is `openapi_client.py`, next to this file).
+//!
+//! Run them alone: `bash .ci/run` installs schemathesis and openapi-python-client into
+//! `.ci/venv` and the two linters into `.ci/node_modules` (or point `WXLAKE_SCHEMATHESIS`,
+//! `WXLAKE_OPENAPI_PYTHON_CLIENT`, `WXLAKE_REDOCLY`, `WXLAKE_SPECTRAL` at the executables),
+//! then `cargo test --test it openapi`. A test whose tool is missing is skipped with a
+//! note, except under `CI=true`, where it fails.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -26,15 +32,50 @@ const RUN_LIMIT: Duration = Duration::from_secs(170);
 /// The demo stations: one °F (US, with DSM/CLI and precipitation) and one °C station.
 const STATIONS: [&str; 2] = ["KNYC", "EGLC"];
 
+/// Where `.ci/run` installs the tools.
+fn ci_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci")
+}
+
+/// A tool's executable: the path in `env_var`, the one `.ci/run` installs, or `name` on
+/// PATH; the first that answers `--version`.
+fn find_tool(env_var: &str, installed: PathBuf, name: &str) -> Option<PathBuf> {
+    let candidates = std::env::var_os(env_var).map(PathBuf::from).into_iter().chain([installed, PathBuf::from(name)]);
+    candidates.into_iter().find(|c| {
+        Command::new(c)
+            .arg("--version")
+            .env("REDOCLY_TELEMETRY", "off")
+            .env("REDOCLY_SUPPRESS_UPDATE_NOTICE", "true")
+            .stdin(Stdio::null())
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+/// A test's tool is missing: under `CI=true` the test fails, elsewhere it is skipped with a
+/// note saying how to install the tool.
+fn missing_tool(test: &str, tool: &str, how: &str) {
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{tool} is not installed: {how}");
+    }
+    eprintln!("SKIPPED {test}: {tool} is not installed; {how}");
+}
+
 /// The schemathesis executable: `WXLAKE_SCHEMATHESIS`, the venv `.ci/run` installs, or
 /// one on PATH.
 fn schemathesis() -> Option<PathBuf> {
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/venv/bin/schemathesis");
-    let candidates = std::env::var_os("WXLAKE_SCHEMATHESIS")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([venv, PathBuf::from("schemathesis")]);
-    candidates.into_iter().find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
+    find_tool("WXLAKE_SCHEMATHESIS", ci_dir().join("venv/bin/schemathesis"), "schemathesis")
+}
+
+/// A 2-day demo lake of [`STATIONS`] in `dir` and an Enterprise admin key (every operation
+/// answers it).
+fn demo_lake(dir: &Path) -> (PathBuf, String) {
+    let lake = dir.join("lake");
+    let out = wxlake(&lake, &["demo", "--days", "2", "--stations", &STATIONS.join(","), "--no-onemin"]);
+    assert!(out.status.success(), "demo: {}", stderr(&out));
+    let out = wxlake(&lake, &["keys", "create", "--tier", "enterprise", "--user", "contract", "--admin"]);
+    assert!(out.status.success(), "keys: {}", stderr(&out));
+    (lake, stdout(&out).trim().to_string())
 }
 
 /// The server on a free port; killed on drop.
@@ -175,19 +216,10 @@ fn openapi_contract_holds_under_schemathesis() {
         let how = "install it with `bash .ci/run` (a venv in .ci/venv, schemathesis pinned there) or \
                    `python3 -m venv .ci/venv && .ci/venv/bin/pip install schemathesis==4.32.5`, \
                    or set WXLAKE_SCHEMATHESIS to its executable";
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("schemathesis is not installed: {how}");
-        }
-        eprintln!("SKIPPED openapi_contract_holds_under_schemathesis: schemathesis is not installed; {how}");
-        return;
+        return missing_tool("openapi_contract_holds_under_schemathesis", "schemathesis", how);
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let lake = dir.path().join("lake");
-    let out = wxlake(&lake, &["demo", "--days", "2", "--stations", &STATIONS.join(","), "--no-onemin"]);
-    assert!(out.status.success(), "demo: {}", stderr(&out));
-    let out = wxlake(&lake, &["keys", "create", "--tier", "enterprise", "--user", "contract", "--admin"]);
-    assert!(out.status.success(), "keys: {}", stderr(&out));
-    let key = stdout(&out).trim().to_string();
+    let (lake, key) = demo_lake(dir.path());
 
     let (_server, addr) = start_server(&lake);
     let cfg = dir.path().join("schemathesis.toml");
@@ -297,6 +329,185 @@ fn fetch_doc(addr: &str) -> String {
     resp.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).expect("a body")
 }
 
+// ---- clients generated from the document, and linters ----
+
+/// The served document, written to `dir/openapi.json` (what clients generate from).
+fn document_file(dir: &Path) -> PathBuf {
+    let path = dir.join("openapi.json");
+    let doc = serde_json::to_string_pretty(&wxlake::api::docs::document()).expect("document as JSON");
+    std::fs::write(&path, doc).expect("write the document");
+    path
+}
+
+/// Runs a linter in `dir`, its output as JSON (the linters exit non-zero on findings).
+fn lint_json(cmd: &mut Command, dir: &Path) -> serde_json::Value {
+    let out = cmd
+        .current_dir(dir)
+        // No telemetry or update check: tests never reach the network.
+        .env("REDOCLY_TELEMETRY", "off")
+        .env("REDOCLY_SUPPRESS_UPDATE_NOTICE", "true")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the linter");
+    let text = stdout(&out);
+    let json = text.find(['{', '[']).map(|i| &text[i..]).unwrap_or_default();
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("linter output is not JSON ({e}):\n{text}\n{}", stderr(&out)))
+}
+
+/// `redocly lint` (its recommended rules) and spectral (`spectral:oas`) find no error in the
+/// document: the issue 27 run found 29 and 14 (every operationId `handler`, no security on
+/// the stream, ...). Warnings are printed.
+#[test]
+fn openapi_document_passes_redocly_and_spectral() {
+    let bin = ci_dir().join("node_modules/.bin");
+    let how = "install them with `bash .ci/run` (npm, pinned, into .ci/node_modules), or set WXLAKE_REDOCLY / \
+               WXLAKE_SPECTRAL to the executables";
+    let redocly = find_tool("WXLAKE_REDOCLY", bin.join("redocly"), "redocly");
+    let spectral = find_tool("WXLAKE_SPECTRAL", bin.join("spectral"), "spectral");
+    let (Some(redocly), Some(spectral)) = (redocly, spectral) else {
+        return missing_tool("openapi_document_passes_redocly_and_spectral", "@redocly/cli or spectral", how);
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let doc = document_file(dir.path());
+
+    std::fs::write(dir.path().join("redocly.yaml"), "extends:\n  - recommended\n").expect("redocly config");
+    let report = lint_json(
+        Command::new(&redocly).args(["lint", "--config", "redocly.yaml", "--format", "json"]).arg(&doc),
+        dir.path(),
+    );
+    let problems = report["problems"].as_array().cloned().unwrap_or_default();
+    let line = |p: &serde_json::Value| {
+        format!("{} {}: {} at {}", p["severity"], p["ruleId"], p["message"], p["location"][0]["pointer"])
+    };
+    for p in &problems {
+        eprintln!("redocly {}", line(p));
+    }
+    let errors: Vec<String> = problems.iter().filter(|p| p["severity"] == "error").map(line).collect();
+    eprintln!("redocly: {} errors, {} warnings", report["totals"]["errors"], report["totals"]["warnings"]);
+    assert!(report["totals"]["errors"].is_u64(), "no totals in redocly's report: {report}");
+    assert_eq!(report["totals"]["errors"], 0, "redocly lint errors:\n{}", errors.join("\n"));
+
+    std::fs::write(dir.path().join(".spectral.yaml"), "extends: [\"spectral:oas\"]\n").expect("spectral ruleset");
+    let results = lint_json(
+        Command::new(&spectral)
+            .args(["lint", "--ruleset", ".spectral.yaml", "--format", "json", "--fail-severity", "error"])
+            .arg(&doc),
+        dir.path(),
+    );
+    let results = results.as_array().cloned().unwrap_or_else(|| panic!("spectral's report is a list: {results}"));
+    // Severity 0 is an error, 1 a warning.
+    let line = |r: &serde_json::Value| format!("{} {}: {} at {}", r["severity"], r["code"], r["message"], r["path"]);
+    for r in &results {
+        eprintln!("spectral {}", line(r));
+    }
+    let errors: Vec<String> = results.iter().filter(|r| r["severity"] == 0).map(line).collect();
+    eprintln!("spectral: {} errors, {} warnings", errors.len(), results.iter().filter(|r| r["severity"] == 1).count());
+    assert!(errors.is_empty(), "spectral spectral:oas errors:\n{}", errors.join("\n"));
+}
+
+/// Every operation of the document: (method, path, operation).
+pub fn operations(doc: &serde_json::Value) -> Vec<(String, String, serde_json::Value)> {
+    let mut out = Vec::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, op) in item.as_object().expect("path item") {
+            if ["get", "put", "post", "delete", "patch"].contains(&method.as_str()) {
+                out.push((method.clone(), path.clone(), op.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// The GET operations a client can call on the REST port (the stream and its relay are
+/// endless event streams, not JSON answers).
+fn rest_get_operations(doc: &serde_json::Value) -> Vec<String> {
+    let paths = doc["paths"].as_object().expect("paths");
+    paths
+        .iter()
+        .filter(|(p, _)| {
+            p.as_str() != wxlake::api::paths::V2_STREAM && p.as_str() != wxlake::api::paths::V2_STREAM_RELAY
+        })
+        .filter_map(|(_, item)| item["get"]["operationId"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// The client openapi-python-client generates from the served document has a function for
+/// every operation (the issue 27 run: 7 of 16, every operationId being `handler`), and each
+/// GET operation, called through it against a demo server, answers 200 with a body that
+/// parses into its generated models exactly (openapi_client.py checks each shape).
+#[test]
+fn generated_python_client_parses_every_get_operation() {
+    let Some(generator) = find_tool(
+        "WXLAKE_OPENAPI_PYTHON_CLIENT",
+        ci_dir().join("venv/bin/openapi-python-client"),
+        "openapi-python-client",
+    ) else {
+        let how = "install it with `bash .ci/run` (pinned, into .ci/venv) or `.ci/venv/bin/pip install \
+                   openapi-python-client==0.29.1`, or set WXLAKE_OPENAPI_PYTHON_CLIENT to its executable";
+        return missing_tool("generated_python_client_parses_every_get_operation", "openapi-python-client", how);
+    };
+    // The generated client runs on the generator's own dependencies (httpx, attrs,
+    // python-dateutil): the Python next to it.
+    let python = generator.parent().map(|d| d.join("python")).filter(|p| p.is_file()).unwrap_or("python3".into());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (lake, key) = demo_lake(dir.path());
+    let (_server, addr) = start_server(&lake);
+    let served = fetch_doc(&addr);
+    let doc: serde_json::Value = serde_json::from_str(&served).expect("document");
+    let doc_path = dir.path().join("openapi.json");
+    std::fs::write(&doc_path, &served).expect("write the document");
+    // No post hooks: they run ruff, which formats but checks nothing.
+    std::fs::write(dir.path().join("client.yaml"), "package_name_override: wxlake_client\npost_hooks: []\n")
+        .expect("client config");
+    let client = dir.path().join("client");
+    let out = Command::new(&generator)
+        .args(["generate", "--meta", "none", "--fail-on-warning", "--config", "client.yaml", "--path"])
+        .arg(&doc_path)
+        .arg("--output-path")
+        .arg(client.join("wxlake_client"))
+        .current_dir(dir.path())
+        .output()
+        .expect("run openapi-python-client");
+    assert!(out.status.success(), "openapi-python-client:\n{}\n{}", stdout(&out), stderr(&out));
+
+    let operations = operations(&doc).len();
+    let generated = walkdir(&client.join("wxlake_client/api"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "py") && !p.ends_with("__init__.py"))
+        .count();
+    eprintln!("openapi-python-client generated {generated} of {operations} operations");
+    assert_eq!(generated, operations, "a function per operation\n{}", stderr(&out));
+
+    let gets = rest_get_operations(&doc);
+    assert!(gets.len() >= 13, "{gets:?}");
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/openapi_client.py");
+    let out = Command::new(&python)
+        .arg(&driver)
+        .arg(&client)
+        .arg(format!("http://{addr}"))
+        .arg(&key)
+        .arg(serde_json::to_string(&gets).expect("operations"))
+        .output()
+        .expect("run the client driver");
+    eprintln!("{}", stdout(&out));
+    assert!(out.status.success(), "the generated client failed:\n{}\n{}", stdout(&out), stderr(&out));
+}
+
+/// Every file under `dir`.
+fn walkdir(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            out.extend(walkdir(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
 // ---- in process: the document's shapes and the fields real clients read ----
 
 mod in_process {
@@ -387,6 +598,87 @@ mod in_process {
             .map(|p| component(&doc, &p["schema"]).clone())
             .unwrap();
         assert!(mode.to_string().contains("hourly"), "{mode}");
+    }
+
+    /// What generated clients need of every operation (issue 27 item 3): a unique
+    /// operationId, a summary and a description; a 2xx JSON body with a real schema (not a
+    /// bare `object`); no component schema left unused.
+    #[tokio::test]
+    async fn every_operation_is_named_summarized_and_typed() {
+        let app = App::new().await;
+        let doc = document(&app).await;
+        let ops = super::operations(&doc);
+        assert_eq!(ops.len(), 16, "{:?}", ops.iter().map(|(m, p, _)| format!("{m} {p}")).collect::<Vec<_>>());
+        let mut ids = std::collections::BTreeSet::new();
+        for (method, path, op) in &ops {
+            let id = op["operationId"].as_str().unwrap_or_else(|| panic!("{method} {path}: no operationId"));
+            assert!(ids.insert(id.to_string()), "{method} {path}: operationId {id} is not unique");
+            assert!(id.chars().all(|c| c.is_ascii_alphanumeric()) && id != "handler", "{id}");
+            for field in ["summary", "description"] {
+                assert!(op[field].as_str().is_some_and(|s| s.len() > 20), "{method} {path}: {field}: {}", op[field]);
+            }
+            assert!(op["security"].as_array().is_some_and(|s| !s.is_empty()), "{method} {path}: no security");
+            for (status, resp) in op["responses"].as_object().unwrap() {
+                let Some(schema) = resp["content"]["application/json"].get("schema") else { continue };
+                if status.starts_with('2') {
+                    let s = component(&doc, schema);
+                    let bare = s["type"] == "object" && s.get("properties").is_none() && s.get("allOf").is_none();
+                    assert!(!bare, "{method} {path} {status}: a bare object: {s}");
+                }
+            }
+        }
+        // Every component schema is referenced from somewhere else in the document.
+        let text = doc.to_string();
+        for name in doc["components"]["schemas"].as_object().unwrap().keys() {
+            let r = format!("\"#/components/schemas/{name}\"");
+            assert!(text.contains(&r), "component {name} is unused");
+        }
+        // Unknown stations and repeated parameters are documented (issue 27 item 4).
+        let info = doc["info"]["description"].as_str().unwrap();
+        assert!(info.contains("unknown station is a 400") && info.contains("given twice is a"), "{info}");
+        let station = doc["paths"]["/api/v2/observations.php"]["get"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "station_code")
+            .unwrap();
+        let desc = station["description"].as_str().unwrap();
+        assert!(desc.contains("KNYC") && desc.contains("EGLC") && desc.contains("Catalog stations (70)"), "{desc}");
+        // The stream names its key's scheme.
+        let stream = &doc["paths"]["/api/v2/stream"]["get"];
+        assert_eq!(stream["security"], serde_json::json!([{"stream_api_key": []}]));
+        assert_eq!(doc["components"]["securitySchemes"]["stream_api_key"]["in"], "query");
+        let headers = &doc["paths"]["/api/v2/forecasts.php"]["get"]["responses"]["200"]["headers"];
+        assert!(headers.get("X-Run-Time").is_some() && headers.get("X-Run-Signature").is_some(), "{headers}");
+    }
+
+    /// The 202 body of an ingest has exactly the fields `IngestOutcome` documents (the body
+    /// is `crate::write::LiveOutcome`, serialized elsewhere: a field added there fails here
+    /// until it is documented).
+    #[tokio::test]
+    async fn ingest_outcome_is_documented_field_for_field() {
+        let app = App::new().await;
+        let doc = document(&app).await;
+        let keys = |v: &Value| -> Vec<String> {
+            let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+            k.sort();
+            k
+        };
+        let schemas = &doc["components"]["schemas"];
+        let body = &doc["paths"]["/api/v2/ingest/{format}"]["post"]["responses"]["202"]["content"]["application/json"]
+            ["schema"];
+        assert_eq!(body["$ref"], "#/components/schemas/IngestOutcome");
+        let (s, v) = app
+            .ingest(
+                "metar",
+                "month=2026-03",
+                "KNYC 081451Z 27008KT 10SM FEW250 08/M06 A3021 RMK AO2 SLP231 T00781061\nnot a report\n",
+            )
+            .await;
+        assert_eq!(s, StatusCode::ACCEPTED, "{v}");
+        assert_eq!(keys(&v), keys(&schemas["IngestOutcome"]["properties"]), "{v}");
+        let error = v["errors"].get(0).unwrap_or_else(|| panic!("the bad line is reported: {v}"));
+        assert_eq!(keys(error), keys(&schemas["IngestLineError"]["properties"]), "{v}");
     }
 
     /// The documented raw forecast row has exactly the columns, JSON types and nullability

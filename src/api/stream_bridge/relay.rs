@@ -44,6 +44,7 @@ pub struct RelayQuery {
     get,
     path = crate::api::paths::V2_STREAM_RELAY,
     tag = "stream",
+    operation_id = "openStreamRelay",
     summary = "The push stream's events relayed on the REST port (same origin, for the browser dashboard)",
     description = "The same events, ids, replay and heartbeats as the push stream (one event log), for a client that \
                    cannot use the stream's own HTTPS listener or must not put its key in a URL: the key goes in \

@@ -13,7 +13,7 @@ use crate::api::error::{ApiError, ApiResult};
 use crate::api::json_stream::stream_array;
 use crate::api::params::{self, QueryParams};
 use crate::api::state::AppState;
-use crate::api::v2::forecasts::{location_param, model_param};
+use crate::api::v2::forecasts::{known_location, location_param, model_param};
 
 /// Query of `GET /api/v1/forecasts.php`.
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -37,10 +37,16 @@ pub struct ForecastsV1Query {
     get,
     path = "/api/v1/forecasts.php",
     tag = "v1",
+    operation_id = "getForecastsV1",
+    summary = "Legacy v1: raw forecast rows of a window, with the v1 columns",
+    description = "The v1 interface (spec part 9): the rows of every run intersecting `[start_valid_time, \
+                   end_valid_time]` (both required), optionally of one `model`, with the eight v1 columns. \
+                   `location_name` must be a catalog station or a location with recent forecasts; anything else \
+                   is a 400. New integrations use /api/v2/forecasts.php.",
     params(ForecastsV1Query),
     responses(
         (status = 200, description = "array of rows {model, location_name, run_time, valid_time, forecast_hour, temperature_k, temperature_f, temperature_c}; [] when empty", body = [crate::api::schemas::ForecastRowV1]),
-        (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
+        (status = 400, description = "invalid or missing parameter, unknown station, or a parameter given twice", body = crate::api::error::ErrorBody),
     ),
     security(("bearer" = []), ("api_key" = []))
 )]
@@ -59,6 +65,7 @@ pub async fn handler(
     if e < s {
         return Err(ApiError::bad_request("end_valid_time is before start_valid_time", fmt));
     }
+    let loc = known_location(&state, loc).await?;
     let mut b = Bindings::new();
     let mut filters = vec![format!("location_name = {}", b.str(&loc))];
     if let Some(m) = model {

@@ -50,11 +50,17 @@ pub struct ObservationsV1Query {
     get,
     path = "/api/v1/observations.php",
     tag = "v1",
+    operation_id = "getObservationsV1",
+    summary = "Legacy v1: latest observation, day high or history, with v1 field names",
+    description = "The v1 interface (spec part 9), kept for existing clients: `mode=latest`, `mode=svc_high` (the \
+                   day high only; the logic follows the station type: `standard` (nws) for US stations, `civil` \
+                   (wu) otherwise) and history (`start_time`/`end_time`, at most 24 hours). New integrations use \
+                   /api/v2/observations.php.",
     params(ObservationsV1Query),
     responses(
         (status = 200, description = "latest: one v1 observation; svc_high: the day high (SvcHighV1); history: array of v1 observations, oldest first", body = crate::api::schemas::ObservationsV1Body),
         (status = 404, description = "no observation for the station (latest)", body = crate::api::error::ErrorBody),
-        (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
+        (status = 400, description = "invalid or missing parameter, unknown station, or a parameter given twice", body = crate::api::error::ErrorBody),
         (status = 401, description = "invalid or missing API key", body = crate::api::error::ErrorBody),
         (status = 429, description = "rate limit exceeded (v1 limits)", body = crate::api::error::ErrorBody),
     ),

@@ -50,10 +50,16 @@ pub struct DailyExtremesQuery {
     get,
     path = "/api/v2/daily_extremes.php",
     tag = "observations",
+    operation_id = "getDailyExtremes",
+    summary = "Trading-day highs and lows of a range of days (at most 31)",
+    description = "One `svc_high` object per trading day from `start_date` to `end_date` (days after today are left \
+                   out) under `logic`. Finished days come from the `daily_extremes` job's table; today, yesterday \
+                   and any day the job has not stored are computed like observations.php `mode=svc_high`, by the \
+                   same engine.",
     params(DailyExtremesQuery),
     responses(
-        (status = 200, description = "one SvcHigh object per day", body = [SvcHigh]),
-        (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
+        (status = 200, description = "one SvcHigh object per day, oldest first", body = [SvcHigh]),
+        (status = 400, description = "invalid or missing parameter, unknown station, or a parameter given twice", body = crate::api::error::ErrorBody),
     ),
     security(("bearer" = []), ("api_key" = []))
 )]

@@ -17,6 +17,7 @@ use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::json_stream::stream_array;
 use crate::api::params::{self, QueryParams};
+use crate::api::schemas::DailyForecastRow;
 use crate::api::state::AppState;
 
 /// The spec 2.5 columns as SQL (the hot cache reads the same).
@@ -57,6 +58,27 @@ pub fn location_param(raw: &Option<String>) -> Result<String, ApiError> {
         return Err(ApiError::bad_request(format!("Invalid location_name: {loc}"), "a station code, e.g. KNYC"));
     }
     Ok(loc.to_ascii_uppercase())
+}
+
+/// A `location_name` the service knows, or the 400 of an unknown station (as every
+/// endpoint answers one): a catalog station, or a location with forecasts of the last
+/// [`RECENT_DAYS`](crate::api::forecast_cache::RECENT_DAYS) days (a feed may fetch model
+/// output for points outside the catalog, e.g. MOS stations; see [`crate::api::latest_runs`]).
+/// Anything else would only ever be `[]`, which reads as "no run yet" for a typo.
+/// `loc` comes from [`location_param`]; checked last, after the cheap checks.
+pub async fn known_location(state: &AppState, loc: String) -> Result<String, ApiError> {
+    if Catalog::global().lookup(&loc).is_some() || !state.latest_runs.of(&state.live, &loc).await?.is_empty() {
+        return Ok(loc);
+    }
+    Err(ApiError::bad_request(
+        format!("Unknown station: {loc}"),
+        format!(
+            "location_name must be one of the {} catalog stations (GET /api/v2/stations.php lists them, and /docs \
+             names them under location_name) or a location with forecasts stored in the last {} days",
+            Catalog::global().len(),
+            crate::api::forecast_cache::RECENT_DAYS
+        ),
+    ))
 }
 
 /// The raw-mode window; both ends required unless a run is given.
@@ -107,11 +129,26 @@ pub struct ForecastsQuery {
     get,
     path = "/api/v2/forecasts.php",
     tag = "forecasts",
+    operation_id = "getForecasts",
+    summary = "Model forecasts: raw hourly rows, one run (latest or pinned), or per-day summaries",
+    description = "Raw (default; `mode=raw`, or `hourly` as the original service called it): the rows of every run \
+                   intersecting `[start_valid_time, end_valid_time]`, by model, run and valid time. `run=latest` \
+                   (needs `model`) or `run=<run_time>`: one run, the window optional; `run=latest` answers header \
+                   `X-Run-Time` (the run's initialization time, ISO 8601 UTC) and `[]` when the model has no run. \
+                   `mode=daily`: per model and local day (`tz_mode` civil or standard), each model at its latest \
+                   run (or the pinned `run`), only fully covered days; header `X-Run-Signature` identifies the set \
+                   of runs, and with `run=latest` `X-Run-Time` names the newest of them (the run itself when \
+                   `model` is given). `location_name` must be a catalog station or a location with recent \
+                   forecasts; anything else is a 400.",
     params(ForecastsQuery),
     responses(
-        (status = 200, description = "raw: array of forecast rows (2.5), header X-Run-Time with run=latest; daily: array of summary rows (2.6), header X-Run-Signature; [] when empty", body = [crate::api::schemas::ForecastsV2Item]),
-        (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
-        (status = 422, description = "mode=daily for a location without a configured timezone", body = crate::api::error::ErrorBody),
+        (status = 200, description = "raw: array of forecast rows (2.5); daily: array of summary rows (2.6); [] when empty", body = [crate::api::schemas::ForecastsV2Item],
+            headers(
+                ("X-Run-Time" = String, description = "with run=latest: the resolved run's initialization time, ISO 8601 UTC (mode=daily without model: the newest run summarized); absent when there is no run"),
+                ("X-Run-Signature" = String, description = "mode=daily: 16 hex digits identifying the set of runs summarized"),
+            )),
+        (status = 400, description = "invalid or missing parameter, unknown station, or a parameter given twice", body = crate::api::error::ErrorBody),
+        (status = 422, description = "mode=daily for a location without a configured timezone (a non-catalog location with forecasts)", body = crate::api::error::ErrorBody),
     ),
     security(("bearer" = []), ("api_key" = []))
 )]
@@ -127,9 +164,11 @@ pub async fn handler(
     let run = params::value(&q.run);
     if mode == Some("daily") {
         let tz_mode = params::choice("tz_mode", &q.tz_mode, &["civil", "standard"])?.unwrap_or("civil");
+        let loc = known_location(&state, loc).await?;
         return daily(&state, &loc, model, run, tz_mode, &q).await;
     }
     let win = window(&q, run.is_some())?;
+    let loc = known_location(&state, loc).await?;
     if let Some(m) = model {
         if let Some(resp) = from_cache(&state, &loc, m, run, win).await? {
             return Ok(resp);
@@ -289,6 +328,7 @@ async fn daily(
     let us = station.is_us();
     let mut rows = Vec::new();
     let mut runs: Vec<String> = Vec::new();
+    let mut newest_run: Option<DateTime<Utc>> = None;
     for b in &batches {
         let s = |c: usize| b.column(c).as_string::<i32>();
         let date = b.column(1).as_primitive::<Date32Type>();
@@ -302,24 +342,23 @@ async fn daily(
         };
         for i in 0..b.num_rows() {
             let run_time = DateTime::from_timestamp_micros(rt.value(i)).unwrap_or_default();
+            newest_run = newest_run.max(Some(run_time));
             let run_s = fmt_iso_utc(run_time);
             runs.push(format!("{}@{run_s}", s(0).value(i)));
-            let mut o = serde_json::Map::new();
-            o.insert("model".into(), s(0).value(i).into());
-            o.insert("date".into(), Date32Type::to_naive_date_opt(date.value(i)).map(|d| d.to_string()).into());
-            o.insert("timezone".into(), s(2).value(i).into());
-            o.insert("tz_mode".into(), s(3).value(i).into());
-            o.insert("run_time".into(), run_s.into());
-            o.insert("points_used".into(), pts.value(i).into());
-            let (hi, lo) = if us { (6, 7) } else { (8, 9) };
-            let (hk, lk) = if us { ("high_f", "low_f") } else { ("high_c", "low_c") };
-            if let Some(v) = f(hi, i) {
-                o.insert(hk.into(), v.into());
-            }
-            if let Some(v) = f(lo, i) {
-                o.insert(lk.into(), v.into());
-            }
-            rows.push(serde_json::Value::Object(o));
+            // US stations carry the Fahrenheit fields, international ones the Celsius fields.
+            let (high, low) = if us { (f(6, i), f(7, i)) } else { (f(8, i), f(9, i)) };
+            rows.push(DailyForecastRow {
+                model: s(0).value(i).to_string(),
+                date: Date32Type::to_naive_date_opt(date.value(i)).map(|d| d.to_string()).unwrap_or_default(),
+                timezone: s(2).value(i).to_string(),
+                tz_mode: s(3).value(i).to_string(),
+                run_time: run_s,
+                points_used: pts.value(i),
+                high_f: high.filter(|_| us),
+                low_f: low.filter(|_| us),
+                high_c: high.filter(|_| !us),
+                low_c: low.filter(|_| !us),
+            });
         }
     }
     runs.sort();
@@ -328,6 +367,13 @@ async fn daily(
     let mut resp = Json(rows).into_response();
     if let Ok(v) = HeaderValue::from_str(&format!("{sig:016x}")) {
         resp.headers_mut().insert("x-run-signature", v);
+    }
+    // As in raw mode, `run=latest` names the run it resolved to (spec 4.2 rule 2); with
+    // several models, each at its own latest run, the newest of them.
+    if let (Some("latest"), Some(rt)) = (run, newest_run) {
+        if let Ok(v) = HeaderValue::from_str(&fmt_iso_utc(rt)) {
+            resp.headers_mut().insert("x-run-time", v);
+        }
     }
     Ok(resp)
 }

@@ -21,9 +21,8 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use chrono::NaiveDate;
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
-use utoipa::IntoParams;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::api::accuracy_cache::{r2, CellRow, DetailRow, ErrorSums, Metrics, StationAccuracy};
 use crate::api::auth::{require_premium, Caller};
@@ -152,9 +151,76 @@ impl AccuracyQuery {
     }
 }
 
+/// The 200 body (spec 4.6, plus `as_of`, `lead_days`, `target` and `units`). Metrics are in
+/// the station's units, error = observed - forecast (positive bias: the model ran cold).
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub struct ModelAccuracy {
+    /// The ICAO code asked, upper case.
+    pub station: String,
+    /// The catalog station's city; null for a code outside the catalog.
+    pub city: Option<String>,
+    /// When the accuracy jobs last computed the tables, ISO 8601 UTC; null before their
+    /// first run.
+    pub computed_at: Option<String>,
+    /// The latest verified day, `YYYY-MM-DD`: the window ends there.
+    pub as_of: Option<String>,
+    /// `7d`, `14d`, `30d` or `90d`.
+    pub window: String,
+    /// 1 to 3.
+    pub lead_days: i32,
+    /// `high` or `low`: the daily extreme verified.
+    pub target: String,
+    /// `fahrenheit` or `celsius`; null for a code outside the catalog.
+    pub units: Option<String>,
+    /// The models with data in the window (after the `model` filter), by name.
+    pub models: Vec<String>,
+    /// Days with at least one pair in the window.
+    pub days_available: u32,
+    /// Every selected model and run time together; null without pairs.
+    pub ensemble: Option<Metrics>,
+    /// Per model, over the selected run times.
+    pub per_model: BTreeMap<String, Metrics>,
+    /// Per model, then per run-time label (`00z`, `06z`, ...).
+    pub per_model_run: BTreeMap<String, BTreeMap<String, Metrics>>,
+    /// With `include=trends`: per model, the rolling 7-day series, oldest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trends: Option<BTreeMap<String, Vec<TrendPoint>>>,
+    /// With `include=daily_detail`: the last 30 days, oldest first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub daily_detail: Option<Vec<DetailDay>>,
+}
+
+/// One point of a model's rolling 7-day trend.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub struct TrendPoint {
+    /// The window's last day, `YYYY-MM-DD`.
+    pub date: String,
+    pub mae_7d: f64,
+    pub bias_7d: f64,
+    pub n: i64,
+}
+
+/// One day of `daily_detail`: the observed extreme and each model's forecast of it.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub struct DetailDay {
+    /// `YYYY-MM-DD`.
+    pub date: String,
+    /// The observed high (`target=high`, the default); absent with `target=low`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actual_high: Option<f64>,
+    /// The observed low (`target=low`); absent with `target=high`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actual_low: Option<f64>,
+    /// Model name to its forecast of the day's extreme (its latest run among the selected
+    /// labels).
+    pub models: BTreeMap<String, f64>,
+    /// Model name to the run-time label of that run.
+    pub run_times: BTreeMap<String, String>,
+}
+
 /// The response body for station `code` (`station`: its catalog entry, if any) from its
 /// tables.
-fn respond(code: &str, station: Option<&Station>, data: &StationAccuracy, q: &AccuracyQuery) -> Value {
+fn respond(code: &str, station: Option<&Station>, data: &StationAccuracy, q: &AccuracyQuery) -> ModelAccuracy {
     let cells: Vec<&CellRow> = data
         .cells
         .iter()
@@ -164,42 +230,37 @@ fn respond(code: &str, station: Option<&Station>, data: &StationAccuracy, q: &Ac
     let mut ensemble = ErrorSums::default();
     let mut bits = (0i64, 0i64);
     let mut per_model: BTreeMap<&str, ErrorSums> = BTreeMap::new();
-    let mut per_model_run: BTreeMap<&str, BTreeMap<&str, Metrics>> = BTreeMap::new();
+    let mut per_model_run: BTreeMap<String, BTreeMap<String, Metrics>> = BTreeMap::new();
     for c in &cells {
         ensemble.add(&c.sums);
         bits = (bits.0 | c.day_bits.0, bits.1 | c.day_bits.1);
         per_model.entry(&c.model).or_default().add(&c.sums);
         if let Some(m) = c.sums.metrics() {
-            per_model_run.entry(&c.model).or_default().insert(&c.run_label, m);
+            per_model_run.entry(c.model.clone()).or_default().insert(c.run_label.clone(), m);
         }
     }
     let models: Vec<&str> = per_model.keys().copied().collect();
-    let mut body = json!({
-        "station": code,
-        "city": station.map(|s| s.city.as_str()),
-        "computed_at": data.computed_at.map(fmt_iso_utc),
-        "as_of": data.as_of.map(|d| d.to_string()),
-        "window": q.window.0,
-        "lead_days": q.lead_days,
-        "target": q.target,
-        "units": station.map(|s| s.units.as_str()),
-        "models": models,
-        "days_available": bits.0.count_ones() + bits.1.count_ones(),
-        "ensemble": ensemble.metrics(),
-        "per_model": per_model.iter().map(|(m, s)| (m.to_string(), json!(s.metrics()))).collect::<Map<_, _>>(),
-        "per_model_run": per_model_run,
-    });
-    if q.trends {
-        body["trends"] = Value::Object(trends(data, q, &models));
+    ModelAccuracy {
+        station: code.to_string(),
+        city: station.map(|s| s.city.clone()),
+        computed_at: data.computed_at.map(fmt_iso_utc),
+        as_of: data.as_of.map(|d| d.to_string()),
+        window: q.window.0.to_string(),
+        lead_days: q.lead_days,
+        target: q.target.to_string(),
+        units: station.map(|s| s.units.as_str().to_string()),
+        models: models.iter().map(|m| m.to_string()).collect(),
+        days_available: bits.0.count_ones() + bits.1.count_ones(),
+        ensemble: ensemble.metrics(),
+        per_model: per_model.iter().filter_map(|(m, s)| Some((m.to_string(), s.metrics()?))).collect(),
+        per_model_run,
+        trends: q.trends.then(|| trends(data, q, &models)),
+        daily_detail: q.daily_detail.then(|| daily_detail(data, q, &models)),
     }
-    if q.daily_detail {
-        body["daily_detail"] = Value::Array(daily_detail(data, q, &models));
-    }
-    body
 }
 
 /// Per model, the rolling 7-day points of the selected labels added up.
-fn trends(data: &StationAccuracy, q: &AccuracyQuery, models: &[&str]) -> Map<String, Value> {
+fn trends(data: &StationAccuracy, q: &AccuracyQuery, models: &[&str]) -> BTreeMap<String, Vec<TrendPoint>> {
     let mut by_model: BTreeMap<&str, BTreeMap<NaiveDate, ErrorSums>> = BTreeMap::new();
     for t in data.trends.iter().filter(|t| t.lead_days == q.lead_days && t.target == q.target) {
         if models.contains(&t.model.as_str()) && q.wants(&t.model, &t.run_label) {
@@ -209,21 +270,21 @@ fn trends(data: &StationAccuracy, q: &AccuracyQuery, models: &[&str]) -> Map<Str
     by_model
         .into_iter()
         .map(|(m, points)| {
-            let series: Vec<Value> = points
+            let series = points
                 .into_iter()
                 .filter_map(|(d, s)| {
                     let x = s.metrics()?;
-                    Some(json!({"date": d.to_string(), "mae_7d": x.mae, "bias_7d": x.bias, "n": x.n}))
+                    Some(TrendPoint { date: d.to_string(), mae_7d: x.mae, bias_7d: x.bias, n: x.n })
                 })
                 .collect();
-            (m.to_string(), Value::Array(series))
+            (m.to_string(), series)
         })
         .collect()
 }
 
 /// Per day of the last 30, the observed value and each model's forecast from its latest run
 /// among the selected labels.
-fn daily_detail(data: &StationAccuracy, q: &AccuracyQuery, models: &[&str]) -> Vec<Value> {
+fn daily_detail(data: &StationAccuracy, q: &AccuracyQuery, models: &[&str]) -> Vec<DetailDay> {
     let mut days: BTreeMap<NaiveDate, (f64, BTreeMap<&str, &DetailRow>)> = BTreeMap::new();
     for d in data.detail.iter().filter(|d| d.lead_days == q.lead_days && d.target == q.target) {
         if !models.contains(&d.model.as_str()) || !q.wants(&d.model, &d.run_label) {
@@ -235,13 +296,14 @@ fn daily_detail(data: &StationAccuracy, q: &AccuracyQuery, models: &[&str]) -> V
             *slot = d;
         }
     }
-    let actual = if q.target == "high" { "actual_high" } else { "actual_low" };
+    let high = q.target == "high";
     days.into_iter()
-        .map(|(date, (observed, per))| {
-            let forecasts: Map<String, Value> =
-                per.iter().map(|(m, d)| (m.to_string(), json!(r2(d.forecast)))).collect();
-            let labels: Map<String, Value> = per.iter().map(|(m, d)| (m.to_string(), json!(d.run_label))).collect();
-            json!({"date": date.to_string(), actual: observed, "models": forecasts, "run_times": labels})
+        .map(|(date, (observed, per))| DetailDay {
+            date: date.to_string(),
+            actual_high: high.then_some(observed),
+            actual_low: (!high).then_some(observed),
+            models: per.iter().map(|(m, d)| (m.to_string(), r2(d.forecast))).collect(),
+            run_times: per.iter().map(|(m, d)| (m.to_string(), d.run_label.clone())).collect(),
         })
         .collect()
 }
@@ -277,10 +339,19 @@ pub struct ModelAccuracyQuery {
     get,
     path = "/api/v2/model_accuracy.php",
     tag = "analytics",
+    operation_id = "getModelAccuracy",
+    summary = "Forecast accuracy (MAE, bias, RMSE) per model and run time at a station",
+    description = "Developer and Enterprise. Which model to trust at a station lately: the daily high (or low, \
+                   `target=low`) forecast by each model's run against the observed one, over `window` days ending \
+                   at `as_of`, as metrics `{mae, bias, rmse, n}` for all models together (`ensemble`), per model and \
+                   per model and run-time label; `include=trends,daily_detail` adds a rolling 7-day series per model \
+                   and the last 30 days' values. Any well-formed ICAO code is accepted (spec 2.10): a code outside \
+                   the catalog answers what the tables hold for it, with `city` and `units` null; a malformed code \
+                   is a 400.",
     params(ModelAccuracyQuery),
     responses(
-        (status = 200, description = "spec 4.6: station, city, computed_at, window, models, days_available, ensemble, per_model, per_model_run, [trends], [daily_detail]; plus as_of, lead_days, target, units. Metrics are {mae, bias, rmse, n} in the station's units, error = observed - forecast (positive bias: the model ran cold); ensemble is null without pairs. daily_detail items carry actual_high (target=high) or actual_low (target=low)", body = Object),
-        (status = 400, description = "invalid parameter (station_code not an ICAO code; unknown model, label, window, include, lead_days or target)", body = crate::api::error::ErrorBody),
+        (status = 200, description = "spec 4.6: station, city, computed_at, window, models, days_available, ensemble, per_model, per_model_run, [trends], [daily_detail]; plus as_of, lead_days, target, units. ensemble is null without pairs. daily_detail items carry actual_high (target=high) or actual_low (target=low)", body = ModelAccuracy),
+        (status = 400, description = "invalid parameter (station_code not an ICAO code; unknown model, label, window, include, lead_days or target), or a parameter given twice", body = crate::api::error::ErrorBody),
         (status = 403, description = "Professional and Testing keys: Access Denied", body = crate::api::error::ErrorBody),
     ),
     security(("bearer" = []), ("api_key" = []))

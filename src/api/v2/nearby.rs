@@ -71,10 +71,16 @@ pub struct NearbyQuery {
     get,
     path = "/api/v2/nearby.php",
     tag = "analytics",
+    operation_id = "getNearbyStations",
+    summary = "Beta: stations around a station, or a list of stations, each with its latest observation",
+    description = "Developer and Enterprise. `station_code` (+ `radius_km`, default 100, at most 2,000): the catalog \
+                   stations within that great-circle distance, nearest first, the reference station excluded. Or \
+                   `stations=A,B,...`: those stations in the order asked. Each comes with its latest observation \
+                   however old (as observations.php `mode=latest`), null when it has none.",
     params(NearbyQuery),
     responses(
         (status = 200, description = "the stations found, each with its latest observation", body = Nearby),
-        (status = 400, description = "neither station_code nor stations, bad radius, unknown station", body = crate::api::error::ErrorBody),
+        (status = 400, description = "neither station_code nor stations, bad radius, unknown station, or a parameter given twice", body = crate::api::error::ErrorBody),
         (status = 403, description = "Professional and Testing keys: Access Denied", body = crate::api::error::ErrorBody),
     ),
     security(("bearer" = []), ("api_key" = []))
@@ -90,19 +96,18 @@ pub async fn handler(
         if let Some(list) = params::value(&q.stations) {
             let mut out = Vec::new();
             for code in list.split(',').map(str::trim).filter(|c| !c.is_empty()) {
-                let s = catalog.lookup(code).ok_or_else(|| {
-                    ApiError::bad_request(format!("Unknown station: {code}"), "stations must be catalog codes")
-                })?;
+                let s = catalog.lookup(code).ok_or_else(|| params::unknown_station("stations", code))?;
                 out.push((s, None));
             }
             (None, None, out)
         } else {
-            let center = params::station("station_code", &q.station_code).map_err(|_| {
-                ApiError::bad_request(
+            if params::value(&q.station_code).is_none() {
+                return Err(ApiError::bad_request(
                     "Missing required parameter: station_code or stations",
                     "give station_code (and radius_km) for a radius search, or stations=A,B for a lookup",
-                )
-            })?;
+                ));
+            }
+            let center = params::station("station_code", &q.station_code)?;
             let radius = match params::value(&q.radius_km) {
                 None => DEFAULT_RADIUS_KM,
                 Some(r) => r.parse::<f64>().ok().filter(|r| (0.0..=MAX_RADIUS_KM).contains(r)).ok_or_else(|| {

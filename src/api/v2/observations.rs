@@ -79,10 +79,18 @@ pub struct ObservationsQuery {
     get,
     path = "/api/v2/observations.php",
     tag = "observations",
+    operation_id = "getObservations",
+    summary = "A station's latest observation, trading-day extremes (svc_high) or history",
+    description = "`mode=latest`: the station's most recent METAR/SPECI/HF-METAR however old (its \
+                   `observation_time` says how old), optionally the latest whose day has a DSM/CLI value \
+                   (`observation_type`). `mode=svc_high`: the trading day's computed high and low under `logic` \
+                   (`nws`: Local Standard Time day, every report; `wu`: civil day, routine METARs), for today or a \
+                   past `date`. History (the default): every observation of `[start_time, end_time]`, at most 24 \
+                   hours, oldest first. One-minute data feeds the extremes but is never returned.",
     params(ObservationsQuery),
     responses(
         (status = 200, description = "latest: one observation record (2.1); svc_high: the trading-day extremes (2.2); history: array of observation records, oldest first", body = crate::api::schemas::ObservationsV2Body),
-        (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
+        (status = 400, description = "invalid or missing parameter, unknown station, or a parameter given twice", body = crate::api::error::ErrorBody),
         (status = 401, description = "invalid or missing API key", body = crate::api::error::ErrorBody),
         (status = 404, description = "no observation for the station (latest)", body = crate::api::error::ErrorBody),
         (status = 429, description = "rate limit exceeded", body = crate::api::error::ErrorBody),

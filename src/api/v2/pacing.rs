@@ -132,10 +132,15 @@ pub struct PacingQuery {
     get,
     path = "/api/v2/pacing.php",
     tag = "analytics",
+    operation_id = "getPacing",
+    summary = "Beta: the latest observation against each model's forecast for the contract day",
+    description = "Developer and Enterprise. Per model's latest run (and the latest NWS hourly version): the model \
+                   temperature interpolated to the latest observation's time, `pace` = observation - model, and \
+                   `high_pace`/`low_pace` = the model's day high/low + pace, in the station's native units.",
     params(PacingQuery),
     responses(
         (status = 200, description = "the latest observation against each model's latest run and the latest NWS hourly version", body = Pacing),
-        (status = 400, description = "invalid or missing parameters", body = crate::api::error::ErrorBody),
+        (status = 400, description = "invalid or missing parameter, unknown station, or a parameter given twice", body = crate::api::error::ErrorBody),
         (status = 403, description = "Professional and Testing keys: Access Denied", body = crate::api::error::ErrorBody),
         (status = 404, description = "no recent observation to pace against", body = crate::api::error::ErrorBody),
     ),

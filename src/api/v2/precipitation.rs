@@ -13,8 +13,8 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use chrono::{Datelike, Duration, FixedOffset};
-use serde::Deserialize;
-use utoipa::IntoParams;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use super::observations::history;
 use crate::api::auth::Caller;
@@ -35,14 +35,57 @@ pub struct PrecipitationQuery {
     pub station_code: Option<String>,
 }
 
+/// The precipitation summary (spec 2.7): this month's total so far at one station.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub struct Precipitation {
+    pub station_code: String,
+    pub station_name: String,
+    /// IANA zone.
+    pub timezone: String,
+    /// The fixed UTC offset of Local Standard Time, in hours.
+    pub timezone_offset_hours: i32,
+    /// Today in Local Standard Time, `YYYY-MM-DD`.
+    pub today_local_date: String,
+    /// 1-12, of `today_local_date`.
+    pub month: u32,
+    pub year: i32,
+    /// Official month-to-date from the latest CLI of this month, through yesterday (0 before
+    /// the month's first CLI).
+    pub official_mtd: f64,
+    /// Today's total from the live P-groups since Local Standard Time midnight.
+    pub today_precip: f64,
+    /// official_mtd + today_precip.
+    pub total_mtd: f64,
+    /// A trace (P0000) was reported today; traces are not added.
+    pub has_trace: bool,
+    /// The last trace report's time, Local Standard Time `YYYY-MM-DD HH:MM:SS`; null without one.
+    pub last_trace_time: Option<String>,
+    /// The day of the CLI used, `YYYY-MM-DD`; null when none this month.
+    pub cli_date: Option<String>,
+    /// When that CLI was issued, ISO 8601 UTC; null when unknown or no CLI.
+    pub cli_issued_at: Option<String>,
+    /// Per accumulation hour (`YYYY-MM-DD HH`, Local Standard Time), its largest report.
+    pub today_hourly_max: BTreeMap<String, f64>,
+    /// Response time, ISO 8601 UTC.
+    pub timestamp: String,
+    /// Always `inches`.
+    pub units: String,
+}
+
 #[utoipa::path(
     get,
     path = "/api/v2/precipitation.php",
     tag = "observations",
+    operation_id = "getPrecipitation",
+    summary = "Beta: this month's precipitation so far at a US station",
+    description = "The current month only (Local Standard Time): the official month-to-date of the latest Daily \
+                   Climate Report (through yesterday) plus today's live hourly P-groups (each accumulation hour's \
+                   largest report, summed; a trace is flagged, not added). For the precipitation stations of spec \
+                   2.10; any other catalog station is a 400.",
     params(PrecipitationQuery),
     responses(
-        (status = 200, description = "object 2.7 for the current month", body = Object),
-        (status = 400, description = "missing parameter or not a precipitation station", body = crate::api::error::ErrorBody),
+        (status = 200, description = "object 2.7 for the current month", body = Precipitation),
+        (status = 400, description = "missing parameter, unknown station, not a precipitation station, or a parameter given twice", body = crate::api::error::ErrorBody),
     ),
     security(("bearer" = []), ("api_key" = []))
 )]
@@ -90,25 +133,25 @@ pub async fn handler(
     }
     let today_precip = round2(hourly.values().sum());
     let offset_min = off.local_minus_utc() / 60;
-    Ok(Json(serde_json::json!({
-        "station_code": station.code,
-        "station_name": station.name,
-        "timezone": station.timezone.name(),
-        "timezone_offset_hours": offset_min / 60,
-        "today_local_date": today.to_string(),
-        "month": today.month(),
-        "year": today.year(),
-        "official_mtd": round2(official),
-        "today_precip": today_precip,
-        "total_mtd": round2(official + today_precip),
-        "has_trace": last_trace.is_some(),
-        "last_trace_time": last_trace,
-        "cli_date": cli.map(|r| r.date.to_string()),
-        "cli_issued_at": cli.and_then(|r| r.issued_at).map(fmt_iso_utc),
-        "today_hourly_max": hourly.iter().map(|(k, v)| (k.clone(), serde_json::json!(round2(*v)))).collect::<serde_json::Map<_, _>>(),
-        "timestamp": fmt_iso_utc(now),
-        "units": "inches",
-    }))
+    Ok(Json(Precipitation {
+        station_code: station.code.clone(),
+        station_name: station.name.clone(),
+        timezone: station.timezone.name().to_string(),
+        timezone_offset_hours: offset_min / 60,
+        today_local_date: today.to_string(),
+        month: today.month(),
+        year: today.year(),
+        official_mtd: round2(official),
+        today_precip,
+        total_mtd: round2(official + today_precip),
+        has_trace: last_trace.is_some(),
+        last_trace_time: last_trace,
+        cli_date: cli.map(|r| r.date.to_string()),
+        cli_issued_at: cli.and_then(|r| r.issued_at).map(fmt_iso_utc),
+        today_hourly_max: hourly.into_iter().map(|(k, v)| (k, round2(v))).collect(),
+        timestamp: fmt_iso_utc(now),
+        units: "inches".to_string(),
+    })
     .into_response())
 }
 

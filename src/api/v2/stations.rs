@@ -110,10 +110,17 @@ pub struct StationDay {
     get,
     path = "/api/v2/stations.php",
     tag = "observations",
+    operation_id = "getStations",
+    summary = "The catalog stations, each with its trading days, latest observation and svc_high",
+    description = "Every catalog station (or the `station_code` list), in catalog order or the order asked, with \
+                   its name, timezone and native units, its trading day under each logic, its latest observation \
+                   (as observations.php `mode=latest`) and its `svc_high` answer under `nws` and `wu`: one request \
+                   for a board of all stations. `include=latest_runs` adds each covering model's latest run. This \
+                   is the list of valid `station_code` values.",
     params(StationsQuery),
     responses(
         (status = 200, description = "the stations in catalog order (or in the order asked), each with its trading days, latest observation and svc_high under both logics", body = Vec<StationDay>),
-        (status = 400, description = "unknown station or invalid date", body = crate::api::error::ErrorBody),
+        (status = 400, description = "unknown station, invalid date or include, or a parameter given twice", body = crate::api::error::ErrorBody),
     ),
     security(("bearer" = []), ("api_key" = []))
 )]

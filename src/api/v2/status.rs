@@ -15,6 +15,12 @@ use crate::api::state::AppState;
     get,
     path = "/api/v2/status",
     tag = "operations",
+    operation_id = "getStatus",
+    summary = "Admin: the feeds' and stations' health as JSON",
+    description = "Admin keys only. Per source: requests, polls, errors by kind, bytes, rows stored and duplicate, \
+                   last success and error, and whether it is late (no successful poll for more than 3 intervals); \
+                   per station: the age of its newest reading and whether it is down. `GET /metrics` has the same \
+                   figures for Prometheus.",
     responses(
         (status = 200, description = "per source: requests, errors by kind, bytes, rows stored, last success and error, late; per station: age of the newest reading, down", body = Health),
         (status = 403, description = "the key is not an admin key", body = crate::api::error::ErrorBody),
