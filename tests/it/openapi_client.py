@@ -238,8 +238,10 @@ def main():
             d = difference(plain(parsed), sent)
             if d:
                 failures.append(f"{label}: to_dict() differs from the body sent at {d}")
-            for e in problems(parsed):
-                failures.append(f"{label}: {e}")
+            found = problems(parsed)
+            failures += [f"{label}: {e}" for e in found[:3]]
+            if len(found) > 3:
+                failures.append(f"{label}: ... and {len(found) - 3} more")
             print(f"ok {label}: {got}{f' of {len(parsed)}' if isinstance(parsed, list) else ''}")
     for f in failures:
         print(f"FAIL {f}")
