@@ -10,6 +10,8 @@
 //! - [`hot`]: the in-memory state of every station (live extremes, recent observations
 //!   and reports).
 //! - [`background`]: the periodic flush, hot-state pruning and hourly compaction.
+//! - [`probe`]: whether the WAL and the lake can do their job now (`/healthz`), and what
+//!   kind of storage failure an error is.
 //!
 //! The flush follows "persist, then clear exactly what was persisted": it snapshots the
 //! pending inputs, writes them to the lake, then removes those inputs (by sequence number)
@@ -30,6 +32,7 @@
 
 pub mod background;
 pub mod hot;
+pub mod probe;
 pub mod service;
 pub mod wal;
 

@@ -12,6 +12,7 @@ use thiserror::Error;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::hot::{Applied, HotState, Snapshot, Take};
+use super::probe::{Fault, Probes, StorageFault};
 use super::wal::{Wal, WalEntry, WalError};
 use crate::clock::Clock;
 use crate::decode::types::LineError;
@@ -30,6 +31,18 @@ pub enum LiveError {
     /// The input decoded to nothing: not acknowledged, not logged.
     #[error("no usable records")]
     Unusable(Vec<LineError>),
+}
+
+impl LiveError {
+    /// The storage failure this is, if any: what a client is told (507 for a full disk,
+    /// 503 otherwise, both with `Retry-After`) instead of a bare 500.
+    pub fn storage_fault(&self) -> Option<StorageFault> {
+        match self {
+            LiveError::Wal(WalError::TooLarge { .. } | WalError::FormatTooLong(_)) | LiveError::Unusable(_) => None,
+            LiveError::Wal(e) => Some(StorageFault::of(e)),
+            LiveError::Lake(e) => Some(StorageFault::of(e)),
+        }
+    }
 }
 
 /// One applied record for the stream publisher. `logged`, when present, is answered once
@@ -120,6 +133,8 @@ pub struct LiveService {
     /// Changes whenever a job run of this process published derived rows (caches of the
     /// job tables compare it).
     derived_version: std::sync::atomic::AtomicU64,
+    /// The last health probes of the WAL and the lake (`/healthz`).
+    probes: Probes,
 }
 
 /// Version bumps remembered per model for [`LiveService::run_dates_since`]: a cache older
@@ -165,6 +180,7 @@ impl LiveService {
             new_runs,
             flush_soon: tokio::sync::Notify::new(),
             derived_version: std::sync::atomic::AtomicU64::new(0),
+            probes: Probes::default(),
         };
         let now = svc.clock.now();
         let loaded = svc.rebuild_from_lake(now).await?;
@@ -484,6 +500,13 @@ impl LiveService {
             }
         }
         out
+    }
+
+    /// What keeps the write path from doing its job now: the WAL directory refusing a
+    /// write, the lake not answering (probed, at most once per `probe::PROBE_TTL`).
+    pub async fn faults(&self) -> Vec<Fault> {
+        let store = self.lake.store();
+        self.probes.faults(self.wal.dir(), store.as_ref(), &self.lake.location.root).await
     }
 
     /// Number of acknowledged inputs not yet in the lake.
