@@ -6,13 +6,15 @@
 //! operation, so a run whose requests were all refused cannot pass.
 //!
 //! Clients generated from the document: `redocly lint` (recommended rules) and spectral
-//! (`spectral:oas`) must report no error, and the client openapi-python-client generates
-//! must call every GET operation against the demo server and parse each response into its
-//! models (the driver is `openapi_client.py`, next to this file).
+//! (`spectral:oas`) must report no error, openapi-typescript's types must compile under
+//! `tsc --strict`, and the client openapi-python-client generates must call every GET
+//! operation against the demo server and parse each response into its models (the driver
+//! is `openapi_client.py`, next to this file).
 //!
 //! Run them alone: `bash .ci/run` installs schemathesis and openapi-python-client into
-//! `.ci/venv` and the two linters into `.ci/node_modules` (or point `WXLAKE_SCHEMATHESIS`,
-//! `WXLAKE_OPENAPI_PYTHON_CLIENT`, `WXLAKE_REDOCLY`, `WXLAKE_SPECTRAL` at the executables),
+//! `.ci/venv` and the npm tools into `.ci/node_modules` (or point `WXLAKE_SCHEMATHESIS`,
+//! `WXLAKE_OPENAPI_PYTHON_CLIENT`, `WXLAKE_REDOCLY`, `WXLAKE_SPECTRAL`,
+//! `WXLAKE_OPENAPI_TYPESCRIPT`, `WXLAKE_TSC` at the executables),
 //! then `cargo test --test it openapi`. A test whose tool is missing is skipped with a
 //! note, except under `CI=true`, where it fails.
 
@@ -417,6 +419,35 @@ pub fn operations(doc: &serde_json::Value) -> Vec<(String, String, serde_json::V
         }
     }
     out
+}
+
+/// The TypeScript types openapi-typescript generates from the document compile under
+/// `tsc --strict`, with one entry per operation (the issue 27 run: duplicate identifiers,
+/// every operation being `handler`).
+#[test]
+fn typescript_types_compile_under_strict() {
+    let bin = ci_dir().join("node_modules/.bin");
+    let generator = find_tool("WXLAKE_OPENAPI_TYPESCRIPT", bin.join("openapi-typescript"), "openapi-typescript");
+    let tsc = find_tool("WXLAKE_TSC", bin.join("tsc"), "tsc");
+    let (Some(generator), Some(tsc)) = (generator, tsc) else {
+        let how = "install them with `bash .ci/run` (npm, pinned, into .ci/node_modules), or set \
+                   WXLAKE_OPENAPI_TYPESCRIPT / WXLAKE_TSC to the executables";
+        return missing_tool("typescript_types_compile_under_strict", "openapi-typescript or tsc", how);
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let doc = document_file(dir.path());
+    let types = dir.path().join("api.d.ts");
+    let out = Command::new(&generator).arg(&doc).arg("-o").arg(&types).output().expect("run openapi-typescript");
+    assert!(out.status.success(), "openapi-typescript:\n{}\n{}", stdout(&out), stderr(&out));
+    let out = Command::new(&tsc).args(["--strict", "--noEmit"]).arg(&types).output().expect("run tsc");
+    assert!(out.status.success(), "tsc --strict:\n{}\n{}", stdout(&out), stderr(&out));
+    let text = std::fs::read_to_string(&types).expect("types");
+    let declared = text.split("export interface operations {").nth(1).expect("an operations interface");
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&doc).expect("doc")).expect("doc");
+    for (method, path, op) in operations(&doc) {
+        let id = op["operationId"].as_str().expect("operationId");
+        assert!(declared.contains(&format!("\n    {id}: {{")), "{method} {path}: no operations.{id} in the types");
+    }
 }
 
 /// The GET operations a client can call on the REST port (the stream and its relay are
