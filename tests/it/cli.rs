@@ -142,7 +142,7 @@ fn over_long_metar_line_is_rejected_and_the_good_line_stored() {
     let o = wxlake(&lake, &["ingest", "metar", "--month", "2024-03", input.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
-    assert!(err.contains("read 2, stored 1, duplicate 0, rejected 1"), "{err}");
+    assert!(err.contains("read 2 lines, 1 rows: stored 1, duplicate 0, rejected 1"), "{err}");
     let reason = format!("reports.txt:1: METAR report of {} bytes is longer than the 1024-byte limit", huge.len());
     assert!(err.contains(&reason), "{err}");
     assert!(!err.contains("XXXXXXXX"), "the line is not echoed: {} bytes of stderr", err.len());
@@ -193,7 +193,11 @@ fn ingest_batches_files_by_size() {
         let lake = dir.path().join(format!("lake{batch_mb}"));
         let o = wxlake(&lake, &["ingest", "forecasts", "--batch-mb", batch_mb, &a, &b]);
         assert!(o.status.success(), "{}", stderr(&o));
-        assert!(stderr(&o).contains("2 input(s): read 24002, stored 24000, duplicate 0, rejected 0"), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("2 input(s): read 24002 lines, 24000 rows: stored 24000, duplicate 0, rejected 0"),
+            "{}",
+            stderr(&o)
+        );
         assert_eq!(files_in(&lake), files, "--batch-mb {batch_mb}");
     }
     let o = wxlake(&dir.path().join("lake0"), &["ingest", "forecasts", "--batch-mb", "0", &a]);
