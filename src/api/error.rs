@@ -16,6 +16,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::json::Json;
+use crate::write::probe::StorageFault;
 
 /// Error body of every non-2xx response.
 #[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
@@ -69,11 +70,47 @@ impl ApiError {
         tracing::error!(%cause, "internal error");
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "Internal server error", "the error was logged; retry later")
     }
+    /// 507 for a full disk, 503 for any other storage failure, each with `Retry-After`
+    /// (seconds), the cause logged: the client learns to come back rather than that the
+    /// server is broken, and nothing it sent was acknowledged.
+    pub fn storage(fault: StorageFault, cause: impl std::fmt::Display) -> Self {
+        tracing::error!(%cause, ?fault, "storage failure");
+        let (status, error, details, retry) = match fault {
+            StorageFault::Full => (
+                StatusCode::INSUFFICIENT_STORAGE,
+                "The server's storage is full",
+                "nothing was stored or acknowledged; retry once space is freed",
+                RETRY_FULL_SECS,
+            ),
+            StorageFault::Unavailable => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The server's storage is not available",
+                "nothing was stored or acknowledged; retry shortly",
+                RETRY_UNAVAILABLE_SECS,
+            ),
+        };
+        Self::new(status, error, details).with_headers(vec![("retry-after", retry.to_string())])
+    }
+    /// 503 with `Retry-After`: an answer that needs the lake did not come in time.
+    pub fn lake_deadline(deadline: std::time::Duration) -> Self {
+        tracing::warn!(deadline_secs = deadline.as_secs_f64(), "a lake read passed its deadline");
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The lake did not answer in time",
+            format!("no answer within {} s; retry shortly (GET /healthz says whether the lake answers)", deadline.as_secs_f64()),
+        )
+        .with_headers(vec![("retry-after", RETRY_UNAVAILABLE_SECS.to_string())])
+    }
     pub fn with_headers(mut self, headers: Vec<(&'static str, String)>) -> Self {
         self.headers = headers;
         self
     }
 }
+
+/// `Retry-After` of a 507: freeing space takes an operator.
+pub const RETRY_FULL_SECS: u64 = 60;
+/// `Retry-After` of a 503 for storage that failed or answered too slowly.
+pub const RETRY_UNAVAILABLE_SECS: u64 = 5;
 
 /// The longest run of non-blank characters an error message keeps (an echoed parameter).
 pub const MAX_ECHO_CHARS: usize = 64;

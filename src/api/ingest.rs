@@ -61,6 +61,8 @@ pub struct IngestQuery {
         (status = 400, description = "unknown format, bad parameter, or nothing usable in the body", body = crate::api::error::ErrorBody),
         (status = 403, description = "the key is not an admin key", body = crate::api::error::ErrorBody),
         (status = 413, description = "the body is larger than 2 MiB (2,097,152 bytes); nothing was logged", body = crate::api::error::ErrorBody),
+        (status = 503, description = "the WAL could not take the input (an I/O failure); nothing was acknowledged; see Retry-After", body = crate::api::error::ErrorBody),
+        (status = 507, description = "the WAL's disk is full; nothing was acknowledged; see Retry-After", body = crate::api::error::ErrorBody),
     ),
     security(("bearer" = []), ("api_key" = []))
 )]
@@ -99,7 +101,10 @@ pub async fn handler(
                 if first.is_empty() { "the body decoded to nothing".to_string() } else { first.join("; ") },
             ))
         }
-        Err(e) => Err(ApiError::internal(e)),
+        Err(e) => Err(match e.storage_fault() {
+            Some(fault) => ApiError::storage(fault, e),
+            None => ApiError::internal(e),
+        }),
     }
 }
 

@@ -18,17 +18,21 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 
 use super::error::ApiError;
-use super::listener::{self, HttpLimits, DEFAULT_BODY_TIMEOUT};
+use super::listener::{self, HttpLimits};
 use super::{auth, dashboard, docs, ingest, metrics, paths, stream_bridge, v1, v2, AppState};
 
-/// The whole application router, with the default body timeout.
+/// The whole application router, with the default limits.
 pub fn router(state: AppState) -> Router {
-    router_with(state, DEFAULT_BODY_TIMEOUT)
+    router_with(state, HttpLimits::default())
 }
 
-/// The whole application router; a request body must arrive within `body_timeout`.
-pub fn router_with(state: AppState, body_timeout: Duration) -> Router {
+/// The whole application router; a request body must arrive within the limits' body
+/// timeout, a GET answer begin within its read deadline.
+pub fn router_with(state: AppState, limits: HttpLimits) -> Router {
+    let body_timeout = limits.body_timeout;
     let ingest_body = move |req: Request, next: Next| read_body_within(body_timeout, ingest::MAX_BODY_BYTES, req, next);
+    let deadline = limits.read_deadline;
+    let read_deadline = move |req: Request, next: Next| answer_within(deadline, req, next);
     let api = Router::new()
         .route(paths::V2_OBSERVATIONS, get(v2::observations::handler))
         .route(paths::V1_OBSERVATIONS, get(v1::observations::handler))
@@ -50,6 +54,7 @@ pub fn router_with(state: AppState, body_timeout: Duration) -> Router {
         )
         .route(paths::V2_STATUS, get(v2::status::handler))
         .route(paths::METRICS, get(metrics::handler))
+        .route_layer(middleware::from_fn(read_deadline))
         .route_layer(middleware::from_fn_with_state(state.clone(), auth::authenticate));
     Router::new()
         .merge(api)
@@ -69,13 +74,31 @@ pub fn router_with(state: AppState, body_timeout: Duration) -> Router {
         .with_state(state)
 }
 
+/// `ok` (200), or `degraded` (503) with the reasons when the WAL cannot take a record or
+/// the lake does not answer (`write::probe`): a load balancer routes away, and back.
 async fn healthz(axum::extract::State(state): axum::extract::State<AppState>) -> Response {
-    super::json::Json(serde_json::json!({
-        "status": "ok",
+    let faults = state.live.faults().await;
+    let status = if faults.is_empty() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    let body = super::json::Json(serde_json::json!({
+        "status": if faults.is_empty() { "ok" } else { "degraded" },
+        "reasons": faults,
         "pending_wal_inputs": state.live.pending(),
         "time": crate::time::fmt_utc(state.now()),
-    }))
-    .into_response()
+    }));
+    (status, body).into_response()
+}
+
+/// GET answers that have not begun within `deadline` become a 503 with `Retry-After`
+/// (their work is dropped): a hung lake must not hold a client past its own timeout.
+/// Ingest (POST) is left alone: once its input is in the WAL it runs to its end anyway.
+async fn answer_within(deadline: Duration, req: Request, next: Next) -> Response {
+    if req.method() != axum::http::Method::GET {
+        return next.run(req).await;
+    }
+    match tokio::time::timeout(deadline, next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::lake_deadline(deadline).into_response(),
+    }
 }
 
 async fn not_found(uri: axum::http::Uri) -> ApiError {
@@ -245,5 +268,5 @@ pub async fn serve_with(
     limits: HttpLimits,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    listener::serve(listener, router_with(state, limits.body_timeout), limits, shutdown).await
+    listener::serve(listener, router_with(state, limits), limits, shutdown).await
 }

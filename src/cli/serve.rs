@@ -113,6 +113,11 @@ pub struct ServeArgs {
     /// one; when all have a request in progress, the new one is answered 503.
     #[arg(long, env = "WXLAKE_HTTP_MAX_CONNECTIONS")]
     pub http_max_connections: Option<usize>,
+    /// REST port: seconds a GET request's answer may take to begin (lake reads
+    /// included); later it is answered 503 with Retry-After, so a hung object store never
+    /// holds a client past its own timeout.
+    #[arg(long, env = "WXLAKE_HTTP_READ_DEADLINE_SECS", default_value_t = 20)]
+    pub http_read_deadline_secs: u64,
 }
 
 impl ServeArgs {
@@ -127,6 +132,7 @@ impl ServeArgs {
                 .http_max_connections
                 .unwrap_or_else(wxlake::api::listener::default_max_connections)
                 .max(1),
+            read_deadline: secs(self.http_read_deadline_secs),
         }
     }
 

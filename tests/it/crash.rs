@@ -13,19 +13,25 @@ fn http(addr: &str, method: &str, path: &str, key: &str, body: &str) -> (u16, St
     try_http(addr, method, path, key, body).expect("an HTTP response")
 }
 
-fn bin() -> Command {
+pub(crate) fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_wxlake"))
 }
 
 /// Starts `wxlake serve` on a free port and returns it with its address.
-fn start_server(lake: &str) -> (Child, String) {
+pub(crate) fn start_server(lake: &str) -> (Child, String) {
     start_server_flushing(lake, 3600)
 }
 
 /// [`start_server`] flushing the WAL to the lake every `flush_secs`.
 fn start_server_flushing(lake: &str, flush_secs: u64) -> (Child, String) {
-    let mut child = bin()
-        .args(["--lake", lake, "serve", "--addr", "127.0.0.1:0", "--flush-secs", &flush_secs.to_string()])
+    let mut cmd = bin();
+    cmd.args(["--lake", lake, "serve", "--addr", "127.0.0.1:0", "--flush-secs", &flush_secs.to_string()]);
+    start_command(cmd)
+}
+
+/// Runs a `serve` command line and returns it with its address once it listens.
+pub(crate) fn start_command(mut cmd: Command) -> (Child, String) {
+    let mut child = cmd
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()

@@ -456,6 +456,7 @@ mod listener_limits {
             body_timeout: Duration::from_millis(body),
             idle_timeout: Duration::from_millis(idle),
             max_connections,
+            ..HttpLimits::default()
         }
     }
 

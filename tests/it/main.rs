@@ -22,5 +22,6 @@ mod openapi;
 mod s3;
 mod slt;
 mod sqlwire;
+mod storage;
 mod support;
 mod webdriver;

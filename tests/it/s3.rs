@@ -21,9 +21,9 @@ use crate::cluster::{assert_same_tables, derived_rows_of, files_under, Cluster};
 use crate::support::{fixture, wxlake};
 
 /// A moto S3 server, killed when the last test using it lets go.
-struct Moto {
+pub(crate) struct Moto {
     child: Mutex<Child>,
-    endpoint: String,
+    pub(crate) endpoint: String,
 }
 
 impl Drop for Moto {
@@ -96,15 +96,15 @@ fn shared_moto() -> Option<Arc<Moto>> {
 }
 
 /// One test's bucket on the shared server, and a scratch directory.
-struct S3Lake {
-    moto: Arc<Moto>,
+pub(crate) struct S3Lake {
+    pub(crate) moto: Arc<Moto>,
     bucket: String,
-    dir: tempfile::TempDir,
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl S3Lake {
     /// A new bucket, or `None` (skipped) without moto.
-    fn new(name: &str) -> Option<S3Lake> {
+    pub(crate) fn new(name: &str) -> Option<S3Lake> {
         let moto = shared_moto()?;
         let bucket = format!("{name}-{}", std::process::id());
         let (status, body) = raw_http(&moto.endpoint, "PUT", &format!("/{bucket}"));
@@ -112,7 +112,7 @@ impl S3Lake {
         Some(S3Lake { moto, bucket, dir: tempfile::tempdir().unwrap() })
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("s3://{}/wx/lake", self.bucket)
     }
 
@@ -129,7 +129,7 @@ impl S3Lake {
     }
 
     /// Runs and insists on success.
-    fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let o = self.run(args);
         assert!(o.status.success(), "wxlake {args:?}: {}", err(&o));
         err(&o) + &out(&o)
@@ -229,7 +229,7 @@ impl S3Lake {
 
 /// The environment an operator sets for an S3-compatible endpoint (path-style requests
 /// are the default).
-fn aws_env(c: &mut Command, endpoint: &str, secret: &str) {
+pub(crate) fn aws_env(c: &mut Command, endpoint: &str, secret: &str) {
     c.env("AWS_ENDPOINT_URL", endpoint)
         .env("AWS_ALLOW_HTTP", "true")
         .env("AWS_ACCESS_KEY_ID", "testing")

@@ -61,12 +61,18 @@ pub struct HttpLimits {
     pub body_timeout: Duration,
     pub idle_timeout: Duration,
     pub max_connections: usize,
+    /// The longest a GET request's answer may take to begin (lake reads included): past
+    /// it the client gets a 503 with `Retry-After` instead of waiting on a hung store.
+    pub read_deadline: Duration,
 }
 
 /// Default header timeout: ample for any real client's head (a few hundred bytes).
 pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default body timeout: an ingest body of 2 MiB at 70 KB/s.
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default read deadline: under the 30 s most HTTP clients give up after, above any
+/// healthy lake read (a year of one station's history is well under a second).
+pub const DEFAULT_READ_DEADLINE: Duration = Duration::from_secs(20);
 /// Default idle timeout of a kept-alive connection.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Default connection cap, lowered to half the open-file limit where that is lower
@@ -80,6 +86,7 @@ impl Default for HttpLimits {
             body_timeout: DEFAULT_BODY_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             max_connections: default_max_connections(),
+            read_deadline: DEFAULT_READ_DEADLINE,
         }
     }
 }
