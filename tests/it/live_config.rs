@@ -171,3 +171,68 @@ fn serve_live_and_demo_together_are_refused() {
     assert!(err.contains("--live") && err.contains("--demo") && err.contains("cannot be used with"), "{err}");
     assert!(!state.exists());
 }
+
+/// With a contact and a `[sources]` table feeding every kind of data, `serve --live`
+/// starts and runs those feeds. Every source points at a closed local port, so nothing
+/// reaches the network.
+#[test]
+fn serve_live_with_a_contact_runs_the_feeds() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let down = "http://127.0.0.1:9";
+    let config = dir.path().join("wxlake.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[sources]\nattempts = 1\n\
+             [sources.awc_metar]\nbase_url = \"{down}\"\n[sources.iem_asos]\nbase_url = \"{down}\"\n\
+             [sources.iem_onemin]\nbase_url = \"{down}\"\n[sources.nws_cli]\nbase_url = \"{down}\"\n\
+             [sources.nws_dsm]\nbase_url = \"{down}\"\n[sources.nws_hourly]\nbase_url = \"{down}\"\n\
+             [sources.open_meteo]\nbase_url = \"{down}\"\n\
+             [sources.mos.urls]\nMAV = \"{down}/{{date}}{{hh}}\"\nMET = \"{down}/{{date}}{{hh}}\"\nLAV = \"{down}/{{date}}{{hh}}{{mm}}\"\n"
+        ),
+    )
+    .unwrap();
+    let state = dir.path().join("state");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_wxlake"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("WXLAKE_") {
+            cmd.env_remove(k);
+        }
+    }
+    let mut child = cmd
+        .current_dir(dir.path())
+        .args(["--lake", &format!("file://{}", dir.path().join("lake").display())])
+        .args(["--config", config.to_str().unwrap()])
+        .args(["serve", "--live", "--addr", "127.0.0.1:0", "--state-dir", state.to_str().unwrap()])
+        .env("WXLAKE_CONTACT", "ops@wxlake.test")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !seen.iter().any(|l: &String| l.contains("wxlake listening on")) {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) => seen.push(line),
+            Err(_) => break,
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let text = seen.join("\n");
+    assert!(text.contains("wxlake listening on"), "{text}");
+    let feeds = seen.iter().find(|l| l.contains("feeds: polling")).unwrap_or_else(|| panic!("{text}"));
+    assert!(feeds.contains("polling 8 source(s)"), "{feeds}");
+    for s in ["awc_metar", "iem_asos", "iem_onemin", "nws_cli", "nws_dsm", "nws_hourly", "open_meteo", "mos"] {
+        assert!(feeds.contains(s), "{s}: {feeds}");
+    }
+    assert!(state.join("serve.lock").exists());
+}
