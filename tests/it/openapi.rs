@@ -478,8 +478,8 @@ fn generated_python_client_parses_every_get_operation() {
                    openapi-python-client==0.29.1`, or set WXLAKE_OPENAPI_PYTHON_CLIENT to its executable";
         return missing_tool("generated_python_client_parses_every_get_operation", "openapi-python-client", how);
     };
-    // The generated client runs on the generator's own dependencies (httpx, attrs,
-    // python-dateutil): the Python next to it.
+    // The generated client runs on the generator's own dependencies (httpx, attrs): the
+    // Python next to it.
     let python = generator.parent().map(|d| d.join("python")).filter(|p| p.is_file()).unwrap_or("python3".into());
     let dir = tempfile::tempdir().expect("tempdir");
     let (lake, key) = demo_lake(dir.path());
