@@ -3,6 +3,7 @@
 //! it, so that neither `http` nor the sources (which use `http`) import `config`, which
 //! imports the sources' config structs.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -44,6 +45,13 @@ pub struct ClientConfig {
     pub breaker_pause: Duration,
     /// `max_body_bytes` (default 16 MiB): a larger response is refused as a body error.
     pub max_body_bytes: usize,
+    /// `request_spacing_secs` (default: none): per host name, the least time between the
+    /// starts of two requests to it, all sources together (`{ "api.weather.gov" = 1 }`).
+    /// A poll asks for every station at once; for a service that publishes a rate rather
+    /// than a cap on requests in flight, this spreads the burst so the rate holds in every
+    /// minute, not only on average over the interval.
+    #[serde(rename = "request_spacing_secs")]
+    pub request_spacing: BTreeMap<String, f64>,
 }
 
 impl Default for ClientConfig {
@@ -58,11 +66,17 @@ impl Default for ClientConfig {
             breaker_failures: 5,
             breaker_pause: Duration::from_secs(300),
             max_body_bytes: 16 * 1024 * 1024,
+            request_spacing: BTreeMap::new(),
         }
     }
 }
 
 impl ClientConfig {
+    /// The spacing of requests to `host` (a host name, without port).
+    pub fn spacing(&self, host: &str) -> Duration {
+        self.request_spacing.get(host).map_or(Duration::ZERO, |s| Duration::from_secs_f64(*s))
+    }
+
     /// Checks every value; the message says which is wrong.
     pub fn validate(&self) -> Result<(), String> {
         let bad = |message: &str| Err(message.to_string());
@@ -77,6 +91,9 @@ impl ClientConfig {
         }
         if self.max_body_bytes == 0 {
             return bad("max_body_bytes must be at least 1");
+        }
+        if let Some((host, secs)) = self.request_spacing.iter().find(|(_, s)| !(s.is_finite() && **s >= 0.0)) {
+            return Err(format!("request_spacing_secs: {host:?} must be a number of seconds >= 0, found {secs}"));
         }
         if self.contact.chars().any(|c| c.is_control()) {
             return bad("contact must not contain control characters (it is sent in a header)");

@@ -135,7 +135,8 @@ impl FeedsConfig {
                     let source: MosConfig = deserialize(v.clone(), &format!(".{MOS}"))?;
                     cfg.mos = Some(source.validated().map_err(|m| invalid(MOS, m))?);
                 }
-                (name, toml::Value::Table(_)) => {
+                // The one client key whose value is a table (per host).
+                (name, toml::Value::Table(_)) if name != "request_spacing_secs" => {
                     return Err(ConfigError::UnknownSource { name: name.to_string(), known: SOURCES.join(", ") });
                 }
                 _ => {
@@ -289,6 +290,22 @@ mod tests {
         assert!(err("[awc_metar]\nbase_url = \"not a url\"").contains("base_url"));
         assert!(err("max_per_host = 0").contains("max_per_host must be at least 1"));
         assert!(err("[awc_metar]\nhours = 0.01\ninterval_secs = 60").contains("reaches back less than one interval"));
+    }
+
+    #[test]
+    fn request_spacing_is_per_host() {
+        let cfg = FeedsConfig::from_toml(&table(
+            "request_spacing_secs = { \"api.weather.gov\" = 1, \"mesonet.agron.iastate.edu\" = 7.5 }",
+        ))
+        .unwrap();
+        assert_eq!(cfg.client.spacing("api.weather.gov"), Duration::from_secs(1));
+        assert_eq!(cfg.client.spacing("mesonet.agron.iastate.edu"), Duration::from_millis(7500));
+        assert_eq!(cfg.client.spacing("aviationweather.gov"), Duration::ZERO);
+        let e = FeedsConfig::from_toml(&table("request_spacing_secs = { \"api.weather.gov\" = -1 }")).unwrap_err();
+        assert!(
+            e.to_string().contains("request_spacing_secs: \"api.weather.gov\" must be a number of seconds >= 0"),
+            "{e}"
+        );
     }
 
     #[test]

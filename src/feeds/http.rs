@@ -1,7 +1,8 @@
 //! The feeds' HTTP client, with the manners a public service expects: conditional
 //! requests, a timeout on every request, retries with backoff and jitter for transient
-//! failures, `Retry-After` obeyed, a cap on requests in flight per host, a circuit breaker
-//! per host, and a User-Agent saying who to contact.
+//! failures, `Retry-After` obeyed, a cap on requests in flight per host (and, where
+//! configured, a least spacing between their starts), a circuit breaker per host, and a
+//! User-Agent saying who to contact.
 //!
 //! Failures are typed by kind ([`FetchError::kind`]) so that the feeds can count them. A
 //! "successful" answer that is not the data is a failure too: an HTML page with status 200
@@ -160,6 +161,27 @@ struct Host {
     breaker: Mutex<Breaker>,
     /// No request to this host before this instant (its last Retry-After).
     not_before: Mutex<Option<Instant>>,
+    /// The least time between the starts of two requests (`request_spacing_secs`).
+    spacing: Duration,
+    /// When the next request may start under `spacing`.
+    next_start: Mutex<Option<Instant>>,
+}
+
+impl Host {
+    /// Waits for this request's turn under the host's spacing and books the next one's.
+    async fn wait_turn(&self) {
+        if self.spacing.is_zero() {
+            return;
+        }
+        let now = Instant::now();
+        let start = {
+            let mut next = lock(&self.next_start);
+            let start = next.map_or(now, |n| n.max(now));
+            *next = Some(start + self.spacing);
+            start
+        };
+        tokio::time::sleep_until(start).await;
+    }
 }
 
 /// The client every feed shares (clone the `Arc`): caps and breakers are per host across
@@ -231,6 +253,7 @@ impl HttpClient {
             }
             let result = {
                 let _permit = host.permits.acquire().await.expect("the semaphore is never closed");
+                host.wait_turn().await;
                 self.once(url, timeout).await
             };
             let err = match result {
@@ -279,6 +302,8 @@ impl HttpClient {
                 permits: Semaphore::new(self.cfg.max_per_host),
                 breaker: Mutex::new(Breaker::new(self.cfg.breaker_failures, self.cfg.breaker_pause)),
                 not_before: Mutex::new(None),
+                spacing: self.cfg.spacing(key.rsplit_once(':').map_or(key, |(name, _)| name)),
+                next_start: Mutex::new(None),
             })
         }))
     }
@@ -404,6 +429,21 @@ mod tests {
         assert!(is_html(None, b"<HTML><body>Service Unavailable"));
         assert!(!is_html(Some("application/json"), b"[{\"rawOb\": \"<html\"}]"));
         assert!(!is_html(None, b""));
+    }
+
+    #[tokio::test]
+    async fn requests_to_a_spaced_host_start_apart() {
+        let spacing = [("api.weather.gov".to_string(), 0.1)].into();
+        let client = HttpClient::new(ClientConfig { request_spacing: spacing, ..ClientConfig::default() }).unwrap();
+        let host = client.host("api.weather.gov:443");
+        assert_eq!(host.spacing, Duration::from_millis(100));
+        assert!(client.host("aviationweather.gov:443").spacing.is_zero());
+        let start = std::time::Instant::now();
+        for _ in 0..3 {
+            host.wait_turn().await;
+        }
+        let took = start.elapsed();
+        assert!(took >= Duration::from_millis(200) && took < Duration::from_secs(2), "the first at once: {took:?}");
     }
 
     #[test]

@@ -161,29 +161,41 @@ pub fn budget(cfg: &FeedsConfig) -> Vec<Rate> {
         awc += per_minute(1.0, c.interval);
         out.push(rate(AWC_CACHE, "polls of one URL/minute", per_minute(1.0, c.interval), 1.0));
     }
+    // Each URL once a minute: the busiest minute is the average.
     out.push(rate("aviationweather.gov", "requests/minute", awc, AWC_PER_MINUTE));
 
-    // IEM: one request in flight is the client's per-host cap.
-    let mut iem = 0.0;
+    // IEM: one request in flight is the client's per-host cap. A round (both sources' polls
+    // coinciding, as they do at start and every 10 minutes) sends all its batches at once,
+    // spread by the host's request spacing.
+    let (mut iem, mut iem_round, mut iem_interval) = (0.0, 0.0, f64::INFINITY);
     if let Some(c) = cfg.iem_asos.as_ref().filter(|c| c.enabled) {
         iem += per_minute(batches(c.stations.len(), c.batch_size), c.interval);
+        iem_round += batches(c.stations.len(), c.batch_size);
+        iem_interval = iem_interval.min(c.interval.as_secs_f64());
     }
     if let Some(c) = cfg.iem_onemin.as_ref().filter(|c| c.enabled) {
         iem += per_minute(batches(c.stations.len(), c.batch_size), c.interval);
+        iem_round += batches(c.stations.len(), c.batch_size);
+        iem_interval = iem_interval.min(c.interval.as_secs_f64());
     }
-    out.push(rate("mesonet.agron.iastate.edu", "requests/minute", iem, IEM_PER_MINUTE));
-    out.push(rate("mesonet.agron.iastate.edu", "requests in flight", cfg.client.max_per_host as f64, 1.0));
+    out.extend(host_rates(cfg, IEM_HOST, iem, iem_round, iem_interval, IEM_PER_MINUTE));
+    out.push(rate(IEM_HOST, "requests in flight", cfg.client.max_per_host as f64, 1.0));
 
     // api.weather.gov: every list due at once (all stations in busy hours), products on top
-    // (each fetched once: a few per station and day, bounded here by one an hour).
-    let mut nws = 0.0;
+    // (each fetched once: a few per station and day, bounded here by one an hour). A round:
+    // every list, every hourly forecast and, at a first start, every grid point at once.
+    let (mut nws, mut nws_round, mut nws_interval) = (0.0, 0.0, f64::INFINITY);
     for c in [&cfg.nws_cli, &cfg.nws_dsm].into_iter().flatten().filter(|c| c.enabled) {
         nws += per_minute(c.stations.len() as f64, c.interval) + c.stations.len() as f64 / 60.0;
+        nws_round += c.stations.len() as f64;
+        nws_interval = nws_interval.min(c.interval.as_secs_f64());
     }
     if let Some(c) = cfg.nws_hourly.as_ref().filter(|c| c.enabled) {
         nws += per_minute(c.stations.len() as f64, c.interval);
+        nws_round += 2.0 * c.stations.len() as f64;
+        nws_interval = nws_interval.min(c.interval.as_secs_f64());
     }
-    out.push(rate("api.weather.gov", "requests/minute", nws, NWS_PER_MINUTE));
+    out.extend(host_rates(cfg, NWS_HOST, nws, nws_round, nws_interval, NWS_PER_MINUTE));
 
     if let Some(c) = cfg.open_meteo.as_ref().filter(|c| c.enabled) {
         out.extend(open_meteo_budget(c));
@@ -202,6 +214,29 @@ pub fn budget(cfg: &FeedsConfig) -> Vec<Rate> {
         out.push(rate("nomads.ncep.noaa.gov", "requests/minute", cycles as f64 * 12.0 / 1440.0, NOMADS_PER_MINUTE));
     }
     out
+}
+
+/// IEM's request services.
+pub const IEM_HOST: &str = "mesonet.agron.iastate.edu";
+/// The NWS API.
+pub const NWS_HOST: &str = "api.weather.gov";
+
+/// A host's rows: its average rate, the requests in its busiest minute (a round of polls
+/// sent at once, `round` requests, spread by the host's `request_spacing_secs`), and the
+/// time that round takes, which must fit in the shortest interval of its sources
+/// (`interval` s) or polls would queue behind each other.
+fn host_rates(cfg: &FeedsConfig, host: &str, average: f64, round: f64, interval: f64, limit: f64) -> Vec<Rate> {
+    if round == 0.0 {
+        return Vec::new();
+    }
+    let spacing = cfg.client.spacing(host).as_secs_f64();
+    let busiest = if spacing > 0.0 { round.min((60.0 / spacing).ceil()) } else { round };
+    let rate = |unit, used, limit| Rate { what: host.to_string(), unit, used, limit };
+    vec![
+        rate("requests/minute (average)", average, limit),
+        rate("requests in the busiest minute", busiest, limit),
+        rate("seconds to send a round of polls", round * spacing, interval),
+    ]
 }
 
 /// Open-Meteo's calls per day, in the busiest hour, and per minute, for the models and

@@ -79,6 +79,15 @@ fn each_source_stays_within_its_published_rate_limit() {
     unpaced.open_meteo.as_mut().unwrap().max_calls_per_minute = 0.0;
     let minute = budget(&unpaced).into_iter().find(|r| r.unit == "calls/minute").unwrap();
     assert!(minute.used > minute.limit, "{minute:?}");
+    // Unspaced, a round of api.weather.gov polls (every station's list and forecast at
+    // once) would cross its budget within a minute: the spacing is what keeps it within.
+    let mut unspaced = production();
+    unspaced.client.request_spacing.clear();
+    let busiest = budget(&unspaced)
+        .into_iter()
+        .find(|r| r.what == "api.weather.gov" && r.unit == "requests in the busiest minute")
+        .unwrap();
+    assert!(busiest.used > busiest.limit, "{busiest:?}");
 }
 
 #[test]
