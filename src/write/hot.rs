@@ -3,8 +3,8 @@
 //! One lock per station, held only for an O(1) apply or a short read, so readers of one
 //! station never wait on ingest of another, and never long on their own.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::RwLock;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Mutex, RwLock};
 
 use chrono::{DateTime, Duration, Utc};
 
@@ -36,6 +36,11 @@ pub struct StationHot {
 #[derive(Debug)]
 pub struct HotState {
     stations: HashMap<String, RwLock<StationHot>>,
+    /// Records of stations outside the catalog seen within [`RECENT`], by (time, row key):
+    /// they are not kept (only stored), but a feed that keeps every station of the world
+    /// (the AWC cache file) brings them again with each poll, and those are duplicates
+    /// too.
+    outside: Mutex<BTreeSet<(DateTime<Utc>, u64)>>,
 }
 
 /// A record the hot state took, with the events it caused.
@@ -67,8 +72,9 @@ pub enum Applied {
 /// What the hot state did with one record.
 #[derive(Debug, Clone)]
 pub enum Take {
-    /// New to the service: applied, with what it changed (the stream sends it).
-    New(Applied),
+    /// New to the service: applied, with what it changed (the stream sends it). Boxed:
+    /// an observation's change carries its whole report.
+    New(Box<Applied>),
     /// Already held (same natural key): nothing changed, nothing is sent, and an ingest
     /// counts it as a duplicate rather than as accepted.
     Held,
@@ -80,7 +86,7 @@ impl Take {
     /// The applied record, when the hot state took a new one.
     pub fn applied(self) -> Option<Applied> {
         match self {
-            Take::New(a) => Some(a),
+            Take::New(a) => Some(*a),
             Take::Held | Take::Outside => None,
         }
     }
@@ -123,7 +129,7 @@ impl HotState {
                 (s.code.clone(), RwLock::new(hot))
             })
             .collect();
-        HotState { stations }
+        HotState { stations, outside: Mutex::new(BTreeSet::new()) }
     }
 
     /// Runs `f` with read access to one station's state; `None` for stations outside the
@@ -156,9 +162,9 @@ impl HotState {
                     Some(Box::new([Logic::Nws, Logic::Wu].map(|l| h.live.extremes(l, h.live.day_of(l, m.time), now))))
                 }
             };
-            Take::New(Applied::Observation { station: m.station.clone(), metar: m.clone(), events, after })
+            Take::New(Box::new(Applied::Observation { station: m.station.clone(), metar: m.clone(), events, after }))
         })
-        .unwrap_or(Take::Outside)
+        .unwrap_or_else(|| self.take_outside(m.time, m.row_key()))
     }
 
     /// Applies one one-minute reading, unless one for that minute is already held.
@@ -167,9 +173,12 @@ impl HotState {
             if h.live.holds_one_minute(o.time) {
                 return Take::Held;
             }
-            Take::New(Applied::OneMinute { station: o.station.clone(), events: h.live.apply(LiveInput::OneMinute(o)) })
+            Take::New(Box::new(Applied::OneMinute {
+                station: o.station.clone(),
+                events: h.live.apply(LiveInput::OneMinute(o)),
+            }))
         })
-        .unwrap_or(Take::Outside)
+        .unwrap_or_else(|| self.take_outside(o.time, o.row_key()))
     }
 
     /// Applies one daily report, unless the same product (kind, day, text) is already held:
@@ -183,30 +192,51 @@ impl HotState {
             h.reports.push(r.clone());
             h.reports.sort_by_key(|x| (x.date, x.issued_at, x.is_final));
             let anomaly = matches!(snapshot, Snapshot::At(_)).then(|| h.live.report_anomaly(r));
-            Take::New(Applied::Report { station: r.station.clone(), report: r.clone(), events, anomaly })
+            Take::New(Box::new(Applied::Report { station: r.station.clone(), report: r.clone(), events, anomaly }))
         })
-        .unwrap_or(Take::Outside)
+        .unwrap_or_else(|| self.take_outside(report_time(r), r.row_key()))
     }
 
     /// True when `m` is already held (the natural key of its station's recent reports):
     /// an ingest made only of held records has nothing to log or stream.
     pub fn holds_metar(&self, m: &Metar) -> bool {
-        self.read(&m.station, |h| h.recent.contains_key(&(m.time, m.row_key()))).unwrap_or(false)
+        self.read(&m.station, |h| h.recent.contains_key(&(m.time, m.row_key())))
+            .unwrap_or_else(|| self.outside_holds(m.time, m.row_key()))
     }
 
     /// True when a one-minute reading of that station and minute is already held.
     pub fn holds_onemin(&self, o: &OneMinute) -> bool {
-        self.read(&o.station, |h| h.live.holds_one_minute(o.time)).unwrap_or(false)
+        self.read(&o.station, |h| h.live.holds_one_minute(o.time))
+            .unwrap_or_else(|| self.outside_holds(o.time, o.row_key()))
     }
 
     /// True when the same daily report (kind, day, text) is already held.
     pub fn holds_report(&self, r: &DailyReport) -> bool {
         self.read(&r.station, |h| h.reports.iter().any(|x| x.raw == r.raw && x.kind == r.kind && x.date == r.date))
-            .unwrap_or(false)
+            .unwrap_or_else(|| self.outside_holds(report_time(r), r.row_key()))
+    }
+
+    /// A record of a station outside the catalog: [`Take::Held`] when seen within
+    /// [`RECENT`], else remembered and [`Take::Outside`].
+    fn take_outside(&self, time: DateTime<Utc>, key: u64) -> Take {
+        let mut seen = self.outside.lock().unwrap_or_else(|p| p.into_inner());
+        if seen.insert((time, key)) {
+            Take::Outside
+        } else {
+            Take::Held
+        }
+    }
+
+    fn outside_holds(&self, time: DateTime<Utc>, key: u64) -> bool {
+        self.outside.lock().unwrap_or_else(|p| p.into_inner()).contains(&(time, key))
     }
 
     /// Drops what is older than the hot horizon (observations) or a few days (extremes).
     pub fn prune(&self, now: DateTime<Utc>) {
+        {
+            let mut seen = self.outside.lock().unwrap_or_else(|p| p.into_inner());
+            *seen = seen.split_off(&(now - RECENT, 0));
+        }
         for lock in self.stations.values() {
             let mut h = lock.write().unwrap_or_else(|p| p.into_inner());
             let cutoff = now - RECENT;
@@ -221,4 +251,10 @@ impl HotState {
     pub fn latest_report(&self, code: &str, kind: DailyKind) -> Option<DailyReport> {
         self.read(code, |h| h.reports.iter().rev().find(|r| r.kind == kind).cloned()).flatten()
     }
+}
+
+/// The instant a daily report is remembered under among outside stations' records: its
+/// issuance, else the start of its day.
+fn report_time(r: &DailyReport) -> DateTime<Utc> {
+    r.issued_at.unwrap_or_else(|| r.date.and_time(chrono::NaiveTime::MIN).and_utc())
 }

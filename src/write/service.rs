@@ -86,7 +86,7 @@ impl Taken {
     fn add(&mut self, take: Take) {
         match take {
             Take::New(a) => {
-                self.applied.push(a);
+                self.applied.push(*a);
                 self.accepted += 1;
             }
             // Outside the catalog: stored in the lake (its natural key decides), not held.

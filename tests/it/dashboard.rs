@@ -262,8 +262,9 @@ fn latest_run_models(addr: &str, key: &str, code: &str) -> Vec<String> {
     runs.iter().filter_map(|r| r["model"].as_str().map(String::from)).collect()
 }
 
-/// On the filled day view of KNYC: every model with a latest run is on the chart (EGLC's
-/// answer has only its covering models); a model's and the NWS hourly value shown equal
+/// On the filled day view of KNYC: every model whose latest run has hours in the view's
+/// window (both logics' trading days) is on the chart (EGLC's answer has only its covering
+/// models; early in the UTC day a model's newest run can start after the window); a model's and the NWS hourly value shown equal
 /// forecasts.php and nws_forecasts.php for the same run/version and hour; pacing under both
 /// logics and the 6/24-hour groups are drawn; only METAR/SPECI/HF-METAR rows are listed,
 /// as many as observations.php has (the demo's one-minute data feeds the high, unlisted).
@@ -271,6 +272,21 @@ async fn day_layers_match_the_api(c: &Client, addr: &str, key: &str) {
     filled(c).await;
     let models = latest_run_models(addr, key, "KNYC");
     assert!(models.len() > 4, "KNYC is covered by more than four models: {models:?}");
+    let (s, st) = http(addr, "GET", "/api/v2/stations.php?station_code=KNYC", key, "");
+    assert_eq!(s, 200, "{st}");
+    let days = &st[0]["days"];
+    let (from, to) = (
+        days["nws"]["start_utc"].as_str().unwrap().min(days["wu"]["start_utc"].as_str().unwrap()).to_string(),
+        days["nws"]["end_utc"].as_str().unwrap().max(days["wu"]["end_utc"].as_str().unwrap()).to_string(),
+    );
+    let in_window = |m: &str| {
+        let q = format!("/api/v2/forecasts.php?location_name=KNYC&model={m}&run=latest&start_valid_time={from}&end_valid_time={to}");
+        let (s, rows) = http(addr, "GET", &q, key, "");
+        assert_eq!(s, 200, "{rows}");
+        rows.as_array().is_some_and(|r| !r.is_empty())
+    };
+    let models: Vec<String> = models.into_iter().filter(|m| in_window(m)).collect();
+    assert!(models.len() > 4, "more than four models forecast KNYC's day: {models:?}");
     let legend = js(c, "return [...document.querySelectorAll('.u-legend .u-label')].map(e => e.textContent)").await;
     for m in &models {
         assert!(

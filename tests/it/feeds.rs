@@ -364,11 +364,12 @@ async fn last_modified_alone_makes_the_next_poll_conditional() {
     assert_eq!(support::scalar(&lake, "SELECT count(*) FROM observations").await, "9");
     let inserted = support::scalar(&lake, "SELECT max(inserted_at) FROM observations").await;
 
-    // The file changed: a full answer, the new date remembered for the next poll.
+    // The file changed: a full answer (the same nine reports, held already: duplicates,
+    // nothing new), the new date remembered for the next poll.
     let later = "Fri, 25 Sep 2026 06:41:02 GMT";
     script.set(&[Reply::LastModified(later)]);
     let third = source.poll(sink.as_ref()).await;
-    assert_eq!((third.accepted, third.not_modified), (9, 0), "{}", third.summary());
+    assert_eq!((third.accepted, third.duplicate, third.not_modified), (0, 9, 0), "{}", third.summary());
     assert_eq!(script.seen()[2].if_modified_since.as_deref(), Some(first_date));
     assert_eq!(source.poll(sink.as_ref()).await.not_modified, 1);
     assert_eq!(script.seen()[3].if_modified_since.as_deref(), Some(later));

@@ -89,7 +89,7 @@ async fn the_awc_feed_against_the_simulator_streams_observations_and_new_extreme
     // again are duplicates, and the lake holds each accepted report once.
     let accepted = first.accepted + second.accepted + third.accepted;
     assert_eq!(stored, accepted, "stored {stored} of {accepted} accepted");
-    assert!(second.duplicate > 0 && third.duplicate > 0, "the windows overlap: {} / {}", second.summary(), third.summary());
+    assert!(second.duplicate > 0, "an hour later the 2-hour windows overlap: {}", second.summary());
     // 17:00Z: EGLC's 16:30 report is the newest AWC has (17:00's arrives at 17:02).
     let latest =
         support::scalar(&lake, "SELECT max(observation_time) FROM observations WHERE station_code = 'EGLC'").await;
@@ -349,7 +349,10 @@ async fn every_demo_feed_stores_what_the_simulator_serves() {
     };
     let first = poll().await;
     for (name, r) in &first {
-        assert!(r.accepted > 0, "{name} stored nothing: {}", r.summary());
+        // The cache file repeats what the METAR API brought in the same round: held
+        // already, so duplicates; every other feed brings something new.
+        let took = if name == "awc_cache" { r.accepted + r.duplicate } else { r.accepted };
+        assert!(took > 0, "{name} took nothing: {}", r.summary());
     }
     live.flush().await.unwrap();
     // What a client of the REST API sees: the latest GFS run, the NWS hourly versions.

@@ -343,7 +343,13 @@ async fn iem_asos_overlapping_polls_and_an_outage_leave_each_report_once_and_no_
     assert!(second.is_ok(), "{}", second.summary());
     let q = query_map(&fx.iem_seen()[1]);
     assert_eq!((q["sts"][0].as_str(), q["ets"][0].as_str()), ("2024-03-01T11:30Z", "2024-03-01T12:11Z"));
-    assert_eq!(second.accepted, 2 * reports_between((11, 30), (12, 11)));
+    // The half hour the windows share was taken by the first poll: duplicates.
+    assert_eq!(
+        (second.accepted, second.duplicate),
+        (2 * reports_between((12, 1), (12, 11)), 2 * reports_between((11, 30), (12, 1))),
+        "{}",
+        second.summary()
+    );
 
     // IEM down for three hours: the polls fail, nothing is recorded as covered.
     fx.iem_down.store(true, Ordering::SeqCst);
@@ -420,7 +426,12 @@ async fn iem_onemin_polls_from_the_newest_stored_minute_and_backfills_a_day() {
 
     l.clock.advance(chrono::Duration::minutes(10));
     let second = feed.poll(sink.as_ref()).await;
-    assert_eq!(second.accepted, 2 * 61, "the overlap's hour only, 22:59 to 23:59: {}", second.summary());
+    assert_eq!(
+        (second.accepted, second.duplicate),
+        (0, 2 * 61),
+        "the overlap's hour only, 22:59 to 23:59, taken by the first poll: {}",
+        second.summary()
+    );
     let q = query_map(&fx.iem_seen()[1]);
     assert_eq!(q["sts"][0], "2024-03-01T22:59Z");
 
@@ -433,7 +444,7 @@ async fn iem_onemin_polls_from_the_newest_stored_minute_and_backfills_a_day() {
     );
     assert_eq!(units.len(), 2, "one per station");
     let backfill = feed.fetch(&units[0], sink.as_ref()).await;
-    assert_eq!(backfill.accepted, 1440, "{}", backfill.summary());
+    assert_eq!((backfill.accepted, backfill.duplicate), (0, 1440), "{}", backfill.summary());
     assert_eq!(query_map(fx.iem_seen().last().unwrap())["station"], ["CVG"]);
 
     // An id asos1min.py does not know fails the batch, saying so.

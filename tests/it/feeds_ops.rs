@@ -374,7 +374,7 @@ async fn feeds_run_once_then_list_and_backfill_refusals() {
     assert!(o.status.success(), "{}", support::stderr(&o));
     assert_eq!(
         support::stdout(&o).lines().collect::<Vec<_>>(),
-        ["awc_metar: 1 request(s): 4 accepted, 0 rejected, 0 not modified, 0 empty"]
+        ["awc_metar: 1 request(s): 4 accepted, 0 duplicate, 0 rejected, 0 not modified, 0 empty"]
     );
     let l = support::wxlake(&lake, &["sql", "SELECT count(*) AS n FROM observations", "--format", "csv"]);
     assert_eq!(support::stdout(&l), "n\n4\n", "{}", support::stderr(&l));

@@ -32,7 +32,9 @@ impl StreamAuth for AppState {
             ));
         }
         if let Some(bad) = stations.iter().find(|s| Catalog::global().get(s).is_none()) {
-            return Err(StreamRefusal::new(400, format!("Unknown station: {bad}"), "stations must be catalog codes"));
+            // The REST answer's wording, echo cut short as there.
+            let body = crate::api::params::unknown_station("stations", bad).body.cut();
+            return Err(StreamRefusal::new(400, body.error, body.details));
         }
         if key.tier == Tier::Professional && stations.len() > PROFESSIONAL_MAX_STATIONS {
             return Err(StreamRefusal::new(
