@@ -275,9 +275,10 @@ async fn day_layers_match_the_api(c: &Client, addr: &str, key: &str) {
     let (s, st) = http(addr, "GET", "/api/v2/stations.php?station_code=KNYC", key, "");
     assert_eq!(s, 200, "{st}");
     let days = &st[0]["days"];
+    // `YYYY-MM-DD HH:MM:SS` (UTC): the space is sent encoded.
     let (from, to) = (
-        days["nws"]["start_utc"].as_str().unwrap().min(days["wu"]["start_utc"].as_str().unwrap()).to_string(),
-        days["nws"]["end_utc"].as_str().unwrap().max(days["wu"]["end_utc"].as_str().unwrap()).to_string(),
+        days["nws"]["start_utc"].as_str().unwrap().min(days["wu"]["start_utc"].as_str().unwrap()).replace(' ', "%20"),
+        days["nws"]["end_utc"].as_str().unwrap().max(days["wu"]["end_utc"].as_str().unwrap()).replace(' ', "%20"),
     );
     let in_window = |m: &str| {
         let q = format!("/api/v2/forecasts.php?location_name=KNYC&model={m}&run=latest&start_valid_time={from}&end_valid_time={to}");
