@@ -97,7 +97,10 @@ impl ApiError {
         Self::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "The lake did not answer in time",
-            format!("no answer within {} s; retry shortly (GET /healthz says whether the lake answers)", deadline.as_secs_f64()),
+            format!(
+                "no answer within {} s; retry shortly (GET /healthz says whether the lake answers)",
+                deadline.as_secs_f64()
+            ),
         )
         .with_headers(vec![("retry-after", RETRY_UNAVAILABLE_SECS.to_string())])
     }

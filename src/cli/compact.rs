@@ -3,8 +3,8 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use wxlake::lake::schema::{table, TABLES};
 use wxlake::lake::compact::Rewrite;
+use wxlake::lake::schema::{table, TABLES};
 use wxlake::lake::Lake;
 
 #[derive(Debug, Args)]

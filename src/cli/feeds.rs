@@ -146,7 +146,10 @@ fn list(dir: &Path, cfg: &FeedsConfig) -> anyhow::Result<ExitCode> {
             Some(s) => {
                 let outcome = match &s.last {
                     None => "not polled yet".to_string(),
-                    Some(l) if l.ok => format!("ok: {} accepted, {} duplicate, {} not modified", l.accepted, l.duplicate, l.not_modified),
+                    Some(l) if l.ok => format!(
+                        "ok: {} accepted, {} duplicate, {} not modified",
+                        l.accepted, l.duplicate, l.not_modified
+                    ),
                     Some(l) => format!("FAILED: {}", l.errors.first().cloned().unwrap_or_default()),
                 };
                 let t = |t: Option<chrono::DateTime<chrono::Utc>>| t.map(fmt_iso_utc).unwrap_or_else(|| "-".into());

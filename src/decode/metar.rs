@@ -77,7 +77,8 @@ pub fn temperature_fields(m: &Metar) -> Option<Probable> {
 pub fn report_body(raw: &str) -> std::borrow::Cow<'_, str> {
     use std::borrow::Cow;
     let clean = !raw.ends_with(['=', ' ']) && !raw.starts_with(' ') && !raw.contains("  ");
-    let text: Cow<'_, str> = if clean && !raw.contains(['\t', '\n', '\r']) { Cow::Borrowed(raw) } else { Cow::Owned(normalise(raw)) };
+    let text: Cow<'_, str> =
+        if clean && !raw.contains(['\t', '\n', '\r']) { Cow::Borrowed(raw) } else { Cow::Owned(normalise(raw)) };
     let mut rest = text.as_ref();
     let mut cor = false;
     loop {
@@ -94,12 +95,10 @@ pub fn report_body(raw: &str) -> std::borrow::Cow<'_, str> {
     let mut parts = rest.splitn(3, ' ');
     let (station, time, tail) = (parts.next().unwrap_or(""), parts.next(), parts.next());
     let moved = match (cor, time) {
-        (true, Some(time)) if tail.is_none_or(|t| t != "COR" && !t.starts_with("COR ")) => {
-            Some(match tail {
-                Some(tail) => format!("{station} {time} COR {tail}"),
-                None => format!("{station} {time} COR"),
-            })
-        }
+        (true, Some(time)) if tail.is_none_or(|t| t != "COR" && !t.starts_with("COR ")) => Some(match tail {
+            Some(tail) => format!("{station} {time} COR {tail}"),
+            None => format!("{station} {time} COR"),
+        }),
         _ => None,
     };
     let skipped = text.len() - rest.len();

@@ -346,16 +346,15 @@ impl Climate {
 
         let sun = (0.35 + 0.65 * day_len / 12.0).clamp(0.4, 1.15);
         let diurnal_c = shape * self.normals.diurnal_range_c / 2.0 * sun * (1.25 - 0.6 * cloud);
-        let anomaly = self.sigma_c * (1.0 + 0.25 * winter) * self.synoptic(x)
-            + 0.5 * self.smooth(Stream::SubDaily, x / 6.0);
+        let anomaly =
+            self.sigma_c * (1.0 + 0.25 * winter) * self.synoptic(x) + 0.5 * self.smooth(Stream::SubDaily, x / 6.0);
         let rain_cooling = if precip { 1.0 + 0.04 * f64::from(rain_tips.min(40)) } else { 0.0 };
         let temp_c = self.normals.mean_c + self.normals.half_range_c * phase.cos() + anomaly + front.temp_c + diurnal_c
             - rain_cooling;
 
-        let mut dep = self.normals.dew_depression_c
-            * (1.0 + 0.35 * shape)
-            * (1.0 + 0.3 * self.smooth(Stream::Dew, x / 12.0))
-            + 3.0 * front.after;
+        let mut dep =
+            self.normals.dew_depression_c * (1.0 + 0.35 * shape) * (1.0 + 0.3 * self.smooth(Stream::Dew, x / 12.0))
+                + 3.0 * front.after;
         if precip {
             dep = 0.3 + 0.7 * noise::unit(self.key, Stream::Dew, hour);
         }

@@ -31,11 +31,7 @@ fn start_server_flushing(lake: &str, flush_secs: u64) -> (Child, String) {
 
 /// Runs a `serve` command line and returns it with its address once it listens.
 pub(crate) fn start_command(mut cmd: Command) -> (Child, String) {
-    let mut child = cmd
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("spawn server");
+    let mut child = cmd.stderr(Stdio::piped()).stdout(Stdio::null()).spawn().expect("spawn server");
     let stderr = child.stderr.take().unwrap();
     let mut lines = BufReader::new(stderr).lines();
     let deadline = Instant::now() + Duration::from_secs(60);

@@ -281,7 +281,9 @@ async fn day_layers_match_the_api(c: &Client, addr: &str, key: &str) {
         days["nws"]["end_utc"].as_str().unwrap().max(days["wu"]["end_utc"].as_str().unwrap()).replace(' ', "%20"),
     );
     let in_window = |m: &str| {
-        let q = format!("/api/v2/forecasts.php?location_name=KNYC&model={m}&run=latest&start_valid_time={from}&end_valid_time={to}");
+        let q = format!(
+            "/api/v2/forecasts.php?location_name=KNYC&model={m}&run=latest&start_valid_time={from}&end_valid_time={to}"
+        );
         let (s, rows) = http(addr, "GET", &q, key, "");
         assert_eq!(s, 200, "{rows}");
         rows.as_array().is_some_and(|r| !r.is_empty())

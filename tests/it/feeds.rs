@@ -643,7 +643,10 @@ impl Run {
                 .filter(|e| &*e.name == "observation")
                 .map(|e| {
                     let d: serde_json::Value = e.data().unwrap();
-                    (d["station_code"].as_str().unwrap().to_string(), d["observation_time_utc"].as_str().unwrap().to_string())
+                    (
+                        d["station_code"].as_str().unwrap().to_string(),
+                        d["observation_time_utc"].as_str().unwrap().to_string(),
+                    )
                 })
                 .collect(),
             _ => Vec::new(),

@@ -298,7 +298,8 @@ async fn the_same_report_from_three_wrappers_is_one_row() {
         ingest_bytes(&lake, Format::Metar, name, text.as_bytes(), &opts, &mut again).await.unwrap();
         assert_eq!(again.stored, 0, "{name}: {again}");
     }
-    let q = "SELECT count(*) - count(DISTINCT concat(station_code, CAST(observation_time AS VARCHAR))) FROM observations";
+    let q =
+        "SELECT count(*) - count(DISTINCT concat(station_code, CAST(observation_time AS VARCHAR))) FROM observations";
     assert_eq!(scalar(&lake, q).await, "0");
     assert_eq!(scalar(&lake, "SELECT count(*) FROM observations").await, raws.len().to_string());
 }
@@ -309,9 +310,9 @@ async fn the_same_report_from_three_wrappers_is_one_row() {
 /// report ingested again afterwards is a duplicate.
 #[tokio::test]
 async fn a_repair_keeps_one_row_of_a_report_stored_under_two_wrappers() {
-    use std::sync::Arc;
     use datafusion::arrow::array::{RecordBatch, UInt64Array};
     use object_store::ObjectStoreExt;
+    use std::sync::Arc;
     use wxlake::lake::compact::Rewrite;
     use wxlake::lake::schema::KeyHasher;
     use wxlake::lake::writer::{batch_of, encode_parquet};

@@ -86,7 +86,12 @@ fn reports(minutes_ago: i64) -> (String, String) {
     let text = (0..100)
         .map(|i| {
             let t = last - ChronoDuration::minutes(99 - i);
-            format!("KMDW {:02}{:02}{:02}Z AUTO 27008KT 10SM CLR 05/M02 A3012 RMK T00501017\n", t.day(), t.hour(), t.minute())
+            format!(
+                "KMDW {:02}{:02}{:02}Z AUTO 27008KT 10SM CLR 05/M02 A3012 RMK T00501017\n",
+                t.day(),
+                t.hour(),
+                t.minute()
+            )
         })
         .collect();
     (text, format!("{}-{:02}", last.year(), last.month()))
@@ -180,10 +185,8 @@ impl FreezableProxy {
         std::thread::spawn(move || {
             for client in listener.incoming().map_while(Result::ok) {
                 let Ok(server) = TcpStream::connect(&upstream) else { continue };
-                for (mut from, mut to) in [
-                    (client.try_clone().unwrap(), server.try_clone().unwrap()),
-                    (server, client),
-                ] {
+                for (mut from, mut to) in [(client.try_clone().unwrap(), server.try_clone().unwrap()), (server, client)]
+                {
                     let flag = Arc::clone(&flag);
                     std::thread::spawn(move || {
                         let mut buf = [0u8; 16 * 1024];
@@ -263,7 +266,11 @@ fn a_hung_lake_answers_503_within_the_read_deadline_and_degrades_healthz() {
     assert!(body.contains("did not answer in time"), "{body}");
     assert!(took < Duration::from_secs(10), "answered after {took:?}");
     let (status, v) = healthz_until(&addr, |s, _| s == 503);
-    assert_eq!((status, v["status"].as_str(), v["reasons"][0]["part"].as_str()), (503, Some("degraded"), Some("lake")), "{v}");
+    assert_eq!(
+        (status, v["status"].as_str(), v["reasons"][0]["part"].as_str()),
+        (503, Some("degraded"), Some("lake")),
+        "{v}"
+    );
 
     proxy.set_frozen(false);
     let (status, v) = healthz_until(&addr, |s, _| s == 200);

@@ -192,8 +192,12 @@ async fn backfilled_days_produce_no_stream_events() {
     let date = |d| chrono::NaiveDate::from_ymd_opt(2026, 3, d).unwrap();
     for (kind, name) in [(DailyKind::Cli, "cli"), (DailyKind::Dsm, "dsm")] {
         for (day, streamed) in [(6, false), (7, true), (8, true)] {
-            let applied =
-                rig.live.hot.apply_report(&report(kind, date(day)), Snapshot::At(rig.live.clock.now())).applied().unwrap();
+            let applied = rig
+                .live
+                .hot
+                .apply_report(&report(kind, date(day)), Snapshot::At(rig.live.clock.now()))
+                .applied()
+                .unwrap();
             let events = events_for(&rig.live, &applied);
             assert_eq!(names(&events).contains(&name), streamed, "{name} for the {day}th: {:?}", names(&events));
         }

@@ -735,14 +735,18 @@ fn a_report_body_is_the_same_whatever_the_wrapper() {
     // The real AWC answer wraps its rawOb in `METAR`; IEM and bare lines do not; WMO
     // collectives add the `=` and fold lines.
     let awc = "METAR KAUS 250553Z 16006KT 10SM SCT200 BKN250 28/23 A3008 RMK AO2 SLP172 T02830228 10344 20278 403670217 51013 $";
-    let bare = "KAUS 250553Z 16006KT 10SM SCT200 BKN250 28/23 A3008 RMK AO2 SLP172 T02830228 10344 20278 403670217 51013 $";
+    let bare =
+        "KAUS 250553Z 16006KT 10SM SCT200 BKN250 28/23 A3008 RMK AO2 SLP172 T02830228 10344 20278 403670217 51013 $";
     let collective = "METAR KAUS 250553Z 16006KT 10SM SCT200 BKN250 28/23 A3008 RMK AO2\n     SLP172 T02830228 10344 20278 403670217 51013 $=";
     assert_eq!(report_body(awc), bare);
     assert_eq!(report_body(bare), bare);
     assert_eq!(report_body(collective), bare);
     // Borrowed when nothing moves: the key is computed for every stored row.
     assert!(matches!(report_body(awc), std::borrow::Cow::Borrowed(_)));
-    assert_eq!(report_body("SPECI KNYC 270812Z 00000KT 10SM CLR 09/01 A3012"), "KNYC 270812Z 00000KT 10SM CLR 09/01 A3012");
+    assert_eq!(
+        report_body("SPECI KNYC 270812Z 00000KT 10SM CLR 09/01 A3012"),
+        "KNYC 270812Z 00000KT 10SM CLR 09/01 A3012"
+    );
 }
 
 #[test]
