@@ -78,7 +78,8 @@ pub enum Take {
     /// Already held (same natural key): nothing changed, nothing is sent, and an ingest
     /// counts it as a duplicate rather than as accepted.
     Held,
-    /// A station outside the catalog: not kept in memory (the lake still stores it).
+    /// A record of a station outside the catalog, first seen within [`RECENT`]: stored in
+    /// the lake, not kept in the hot state, nothing to stream (seen again, it is `Held`).
     Outside,
 }
 

@@ -89,7 +89,7 @@ impl Taken {
                 self.applied.push(*a);
                 self.accepted += 1;
             }
-            // Outside the catalog: stored in the lake (its natural key decides), not held.
+            // Outside the catalog, first seen: stored in the lake, nothing to stream.
             Take::Outside => self.accepted += 1,
             Take::Held => self.duplicate += 1,
         }
