@@ -16,8 +16,8 @@
 //! - [`stream`]: the push stream (event log, hub, SSE, TLS).
 //! - [`feeds`]: live feeds from the public sources.
 //! - [`demo`]: the realistic generator.
-//! - [`catalog`], [`models`], [`time`], [`units`], [`clock`], [`error_chain`]: what every part
-//!   shares.
+//! - [`catalog`], [`models`], [`time`], [`units`], [`clock`], [`error_chain`], [`durable`]: what
+//!   every part shares.
 
 pub mod api;
 pub mod catalog;
@@ -25,6 +25,7 @@ pub mod clock;
 pub mod cluster;
 pub mod decode;
 pub mod demo;
+pub mod durable;
 pub mod error_chain;
 pub mod extremes;
 pub mod feeds;

@@ -3,7 +3,6 @@
 
 pub mod claims;
 pub mod compact;
-pub mod durable;
 pub mod publish;
 pub mod query;
 pub mod requests;

@@ -37,7 +37,7 @@
 //! id on the wire could be skipped by a reconnect.
 //!
 //! This module depends on no other wxlake module but the durable-file helpers
-//! (`lake::durable`, for the event log's files): authorization comes in through
+//! (`crate::durable`, for the event log's files): authorization comes in through
 //! [`sse::StreamAuth`] and events through [`event_log::EventLog::append`]; the server's
 //! implementations of both (API keys, spec 6 payloads, the publisher fed by the live path)
 //! are in `api::stream_bridge`.

@@ -16,7 +16,7 @@ use super::error::{corrupt, io_error, KeyError};
 use super::record::KeyRecord;
 use super::store::KeyStore;
 use super::tier::Tier;
-use crate::lake::durable::{self, Access};
+use crate::durable::{self, Access};
 
 /// The file of the demo's secrets, in the state directory.
 pub const DEMO_KEYS_FILE: &str = "demo-keys.json";

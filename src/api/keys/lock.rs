@@ -1,12 +1,12 @@
 //! Writers across processes: the advisory lock that serializes them and the atomic replace
-//! (through [`crate::lake::durable`]) that keeps readers from ever seeing a half-written file.
+//! (through [`crate::durable`]) that keeps readers from ever seeing a half-written file.
 
 use std::fs::{File, OpenOptions};
 use std::path::Path;
 
 use super::error::{io_error, KeyError};
 use super::file::{FileStamp, KEYS_FILE};
-use crate::lake::durable::{self, Access};
+use crate::durable::{self, Access};
 
 /// Blocks until this process holds the exclusive advisory lock; released when dropped.
 pub(super) fn lock_exclusive(path: &Path) -> Result<File, KeyError> {

@@ -12,7 +12,7 @@ use tracing::{debug, warn};
 
 use super::files::{NEXT_ID_FILE, SEGMENT_PREFIX, SEGMENT_SUFFIX};
 use super::{io_err, EventLogError, Inner, Result, MAX_SEGMENT_BYTES, SYNC_INTERVAL};
-use crate::lake::durable::{self, Access};
+use crate::durable::{self, Access};
 
 #[derive(Debug)]
 pub(super) struct Segment {

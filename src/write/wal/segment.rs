@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::{io_err, WalError};
-use crate::lake::durable::{self, sync_dir, Access};
+use crate::durable::{self, sync_dir, Access};
 
 pub(super) const CHECKPOINT: &str = "checkpoint";
 pub(super) const CHECKPOINT_TMP: &str = "checkpoint.tmp";
