@@ -16,8 +16,8 @@
 //! - [`stream`]: the push stream (event log, hub, SSE, TLS).
 //! - [`feeds`]: live feeds from the public sources.
 //! - [`demo`]: the realistic generator.
-//! - [`catalog`], [`models`], [`time`], [`units`], [`clock`], [`error_chain`], [`durable`]: what
-//!   every part shares.
+//! - [`catalog`], [`models`], [`time`], [`units`], [`clock`], [`error_chain`], [`durable`],
+//!   [`net`]: what every part shares.
 
 pub mod api;
 pub mod catalog;
@@ -33,6 +33,7 @@ pub mod ingest;
 pub mod jobs;
 pub mod lake;
 pub mod models;
+pub mod net;
 pub mod sqlwire;
 pub mod stream;
 pub mod time;

@@ -36,8 +36,8 @@
 //! in id order: a client resumes from the highest id it saw, so an event overtaken by a later
 //! id on the wire could be skipped by a reconnect.
 //!
-//! This module depends on no other wxlake module but the durable-file helpers
-//! (`crate::durable`, for the event log's files): authorization comes in through
+//! This module depends on no other wxlake module but the shared helpers
+//! (`crate::durable` for the event log's files, `crate::net` for the listener): authorization comes in through
 //! [`sse::StreamAuth`] and events through [`event_log::EventLog::append`]; the server's
 //! implementations of both (API keys, spec 6 payloads, the publisher fed by the live path)
 //! are in `api::stream_bridge`.

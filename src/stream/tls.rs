@@ -28,7 +28,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio_rustls::TlsAcceptor;
 use tower::Service;
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use super::hub::ConnectionCloser;
 
@@ -198,7 +198,7 @@ pub async fn serve_tls_with<F>(
                     };
                     tokio::spawn(conn.run(tcp, peer));
                 }
-                Err(e) => accept_failed(e).await,
+                Err(e) => crate::net::accept_failed("stream", e).await,
             },
         }
     }
@@ -207,20 +207,6 @@ pub async fn serve_tls_with<F>(
     drop(alive_tx);
     let _ = alive_rx.recv().await;
     info!("stream: HTTPS listener stopped");
-}
-
-/// Per-connection errors (the peer went away) are routine; resource errors (out of file
-/// descriptors) would spin the accept loop, so they pause it briefly.
-async fn accept_failed(e: io::Error) {
-    match e.kind() {
-        io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset | io::ErrorKind::Interrupted => {
-            debug!(error = %e, "stream: accept failed")
-        }
-        _ => {
-            warn!(error = %e, "stream: accept failed, pausing");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
 }
 
 /// One accepted socket.

@@ -42,7 +42,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Semaphore};
 use tower::ServiceExt;
-use tracing::{debug, info, warn};
+use tracing::{debug, info};
 
 use self::conn_io::{ConnIo, MAX_HEAD_BYTES};
 use self::slots::{Admission, BusyGuard, Slot, Slots};
@@ -145,7 +145,7 @@ pub async fn serve(
                         },
                     }
                 }
-                Err(e) => accept_failed(e).await,
+                Err(e) => crate::net::accept_failed("http", e).await,
             },
         }
     }
@@ -155,20 +155,6 @@ pub async fn serve(
     let _ = alive_rx.recv().await;
     info!(evicted = slots.evictions(), "http: listener stopped");
     Ok(())
-}
-
-/// Per-connection errors (the peer went away) are routine; resource errors (out of file
-/// descriptors) would spin the accept loop, so they pause it briefly.
-async fn accept_failed(e: io::Error) {
-    match e.kind() {
-        io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset | io::ErrorKind::Interrupted => {
-            debug!(error = %e, "http: accept failed")
-        }
-        _ => {
-            warn!(error = %e, "http: accept failed, pausing");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
 }
 
 /// The hyper settings shared by served and refused connections.
