@@ -32,6 +32,14 @@ pub struct StationHot {
     pub reports: Vec<DailyReport>,
 }
 
+impl StationHot {
+    /// True when the same daily report (kind, day, text) is held: a correction or a final
+    /// report differs in its text and is a report of its own.
+    fn holds_report(&self, r: &DailyReport) -> bool {
+        self.reports.iter().any(|x| x.raw == r.raw && x.kind == r.kind && x.date == r.date)
+    }
+}
+
 /// All stations' hot state.
 #[derive(Debug)]
 pub struct HotState {
@@ -186,7 +194,7 @@ impl HotState {
     /// a correction or a final report differs in its text and is a report of its own.
     pub fn apply_report(&self, r: &DailyReport, snapshot: Snapshot) -> Take {
         self.write(&r.station, |h| {
-            if h.reports.iter().any(|x| x.raw == r.raw && x.kind == r.kind && x.date == r.date) {
+            if h.holds_report(r) {
                 return Take::Held;
             }
             let events = h.live.apply(LiveInput::Report(r));
@@ -213,8 +221,7 @@ impl HotState {
 
     /// True when the same daily report (kind, day, text) is already held.
     pub fn holds_report(&self, r: &DailyReport) -> bool {
-        self.read(&r.station, |h| h.reports.iter().any(|x| x.raw == r.raw && x.kind == r.kind && x.date == r.date))
-            .unwrap_or_else(|| self.outside_holds(report_time(r), r.row_key()))
+        self.read(&r.station, |h| h.holds_report(r)).unwrap_or_else(|| self.outside_holds(report_time(r), r.row_key()))
     }
 
     /// A record of a station outside the catalog: [`Take::Held`] when seen within
