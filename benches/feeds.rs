@@ -171,7 +171,7 @@ fn cache_with(rows: &str, knyc: &str, time: &str) -> bytes::Bytes {
 /// What both publish-to-served benches serve from: a lake and state under `dir`, an
 /// Enterprise key, the live service with its stream publisher, and the feeds' HTTP client.
 struct Rig {
-    keys: wxlake::api::keys::KeyStore,
+    keys: wxlake::access::keys::KeyStore,
     key: String,
     live: Arc<LiveService>,
     hub: wxlake::stream::Hub,
@@ -180,7 +180,7 @@ struct Rig {
 
 impl Rig {
     async fn open(dir: &std::path::Path, clock: Arc<dyn Clock>) -> Rig {
-        use wxlake::api::keys::{KeyStore, Tier};
+        use wxlake::access::keys::{KeyStore, Tier};
         use wxlake::stream::{default_retention, EventLog, Hub};
         let lake = Lake::open(&format!("file://{}", dir.join("lake").display())).await.unwrap();
         let keys = KeyStore::open(dir.join("state")).unwrap();
@@ -188,7 +188,7 @@ impl Rig {
         let live = Arc::new(LiveService::open(lake, &dir.join("state"), clock).await.unwrap());
         let log = Arc::new(EventLog::open(&dir.join("events"), default_retention()).unwrap());
         let hub = Hub::new(1024);
-        wxlake::api::stream_bridge::spawn_publisher(Arc::clone(&live), log, hub.clone()).await;
+        wxlake::stream_bridge::spawn_publisher(Arc::clone(&live), log, hub.clone()).await;
         let client = Arc::new(
             HttpClient::new(ClientConfig { contact: "bench@example.com".into(), ..Default::default() }).unwrap(),
         );
@@ -223,7 +223,7 @@ fn print_percentiles(what: &str, count: &str, v: &mut [f64]) {
 
 fn publish_to_served(_c: &mut Criterion) {
     use futures::StreamExt;
-    use wxlake::api::limits::RateLimiter;
+    use wxlake::access::limits::RateLimiter;
     use wxlake::api::{server, AppState};
     use wxlake::clock::ManualClock;
     use wxlake::stream::Delivery;
@@ -368,7 +368,7 @@ async fn cli_fixture(products: Products) -> String {
 
 fn cli_publish_to_served(_c: &mut Criterion) {
     use futures::StreamExt;
-    use wxlake::api::limits::RateLimiter;
+    use wxlake::access::limits::RateLimiter;
     use wxlake::api::{server, AppState};
     use wxlake::clock::ManualClock;
     use wxlake::feeds::nws_products::{NwsProducts, NwsProductsConfig, ProductKind};

@@ -83,8 +83,8 @@ fn bench_request(c: &mut Criterion) {
     use axum::body::Body;
     use axum::http::Request;
     use tower::ServiceExt;
-    use wxlake::api::keys::{KeyStore, Tier};
-    use wxlake::api::limits::RateLimiter;
+    use wxlake::access::keys::{KeyStore, Tier};
+    use wxlake::access::limits::RateLimiter;
     use wxlake::api::{server, AppState};
     use wxlake::clock::{Clock, ManualClock, SystemClock};
     use wxlake::write::LiveService;

@@ -151,6 +151,19 @@ impl Catalog {
     }
 }
 
+/// What every front door answers for a station code outside the catalog, given in the
+/// parameter `name`: (error, details).
+pub fn unknown_station_message(name: &str, code: &str) -> (String, String) {
+    (
+        format!("Unknown station: {code}"),
+        format!(
+            "{name} must be one of the {} catalog stations: GET /api/v2/stations.php lists them, and /docs names \
+             them under {name}",
+            Catalog::global().len()
+        ),
+    )
+}
+
 /// Great-circle distance in km (haversine, mean Earth radius).
 pub fn distance_km(lat1: f64, lon1: f64, lat2: f64, lon2: f64) -> f64 {
     let (p1, p2) = (lat1.to_radians(), lat2.to_radians());

@@ -8,24 +8,34 @@
 //! - [`ingest`]: batch ingest (format dispatch, summaries, storing).
 //! - [`write`]: the server's write path (WAL, hot state, flush, background tasks).
 //! - [`extremes`]: the settlement-day rules behind each day's high and low.
+//! - [`trading_day`]: a station's trading-day high and low as the service answers them,
+//!   for every front door.
 //! - [`lake`]: the Parquet lake (schemas, writer, reads, compaction, query session).
 //! - [`jobs`]: the SQL jobs that compute derived tables.
-//! - [`api`]: the REST API, keys and limits, and the stream's server glue.
+//! - [`access`]: who may use the service: API keys, tiers and rate limits, for every
+//!   front door (REST, the PostgreSQL wire, Flight SQL, the stream).
+//! - [`api`]: the REST API (and the stream's same-origin relay).
+//! - [`dashboard`]: the browser page and its assets, served by the REST router.
+//! - [`stream_bridge`]: where the stream meets the write path (the publisher, the event
+//!   payloads).
 //! - [`sqlwire`]: analyst SQL over the PostgreSQL wire protocol and Arrow Flight SQL.
 //! - [`cluster`]: the same SQL distributed on an embedded Ballista scheduler and executors.
 //! - [`stream`]: the push stream (event log, hub, SSE, TLS).
 //! - [`feeds`]: live feeds from the public sources.
 //! - [`demo`]: the realistic generator.
-//! - [`catalog`], [`models`], [`time`], [`units`], [`clock`], [`error_chain`], [`durable`],
-//!   [`net`]: what every part shares.
+//! - [`catalog`], [`models`], [`time`], [`units`], [`clock`], [`error_chain`], [`echo`],
+//!   [`durable`], [`net`]: what every part shares.
 
+pub mod access;
 pub mod api;
 pub mod catalog;
 pub mod clock;
 pub mod cluster;
+pub mod dashboard;
 pub mod decode;
 pub mod demo;
 pub mod durable;
+pub mod echo;
 pub mod error_chain;
 pub mod extremes;
 pub mod feeds;
@@ -36,6 +46,8 @@ pub mod models;
 pub mod net;
 pub mod sqlwire;
 pub mod stream;
+pub mod stream_bridge;
 pub mod time;
+pub mod trading_day;
 pub mod units;
 pub mod write;

@@ -13,9 +13,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
-use super::keys::{KeyRecord, Tier};
-use super::limits::ApiVersion;
 use super::state::AppState;
+use crate::access::keys::{KeyRecord, Tier};
+use crate::access::limits::ApiVersion;
 
 /// The authenticated key, available to handlers as an extension.
 #[derive(Debug, Clone)]
@@ -67,8 +67,8 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
                 record.tier.as_str(),
                 decision.limit,
                 match decision.window {
-                    super::limits::Window::Minute => "minute",
-                    super::limits::Window::Day => "day",
+                    crate::access::limits::Window::Minute => "minute",
+                    crate::access::limits::Window::Day => "day",
                 },
                 decision.retry_after_secs.unwrap_or(decision.reset_secs)
             ),

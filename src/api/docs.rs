@@ -59,7 +59,7 @@ use crate::catalog::Catalog;
         super::ingest::handler,
         super::v2::status::handler,
         super::metrics::handler,
-        super::stream_bridge::relay::handler,
+        super::stream_relay::handler,
     ),
     // Parameter types are not collected from `params(...)`: listed here so their $refs resolve.
     components(schemas(

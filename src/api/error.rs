@@ -115,39 +115,7 @@ pub const RETRY_FULL_SECS: u64 = 60;
 /// `Retry-After` of a 503 for storage that failed or answered too slowly.
 pub const RETRY_UNAVAILABLE_SECS: u64 = 5;
 
-/// The longest run of non-blank characters an error message keeps (an echoed parameter).
-pub const MAX_ECHO_CHARS: usize = 64;
-/// The longest `error` or `details` field (many short echoed words).
-pub const MAX_FIELD_CHARS: usize = 512;
-
-/// `text` with every word over [`MAX_ECHO_CHARS`] characters cut to that many plus `…`,
-/// and the whole over [`MAX_FIELD_CHARS`] cut the same way. Blanks are kept as they are.
-pub fn cut_echoes(text: &str) -> String {
-    let mut out = String::with_capacity(text.len().min(MAX_FIELD_CHARS + 8));
-    let mut word = 0usize;
-    let mut total = 0usize;
-    for c in text.chars() {
-        if total >= MAX_FIELD_CHARS {
-            out.push('…');
-            break;
-        }
-        if c.is_whitespace() {
-            word = 0;
-        } else {
-            word += 1;
-            if word > MAX_ECHO_CHARS {
-                if word == MAX_ECHO_CHARS + 1 {
-                    out.push('…');
-                    total += 1;
-                }
-                continue;
-            }
-        }
-        out.push(c);
-        total += 1;
-    }
-    out
-}
+pub use crate::echo::{cut_echoes, MAX_ECHO_CHARS, MAX_FIELD_CHARS};
 
 impl ErrorBody {
     /// The body as it is sent: echoes cut short ([`cut_echoes`]).
@@ -177,6 +145,19 @@ impl From<crate::lake::LakeError> for ApiError {
 impl From<datafusion::error::DataFusionError> for ApiError {
     fn from(e: datafusion::error::DataFusionError) -> Self {
         ApiError::internal(e)
+    }
+}
+
+impl From<crate::trading_day::DayError> for ApiError {
+    fn from(e: crate::trading_day::DayError) -> Self {
+        use crate::trading_day::DayError;
+        match e {
+            DayError::Future { ref today, ref station, logic, .. } => ApiError::bad_request(
+                e.to_string(),
+                format!("the current {} trading day of {station} is {today}", logic.as_str()),
+            ),
+            DayError::Lake(e) => e.into(),
+        }
     }
 }
 

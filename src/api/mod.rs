@@ -1,17 +1,17 @@
-//! The HTTP API (axum): v2 and legacy v1 endpoints, authentication and rate limits, the
-//! OpenAPI document, and what the push stream needs from the server ([`stream_bridge`]).
+//! The HTTP API (axum): v2 and legacy v1 endpoints, the REST side of authentication and
+//! rate limits (the keys and limits themselves are [`crate::access`]'s), the OpenAPI
+//! document, and the stream's same-origin relay ([`stream_relay`]).
 //! One module per endpoint; every path lives in [`paths`]. What the handlers share
 //! ([`state::AppState`], the caches, [`params`], [`bound_sql`], [`error`]) imports no
 //! handler, and the types only the OpenAPI document needs are in [`schemas`], so the
 //! document ([`docs`]) is the only module that names every handler besides the router.
-//! The browser dashboard's page and assets are in [`dashboard`]; its data comes from the
-//! endpoints above. The REST port's connections (timeouts, the connection cap) are served
+//! The router also serves the browser dashboard's page and assets ([`crate::dashboard`]);
+//! its data comes from the endpoints above. The REST port's connections (timeouts, the connection cap) are served
 //! by [`listener`].
 
 pub mod accuracy_cache;
 pub mod auth;
 pub mod bound_sql;
-pub mod dashboard;
 pub mod docs;
 pub mod error;
 pub mod forecast_cache;
@@ -19,10 +19,8 @@ pub mod health;
 pub mod ingest;
 pub mod json;
 pub mod json_stream;
-pub mod keys;
 pub mod latest_cache;
 pub mod latest_runs;
-pub mod limits;
 pub mod listener;
 pub mod loading_cache;
 pub mod metrics;
@@ -33,7 +31,7 @@ pub mod paths;
 pub mod schemas;
 pub mod server;
 pub mod state;
-pub mod stream_bridge;
+pub mod stream_relay;
 pub mod v1;
 pub mod v2;
 

@@ -7,16 +7,15 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::catalog::Station;
 use crate::decode::metar::temperature_fields;
 use crate::decode::types::{DailyReport, Metar};
-use crate::extremes::{DataQuality, DayExtremes, Logic, Staleness};
 use crate::lake::rows::LakeRecord;
 use crate::time::{fmt_iso_utc, fmt_utc};
+use crate::trading_day::TradingDay;
 use crate::units::{c_to_f, f_to_c, relative_humidity, round1, Units};
 
 /// Observation record, v2 (spec 2.1).
@@ -309,34 +308,26 @@ pub struct SvcHigh {
     pub low_valid_through_utc: Option<String>,
 }
 
-impl SvcHigh {
-    /// The answer for `date` from the engine's extremes; `None` (nothing at all for that day)
-    /// is answered with null values and a data quality that says so, as seen at `now`.
-    pub fn new(station: &Station, logic: Logic, date: NaiveDate, x: Option<&DayExtremes>, now: DateTime<Utc>) -> Self {
-        let dq = match x {
-            Some(x) => serde_json::to_value(&x.data_quality),
-            None => {
-                let w = crate::time::day_window(station.timezone, logic.clock(), date);
-                let held = (logic == Logic::Wu && station.code.starts_with('K')).then(Vec::new);
-                let dq = DataQuality::no_data(logic.as_str(), w.start, w.end, now, held);
-                // Nothing at all since the day began, for longer than any cadence allows:
-                // the station is down, even once its last reading has left memory.
-                let down = now < w.end && Staleness::down_whatever_the_cadence(now - w.start);
-                serde_json::to_value(if down { dq.station_down() } else { dq })
-            }
-        }
-        .unwrap_or_default();
+impl From<&TradingDay> for SvcHigh {
+    /// The answer for a trading day: the engine's extremes, or null values with a data
+    /// quality that says why.
+    fn from(day: &TradingDay) -> Self {
+        let x = day.extremes.as_ref();
+        let logic = day.logic.as_str();
         SvcHigh {
-            station_code: station.code.clone(),
-            date: date.to_string(),
+            station_code: day.station.code.clone(),
+            date: day.date.to_string(),
             svc_high: x.and_then(|x| x.high).map(|e| e.value),
             svc_low: x.and_then(|x| x.low).map(|e| e.value),
             time_of_high_utc: x.and_then(|x| x.high).map(|e| fmt_utc(e.time)),
             time_of_low_utc: x.and_then(|x| x.low).map(|e| fmt_utc(e.time)),
-            calculation_logic: logic.as_str().to_string(),
-            units: station.units.as_str().to_string(),
+            calculation_logic: logic.to_string(),
+            units: day.station.units.as_str().to_string(),
             anomaly: x.is_some_and(|x| x.anomaly),
-            data_quality: BTreeMap::from([(logic.as_str().to_string(), dq)]),
+            data_quality: BTreeMap::from([(
+                logic.to_string(),
+                serde_json::to_value(&day.data_quality).unwrap_or_default(),
+            )]),
             is_final: x.is_some_and(|x| x.is_final),
             high_source: x.and_then(|x| x.high).map(|e| e.source.as_str().to_string()),
             low_source: x.and_then(|x| x.low).map(|e| e.source.as_str().to_string()),

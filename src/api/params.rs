@@ -114,14 +114,8 @@ pub fn station(name: &str, raw: &Option<String>) -> Result<&'static Station, Api
 /// The 400 of a code that names no catalog station, with where the list is: the
 /// `stations.php` endpoint (any key) and the parameter's description in `/docs`.
 pub fn unknown_station(name: &str, code: &str) -> ApiError {
-    ApiError::bad_request(
-        format!("Unknown station: {code}"),
-        format!(
-            "{name} must be one of the {} catalog stations: GET /api/v2/stations.php lists them, and /docs names \
-             them under {name}",
-            Catalog::global().len()
-        ),
-    )
+    let (error, details) = crate::catalog::unknown_station_message(name, code);
+    ApiError::bad_request(error, details)
 }
 
 /// An ISO 8601 time.

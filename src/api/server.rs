@@ -19,7 +19,17 @@ use tower_http::trace::TraceLayer;
 
 use super::error::ApiError;
 use super::listener::{self, HttpLimits};
-use super::{auth, dashboard, docs, ingest, metrics, paths, stream_bridge, v1, v2, AppState};
+use super::{auth, docs, ingest, metrics, paths, stream_relay, v1, v2, AppState};
+use crate::dashboard;
+
+/// A dashboard asset, or this router's 404 for a name that is none.
+async fn dashboard_asset(file: axum::extract::Path<String>, headers: axum::http::HeaderMap) -> Response {
+    match dashboard::pages::asset(file, headers).await {
+        Ok(resp) => resp,
+        Err(file) => ApiError::not_found(format!("No such dashboard asset: {file}"), "the dashboard is served at /")
+            .into_response(),
+    }
+}
 
 /// The whole application router, with the default limits.
 pub fn router(state: AppState) -> Router {
@@ -45,7 +55,7 @@ pub fn router_with(state: AppState, limits: HttpLimits) -> Router {
         .route(paths::V2_PACING, get(v2::pacing::handler))
         .route(paths::V2_MODEL_ACCURACY, get(v2::model_accuracy::handler))
         .route(paths::V2_STATIONS, get(v2::stations::handler))
-        .route(paths::V2_STREAM_RELAY, get(stream_bridge::relay::handler))
+        .route(paths::V2_STREAM_RELAY, get(stream_relay::handler))
         .route(
             paths::V2_INGEST,
             post(ingest::handler)
@@ -65,7 +75,7 @@ pub fn router_with(state: AppState, limits: HttpLimits) -> Router {
         .route(paths::DASHBOARD, get(dashboard::pages::shell))
         .route(paths::DASHBOARD_STATION, get(dashboard::pages::shell))
         .route(paths::DASHBOARD_ACCURACY, get(dashboard::pages::shell))
-        .route(paths::DASHBOARD_ASSETS, get(dashboard::pages::asset))
+        .route(paths::DASHBOARD_ASSETS, get(dashboard_asset))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::map_response(json_errors))

@@ -1,5 +1,6 @@
-//! What every handler shares ([`AppState`]): the key store, the rate limiter, the live
-//! service with its query session, the clock and the response caches.
+//! What every handler shares ([`AppState`]): the key store and rate limiter (shared with
+//! the other front doors, [`Access`]), the live service with its query session, the clock
+//! and the response caches.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
@@ -7,11 +8,12 @@ use std::time::Duration;
 
 use super::accuracy_cache::AccuracyCache;
 use super::forecast_cache::ForecastCache;
-use super::keys::KeyStore;
 use super::latest_cache::LatestCache;
 use super::latest_runs::LatestRuns;
-use super::limits::RateLimiter;
 use super::nws_cache::NwsCache;
+use crate::access::keys::KeyStore;
+use crate::access::limits::RateLimiter;
+use crate::access::Access;
 use crate::clock::Clock;
 use crate::feeds::Feeds;
 use crate::stream::{EventLog, Hub};
@@ -33,8 +35,8 @@ pub struct AppState(Arc<AppInner>);
 
 /// The shared parts behind [`AppState`].
 pub struct AppInner {
-    pub keys: KeyStore,
-    pub limiter: RateLimiter,
+    pub keys: Arc<KeyStore>,
+    pub limiter: Arc<RateLimiter>,
     pub live: Arc<LiveService>,
     pub clock: Arc<dyn Clock>,
     /// The accuracy tables per station (model_accuracy.php).
@@ -67,8 +69,8 @@ impl std::ops::Deref for AppState {
 impl AppState {
     pub fn new(keys: KeyStore, limiter: RateLimiter, live: Arc<LiveService>, clock: Arc<dyn Clock>) -> Self {
         AppState(Arc::new(AppInner {
-            keys,
-            limiter,
+            keys: Arc::new(keys),
+            limiter: Arc::new(limiter),
             live,
             clock,
             accuracy: Default::default(),
@@ -105,10 +107,21 @@ impl AppState {
     pub fn stream_addr(&self) -> Option<SocketAddr> {
         self.stream_addr.get().copied()
     }
+    /// The keys and limits, for the front doors that are not REST (SQL, the stream).
+    pub fn access(&self) -> Access {
+        Access::new(Arc::clone(&self.keys), Arc::clone(&self.limiter))
+    }
     pub fn lake(&self) -> &crate::lake::Lake {
         &self.live.lake
     }
     pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
         self.clock.now()
+    }
+}
+
+impl From<AppState> for crate::sqlwire::WireState {
+    /// The SQL servers' part of a server's state (they share its live service and access).
+    fn from(state: AppState) -> Self {
+        crate::sqlwire::WireState { live: Arc::clone(&state.live), access: state.access() }
     }
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
-use wxlake::api::keys::{KeyStore, Tier};
+use wxlake::access::keys::{KeyStore, Tier};
 use wxlake::lake::Lake;
 
 #[derive(Debug, Args)]

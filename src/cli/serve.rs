@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use clap::Args;
 use tokio::net::TcpListener;
-use wxlake::api::keys::KeyStore;
-use wxlake::api::limits::RateLimiter;
+use wxlake::access::keys::KeyStore;
+use wxlake::access::limits::RateLimiter;
 use wxlake::api::listener::HttpLimits;
 use wxlake::api::state::StreamFeed;
 use wxlake::api::{server, AppState};
@@ -324,10 +324,10 @@ async fn start_stream(
     let config = stream::load_tls(&cert, &key)?;
     let log = Arc::new(stream::EventLog::open(&dir.join("events"), stream::default_retention())?);
     let hub = Hub::new(1024);
-    let publisher = wxlake::api::stream_bridge::spawn_publisher(Arc::clone(live), Arc::clone(&log), hub.clone()).await;
+    let publisher = wxlake::stream_bridge::spawn_publisher(Arc::clone(live), Arc::clone(&log), hub.clone()).await;
     let heartbeat = Duration::from_secs(a.heartbeat_secs.max(1));
     let stream_state =
-        StreamState { hub: hub.clone(), log: Arc::clone(&log), auth: Arc::new(state.clone()), heartbeat };
+        StreamState { hub: hub.clone(), log: Arc::clone(&log), auth: Arc::new(state.access()), heartbeat };
     // The dashboard's same-origin relay on the REST port serves the same log and hub.
     state.set_stream_feed(StreamFeed { hub: hub.clone(), log: Arc::clone(&log), heartbeat });
     state.set_stream_addr(listener.local_addr()?);

@@ -1,5 +1,5 @@
-//! Who may query: the API key is the credential on both protocols, checked as the REST
-//! API checks it ([`crate::api::auth`]): the key store (a revoked key stops within the
+//! Who may query: the API key is the credential on both protocols, checked against the
+//! same [`Access`] as the REST API: the key store (a revoked key stops within the
 //! store's reload interval, under a second), the tier (Developer and Enterprise, as for
 //! the REST analytics endpoints), and the key's v2 rate limits, where every query counts
 //! as one request.
@@ -7,14 +7,14 @@
 use std::sync::Arc;
 
 use super::error::WireError;
-use crate::api::keys::KeyRecord;
-use crate::api::limits::{ApiVersion, Window};
-use crate::api::AppState;
+use crate::access::keys::KeyRecord;
+use crate::access::limits::{ApiVersion, Window};
+use crate::access::Access;
 
 /// The key behind `secret`, if it may use SQL at all (at connect time).
-pub fn authorize(state: &AppState, secret: Option<&str>) -> Result<Arc<KeyRecord>, WireError> {
+pub fn authorize(access: &Access, secret: Option<&str>) -> Result<Arc<KeyRecord>, WireError> {
     let secret = secret.map(str::trim).filter(|s| !s.is_empty()).ok_or(WireError::MissingKey)?;
-    let record = state.keys.authenticate(secret).ok_or(WireError::InvalidKey)?;
+    let record = access.authenticate(secret).ok_or(WireError::InvalidKey)?;
     if !record.tier.has_premium_endpoints() {
         return Err(WireError::Tier(record.tier.as_str()));
     }
@@ -23,9 +23,9 @@ pub fn authorize(state: &AppState, secret: Option<&str>) -> Result<Arc<KeyRecord
 
 /// Admits one query of the key behind `secret`: still valid (not revoked since connect),
 /// and within its rate limits (the query is counted).
-pub fn admit_query(state: &AppState, secret: &str) -> Result<Arc<KeyRecord>, WireError> {
-    let record = authorize(state, Some(secret))?;
-    let d = state.limiter.check(&record.id, record.tier, ApiVersion::V2);
+pub fn admit_query(access: &Access, secret: &str) -> Result<Arc<KeyRecord>, WireError> {
+    let record = authorize(access, Some(secret))?;
+    let d = access.count(&record, ApiVersion::V2);
     if !d.allowed {
         return Err(WireError::RateLimited(format!(
             "rate limit exceeded: {} tier allows {} requests per {}; retry after {} s",

@@ -1,8 +1,8 @@
 //! The hot state as SQL tables, next to the lake's:
 //!
 //! - `svc_extremes`: each station's trading-day high and low, today and yesterday, per
-//!   logic (`nws`, `wu`), computed by the REST API's own code path
-//!   ([`svc_high`], what `mode=svc_high` answers) when the query runs (not while it is
+//!   logic (`nws`, `wu`), computed by [`trading_day::extremes`] (what `mode=svc_high`
+//!   formats) and built into columns straight from its typed value when the query runs (not while it is
 //!   planned: under the query's time limit and cancellation, [`LazyPartition`]). A
 //!   filter on `station_code` or `logic` (`=` or `IN`) limits which stations are computed.
 //! - `live_observations`: the observations acknowledged but not yet flushed to the lake,
@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use chrono::{Duration, NaiveDateTime};
+use chrono::Duration;
 use datafusion::arrow::array::{
     ArrayRef, BooleanBuilder, Date32Builder, Float64Builder, RecordBatch, StringArray, StringBuilder,
     TimestampMicrosecondBuilder,
@@ -34,11 +34,11 @@ use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::ExecutionPlan;
 use futures::future::BoxFuture;
 
-use crate::api::v2::observations::svc_high;
-use crate::api::AppState;
+use super::WireState;
 use crate::catalog::Catalog;
-use crate::extremes::Logic;
+use crate::extremes::{Logic, Source};
 use crate::lake::rows::{date32, LakeRecord};
+use crate::trading_day::{self, TradingDay};
 use crate::write::LiveService;
 
 /// Name of the live extremes table.
@@ -81,9 +81,9 @@ impl SchemaProvider for OverlaySchema {
 }
 
 /// The live tables over the server's state.
-pub fn live_tables(state: &AppState) -> HashMap<String, Arc<dyn TableProvider>> {
+pub fn live_tables(state: &WireState) -> HashMap<String, Arc<dyn TableProvider>> {
     let mut m: HashMap<String, Arc<dyn TableProvider>> = HashMap::new();
-    m.insert(SVC_EXTREMES.to_string(), Arc::new(SvcExtremesTable { state: state.clone() }));
+    m.insert(SVC_EXTREMES.to_string(), Arc::new(SvcExtremesTable { live: Arc::clone(&state.live) }));
     m.insert(LIVE_OBSERVATIONS.to_string(), Arc::new(LiveObservationsTable { live: Arc::clone(&state.live) }));
     m
 }
@@ -91,7 +91,7 @@ pub fn live_tables(state: &AppState) -> HashMap<String, Arc<dyn TableProvider>> 
 /// `svc_extremes` (see the module docs).
 #[derive(Clone)]
 pub struct SvcExtremesTable {
-    state: AppState,
+    live: Arc<LiveService>,
 }
 
 impl std::fmt::Debug for SvcExtremesTable {
@@ -179,12 +179,12 @@ impl SvcExtremesTable {
                 if logics.is_some_and(|l| !l.iter().any(|x| x == logic.as_str())) {
                     continue;
                 }
-                let today = crate::time::local_date(station.timezone, logic.clock(), self.state.now());
+                let today = crate::time::local_date(station.timezone, logic.clock(), self.live.clock.now());
                 for date in [today - Duration::days(1), today] {
-                    let x = svc_high(&self.state, station, logic, Some(date))
-                        .await
-                        .map_err(|e| DataFusionError::Execution(format!("svc_extremes {}: {e:?}", station.code)))?;
-                    b.push(&x, date32(date))?;
+                    let day = trading_day::extremes(&self.live, station, logic, Some(date)).await.map_err(|e| {
+                        DataFusionError::External(Box::new(e)).context(format!("svc_extremes {}", station.code))
+                    })?;
+                    b.push(&day);
                 }
             }
         }
@@ -215,26 +215,30 @@ struct Columns {
 }
 
 impl Columns {
-    fn push(&mut self, x: &crate::api::observation_json::SvcHigh, date: i32) -> Result<()> {
-        self.station.append_value(&x.station_code);
-        self.logic.append_value(&x.calculation_logic);
-        self.date.append_value(date);
-        self.units.append_value(&x.units);
-        self.high.append_option(x.svc_high);
-        self.low.append_option(x.svc_low);
-        self.high_time.append_option(micros(x.time_of_high_utc.as_deref())?);
-        self.low_time.append_option(micros(x.time_of_low_utc.as_deref())?);
-        self.high_source.append_option(x.high_source.as_deref());
-        self.low_source.append_option(x.low_source.as_deref());
-        self.high_sources.append_value(x.svc_high_sources.join(","));
-        self.low_sources.append_value(x.svc_low_sources.join(","));
-        self.high_valid.append_option(micros(x.high_valid_through_utc.as_deref())?);
-        self.low_valid.append_option(micros(x.low_valid_through_utc.as_deref())?);
-        self.anomaly.append_value(x.anomaly);
-        self.is_final.append_value(x.is_final);
-        let quality = x.data_quality.values().next().cloned().unwrap_or_default();
-        self.quality.append_value(quality.to_string());
-        Ok(())
+    fn push(&mut self, day: &TradingDay) {
+        let x = day.extremes.as_ref();
+        let (high, low) = (x.and_then(|x| x.high), x.and_then(|x| x.low));
+        let micros = |t: Option<chrono::DateTime<chrono::Utc>>| t.map(|t| t.timestamp_micros());
+        let names =
+            |s: Option<&[Source]>| s.unwrap_or_default().iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",");
+        self.station.append_value(&day.station.code);
+        self.logic.append_value(day.logic.as_str());
+        self.date.append_value(date32(day.date));
+        self.units.append_value(day.station.units.as_str());
+        self.high.append_option(high.map(|e| e.value));
+        self.low.append_option(low.map(|e| e.value));
+        self.high_time.append_option(micros(high.map(|e| e.time)));
+        self.low_time.append_option(micros(low.map(|e| e.time)));
+        self.high_source.append_option(high.map(|e| e.source.as_str()));
+        self.low_source.append_option(low.map(|e| e.source.as_str()));
+        self.high_sources.append_value(names(x.map(|x| x.high_sources.as_slice())));
+        self.low_sources.append_value(names(x.map(|x| x.low_sources.as_slice())));
+        self.high_valid.append_option(micros(x.and_then(|x| x.high_valid_through_utc)));
+        self.low_valid.append_option(micros(x.and_then(|x| x.low_valid_through_utc)));
+        self.anomaly.append_value(x.is_some_and(|x| x.anomaly));
+        self.is_final.append_value(x.is_some_and(|x| x.is_final));
+        // The JSON the REST answer's `data_quality` holds for the logic.
+        self.quality.append_value(serde_json::to_value(&day.data_quality).unwrap_or_default().to_string());
     }
 
     fn finish(mut self) -> Vec<ArrayRef> {
@@ -259,14 +263,6 @@ impl Columns {
             Arc::new(self.quality.finish()),
         ]
     }
-}
-
-/// A time as the REST answer writes it ([`crate::time::fmt_utc`]), in microseconds.
-fn micros(t: Option<&str>) -> Result<Option<i64>> {
-    let Some(t) = t else { return Ok(None) };
-    NaiveDateTime::parse_from_str(t, "%Y-%m-%d %H:%M:%S")
-        .map(|t| Some(t.and_utc().timestamp_micros()))
-        .map_err(|e| DataFusionError::Internal(format!("svc_extremes: time {t:?}: {e}")))
 }
 
 /// The string literals a filter compares `column` with (`column = 'x'`, `column IN (...)`).

@@ -9,7 +9,8 @@
 //! - [`bounded`] and [`admission`]: per-query memory and time limits, concurrency caps per
 //!   key and overall, cancellation when the client goes away;
 //! - [`executor`]: the runtime queries compute on, apart from the server's;
-//! - [`access`]: the API key as the credential, tiers, revocation, rate limits;
+//! - [`access`]: the API key as the credential, tiers, revocation, rate limits (checked
+//!   against [`crate::access`], as REST checks them);
 //! - [`live_tables`]: `svc_extremes` and `live_observations`.
 
 pub mod access;
@@ -26,3 +27,13 @@ pub mod session;
 pub use admission::QueryLimits;
 pub use error::WireError;
 pub use session::WireEngine;
+
+use std::sync::Arc;
+
+/// What the SQL servers need of the running service, and nothing of the REST app's: the
+/// live service (its query session and hot state, its clock) and who may query.
+#[derive(Clone, Debug)]
+pub struct WireState {
+    pub live: Arc<crate::write::LiveService>,
+    pub access: crate::access::Access,
+}

@@ -27,7 +27,7 @@ use super::error::WireError;
 use super::executor::SqlRuntime;
 use super::guard;
 use super::live_tables::{live_tables, OverlaySchema};
-use crate::api::AppState;
+use super::WireState;
 
 /// The database analysts connect to (`dbname=wxlake`): the wire sessions' one catalog, so
 /// `current_database()`, `pg_database` and Flight SQL's GetCatalogs name it, and
@@ -40,7 +40,7 @@ pub struct WireEngine {
     base: SessionContext,
     admission: Arc<Admission>,
     runtime: SqlRuntime,
-    pub state: AppState,
+    pub state: WireState,
 }
 
 impl std::fmt::Debug for WireEngine {
@@ -51,7 +51,8 @@ impl std::fmt::Debug for WireEngine {
 
 impl WireEngine {
     /// The base session over the server's tables and live state (see the module docs).
-    pub fn new(state: AppState, limits: QueryLimits) -> Result<Self, WireError> {
+    pub fn new(state: impl Into<WireState>, limits: QueryLimits) -> Result<Self, WireError> {
+        let state = state.into();
         let server = &state.live.ctx;
         let options = server.state().config().options().catalog.clone();
         let lake_schema = server

@@ -40,7 +40,7 @@
 //! (`crate::durable` for the event log's files, `crate::net` for the listener): authorization comes in through
 //! [`sse::StreamAuth`] and events through [`event_log::EventLog::append`]; the server's
 //! implementations of both (API keys, spec 6 payloads, the publisher fed by the live path)
-//! are in `api::stream_bridge`.
+//! are in `stream_bridge`.
 
 pub mod event_log;
 pub mod frame;

@@ -166,7 +166,7 @@ async fn stream_handler(State(state): State<StreamState>, request: Request) -> R
 /// The event stream of an authorized request: the user's reconnect pacing first, then
 /// `connected`, the replay after the resume id (the `Last-Event-ID` header, else
 /// `query_last_event_id`), live events and heartbeats. Shared by this port's handler and
-/// the REST port's same-origin relay (`api::stream_bridge::relay`), so both serve one
+/// the REST port's same-origin relay (`stream_bridge::relay`), so both serve one
 /// event log and one hub the same way.
 pub fn stream_response(
     state: &StreamState,

@@ -12,7 +12,7 @@
 use axum::http::StatusCode;
 use chrono::{Duration, NaiveDate, TimeZone, Utc};
 use serde_json::{json, Value};
-use wxlake::api::keys::Tier;
+use wxlake::access::keys::Tier;
 use wxlake::decode::types::{DailyKind, DailyReport, ForecastRow};
 use wxlake::ingest::{ingest_bytes, Format, IngestOptions, Summary};
 

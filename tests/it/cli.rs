@@ -416,7 +416,7 @@ fn serve_demo_reuses_its_keys_across_restarts() {
     for (line, tier) in first.iter().zip(["professional", "developer", "enterprise", "testing"]) {
         assert!(line.starts_with(tier) && line.contains(" wx_"), "{line}");
     }
-    let keys = wxlake::api::keys::KeyStore::open(&state).unwrap().list();
+    let keys = wxlake::access::keys::KeyStore::open(&state).unwrap().list();
     assert_eq!(keys.len(), 4, "four keys minted in all: {keys:?}");
     #[cfg(unix)]
     {

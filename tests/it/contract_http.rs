@@ -9,7 +9,7 @@ use axum::http::{Request, StatusCode};
 use chrono::Duration;
 use serde_json::Value;
 use tower::ServiceExt;
-use wxlake::api::keys::Tier;
+use wxlake::access::keys::Tier;
 use wxlake::api::server;
 
 use crate::http::{now0, App};

@@ -629,8 +629,7 @@ impl Run {
         let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(now));
         let live = Arc::new(LiveService::open(lake.clone(), &dir.join("state"), clock).await.unwrap());
         let log = Arc::new(wxlake::stream::EventLog::open(&dir.join("events"), chrono::Duration::hours(24)).unwrap());
-        wxlake::api::stream_bridge::spawn_publisher(Arc::clone(&live), Arc::clone(&log), wxlake::stream::Hub::new(64))
-            .await;
+        wxlake::stream_bridge::spawn_publisher(Arc::clone(&live), Arc::clone(&log), wxlake::stream::Hub::new(64)).await;
         Run { live, log }
     }
 

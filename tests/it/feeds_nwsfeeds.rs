@@ -20,13 +20,13 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use chrono::{NaiveDate, TimeZone, Utc};
 use serde_json::{json, Value};
-use wxlake::api::stream_bridge;
 use wxlake::clock::{Clock, ManualClock};
 use wxlake::feeds::nws_hourly::{NwsHourly, NwsHourlyConfig};
 use wxlake::feeds::nws_products::{NwsProducts, NwsProductsConfig, ProductKind};
 use wxlake::feeds::{config::ClientConfig, http::HttpClient};
 use wxlake::feeds::{Archive, FeedSink, Feeds, FeedsConfig, RecordingSink, Source};
 use wxlake::stream::{EventLog, Hub, Replay};
+use wxlake::stream_bridge;
 use wxlake::write::LiveService;
 
 use crate::support;

@@ -63,7 +63,7 @@ async fn raw_forecasts_runs_and_latest() {
         .call(
             "GET",
             "/api/v2/forecasts.php?location_name=KNYC&run=latest&model=GFS",
-            Some(app.key(wxlake::api::keys::Tier::Developer)),
+            Some(app.key(wxlake::access::keys::Tier::Developer)),
             "",
         )
         .await;
@@ -152,7 +152,7 @@ async fn raw_forecasts_loading_cache_matches_the_lake_and_follows_live_ingest() 
         .call(
             "GET",
             "/api/v2/forecasts.php?location_name=KNYC&model=GFS&run=latest",
-            Some(app.key(wxlake::api::keys::Tier::Developer)),
+            Some(app.key(wxlake::access::keys::Tier::Developer)),
             "",
         )
         .await;
@@ -311,7 +311,7 @@ async fn nearby_and_pacing_for_premium_tiers() {
     )
     .await;
 
-    for tier in [wxlake::api::keys::Tier::Professional, wxlake::api::keys::Tier::Testing] {
+    for tier in [wxlake::access::keys::Tier::Professional, wxlake::access::keys::Tier::Testing] {
         for path in ["/api/v2/nearby.php?station_code=KLGA", "/api/v2/pacing.php?station_code=KNYC"] {
             let (s, _, v) = app.call("GET", path, Some(app.key(tier)), "").await;
             assert_eq!((s, v["error"].as_str()), (StatusCode::FORBIDDEN, Some("Access Denied")), "{tier:?} {path}");
@@ -369,7 +369,7 @@ async fn daily_summaries_from_the_forecast_daily_job() {
 
     // DST starts on 2026-03-08 in New York: the civil day is 23 hours (05Z..04Z), the
     // standard day 24 (05Z..05Z). The 00Z GFS run covers both; the 9th ends 23Z: partial.
-    let key = app.key(wxlake::api::keys::Tier::Developer).to_string();
+    let key = app.key(wxlake::access::keys::Tier::Developer).to_string();
     let (s, h, v) = app.call("GET", "/api/v2/forecasts.php?location_name=KNYC&mode=daily", Some(&key), "").await;
     assert_eq!(s, StatusCode::OK, "{v}");
     let days = v.as_array().unwrap();

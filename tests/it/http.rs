@@ -8,8 +8,8 @@ use axum::http::{Request, StatusCode};
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use serde_json::Value;
 use tower::ServiceExt;
-use wxlake::api::keys::{KeyStore, Tier};
-use wxlake::api::limits::RateLimiter;
+use wxlake::access::keys::{KeyStore, Tier};
+use wxlake::access::limits::RateLimiter;
 use wxlake::api::{server, AppState};
 use wxlake::clock::{Clock, ManualClock};
 use wxlake::lake::Lake;
@@ -433,7 +433,7 @@ mod listener_limits {
     use serde_json::Value;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpStream;
-    use wxlake::api::keys::Tier;
+    use wxlake::access::keys::Tier;
     use wxlake::api::listener::HttpLimits;
     use wxlake::api::server;
 

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use arrow_flight::sql::client::FlightSqlServiceClient;
 use arrow_flight::Ticket;
 use futures::TryStreamExt;
-use wxlake::api::keys::{KeyStore, Tier};
-use wxlake::api::limits::ApiVersion;
+use wxlake::access::keys::{KeyStore, Tier};
+use wxlake::access::limits::ApiVersion;
 use wxlake::sqlwire::{QueryLimits, WireEngine};
 
 use super::http::App;

@@ -5,8 +5,8 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
-use wxlake::api::keys::{KeyStore, Tier};
-use wxlake::api::limits::RateLimiter;
+use wxlake::access::keys::{KeyStore, Tier};
+use wxlake::access::limits::RateLimiter;
 use wxlake::api::{server, AppState};
 use wxlake::lake::Lake;
 use wxlake::write::LiveService;

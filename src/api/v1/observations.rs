@@ -11,12 +11,14 @@ use crate::api::auth::Caller;
 use crate::api::error::ApiResult;
 use crate::api::json::Json;
 use crate::api::observation_json::ObservationV1;
+use crate::api::observation_json::SvcHigh;
 pub use crate::api::observation_json::SvcHighV1;
 use crate::api::params::{self, QueryParams};
 use crate::api::state::AppState;
-use crate::api::v2::observations::{history, history_range, latest_observation, no_observation, svc_high};
+use crate::api::v2::observations::{history, history_range, latest_observation, no_observation};
 use crate::catalog::Station;
 use crate::extremes::Logic;
+use crate::trading_day;
 
 /// v1 picks the logic by station type: US stations settle on the national climate report
 /// (nws, "standard" time), international stations on the civil-day history (wu).
@@ -79,7 +81,7 @@ pub async fn handler(
         }
         Some("svc_high") => {
             let (logic, label) = v1_logic(station);
-            let s = svc_high(&state, station, logic, None).await?;
+            let s = SvcHigh::from(&trading_day::extremes(&state.live, station, logic, None).await?);
             Ok(Json(SvcHighV1 {
                 station_code: s.station_code,
                 date: s.date,

@@ -1,7 +1,7 @@
 //! `GET /api/v2/daily_extremes.php` (beyond the spec): the trading-day high/low of every
 //! day in a range. Finished days come from the `daily_extremes` job's table (the live
 //! engine replayed over the lake, src/jobs/observed.rs); today, yesterday and any day the
-//! job has not stored as finished are answered like `svc_high`, by the same engine.
+//! job has not stored as finished are answered like `svc_high`, by [`crate::trading_day`].
 
 use std::collections::BTreeMap;
 
@@ -14,7 +14,7 @@ use datafusion::arrow::datatypes::{Date32Type, Float64Type, TimestampMicrosecond
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::observations::{logic_param, svc_high, SvcHigh};
+use super::observations::{logic_param, SvcHigh};
 use crate::api::auth::Caller;
 use crate::api::bound_sql::{utf8_column, Bindings};
 use crate::api::error::{ApiError, ApiResult};
@@ -24,6 +24,7 @@ use crate::api::state::AppState;
 use crate::catalog::Station;
 use crate::extremes::Logic;
 use crate::time::fmt_utc;
+use crate::trading_day;
 
 /// Longest range per request.
 pub const MAX_DAYS: i64 = 31;
@@ -91,7 +92,7 @@ pub async fn handler(
     while d <= last {
         out.push(match stored.remove(&d) {
             Some(s) => s,
-            None => svc_high(&state, station, logic, Some(d)).await?,
+            None => SvcHigh::from(&trading_day::extremes(&state.live, station, logic, Some(d)).await?),
         });
         d += Duration::days(1);
     }

@@ -1,4 +1,5 @@
-//! `GET /api/v2/observations.php`: latest, svc_high (both logics) and history.
+//! `GET /api/v2/observations.php`: latest, svc_high (both logics, computed by
+//! [`crate::trading_day`]) and history.
 //!
 //! `mode=latest` is the station's most recent observation however old (its
 //! `observation_time` says how old): the newer of the hot state's latest and the lake's
@@ -39,10 +40,11 @@ use crate::api::params::{self, QueryParams};
 use crate::api::state::AppState;
 use crate::catalog::Station;
 use crate::decode::types::{DailyKind, DailyReport, Metar};
-use crate::extremes::{DayExtremes, Logic, StationLive, REPLAY_AFTER, REPLAY_BEFORE};
+use crate::extremes::Logic;
 use crate::lake::rows::LakeRecord;
-use crate::lake::window::{load_reported_window, load_window};
+use crate::lake::window::load_reported_window;
 use crate::time::standard_date;
+use crate::trading_day;
 use crate::write::hot::REBUILD_WINDOW;
 
 /// Longest history range (spec 8).
@@ -116,7 +118,8 @@ pub async fn handler(
         Some("svc_high") => {
             let logic = logic_param(&q.logic)?;
             let date = params::date("date", &q.date)?;
-            Ok(Json(svc_high(&state, station, logic, date).await?).into_response())
+            let day = trading_day::extremes(&state.live, station, logic, date).await?;
+            Ok(Json(SvcHigh::from(&day)).into_response())
         }
         _ => {
             let (start, end) = history_range(&q.start_time, &q.end_time)?;
@@ -348,49 +351,4 @@ async fn newest_in_lake(state: &AppState, station: &Station) -> ApiResult<Option
         return Ok(best.map(|m| attach(station, m, &reports)));
     }
     Ok(None)
-}
-
-/// The trading-day extremes of `date` (default: today) under `logic`. Today and
-/// yesterday come from the hot state; older days are recomputed from the lake by the same
-/// engine.
-pub async fn svc_high(
-    state: &AppState,
-    station: &Station,
-    logic: Logic,
-    date: Option<NaiveDate>,
-) -> ApiResult<SvcHigh> {
-    let now = state.now();
-    let today = crate::time::local_date(station.timezone, logic.clock(), now);
-    let date = date.unwrap_or(today);
-    if date > today {
-        return Err(ApiError::bad_request(
-            format!("date {date} is in the future"),
-            format!("the current {} trading day of {} is {today}", logic.as_str(), station.code),
-        ));
-    }
-    let hot = if date >= today - Duration::days(1) {
-        state.live.hot.read(&station.code, |h| h.live.extremes(logic, date, now)).flatten()
-    } else {
-        None
-    };
-    let x = match hot {
-        Some(x) => Some(x),
-        None => day_from_lake(state, station, logic, date, now).await?,
-    };
-    Ok(SvcHigh::new(station, logic, date, x.as_ref(), now))
-}
-
-/// Recomputes one past day from the lake's rows with a fresh engine.
-pub async fn day_from_lake(
-    state: &AppState,
-    station: &Station,
-    logic: Logic,
-    date: NaiveDate,
-    now: DateTime<Utc>,
-) -> ApiResult<Option<DayExtremes>> {
-    let w = crate::time::day_window(station.timezone, logic.clock(), date);
-    let (obs, onemin, reports) =
-        load_window(&state.live.ctx, Some(&station.code), w.start - REPLAY_BEFORE, w.end + REPLAY_AFTER).await?;
-    let live = StationLive::replay(station, &obs, &onemin, reports.iter().filter(|r| r.date == date));
-    Ok(live.extremes(logic, date, now))
 }

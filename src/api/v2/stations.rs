@@ -18,7 +18,7 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::observations::{latest_observation, svc_high};
+use super::observations::latest_observation;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::observation_json::{ObservationV2, SvcHigh};
@@ -187,8 +187,8 @@ async fn station_day(
         days: Days { nws: trading_day(Logic::Nws, nws_date), wu: trading_day(Logic::Wu, wu_date) },
         latest,
         svc: SvcPerLogic {
-            nws: svc_high(state, st, Logic::Nws, Some(nws_date)).await?,
-            wu: svc_high(state, st, Logic::Wu, Some(wu_date)).await?,
+            nws: SvcHigh::from(&crate::trading_day::extremes(&state.live, st, Logic::Nws, Some(nws_date)).await?),
+            wu: SvcHigh::from(&crate::trading_day::extremes(&state.live, st, Logic::Wu, Some(wu_date)).await?),
         },
         latest_runs,
     })

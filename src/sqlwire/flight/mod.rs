@@ -89,7 +89,7 @@ impl FlightSql {
     /// The caller's key id, if the request's key may use SQL (not counted).
     fn caller(&self, metadata: &MetadataMap) -> Result<(String, String), Status> {
         let key = secret(metadata);
-        let record = authorize(&self.engine.state, key.as_deref()).map_err(status)?;
+        let record = authorize(&self.engine.state.access, key.as_deref()).map_err(status)?;
         Ok((record.id.clone(), key.unwrap_or_default()))
     }
 
@@ -99,9 +99,9 @@ impl FlightSql {
     fn query_session(&self, metadata: &MetadataMap, run: bool) -> Result<(String, SessionContext), Status> {
         let key = secret(metadata);
         let record = match (run, key.as_deref()) {
-            (true, Some(key)) => admit_query(&self.engine.state, key),
+            (true, Some(key)) => admit_query(&self.engine.state.access, key),
             (true, None) => Err(WireError::MissingKey),
-            (false, key) => authorize(&self.engine.state, key),
+            (false, key) => authorize(&self.engine.state.access, key),
         }
         .map_err(status)?;
         let id = Arc::new(OnceLock::new());

@@ -21,7 +21,7 @@ use datafusion_postgres::pgwire::api::ClientInfo;
 use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use datafusion_postgres::QueryHook;
 
-use crate::api::AppState;
+use crate::access::Access;
 use crate::sqlwire::access::admit_query;
 use crate::sqlwire::error::WireError;
 use crate::sqlwire::guard;
@@ -30,7 +30,7 @@ use super::copy;
 
 /// The first hook of every connection.
 pub struct GuardHook {
-    pub state: AppState,
+    pub access: Access,
     /// The connection's key (set at authentication).
     pub secret: Arc<OnceLock<String>>,
 }
@@ -71,7 +71,7 @@ fn runs_a_query(s: &Statement) -> bool {
 impl GuardHook {
     fn admit(&self) -> Result<(), WireError> {
         let secret = self.secret.get().ok_or(WireError::MissingKey)?;
-        admit_query(&self.state, secret).map(drop)
+        admit_query(&self.access, secret).map(drop)
     }
 
     /// The check of the simple path: plan the text as `SessionContext::sql` will.

@@ -55,7 +55,7 @@ impl SessionSlot {
             return Ok(());
         }
         let ctx = Arc::new(self.engine.query_session(Arc::clone(&self.key_id), self.signal.clone())?);
-        let guard = hooks::GuardHook { state: self.engine.state.clone(), secret: Arc::clone(&self.secret) };
+        let guard = hooks::GuardHook { access: self.engine.state.access.clone(), secret: Arc::clone(&self.secret) };
         let hooks: Vec<Arc<dyn QueryHook>> = vec![
             Arc::new(guard),
             Arc::new(datafusion_postgres::hooks::cursor::CursorStatementHook),

@@ -119,7 +119,7 @@ impl Connection {
         let conn = Connection {
             session: Arc::new(lazy::LazySession::new(Arc::clone(&slot))),
             startup: Arc::new(startup::KeyStartup {
-                state: engine.state.clone(),
+                access: engine.state.access.clone(),
                 key_id,
                 secret,
                 params,

@@ -23,14 +23,14 @@ use futures::{Sink, SinkExt};
 use super::cancel::{Cancels, Registration};
 use super::hooks::fatal;
 use super::lazy::SessionSlot;
-use crate::api::AppState;
+use crate::access::Access;
 use crate::sqlwire::access::authorize;
 use crate::sqlwire::bounded::CancelSignal;
 use crate::sqlwire::error::WireError;
 
 /// One connection's startup: asks for the password, checks it as an API key.
 pub struct KeyStartup {
-    pub state: AppState,
+    pub access: Access,
     /// Set to the key's id once authenticated (the session's planner reads it).
     pub key_id: Arc<OnceLock<String>>,
     /// The key itself, re-checked before every query (revocation, rate limits).
@@ -75,7 +75,7 @@ impl StartupHandler for KeyStartup {
             }
             PgWireFrontendMessage::PasswordMessageFamily(pwd) => {
                 let pwd = pwd.into_password()?;
-                let record = authorize(&self.state, Some(&pwd.password)).map_err(|e| fatal(&e))?;
+                let record = authorize(&self.access, Some(&pwd.password)).map_err(|e| fatal(&e))?;
                 let _ = self.key_id.set(record.id.clone());
                 let _ = self.secret.set(pwd.password);
                 self.session.open().map_err(|e| fatal(&e))?;

@@ -2,7 +2,7 @@
 # Rebuilds the dashboard's vendored uPlot from the pinned npm package (package-lock.json):
 # copies the minified bundle, its stylesheet and its licence next to the dashboard's own
 # assets. Only needed to upgrade uPlot: the copies are committed, so `cargo build` needs
-# neither npm nor the network. Usage: sh src/api/dashboard/assets/vendor/build.sh
+# neither npm nor the network. Usage: sh src/dashboard/assets/vendor/build.sh
 set -eu
 cd "$(dirname "$0")"
 npm ci --no-audit --no-fund --ignore-scripts

@@ -76,11 +76,12 @@ pub async fn handler(
     };
     let secret = key_from_headers(&headers).unwrap_or_default();
     let stations = parse_stations(q.stations.as_deref().unwrap_or(""));
-    let grant = match state.authorize(secret, &stations) {
+    let access = state.access();
+    let grant = match access.authorize(secret, &stations) {
         Ok(grant) => grant,
         Err(refusal) => return refusal.into_response(),
     };
     let grant = StreamGrant { user: format!("{}{RELAY_USER_SUFFIX}", grant.user), stations: grant.stations };
-    let stream = StreamState { hub: feed.hub, log: feed.log, auth: Arc::new(state.clone()), heartbeat: feed.heartbeat };
+    let stream = StreamState { hub: feed.hub, log: feed.log, auth: Arc::new(access), heartbeat: feed.heartbeat };
     stream_response(&stream, grant, &headers, q.last_event_id.as_deref(), None)
 }

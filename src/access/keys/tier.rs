@@ -1,4 +1,4 @@
-//! Account tiers: what a key may do (rate limits in [`crate::api::limits`], endpoint access).
+//! Account tiers: what a key may do (rate limits in [`crate::access::limits`], endpoint access).
 
 use std::fmt;
 use std::str::FromStr;

@@ -6,7 +6,10 @@
 //! key: none of them holds data. Everything the page shows, it fetches from the REST API
 //! with the key in the `X-API-Key` header (kept in the browser's session storage, never in
 //! a URL), so the values are the API's by construction and tiers are the API's; live updates
-//! come from the stream's same-origin relay (`api::stream_bridge::relay`).
+//! come from the stream's same-origin relay (`api::stream_relay`).
+//!
+//! Not part of the REST API: the REST router serves these routes (and answers an unknown
+//! asset in its JSON error format), the dashboard imports nothing of it.
 //!
 //! Why uPlot, vendored: plots come from a well-kept library, not hand-drawn geometry; uPlot
 //! is one dependency-free file, fast with thousands of points, and small enough that the

@@ -12,8 +12,6 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
-use crate::api::error::ApiError;
-
 /// The page shell served for every view.
 const SHELL: &str = include_str!("assets/index.html");
 
@@ -52,11 +50,11 @@ pub async fn shell() -> Response {
     resp
 }
 
-/// `GET /dashboard/{file}`: one asset of [`ASSETS`], 304 when the browser has it.
-pub async fn asset(Path(file): Path<String>, headers: HeaderMap) -> Response {
+/// `GET /dashboard/{file}`: one asset of [`ASSETS`], 304 when the browser has it;
+/// `Err(file)` for a name that is no asset (the router answers it in its error format).
+pub async fn asset(Path(file): Path<String>, headers: HeaderMap) -> Result<Response, String> {
     let Some(i) = ASSETS.iter().position(|(name, _, _)| *name == file) else {
-        return ApiError::not_found(format!("No such dashboard asset: {file}"), "the dashboard is served at /")
-            .into_response();
+        return Err(file);
     };
     let (_, content_type, bytes) = ASSETS[i];
     let etag = &etags()[i];
@@ -72,7 +70,7 @@ pub async fn asset(Path(file): Path<String>, headers: HeaderMap) -> Response {
     if let Ok(v) = HeaderValue::from_str(etag) {
         h.insert(header::ETAG, v);
     }
-    resp
+    Ok(resp)
 }
 
 /// The ETag of each asset, in [`ASSETS`] order (computed once).

@@ -1,20 +1,21 @@
 //! The stream's authorization (spec 5, 8): a stream-enabled key, catalog stations, and the
 //! Professional tier's station limit.
 
-use crate::api::keys::Tier;
-use crate::api::state::AppState;
-use crate::catalog::Catalog;
+use super::keys::Tier;
+use super::Access;
+use crate::catalog::{unknown_station_message, Catalog};
+use crate::echo::cut_echoes;
 use crate::stream::{StreamAuth, StreamGrant, StreamRefusal};
 
 /// Stations a Professional key may stream at once (spec 8).
 pub const PROFESSIONAL_MAX_STATIONS: usize = 5;
 
-impl StreamAuth for AppState {
+impl StreamAuth for Access {
     fn authorize(&self, api_key: &str, stations: &[String]) -> Result<StreamGrant, StreamRefusal> {
         if api_key.is_empty() {
             return Err(StreamRefusal::new(401, "Missing API key", "pass the key as api_key=<API_KEY>"));
         }
-        let Some(key) = self.keys.authenticate(api_key) else {
+        let Some(key) = self.authenticate(api_key) else {
             return Err(StreamRefusal::new(401, "Invalid API key", "the key is unknown or revoked"));
         };
         if !key.stream {
@@ -33,8 +34,8 @@ impl StreamAuth for AppState {
         }
         if let Some(bad) = stations.iter().find(|s| Catalog::global().get(s).is_none()) {
             // The REST answer's wording, echo cut short as there.
-            let body = crate::api::params::unknown_station("stations", bad).body.cut();
-            return Err(StreamRefusal::new(400, body.error, body.details));
+            let (error, details) = unknown_station_message("stations", bad);
+            return Err(StreamRefusal::new(400, cut_echoes(&error), cut_echoes(&details)));
         }
         if key.tier == Tier::Professional && stations.len() > PROFESSIONAL_MAX_STATIONS {
             return Err(StreamRefusal::new(

@@ -78,7 +78,7 @@ fn fill_realistic_day(dir: &Path) -> (usize, u64, EventLogStats) {
 /// Memory of a restart with a realistic day in the log (70 stations × 24 h at 5-minute
 /// cadence, bridge `observation` payloads). The log is reopened in a fresh process (this
 /// test binary running `reopen_probe`) so the fill's freed memory does not blur the figure:
-/// `cargo test --lib api::stream_bridge::log_memory::memory_after_restart -- --ignored --nocapture`
+/// `cargo test --lib stream_bridge::log_memory::memory_after_restart -- --ignored --nocapture`
 #[test]
 #[ignore = "measurement: prints RSS and heap after a restart"]
 fn memory_after_restart_24h_70_stations() {
@@ -86,7 +86,7 @@ fn memory_after_restart_24h_70_stations() {
     let (events, bytes, live) = fill_realistic_day(dir.path());
     let exe = std::env::current_exe().unwrap();
     let out = std::process::Command::new(exe)
-        .args(["--exact", "api::stream_bridge::log_memory::reopen_probe", "--ignored", "--nocapture"])
+        .args(["--exact", "stream_bridge::log_memory::reopen_probe", "--ignored", "--nocapture"])
         .env(PROBE_DIR_VAR, dir.path())
         .output()
         .unwrap();
