@@ -4,7 +4,8 @@
 //!   logic (`nws`, `wu`), computed by [`trading_day::extremes`] (what `mode=svc_high`
 //!   formats) and built into columns straight from its typed value when the query runs (not while it is
 //!   planned: under the query's time limit and cancellation, [`LazyPartition`]). A
-//!   filter on `station_code` or `logic` (`=` or `IN`) limits which stations are computed.
+//!   filter on `station_code` or `logic` (`=`, `IN`, `OR`s of `=`) limits which stations
+//!   are computed.
 //! - `live_observations`: the observations acknowledged but not yet flushed to the lake,
 //!   with the `observations` table's columns (so `observations UNION ALL
 //!   live_observations` is everything acknowledged). Separate rather than unioned into
@@ -25,10 +26,16 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::catalog::{SchemaProvider, Session, TableProvider};
-use datafusion::common::ScalarValue;
+use datafusion::common::{DFSchema, ScalarValue};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::logical_expr::{Expr, Operator, TableProviderFilterPushDown, TableType};
+use datafusion::logical_expr::expr_rewriter::unnormalize_col;
+use datafusion::logical_expr::physical_planning_context::PhysicalPlanningContext;
+use datafusion::logical_expr::utils::conjunction;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
+use datafusion::physical_expr::create_physical_expr;
+use datafusion::physical_expr::execution_props::ExecutionProps;
+use datafusion::physical_expr::utils::{Guarantee, LiteralGuarantee};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::streaming::{PartitionStream, StreamingTableExec};
 use datafusion::physical_plan::ExecutionPlan;
@@ -156,8 +163,10 @@ impl TableProvider for SvcExtremesTable {
         filters: &[Expr],
         _limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let stations = filters.iter().find_map(|f| literal_values(f, "station_code"));
-        let logics = filters.iter().find_map(|f| literal_values(f, "logic"));
+        // All the filters at once: `AND`ed lists narrow to their intersection.
+        let all = conjunction(filters.iter().cloned());
+        let stations = all.as_ref().and_then(|f| literal_values(f, "station_code"));
+        let logics = all.as_ref().and_then(|f| literal_values(f, "logic"));
         let table = self.clone();
         lazy_exec(SVC_EXTREMES, svc_extremes_schema(), projection, move || {
             let (table, stations, logics) = (table.clone(), stations.clone(), logics.clone());
@@ -265,29 +274,24 @@ impl Columns {
     }
 }
 
-/// The string literals a filter compares `column` with (`column = 'x'`, `column IN (...)`).
+/// The strings `column` must be one of for filter `f` to hold (`column = 'x'`,
+/// `column IN (...)`, the `OR`s DataFusion rewrites a short `IN` into, and `AND`s of
+/// these), as DataFusion's [`LiteralGuarantee`] finds them in the filter's physical
+/// form; None when `f` does not limit `column` to a list of strings.
 fn literal_values(f: &Expr, column: &str) -> Option<Vec<String>> {
-    let is_col = |e: &Expr| matches!(e, Expr::Column(c) if c.name == column);
-    let lit = |e: &Expr| match e {
-        Expr::Literal(
-            ScalarValue::Utf8(Some(s)) | ScalarValue::Utf8View(Some(s)) | ScalarValue::LargeUtf8(Some(s)),
-            _,
-        ) => Some(s.clone()),
-        _ => None,
-    };
-    match f {
-        Expr::BinaryExpr(b) if b.op == Operator::Eq => {
-            if is_col(&b.left) {
-                lit(&b.right).map(|s| vec![s])
-            } else if is_col(&b.right) {
-                lit(&b.left).map(|s| vec![s])
-            } else {
-                None
-            }
-        }
-        Expr::InList(l) if !l.negated && is_col(&l.expr) => l.list.iter().map(lit).collect(),
-        _ => None,
-    }
+    let schema = DFSchema::try_from(svc_extremes_schema()).ok()?;
+    // Unqualified: the table's columns, whatever the query called the table.
+    let props = ExecutionProps::new();
+    let expr =
+        create_physical_expr(&unnormalize_col(f.clone()), &schema, &props, &PhysicalPlanningContext::default()).ok()?;
+    let guarantee = LiteralGuarantee::analyze(&expr)
+        .into_iter()
+        .find(|g| g.column.name == column && g.guarantee == Guarantee::In)?;
+    // Strings only; a NULL literal matches no row, so it adds no value.
+    let strings: Vec<Option<&str>> = guarantee.literals.iter().map(ScalarValue::try_as_str).collect::<Option<_>>()?;
+    let mut values: Vec<String> = strings.into_iter().flatten().map(str::to_string).collect();
+    values.sort();
+    Some(values)
 }
 
 /// `live_observations` (see the module docs).
@@ -406,6 +410,23 @@ mod tests {
 
     #[test]
     fn live_observations_have_the_observations_columns() {
+    /// The `OR`s DataFusion rewrites a short `IN` into narrow too, and so do qualified
+    /// columns and `AND`s; an `OR` that lets another value through does not.
+    #[test]
+    fn ors_of_equalities_narrow_the_stations() {
+        let either = col("station_code").eq(lit("A")).or(col("station_code").eq(lit("B")));
+        assert_eq!(literal_values(&either, "station_code"), Some(vec!["A".into(), "B".into()]));
+        let qualified = Expr::Column(datafusion::common::Column::new(Some(SVC_EXTREMES), "station_code"));
+        assert_eq!(literal_values(&qualified.eq(lit("A")), "station_code"), Some(vec!["A".into()]));
+        let both = either.clone().and(col("logic").eq(lit("wu")));
+        assert_eq!(literal_values(&both, "station_code"), Some(vec!["A".into(), "B".into()]));
+        assert_eq!(literal_values(&both, "logic"), Some(vec!["wu".into()]));
+        let loose = col("station_code").eq(lit("A")).or(col("logic").eq(lit("wu")));
+        assert_eq!(literal_values(&loose, "station_code"), None);
+        let wider = col("station_code").eq(lit("A")).or(col("station_code").gt(lit("K")));
+        assert_eq!(literal_values(&wider, "station_code"), None);
+    }
+
         let s = observations_schema();
         assert_eq!(s.fields().last().map(|f| f.name().as_str()), Some("date"));
         assert!(s.field_with_name("station_code").is_ok());

@@ -1,30 +1,21 @@
-//! A gzip member of stored (uncompressed) deflate blocks: a valid `.gz` every gzip reader
-//! takes, written without a compression library (the simulator's files are small and
-//! local; size does not matter, the format does).
+//! A gzip member of stored (uncompressed) deflate blocks, written by flate2 at
+//! [`Compression::none`]: a valid `.gz` every gzip reader takes (the simulator's files are
+//! small and local; size does not matter, the format does).
 
-/// The largest stored deflate block.
+use std::io::Write as _;
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
+
+/// The largest stored deflate block (5 bytes of header each).
 const BLOCK: usize = 65_535;
 
 /// `data` as a gzip file (RFC 1952) whose deflate stream (RFC 1951) is stored blocks.
 pub fn gzip_stored(data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(data.len() + data.len() / BLOCK * 5 + 32);
-    // ID1 ID2, CM = deflate, no flags, no mtime, XFL 0, OS unknown.
-    out.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
-    let mut chunks = data.chunks(BLOCK).peekable();
-    if chunks.peek().is_none() {
-        out.extend_from_slice(&[1, 0, 0, 0xff, 0xff]);
-    }
-    while let Some(chunk) = chunks.next() {
-        // BFINAL on the last block, BTYPE 00 (stored); the rest of the byte is padding.
-        out.push(u8::from(chunks.peek().is_none()));
-        let len = chunk.len() as u16;
-        out.extend_from_slice(&len.to_le_bytes());
-        out.extend_from_slice(&(!len).to_le_bytes());
-        out.extend_from_slice(chunk);
-    }
-    out.extend_from_slice(&crc32fast::hash(data).to_le_bytes());
-    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
-    out
+    let mut z = GzEncoder::new(Vec::with_capacity(data.len() + data.len() / BLOCK * 5 + 32), Compression::none());
+    // Writing to a Vec cannot fail.
+    z.write_all(data).expect("gzip into memory");
+    z.finish().expect("gzip into memory")
 }
 
 #[cfg(test)]
@@ -60,5 +51,13 @@ mod tests {
             let data: Vec<u8> = (0..n).map(|i| (i * 7 % 251) as u8).collect();
             assert_eq!(gunzip_stored(&gzip_stored(&data)), data, "{n} bytes");
         }
+    }
+
+    /// What the feed reads the cache file with (flate2's decoder) takes it back whole.
+    #[test]
+    fn the_feeds_decoder_reads_it() {
+        let text = "raw_text,station_id\nKNYC 011251Z 00000KT 10SM CLR 02/M03 A3012,KNYC\n".repeat(5_000);
+        let gz = gzip_stored(text.as_bytes());
+        assert_eq!(crate::feeds::awc_cache::gunzip(&gz).as_deref(), Ok(text.as_str()));
     }
 }

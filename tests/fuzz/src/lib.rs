@@ -21,6 +21,8 @@ pub mod models;
 #[path = "../../../src/units.rs"]
 pub mod units;
 
+use std::hash::Hasher as _;
+
 use chrono::{DateTime, TimeZone, Utc};
 
 use decode::types::{DailyReport, Decoded, ForecastRow, LineError, Metar, NwsHourlyForecast, OneMinute};
@@ -28,7 +30,9 @@ use decode::types::{DailyReport, Decoded, ForecastRow, LineError, Metar, NwsHour
 /// A cheap, stable hash of the input (FNV-1a), from which the clock and the hints are
 /// chosen: the same input always replays with the same ones, whatever the day.
 fn hash(data: &[u8]) -> u64 {
-    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    let mut h = fnv::FnvHasher::default();
+    h.write(data);
+    h.finish()
 }
 
 /// "Now" for decoders that date reports without a year: edges where dating goes wrong
