@@ -138,7 +138,16 @@ fn bench_cache_poll(c: &mut Criterion) {
                     let (svc, feed) = rt.block_on(async {
                         let lake = Lake::open(&format!("file://{}", dir.path().join("lake").display())).await.unwrap();
                         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-                        let svc = Arc::new(LiveService::open(lake, &dir.path().join("state"), clock).await.unwrap());
+                        let svc = Arc::new(
+                            LiveService::open(
+                                lake.clone(),
+                                wxlake::jobs::analyst_session(&lake).await.unwrap(),
+                                &dir.path().join("state"),
+                                clock,
+                            )
+                            .await
+                            .unwrap(),
+                        );
                         (svc, AwcCache::new(cfg.clone().validated().unwrap(), Arc::clone(&client)).unwrap())
                     });
                     let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&svc));
@@ -185,7 +194,16 @@ impl Rig {
         let lake = Lake::open(&format!("file://{}", dir.join("lake").display())).await.unwrap();
         let keys = KeyStore::open(dir.join("state")).unwrap();
         let key = keys.create(Tier::Enterprise, "bench", true, true).unwrap().1;
-        let live = Arc::new(LiveService::open(lake, &dir.join("state"), clock).await.unwrap());
+        let live = Arc::new(
+            LiveService::open(
+                lake.clone(),
+                wxlake::jobs::analyst_session(&lake).await.unwrap(),
+                &dir.join("state"),
+                clock,
+            )
+            .await
+            .unwrap(),
+        );
         let log = Arc::new(EventLog::open(&dir.join("events"), default_retention()).unwrap());
         let hub = Hub::new(1024);
         wxlake::stream_bridge::spawn_publisher(Arc::clone(&live), log, hub.clone()).await;

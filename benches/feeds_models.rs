@@ -63,7 +63,16 @@ async fn main() {
     let state_dir = dir.path().join("state");
     let keys = KeyStore::open(&state_dir).unwrap();
     let key = keys.create(Tier::Enterprise, "bench", false, false).unwrap().1;
-    let live = Arc::new(LiveService::open(lake, &state_dir, Arc::clone(&dyn_clock)).await.unwrap());
+    let live = Arc::new(
+        LiveService::open(
+            lake.clone(),
+            wxlake::jobs::analyst_session(&lake).await.unwrap(),
+            &state_dir,
+            Arc::clone(&dyn_clock),
+        )
+        .await
+        .unwrap(),
+    );
     live.spawn_background(Duration::from_secs(3600));
     let specs = wxlake::jobs::embedded_specs().unwrap();
     let published = Arc::clone(&live);

@@ -100,7 +100,16 @@ fn bench_request(c: &mut Criterion) {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let keys = KeyStore::open(dir.path().join("state")).unwrap();
         let key = keys.create(Tier::Enterprise, "bench", true, false).unwrap().1;
-        let live = Arc::new(LiveService::open(lake, &dir.path().join("state"), clock.clone()).await.unwrap());
+        let live = Arc::new(
+            LiveService::open(
+                lake.clone(),
+                wxlake::jobs::analyst_session(&lake).await.unwrap(),
+                &dir.path().join("state"),
+                clock.clone(),
+            )
+            .await
+            .unwrap(),
+        );
         let now = Utc::now();
         let body = (0..60)
             .map(|i| {

@@ -317,6 +317,28 @@ pub fn coverage(model: &str) -> Option<Coverage> {
     })
 }
 
+/// One model run whose rows were stored: what a flush tells its subscribers (the jobs'
+/// fresh-runs trigger) and what the jobs read back from the lake.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StoredRun {
+    pub model: String,
+    pub run_time: chrono::DateTime<chrono::Utc>,
+}
+
+impl StoredRun {
+    /// The distinct runs among `(model, run_time)` pairs, sorted.
+    pub fn distinct<'a>(pairs: impl Iterator<Item = (&'a str, chrono::DateTime<chrono::Utc>)>) -> Vec<StoredRun> {
+        let set: std::collections::BTreeSet<StoredRun> =
+            pairs.map(|(model, run_time)| StoredRun { model: model.to_string(), run_time }).collect();
+        set.into_iter().collect()
+    }
+
+    /// The `run_date` partition of the run's rows (its UTC date).
+    pub fn run_date(&self) -> chrono::NaiveDate {
+        self.run_time.date_naive()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

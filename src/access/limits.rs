@@ -20,9 +20,10 @@
 //! active today.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use parking_lot::Mutex;
 
 use super::keys::Tier;
 pub use crate::clock::{Clock, ManualClock, SystemClock};
@@ -218,7 +219,7 @@ impl RateLimiter {
     pub fn check(&self, key_id: &str, tier: Tier, api: ApiVersion) -> Decision {
         let limits = Limits::for_tier(tier, api);
         let at = Moment::of(self.clock.now());
-        let mut shard = self.shard(key_id).lock().unwrap_or_else(PoisonError::into_inner);
+        let mut shard = self.shard(key_id).lock();
         shard.sweep(at.day);
         // Look up without allocating; allocate the key only the first time it is seen today.
         if let Some(entry) = shard.keys.get_mut(key_id) {
@@ -232,7 +233,7 @@ impl RateLimiter {
 
     /// Number of keys with counters held (for tests and metrics).
     pub fn tracked_keys(&self) -> usize {
-        self.shards.iter().map(|s| s.0.lock().unwrap_or_else(PoisonError::into_inner).keys.len()).sum()
+        self.shards.iter().map(|s| s.0.lock().keys.len()).sum()
     }
 
     fn shard(&self, key_id: &str) -> &Mutex<Shard> {

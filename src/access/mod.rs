@@ -1,13 +1,11 @@
 //! Who may use the service, on every front door: the API keys and their tiers
-//! ([`keys`]), the per-key rate limits ([`limits`]), and the stream's own rules
-//! ([`stream`]). REST (`api::auth`), the PostgreSQL wire and Flight SQL
-//! (`sqlwire::access`) and the push stream all check one [`Access`], so a key revoked or a
-//! limit reached holds at every door at once. It knows no HTTP and no SQL: each door turns
-//! a refusal into its own protocol's answer.
+//! ([`keys`]) and the per-key rate limits ([`limits`]). REST (`api::auth`), the PostgreSQL
+//! wire and Flight SQL (`sqlwire::access`) and the push stream (`stream_bridge::auth`) all
+//! check one [`Access`], so a key revoked or a limit reached holds at every door at once.
+//! It knows no front door: each turns a refusal into its own protocol's answer.
 
 pub mod keys;
 pub mod limits;
-pub mod stream;
 
 use std::sync::Arc;
 

@@ -92,7 +92,7 @@ pub async fn handler(
     if body.is_empty() {
         return Err(ApiError::bad_request("Empty body", "POST the raw input of the format as the request body"));
     }
-    match state.live.ingest(format, opts, body.to_vec()).await {
+    match state.live.ingest(format, opts, body).await {
         Ok(outcome) => Ok((StatusCode::ACCEPTED, Json::<LiveOutcome>(outcome)).into_response()),
         Err(LiveError::Unusable(errors)) => {
             let first: Vec<String> = errors.iter().take(5).map(|e| format!("line {}: {}", e.line, e.reason)).collect();

@@ -56,7 +56,11 @@ pub async fn start_live(
     clock: Arc<dyn Clock>,
 ) -> anyhow::Result<Arc<LiveService>> {
     // The error's text already carries its cause: print it once.
-    let live = Arc::new(LiveService::open(lake, dir, clock).await.map_err(|e| anyhow::anyhow!("{e}"))?);
+    let live = Arc::new(
+        LiveService::open(lake.clone(), wxlake::jobs::analyst_session(&lake).await?, dir, clock)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?,
+    );
     live.spawn_background(Duration::from_secs(flush_secs.max(1)));
     // Derived tables: scheduled (cron) and on-new-data job runs, and at once for new model
     // runs (jobs::fresh).

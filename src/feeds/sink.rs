@@ -6,14 +6,14 @@
 //! [`RecordingSink`] decodes with the real decoders and keeps what it was given, for tests
 //! and for runs that should fetch without storing.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
+use parking_lot::Mutex;
 use thiserror::Error;
 
-use super::lock;
 use crate::ingest::{Format, IngestOptions};
 use crate::write::{LiveError, LiveService};
 
@@ -94,7 +94,7 @@ pub trait FeedSink: Send + Sync {
 #[async_trait]
 impl FeedSink for Arc<LiveService> {
     async fn ingest(&self, format: Format, opts: IngestOptions, body: Bytes) -> Result<Stored, SinkError> {
-        match LiveService::ingest(self, format, opts, body.to_vec()).await {
+        match LiveService::ingest(self, format, opts, body).await {
             Ok(o) => Ok(Stored {
                 read: o.read,
                 accepted: o.accepted,
@@ -177,7 +177,7 @@ impl RecordingSink {
 
     /// Every body taken so far, in order.
     pub fn taken(&self) -> Vec<Recorded> {
-        lock(&self.taken).clone()
+        self.taken.lock().clone()
     }
 
     /// Records accepted over all bodies.
@@ -201,15 +201,15 @@ impl FeedSink for RecordingSink {
             ..Stored::default()
         };
         if let crate::ingest::Records::Forecasts(rows) = &decoded.records {
-            let mut runs = lock(&self.runs);
+            let mut runs = self.runs.lock();
             runs.extend(rows.iter().map(|r| (r.model.to_string(), r.location_name.to_string(), r.run_time)));
         }
-        lock(&self.taken).push(Recorded { format, opts, body, stored });
+        self.taken.lock().push(Recorded { format, opts, body, stored });
         Ok(stored)
     }
 
     async fn stored_runs(&self, model: &str, since: DateTime<Utc>) -> Result<Vec<(String, DateTime<Utc>)>, SinkError> {
-        let runs = lock(&self.runs);
+        let runs = self.runs.lock();
         Ok(runs.iter().filter(|(m, _, t)| m == model && *t >= since).map(|(_, l, t)| (l.clone(), *t)).collect())
     }
 }

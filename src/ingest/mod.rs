@@ -6,14 +6,16 @@
 pub mod format;
 pub mod summary;
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 
 pub use format::Format;
 pub use summary::Summary;
 
 use crate::decode::types::{DailyReport, ForecastRow, LineError, Metar, OneMinute};
-use crate::lake::rows::NwsHourlyRow;
-use crate::lake::writer::WriteStats;
+use crate::lake::rows::{LakeRecord, NwsHourlyRow};
+use crate::lake::writer::{Chunk, WriteStats};
 use crate::lake::{Lake, LakeError};
 
 /// Hints some formats need because the input itself does not say.
@@ -79,6 +81,57 @@ pub struct DecodedInput {
 /// Stores decoded records in their table.
 pub async fn store(lake: &Lake, records: Records) -> Result<WriteStats, LakeError> {
     Chunks::from(records).store(lake).await
+}
+
+/// A record type's rows in a [`Records`]: its own variant's, none of another's.
+pub trait OfRecords: LakeRecord + Send + Sync + Sized + 'static {
+    fn of(records: &Records) -> &[Self];
+}
+
+macro_rules! of_records {
+    ($($t:ty => $variant:ident),* $(,)?) => {$(
+        impl OfRecords for $t {
+            fn of(records: &Records) -> &[Self] {
+                match records {
+                    Records::$variant(v) => v,
+                    _ => &[],
+                }
+            }
+        }
+    )*};
+}
+of_records!(Metar => Observations, OneMinute => OneMinute, DailyReport => Reports, ForecastRow => Forecasts, NwsHourlyRow => NwsHourly);
+
+/// The `T` rows of an input someone else keeps (the write path's pending inputs, held
+/// until the write is done): the write reads them in place.
+struct Held<T>(Arc<Records>, std::marker::PhantomData<fn() -> T>);
+
+impl<T: OfRecords> Chunk<T> for Held<T> {
+    fn rows(&self) -> &[T] {
+        T::of(&self.0)
+    }
+    /// The rows stay with their holder.
+    fn free(self) {}
+}
+
+/// Stores held inputs, one write per table (no copy of their rows): each table's name and
+/// what its write did, in [`Records`] order.
+pub async fn store_held(lake: &Lake, inputs: &[Arc<Records>]) -> Result<Vec<(&'static str, WriteStats)>, LakeError> {
+    async fn one<T: OfRecords>(lake: &Lake, inputs: &[Arc<Records>]) -> Result<(&'static str, WriteStats), LakeError> {
+        let chunks: Vec<Held<T>> = inputs
+            .iter()
+            .filter(|r| !T::of(r).is_empty())
+            .map(|r| Held(Arc::clone(r), std::marker::PhantomData))
+            .collect();
+        Ok((T::table().name, lake.write_chunks(chunks).await?))
+    }
+    Ok(vec![
+        one::<Metar>(lake, inputs).await?,
+        one::<OneMinute>(lake, inputs).await?,
+        one::<DailyReport>(lake, inputs).await?,
+        one::<ForecastRow>(lake, inputs).await?,
+        one::<NwsHourlyRow>(lake, inputs).await?,
+    ])
 }
 
 /// The records of several inputs bound for one table, kept per input until the write:

@@ -29,30 +29,10 @@ use super::spec::JobSpec;
 use crate::clock::Clock;
 use crate::lake::schema::FORECASTS;
 use crate::lake::Lake;
+pub use crate::models::StoredRun;
 
 /// The trigger recorded in `job_runs` for these runs.
 pub const TRIGGER: &str = "new_run";
-
-/// One model run a flush stored rows of.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct StoredRun {
-    pub model: String,
-    pub run_time: DateTime<Utc>,
-}
-
-impl StoredRun {
-    /// The distinct runs among `(model, run_time)` pairs, sorted.
-    pub fn distinct<'a>(pairs: impl Iterator<Item = (&'a str, DateTime<Utc>)>) -> Vec<StoredRun> {
-        let set: BTreeSet<StoredRun> =
-            pairs.map(|(model, run_time)| StoredRun { model: model.to_string(), run_time }).collect();
-        set.into_iter().collect()
-    }
-
-    /// The `run_date` partition of the run's rows (its UTC date).
-    pub fn run_date(&self) -> NaiveDate {
-        self.run_time.date_naive()
-    }
-}
 
 /// A job of a refresh with the key range it recomputes (`None`: in full).
 pub type Refresh<'a> = (&'a JobSpec, Option<(NaiveDate, NaiveDate)>);

@@ -123,8 +123,11 @@ impl Lake {
     /// one new file per touched partition, the earlier chunk's row winning where chunks
     /// repeat a natural key. Taking the chunks as they are saves concatenating them, which
     /// for a bulk load copies gigabytes of rows once more.
-    pub async fn write_chunks<R: LakeRecord + 'static>(&self, chunks: Vec<Vec<R>>) -> Result<WriteStats, LakeError> {
-        let total: usize = chunks.iter().map(Vec::len).sum();
+    pub async fn write_chunks<R: LakeRecord + 'static, C: Chunk<R>>(
+        &self,
+        chunks: Vec<C>,
+    ) -> Result<WriteStats, LakeError> {
+        let total: usize = chunks.iter().map(|c| c.rows().len()).sum();
         if total == 0 {
             return Ok(WriteStats::default());
         }
@@ -132,7 +135,7 @@ impl Lake {
         let spans: Vec<(usize, usize)> = chunks
             .iter()
             .enumerate()
-            .flat_map(|(c, rows)| (0..rows.len()).step_by(SLICE_ROWS).map(move |start| (c, start)))
+            .flat_map(|(c, rows)| (0..rows.rows().len()).step_by(SLICE_ROWS).map(move |start| (c, start)))
             .collect();
         if spans.len() > u32::MAX as usize {
             return Err(LakeError::TooLarge("a write takes at most 2^32 slices of 65,536 rows"));
@@ -148,7 +151,8 @@ impl Lake {
             let grouped: Vec<(Slice, Vec<Group>)> = spans
                 .par_iter()
                 .map(|&(chunk, start)| {
-                    let rows = &chunks[chunk][start..(start + SLICE_ROWS).min(chunks[chunk].len())];
+                    let all = chunks[chunk].rows();
+                    let rows = &all[start..(start + SLICE_ROWS).min(all.len())];
                     let (keys, groups) = group_rows(rows);
                     (Slice { chunk, start, keys }, groups)
                 })
@@ -194,9 +198,7 @@ impl Lake {
                 })
                 .collect::<Result<Vec<Option<usize>>, LakeError>>();
             drop(tx);
-            // Free the rows on every core: dropping ten million records on this one thread
-            // took longer than encoding some of them.
-            chunks.into_par_iter().flat_map(Vec::into_par_iter).for_each(drop);
+            chunks.into_par_iter().for_each(Chunk::free);
             encoded
         })
         .await?;
@@ -206,6 +208,26 @@ impl Lake {
         let files: Vec<usize> = encoded?.into_iter().flatten().collect();
         let stored: usize = files.iter().sum();
         Ok(WriteStats { stored, duplicate: total - stored, files: files.len() })
+    }
+}
+
+/// The rows of one chunk of a write: owned (a decoded input, freed with the write) or
+/// shared (the write path's pending inputs, which it keeps until the write is done, so the
+/// write reads them where they are instead of copying them).
+pub trait Chunk<R>: Send + Sync + 'static {
+    fn rows(&self) -> &[R];
+    /// Frees the chunk once written.
+    fn free(self);
+}
+
+impl<R: Send + Sync + 'static> Chunk<R> for Vec<R> {
+    fn rows(&self) -> &[R] {
+        self
+    }
+    /// On every core: dropping ten million records on one thread took longer than encoding
+    /// some of them.
+    fn free(self) {
+        self.into_par_iter().for_each(drop);
     }
 }
 
@@ -258,7 +280,7 @@ fn group_rows<R: LakeRecord>(rows: &[R]) -> (Vec<u64>, Vec<Group>) {
 /// and encodes. `None` when every row was a duplicate; else the file and its row count.
 fn encode_partition<R: LakeRecord>(
     table: &TableDef,
-    chunks: &[Vec<R>],
+    chunks: &[impl Chunk<R>],
     slices: &[Slice],
     rows: PartRows,
     mut seen: FastSet<u64>,
@@ -272,7 +294,7 @@ fn encode_partition<R: LakeRecord>(
     let mut order = Vec::with_capacity(n);
     for (s, idx) in &rows {
         let slice = &slices[*s as usize];
-        let records = &chunks[slice.chunk][slice.start..];
+        let records = &chunks[slice.chunk].rows()[slice.start..];
         for &i in idx {
             let key = slice.keys[i as usize];
             if seen.insert(key) {

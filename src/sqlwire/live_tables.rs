@@ -43,7 +43,9 @@ use futures::future::BoxFuture;
 
 use super::WireState;
 use crate::catalog::Catalog;
+use crate::decode::types::Metar;
 use crate::extremes::{Logic, Source};
+use crate::ingest::OfRecords;
 use crate::lake::rows::{date32, LakeRecord};
 use crate::trading_day::{self, TradingDay};
 use crate::write::LiveService;
@@ -302,7 +304,7 @@ pub struct LiveObservationsTable {
 
 /// The `observations` table's columns: the stored ones, then the `date` partition.
 pub fn observations_schema() -> SchemaRef {
-    let t = <crate::decode::types::Metar as LakeRecord>::table();
+    let t = <Metar as LakeRecord>::table();
     let mut fields: Vec<Field> = t.file_schema().fields().iter().map(|f| f.as_ref().clone()).collect();
     fields.extend(t.partition_cols.iter().map(|c| Field::new(*c, DataType::Utf8, true)));
     Arc::new(Schema::new(fields))
@@ -335,11 +337,11 @@ impl TableProvider for LiveObservationsTable {
 
 /// The observations `live` holds unflushed, as one batch of [`observations_schema`].
 fn pending_batch(live: &LiveService) -> Result<RecordBatch> {
-    let rows = live.pending_observations();
-    let refs: Vec<&crate::decode::types::Metar> = rows.iter().collect();
-    let keys: Vec<u64> = rows.iter().map(LakeRecord::row_key).collect();
-    let stored = crate::decode::types::Metar::to_batch(&refs, &keys, live.clock.now())?;
-    let dates: ArrayRef = Arc::new(StringArray::from_iter_values(rows.iter().map(|m| {
+    let pending = live.pending_records();
+    let refs: Vec<&Metar> = pending.iter().flat_map(|r| Metar::of(r)).collect();
+    let keys: Vec<u64> = refs.iter().map(|m| m.row_key()).collect();
+    let stored = Metar::to_batch(&refs, &keys, live.clock.now())?;
+    let dates: ArrayRef = Arc::new(StringArray::from_iter_values(refs.iter().map(|m| {
         let p = m.partition();
         p.strip_prefix("date=").unwrap_or(&p).to_string()
     })));
@@ -408,8 +410,6 @@ mod tests {
         assert_eq!(literal_values(&col("station_code").eq(lit("KNYC")), "logic"), None);
     }
 
-    #[test]
-    fn live_observations_have_the_observations_columns() {
     /// The `OR`s DataFusion rewrites a short `IN` into narrow too, and so do qualified
     /// columns and `AND`s; an `OR` that lets another value through does not.
     #[test]
@@ -427,6 +427,8 @@ mod tests {
         assert_eq!(literal_values(&wider, "station_code"), None);
     }
 
+    #[test]
+    fn live_observations_have_the_observations_columns() {
         let s = observations_schema();
         assert_eq!(s.fields().last().map(|f| f.name().as_str()), Some("date"));
         assert!(s.field_with_name("station_code").is_ok());

@@ -52,7 +52,16 @@ async fn rig_at(heartbeat: Duration, hub_queue: usize, now: chrono::DateTime<Utc
     let dev = keys.create(Tier::Developer, "dana", false, true).unwrap().1;
     let dev2 = keys.create(Tier::Developer, "dora", false, true).unwrap().1;
     let no_stream = keys.create(Tier::Enterprise, "erin", false, false).unwrap().1;
-    let live = Arc::new(LiveService::open(lake, &state_dir, Arc::clone(&clock)).await.unwrap());
+    let live = Arc::new(
+        LiveService::open(
+            lake.clone(),
+            crate::lake::query::session(&lake).await.unwrap(),
+            &state_dir,
+            Arc::clone(&clock),
+        )
+        .await
+        .unwrap(),
+    );
     let access = Access::new(Arc::new(keys), Arc::new(RateLimiter::new(clock)));
     let (cert, key) = self_signed(&dir.path().join("tls"), &["localhost", "127.0.0.1"]).unwrap();
     let log = Arc::new(EventLog::open(&dir.path().join("events"), crate::stream::default_retention()).unwrap());

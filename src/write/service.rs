@@ -1,5 +1,6 @@
 //! [`LiveService`]: the write path's one owner. It holds the WAL, the inputs acknowledged
-//! but not yet in the lake (`pending`), the hot state, the server's DataFusion session, the
+//! but not yet in the lake (`pending`, decoded once: the flush and `live_observations`
+//! read the same rows), the hot state, the server's DataFusion session, the
 //! per-table versions and the new-data broadcast; it acknowledges an ingest once the WAL
 //! has it, and its [`flush`](LiveService::flush) moves `pending` into the lake (see the
 //! module docs of [`crate::write`] for the ordering that makes this safe).
@@ -16,10 +17,15 @@ use super::probe::{Fault, Probes, StorageFault};
 use super::wal::{Wal, WalEntry, WalError};
 use crate::clock::Clock;
 use crate::decode::types::LineError;
-use crate::ingest::{store, DecodedInput, Format, IngestOptions, Records};
+use bytes::Bytes;
+
+use crate::decode::types::ForecastRow;
+use crate::ingest::{store_held, DecodedInput, Format, IngestOptions, OfRecords, Records};
 use crate::lake::window::load_window;
 use crate::lake::writer::WriteStats;
 use crate::lake::{Lake, LakeError};
+use crate::models::StoredRun;
+use datafusion::prelude::SessionContext;
 
 /// Live-ingest failures.
 #[derive(Debug, Error)]
@@ -105,8 +111,8 @@ pub struct LiveService {
     pub hot: HotState,
     pub clock: Arc<dyn Clock>,
     wal: Arc<Wal>,
-    /// Logged but not yet in the lake, by WAL seq.
-    pending: Mutex<BTreeMap<u64, Arc<WalEntry>>>,
+    /// Logged but not yet in the lake, by WAL seq: the inputs' decoded records.
+    pending: Mutex<BTreeMap<u64, Arc<Records>>>,
     flush_lock: tokio::sync::Mutex<()>,
     /// The stream publisher's inbox, once one is attached. Applies and sends happen under
     /// this lock, so the publisher sees records in the order the hot state applied them.
@@ -126,7 +132,7 @@ pub struct LiveService {
     /// index adds to its lake reads, so a run shows as soon as it is flushed.
     stored_runs: Mutex<std::collections::HashMap<(String, &'static str), DateTime<Utc>>>,
     /// The model runs each flush stored (the fresh-runs trigger, `jobs::fresh`).
-    new_runs: broadcast::Sender<Vec<crate::jobs::fresh::StoredRun>>,
+    new_runs: broadcast::Sender<Vec<StoredRun>>,
     /// Wakes the background flush before its tick: forecasts are not in the hot state, so
     /// a run is invisible until flushed.
     flush_soon: tokio::sync::Notify,
@@ -149,8 +155,16 @@ impl std::fmt::Debug for LiveService {
 
 impl LiveService {
     /// Opens the WAL under `state_dir`, rebuilds the hot state from the lake's recent days,
-    /// then replays the WAL on top (those entries stay pending until flushed).
-    pub async fn open(lake: Lake, state_dir: &std::path::Path, clock: Arc<dyn Clock>) -> Result<Self, LiveError> {
+    /// then replays the WAL on top (those entries stay pending until flushed). `ctx` is the
+    /// session every read of the server runs in: the caller's, so the write path need not
+    /// know what else it holds (`serve` passes `jobs::analyst_session`: the lake's tables
+    /// and the jobs' derived tables).
+    pub async fn open(
+        lake: Lake,
+        ctx: SessionContext,
+        state_dir: &std::path::Path,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, LiveError> {
         let wal_dir = state_dir.join("wal");
         let (wal, entries) = tokio::task::spawn_blocking(move || Wal::open(&wal_dir))
             .await
@@ -160,9 +174,6 @@ impl LiveService {
         }
         let (new_data, _) = broadcast::channel(64);
         let (new_runs, _) = broadcast::channel(64);
-        // The session `wxlake sql` uses: lake tables and the jobs' derived tables.
-        let ctx =
-            crate::jobs::analyst_session(&lake).await.map_err(|e| LiveError::Lake(LakeError::Config(e.to_string())))?;
         let svc = LiveService {
             lake,
             ctx,
@@ -188,15 +199,15 @@ impl LiveService {
         // No publisher is attached yet: replayed inputs were streamed by the run that
         // acknowledged them.
         for e in entries {
-            let decoded = decode_entry(&e);
-            drop(svc.hot_apply(&decoded.records, Snapshot::Skip));
-            svc.pending_lock().insert(e.seq, Arc::new(e));
+            let records = Arc::new(decode_entry(&e).records);
+            drop(svc.hot_apply(&records, Snapshot::Skip));
+            svc.pending_lock().insert(e.seq, records);
         }
         tracing::info!(loaded, replayed, "hot state rebuilt");
         Ok(svc)
     }
 
-    fn pending_lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<WalEntry>>> {
+    fn pending_lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<Records>>> {
         self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -254,7 +265,7 @@ impl LiveService {
 
     /// Subscribes to the model runs each flush stores: (model, run time) pairs of the
     /// forecast rows written, sent once the rows are in the lake.
-    pub fn subscribe_new_runs(&self) -> broadcast::Receiver<Vec<crate::jobs::fresh::StoredRun>> {
+    pub fn subscribe_new_runs(&self) -> broadcast::Receiver<Vec<StoredRun>> {
         self.new_runs.subscribe()
     }
 
@@ -278,15 +289,19 @@ impl LiveService {
         *self.notices.lock().await = None;
     }
 
-    /// Decodes, logs durably, applies. Returns only after the WAL fsync.
+    /// Decodes (once: the records stay pending until flushed), logs durably, applies.
+    /// Returns only after the WAL fsync. The body is not copied: the WAL writes it from
+    /// where the caller's buffer holds it.
     pub async fn ingest(
         self: &Arc<Self>,
         format: Format,
         opts: IngestOptions,
-        bytes: Vec<u8>,
+        body: impl Into<Bytes>,
     ) -> Result<LiveOutcome, LiveError> {
+        let bytes: Bytes = body.into();
         let opts_json = serde_json::to_string(&opts).unwrap_or_default();
-        let (decoded, bytes) = tokio::task::spawn_blocking(move || (format.decode(&bytes, &opts), bytes))
+        let input = bytes.clone();
+        let decoded = tokio::task::spawn_blocking(move || format.decode(&input, &opts))
             .await
             .map_err(|e| LiveError::Wal(WalError::Task(e.to_string())))?;
         if decoded.records.is_empty() {
@@ -305,7 +320,7 @@ impl LiveService {
         &self,
         format: Format,
         opts_json: String,
-        bytes: Vec<u8>,
+        bytes: Bytes,
         decoded: DecodedInput,
     ) -> Result<LiveOutcome, LiveError> {
         // Held records were acknowledged before (or loaded from the lake): an input of
@@ -322,20 +337,13 @@ impl LiveService {
                 events: 0,
             });
         }
-        let payload = bytes.clone();
-        let seq = self.wal.append_async(format.as_str().to_string(), opts_json.clone(), payload).await?;
-        let entry = WalEntry {
-            seq,
-            timestamp: self.clock.now(),
-            format: format.as_str().to_string(),
-            options_json: opts_json,
-            payload: bytes,
-        };
-        self.pending_lock().insert(seq, Arc::new(entry));
-        if matches!(decoded.records, Records::Forecasts(_)) {
+        let seq = self.wal.append_async(format.as_str().to_string(), opts_json, bytes).await?;
+        let records = Arc::new(decoded.records);
+        self.pending_lock().insert(seq, Arc::clone(&records));
+        if matches!(*records, Records::Forecasts(_)) {
             self.flush_soon.notify_one();
         }
-        let taken = self.apply(&decoded.records).await;
+        let taken = self.apply(&records).await;
         Ok(LiveOutcome {
             seq: Some(seq),
             read: decoded.read,
@@ -407,9 +415,9 @@ impl LiveService {
     /// to the WAL (see the module docs for why not "through the newest").
     pub async fn flush(&self) -> Result<WriteStats, LiveError> {
         let _guard = self.flush_lock.lock().await;
-        let batch: Vec<Arc<WalEntry>> = self.pending_lock().values().cloned().collect();
-        let stats = self.store_entries(&batch).await?;
-        let seqs: Vec<u64> = batch.iter().map(|e| e.seq).collect();
+        let (seqs, batch): (Vec<u64>, Vec<Arc<Records>>) =
+            self.pending_lock().iter().map(|(seq, r)| (*seq, Arc::clone(r))).unzip();
+        let stats = self.store_pending(&batch).await?;
         {
             let mut pending = self.pending_lock();
             for seq in &seqs {
@@ -424,34 +432,17 @@ impl LiveService {
         Ok(stats)
     }
 
-    /// Decodes WAL entries and stores them in the lake, one write per table.
-    async fn store_entries(&self, batch: &[Arc<WalEntry>]) -> Result<WriteStats, LiveError> {
-        let (mut obs, mut onemin, mut reports, mut forecasts, mut nws) = (vec![], vec![], vec![], vec![], vec![]);
-        for e in batch {
-            match decode_entry(e).records {
-                Records::Observations(v) => obs.extend(v),
-                Records::OneMinute(v) => onemin.extend(v),
-                Records::Reports(v) => reports.extend(v),
-                Records::Forecasts(v) => forecasts.extend(v),
-                Records::NwsHourly(v) => nws.extend(v),
-            }
-        }
-        let runs = crate::jobs::fresh::StoredRun::distinct(forecasts.iter().map(|r| (r.model, r.run_time)));
+    /// Stores pending inputs in the lake, one write per table, and tells the subscribers.
+    async fn store_pending(&self, batch: &[Arc<Records>]) -> Result<WriteStats, LiveError> {
+        let forecasts = || batch.iter().flat_map(|r| ForecastRow::of(r));
+        let runs = StoredRun::distinct(forecasts().map(|r| (r.model, r.run_time)));
         let mut newest: std::collections::HashMap<(String, &'static str), DateTime<Utc>> = Default::default();
-        for r in &forecasts {
+        for r in forecasts() {
             let t = newest.entry((r.location_name.to_string(), r.model)).or_insert(r.run_time);
             *t = (*t).max(r.run_time);
         }
         let mut stats = WriteStats::default();
-        for records in [
-            Records::Observations(obs),
-            Records::OneMinute(onemin),
-            Records::Reports(reports),
-            Records::Forecasts(forecasts),
-            Records::NwsHourly(nws),
-        ] {
-            let table = records.table_name();
-            let s = store(&self.lake, records).await?;
+        for (table, s) in store_held(&self.lake, batch).await? {
             if s.stored > 0 {
                 *self.versions.lock().unwrap_or_else(|p| p.into_inner()).entry(table).or_default() += 1;
                 // No scheduler listening is fine.
@@ -489,17 +480,10 @@ impl LiveService {
         Ok(stats)
     }
 
-    /// The observations acknowledged but not yet in the lake, decoded from the pending
-    /// inputs (the SQL servers' `live_observations`; pending holds a few flush intervals).
-    pub fn pending_observations(&self) -> Vec<crate::decode::types::Metar> {
-        let entries: Vec<Arc<WalEntry>> = self.pending_lock().values().cloned().collect();
-        let mut out = Vec::new();
-        for e in &entries {
-            if let Records::Observations(v) = decode_entry(e).records {
-                out.extend(v);
-            }
-        }
-        out
+    /// The inputs acknowledged but not yet in the lake, decoded (the SQL servers'
+    /// `live_observations`; pending holds a few flush intervals).
+    pub fn pending_records(&self) -> Vec<Arc<Records>> {
+        self.pending_lock().values().cloned().collect()
     }
 
     /// What keeps the write path from doing its job now: the WAL directory refusing a
@@ -551,7 +535,16 @@ mod tests {
     async fn open(dir: &std::path::Path) -> Arc<LiveService> {
         let lake = Lake::open(&format!("file://{}", dir.join("lake").display())).await.unwrap();
         let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 3, 8, 18, 0, 0).unwrap()));
-        Arc::new(LiveService::open(lake, &dir.join("state"), clock).await.unwrap())
+        Arc::new(
+            LiveService::open(
+                lake.clone(),
+                crate::lake::query::session(&lake).await.unwrap(),
+                &dir.join("state"),
+                clock,
+            )
+            .await
+            .unwrap(),
+        )
     }
 
     async fn lake_counts(svc: &LiveService) -> (i64, i64) {

@@ -224,8 +224,16 @@ async fn live_at(
     clock: &Arc<ManualClock>,
 ) -> (Arc<dyn Clock>, Arc<LiveService>, Arc<dyn FeedSink>) {
     let dyn_clock: Arc<dyn Clock> = clock.clone();
-    let live =
-        Arc::new(LiveService::open(lake.clone(), &dir.path().join("state"), Arc::clone(&dyn_clock)).await.unwrap());
+    let live = Arc::new(
+        LiveService::open(
+            lake.clone(),
+            wxlake::jobs::analyst_session(&lake).await.unwrap(),
+            &dir.path().join("state"),
+            Arc::clone(&dyn_clock),
+        )
+        .await
+        .unwrap(),
+    );
     let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&live));
     (dyn_clock, live, sink)
 }

@@ -52,6 +52,196 @@ fn no_module_imports_a_module_that_imports_it_back() {
     assert!(cycles.is_empty(), "import cycles:\n{}", cycles.join("\n"));
 }
 
+/// What a module may reach: only these top-level modules, or anything but these.
+enum Reach {
+    Only(&'static [&'static str]),
+    Not(&'static [&'static str]),
+}
+
+/// One layering rule: the sentence a break is reported with, the top-level modules it
+/// binds, the modules they may reach, and the crates they may not use.
+struct Rule {
+    says: &'static str,
+    modules: &'static [&'static str],
+    reach: Reach,
+    crates: &'static [&'static str],
+}
+
+/// The modules every part may use (what `lib.rs` calls "what every part shares").
+const CORE: &[&str] = &["catalog", "models", "time", "units", "clock", "error_chain", "echo", "durable", "net"];
+/// The front doors: what serves a protocol to clients.
+const FRONT_DOORS: &[&str] = &["api", "dashboard", "sqlwire", "stream", "stream_bridge", "cluster"];
+/// Crates that speak HTTP.
+const HTTP_CRATES: &[&str] = &["axum", "hyper", "http", "tower_http", "reqwest"];
+
+/// The layering, as rules (the README map and `lib.rs` describe the same).
+const RULES: &[Rule] = &[
+    Rule {
+        says: "the decoders know nothing above them (bytes in, records out)",
+        modules: &["decode"],
+        reach: Reach::Only(&["decode", "models", "units"]),
+        crates: HTTP_CRATES,
+    },
+    Rule {
+        says: "the extremes rules, the lake and the core know no HTTP and no front door",
+        modules: &["extremes", "lake", "catalog", "models", "time", "units", "clock", "error_chain", "echo", "durable"],
+        reach: Reach::Not(&["api", "dashboard", "sqlwire", "stream", "stream_bridge", "feeds", "cluster", "access"]),
+        crates: HTTP_CRATES,
+    },
+    Rule {
+        says: "the extremes rules are pure: they read no storage",
+        modules: &["extremes"],
+        reach: Reach::Only(&["extremes", "decode", "catalog", "models", "time", "units"]),
+        crates: &[],
+    },
+    Rule {
+        says: "storage knows no write path",
+        modules: &["lake", "durable"],
+        reach: Reach::Not(&["write", "ingest", "jobs", "trading_day", "demo"]),
+        crates: &[],
+    },
+    Rule {
+        says: "the write path knows no jobs and no front door",
+        modules: &["write", "ingest"],
+        reach: Reach::Not(&[
+            "jobs",
+            "api",
+            "dashboard",
+            "sqlwire",
+            "stream",
+            "stream_bridge",
+            "feeds",
+            "cluster",
+            "access",
+        ]),
+        crates: HTTP_CRATES,
+    },
+    Rule {
+        says: "the PostgreSQL wire and Flight SQL know nothing of REST",
+        modules: &["sqlwire"],
+        reach: Reach::Not(&["api", "dashboard", "stream", "stream_bridge", "feeds"]),
+        crates: &["axum"],
+    },
+    Rule {
+        says: "access control serves every front door and knows none",
+        modules: &["access"],
+        reach: Reach::Not(FRONT_DOORS),
+        crates: HTTP_CRATES,
+    },
+    Rule {
+        says: "the push stream depends on no other module than the core",
+        modules: &["stream"],
+        reach: Reach::Only(CORE),
+        crates: &[],
+    },
+    Rule {
+        says: "the dashboard is static: it knows no other module",
+        modules: &["dashboard"],
+        reach: Reach::Only(&[]),
+        crates: &[],
+    },
+    Rule {
+        says: "the trading-day answer is below every front door",
+        modules: &["trading_day"],
+        reach: Reach::Not(FRONT_DOORS),
+        crates: HTTP_CRATES,
+    },
+];
+
+/// The breaks of `rules` among `refs` and the crate uses of `files`, one line each,
+/// starting with the rule's sentence.
+fn rule_breaks(rules: &[Rule], refs: &[Reference], files: &[(ModPath, String, String)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for rule in rules {
+        let bound = |m: &ModPath| m.first().is_some_and(|top| rule.modules.contains(&top.as_str()));
+        for r in refs.iter().filter(|r| bound(&r.from)) {
+            let Some(top) = r.to.first().map(String::as_str) else { continue };
+            let allowed = match rule.reach {
+                Reach::Only(only) => rule.modules.contains(&top) || only.contains(&top),
+                Reach::Not(not) => !not.contains(&top),
+            };
+            if !allowed {
+                out.push(format!(
+                    "{}: crate::{} uses crate::{} ({})",
+                    rule.says,
+                    r.from.join("::"),
+                    r.to.join("::"),
+                    r.at
+                ));
+            }
+        }
+        for (m, name, text) in files.iter().filter(|(m, _, _)| bound(m)) {
+            for (n, line) in text.lines().enumerate() {
+                for c in rule.crates {
+                    let pat = format!("{c}::");
+                    let used = line.match_indices(&pat).any(|(i, _)| {
+                        !line[..i].chars().next_back().is_some_and(|p| p.is_alphanumeric() || p == '_' || p == ':')
+                    });
+                    if used {
+                        out.push(format!(
+                            "{}: crate::{} uses the {c} crate ({name}:{})",
+                            rule.says,
+                            m.join("::"),
+                            n + 1
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    out.dedup();
+    out
+}
+
+/// Each layering rule holds; a new import that breaks one fails here with its sentence.
+#[test]
+fn the_layering_rules_hold() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let modules = library_modules(&src);
+    let refs: Vec<Reference> = modules.iter().flat_map(|(m, file)| references(m, file, &modules)).collect();
+    let files: Vec<(ModPath, String, String)> = modules
+        .iter()
+        .map(|(m, f)| {
+            let name = f.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap_or(f).display().to_string();
+            (m.clone(), name, shipped_code(&std::fs::read_to_string(f).unwrap()))
+        })
+        .collect();
+    let tops: BTreeSet<&str> = modules.keys().filter_map(|m| m.first().map(String::as_str)).collect();
+    for rule in RULES {
+        for m in rule.modules {
+            assert!(tops.contains(m), "rule {:?} names no module `{m}`", rule.says);
+        }
+    }
+    let breaks = rule_breaks(RULES, &refs, &files);
+    assert!(breaks.is_empty(), "layering rules broken:\n{}", breaks.join("\n"));
+}
+
+/// The rule check reports an import and a crate use that break a rule, with its sentence.
+#[test]
+fn a_broken_rule_is_reported_with_its_sentence() {
+    let rule = Rule {
+        says: "storage knows no write path",
+        modules: &["lake"],
+        reach: Reach::Not(&["write"]),
+        crates: &["axum"],
+    };
+    let path = |s: &str| s.split("::").map(str::to_string).collect::<ModPath>();
+    let refs = [
+        Reference { from: path("lake::writer"), to: path("write::hot"), at: "src/lake/writer.rs:9".into() },
+        Reference { from: path("lake::writer"), to: path("catalog"), at: "src/lake/writer.rs:10".into() },
+    ];
+    let files =
+        [(path("lake::store"), "src/lake/store.rs".to_string(), "use axum::Router;\nlet x = my_axum::y;".to_string())];
+    let breaks = rule_breaks(&[rule], &refs, &files);
+    assert_eq!(
+        breaks,
+        [
+            "storage knows no write path: crate::lake::writer uses crate::write::hot (src/lake/writer.rs:9)",
+            "storage knows no write path: crate::lake::store uses the axum crate (src/lake/store.rs:1)",
+        ]
+    );
+}
+
 /// Every module file of the library (from `lib.rs` down; the binary's `main.rs` and
 /// `cli/` are another crate), by module path. Files named `tests.rs` are test modules.
 fn library_modules(src: &Path) -> BTreeMap<ModPath, PathBuf> {

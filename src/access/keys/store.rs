@@ -4,10 +4,11 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{SubsecRound, Utc};
+use parking_lot::{Mutex, RwLock};
 use rand::Rng;
 
 use super::error::{corrupt, io_error, KeyError};
@@ -187,7 +188,7 @@ impl KeyStore {
         }
         self.maybe_reload();
         let digest = sha256(secret);
-        let snapshot = self.snapshot.read().unwrap_or_else(PoisonError::into_inner);
+        let snapshot = self.snapshot.read();
         snapshot.active.get(&digest).cloned()
     }
 
@@ -202,11 +203,11 @@ impl KeyStore {
 
     /// Why the last automatic reload failed, if it did (for health checks and logs).
     pub fn last_reload_error(&self) -> Option<String> {
-        self.last_reload_error.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.last_reload_error.lock().clone()
     }
 
     fn current(&self) -> Arc<Snapshot> {
-        Arc::clone(&self.snapshot.read().unwrap_or_else(PoisonError::into_inner))
+        Arc::clone(&self.snapshot.read())
     }
 
     fn elapsed_ms(&self) -> u64 {
@@ -232,13 +233,13 @@ impl KeyStore {
     /// error is kept.
     fn reload(&self) -> Result<bool, KeyError> {
         let result = self.reload_if_changed();
-        let mut last = self.last_reload_error.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut last = self.last_reload_error.lock();
         *last = result.as_ref().err().map(ToString::to_string);
         result
     }
 
     fn reload_if_changed(&self) -> Result<bool, KeyError> {
-        let mut load = self.load.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut load = self.load.lock();
         let stamp = file_stamp(&self.path)?;
         if stamp == load.stamp && load.loaded_at.elapsed() < FULL_RELOAD {
             return Ok(false);
@@ -250,16 +251,16 @@ impl KeyStore {
     }
 
     fn install(&self, snapshot: Snapshot) {
-        *self.snapshot.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(snapshot);
+        *self.snapshot.write() = Arc::new(snapshot);
     }
 
     /// Read-modify-write under the process mutex and the cross-process file lock: re-reads the
     /// file so a change made by another process since our last load is kept, applies `change`,
     /// writes atomically, and installs the result as this process's view.
     fn modify<T>(&self, change: impl FnOnce(&mut Vec<KeyRecord>) -> Result<T, KeyError>) -> Result<T, KeyError> {
-        let _guard = self.write_guard.lock().unwrap_or_else(PoisonError::into_inner);
+        let _guard = self.write_guard.lock();
         let _lock = lock_exclusive(&self.lock_path)?;
-        let mut load = self.load.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut load = self.load.lock();
         let mut records = read_key_file(&self.path)?.records;
         let out = change(&mut records)?;
         let digests = digests(&self.path, &records)?;

@@ -1,8 +1,9 @@
-//! The stream's authorization (spec 5, 8): a stream-enabled key, catalog stations, and the
-//! Professional tier's station limit.
+//! The stream's authorization (spec 5, 8), checked against the same [`Access`] as every
+//! front door: a stream-enabled key, catalog stations, and the Professional tier's station
+//! limit.
 
-use super::keys::Tier;
-use super::Access;
+use crate::access::keys::Tier;
+use crate::access::Access;
 use crate::catalog::{unknown_station_message, Catalog};
 use crate::echo::cut_echoes;
 use crate::stream::{StreamAuth, StreamGrant, StreamRefusal};
