@@ -3,8 +3,9 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration as StdDuration;
+
+use parking_lot::{Mutex, MutexGuard};
 
 use super::loading_cache::LoadingCache;
 use super::observation_json::WithReports;
@@ -54,6 +55,6 @@ impl LatestCache {
     }
 
     pub(crate) fn refreshing(&self) -> MutexGuard<'_, HashSet<String>> {
-        self.refreshing.lock().unwrap_or_else(PoisonError::into_inner)
+        self.refreshing.lock()
     }
 }

@@ -6,8 +6,10 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::hash::Hash;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 use super::error::ApiResult;
 
@@ -30,13 +32,10 @@ impl<K, V> Default for LoadingCache<K, V> {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl<K: Hash + Eq + Clone, V> LoadingCache<K, V> {
     fn fresh(&self, key: &K, version: u64, ttl: Duration) -> Option<Arc<V>> {
-        lock(&self.entries)
+        self.entries
+            .lock()
             .get(key)
             .filter(|s| s.version == version && s.loaded.elapsed() < ttl)
             .map(|s| Arc::clone(&s.value))
@@ -52,13 +51,13 @@ impl<K: Hash + Eq + Clone, V> LoadingCache<K, V> {
         if let Some(v) = self.fresh(key, version, ttl) {
             return Ok(v);
         }
-        let gate = Arc::clone(lock(&self.gates).entry(key.clone()).or_default());
+        let gate = Arc::clone(self.gates.lock().entry(key.clone()).or_default());
         let _loading = gate.lock().await;
         if let Some(v) = self.fresh(key, version, ttl) {
             return Ok(v);
         }
         let value = Arc::new(load().await?);
-        lock(&self.entries).insert(key.clone(), Slot { loaded: Instant::now(), version, value: Arc::clone(&value) });
+        self.entries.lock().insert(key.clone(), Slot { loaded: Instant::now(), version, value: Arc::clone(&value) });
         Ok(value)
     }
 
@@ -66,7 +65,8 @@ impl<K: Hash + Eq + Clone, V> LoadingCache<K, V> {
     /// without loading it: a caller that must not wait for a load serves it and refreshes
     /// it elsewhere.
     pub fn peek(&self, key: &K, version: u64, ttl: Duration) -> Option<(Arc<V>, bool)> {
-        lock(&self.entries)
+        self.entries
+            .lock()
             .get(key)
             .filter(|s| s.version == version)
             .map(|s| (Arc::clone(&s.value), s.loaded.elapsed() < ttl))
@@ -75,23 +75,23 @@ impl<K: Hash + Eq + Clone, V> LoadingCache<K, V> {
     /// The entry of `key` whatever its version and age (a load that refreshes an entry
     /// from what changed since reads it).
     pub fn latest(&self, key: &K) -> Option<Arc<V>> {
-        lock(&self.entries).get(key).map(|s| Arc::clone(&s.value))
+        self.entries.lock().get(key).map(|s| Arc::clone(&s.value))
     }
 
     /// Stores `value` as `key`'s entry, loaded now.
     pub fn insert(&self, key: K, version: u64, value: V) {
-        lock(&self.entries).insert(key, Slot { loaded: Instant::now(), version, value: Arc::new(value) });
+        self.entries.lock().insert(key, Slot { loaded: Instant::now(), version, value: Arc::new(value) });
     }
 
     /// Forgets `key`'s entry (the next request loads it again).
     pub fn remove(&self, key: &K) {
-        lock(&self.entries).remove(key);
+        self.entries.lock().remove(key);
     }
 
     /// Drops the least recently loaded entries while the entries weigh more than `max`
     /// (the newest entry always stays). Call it from a load, not per request.
     pub fn evict(&self, weight: impl Fn(&V) -> usize, max: usize) {
-        let mut map = lock(&self.entries);
+        let mut map = self.entries.lock();
         let mut total: usize = map.values().map(|s| weight(&s.value)).sum();
         while total > max && map.len() > 1 {
             let Some(oldest) = map.iter().min_by_key(|(_, s)| s.loaded).map(|(k, _)| k.clone()) else { break };

@@ -21,16 +21,16 @@
 use std::collections::HashSet;
 use std::hash::BuildHasher;
 use std::io::Read;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use parking_lot::Mutex;
 use serde::Deserialize;
 use url::Url;
 
 use super::http::{Fetched, HttpClient};
-use super::lock;
 use super::seconds::secs;
 use super::sink::FeedSink;
 use super::source::{FeedError, PollReport, Source};
@@ -153,7 +153,7 @@ impl AwcCache {
 
     /// Picks a file's rows to hand on: kept stations, not in the last stored file.
     pub fn select(&self, text: &str) -> Result<Selected, String> {
-        let last = lock(&self.last_rows);
+        let last = self.last_rows.lock();
         select_rows(text, self.wanted.as_ref(), &last)
     }
 
@@ -176,7 +176,7 @@ impl AwcCache {
         } else {
             report.empty += 1;
         }
-        *lock(&self.last_rows) = selected.hashes;
+        *self.last_rows.lock() = selected.hashes;
         self.client.remember(&self.url, body.validators);
         Ok(())
     }

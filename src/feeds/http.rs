@@ -14,10 +14,11 @@
 //! next poll into a 304 even if storing this body failed, and the data would be skipped.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use parking_lot::Mutex;
 use reqwest::header::{HeaderMap, CONTENT_TYPE, ETAG, IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED, RETRY_AFTER};
 use reqwest::StatusCode;
 use thiserror::Error;
@@ -28,7 +29,6 @@ use url::Url;
 use super::backoff;
 use super::breaker::{Admit, Breaker};
 use super::client_config::ClientConfig;
-use super::lock;
 use crate::error_chain::error_chain;
 
 /// A request that did not yield the resource.
@@ -175,7 +175,7 @@ impl Host {
         }
         let now = Instant::now();
         let start = {
-            let mut next = lock(&self.next_start);
+            let mut next = self.next_start.lock();
             let start = next.map_or(now, |n| n.max(now));
             *next = Some(start + self.spacing);
             start
@@ -220,13 +220,13 @@ impl HttpClient {
     /// conditional on them.
     pub fn remember(&self, url: &Url, validators: Validators) {
         if !validators.is_empty() {
-            lock(&self.validators).insert(url.to_string(), validators);
+            self.validators.lock().insert(url.to_string(), validators);
         }
     }
 
     /// Whether `url`'s host is paused by its breaker.
     pub fn is_paused(&self, url: &Url) -> bool {
-        host_key(url).and_then(|k| lock(&self.hosts).get(&k).cloned()).is_some_and(|h| lock(&h.breaker).is_open())
+        host_key(url).and_then(|k| self.hosts.lock().get(&k).cloned()).is_some_and(|h| h.breaker.lock().is_open())
     }
 
     /// GETs `url`, each attempt limited to `timeout`, retrying transient failures.
@@ -235,7 +235,7 @@ impl HttpClient {
             return Err(FetchError::Invalid { url: url.to_string(), reason: "the URL names no host".to_string() });
         };
         let host = self.host(&key);
-        let admit = lock(&host.breaker).admit(Instant::now());
+        let admit = host.breaker.lock().admit(Instant::now());
         let attempts = match admit {
             Admit::Refuse { retry_in } => return Err(FetchError::BreakerOpen { host: key, retry_in }),
             Admit::Probe => {
@@ -247,7 +247,7 @@ impl HttpClient {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let wait_until = *lock(&host.not_before);
+            let wait_until = *host.not_before.lock();
             if let Some(t) = wait_until {
                 tokio::time::sleep_until(t).await;
             }
@@ -258,7 +258,7 @@ impl HttpClient {
             };
             let err = match result {
                 Ok(fetched) => {
-                    lock(&host.breaker).success();
+                    host.breaker.lock().success();
                     return Ok(fetched);
                 }
                 Err(e) => e,
@@ -266,14 +266,14 @@ impl HttpClient {
             let retry_after = err.retry_after();
             if let Some(wait) = retry_after {
                 let t = Instant::now() + wait;
-                let mut nb = lock(&host.not_before);
+                let mut nb = host.not_before.lock();
                 *nb = Some(nb.map_or(t, |old| old.max(t)));
             }
             let give_up = !err.is_transient()
                 || attempt >= attempts
                 || retry_after.is_some_and(|wait| wait > self.cfg.max_retry_after);
             if give_up {
-                let mut breaker = lock(&host.breaker);
+                let mut breaker = host.breaker.lock();
                 if err.host_trouble() {
                     if breaker.failure(Instant::now()) {
                         tracing::warn!(host = %key, pause = ?self.cfg.breaker_pause, error = %err, "host paused after repeated failures");
@@ -296,7 +296,7 @@ impl HttpClient {
     }
 
     fn host(&self, key: &str) -> Arc<Host> {
-        let mut hosts = lock(&self.hosts);
+        let mut hosts = self.hosts.lock();
         Arc::clone(hosts.entry(key.to_string()).or_insert_with(|| {
             Arc::new(Host {
                 permits: Semaphore::new(self.cfg.max_per_host),
@@ -311,7 +311,7 @@ impl HttpClient {
     /// One attempt.
     async fn once(&self, url: &Url, timeout: Duration) -> Result<Fetched, FetchError> {
         let mut req = self.client.get(url.clone()).timeout(timeout);
-        let known = lock(&self.validators).get(url.as_str()).cloned();
+        let known = self.validators.lock().get(url.as_str()).cloned();
         if let Some(v) = known {
             if let Some(etag) = v.etag {
                 req = req.header(IF_NONE_MATCH, etag);

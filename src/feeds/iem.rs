@@ -14,16 +14,16 @@
 
 use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::{DateTime, DurationRound, Utc};
+use parking_lot::Mutex;
 use url::Url;
 
 use super::http::{Fetched, HttpClient};
-use super::lock;
 use super::sink::{FeedSink, Stored};
 use super::source::{Archive, ArchiveUnit, FeedError, PollReport, Source};
 use crate::catalog::Catalog;
@@ -139,13 +139,13 @@ impl Coverage {
         overlap: chrono::Duration,
     ) -> DateTime<Utc> {
         let floor = now - lookback;
-        let newest = lock(&self.newest);
+        let newest = self.newest.lock();
         stations.iter().map(|s| newest.get(s).map_or(floor, |t| (*t - overlap).max(floor))).min().unwrap_or(floor)
     }
 
     /// Records rows as stored (call once the sink took them).
     pub fn record(&self, rows: &HashMap<String, DateTime<Utc>>) {
-        let mut newest = lock(&self.newest);
+        let mut newest = self.newest.lock();
         for (station, t) in rows {
             let e = newest.entry(station.clone()).or_insert(*t);
             *e = (*e).max(*t);
@@ -154,7 +154,7 @@ impl Coverage {
 
     /// The newest stored row of `station`, if any.
     pub fn newest(&self, station: &str) -> Option<DateTime<Utc>> {
-        lock(&self.newest).get(station).copied()
+        self.newest.lock().get(station).copied()
     }
 }
 

@@ -10,11 +10,12 @@
 //! status endpoint and `/metrics` show; [`backfill`] fetches a source's [`Archive`] into the
 //! lake, resumably.
 //!
-//! Sources, one module each, holding its `[sources.NAME]` settings too: `awc_metar`
+//! Sources, each module holding its sources' `[sources.NAME]` settings too: `awc_metar`
 //! (aviationweather.gov METAR JSON; a 15-day archive), `awc_cache` (its bulk cache file),
-//! `iem_asos` (IEM METAR/SPECI/HF-METAR) and `iem_onemin` (IEM one-minute ASOS), `nws_cli`,
-//! `nws_dsm` and `nws_hourly` (api.weather.gov climate reports, daily summaries, hourly
-//! forecasts), `open_meteo` (model runs from Open-Meteo's single-runs API), `mos` (MOS and
+//! `iem_asos` (IEM METAR/SPECI/HF-METAR) and `iem_onemin` (IEM one-minute ASOS), both over
+//! the IEM client of `iem`; `nws_products`, one module for the two product feeds `nws_cli`
+//! and `nws_dsm` (api.weather.gov climate reports and daily summaries: the same product
+//! API, differing only in the product code), `nws_hourly` (hourly forecasts), `open_meteo` (model runs from Open-Meteo's single-runs API), `mos` (MOS and
 //! NBM text bulletins); the two model feeds keep their runs in a [`run_tracker`]. What a
 //! source must remember across restarts is in its [`state_file`]. The production feeds
 //! (`data/wxlake.live.toml`, which `serve --live` runs) and what a real deployment needs
@@ -50,9 +51,3 @@ pub use config::FeedsConfig;
 pub use runner::{Feeds, SourceStatus};
 pub use sink::{FeedSink, RecordingSink, Stored};
 pub use source::{Archive, ArchiveUnit, PollReport, Source};
-
-/// Locks a mutex whose data stays valid even if a holder panicked (plain values): the
-/// feeds' memories (runs, seen products, validators) are never left half-written.
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}

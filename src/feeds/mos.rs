@@ -32,17 +32,17 @@
 //! hours too (the real bulletins in data/real are of 12, 15, 17 and 21Z).
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
+use parking_lot::Mutex;
 use serde::Deserialize;
 use url::Url;
 
 use super::http::{Fetched, HttpClient};
-use super::lock;
 use super::run_tracker::RunTracker;
 use super::seconds::secs;
 use super::sink::FeedSink;
@@ -248,9 +248,9 @@ impl Mos {
         let model = f.spec.name;
         let now = self.clock.now();
         let since = now - chrono::Duration::seconds((self.cfg.lookback_hours * 3600.0) as i64);
-        if !lock(&self.runs).is_seeded(model) {
+        if !self.runs.lock().is_seeded(model) {
             match sink.stored_runs(model, since).await {
-                Ok(stored) => lock(&self.runs).seed(model, stored.into_iter().map(|(_, run)| ((), run))),
+                Ok(stored) => self.runs.lock().seed(model, stored.into_iter().map(|(_, run)| ((), run))),
                 Err(e) => {
                     report.errors.push(e.into());
                     return;
@@ -258,7 +258,7 @@ impl Mos {
             }
         }
         let due: Vec<DateTime<Utc>> = {
-            let mut runs = lock(&self.runs);
+            let mut runs = self.runs.lock();
             let published = models::published_runs(f.spec, f.delay_min, since, now);
             let due = runs.due_runs(model, since, published, now);
             due.into_iter().filter(|r| !runs.is_done(model, (), *r)).collect()
@@ -293,13 +293,13 @@ impl Mos {
                 }
                 Err(e) => {
                     report.errors.push(e);
-                    if lock(&self.runs).failed(model, run) {
+                    if self.runs.lock().failed(model, run) {
                         tracing::warn!(product = f.product.code, %run, "bulletin still missing; giving it up");
                     }
                     false
                 }
             };
-            let mut runs = lock(&self.runs);
+            let mut runs = self.runs.lock();
             if stored {
                 runs.stored(model, (), run);
             }

@@ -15,16 +15,16 @@
 //! resolves the point again.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use url::Url;
 
 use super::http::{FetchError, Fetched, HttpClient};
-use super::lock;
 use super::nws_products::us_stations;
 use super::seconds::secs;
 use super::sink::FeedSink;
@@ -151,7 +151,7 @@ impl NwsHourly {
 
     /// The station's grid cell: remembered, or resolved now (one request).
     async fn grid_point(&self, station: &str, report: &mut PollReport) -> Result<GridPoint, FeedError> {
-        if let Some(p) = lock(&self.memory).points.get(station) {
+        if let Some(p) = self.memory.lock().points.get(station) {
             return Ok(p.clone());
         }
         let url = self.points_url(station)?;
@@ -165,7 +165,7 @@ impl NwsHourly {
         report.bytes += body.bytes.len();
         let point = parse_point(&body.bytes).map_err(|reason| FeedError::Malformed { url: url.to_string(), reason })?;
         tracing::info!(station, wfo = %point.wfo, x = point.x, y = point.y, "nws_hourly: grid point resolved");
-        let mut memory = lock(&self.memory);
+        let mut memory = self.memory.lock();
         memory.points.insert(station.to_string(), point.clone());
         self.file.save(&*memory);
         Ok(point)
@@ -198,7 +198,7 @@ impl NwsHourly {
             Err(e) => {
                 if matches!(e, FetchError::Status { status: 404, .. }) {
                     tracing::warn!(station, %url, "nws_hourly: grid cell gone; the point is resolved again next poll");
-                    let mut memory = lock(&self.memory);
+                    let mut memory = self.memory.lock();
                     memory.points.remove(station);
                     self.file.save(&*memory);
                 }
@@ -208,7 +208,7 @@ impl NwsHourly {
         report.bytes += body.bytes.len();
         let version =
             update_time(&body.bytes).map_err(|reason| FeedError::Malformed { url: url.to_string(), reason })?;
-        if lock(&self.memory).update_times.get(station) == Some(&version) {
+        if self.memory.lock().update_times.get(station) == Some(&version) {
             report.not_modified += 1;
             self.client.remember(&url, body.validators);
             return Ok(());
@@ -217,7 +217,7 @@ impl NwsHourly {
         let stored = sink.ingest(Format::NwsHourly, opts, body.bytes).await?;
         report.add_stored(stored);
         {
-            let mut memory = lock(&self.memory);
+            let mut memory = self.memory.lock();
             memory.update_times.insert(station.to_string(), version);
             self.file.save(&*memory);
         }

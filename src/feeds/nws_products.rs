@@ -28,17 +28,17 @@
 //! preliminary, then the latest issue, then the correction.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Timelike, Utc};
 use chrono_tz::Tz;
+use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::http::{Fetched, HttpClient};
-use super::lock;
 use super::seconds::secs;
 use super::sink::{FeedSink, SinkError, Stored};
 use super::source::{Archive, ArchiveUnit, FeedError, PollReport, Source};
@@ -304,7 +304,7 @@ impl NwsProducts {
 
     /// Whether `loc`'s list is due at `now`.
     fn is_due(&self, loc: &Location, now: DateTime<Utc>) -> bool {
-        let last = lock(&self.listed_at).get(&loc.id).copied();
+        let last = self.listed_at.lock().get(&loc.id).copied();
         is_due(last, now, loc.tz, &self.busy, self.cfg.interval, self.cfg.quiet_interval)
     }
 
@@ -323,7 +323,7 @@ impl NwsProducts {
         let body = match self.client.get(&url, self.cfg.timeout).await {
             Ok(Fetched::NotModified) => {
                 report.not_modified += 1;
-                lock(&self.listed_at).insert(loc.id.clone(), now);
+                self.listed_at.lock().insert(loc.id.clone(), now);
                 return report;
             }
             Ok(Fetched::New(body)) => body,
@@ -343,10 +343,10 @@ impl NwsProducts {
                 return report;
             }
         };
-        lock(&self.listed_at).insert(loc.id.clone(), now);
+        self.listed_at.lock().insert(loc.id.clone(), now);
         let since = now - chrono::Duration::seconds((self.cfg.lookback_hours * 3600.0) as i64);
         let mut fresh: Vec<&Listed> = {
-            let seen = lock(&self.seen);
+            let seen = self.seen.lock();
             let done = seen.by_location.get(&loc.id);
             list.graph.iter().filter(|p| p.issuance_time >= since && !done.is_some_and(|d| d.contains(&p.id))).collect()
         };
@@ -379,17 +379,17 @@ impl NwsProducts {
             // Every new product is stored: the list is done with, and ids it no longer
             // lists will never come back.
             let listed: BTreeSet<&str> = list.graph.iter().map(|p| p.id.as_str()).collect();
-            if let Some(ids) = lock(&self.seen).by_location.get_mut(&loc.id) {
+            if let Some(ids) = self.seen.lock().by_location.get_mut(&loc.id) {
                 ids.retain(|id| listed.contains(id.as_str()));
             }
             self.client.remember(&url, body.validators);
         }
-        self.file.save(&*lock(&self.seen));
+        self.file.save(&*self.seen.lock());
         report
     }
 
     fn mark_seen(&self, location: &str, id: &str) {
-        lock(&self.seen).by_location.entry(location.to_string()).or_default().insert(id.to_string());
+        self.seen.lock().by_location.entry(location.to_string()).or_default().insert(id.to_string());
     }
 
     /// Fetches one product and hands its text to the sink; the body's size and what the

@@ -25,18 +25,18 @@
 //! feed adds the model id (`temperature_2m_gfs_global`), the multi-model form the decoder
 //! attributes, so the body stays the real response otherwise.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::{DateTime, NaiveDate, Utc};
+use parking_lot::Mutex;
 use serde::Deserialize;
 use serde_json::Value;
 use url::Url;
 
 use super::http::{Fetched, HttpClient};
-use super::lock;
 use super::run_tracker::RunTracker;
 use super::seconds::secs;
 use super::sink::FeedSink;
@@ -258,7 +258,7 @@ impl OpenMeteo {
         }
         let now = tokio::time::Instant::now();
         let start = {
-            let mut next = lock(&self.next_call);
+            let mut next = self.next_call.lock();
             let start = next.map_or(now, |n| n.max(now));
             *next = Some(start + Duration::from_secs_f64(calls * 60.0 / self.cfg.max_calls_per_minute));
             start
@@ -268,11 +268,11 @@ impl OpenMeteo {
 
     /// Reads `model`'s stored runs from the sink, once per process.
     async fn seed(&self, model: &Model, since: DateTime<Utc>, sink: &dyn FeedSink) -> Result<(), FeedError> {
-        if lock(&self.runs).is_seeded(model.spec.name) {
+        if self.runs.lock().is_seeded(model.spec.name) {
             return Ok(());
         }
         let stored = sink.stored_runs(model.spec.name, since).await?;
-        lock(&self.runs).seed(model.spec.name, stored);
+        self.runs.lock().seed(model.spec.name, stored);
         Ok(())
     }
 
@@ -285,7 +285,7 @@ impl OpenMeteo {
     ) -> Vec<(DateTime<Utc>, Vec<&'static Station>)> {
         let stations = self.stations_for(model);
         let name = model.spec.name;
-        let mut runs = lock(&self.runs);
+        let mut runs = self.runs.lock();
         let published = models::published_runs(model.spec, model.delay_min, since, now);
         runs.due_runs(name, since, published, now)
             .into_iter()
@@ -337,7 +337,7 @@ impl OpenMeteo {
                     }
                 }
             }
-            let mut runs = lock(&self.runs);
+            let mut runs = self.runs.lock();
             runs.asked(model.spec.name, run, now, stored_any);
             if failed && runs.failed(model.spec.name, run) {
                 let model = model.spec.name;
@@ -371,7 +371,7 @@ impl OpenMeteo {
                 Ok(stored) => {
                     total += stored;
                     if let Some(run) = run.filter(|_| stored.held() > 0) {
-                        lock(&self.runs).stored(model.spec.name, station.code.clone(), run);
+                        self.runs.lock().stored(model.spec.name, station.code.clone(), run);
                     }
                 }
                 Err(e) => {

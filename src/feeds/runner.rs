@@ -10,8 +10,9 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 
@@ -21,7 +22,6 @@ use super::config::{FeedsConfig, SOURCES};
 use super::http::HttpClient;
 use super::iem_asos::IemAsos;
 use super::iem_onemin::IemOnemin;
-use super::lock;
 use super::mos::Mos;
 use super::nws_hourly::NwsHourly;
 use super::nws_products::{NwsProducts, ProductKind};
@@ -161,7 +161,7 @@ impl Feeds {
     /// Times polls and the late rule with `clock` (tests move a `ManualClock`).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         let since = clock.now();
-        for st in self.status_lock().values_mut() {
+        for st in self.status.lock().values_mut() {
             st.since = since;
         }
         self.clock = clock;
@@ -194,7 +194,7 @@ impl Feeds {
             });
         }
         self.sources.retain(|s| names.iter().any(|n| n == s.name()));
-        self.status_lock().retain(|k, _| names.contains(k));
+        self.status.lock().retain(|k, _| names.contains(k));
         Ok(self)
     }
 
@@ -211,7 +211,7 @@ impl Feeds {
     /// Every source's status, by name (`late` as of now).
     pub fn status(&self) -> Vec<SourceStatus> {
         let now = self.clock.now();
-        self.status_lock().values().cloned().map(|s| s.at(now)).collect()
+        self.status.lock().values().cloned().map(|s| s.at(now)).collect()
     }
 
     /// Writes the statuses to the status file, if one is attached. A failure is logged,
@@ -231,10 +231,6 @@ impl Feeds {
         if let Err(e) = file.write(&snapshot) {
             tracing::warn!(error = %e, "cannot write the feeds status file");
         }
-    }
-
-    fn status_lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, SourceStatus>> {
-        lock(&self.status)
     }
 
     /// Polls every source once, together (`feeds run --once`).
@@ -259,7 +255,7 @@ impl Feeds {
         shutdown.await;
         let _ = stop_tx.send(true);
         while tasks.join_next().await.is_some() {}
-        for st in self.status_lock().values_mut() {
+        for st in self.status.lock().values_mut() {
             st.next_poll = None;
         }
         self.persist();
@@ -281,7 +277,7 @@ impl Feeds {
                 _ = stop.wait_for(|s| *s) => return,
             }
             let wait = (started + interval).saturating_duration_since(Instant::now());
-            if let Some(st) = self.status_lock().get_mut(source.name()) {
+            if let Some(st) = self.status.lock().get_mut(source.name()) {
                 st.next_poll = Some(self.clock.now() + chrono::Duration::from_std(wait).unwrap_or_default());
             }
             self.persist();
@@ -312,7 +308,7 @@ impl Feeds {
             }
             tracing::warn!(source = name, summary = %report.summary(), ?took, "poll done with failures");
         }
-        if let Some(st) = self.status_lock().get_mut(name) {
+        if let Some(st) = self.status.lock().get_mut(name) {
             st.record(&report, now, took);
         }
         report

@@ -19,9 +19,10 @@
 //! for good, a stage failing too often) fails the run before anything is published.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use chrono::{Duration, NaiveDate, Utc};
+use parking_lot::Mutex;
 
 use super::encode::encode_blocking;
 use super::error::JobError;
@@ -169,7 +170,7 @@ fn new_run_id() -> String {
 /// One lock per job name: runs of a job never overlap inside this process.
 fn job_lock(name: &str) -> Arc<tokio::sync::Mutex<()>> {
     static LOCKS: OnceLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> = OnceLock::new();
-    let mut map = LOCKS.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+    let mut map = LOCKS.get_or_init(Default::default).lock();
     Arc::clone(map.entry(name.to_string()).or_default())
 }
 

@@ -34,7 +34,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -45,6 +45,7 @@ use object_store::{
     CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, ObjectStoreExt, PutMode,
     PutMultipartOptions, PutOptions, PutPayload, PutResult, Result, UpdateVersion,
 };
+use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 /// A pending or committed file swap.
@@ -284,7 +285,7 @@ impl Records {
     /// Entries of records no longer listed are dropped.
     async fn fetch(&self, metas: &[ObjectMeta]) -> Result<Vec<(TxnRecord, UpdateVersion)>> {
         let cached: Vec<Option<CachedRecord>> = {
-            let cache = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let cache = self.cache.lock();
             metas
                 .iter()
                 .map(|m| cache.get(&m.location).filter(|c| m.e_tag.is_some() && same_version(&c.listed, m)).cloned())
@@ -323,8 +324,7 @@ impl Records {
             .await?;
         let read: Vec<CachedRecord> = read.into_iter().flatten().collect();
         let out = read.iter().map(|c| (c.record.clone(), c.version.clone())).collect();
-        *self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) =
-            read.into_iter().map(|c| (c.listed.location.clone(), c)).collect();
+        *self.cache.lock() = read.into_iter().map(|c| (c.listed.location.clone(), c)).collect();
         Ok(out)
     }
 

@@ -9,9 +9,10 @@
 //! client waiting on a full server learns nothing, and its own timeout would hide why.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::error::WireError;
@@ -82,7 +83,7 @@ impl Admission {
     /// the cap it would exceed.
     pub async fn admit(&self, key_id: &str) -> Result<QueryPermit, WireError> {
         let key_sem = {
-            let mut map = self.per_key.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut map = self.per_key.lock();
             Arc::clone(
                 map.entry(key_id.to_string())
                     .or_insert_with(|| Arc::new(Semaphore::new(self.limits.max_per_key.max(1)))),

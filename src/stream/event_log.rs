@@ -51,11 +51,12 @@ use std::fs;
 use std::io;
 use std::mem::size_of;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration as StdDuration, Instant};
 
 use bytes::Bytes;
 use chrono::{DateTime, Duration, Utc};
+use parking_lot::Mutex;
 use tracing::{debug, info, warn};
 
 use self::files::{list_segments, read_reservation, LineHeader, DATA_KEY, NEXT_ID_FILE};
@@ -434,7 +435,7 @@ impl EventLog {
         let Some(object) = data.as_object_mut() else {
             return Err(EventLogError::NotAnObject { found: json_type(&data) });
         };
-        let mut inner = self.lock();
+        let mut inner = self.inner.lock();
         let id = inner.last_issued + 1;
         object.insert("id".into(), serde_json::Value::String(id.to_string()));
         object.insert("timestamp".into(), serde_json::Value::String(iso_timestamp(at)));
@@ -479,12 +480,12 @@ impl EventLog {
 
     /// The highest id issued so far (0 for an empty log): where a fresh client "starts".
     pub fn last_id(&self) -> u64 {
-        self.lock().last_issued
+        self.inner.lock().last_issued
     }
 
     /// Number of events in the retained window.
     pub fn len(&self) -> usize {
-        self.lock().entries.len()
+        self.inner.lock().entries.len()
     }
 
     /// True when no event is retained.
@@ -494,7 +495,7 @@ impl EventLog {
 
     /// Retained and cached events and the memory they use.
     pub fn stats(&self) -> EventLogStats {
-        let inner = self.lock();
+        let inner = self.inner.lock();
         EventLogStats {
             retained: inner.entries.len(),
             cached: inner.cache.len(),
@@ -505,19 +506,13 @@ impl EventLog {
 
     /// Forces the active segment to stable storage (e.g. on graceful shutdown).
     pub fn sync(&self) -> Result<()> {
-        self.lock().sync()
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        // A panic while holding the lock cannot leave the log inconsistent in a way that
-        // matters more than keeping the stream up, so poisoning is ignored.
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        self.inner.lock().sync()
     }
 }
 
 impl Drop for EventLog {
     fn drop(&mut self) {
-        if let Err(e) = self.lock().sync() {
+        if let Err(e) = self.inner.lock().sync() {
             warn!(error = %e, "event log: final fsync failed");
         }
     }

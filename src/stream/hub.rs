@@ -24,11 +24,12 @@
 use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures::Stream;
+use parking_lot::{Mutex, RwLock};
 use tokio::sync::{mpsc, Notify};
 use tracing::{debug, info};
 
@@ -181,7 +182,7 @@ impl Shared {
     fn end(&self, reason: CloseReason) -> bool {
         let first = self.end.set(reason).is_ok();
         if first {
-            if let Some(closer) = self.closer.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            if let Some(closer) = self.closer.lock().as_ref() {
                 closer.request();
             }
         }
@@ -230,7 +231,7 @@ impl Hub {
         // With a full allowance a user may come `burst` times at once: `next_full` may run
         // ahead of now by up to (burst - 1) intervals before a connection is refused.
         let tolerance = policy.interval.saturating_mul(policy.burst - 1);
-        let mut admissions = self.inner.admissions.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut admissions = self.inner.admissions.lock();
         if admissions.next_full.len() >= admissions.sweep_at {
             admissions.next_full.retain(|_, full| *full > now);
             admissions.sweep_at = (admissions.next_full.len() * 2).max(ADMISSIONS_SWEEP);
@@ -260,7 +261,7 @@ impl Hub {
             shared: Arc::clone(&shared),
         });
         let displaced = {
-            let mut reg = self.inner.write();
+            let mut reg = self.inner.registry.write();
             let old = reg.by_user.get(user).copied().and_then(|old| reg.remove(old));
             for station in &stations {
                 reg.by_station.entry(station.clone()).or_default().insert(conn, Arc::clone(&client));
@@ -288,7 +289,7 @@ impl Hub {
         let mut queued = 0usize;
         let mut slow = Vec::new();
         {
-            let reg = self.inner.read();
+            let reg = self.inner.registry.read();
             if let Some(clients) = reg.by_station.get(&*event.station) {
                 for client in clients.values() {
                     match client.tx.try_send(Arc::clone(&event)) {
@@ -310,7 +311,7 @@ impl Hub {
     /// clients reconnect with their last id.
     pub fn close_all(&self) {
         let removed: Vec<Arc<Client>> = {
-            let mut reg = self.inner.write();
+            let mut reg = self.inner.registry.write();
             let conns: Vec<u64> = reg.clients.keys().copied().collect();
             conns.into_iter().filter_map(|c| reg.remove(c)).collect()
         };
@@ -323,7 +324,7 @@ impl Hub {
     /// Current counters.
     pub fn stats(&self) -> HubStats {
         HubStats {
-            clients: self.inner.read().clients.len(),
+            clients: self.inner.registry.read().clients.len(),
             published: self.inner.published.load(Ordering::Relaxed),
             delivered: self.inner.delivered.load(Ordering::Relaxed),
             dropped_slow: self.inner.dropped_slow.load(Ordering::Relaxed),
@@ -333,7 +334,7 @@ impl Hub {
     }
 
     fn drop_slow(&self, conn: u64, at_event: u64) {
-        let removed = self.inner.write().remove(conn);
+        let removed = self.inner.registry.write().remove(conn);
         if let Some(client) = removed {
             if client.shared.end(CloseReason::SlowConsumer) {
                 self.inner.dropped_slow.fetch_add(1, Ordering::Relaxed);
@@ -346,16 +347,6 @@ impl Hub {
                 );
             }
         }
-    }
-}
-
-impl HubInner {
-    fn read(&self) -> RwLockReadGuard<'_, Registry> {
-        self.registry.read().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn write(&self) -> RwLockWriteGuard<'_, Registry> {
-        self.registry.write().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -397,7 +388,7 @@ impl Subscription {
 
     /// Registers the connection's closer; triggered at once if the subscription already ended.
     pub fn attach_closer(&self, closer: ConnectionCloser) {
-        let mut slot = self.shared.closer.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut slot = self.shared.closer.lock();
         if self.shared.end.get().is_some() {
             closer.request();
         }
@@ -435,7 +426,7 @@ impl Stream for Subscription {
 impl Drop for Subscription {
     fn drop(&mut self) {
         if let Some(hub) = self.hub.upgrade() {
-            let removed = hub.write().remove(self.conn);
+            let removed = hub.registry.write().remove(self.conn);
             if removed.is_some() {
                 debug!(conn = self.conn, "stream: unsubscribed");
             }
@@ -544,7 +535,7 @@ mod tests {
         let _b = hub.connect("bob", set(&["KNYC"]));
         drop(a);
         assert_eq!(hub.stats().clients, 1);
-        let reg = hub.inner.read();
+        let reg = hub.inner.registry.read();
         assert!(!reg.by_user.contains_key("alice"));
         assert_eq!(reg.by_station["KNYC"].len(), 1);
     }

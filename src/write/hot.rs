@@ -4,9 +4,9 @@
 //! station never wait on ingest of another, and never long on their own.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Mutex, RwLock};
 
 use chrono::{DateTime, Duration, Utc};
+use parking_lot::{Mutex, RwLock};
 
 use crate::catalog::Catalog;
 use crate::decode::types::{DailyKind, DailyReport, Metar, OneMinute};
@@ -145,13 +145,13 @@ impl HotState {
     /// catalog.
     pub fn read<T>(&self, code: &str, f: impl FnOnce(&StationHot) -> T) -> Option<T> {
         let lock = self.stations.get(code)?;
-        let guard = lock.read().unwrap_or_else(|p| p.into_inner());
+        let guard = lock.read();
         Some(f(&guard))
     }
 
     fn write<T>(&self, code: &str, f: impl FnOnce(&mut StationHot) -> T) -> Option<T> {
         let lock = self.stations.get(code)?;
-        let mut guard = lock.write().unwrap_or_else(|p| p.into_inner());
+        let mut guard = lock.write();
         Some(f(&mut guard))
     }
 
@@ -227,7 +227,7 @@ impl HotState {
     /// A record of a station outside the catalog: [`Take::Held`] when seen within
     /// [`RECENT`], else remembered and [`Take::Outside`].
     fn take_outside(&self, time: DateTime<Utc>, key: u64) -> Take {
-        let mut seen = self.outside.lock().unwrap_or_else(|p| p.into_inner());
+        let mut seen = self.outside.lock();
         if seen.insert((time, key)) {
             Take::Outside
         } else {
@@ -236,17 +236,17 @@ impl HotState {
     }
 
     fn outside_holds(&self, time: DateTime<Utc>, key: u64) -> bool {
-        self.outside.lock().unwrap_or_else(|p| p.into_inner()).contains(&(time, key))
+        self.outside.lock().contains(&(time, key))
     }
 
     /// Drops what is older than the hot horizon (observations) or a few days (extremes).
     pub fn prune(&self, now: DateTime<Utc>) {
         {
-            let mut seen = self.outside.lock().unwrap_or_else(|p| p.into_inner());
+            let mut seen = self.outside.lock();
             *seen = seen.split_off(&(now - RECENT, 0));
         }
         for lock in self.stations.values() {
-            let mut h = lock.write().unwrap_or_else(|p| p.into_inner());
+            let mut h = lock.write();
             let cutoff = now - RECENT;
             h.recent = h.recent.split_off(&(cutoff, 0));
             h.live.prune(3, now);

@@ -12,9 +12,10 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Instant;
 
+use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 /// What one connection is doing, updated by its I/O and its requests without a lock.
@@ -112,7 +113,7 @@ pub struct SlotLease {
 
 impl Drop for SlotLease {
     fn drop(&mut self) {
-        self.slots.lock().remove(&self.slot.id);
+        self.slots.open.lock().remove(&self.slot.id);
     }
 }
 
@@ -146,15 +147,11 @@ impl Slots {
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Slot>>> {
-        self.open.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// Lets a new connection in: under the cap at once; at the cap in the slot of the
     /// connection that has waited longest without a request in progress (told to close);
     /// otherwise [`Admission::Busy`].
     pub fn admit(self: &Arc<Self>) -> Admission {
-        let mut open = self.lock();
+        let mut open = self.open.lock();
         if open.len() >= self.max {
             let oldest = open.values().filter_map(|s| Some((s.waiting_since()?, s.id))).min().map(|(_, id)| id);
             let Some(victim) = oldest.and_then(|id| open.remove(&id)) else { return Admission::Busy };
@@ -168,7 +165,7 @@ impl Slots {
 
     /// Connections open now.
     pub fn open(&self) -> usize {
-        self.lock().len()
+        self.open.lock().len()
     }
 
     /// Connections closed so far to make room for a newer one.

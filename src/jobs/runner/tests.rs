@@ -1,5 +1,7 @@
 //! Runs against a real lake in a temporary directory.
 
+use std::sync::Mutex;
+
 use chrono::{DateTime, TimeZone};
 use datafusion::arrow::array::AsArray;
 use datafusion::prelude::SessionContext;

@@ -4,11 +4,11 @@
 //! [`PER_KEY`] (preparing one more forgets that key's least recently used).
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use datafusion::arrow::array::RecordBatch;
+use parking_lot::Mutex;
 use tonic::Status;
 
 /// How long an unused prepared statement is kept.
@@ -48,7 +48,7 @@ impl PreparedStatements {
     /// Keeps `sql` for `key_id`; returns its new handle.
     pub fn insert(&self, key_id: &str, sql: String) -> Bytes {
         let now = Instant::now();
-        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut map = self.map.lock();
         map.retain(|_, p| now.duration_since(p.last_used) < self.idle);
         let mut mine: Vec<(Bytes, Instant)> =
             map.iter().filter(|(_, p)| p.key_id == key_id).map(|(h, p)| (h.clone(), p.last_used)).collect();
@@ -67,7 +67,7 @@ impl PreparedStatements {
     /// The statement behind `handle`, if `key_id` prepared it and it is still open.
     pub fn get(&self, handle: &Bytes, key_id: &str) -> Result<Prepared, Status> {
         let now = Instant::now();
-        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut map = self.map.lock();
         match map.get_mut(handle) {
             Some(p) if p.key_id == key_id && now.duration_since(p.last_used) < self.idle => {
                 p.last_used = now;
@@ -82,7 +82,7 @@ impl PreparedStatements {
     /// Binds `params` to the statement behind `handle`.
     pub fn bind(&self, handle: &Bytes, key_id: &str, params: Option<RecordBatch>) -> Result<(), Status> {
         self.get(handle, key_id)?;
-        if let Some(p) = self.map.lock().unwrap_or_else(PoisonError::into_inner).get_mut(handle) {
+        if let Some(p) = self.map.lock().get_mut(handle) {
             p.params = params;
         }
         Ok(())
@@ -90,7 +90,7 @@ impl PreparedStatements {
 
     /// Forgets the statement behind `handle` if `key_id` prepared it.
     pub fn close(&self, handle: &Bytes, key_id: &str) {
-        let mut map = self.map.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut map = self.map.lock();
         if map.get(handle).is_some_and(|p| p.key_id == key_id) {
             map.remove(handle);
         }
@@ -98,7 +98,7 @@ impl PreparedStatements {
 
     /// Open statements (all keys).
     pub fn len(&self) -> usize {
-        self.map.lock().unwrap_or_else(PoisonError::into_inner).len()
+        self.map.lock().len()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -5,12 +5,13 @@
 //! rows); pgwire's own handler is still told, for the call it can interrupt.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use datafusion_postgres::pgwire::api::cancel::{CancelHandler, DefaultCancelHandler};
 use datafusion_postgres::pgwire::messages::cancel::CancelRequest;
+use parking_lot::Mutex;
 
 use crate::sqlwire::bounded::CancelSignal;
 
@@ -29,7 +30,7 @@ pub struct Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        self.cancels.open.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.key);
+        self.cancels.open.lock().remove(&self.key);
     }
 }
 
@@ -37,13 +38,13 @@ impl Cancels {
     /// Registers the connection `pid`/`secret`; dropping the result unregisters it.
     pub fn register(self: &Arc<Self>, pid: i32, secret: Bytes, signal: CancelSignal) -> Registration {
         let key = (pid, secret);
-        self.open.lock().unwrap_or_else(PoisonError::into_inner).insert(key.clone(), signal);
+        self.open.lock().insert(key.clone(), signal);
         Registration { cancels: Arc::clone(self), key }
     }
 
     /// Signals the connection `pid`/`secret`, if open; whether it was.
     pub fn cancel(&self, pid: i32, secret: &Bytes) -> bool {
-        let signal = self.open.lock().unwrap_or_else(PoisonError::into_inner).get(&(pid, secret.clone())).cloned();
+        let signal = self.open.lock().get(&(pid, secret.clone())).cloned();
         match signal {
             Some(s) => {
                 s.cancel();

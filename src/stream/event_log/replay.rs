@@ -81,7 +81,7 @@ impl EventLog {
         let Ok(last) = last_id.trim().parse::<u64>() else {
             return Err(Replay::Unknown);
         };
-        let mut inner = self.lock();
+        let mut inner = self.inner.lock();
         inner.prune(Utc::now());
         if last > inner.last_issued {
             return Err(Replay::Unknown);

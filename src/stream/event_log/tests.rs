@@ -399,7 +399,7 @@ fn a_failed_first_write_neither_tears_nor_deletes_the_active_segment() {
     let dir = tempfile::tempdir().unwrap();
     let now = Utc::now();
     let log = EventLog::open(dir.path(), default_retention()).unwrap();
-    log.lock().fault = Some(WriteFault { torn: 20, truncate_fails: false });
+    log.inner.lock().fault = Some(WriteFault { torn: 20, truncate_fails: false });
     let err = log.append("KNYC", "observation", json!({"n": 0}), now).unwrap_err();
     assert!(matches!(err, EventLogError::Io { action: "write", .. }), "{err}");
     assert_eq!(log.last_id(), 0, "a failed append issues no id");
@@ -408,7 +408,7 @@ fn a_failed_first_write_neither_tears_nor_deletes_the_active_segment() {
     assert_eq!((a.id, b.id), (1, 2));
     assert_eq!(segment_files(dir.path()).len(), 1, "the active segment is still on disk");
     // A failure in the middle of a segment: the same, the torn bytes are cut.
-    log.lock().fault = Some(WriteFault { torn: 7, truncate_fails: false });
+    log.inner.lock().fault = Some(WriteFault { torn: 7, truncate_fails: false });
     assert!(log.append("KNYC", "observation", json!({"n": 3}), now).is_err());
     let c = log.append("KNYC", "observation", json!({"n": 4}), now).unwrap();
     assert_eq!(c.id, 3);
@@ -428,7 +428,7 @@ fn a_torn_write_that_cannot_be_cut_retires_the_segment_under_its_own_name() {
     let now = Utc::now();
     let log = EventLog::open(dir.path(), default_retention()).unwrap();
     let a = log.append("KNYC", "observation", json!({"n": 1}), now).unwrap();
-    log.lock().fault = Some(WriteFault { torn: 20, truncate_fails: true });
+    log.inner.lock().fault = Some(WriteFault { torn: 20, truncate_fails: true });
     assert!(log.append("KNYC", "observation", json!({"n": 2}), now).is_err());
     let b = log.append("KNYC", "observation", json!({"n": 3}), now).unwrap();
     assert!(b.id > a.id + 1, "the torn line's id is skipped: {}", b.id);
@@ -437,7 +437,7 @@ fn a_torn_write_that_cannot_be_cut_retires_the_segment_under_its_own_name() {
     // no event), and the next append gets a file of its own.
     drop(log);
     let log = EventLog::open(dir.path(), default_retention()).unwrap();
-    log.lock().fault = Some(WriteFault { torn: 20, truncate_fails: true });
+    log.inner.lock().fault = Some(WriteFault { torn: 20, truncate_fails: true });
     assert!(log.append("KNYC", "observation", json!({"n": 4}), now).is_err());
     let c = log.append("KNYC", "observation", json!({"n": 5}), now).unwrap();
     let d = log.append("KNYC", "observation", json!({"n": 6}), now).unwrap();

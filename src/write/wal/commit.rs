@@ -9,11 +9,13 @@
 
 use std::collections::{BTreeSet, VecDeque};
 use std::io;
-use std::sync::{Arc, MutexGuard};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use parking_lot::MutexGuard;
+
 use super::record::{checked_body_len, encode_record, RecordFields};
-use super::{lock, Wal, WalError};
+use super::{Wal, WalError};
 
 /// A batch buffer that grew past this (one huge input) is dropped rather than kept as spare.
 pub(super) const SPARE_KEEP_BYTES: usize = 8 << 20;
@@ -56,7 +58,7 @@ impl Wal {
     pub fn append(&self, format: &str, options_json: &str, payload: &[u8]) -> Result<u64, WalError> {
         let body_len = checked_body_len(format, options_json, payload)?;
         let timestamp = now_micros();
-        let mut q = lock(&self.queue);
+        let mut q = self.queue.lock();
         let seq = q.next_seq;
         q.next_seq += 1;
         let fields = RecordFields { seq, timestamp, format, options_json, payload };
@@ -66,11 +68,11 @@ impl Wal {
             if q.settled_seq >= seq {
                 return take_result(&mut q, seq);
             }
-            q = if q.leader {
-                self.committed.wait(q).unwrap_or_else(|poisoned| poisoned.into_inner())
+            if q.leader {
+                self.committed.wait(&mut q);
             } else {
-                self.lead(q)
-            };
+                q = self.lead(q);
+            }
         }
     }
 
@@ -103,9 +105,9 @@ impl Wal {
         std::mem::swap(&mut batch, &mut q.buf);
         drop(q);
 
-        let result = lock(&self.io).write_batch(&batch, first);
+        let result = self.io.lock().write_batch(&batch, first);
 
-        let mut q = lock(&self.queue);
+        let mut q = self.queue.lock();
         batch.clear();
         if batch.capacity() <= SPARE_KEEP_BYTES {
             q.spare = batch;

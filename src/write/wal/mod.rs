@@ -2,10 +2,12 @@
 //!
 //! `POST /api/v2/ingest/{format}` answers 2xx only once its input is durable: the raw input
 //! (format name, options JSON, bytes) is appended here and fsynced before [`Wal::append`]
-//! returns. A background flusher decodes the entries into the lake and then releases them
-//! ([`Wal::release`], which trims through the released prefix); on start [`Wal::open`]
-//! hands back every entry not yet trimmed, to be decoded and ingested again. The log stores raw inputs, not rows, because decoding is
-//! deterministic and lake ingest deduplicates, so replaying an entry twice is harmless.
+//! returns. The write path keeps each input's decoded records until a background flush has
+//! stored them in the lake, then releases the entries ([`Wal::release`], which trims
+//! through the released prefix); on start [`Wal::open`] hands back every entry not yet
+//! trimmed, to be decoded and ingested again. The log stores raw inputs, not rows, because
+//! decoding is deterministic and lake ingest deduplicates, so replaying an entry twice is
+//! harmless.
 //!
 //! # Directory layout
 //! - `wal-<first_seq:020>.log`: segments, named by the sequence number of the first record
@@ -35,9 +37,10 @@ mod tests;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use parking_lot::{Condvar, Mutex};
 use thiserror::Error;
 
 use commit::Queue;
@@ -125,6 +128,8 @@ impl Default for WalOptions {
 /// `&self` and is safe to call from many threads.
 pub struct Wal {
     dir: PathBuf,
+    // parking_lot's locks do not poison: a panic elsewhere must not turn every later
+    // append into a panic (nothing panics while mutating what they guard).
     queue: Mutex<Queue>,
     committed: Condvar,
     io: Mutex<Segments>,
@@ -132,11 +137,6 @@ pub struct Wal {
     checkpoint: Mutex<u64>,
     issues: Vec<ReplayIssue>,
     _lock: File,
-}
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic elsewhere must not turn every later append into a panic: the data under these
-    // locks stays consistent because nothing panics while mutating it.
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Wal {
@@ -150,16 +150,16 @@ impl Wal {
         if seq > last {
             return Err(WalError::TrimBeyondEnd { requested: seq, last });
         }
-        let mut checkpoint = lock(&self.checkpoint);
+        let mut checkpoint = self.checkpoint.lock();
         if seq <= *checkpoint {
             return Ok(());
         }
         write_checkpoint(&self.dir, seq)?;
         *checkpoint = seq;
-        let doomed = take_trimmed(&mut lock(&self.io).list, seq);
+        let doomed = take_trimmed(&mut self.io.lock().list, seq);
         delete_segments(&self.dir, &doomed);
 
-        let mut q = lock(&self.queue);
+        let mut q = self.queue.lock();
         while let Some(&(front, len)) = q.pending.front() {
             if front > seq {
                 break;
@@ -181,7 +181,7 @@ impl Wal {
     /// is released too. Unknown or already trimmed seqs are ignored.
     pub fn release(&self, seqs: impl IntoIterator<Item = u64>) -> Result<u64, WalError> {
         let through = {
-            let mut q = lock(&self.queue);
+            let mut q = self.queue.lock();
             let settled = q.settled_seq;
             q.released.extend(seqs.into_iter().filter(|&s| s <= settled));
             let mut through = None;
@@ -196,28 +196,28 @@ impl Wal {
         if let Some(seq) = through {
             self.trim_through(seq)?;
         }
-        let checkpoint = *lock(&self.checkpoint);
-        let mut q = lock(&self.queue);
+        let checkpoint = *self.checkpoint.lock();
+        let mut q = self.queue.lock();
         q.released = q.released.split_off(&(checkpoint + 1));
         Ok(checkpoint)
     }
 
     /// Records appended (or replayed) and not yet trimmed, for flush scheduling and metrics.
     pub fn pending(&self) -> Pending {
-        let q = lock(&self.queue);
+        let q = self.queue.lock();
         Pending { records: q.pending.len() as u64, bytes: q.pending_bytes }
     }
 
     /// Highest seq handed out whose write has finished (successfully or not); every
     /// acknowledged append has a seq ≤ this, so `trim_through(last_seq())` is always valid.
     pub fn last_seq(&self) -> u64 {
-        lock(&self.queue).settled_seq
+        self.queue.lock().settled_seq
     }
 
     /// Group commits (one write + one fsync each) since open; appends / commits is the
     /// batching factor.
     pub fn commits(&self) -> u64 {
-        lock(&self.queue).commits
+        self.queue.lock().commits
     }
 
     /// Damage found by the replay in [`Wal::open`].

@@ -12,7 +12,8 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::fs::{self, File, OpenOptions};
 use std::path::Path;
-use std::sync::{Condvar, Mutex};
+
+use parking_lot::{Condvar, Mutex};
 
 use super::commit::Queue;
 use super::record::{find_magic, parse_record, Bad};
