@@ -5,7 +5,8 @@
 //! keeps its WAL and write buffer apart from the rest.
 //!
 //! - [`wal`]: the write-ahead log (record format, segments, group commit, recovery).
-//! - [`service`]: [`LiveService`], which owns the WAL, the pending inputs, the hot state,
+//! - [`service`]: [`LiveService`], which owns the WAL, the pending inputs (decoded once),
+//!   the hot state,
 //!   the server's query session, table versions and the new-data broadcast.
 //! - [`hot`]: the in-memory state of every station (live extremes, recent observations
 //!   and reports).

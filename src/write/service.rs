@@ -6,9 +6,12 @@
 //! module docs of [`crate::write`] for the ordering that makes this safe).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use bytes::Bytes;
 use chrono::{DateTime, Duration, Utc};
+use datafusion::prelude::SessionContext;
+use parking_lot::Mutex;
 use thiserror::Error;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
@@ -16,16 +19,12 @@ use super::hot::{Applied, HotState, Snapshot, Take};
 use super::probe::{Fault, Probes, StorageFault};
 use super::wal::{Wal, WalEntry, WalError};
 use crate::clock::Clock;
-use crate::decode::types::LineError;
-use bytes::Bytes;
-
-use crate::decode::types::ForecastRow;
+use crate::decode::types::{ForecastRow, LineError};
 use crate::ingest::{store_held, DecodedInput, Format, IngestOptions, OfRecords, Records};
 use crate::lake::window::load_window;
 use crate::lake::writer::WriteStats;
 use crate::lake::{Lake, LakeError};
 use crate::models::StoredRun;
-use datafusion::prelude::SessionContext;
 
 /// Live-ingest failures.
 #[derive(Debug, Error)]
@@ -207,20 +206,20 @@ impl LiveService {
         Ok(svc)
     }
 
-    fn pending_lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<Records>>> {
-        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    fn pending_lock(&self) -> parking_lot::MutexGuard<'_, BTreeMap<u64, Arc<Records>>> {
+        self.pending.lock()
     }
 
     /// Changes whenever this service stores rows into `table` (a cache of its rows built at
     /// version v is current while the version is still v, for rows arriving through it).
     pub fn table_version(&self, table: &str) -> u64 {
-        self.versions.lock().unwrap_or_else(|p| p.into_inner()).get(table).copied().unwrap_or(0)
+        self.versions.lock().get(table).copied().unwrap_or(0)
     }
 
     /// Changes whenever this service stores forecast rows of `model`: finer than
     /// [`table_version`](Self::table_version) of `forecasts`, for caches of one model.
     pub fn forecast_version(&self, model: &str) -> u64 {
-        self.model_versions.lock().unwrap_or_else(|p| p.into_inner()).get(model).copied().unwrap_or(0)
+        self.model_versions.lock().get(model).copied().unwrap_or(0)
     }
 
     /// The oldest run date among the `model` rows this service stored after its version
@@ -231,7 +230,7 @@ impl LiveService {
         if current == since {
             return Some(None);
         }
-        let log = self.model_run_dates.lock().unwrap_or_else(|p| p.into_inner());
+        let log = self.model_run_dates.lock();
         let bumps = log.get(model)?;
         // Every bump after `since` must still be logged: since+1 ..= current.
         if bumps.front().is_none_or(|(v, _)| *v > since + 1) {
@@ -242,7 +241,7 @@ impl LiveService {
 
     /// The newest run of each model this service stored for `location` (since it opened).
     pub fn stored_runs(&self, location: &str) -> Vec<(&'static str, DateTime<Utc>)> {
-        let runs = self.stored_runs.lock().unwrap_or_else(|p| p.into_inner());
+        let runs = self.stored_runs.lock();
         runs.iter().filter(|((loc, _), _)| loc == location).map(|((_, model), &t)| (*model, t)).collect()
     }
 
@@ -444,13 +443,13 @@ impl LiveService {
         let mut stats = WriteStats::default();
         for (table, s) in store_held(&self.lake, batch).await? {
             if s.stored > 0 {
-                *self.versions.lock().unwrap_or_else(|p| p.into_inner()).entry(table).or_default() += 1;
+                *self.versions.lock().entry(table).or_default() += 1;
                 // No scheduler listening is fine.
                 let _ = self.new_data.send(table.to_string());
                 if table == crate::lake::schema::FORECASTS.name {
                     // Both under one lock order (versions, then dates), bumped once per model.
-                    let mut versions = self.model_versions.lock().unwrap_or_else(|p| p.into_inner());
-                    let mut dates = self.model_run_dates.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut versions = self.model_versions.lock();
+                    let mut dates = self.model_run_dates.lock();
                     let mut oldest: std::collections::BTreeMap<&str, chrono::NaiveDate> = Default::default();
                     for r in &runs {
                         let d = oldest.entry(r.model.as_str()).or_insert(r.run_date());
@@ -466,7 +465,7 @@ impl LiveService {
                         }
                     }
                     drop((versions, dates));
-                    let mut stored = self.stored_runs.lock().unwrap_or_else(|p| p.into_inner());
+                    let mut stored = self.stored_runs.lock();
                     for (key, t) in std::mem::take(&mut newest) {
                         let held = stored.entry(key).or_insert(t);
                         *held = (*held).max(t);
