@@ -26,8 +26,12 @@ use utoipa::{Modify, OpenApi};
 use super::error::ErrorBody;
 use super::observation_json::{ObservationV1, ObservationV2, SvcHigh, SvcHighV1};
 use super::paths;
-use super::schemas::param;
+use super::v2::forecasts::{ForecastMode, TzMode};
+use super::v2::model_accuracy::{AccuracyTarget, AccuracyWindow};
+use super::v2::nws_forecasts::NwsMode;
+use super::v2::observations::{ObservationMode, ObservationType};
 use crate::catalog::Catalog;
+use crate::extremes::Logic;
 
 /// The service's OpenAPI document.
 #[derive(OpenApi)]
@@ -64,8 +68,7 @@ use crate::catalog::Catalog;
     // Parameter types are not collected from `params(...)`: listed here so their $refs resolve.
     components(schemas(
         ErrorBody, ObservationV2, ObservationV1, SvcHigh, SvcHighV1,
-        param::ObservationMode, param::Logic, param::ObservationType, param::ForecastMode, param::TzMode,
-        param::NwsMode, param::AccuracyWindow, param::AccuracyTarget,
+        ObservationMode, Logic, ObservationType, ForecastMode, TzMode, NwsMode, AccuracyWindow, AccuracyTarget,
     )),
     modifiers(&Security, &CommonResponses, &StreamServer, &StationCatalog),
     tags(
@@ -206,7 +209,7 @@ impl Modify for StreamServer {
 }
 
 /// The push stream lives on its own HTTPS listener; it is documented here so one document
-/// describes the whole service (README "Push stream" has the same table).
+/// describes the whole service (`docs/stream.md`, "Push stream", has the same table).
 fn stream_path() -> PathItem {
     let param = |name: &str, required: bool, desc: &str| {
         ParameterBuilder::new()

@@ -1,5 +1,5 @@
 //! The longest line, report or message each text format can plausibly hold: one place for
-//! all of them (README, "Ingest formats", lists the same values).
+//! all of them (`docs/ingest-formats.md` lists the same values).
 //!
 //! Real inputs stay far below these: a METAR report with long remarks is a few hundred
 //! bytes, bulletin lines (CLI, DSM, MOS/NBM) are wrapped for an 80-column teletype, CSV
@@ -69,14 +69,14 @@ mod tests {
         );
     }
 
-    /// README's ingest section lists every limit with its value: keep them in step.
+    /// `docs/ingest-formats.md` lists every limit with its value: keep them in step.
     #[test]
     fn readme_lists_every_limit() {
-        let readme = std::fs::read_to_string(format!("{}/README.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let readme = std::fs::read_to_string(format!("{}/docs/ingest-formats.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
         for l in ALL {
             let row = readme.lines().find(|r| r.starts_with(&format!("| {} |", l.what)));
-            let row = row.unwrap_or_else(|| panic!("README has no '| {} |' row", l.what));
-            assert!(row.contains(&format!("| {} |", l.max)), "README row for {}: {row}", l.what);
+            let row = row.unwrap_or_else(|| panic!("docs/ingest-formats.md has no '| {} |' row", l.what));
+            assert!(row.contains(&format!("| {} |", l.max)), "docs/ingest-formats.md row for {}: {row}", l.what);
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Every lake table's schema, partitioning, sort order and natural key, in one place.
-//! Other tools (DuckDB, Polars, Spark) read the same files: see README "Lake layout".
+//! Other tools (DuckDB, Polars, Spark) read the same files: see `docs/lake.md`, "Lake layout".
 //!
 //! Conventions: times are `timestamp[us, UTC]`; temperatures are stored in Celsius with
 //! their native precision (see `has_tenths`), plus integer-°F probable ranges; each row

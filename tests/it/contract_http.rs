@@ -1,4 +1,4 @@
-//! The answers as the spec and README promise them (issue 15, "Contract"): latest however
+//! The answers as the spec and docs/serving.md promise them (issue 15, "Contract"): latest however
 //! old and from memory, no-data quality, JSON numbers, codes outside the catalog, the
 //! ingest body cap, the Bearer scheme, the stream's address and US-only NWS forecasts.
 
@@ -42,7 +42,7 @@ async fn get_text(app: &App, uri: &str) -> (StatusCode, String) {
 const LATEST: &str = "/api/v2/observations.php?station_code=KNYC&mode=latest";
 
 /// Spec 4.1: "the most recent observation of the station", however old: a station down
-/// for a week, a backfilled history (README: 404 only when there is none at all).
+/// for a week, a backfilled history (docs/serving.md: 404 only when there is none at all).
 #[tokio::test]
 async fn latest_is_the_newest_observation_however_old() {
     let app = App::new().await;

@@ -212,16 +212,7 @@ async fn polled_reports_reach_the_lake_through_the_live_path_once() {
     let base = awc_server(Arc::clone(&script)).await;
     let (dir, lake) = support::temp_lake().await;
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 9, 25, 6, 31, 0).unwrap()));
-    let live = Arc::new(
-        LiveService::open(
-            lake.clone(),
-            wxlake::jobs::analyst_session(&lake).await.unwrap(),
-            &dir.path().join("state"),
-            clock,
-        )
-        .await
-        .unwrap(),
-    );
+    let live = Arc::new(support::open_live(&lake, &dir.path().join("state"), clock).await);
 
     let cfg = FeedsConfig::from_toml(
         &format!(
@@ -356,16 +347,7 @@ async fn last_modified_alone_makes_the_next_poll_conditional() {
     let base = awc_server(Arc::clone(&script)).await;
     let (dir, lake) = support::temp_lake().await;
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 9, 25, 6, 32, 0).unwrap()));
-    let live = Arc::new(
-        LiveService::open(
-            lake.clone(),
-            wxlake::jobs::analyst_session(&lake).await.unwrap(),
-            &dir.path().join("state"),
-            clock,
-        )
-        .await
-        .unwrap(),
-    );
+    let live = Arc::new(support::open_live(&lake, &dir.path().join("state"), clock).await);
     let (source, _) = awc(&base, client_cfg());
     let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&live));
 
@@ -645,16 +627,7 @@ struct Run {
 impl Run {
     async fn open(dir: &std::path::Path, lake: &wxlake::lake::Lake, now: chrono::DateTime<Utc>) -> Run {
         let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(now));
-        let live = Arc::new(
-            LiveService::open(
-                lake.clone(),
-                wxlake::jobs::analyst_session(&lake).await.unwrap(),
-                &dir.join("state"),
-                clock,
-            )
-            .await
-            .unwrap(),
-        );
+        let live = Arc::new(support::open_live(&lake, &dir.join("state"), clock).await);
         let log = Arc::new(wxlake::stream::EventLog::open(&dir.join("events"), chrono::Duration::hours(24)).unwrap());
         wxlake::stream_bridge::spawn_publisher(Arc::clone(&live), Arc::clone(&log), wxlake::stream::Hub::new(64)).await;
         Run { live, log }

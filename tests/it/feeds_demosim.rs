@@ -31,16 +31,7 @@ async fn the_awc_feed_against_the_simulator_streams_observations_and_new_extreme
     let shared: Arc<dyn Clock> = clock.clone();
     let sim = Simulator::start(Arc::clone(&shared), DEFAULT_SEED).await.unwrap();
     let (dir, lake) = support::temp_lake().await;
-    let live = Arc::new(
-        LiveService::open(
-            lake.clone(),
-            wxlake::jobs::analyst_session(&lake).await.unwrap(),
-            &dir.path().join("state"),
-            Arc::clone(&shared),
-        )
-        .await
-        .unwrap(),
-    );
+    let live = Arc::new(support::open_live(&lake, &dir.path().join("state"), Arc::clone(&shared)).await);
 
     // What the stream publisher would send: every applied record, its events by name.
     let events = Arc::new(Mutex::new(Vec::<(String, &'static str)>::new()));
@@ -307,16 +298,7 @@ async fn every_demo_feed_stores_what_the_simulator_serves() {
     let shared: Arc<dyn Clock> = clock.clone();
     let sim = Simulator::start(Arc::clone(&shared), DEFAULT_SEED).await.unwrap();
     let (dir, lake) = support::temp_lake().await;
-    let live = Arc::new(
-        LiveService::open(
-            lake.clone(),
-            wxlake::jobs::analyst_session(&lake).await.unwrap(),
-            &dir.path().join("state"),
-            Arc::clone(&shared),
-        )
-        .await
-        .unwrap(),
-    );
+    let live = Arc::new(support::open_live(&lake, &dir.path().join("state"), Arc::clone(&shared)).await);
     let events = Arc::new(Mutex::new(Vec::<(String, String)>::new()));
     let mut inbox = live.attach_publisher(4096).await;
     let seen = Arc::clone(&events);

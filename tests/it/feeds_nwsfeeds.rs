@@ -212,11 +212,7 @@ impl Rig {
         let manual = Arc::new(ManualClock::new(now));
         let clock: Arc<dyn Clock> = manual.clone();
         let state_dir = dir.path().join("state");
-        let live = Arc::new(
-            LiveService::open(lake.clone(), wxlake::jobs::analyst_session(&lake).await.unwrap(), &state_dir, clock)
-                .await
-                .unwrap(),
-        );
+        let live = Arc::new(support::open_live(&lake, &state_dir, clock).await);
         let log = Arc::new(EventLog::open(&dir.path().join("events"), chrono::Duration::hours(24)).unwrap());
         stream_bridge::spawn_publisher(Arc::clone(&live), Arc::clone(&log), Hub::new(64)).await;
         let api = support::Api::over(Arc::clone(&live), &state_dir);
@@ -337,14 +333,7 @@ async fn a_cli_reaches_the_hot_state_stream_and_lake_once_and_a_correction_repla
     );
     // A server rebuilt from the lake serves the corrected values too.
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2013, 1, 3, 10, 0, 0).unwrap()));
-    let reopened = LiveService::open(
-        rig.lake.clone(),
-        wxlake::jobs::analyst_session(&rig.lake).await.unwrap(),
-        &rig.dir.path().join("state2"),
-        clock,
-    )
-    .await
-    .unwrap();
+    let reopened = support::open_live(&rig.lake, &rig.dir.path().join("state2"), clock).await;
     let best = reopened
         .hot
         .read("KNYC", |h| {

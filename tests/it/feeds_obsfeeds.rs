@@ -237,16 +237,7 @@ struct Live {
 async fn live(now: DateTime<Utc>) -> Live {
     let (dir, lake) = support::temp_lake().await;
     let clock = Arc::new(ManualClock::new(now));
-    let svc = Arc::new(
-        LiveService::open(
-            lake.clone(),
-            wxlake::jobs::analyst_session(&lake).await.unwrap(),
-            &dir.path().join("state"),
-            clock.clone() as Arc<dyn Clock>,
-        )
-        .await
-        .unwrap(),
-    );
+    let svc = Arc::new(support::open_live(&lake, &dir.path().join("state"), clock.clone() as Arc<dyn Clock>).await);
     let mut rx = svc.attach_publisher(64).await;
     let events = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&events);

@@ -148,16 +148,7 @@ async fn a_source_down_for_an_hour_then_back_leaves_no_gap_and_data_quality_foll
     let keys = KeyStore::open(&state_dir).unwrap();
     let admin = keys.create(Tier::Enterprise, "ops", true, false).unwrap().1;
     let user = keys.create(Tier::Enterprise, "trader", false, false).unwrap().1;
-    let live = Arc::new(
-        LiveService::open(
-            lake.clone(),
-            wxlake::jobs::analyst_session(&lake).await.unwrap(),
-            &state_dir,
-            dyn_clock.clone(),
-        )
-        .await
-        .unwrap(),
-    );
+    let live = Arc::new(support::open_live(&lake, &state_dir, dyn_clock.clone()).await);
     let cfg = FeedsConfig::from_toml(
         &format!(
             "contact = \"ops@example.com\"\nattempts = 1\nbreaker_failures = 100\n\

@@ -387,7 +387,7 @@ async fn daily_summaries_from_the_forecast_daily_job() {
     assert_eq!(d["timezone"], "America/New_York");
     let sig = h["x-run-signature"].to_str().unwrap().to_string();
     assert!(h.get("x-run-time").is_none(), "X-Run-Time answers run=latest");
-    // run=latest names the run it resolved to (README: "run=latest (with X-Run-Time)"), as
+    // run=latest names the run it resolved to (docs/serving.md: "run=latest (with X-Run-Time)"), as
     // raw mode does; without a model, the newest run summarized.
     for q in ["&model=GFS&run=latest", "&run=latest"] {
         let uri = format!("/api/v2/forecasts.php?location_name=KNYC&mode=daily{q}");

@@ -41,16 +41,7 @@ impl App {
             by_tier.insert(t, keys.create(t, &format!("u-{}", t.as_str()), false, false).unwrap().1);
         }
         let admin = keys.create(Tier::Enterprise, "ops", true, false).unwrap().1;
-        let live = Arc::new(
-            LiveService::open(
-                lake.clone(),
-                wxlake::jobs::analyst_session(&lake).await.unwrap(),
-                &state_dir,
-                dyn_clock.clone(),
-            )
-            .await
-            .unwrap(),
-        );
+        let live = Arc::new(support::open_live(&lake, &state_dir, dyn_clock.clone()).await);
         let state = AppState::new(keys, RateLimiter::new(dyn_clock.clone()), live, dyn_clock);
         App { _dir: dir, state, clock, keys: by_tier, admin }
     }

@@ -417,7 +417,7 @@ fn serve_needs_a_local_state_dir_compacts_and_flushes_to_s3() {
         std::thread::sleep(Duration::from_millis(500));
     }
     // The accuracy jobs downstream follow; a shutdown in the middle of one would leave its
-    // claims for recovery (README "S3 lakes"), so the server is stopped once they are done.
+    // claims for recovery (docs/lake.md, "S3 lakes"), so the server is stopped once they are done.
     let mut quiet = 0;
     while quiet < 10 {
         let claimed = lake.objects().keys().any(|k| k.starts_with("_claims/"));

@@ -744,7 +744,7 @@ async fn tools_connect_sequences_answer() {
     }
 }
 
-/// Catalog queries of the tools that do not answer yet (README: "Known gaps").
+/// Catalog queries of the tools that do not answer yet (docs/analyst-sql.md: "Known gaps").
 const KNOWN_CONNECT_GAPS: [&str; 0] = [];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -20,6 +20,13 @@ pub async fn temp_lake() -> (tempfile::TempDir, Lake) {
 
 /// Runs one query in the analysts' session (the lake's tables, the jobs' derived tables,
 /// `job_runs`) and collects the batches.
+/// The write path over `lake` as `serve` opens it: its reads see the lake's tables and the
+/// jobs' derived tables.
+pub async fn open_live(lake: &Lake, state_dir: &Path, clock: Arc<dyn wxlake::clock::Clock>) -> LiveService {
+    let session = wxlake::jobs::analyst_session(lake).await.unwrap();
+    LiveService::open(lake.clone(), session, state_dir, clock).await.unwrap()
+}
+
 pub async fn sql(lake: &Lake, q: &str) -> Vec<RecordBatch> {
     let ctx = wxlake::jobs::analyst_session(lake).await.expect("session");
     ctx.sql(q).await.unwrap_or_else(|e| panic!("{q}: {e}")).collect().await.unwrap_or_else(|e| panic!("{q}: {e}"))
