@@ -20,6 +20,13 @@ pub const STATIONS_CSV: &str = include_str!("../data/stations.csv");
 pub enum CatalogError {
     #[error("stations.csv line {line}: {reason}")]
     Bad { line: usize, reason: String },
+    /// A line the CSV reader could not read.
+    #[error("stations.csv line {line}: {source}")]
+    Csv {
+        line: usize,
+        #[source]
+        source: csv::Error,
+    },
 }
 
 /// One station of the catalog.
@@ -96,7 +103,7 @@ impl Catalog {
         for (i, rec) in rdr.records().enumerate() {
             let line = i + 2;
             let bad = |reason: String| CatalogError::Bad { line, reason };
-            let rec = rec.map_err(|e| bad(e.to_string()))?;
+            let rec = rec.map_err(|source| CatalogError::Csv { line, source })?;
             let get = |k: usize| rec.get(k).unwrap_or("").trim().to_string();
             let num = |k: usize| -> Result<f64, CatalogError> {
                 get(k).parse::<f64>().map_err(|_| CatalogError::Bad {

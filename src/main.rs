@@ -19,7 +19,7 @@ fn main() -> ExitCode {
     let command = match cli::config::command_with_config(cli::Cli::command(), &argv) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", wxlake::error_chain::error_chain(e.as_ref()));
             return ExitCode::from(2);
         }
     };
@@ -38,7 +38,8 @@ fn main() -> ExitCode {
     match runtime.block_on(cli::run(args)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Every cause, each said once (most of our errors print theirs too).
+            eprintln!("error: {}", wxlake::error_chain::error_chain(e.as_ref()));
             ExitCode::from(1)
         }
     }

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use clap::Args;
 use tokio::net::TcpListener;
 use wxlake::access::keys::KeyStore;
@@ -354,7 +355,7 @@ async fn start_sql_wire(
         max_connections: a.sql_max_connections.max(1),
         ..QueryLimits::default()
     };
-    let engine = Arc::new(WireEngine::new(state.clone(), limits).map_err(|e| anyhow::anyhow!("analyst SQL: {e}"))?);
+    let engine = Arc::new(WireEngine::new(state.clone(), limits).context("analyst SQL")?);
     let tls = match (&a.tls_cert, &a.tls_key) {
         (Some(c), Some(k)) => Some(stream::load_tls(c, k)?),
         _ if a.demo => {
@@ -401,7 +402,7 @@ pub(super) fn take_serve_lock(dir: &std::path::Path) -> anyhow::Result<std::fs::
         .read(true)
         .write(true)
         .open(&path)
-        .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", path.display()))?;
+        .with_context(|| format!("cannot open {}", path.display()))?;
     let deadline = std::time::Instant::now() + SERVE_LOCK_WAIT;
     loop {
         match file.try_lock() {

@@ -58,8 +58,7 @@ pub async fn run(lake: &Lake, options: ExecutorOptions) -> Result<(), ClusterErr
     };
     // Ballista binds the Flight port only after registering, and when the bind fails it
     // logs and stops with success, having been given work it will never do. Try it first.
-    std::net::TcpListener::bind(options.bind)
-        .map_err(|e| ClusterError::Config(format!("cannot listen on --bind {}: {e}", options.bind)))?;
+    std::net::TcpListener::bind(options.bind).map_err(|source| ClusterError::Bind { addr: options.bind, source })?;
     std::fs::create_dir_all(&options.work_dir)?;
     options.scheduler.wait_reachable(options.connect_patience).await?;
 

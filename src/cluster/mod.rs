@@ -53,6 +53,13 @@ pub const MAX_MESSAGE_BYTES: u32 = 256 * 1024 * 1024;
 pub enum ClusterError {
     #[error("cluster configuration: {0}")]
     Config(String),
+    /// The executor cannot listen on its `--bind` address.
+    #[error("cluster configuration: cannot listen on --bind {addr}: {source}")]
+    Bind {
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
     /// The scheduler did not answer at the address given.
     #[error("cannot reach the scheduler at {url} ({reason}): is `wxlake cluster scheduler` running there?")]
     Unreachable { url: SchedulerUrl, reason: String },

@@ -140,8 +140,11 @@ pub struct Selected {
 impl AwcCache {
     /// The feed for a validated `cfg` (see [`AwcCacheConfig::validated`]).
     pub fn new(cfg: AwcCacheConfig, client: Arc<HttpClient>) -> Result<Self, FeedError> {
-        let url =
-            cache_url(&cfg.base_url).map_err(|reason| FeedError::Malformed { url: cfg.base_url.clone(), reason })?;
+        let url = cache_url(&cfg.base_url).map_err(|reason| FeedError::Malformed {
+            url: cfg.base_url.clone(),
+            reason,
+            source: None,
+        })?;
         let wanted = (!cfg.all_stations).then(|| cfg.stations.iter().cloned().collect());
         Ok(AwcCache { cfg, client, url, wanted, last_rows: Mutex::new(HashSet::new()) })
     }
@@ -166,7 +169,7 @@ impl AwcCache {
             Fetched::New(body) => body,
         };
         report.bytes += body.bytes.len();
-        let malformed = |reason: String| FeedError::Malformed { url: self.url.to_string(), reason };
+        let malformed = |reason: String| FeedError::Malformed { url: self.url.to_string(), reason, source: None };
         let text = gunzip(&body.bytes).map_err(malformed)?;
         let selected = self.select(&text).map_err(malformed)?;
         if selected.new > 0 {

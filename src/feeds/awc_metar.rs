@@ -225,19 +225,19 @@ fn tally(outcomes: Vec<Result<Batch, FeedError>>) -> PollReport {
 
 /// `{base}/api/data/metar`.
 fn endpoint(cfg: &AwcMetarConfig) -> Result<Url, FeedError> {
-    let invalid = |reason: String| FeedError::Malformed { url: cfg.base_url.clone(), reason };
-    let mut base = Url::parse(&cfg.base_url).map_err(|e| invalid(format!("base_url: {e}")))?;
+    let mut base =
+        Url::parse(&cfg.base_url).map_err(|e| FeedError::malformed_by(&cfg.base_url, format!("base_url: {e}"), e))?;
     // `http://host/mirror` means the directory `mirror`, as `http://host/mirror/` does.
     if !base.path().ends_with('/') {
         base.set_path(&format!("{}/", base.path()));
     }
-    base.join("api/data/metar").map_err(|e| invalid(format!("base_url: {e}")))
+    base.join("api/data/metar").map_err(|e| FeedError::malformed_by(&cfg.base_url, format!("base_url: {e}"), e))
 }
 
 /// One archive unit's URL: the station's reports of the UTC days `from..=to`, the window
 /// ending at 00:00Z after `to`.
 fn archive_url(cfg: &AwcMetarConfig, unit: &ArchiveUnit) -> Result<Url, FeedError> {
-    let invalid = |reason: String| FeedError::Malformed { url: cfg.base_url.clone(), reason };
+    let invalid = |reason: String| FeedError::Malformed { url: cfg.base_url.clone(), reason, source: None };
     if !is_station_id(&unit.key) {
         return Err(invalid(format!("station {:?} is not a 4-character ICAO id", unit.key)));
     }
@@ -280,6 +280,7 @@ fn count_reports(url: &Url, body: &Bytes) -> Result<usize, FeedError> {
     serde_json::from_slice::<Vec<IgnoredAny>>(body).map(|v| v.len()).map_err(|e| FeedError::Malformed {
         url: url.to_string(),
         reason: format!("expected the JSON array of METARs: {e}"),
+        source: Some(Box::new(e)),
     })
 }
 

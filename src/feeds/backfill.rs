@@ -192,7 +192,7 @@ impl FeedSink for LakeSink {
     async fn ingest(&self, format: Format, opts: IngestOptions, body: Bytes) -> Result<Stored, SinkError> {
         let decoded = crate::lake::blocking(move || format.decode(&body, &opts))
             .await
-            .map_err(|e| SinkError::Store(e.to_string()))?;
+            .map_err(|e| SinkError::Store(Box::new(e)))?;
         if decoded.records.is_empty() {
             let reasons: Vec<String> =
                 decoded.errors.iter().take(3).map(|e| format!("line {}: {}", e.line, e.reason)).collect();
@@ -203,7 +203,7 @@ impl FeedSink for LakeSink {
             }));
         }
         let stats =
-            crate::ingest::store(&self.lake, decoded.records).await.map_err(|e| SinkError::Store(e.to_string()))?;
+            crate::ingest::store(&self.lake, decoded.records).await.map_err(|e| SinkError::Store(Box::new(e)))?;
         Ok(Stored {
             read: decoded.read,
             accepted: stats.stored,

@@ -57,6 +57,13 @@ pub enum ConfigError {
     UnknownSource { name: String, known: String },
     #[error("[sources{section}]: {message}")]
     Invalid { section: String, message: String },
+    /// A table whose keys or values do not fit its source's settings.
+    #[error("[sources{section}]: {source}")]
+    Parse {
+        section: String,
+        #[source]
+        source: Box<toml::de::Error>,
+    },
     #[error(
         "[sources.{source_name}]: station {station:?} is not in the station catalog (data/stations.csv, {count} \
          stations{hint}); only catalog stations are served"
@@ -219,7 +226,7 @@ fn invalid(source: &str, message: String) -> ConfigError {
 }
 
 fn deserialize<T: for<'de> Deserialize<'de>>(value: toml::Value, section: &str) -> Result<T, ConfigError> {
-    T::deserialize(value).map_err(|e| ConfigError::Invalid { section: section.to_string(), message: e.to_string() })
+    T::deserialize(value).map_err(|e| ConfigError::Parse { section: section.to_string(), source: Box::new(e) })
 }
 
 #[cfg(test)]

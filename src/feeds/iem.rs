@@ -242,8 +242,9 @@ pub async fn fetch(
 }
 
 fn scan_body(url: &Url, body: &Bytes) -> Result<Rows, FeedError> {
-    let malformed = |reason: String| FeedError::Malformed { url: url.to_string(), reason };
-    let text = std::str::from_utf8(body).map_err(|e| malformed(format!("not UTF-8 text: {e}")))?;
+    let malformed = |reason: String| FeedError::Malformed { url: url.to_string(), reason, source: None };
+    let text = std::str::from_utf8(body)
+        .map_err(|e| FeedError::malformed_by(url.as_str(), format!("not UTF-8 text: {e}"), e))?;
     scan(text).map_err(malformed)
 }
 
@@ -359,8 +360,11 @@ impl Service {
         clock: Arc<dyn Clock>,
     ) -> Result<Self, FeedError> {
         let base_url = &settings.base_url;
-        let endpoint =
-            endpoint(base_url, path).map_err(|reason| FeedError::Malformed { url: base_url.to_string(), reason })?;
+        let endpoint = endpoint(base_url, path).map_err(|reason| FeedError::Malformed {
+            url: base_url.to_string(),
+            reason,
+            source: None,
+        })?;
         Ok(Service { client, clock, endpoint, params, format, settings, coverage: Coverage::default() })
     }
 

@@ -190,7 +190,11 @@ fn fill(template: &str, date: &str, hh: &str, mm: &str) -> String {
 fn bulletin_url(template: &str, run: DateTime<Utc>) -> Result<Url, FeedError> {
     let filled =
         fill(template, &run.format("%Y%m%d").to_string(), &run.format("%H").to_string(), &run.format("%M").to_string());
-    Url::parse(&filled).map_err(|e| FeedError::Malformed { url: filled.clone(), reason: format!("bad URL: {e}") })
+    Url::parse(&filled).map_err(|e| FeedError::Malformed {
+        url: filled.clone(),
+        reason: format!("bad URL: {e}"),
+        source: Some(Box::new(e)),
+    })
 }
 
 /// One product the feed fetches, with its model's spec and delay.
@@ -226,7 +230,7 @@ impl Mos {
 
     /// The feed with an injected clock (tests, the demo).
     pub fn with_clock(cfg: MosConfig, client: Arc<HttpClient>, clock: Arc<dyn Clock>) -> Result<Self, FeedError> {
-        let invalid = |reason: String| FeedError::Malformed { url: String::new(), reason };
+        let invalid = |reason: String| FeedError::Malformed { url: String::new(), reason, source: None };
         let products = cfg
             .products
             .iter()
@@ -317,6 +321,7 @@ impl Mos {
         let text = std::str::from_utf8(&body.bytes).map_err(|e| FeedError::Malformed {
             url: url.to_string(),
             reason: format!("the bulletin is not text: {e}"),
+            source: Some(Box::new(e)),
         })?;
         let found = bulletin_run(text);
         if found != Some(run) && text.contains("GUIDANCE") {
@@ -325,7 +330,11 @@ impl Mos {
         }
         let Some(kept) = keep_stations(text, &self.stations) else {
             if !text.contains("GUIDANCE") {
-                return Err(FeedError::Malformed { url: url.to_string(), reason: "no MOS/NBM station header".into() });
+                return Err(FeedError::Malformed {
+                    url: url.to_string(),
+                    reason: "no MOS/NBM station header".into(),
+                    source: None,
+                });
             }
             self.client.remember(&url, body.validators);
             return Ok(Cycle::NoneOfOurs { bytes });

@@ -126,8 +126,11 @@ impl NwsHourly {
         client: Arc<HttpClient>,
         state_dir: Option<&std::path::Path>,
     ) -> Result<Self, FeedError> {
-        let mut base = Url::parse(&cfg.base_url)
-            .map_err(|e| FeedError::Malformed { url: cfg.base_url.clone(), reason: e.to_string() })?;
+        let mut base = Url::parse(&cfg.base_url).map_err(|e| FeedError::Malformed {
+            url: cfg.base_url.clone(),
+            reason: e.to_string(),
+            source: Some(Box::new(e)),
+        })?;
         if !base.path().ends_with('/') {
             base.set_path(&format!("{}/", base.path()));
         }
@@ -137,7 +140,11 @@ impl NwsHourly {
     }
 
     fn join(&self, path: &str) -> Result<Url, FeedError> {
-        self.base.join(path).map_err(|e| FeedError::Malformed { url: self.base.to_string(), reason: e.to_string() })
+        self.base.join(path).map_err(|e| FeedError::Malformed {
+            url: self.base.to_string(),
+            reason: e.to_string(),
+            source: Some(Box::new(e)),
+        })
     }
 
     /// `{base}/points/{lat},{lon}` of a catalog station.
@@ -145,6 +152,7 @@ impl NwsHourly {
         let st = Catalog::global().get(station).ok_or_else(|| FeedError::Malformed {
             url: self.base.to_string(),
             reason: format!("station {station} is not in the catalog"),
+            source: None,
         })?;
         self.join(&format!("points/{},{}", coordinate(st.latitude), coordinate(st.longitude)))
     }
@@ -159,11 +167,19 @@ impl NwsHourly {
         let body = match self.client.get(&url, self.cfg.timeout).await? {
             Fetched::New(body) => body,
             Fetched::NotModified => {
-                return Err(FeedError::Malformed { url: url.to_string(), reason: "304 to an unconditional GET".into() })
+                return Err(FeedError::Malformed {
+                    url: url.to_string(),
+                    reason: "304 to an unconditional GET".into(),
+                    source: None,
+                })
             }
         };
         report.bytes += body.bytes.len();
-        let point = parse_point(&body.bytes).map_err(|reason| FeedError::Malformed { url: url.to_string(), reason })?;
+        let point = parse_point(&body.bytes).map_err(|reason| FeedError::Malformed {
+            url: url.to_string(),
+            reason,
+            source: None,
+        })?;
         tracing::info!(station, wfo = %point.wfo, x = point.x, y = point.y, "nws_hourly: grid point resolved");
         let mut memory = self.memory.lock();
         memory.points.insert(station.to_string(), point.clone());
@@ -206,8 +222,11 @@ impl NwsHourly {
             }
         };
         report.bytes += body.bytes.len();
-        let version =
-            update_time(&body.bytes).map_err(|reason| FeedError::Malformed { url: url.to_string(), reason })?;
+        let version = update_time(&body.bytes).map_err(|reason| FeedError::Malformed {
+            url: url.to_string(),
+            reason,
+            source: None,
+        })?;
         if self.memory.lock().update_times.get(station) == Some(&version) {
             report.not_modified += 1;
             self.client.remember(&url, body.validators);

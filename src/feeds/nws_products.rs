@@ -255,8 +255,11 @@ impl NwsProducts {
         client: Arc<HttpClient>,
         state_dir: Option<&std::path::Path>,
     ) -> Result<Self, FeedError> {
-        let invalid =
-            |url: &str, e: url::ParseError| FeedError::Malformed { url: url.to_string(), reason: e.to_string() };
+        let invalid = |url: &str, e: url::ParseError| FeedError::Malformed {
+            url: url.to_string(),
+            reason: e.to_string(),
+            source: Some(Box::new(e)),
+        };
         let base = directory(Url::parse(&cfg.base_url).map_err(|e| invalid(&cfg.base_url, e))?);
         let archive = Url::parse(&cfg.archive_url).map_err(|e| invalid(&cfg.archive_url, e))?;
         let catalog = Catalog::global();
@@ -299,7 +302,11 @@ impl NwsProducts {
     }
 
     fn join(&self, path: &str) -> Result<Url, FeedError> {
-        self.base.join(path).map_err(|e| FeedError::Malformed { url: self.base.to_string(), reason: e.to_string() })
+        self.base.join(path).map_err(|e| FeedError::Malformed {
+            url: self.base.to_string(),
+            reason: e.to_string(),
+            source: Some(Box::new(e)),
+        })
     }
 
     /// Whether `loc`'s list is due at `now`.
@@ -339,6 +346,7 @@ impl NwsProducts {
                 report.errors.push(FeedError::Malformed {
                     url: url.to_string(),
                     reason: format!("expected the product list (`@graph` of id, issuanceTime): {e}"),
+                    source: Some(Box::new(e)),
                 });
                 return report;
             }
@@ -400,7 +408,7 @@ impl NwsProducts {
         let id = listed.id.as_str();
         let url = self.base.to_string();
         if id.is_empty() || !id.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_') {
-            return Err(FeedError::Malformed { url, reason: format!("product id {id:?} is not an id") });
+            return Err(FeedError::Malformed { url, reason: format!("product id {id:?} is not an id"), source: None });
         }
         let url = self.join(&format!("products/{id}"))?;
         let body = match self.client.get(&url, self.cfg.timeout).await? {
@@ -411,11 +419,13 @@ impl NwsProducts {
         let product: Product = serde_json::from_slice(&body.bytes).map_err(|e| FeedError::Malformed {
             url: url.to_string(),
             reason: format!("expected a product with productText: {e}"),
+            source: Some(Box::new(e)),
         })?;
         if let Some(code) = product.product_code.as_deref().filter(|c| *c != self.kind.code()) {
             return Err(FeedError::Malformed {
                 url: url.to_string(),
                 reason: format!("expected a {} product, found {code}", self.kind.code()),
+                source: None,
             });
         }
         let opts = match self.kind {
@@ -545,7 +555,7 @@ impl Archive for NwsProducts {
         }
         if head.starts_with("ERROR") {
             let reason = head.lines().next().unwrap_or_default().chars().take(120).collect();
-            report.errors.push(FeedError::Malformed { url: url.to_string(), reason });
+            report.errors.push(FeedError::Malformed { url: url.to_string(), reason, source: None });
             return report;
         }
         // DSM dates are DD/MM: the unit's middle fixes their year.

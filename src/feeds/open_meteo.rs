@@ -216,7 +216,7 @@ impl OpenMeteo {
 
     /// The feed with an injected clock (tests, the demo).
     pub fn with_clock(cfg: OpenMeteoConfig, client: Arc<HttpClient>, clock: Arc<dyn Clock>) -> Result<Self, FeedError> {
-        let invalid = |reason: String| FeedError::Malformed { url: cfg.base_url.clone(), reason };
+        let invalid = |reason: String| FeedError::Malformed { url: cfg.base_url.clone(), reason, source: None };
         let stations = cfg
             .stations
             .iter()
@@ -464,7 +464,7 @@ impl Archive for OpenMeteo {
 
     async fn fetch(&self, unit: &ArchiveUnit, sink: &dyn FeedSink) -> PollReport {
         let mut report = PollReport { requests: 1, ..PollReport::default() };
-        let bad = |reason: String| FeedError::Malformed { url: self.cfg.archive_url.clone(), reason };
+        let bad = |reason: String| FeedError::Malformed { url: self.cfg.archive_url.clone(), reason, source: None };
         let Some((name, codes)) = unit.key.split_once(':') else {
             report.errors.push(bad(format!("archive unit {:?} is not MODEL:STATIONS", unit.key)));
             return report;
@@ -503,12 +503,12 @@ impl Archive for OpenMeteo {
 
 /// `{base}/v1/forecast` with the batch's coordinates (comma-separated, in batch order).
 fn endpoint(base: &str, batch: &[&Station]) -> Result<Url, FeedError> {
-    let invalid = |reason: String| FeedError::Malformed { url: base.to_string(), reason };
-    let mut base_url = Url::parse(base).map_err(|e| invalid(format!("base url: {e}")))?;
+    let mut base_url = Url::parse(base).map_err(|e| FeedError::malformed_by(base, format!("base url: {e}"), e))?;
     if !base_url.path().ends_with('/') {
         base_url.set_path(&format!("{}/", base_url.path()));
     }
-    let mut url = base_url.join("v1/forecast").map_err(|e| invalid(format!("base url: {e}")))?;
+    let mut url =
+        base_url.join("v1/forecast").map_err(|e| FeedError::malformed_by(base, format!("base url: {e}"), e))?;
     let lat: Vec<String> = batch.iter().map(|s| format!("{:.4}", s.latitude)).collect();
     let lon: Vec<String> = batch.iter().map(|s| format!("{:.4}", s.longitude)).collect();
     url.query_pairs_mut().append_pair("latitude", &lat.join(",")).append_pair("longitude", &lon.join(","));
@@ -564,8 +564,9 @@ fn split_locations(
     id: &str,
     asked: &[&str],
 ) -> Result<Vec<Bytes>, FeedError> {
-    let malformed = |reason: String| FeedError::Malformed { url: url.to_string(), reason };
-    let root: Value = serde_json::from_slice(body).map_err(|e| malformed(format!("expected Open-Meteo JSON: {e}")))?;
+    let malformed = |reason: String| FeedError::Malformed { url: url.to_string(), reason, source: None };
+    let root: Value = serde_json::from_slice(body)
+        .map_err(|e| FeedError::malformed_by(url.as_str(), format!("expected Open-Meteo JSON: {e}"), e))?;
     let items = match root {
         Value::Array(items) => items,
         obj @ Value::Object(_) => vec![obj],
@@ -588,7 +589,9 @@ fn split_locations(
                         .collect();
                 }
             }
-            serde_json::to_vec(&item).map(Bytes::from).map_err(|e| malformed(e.to_string()))
+            serde_json::to_vec(&item)
+                .map(Bytes::from)
+                .map_err(|e| FeedError::malformed_by(url.as_str(), e.to_string(), e))
         })
         .collect()
 }

@@ -61,7 +61,7 @@ pub enum SinkError {
     Unusable(String),
     /// Storing failed (WAL, lake).
     #[error("store failed: {0}")]
-    Store(String),
+    Store(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl SinkError {
@@ -103,14 +103,14 @@ impl FeedSink for Arc<LiveService> {
                 events: o.events,
             }),
             Err(LiveError::Unusable(errors)) => Err(SinkError::Unusable(first_reasons(&errors))),
-            Err(e) => Err(SinkError::Store(e.to_string())),
+            Err(e) => Err(SinkError::Store(Box::new(e))),
         }
     }
 
     /// From the lake. Inputs logged but not yet flushed are not seen: right after a restart
     /// a run still in the WAL may be fetched once more, and stores nothing new.
     async fn stored_runs(&self, model: &str, since: DateTime<Utc>) -> Result<Vec<(String, DateTime<Utc>)>, SinkError> {
-        stored_runs_in(&self.ctx, model, since).await.map_err(|e| SinkError::Store(e.to_string()))
+        stored_runs_in(&self.ctx, model, since).await.map_err(|e| SinkError::Store(Box::new(e)))
     }
 }
 

@@ -14,14 +14,30 @@ use super::sink::{FeedSink, SinkError, Stored};
 pub enum FeedError {
     #[error(transparent)]
     Fetch(#[from] FetchError),
-    /// The body is not what the source sends (bad JSON, wrong shape).
+    /// The body is not what the source sends (bad JSON, wrong shape). When a parser found
+    /// it, `reason` ends with the parser's message and `source` keeps its error.
     #[error("{url}: malformed response: {reason}")]
-    Malformed { url: String, reason: String },
+    Malformed {
+        url: String,
+        reason: String,
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
     #[error(transparent)]
     Sink(#[from] SinkError),
 }
 
 impl FeedError {
+    /// [`FeedError::Malformed`] found by a parser: `reason` (which ends with the parser's
+    /// message), keeping its error as the source.
+    pub fn malformed_by(
+        url: impl Into<String>,
+        reason: String,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        FeedError::Malformed { url: url.into(), reason, source: Some(Box::new(source)) }
+    }
+
     /// A stable name per kind, for logs and metrics.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -171,7 +187,7 @@ mod tests {
             duplicate: 1,
             rejected: 0,
             events: 2,
-            errors: vec![FeedError::Malformed { url: "u".into(), reason: "r".into() }],
+            errors: vec![FeedError::Malformed { url: "u".into(), reason: "r".into(), source: None }],
         };
         poll += part;
         assert_eq!((poll.requests, poll.not_modified, poll.empty, poll.bytes), (3, 1, 1, 15), "{poll:?}");

@@ -169,8 +169,12 @@ impl SourceStatus {
 pub enum StatusFileError {
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
-    #[error("{path}: not a feeds status file: {reason}")]
-    Malformed { path: PathBuf, reason: String },
+    #[error("{path}: not a feeds status file: {source}")]
+    Malformed {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 /// What the status file holds: who wrote it, when, and every source's status.
@@ -214,7 +218,7 @@ impl StatusFile {
             std::fs::create_dir_all(parent).map_err(io)?;
         }
         let text = serde_json::to_vec_pretty(snapshot)
-            .map_err(|e| StatusFileError::Malformed { path: self.path.clone(), reason: e.to_string() })?;
+            .map_err(|source| StatusFileError::Malformed { path: self.path.clone(), source })?;
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tmp = self.path.with_extension(format!("json.tmp{}-{seq}", std::process::id()));
         let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, &self.path));
@@ -233,7 +237,7 @@ impl StatusFile {
         };
         serde_json::from_slice(&bytes)
             .map(Some)
-            .map_err(|e| StatusFileError::Malformed { path: self.path.clone(), reason: e.to_string() })
+            .map_err(|source| StatusFileError::Malformed { path: self.path.clone(), source })
     }
 }
 
@@ -259,7 +263,7 @@ mod tests {
             requests: 2,
             errors: vec![
                 FeedError::Fetch(FetchError::Status { url: "u".into(), status: 503, retry_after: None }),
-                FeedError::Malformed { url: "u".into(), reason: "bad".into() },
+                FeedError::Malformed { url: "u".into(), reason: "bad".into(), source: None },
             ],
             ..PollReport::default()
         };

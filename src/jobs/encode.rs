@@ -34,9 +34,7 @@ pub async fn encode_output(
     chunk: Option<(NaiveDate, NaiveDate)>,
 ) -> Result<Vec<OutputFile>, JobError> {
     let spec = spec.clone();
-    tokio::task::spawn_blocking(move || encode_blocking(&spec, &batches, chunk))
-        .await
-        .map_err(|e| JobError::Join(e.to_string()))?
+    tokio::task::spawn_blocking(move || encode_blocking(&spec, &batches, chunk)).await.map_err(JobError::Join)?
 }
 
 pub(crate) fn encode_blocking(

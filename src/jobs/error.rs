@@ -7,6 +7,13 @@ use thiserror::Error;
 pub enum JobError {
     #[error("{origin}: {reason}")]
     Spec { origin: String, reason: String },
+    /// A declaration that could not be read or does not parse as TOML.
+    #[error("{origin}: {source}")]
+    SpecFile {
+        origin: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     #[error("unknown job '{name}' (jobs: {known})")]
     UnknownJob { name: String, known: String },
     #[error("{0}")]
@@ -27,10 +34,14 @@ pub enum JobError {
     Parquet(#[from] datafusion::parquet::errors::ParquetError),
     #[error("object store: {0}")]
     Store(#[from] object_store::Error),
-    #[error("table computed in Rust: {0}")]
-    RustTable(String),
+    #[error("table computed in Rust: {column}: {source}")]
+    RustTable {
+        column: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
     #[error("task: {0}")]
-    Join(String),
+    Join(#[source] tokio::task::JoinError),
     #[error("cluster: {0}")]
     Cluster(#[from] crate::cluster::ClusterError),
 }

@@ -32,7 +32,7 @@ pub fn declarations(dir: Option<&Path>) -> Result<(Vec<JobSpec>, String), JobErr
 /// crate root in this repository), and validates them as a set.
 pub fn load_specs(dir: impl AsRef<Path>) -> Result<Vec<JobSpec>, JobError> {
     let dir = dir.as_ref();
-    let io = |e: std::io::Error| JobError::Spec { origin: dir.display().to_string(), reason: e.to_string() };
+    let io = |e: std::io::Error| JobError::SpecFile { origin: dir.display().to_string(), source: Box::new(e) };
     let root: PathBuf =
         dir.canonicalize().map_err(io)?.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -45,7 +45,7 @@ pub fn load_specs(dir: impl AsRef<Path>) -> Result<Vec<JobSpec>, JobError> {
     for f in files {
         let origin = f.display().to_string();
         let text = std::fs::read_to_string(&f)
-            .map_err(|e| JobError::Spec { origin: origin.clone(), reason: e.to_string() })?;
+            .map_err(|e| JobError::SpecFile { origin: origin.clone(), source: Box::new(e) })?;
         let read =
             |p: &str| std::fs::read_to_string(root.join(p)).map_err(|e| format!("{}: {e}", root.join(p).display()));
         specs.push(parse_spec(&origin, &text, &read)?);

@@ -207,7 +207,7 @@ fn to_batch(rows: &[ObservedDay]) -> Result<RecordBatch, JobError> {
         .iter()
         .map(|r| {
             serde_json::to_string(&r.extremes.data_quality)
-                .map_err(|e| JobError::RustTable(format!("data_quality: {e}")))
+                .map_err(|source| JobError::RustTable { column: "data_quality", source })
         })
         .collect::<Result<Vec<_>, _>>()?;
     let cols: Vec<ArrayRef> = vec![

@@ -275,7 +275,7 @@ async fn execute(
                 None => None,
             };
             if let Some((done, handle)) = std::mem::replace(&mut encoding, next) {
-                let files = handle.await.map_err(|e| JobError::Join(e.to_string()))??;
+                let files = handle.await.map_err(JobError::Join)??;
                 let mut staged = Vec::with_capacity(files.len());
                 for f in files {
                     let path = lake.table_path(&format!("{}/{}", spec.output.dir(), f.dir)).join(new_file_name());

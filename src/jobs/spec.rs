@@ -298,7 +298,8 @@ pub fn parse_spec(
     read_sql: &dyn Fn(&str) -> Result<String, String>,
 ) -> Result<JobSpec, JobError> {
     let bad = |reason: String| JobError::Spec { origin: origin.to_string(), reason };
-    let raw: RawSpec = toml::from_str(toml_text).map_err(|e| bad(e.to_string()))?;
+    let raw: RawSpec = toml::from_str(toml_text)
+        .map_err(|e| JobError::SpecFile { origin: origin.to_string(), source: Box::new(e) })?;
     if !valid_name(&raw.name) {
         return Err(bad(format!("job name '{}' must match [a-z][a-z0-9_]*", raw.name)));
     }

@@ -31,6 +31,14 @@ pub use visibility::KEEP_REPLACED;
 pub enum LakeError {
     #[error("lake configuration: {0}")]
     Config(String),
+    /// A configuration error caused by another (a URL, the directory, the store's builder):
+    /// `message` already ends with the cause's text, which `source` keeps as an error.
+    #[error("lake configuration: {message}")]
+    Setup {
+        message: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     #[error("object store: {0}")]
     Store(#[from] object_store::Error),
     #[error("arrow: {0}")]
@@ -40,7 +48,7 @@ pub enum LakeError {
     #[error("{0}")]
     DataFusion(#[from] datafusion::error::DataFusionError),
     #[error("task: {0}")]
-    Join(String),
+    Join(#[source] tokio::task::JoinError),
     /// A statement that would change data or the session, given where only reads are allowed.
     #[error("read-only: {0} (wxlake SQL only reads; rows enter the lake through ingest)")]
     ReadOnly(String),
@@ -53,6 +61,13 @@ pub enum LakeError {
     /// changed nothing and may be retried (claims.rs).
     #[error("concurrent writer: {0}; nothing was changed, retry when it has finished")]
     Conflict(String),
+}
+
+impl LakeError {
+    /// [`LakeError::Setup`]: `message` (which says the cause), caused by `source`.
+    pub fn setup(message: String, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        LakeError::Setup { message, source: Box::new(source) }
+    }
 }
 
 /// An open lake: its location and its (visibility-aware) store.
@@ -171,5 +186,5 @@ impl Lake {
 
 /// Runs CPU-bound work (which fans out on rayon) off the async workers.
 pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, LakeError> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| LakeError::Join(e.to_string()))
+    tokio::task::spawn_blocking(f).await.map_err(LakeError::Join)
 }

@@ -119,8 +119,8 @@ fn build_runtime(lake: &Lake, caches: CacheManagerConfig) -> Result<Arc<RuntimeE
             caches.with_file_metadata_cache(Some(footer_cache())).with_metadata_cache_limit(FOOTER_CACHE_BYTES),
         )
         .build_arc()
-        .map_err(|e| LakeError::Config(e.to_string()))?;
-    let url = url::Url::parse(lake.location.base_url.as_str()).map_err(|e| LakeError::Config(e.to_string()))?;
+        .map_err(|e| LakeError::setup(e.to_string(), e))?;
+    let url = url::Url::parse(lake.location.base_url.as_str()).map_err(|e| LakeError::setup(e.to_string(), e))?;
     runtime.register_object_store(&url, lake.store());
     Ok(runtime)
 }

@@ -49,11 +49,12 @@ pub fn parse_location(lake: &str) -> Result<LakeLocation, LakeError> {
     if !lake.contains("://") {
         return local_location(lake);
     }
-    let url = Url::parse(lake).map_err(|e| bad(&e.to_string()))?;
+    let url = Url::parse(lake).map_err(|e| LakeError::setup(format!("lake URL '{lake}': {e}"), e))?;
     match url.scheme() {
         "s3" => {
             let bucket = url.host_str().ok_or_else(|| bad("missing bucket"))?;
-            let base_url = Url::parse(&format!("s3://{bucket}")).map_err(|e| bad(&e.to_string()))?;
+            let base_url = Url::parse(&format!("s3://{bucket}"))
+                .map_err(|e| LakeError::setup(format!("lake URL '{lake}': {e}"), e))?;
             let root = Path::from(url.path().trim_matches('/'));
             Ok(LakeLocation { base_url, root, local_dir: None })
         }
@@ -63,10 +64,11 @@ pub fn parse_location(lake: &str) -> Result<LakeLocation, LakeError> {
 
 fn local_location(path: &str) -> Result<LakeLocation, LakeError> {
     let p = std::path::Path::new(if path.is_empty() { "." } else { path });
-    std::fs::create_dir_all(p).map_err(|e| LakeError::Config(format!("lake dir {}: {e}", p.display())))?;
-    let abs = std::fs::canonicalize(p).map_err(|e| LakeError::Config(format!("lake dir {}: {e}", p.display())))?;
-    let root = Path::from_absolute_path(&abs).map_err(|e| LakeError::Config(e.to_string()))?;
-    let base_url = Url::parse("file:///").map_err(|e| LakeError::Config(e.to_string()))?;
+    let dir = |e: std::io::Error| LakeError::setup(format!("lake dir {}: {e}", p.display()), e);
+    std::fs::create_dir_all(p).map_err(dir)?;
+    let abs = std::fs::canonicalize(p).map_err(dir)?;
+    let root = Path::from_absolute_path(&abs).map_err(|e| LakeError::setup(e.to_string(), e))?;
+    let base_url = Url::parse("file:///").map_err(|e| LakeError::setup(e.to_string(), e))?;
     Ok(LakeLocation { base_url, root, local_dir: Some(abs) })
 }
 
@@ -100,7 +102,7 @@ pub fn s3_store(bucket: &str) -> Result<Arc<dyn ObjectStore>, LakeError> {
         .with_bucket_name(bucket)
         .with_retry(retry)
         .build()
-        .map_err(|e| LakeError::Config(format!("s3 store for bucket '{bucket}': {e}")))?;
+        .map_err(|e| LakeError::setup(format!("s3 store for bucket '{bucket}': {e}"), e))?;
     Ok(Arc::new(store))
 }
 

@@ -202,7 +202,7 @@ impl Lake {
             encoded
         })
         .await?;
-        let put = puts.await.map_err(|e| LakeError::Join(e.to_string()))?;
+        let put = puts.await.map_err(LakeError::Join)?;
         // A failed put explains an aborted encode better than the abort does.
         put?;
         let files: Vec<usize> = encoded?.into_iter().flatten().collect();

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::error::{corrupt, io_error, KeyError};
+use super::error::{corrupt_json, io_error, KeyError};
 use super::record::KeyRecord;
 use super::store::KeyStore;
 use super::tier::Tier;
@@ -69,7 +69,7 @@ impl KeyStore {
             let file = DemoKeyFile {
                 keys: out.iter().map(|k| Kept { tier: k.record.tier, secret: k.secret.clone() }).collect(),
             };
-            let bytes = serde_json::to_vec_pretty(&file).map_err(|e| corrupt(&path, e.to_string()))?;
+            let bytes = serde_json::to_vec_pretty(&file).map_err(|e| corrupt_json(&path, e))?;
             let tmp = path.with_file_name(format!(".{DEMO_KEYS_FILE}.tmp.{}", std::process::id()));
             durable::replace(&path, &tmp, &bytes, Access::Owner).map_err(|e| io_error(&path, e.source))?;
         }
@@ -86,7 +86,7 @@ fn demo_file(keys_json: &Path) -> PathBuf {
 /// silently replaced: it may hold the only copy of keys a user's clients use).
 fn read(path: &Path) -> Result<DemoKeyFile, KeyError> {
     match std::fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| corrupt(path, e.to_string())),
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| corrupt_json(path, e)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(DemoKeyFile::default()),
         Err(e) => Err(io_error(path, e)),
     }

@@ -12,8 +12,14 @@ pub enum KeyError {
         #[source]
         source: io::Error,
     },
+    /// `reason` ends with the JSON error's message when that is what found it (`source`).
     #[error("{path} is not a valid key file: {reason}")]
-    Corrupt { path: PathBuf, reason: String },
+    Corrupt {
+        path: PathBuf,
+        reason: String,
+        #[source]
+        source: Option<serde_json::Error>,
+    },
     #[error("unknown tier '{0}' (expected professional, developer, enterprise or testing)")]
     UnknownTier(String),
     #[error("invalid user '{0}': expected 1-128 characters without control characters")]
@@ -31,5 +37,10 @@ pub(super) fn io_error(path: &Path, source: io::Error) -> KeyError {
 }
 
 pub(super) fn corrupt(path: &Path, reason: String) -> KeyError {
-    KeyError::Corrupt { path: path.to_path_buf(), reason }
+    KeyError::Corrupt { path: path.to_path_buf(), reason, source: None }
+}
+
+/// [`KeyError::Corrupt`] found by (de)serialising: the JSON error's message, the error kept.
+pub(super) fn corrupt_json(path: &Path, source: serde_json::Error) -> KeyError {
+    KeyError::Corrupt { path: path.to_path_buf(), reason: source.to_string(), source: Some(source) }
 }

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use super::error::{corrupt, io_error, KeyError};
+use super::error::{corrupt, corrupt_json, io_error, KeyError};
 use super::record::parse_digest;
 use super::record::KeyRecord;
 
@@ -82,7 +82,7 @@ pub(super) fn read_key_file(path: &Path) -> Result<Loaded, KeyError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(corrupt(path, "the file is empty".into()));
     }
-    let parsed: KeyFile = serde_json::from_slice(&bytes).map_err(|e| corrupt(path, e.to_string()))?;
+    let parsed: KeyFile = serde_json::from_slice(&bytes).map_err(|e| corrupt_json(path, e))?;
     if parsed.version != FILE_VERSION {
         let reason = format!("layout version {} (this build reads version {FILE_VERSION})", parsed.version);
         return Err(corrupt(path, reason));

@@ -11,7 +11,7 @@ use chrono::{SubsecRound, Utc};
 use parking_lot::{Mutex, RwLock};
 use rand::Rng;
 
-use super::error::{corrupt, io_error, KeyError};
+use super::error::{corrupt_json, io_error, KeyError};
 use super::file::{digests, file_stamp, read_key_file, serialize, FileStamp, KEYS_FILE, LOCK_FILE};
 use super::lock::{lock_exclusive, write_atomic};
 use super::record::KeyRecord;
@@ -264,7 +264,7 @@ impl KeyStore {
         let mut records = read_key_file(&self.path)?.records;
         let out = change(&mut records)?;
         let digests = digests(&self.path, &records)?;
-        let bytes = serialize(&records).map_err(|e| corrupt(&self.path, e.to_string()))?;
+        let bytes = serialize(&records).map_err(|e| corrupt_json(&self.path, e))?;
         let stamp = write_atomic(&self.path, &bytes)?;
         self.install(Snapshot::build(records, digests));
         *load = LoadState { stamp: Some(stamp), loaded_at: Instant::now() };
