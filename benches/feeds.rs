@@ -40,7 +40,7 @@ use wxlake::feeds::config::ClientConfig;
 use wxlake::feeds::http::HttpClient;
 use wxlake::feeds::{FeedSink, Source};
 use wxlake::lake::Lake;
-use wxlake::write::LiveService;
+use wxlake::write::WriteService;
 
 /// Stations in the built file.
 const STATIONS: usize = 5_000;
@@ -139,7 +139,7 @@ fn bench_cache_poll(c: &mut Criterion) {
                         let lake = Lake::open(&format!("file://{}", dir.path().join("lake").display())).await.unwrap();
                         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
                         let svc = Arc::new(
-                            LiveService::open(
+                            WriteService::open(
                                 lake.clone(),
                                 wxlake::jobs::analyst_session(&lake).await.unwrap(),
                                 &dir.path().join("state"),
@@ -182,7 +182,7 @@ fn cache_with(rows: &str, knyc: &str, time: &str) -> bytes::Bytes {
 struct Rig {
     keys: wxlake::access::keys::KeyStore,
     key: String,
-    live: Arc<LiveService>,
+    live: Arc<WriteService>,
     hub: wxlake::stream::Hub,
     client: Arc<HttpClient>,
 }
@@ -195,7 +195,7 @@ impl Rig {
         let keys = KeyStore::open(dir.join("state")).unwrap();
         let key = keys.create(Tier::Enterprise, "bench", true, true).unwrap().1;
         let live = Arc::new(
-            LiveService::open(
+            WriteService::open(
                 lake.clone(),
                 wxlake::jobs::analyst_session(&lake).await.unwrap(),
                 &dir.join("state"),

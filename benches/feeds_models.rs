@@ -27,7 +27,7 @@ use wxlake::feeds::http::HttpClient;
 use wxlake::feeds::open_meteo::{OpenMeteo, OpenMeteoConfig};
 use wxlake::feeds::{FeedSink, Source};
 use wxlake::lake::Lake;
-use wxlake::write::LiveService;
+use wxlake::write::WriteService;
 
 const PREVIOUS_RUNS: &str =
     include_str!("../data/real/forecast/openmeteo_previous_runs_knyc_gfs_ecmwf_2026-09-01_03.json");
@@ -64,7 +64,7 @@ async fn main() {
     let keys = KeyStore::open(&state_dir).unwrap();
     let key = keys.create(Tier::Enterprise, "bench", false, false).unwrap().1;
     let live = Arc::new(
-        LiveService::open(
+        WriteService::open(
             lake.clone(),
             wxlake::jobs::analyst_session(&lake).await.unwrap(),
             &state_dir,

@@ -11,7 +11,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use wxlake::catalog::Catalog;
 use wxlake::decode::metar::parse_metar;
 use wxlake::decode::types::{Metar, OneMinute};
-use wxlake::extremes::{LiveInput, Logic, StationLive};
+use wxlake::extremes::{LiveInput, Logic, StationExtremes};
 use wxlake::units::{c_to_f, f_to_c, round1};
 
 enum Input {
@@ -50,7 +50,7 @@ fn inputs(days: i64) -> Vec<Input> {
     out
 }
 
-fn apply_all(live: &mut StationLive, inputs: &[Input]) -> usize {
+fn apply_all(live: &mut StationExtremes, inputs: &[Input]) -> usize {
     let mut events = 0;
     for i in inputs {
         events += match i {
@@ -67,9 +67,9 @@ fn bench_apply(c: &mut Criterion) {
     let mut g = c.benchmark_group("live");
     g.throughput(Throughput::Elements(data.len() as u64));
     g.bench_function("apply_3_days", |b| {
-        b.iter_batched(|| StationLive::new(station), |mut live| apply_all(&mut live, &data), BatchSize::LargeInput)
+        b.iter_batched(|| StationExtremes::new(station), |mut live| apply_all(&mut live, &data), BatchSize::LargeInput)
     });
-    let mut live = StationLive::new(station);
+    let mut live = StationExtremes::new(station);
     apply_all(&mut live, &data);
     let now = Utc.with_ymd_and_hms(2026, 1, 12, 20, 0, 0).unwrap();
     let date = live.day_of(Logic::Nws, now);
@@ -87,7 +87,7 @@ fn bench_request(c: &mut Criterion) {
     use wxlake::access::limits::RateLimiter;
     use wxlake::api::{server, AppState};
     use wxlake::clock::{Clock, ManualClock, SystemClock};
-    use wxlake::write::LiveService;
+    use wxlake::write::WriteService;
 
     let rt = tokio::runtime::Runtime::new().unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -101,7 +101,7 @@ fn bench_request(c: &mut Criterion) {
         let keys = KeyStore::open(dir.path().join("state")).unwrap();
         let key = keys.create(Tier::Enterprise, "bench", true, false).unwrap().1;
         let live = Arc::new(
-            LiveService::open(
+            WriteService::open(
                 lake.clone(),
                 wxlake::jobs::analyst_session(&lake).await.unwrap(),
                 &dir.path().join("state"),

@@ -1,6 +1,6 @@
 //! A station's trading-day high and low under one logic, as the service answers them
 //! (spec 2.2): today and yesterday from the hot state, an older day recomputed from the
-//! lake's rows by the same engine ([`StationLive::replay`]), and for a day without a single
+//! lake's rows by the same engine ([`StationExtremes::replay`]), and for a day without a single
 //! reading, a data quality that says what that absence means as seen now.
 //!
 //! One computation below every front door: REST (`mode=svc_high`, `daily_extremes.php`,
@@ -11,10 +11,10 @@ use chrono::{DateTime, Duration, NaiveDate, Utc};
 use thiserror::Error;
 
 use crate::catalog::Station;
-use crate::extremes::{DataQuality, DayExtremes, Logic, Staleness, StationLive, REPLAY_AFTER, REPLAY_BEFORE};
+use crate::extremes::{DataQuality, DayExtremes, Logic, Staleness, StationExtremes, REPLAY_AFTER, REPLAY_BEFORE};
 use crate::lake::window::load_window;
 use crate::lake::LakeError;
-use crate::write::LiveService;
+use crate::write::WriteService;
 
 /// Why a trading day has no answer.
 #[derive(Debug, Error)]
@@ -65,7 +65,7 @@ impl TradingDay {
 /// The trading-day extremes of `date` (default: today) under `logic`. Today and yesterday
 /// come from the hot state; older days are recomputed from the lake by the same engine.
 pub async fn extremes(
-    svc: &LiveService,
+    svc: &WriteService,
     station: &Station,
     logic: Logic,
     date: Option<NaiveDate>,
@@ -90,7 +90,7 @@ pub async fn extremes(
 
 /// Recomputes one past day from the lake's rows with a fresh engine.
 async fn day_from_lake(
-    svc: &LiveService,
+    svc: &WriteService,
     station: &Station,
     logic: Logic,
     date: NaiveDate,
@@ -99,6 +99,6 @@ async fn day_from_lake(
     let w = crate::time::day_window(station.timezone, logic.clock(), date);
     let (obs, onemin, reports) =
         load_window(&svc.ctx, Some(&station.code), w.start - REPLAY_BEFORE, w.end + REPLAY_AFTER).await?;
-    let live = StationLive::replay(station, &obs, &onemin, reports.iter().filter(|r| r.date == date));
+    let live = StationExtremes::replay(station, &obs, &onemin, reports.iter().filter(|r| r.date == date));
     Ok(live.extremes(logic, date, now))
 }

@@ -7,11 +7,11 @@
 //!   can reach a window starting after that date minus the longest horizon. Older windows
 //!   and pinned runs go to the lake.
 //! - An entry is current while the live service has stored no forecasts of its model since
-//!   it was built ([`LiveService::forecast_version`](crate::write::LiveService::forecast_version):
+//!   it was built ([`WriteService::forecast_version`](crate::write::WriteService::forecast_version):
 //!   a new HRRR run leaves the other models' entries warm) and for [`TTL`] at most: rows
 //!   written by another process (a `wxlake ingest`) appear within that time.
 //! - When the live service stored rows of the model, the entry re-reads only the run dates
-//!   those rows have ([`LiveService::run_dates_since`](crate::write::LiveService::run_dates_since),
+//!   those rows have ([`WriteService::run_dates_since`](crate::write::WriteService::run_dates_since),
 //!   typically today's one partition instead of 20 days) and keeps its older rows; the
 //!   whole window is read again once the last whole read is [`TTL`] old.
 //! - At most [`MAX_ROWS`] rows are held; the least recently loaded entries go first.
@@ -29,7 +29,7 @@ use super::bound_sql::Bindings;
 use super::error::{ApiError, ApiResult};
 use super::loading_cache::LoadingCache;
 use crate::decode::forecast_rows::COLUMNS;
-use crate::write::LiveService;
+use crate::write::WriteService;
 
 /// The spec 2.5 columns, in order, as SQL: `id` (from the natural-key hash), the columns
 /// the forecast decoders read and write (one list: [`COLUMNS`]), and `inserted_at`.
@@ -101,7 +101,7 @@ pub struct ForecastCache {
 
 impl ForecastCache {
     /// The current entry of (location, model), loading it when missing or stale.
-    pub async fn get(&self, live: &LiveService, location: &str, model: &str) -> ApiResult<Arc<Entry>> {
+    pub async fn get(&self, live: &WriteService, location: &str, model: &str) -> ApiResult<Arc<Entry>> {
         let version = live.forecast_version(model);
         let key = (location.to_string(), model.to_string());
         let previous = self.entries.latest(&key);
@@ -122,7 +122,7 @@ impl ForecastCache {
 /// `previous` brought up to `version`: only the run dates stored since are read again when
 /// the live service knows them, the window is the same day's and the last whole read is
 /// younger than [`TTL`]; else a whole [`load`].
-async fn refresh(live: &LiveService, location: &str, model: &str, previous: &Entry, version: u64) -> ApiResult<Entry> {
+async fn refresh(live: &WriteService, location: &str, model: &str, previous: &Entry, version: u64) -> ApiResult<Entry> {
     let from_date = live.clock.now().date_naive() - Duration::days(RECENT_DAYS);
     let since = live.run_dates_since(model, previous.version);
     let (true, true, Some(since)) = (previous.from_date == from_date, previous.read_whole.elapsed() < TTL, since)
@@ -144,7 +144,7 @@ async fn refresh(live: &LiveService, location: &str, model: &str, previous: &Ent
 }
 
 /// The whole window of (location, model), as of `version`.
-async fn load(live: &LiveService, location: &str, model: &str, version: u64) -> ApiResult<Entry> {
+async fn load(live: &WriteService, location: &str, model: &str, version: u64) -> ApiResult<Entry> {
     let from_date = live.clock.now().date_naive() - Duration::days(RECENT_DAYS);
     let read_whole = Instant::now();
     let rows = read(live, location, model, from_date).await?;
@@ -152,7 +152,7 @@ async fn load(live: &LiveService, location: &str, model: &str, version: u64) -> 
 }
 
 /// The rows of runs dated `from_date` on, sorted by run_time, valid_time.
-async fn read(live: &LiveService, location: &str, model: &str, from_date: NaiveDate) -> ApiResult<RecordBatch> {
+async fn read(live: &WriteService, location: &str, model: &str, from_date: NaiveDate) -> ApiResult<RecordBatch> {
     let mut b = Bindings::new();
     let sql = format!(
         "SELECT {} FROM forecasts WHERE location_name = {} AND model = {} AND run_date >= {} \

@@ -21,7 +21,7 @@ use super::params::{self, QueryParams};
 use super::state::AppState;
 use crate::ingest::format::ALL_FORMATS;
 use crate::ingest::{Format, IngestOptions};
-use crate::write::{LiveError, LiveOutcome};
+use crate::write::{WriteError, WriteOutcome};
 
 /// Largest ingest body accepted (the router sets it as the route's body limit).
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
@@ -93,8 +93,8 @@ pub async fn handler(
         return Err(ApiError::bad_request("Empty body", "POST the raw input of the format as the request body"));
     }
     match state.live.ingest(format, opts, body).await {
-        Ok(outcome) => Ok((StatusCode::ACCEPTED, Json::<LiveOutcome>(outcome)).into_response()),
-        Err(LiveError::Unusable(errors)) => {
+        Ok(outcome) => Ok((StatusCode::ACCEPTED, Json::<WriteOutcome>(outcome)).into_response()),
+        Err(WriteError::Unusable(errors)) => {
             let first: Vec<String> = errors.iter().take(5).map(|e| format!("line {}: {}", e.line, e.reason)).collect();
             Err(ApiError::bad_request(
                 format!("No usable {format} records in the body"),

@@ -8,7 +8,7 @@
 //!   `forecasts.php?run=latest` answers; runs older than that window are left out on read,
 //!   as the cache leaves them out.
 //! - A run this server stored is added at read time from the live service's own record
-//!   ([`LiveService::stored_runs`]): no lake read, so it shows as soon as it is flushed,
+//!   ([`WriteService::stored_runs`]): no lake read, so it shows as soon as it is flushed,
 //!   however often runs arrive.
 //! - After [`TTL`] (rows another process wrote), the index is refreshed from the run dates
 //!   since the day before its last refresh, keeping the later run per key: a run being
@@ -29,7 +29,7 @@ use datafusion::arrow::datatypes::TimestampMicrosecondType;
 use super::bound_sql::{utf8_column, Bindings};
 use super::error::ApiResult;
 use super::forecast_cache::{RECENT_DAYS, TTL};
-use crate::write::LiveService;
+use crate::write::WriteService;
 
 /// Longest the index goes without a full rebuild over the whole window.
 pub const REBUILD_EVERY: StdDuration = StdDuration::from_secs(600);
@@ -53,7 +53,7 @@ pub struct LatestRuns {
 
 impl LatestRuns {
     /// The latest run of each model with rows for `location` in the window, by model name.
-    pub async fn of(&self, live: &LiveService, location: &str) -> ApiResult<HashMap<String, DateTime<Utc>>> {
+    pub async fn of(&self, live: &WriteService, location: &str) -> ApiResult<HashMap<String, DateTime<Utc>>> {
         let index = self.current(live).await?;
         let from = (live.clock.now().date_naive() - Duration::days(RECENT_DAYS)).and_time(chrono::NaiveTime::MIN);
         let from = from.and_utc();
@@ -70,7 +70,7 @@ impl LatestRuns {
         Ok(out)
     }
 
-    async fn current(&self, live: &LiveService) -> ApiResult<Arc<Index>> {
+    async fn current(&self, live: &WriteService) -> ApiResult<Arc<Index>> {
         let mut built = self.built.lock().await;
         let today = live.clock.now().date_naive();
         match built.as_mut() {
@@ -97,7 +97,7 @@ impl LatestRuns {
 }
 
 /// The latest run per (location, model) among run dates from `from` on.
-async fn query(live: &LiveService, from: NaiveDate) -> ApiResult<Index> {
+async fn query(live: &WriteService, from: NaiveDate) -> ApiResult<Index> {
     let mut b = Bindings::new();
     let sql = format!(
         "SELECT location_name, model, max(run_time) FROM forecasts WHERE run_date >= {} \

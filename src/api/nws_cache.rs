@@ -24,7 +24,7 @@ use super::loading_cache::LoadingCache;
 use crate::catalog::Station;
 use crate::lake::schema::NWS_HOURLY;
 use crate::time::{day_window, fmt_iso_utc, DayClock};
-use crate::write::LiveService;
+use crate::write::WriteService;
 
 /// Longest an entry is served without re-reading the lake.
 pub const TTL: StdDuration = StdDuration::from_secs(60);
@@ -39,7 +39,12 @@ pub struct NwsCache {
 
 impl NwsCache {
     /// The versions of (station, date), oldest first, loading them when missing or stale.
-    pub async fn get(&self, live: &LiveService, station: &Station, date: NaiveDate) -> ApiResult<Arc<Vec<NwsVersion>>> {
+    pub async fn get(
+        &self,
+        live: &WriteService,
+        station: &Station,
+        date: NaiveDate,
+    ) -> ApiResult<Arc<Vec<NwsVersion>>> {
         let version = live.table_version(NWS_HOURLY.name);
         self.entries
             .get_or_load(&(station.code.clone(), date), version, TTL, || async {
@@ -94,7 +99,7 @@ fn version(n: usize, generated_at: DateTime<Utc>, temps: Vec<Option<i64>>) -> Nw
 
 /// Every distinct version covering `date`, oldest first (a version identical to the one
 /// before it is not a new version).
-pub async fn versions(live: &LiveService, station: &Station, date: NaiveDate) -> ApiResult<Vec<NwsVersion>> {
+pub async fn versions(live: &WriteService, station: &Station, date: NaiveDate) -> ApiResult<Vec<NwsVersion>> {
     let w = day_window(station.timezone, DayClock::Standard, date);
     let mut p = Bindings::new();
     let sql = format!(

@@ -17,7 +17,7 @@ use crate::access::Access;
 use crate::clock::Clock;
 use crate::feeds::Feeds;
 use crate::stream::{EventLog, Hub};
-use crate::write::LiveService;
+use crate::write::WriteService;
 
 /// The push stream's event source as the REST port's relay needs it: the one event log and
 /// hub the HTTPS stream serves (so the relay is no second event source).
@@ -37,7 +37,7 @@ pub struct AppState(Arc<AppInner>);
 pub struct AppInner {
     pub keys: Arc<KeyStore>,
     pub limiter: Arc<RateLimiter>,
-    pub live: Arc<LiveService>,
+    pub live: Arc<WriteService>,
     pub clock: Arc<dyn Clock>,
     /// The accuracy tables per station (model_accuracy.php).
     pub accuracy: AccuracyCache,
@@ -67,7 +67,7 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
-    pub fn new(keys: KeyStore, limiter: RateLimiter, live: Arc<LiveService>, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(keys: KeyStore, limiter: RateLimiter, live: Arc<WriteService>, clock: Arc<dyn Clock>) -> Self {
         AppState(Arc::new(AppInner {
             keys: Arc::new(keys),
             limiter: Arc::new(limiter),

@@ -31,9 +31,9 @@ use wxlake::lake::Lake;
 use wxlake::time::fmt_iso_utc;
 
 use super::keys::state_dir;
-use super::live::{feeds_config, start_live};
 use super::serve::take_serve_lock;
 use super::shutdown::Shutdown;
+use super::startup::{feeds_config, start_write_path};
 
 /// `wxlake feeds`
 #[derive(Debug, Args)]
@@ -99,7 +99,7 @@ async fn run_feeds(lake: Lake, dir: &Path, cfg: &FeedsConfig, a: RunArgs) -> any
     let _lock = take_serve_lock(dir)?;
     let shutdown = Shutdown::on_signal();
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let live = start_live(lake, dir, a.flush_secs, Arc::clone(&clock)).await?;
+    let live = start_write_path(lake, dir, a.flush_secs, Arc::clone(&clock)).await?;
     let writer = if a.once { "feeds run --once" } else { "feeds run" };
     let feeds = Feeds::from_config(cfg, Arc::new(Arc::clone(&live)))?
         .select(&a.sources)?

@@ -8,11 +8,11 @@ mod feeds;
 mod ingest;
 mod jobs;
 mod keys;
-mod live;
 mod serve;
 mod shutdown;
 mod sql;
 mod sql_output;
+mod startup;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -29,12 +29,12 @@ use wxlake::feeds::{Feeds, FeedsConfig};
 use wxlake::lake::Lake;
 use wxlake::sqlwire::{QueryLimits, WireEngine};
 use wxlake::stream::{self, Hub, StreamState};
-use wxlake::write::LiveService;
+use wxlake::write::WriteService;
 
 use super::demo::DemoArgs;
 use super::keys::state_dir;
-use super::live::{feeds_config, start_live};
 use super::shutdown::Shutdown;
+use super::startup::{feeds_config, start_write_path};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -209,7 +209,7 @@ async fn bind(addr: &str, flag: &str) -> anyhow::Result<TcpListener> {
 pub async fn run(lake: Lake, a: ServeArgs, config: Option<&Path>) -> anyhow::Result<ExitCode> {
     // --live: the production feeds, checked before any side effect (a missing contact
     // stops here, before a state directory, a lock or a listener exists).
-    let live_sources = if a.live { Some(super::live::live_feeds_config(config)?) } else { None };
+    let live_sources = if a.live { Some(super::startup::live_feeds_config(config)?) } else { None };
     let dir = state_dir(&lake, a.state_dir.clone())?;
     // Held until the process ends.
     let _lock = take_serve_lock(&dir)?;
@@ -238,7 +238,7 @@ pub async fn run(lake: Lake, a: ServeArgs, config: Option<&Path>) -> anyhow::Res
     if a.demo {
         print_demo_keys(&keys)?;
     }
-    let live = start_live(lake, &dir, a.flush_secs, Arc::clone(&clock)).await?;
+    let live = start_write_path(lake, &dir, a.flush_secs, Arc::clone(&clock)).await?;
     let state = AppState::new(keys, RateLimiter::new(Arc::clone(&clock)), Arc::clone(&live), Arc::clone(&clock));
     let stream = match listeners.stream {
         Some(listener) => Some(start_stream(&a, &dir, listener, &state, &live, &shutdown).await?),
@@ -310,7 +310,7 @@ async fn start_stream(
     dir: &std::path::Path,
     listener: TcpListener,
     state: &AppState,
-    live: &Arc<LiveService>,
+    live: &Arc<WriteService>,
     shutdown: &Shutdown,
 ) -> anyhow::Result<RunningStream> {
     let (cert, key) = match (&a.tls_cert, &a.tls_key) {

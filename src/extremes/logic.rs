@@ -12,8 +12,9 @@ use crate::time::DayClock;
 /// `Nws` settles markets on the national climate report: a Local Standard Time day and every
 /// source that can move the official value. `Wu` settles markets on a weather-site history: a
 /// civil day and routine METAR/SPECI reports only.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
+#[schema(description = "A trading-day logic.")]
 pub enum Logic {
     Nws,
     Wu,

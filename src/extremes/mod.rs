@@ -60,16 +60,16 @@
 //!
 //! # Cost
 //!
-//! [`StationLive::apply`] is O(1) amortised: a cached window lookup, a running max/min and an
+//! [`StationExtremes::apply`] is O(1) amortised: a cached window lookup, a running max/min and an
 //! append to a time-sorted list of readings (out-of-order input is inserted by binary
 //! search). Queries take `&self` and scan at most one day of readings. The caller owns the
 //! locking: `apply` holds a write lock only for that constant work, so readers are never
 //! held up for long. Measured rates (apply, `extremes` per logic) are in
 //! `benches/README.md`, "Live engine and request handling" (`cargo bench --bench live`).
 //!
-//! [`StationLive::prune`] drops old days; an input arriving later for a pruned day would
+//! [`StationExtremes::prune`] drops old days; an input arriving later for a pruned day would
 //! start that day afresh, so past days are answered by replaying the lake into a fresh
-//! `StationLive` (results do not depend on the order of the replay).
+//! `StationExtremes` (results do not depend on the order of the replay).
 
 mod anomaly;
 mod day;
@@ -94,7 +94,7 @@ pub use day::{Side, Source};
 pub use logic::Logic;
 pub use quality::{DataQuality, HeldObservation, QualityWarning, Severity, TEMPERATURE_DATA_MISSING};
 pub use staleness::Staleness;
-pub use station::{StationLive, REPLAY_AFTER, REPLAY_BEFORE};
+pub use station::{StationExtremes, REPLAY_AFTER, REPLAY_BEFORE};
 
 /// One input to a station's live state.
 #[derive(Debug, Clone, Copy)]
@@ -183,7 +183,7 @@ pub struct ExtremeChange {
     pub source: Source,
 }
 
-/// What [`StationLive::apply`] reports.
+/// What [`StationExtremes::apply`] reports.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LiveEvent {
     NewHigh(ExtremeChange),

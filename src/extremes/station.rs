@@ -32,10 +32,10 @@ pub const CLOSING_BEFORE: Duration = Duration::minutes(70);
 /// How late after the end of a Local Standard Time day a report still closes it.
 pub const CLOSING_AFTER: Duration = Duration::minutes(10);
 
-/// One station's live state. Create one per station with [`StationLive::new`], feed every
-/// input through [`StationLive::apply`], read with the `&self` queries.
+/// One station's live state. Create one per station with [`StationExtremes::new`], feed every
+/// input through [`StationExtremes::apply`], read with the `&self` queries.
 #[derive(Debug, Clone)]
-pub struct StationLive {
+pub struct StationExtremes {
     code: String,
     tz: Tz,
     units: Units,
@@ -48,11 +48,11 @@ pub struct StationLive {
     cache: [DateMemo; 2],
 }
 
-impl StationLive {
+impl StationExtremes {
     /// Empty state for a catalog station (or a hand-built `Station`): its zone, native units
     /// and whether `wu` rule 3 applies (codes starting with K).
     pub fn new(station: &Station) -> Self {
-        StationLive {
+        StationExtremes {
             code: station.code.clone(),
             tz: station.timezone,
             units: station.units,
@@ -74,7 +74,7 @@ impl StationLive {
         onemin: impl IntoIterator<Item = &'a OneMinute>,
         reports: impl IntoIterator<Item = &'a DailyReport>,
     ) -> Self {
-        let mut live = StationLive::new(station);
+        let mut live = StationExtremes::new(station);
         for m in metars.into_iter().filter(|m| m.station == station.code) {
             live.apply(LiveInput::Metar(m));
         }

@@ -58,16 +58,16 @@ fn report(
         raw: String::new(),
     }
 }
-fn feed_metars(live: &mut StationLive, texts: &[&str], near: &str) -> Vec<LiveEvent> {
+fn feed_metars(live: &mut StationExtremes, texts: &[&str], near: &str) -> Vec<LiveEvent> {
     texts.iter().flat_map(|t| live.apply(LiveInput::Metar(&metar(t, near)))).collect()
 }
-fn ext(live: &StationLive, logic: Logic, day: &str) -> DayExtremes {
+fn ext(live: &StationExtremes, logic: Logic, day: &str) -> DayExtremes {
     live.extremes(logic, date(day), at("2030-01-01T00:00:00Z")).unwrap_or_else(|| panic!("no {logic} day {day}"))
 }
-fn high(live: &StationLive, logic: Logic, day: &str) -> Option<f64> {
+fn high(live: &StationExtremes, logic: Logic, day: &str) -> Option<f64> {
     ext(live, logic, day).high.map(|e| e.value)
 }
-fn low(live: &StationLive, logic: Logic, day: &str) -> Option<f64> {
+fn low(live: &StationExtremes, logic: Logic, day: &str) -> Option<f64> {
     ext(live, logic, day).low.map(|e| e.value)
 }
 
@@ -125,7 +125,7 @@ fn klnk_nws_from_metars_matches_the_official_daily_values() {
     let decoded = crate::decode::metar_container::decode_metar_input(&bytes, None);
     assert!(decoded.errors.is_empty());
     assert_eq!(decoded.records.len(), 1714);
-    let mut live = StationLive::new(&klnk());
+    let mut live = StationExtremes::new(&klnk());
     for m in &decoded.records {
         live.apply(LiveInput::Metar(m));
     }
@@ -179,7 +179,7 @@ fn klnk_six_hour_groups_need_synoptic_alignment() {
     let decoded = crate::decode::metar_container::decode_metar_input(&bytes, None);
     let sod = klnk_sod();
     for (variant, want) in [("observations only", (29, 29)), ("synoptic", (56, 57)), ("report time", (51, 46))] {
-        let mut live = StationLive::new(&klnk());
+        let mut live = StationExtremes::new(&klnk());
         for m in &decoded.records {
             let mut m = m.clone();
             (m.day_max_c, m.day_min_c) = (None, None);
@@ -297,7 +297,7 @@ fn day_edges_follow_lst_for_nws_and_civil_time_for_wu() {
         ("YSSY", "METAR YSSY 091330Z 31008KT CAVOK 09/03 Q1025 NOSIG", "2026-07-09", "2026-07-09", "2026-07-09"),
     ];
     for (code, text, near, nws_day, wu_day) in cases {
-        let mut live = StationLive::new(station(code));
+        let mut live = StationExtremes::new(station(code));
         let m = metar(text, near);
         let events = live.apply(LiveInput::Metar(&m));
         assert_eq!(events.len(), 4, "{text}: first value of each logic and side");
@@ -314,8 +314,8 @@ fn day_edges_follow_lst_for_nws_and_civil_time_for_wu() {
 
 #[test]
 fn civil_days_stretch_around_dst_and_standard_days_do_not() {
-    let (mdw, syd) = (StationLive::new(station("KMDW")), StationLive::new(station("YSSY")));
-    let phx = StationLive::new(station("KPHX"));
+    let (mdw, syd) = (StationExtremes::new(station("KMDW")), StationExtremes::new(station("YSSY")));
+    let phx = StationExtremes::new(station("KPHX"));
     for (live, day, nws_h, wu_h) in [
         (&mdw, "2026-03-08", 24, 23),
         (&mdw, "2026-11-01", 24, 25),
@@ -348,7 +348,7 @@ fn nws_takes_the_bound_the_official_value_cannot_fall_short_of() {
     ];
     for (groups, tgroup, hi, lo, wu, hi_c) in cases {
         let text = format!("METAR KMDW 101853Z 27010KT 10SM CLR {groups} A3012 RMK AO2 SLP205{tgroup}");
-        let mut live = StationLive::new(station("KMDW"));
+        let mut live = StationExtremes::new(station("KMDW"));
         feed_metars(&mut live, &[&text], "2026-01-10");
         let e = ext(&live, Logic::Nws, "2026-01-10");
         assert_eq!(
@@ -365,7 +365,7 @@ fn nws_takes_the_bound_the_official_value_cannot_fall_short_of() {
         assert_eq!(high(&live, Logic::Wu, "2026-01-10"), Some(wu), "{text}");
     }
     // Two whole-degree reports: M11 (12..13) and M10 (14): high 14, low 13.
-    let mut live = StationLive::new(station("KMDW"));
+    let mut live = StationExtremes::new(station("KMDW"));
     feed_metars(
         &mut live,
         &[
@@ -379,7 +379,7 @@ fn nws_takes_the_bound_the_official_value_cannot_fall_short_of() {
 
 #[test]
 fn celsius_stations_use_native_values_in_both_logics() {
-    let mut live = StationLive::new(station("YSSY"));
+    let mut live = StationExtremes::new(station("YSSY"));
     feed_metars(
         &mut live,
         &[
@@ -426,7 +426,7 @@ fn wu_whole_degree_reports_wait_for_a_second_source() {
     ];
     for (i, (second, confirmed)) in cases.iter().enumerate() {
         for held_first in [true, false] {
-            let mut live = StationLive::new(station("KMDW"));
+            let mut live = StationExtremes::new(station("KMDW"));
             let held = metar(HELD, "2026-01-10");
             let mut events = Vec::new();
             if held_first {
@@ -471,7 +471,7 @@ fn wu_whole_degree_reports_wait_for_a_second_source() {
 #[test]
 fn confirmation_reaches_across_midnight() {
     // 23:58 CST held, 00:03 CST one-minute: the previous civil day gets its value.
-    let mut live = StationLive::new(station("KMDW"));
+    let mut live = StationExtremes::new(station("KMDW"));
     feed_metars(&mut live, &["SPECI KMDW 110558Z 27010KT 10SM CLR M02/M06 A3012 RMK AO2"], "2026-01-10");
     let ev = live.apply(LiveInput::OneMinute(&one_min("KMDW", "2026-01-11T06:03:00Z", Some(28.0))));
     assert_eq!(high(&live, Logic::Wu, "2026-01-10"), Some(28.0)); // round(-2·9/5+32) = 28
@@ -517,7 +517,7 @@ fn six_hour_groups_count_only_inside_the_standard_day() {
         ),
     ];
     for (code, text, day, want, source) in cases {
-        let mut live = StationLive::new(station(code));
+        let mut live = StationExtremes::new(station(code));
         feed_metars(&mut live, &[text], "2026-01-09");
         let e = ext(&live, Logic::Nws, day);
         let h = e.high.unwrap();
@@ -548,7 +548,7 @@ fn twenty_four_hour_group_of_the_closing_report() {
     ];
     for (t, valid) in cases {
         let text = format!("METAR KMDW {t} 01005KT 10SM CLR M04/M07 A3028 RMK AO2 SLP274 T10391067 401001039");
-        let mut live = StationLive::new(station("KMDW"));
+        let mut live = StationExtremes::new(station("KMDW"));
         feed_metars(&mut live, &[&text], "2026-01-10");
         let e = live.extremes(Logic::Nws, date("2026-01-10"), at("2030-01-01T00:00:00Z"));
         let group = e.as_ref().and_then(|e| e.high).filter(|h| h.source == Source::TwentyFourHourGroup);
@@ -572,7 +572,7 @@ fn valid_through_follows_the_chain_of_six_hour_groups() {
         (vec![g("101154Z"), g("102354Z")], Some("2026-01-10T12:00:00Z")),
     ];
     for (texts, want) in cases {
-        let mut live = StationLive::new(station("KMDW"));
+        let mut live = StationExtremes::new(station("KMDW"));
         feed_metars(
             &mut live,
             &["METAR KMDW 100653Z 27010KT 10SM CLR M02/M04 A3012 RMK AO2 SLP205 T10221044"],
@@ -591,7 +591,7 @@ fn valid_through_follows_the_chain_of_six_hour_groups() {
 
 #[test]
 fn dsm_feeds_nws_only_and_a_final_cli_is_the_answer() {
-    let mut live = StationLive::new(station("KMDW"));
+    let mut live = StationExtremes::new(station("KMDW"));
     // 3.3 °C = 38 °F at 20:53Z.
     feed_metars(
         &mut live,
@@ -639,7 +639,7 @@ fn dsm_feeds_nws_only_and_a_final_cli_is_the_answer() {
 
 #[test]
 fn intermediate_dsm_and_preliminary_cli_lock_in_through_their_valid_time() {
-    let mut live = StationLive::new(station("KMDW"));
+    let mut live = StationExtremes::new(station("KMDW"));
     let dsm = report(
         DailyKind::Dsm,
         "KMDW",
@@ -693,7 +693,7 @@ fn anomaly_boundaries() {
         (String::new(), Some(("2026-01-10T20:20:00Z", 41.0)), 45, 25, false),
     ];
     for (text, minute, max, min, flagged) in cases {
-        let mut live = StationLive::new(station("KMDW"));
+        let mut live = StationExtremes::new(station("KMDW"));
         if !text.is_empty() {
             feed_metars(&mut live, &[&text], "2026-01-10");
         }
@@ -721,7 +721,7 @@ fn anomaly_boundaries() {
 
 #[test]
 fn gaps_in_one_minute_data_show_in_data_quality() {
-    let mut live = StationLive::new(station("KMDW"));
+    let mut live = StationExtremes::new(station("KMDW"));
     // The low: -5.0 °C (23 °F) at 08:53Z, far from every gap.
     feed_metars(
         &mut live,
@@ -787,7 +787,7 @@ fn gaps_in_one_minute_data_show_in_data_quality() {
 
 #[test]
 fn suspect_temperatures_are_latest_but_never_extremes() {
-    let mut live = StationLive::new(station("KMDW"));
+    let mut live = StationExtremes::new(station("KMDW"));
     for text in [
         "METAR KMDW 101853Z 27010KT 10SM CLR 75/10 A3012 RMK AO2 SLP205 T07501100",
         "METAR KMDW 101953Z 27010KT 10SM CLR M65/M70 A3012 RMK AO2 SLP205",
@@ -823,9 +823,9 @@ fn suspect_temperatures_are_latest_but_never_extremes() {
 
 #[test]
 fn events_fire_only_when_the_value_changes() {
-    let mut live = StationLive::new(station("KMDW"));
+    let mut live = StationExtremes::new(station("KMDW"));
     type Seen = (Logic, &'static str, f64, Option<f64>, Option<f64>);
-    let step = |live: &mut StationLive, text: &str| -> Vec<Seen> {
+    let step = |live: &mut StationExtremes, text: &str| -> Vec<Seen> {
         feed_metars(live, &[text], "2026-01-10")
             .iter()
             .map(|e| {
@@ -929,7 +929,7 @@ fn two_days() -> Vec<Owned> {
     v
 }
 
-fn snapshot(live: &StationLive) -> Vec<Option<DayExtremes>> {
+fn snapshot(live: &StationExtremes) -> Vec<Option<DayExtremes>> {
     let now = at("2026-01-11T19:00:00Z");
     let mut out = Vec::new();
     for d in ["2026-01-10", "2026-01-11"] {
@@ -943,7 +943,7 @@ fn snapshot(live: &StationLive) -> Vec<Option<DayExtremes>> {
 #[test]
 fn any_arrival_order_gives_the_same_days() {
     let inputs = two_days();
-    let mut live = StationLive::new(station("KMDW"));
+    let mut live = StationExtremes::new(station("KMDW"));
     for i in &inputs {
         live.apply(i.input());
     }
@@ -971,7 +971,7 @@ fn any_arrival_order_gives_the_same_days() {
             seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
             order.swap(i, (seed >> 33) as usize % (i + 1));
         }
-        let mut live = StationLive::new(station("KMDW"));
+        let mut live = StationExtremes::new(station("KMDW"));
         let times = if round % 5 == 0 { 2 } else { 1 };
         for _ in 0..times {
             for &i in &order {
@@ -985,7 +985,7 @@ fn any_arrival_order_gives_the_same_days() {
 #[test]
 fn prune_drops_old_days_and_their_readings() {
     let inputs = two_days();
-    let mut live = StationLive::new(station("KMDW"));
+    let mut live = StationExtremes::new(station("KMDW"));
     for i in &inputs {
         live.apply(i.input());
     }

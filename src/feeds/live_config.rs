@@ -40,7 +40,7 @@ pub const SERVED: &[(&str, &[&str])] = &[
 
 /// Why `serve --live` will not start.
 #[derive(Debug, Error)]
-pub enum LiveError {
+pub enum WriteError {
     #[error("{origin}: {source}")]
     Config {
         origin: String,
@@ -70,17 +70,17 @@ pub enum LiveError {
 /// file) when it has that table, else the production file's; `contact` (from
 /// `WXLAKE_CONTACT`) wins over the file's. Refused unless the contact is real and every
 /// row of [`SERVED`] has an enabled source.
-pub fn live_sources(explicit: Option<&str>, contact: Option<&str>) -> Result<FeedsConfig, LiveError> {
+pub fn live_sources(explicit: Option<&str>, contact: Option<&str>) -> Result<FeedsConfig, WriteError> {
     let has_sources = |text: &str| text.parse::<toml::Table>().map(|t| t.contains_key("sources")).unwrap_or(true);
     let (text, origin) = match explicit {
         Some(text) if has_sources(text) => (text, "the [sources] of the --config file".to_string()),
         _ => (LIVE_TOML, format!("the production sources ({LIVE_PATH}, built in)")),
     };
     let mut cfg =
-        FeedsConfig::from_file_text(text).map_err(|source| LiveError::Config { origin: origin.clone(), source })?;
+        FeedsConfig::from_file_text(text).map_err(|source| WriteError::Config { origin: origin.clone(), source })?;
     if let Some(c) = contact.map(str::trim).filter(|c| !c.is_empty()) {
         cfg.client.contact = c.to_string();
-        cfg.client.validate().map_err(|message| LiveError::Config {
+        cfg.client.validate().map_err(|message| WriteError::Config {
             origin: CONTACT_ENV.to_string(),
             source: ConfigError::Invalid { section: String::new(), message },
         })?;
@@ -91,19 +91,19 @@ pub fn live_sources(explicit: Option<&str>, contact: Option<&str>) -> Result<Fee
 
 /// What a real deployment needs of its feeds: a contact that reaches someone, and a source
 /// for every kind of data the API serves.
-pub fn check_deployment(cfg: &FeedsConfig, origin: &str) -> Result<(), LiveError> {
+pub fn check_deployment(cfg: &FeedsConfig, origin: &str) -> Result<(), WriteError> {
     let contact = cfg.client.contact.trim();
     if contact.is_empty() {
-        return Err(LiveError::NoContact);
+        return Err(WriteError::NoContact);
     }
     let lower = contact.to_ascii_lowercase();
     if ["example.com", "example.org", "example.net"].iter().any(|d| lower.contains(d)) {
-        return Err(LiveError::PlaceholderContact { contact: contact.to_string() });
+        return Err(WriteError::PlaceholderContact { contact: contact.to_string() });
     }
     let enabled = cfg.enabled();
     for (what, sources) in SERVED {
         if !sources.iter().any(|s| enabled.contains(s)) {
-            return Err(LiveError::Unfed { origin: origin.to_string(), what, sources: sources.to_vec() });
+            return Err(WriteError::Unfed { origin: origin.to_string(), what, sources: sources.to_vec() });
         }
     }
     Ok(())
@@ -309,9 +309,9 @@ mod tests {
     #[test]
     fn live_needs_a_contact_and_takes_it_from_the_environment() {
         let e = live_sources(None, None).unwrap_err();
-        assert!(matches!(e, LiveError::NoContact), "{e}");
+        assert!(matches!(e, WriteError::NoContact), "{e}");
         assert!(e.to_string().contains("WXLAKE_CONTACT="), "{e}");
-        assert!(matches!(live_sources(None, Some("  ")).unwrap_err(), LiveError::NoContact));
+        assert!(matches!(live_sources(None, Some("  ")).unwrap_err(), WriteError::NoContact));
         let e = live_sources(None, Some("ops@example.com")).unwrap_err();
         assert!(e.to_string().contains("placeholder"), "{e}");
         let cfg = live_sources(None, Some(CONTACT)).unwrap();

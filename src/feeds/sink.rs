@@ -1,7 +1,7 @@
 //! Where a feed's bodies go: [`FeedSink`], the same input the ingest endpoint takes (a
 //! format, its options, the raw bytes).
 //!
-//! In `serve` the sink is the [`LiveService`] (WAL → hot state → stream events → lake
+//! In `serve` the sink is the [`WriteService`] (WAL → hot state → stream events → lake
 //! flush), so a polled METAR travels exactly the path of a POSTed one. The
 //! [`RecordingSink`] decodes with the real decoders and keeps what it was given, for tests
 //! and for runs that should fetch without storing.
@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 use thiserror::Error;
 
 use crate::ingest::{Format, IngestOptions};
-use crate::write::{LiveError, LiveService};
+use crate::write::{WriteError, WriteService};
 
 /// What the sink did with one body.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -92,9 +92,9 @@ pub trait FeedSink: Send + Sync {
 /// The live path: durable in the WAL, applied to the hot state and streamed when this
 /// returns, in the lake after the next flush.
 #[async_trait]
-impl FeedSink for Arc<LiveService> {
+impl FeedSink for Arc<WriteService> {
     async fn ingest(&self, format: Format, opts: IngestOptions, body: Bytes) -> Result<Stored, SinkError> {
-        match LiveService::ingest(self, format, opts, body).await {
+        match WriteService::ingest(self, format, opts, body).await {
             Ok(o) => Ok(Stored {
                 read: o.read,
                 accepted: o.accepted,
@@ -102,7 +102,7 @@ impl FeedSink for Arc<LiveService> {
                 rejected: o.rejected,
                 events: o.events,
             }),
-            Err(LiveError::Unusable(errors)) => Err(SinkError::Unusable(first_reasons(&errors))),
+            Err(WriteError::Unusable(errors)) => Err(SinkError::Unusable(first_reasons(&errors))),
             Err(e) => Err(SinkError::Store(Box::new(e))),
         }
     }

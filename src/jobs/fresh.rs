@@ -126,10 +126,10 @@ pub async fn stored_since(lake: &Lake, since: DateTime<Utc>) -> Result<Vec<Store
 }
 
 /// Spawns the task that refreshes the derived tables for each batch of stored runs
-/// received (`LiveService::subscribe_new_runs`), gathering what arrives meanwhile.
+/// received (`WriteService::subscribe_new_runs`), gathering what arrives meanwhile.
 /// `clock` is the live service's: its date ends the accuracy jobs' range (a simulated or
 /// test clock included). `published` is called after each refresh that published rows, so
-/// the server's caches of job tables reload at once (`LiveService::derived_published`).
+/// the server's caches of job tables reload at once (`WriteService::derived_published`).
 pub fn spawn_fresh_runs(
     lake: Lake,
     specs: Vec<JobSpec>,

@@ -1,6 +1,6 @@
 //! The `observed_extremes` helper table: every station's high and low per trading day and
 //! logic, computed by replaying the lake's rows through the live engine
-//! ([`StationLive::replay`]), so the `daily_extremes` job and the live path share one
+//! ([`StationExtremes::replay`]), so the `daily_extremes` job and the live path share one
 //! implementation of the rules (LST windows, probable ranges, 6/24-hour groups, DSM/CLI
 //! finality, `wu` rule 3, -999 gaps, suspect temperatures).
 //!
@@ -37,7 +37,7 @@ use rayon::prelude::*;
 use super::error::JobError;
 use crate::catalog::{Catalog, Station};
 use crate::decode::types::{DailyKind, DailyReport, Metar, OneMinute};
-use crate::extremes::{suspect_temperature, DayExtremes, Logic, Source, StationLive, REPLAY_AFTER, REPLAY_BEFORE};
+use crate::extremes::{suspect_temperature, DayExtremes, Logic, Source, StationExtremes, REPLAY_AFTER, REPLAY_BEFORE};
 use crate::lake::window::load_window;
 use crate::units::{f_to_c, round1, Units};
 
@@ -67,7 +67,8 @@ pub fn station_days(
     to: NaiveDate,
     now: DateTime<Utc>,
 ) -> Vec<ObservedDay> {
-    let live = StationLive::replay(station, metars.iter().copied(), onemin.iter().copied(), reports.iter().copied());
+    let live =
+        StationExtremes::replay(station, metars.iter().copied(), onemin.iter().copied(), reports.iter().copied());
     let mut out = Vec::new();
     let mut date = from;
     while date <= to {

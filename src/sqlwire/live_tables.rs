@@ -48,7 +48,7 @@ use crate::extremes::{Logic, Source};
 use crate::ingest::OfRecords;
 use crate::lake::rows::{date32, LakeRecord};
 use crate::trading_day::{self, TradingDay};
-use crate::write::LiveService;
+use crate::write::WriteService;
 
 /// Name of the live extremes table.
 pub const SVC_EXTREMES: &str = "svc_extremes";
@@ -100,7 +100,7 @@ pub fn live_tables(state: &WireState) -> HashMap<String, Arc<dyn TableProvider>>
 /// `svc_extremes` (see the module docs).
 #[derive(Clone)]
 pub struct SvcExtremesTable {
-    live: Arc<LiveService>,
+    live: Arc<WriteService>,
 }
 
 impl std::fmt::Debug for SvcExtremesTable {
@@ -299,7 +299,7 @@ fn literal_values(f: &Expr, column: &str) -> Option<Vec<String>> {
 /// `live_observations` (see the module docs).
 #[derive(Debug)]
 pub struct LiveObservationsTable {
-    live: Arc<LiveService>,
+    live: Arc<WriteService>,
 }
 
 /// The `observations` table's columns: the stored ones, then the `date` partition.
@@ -336,7 +336,7 @@ impl TableProvider for LiveObservationsTable {
 }
 
 /// The observations `live` holds unflushed, as one batch of [`observations_schema`].
-fn pending_batch(live: &LiveService) -> Result<RecordBatch> {
+fn pending_batch(live: &WriteService) -> Result<RecordBatch> {
     let pending = live.pending_records();
     let refs: Vec<&Metar> = pending.iter().flat_map(|r| Metar::of(r)).collect();
     let keys: Vec<u64> = refs.iter().map(|m| m.row_key()).collect();

@@ -34,6 +34,6 @@ use std::sync::Arc;
 /// live service (its query session and hot state, its clock) and who may query.
 #[derive(Clone, Debug)]
 pub struct WireState {
-    pub live: Arc<crate::write::LiveService>,
+    pub live: Arc<crate::write::WriteService>,
     pub access: crate::access::Access,
 }

@@ -8,7 +8,7 @@ use chrono::{Duration, Utc};
 
 use super::payloads::observation_payload;
 use crate::catalog::Catalog;
-use crate::extremes::{LiveInput, Logic, StationLive};
+use crate::extremes::{LiveInput, Logic, StationExtremes};
 use crate::stream::{default_retention, EventLog, EventLogStats};
 
 /// Environment variable naming the log the reopen probe opens.
@@ -45,7 +45,7 @@ fn heap_bytes() -> u64 {
 fn fill_realistic_day(dir: &Path) -> (usize, u64, EventLogStats) {
     let log = EventLog::open(dir, default_retention()).unwrap();
     let stations = Catalog::global().all();
-    let mut lives: Vec<StationLive> = stations.iter().map(StationLive::new).collect();
+    let mut lives: Vec<StationExtremes> = stations.iter().map(StationExtremes::new).collect();
     let start = Utc::now() - Duration::hours(24) + Duration::minutes(10);
     let mut count = 0;
     for step in 0..288i64 {

@@ -13,7 +13,7 @@ use crate::decode::types::DailyKind;
 use crate::extremes::Logic;
 use crate::stream::{EventLog, Hub};
 use crate::write::hot::Applied;
-use crate::write::LiveService;
+use crate::write::WriteService;
 
 /// True when `day` is the trading day in progress (`today`) or the one before it (or
 /// later, for a clock running behind the source): the days whose data is live news.
@@ -27,7 +27,7 @@ fn is_live_day(day: chrono::NaiveDate, today: chrono::NaiveDate) -> bool {
 /// live news: a backfilled observation or daily report updates the lake and the past days'
 /// extremes, and is not streamed (a month of backfill would otherwise flood every client and
 /// the event log).
-pub fn events_for(live: &LiveService, applied: &Applied) -> Vec<(String, &'static str, Value)> {
+pub fn events_for(live: &WriteService, applied: &Applied) -> Vec<(String, &'static str, Value)> {
     let now = live.clock.now();
     let mut out = Vec::new();
     let (station, changes) = match applied {
@@ -92,7 +92,7 @@ pub const PUBLISHER_INBOX: usize = 4096;
 /// live service goes away. Append, then publish, from this one task: ids reach clients in
 /// order. Nothing is skipped: the live path waits when this task falls behind, and an
 /// ingest is acknowledged once this task has logged its events.
-pub async fn spawn_publisher(live: Arc<LiveService>, log: Arc<EventLog>, hub: Hub) -> tokio::task::JoinHandle<()> {
+pub async fn spawn_publisher(live: Arc<WriteService>, log: Arc<EventLog>, hub: Hub) -> tokio::task::JoinHandle<()> {
     let mut rx = live.attach_publisher(PUBLISHER_INBOX).await;
     tokio::spawn(async move {
         while let Some(notice) = rx.recv().await {

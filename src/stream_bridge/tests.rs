@@ -18,13 +18,13 @@ use crate::stream::testkit::{client_connector, SseClient};
 use crate::stream::{load_tls, self_signed, serve_tls, stream_router, Replay, StreamState, STREAM_PATH};
 use crate::stream::{EventLog, Hub};
 use crate::write::hot::Snapshot;
-use crate::write::LiveService;
+use crate::write::WriteService;
 
 struct Rig {
     _dir: tempfile::TempDir,
     addr: std::net::SocketAddr,
     connector: tokio_rustls::TlsConnector,
-    live: Arc<LiveService>,
+    live: Arc<WriteService>,
     log: Arc<EventLog>,
     pro: String,
     dev: String,
@@ -53,7 +53,7 @@ async fn rig_at(heartbeat: Duration, hub_queue: usize, now: chrono::DateTime<Utc
     let dev2 = keys.create(Tier::Developer, "dora", false, true).unwrap().1;
     let no_stream = keys.create(Tier::Enterprise, "erin", false, false).unwrap().1;
     let live = Arc::new(
-        LiveService::open(
+        WriteService::open(
             lake.clone(),
             crate::lake::query::session(&lake).await.unwrap(),
             &state_dir,

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::LiveService;
+use super::WriteService;
 
 /// The compaction period: every table is compacted once this long has passed since the
 /// last compaction, checked after each flush. Counted in time, not in flushes: a forecast
@@ -40,7 +40,7 @@ impl CompactionClock {
     }
 }
 
-impl LiveService {
+impl WriteService {
     /// Flushes every `every` (and early when forecasts arrive), prunes the hot state, and
     /// compacts the lake hourly (each flush adds small files), until the process ends.
     pub fn spawn_background(self: &Arc<Self>, every: Duration) -> tokio::task::JoinHandle<()> {

@@ -10,13 +10,13 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::catalog::Catalog;
 use crate::decode::types::{DailyKind, DailyReport, Metar, OneMinute};
-use crate::extremes::{DayExtremes, LiveEvent, LiveInput, Logic, StationLive};
+use crate::extremes::{DayExtremes, LiveEvent, LiveInput, Logic, StationExtremes};
 use crate::lake::rows::LakeRecord;
 
 /// How long observations stay in memory (history serves ≤ 24 h; a margin for late data).
 pub const RECENT: Duration = Duration::hours(50);
 
-/// The lake's last days the hot state is rebuilt from on start (`LiveService::open`): with
+/// The lake's last days the hot state is rebuilt from on start (`WriteService::open`): with
 /// every observation ingested since, the hot state then holds every observation younger
 /// than this, so a station's latest observation within it is the station's latest (the
 /// `latest` mode answers it from memory; an older one is checked against the lake).
@@ -25,7 +25,7 @@ pub const REBUILD_WINDOW: Duration = Duration::days(2);
 /// One station's hot state.
 #[derive(Debug)]
 pub struct StationHot {
-    pub live: StationLive,
+    pub live: StationExtremes,
     /// Recent METAR/SPECI/HF-METAR by (time, row key): sorted, deduplicated.
     pub recent: BTreeMap<(DateTime<Utc>, u64), Metar>,
     /// Recent CLI and DSM reports, newest issue last.
@@ -134,7 +134,7 @@ impl HotState {
             .all()
             .iter()
             .map(|s| {
-                let hot = StationHot { live: StationLive::new(s), recent: BTreeMap::new(), reports: Vec::new() };
+                let hot = StationHot { live: StationExtremes::new(s), recent: BTreeMap::new(), reports: Vec::new() };
                 (s.code.clone(), RwLock::new(hot))
             })
             .collect();

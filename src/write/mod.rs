@@ -5,7 +5,7 @@
 //! keeps its WAL and write buffer apart from the rest.
 //!
 //! - [`wal`]: the write-ahead log (record format, segments, group commit, recovery).
-//! - [`service`]: [`LiveService`], which owns the WAL, the pending inputs (decoded once),
+//! - [`service`]: [`WriteService`], which owns the WAL, the pending inputs (decoded once),
 //!   the hot state,
 //!   the server's query session, table versions and the new-data broadcast.
 //! - [`hot`]: the in-memory state of every station (live extremes, recent observations
@@ -25,7 +25,7 @@
 //! lake's recent days and then the WAL.
 //!
 //! Every record the hot state applies is handed, in apply order, to the stream publisher
-//! attached with [`LiveService::attach_publisher`] through a bounded channel that the
+//! attached with [`WriteService::attach_publisher`] through a bounded channel that the
 //! ingest waits on when full, and an ingest is acknowledged only once the publisher has
 //! logged its events: a burst slows the acknowledgement down, it never loses an event, and
 //! an acknowledged input's events are in the event log (which gives each its id) even if
@@ -37,4 +37,4 @@ pub mod probe;
 pub mod service;
 pub mod wal;
 
-pub use service::{LiveError, LiveOutcome, LiveService, Notice};
+pub use service::{Notice, WriteError, WriteOutcome, WriteService};

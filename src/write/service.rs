@@ -1,8 +1,8 @@
-//! [`LiveService`]: the write path's one owner. It holds the WAL, the inputs acknowledged
+//! [`WriteService`]: the write path's one owner. It holds the WAL, the inputs acknowledged
 //! but not yet in the lake (`pending`, decoded once: the flush and `live_observations`
 //! read the same rows), the hot state, the server's DataFusion session, the
 //! per-table versions and the new-data broadcast; it acknowledges an ingest once the WAL
-//! has it, and its [`flush`](LiveService::flush) moves `pending` into the lake (see the
+//! has it, and its [`flush`](WriteService::flush) moves `pending` into the lake (see the
 //! module docs of [`crate::write`] for the ordering that makes this safe).
 
 use std::collections::BTreeMap;
@@ -28,7 +28,7 @@ use crate::models::StoredRun;
 
 /// Live-ingest failures.
 #[derive(Debug, Error)]
-pub enum LiveError {
+pub enum WriteError {
     #[error("{0}")]
     Wal(#[from] WalError),
     #[error("{0}")]
@@ -38,14 +38,14 @@ pub enum LiveError {
     Unusable(Vec<LineError>),
 }
 
-impl LiveError {
+impl WriteError {
     /// The storage failure this is, if any: what a client is told (507 for a full disk,
     /// 503 otherwise, both with `Retry-After`) instead of a bare 500.
     pub fn storage_fault(&self) -> Option<StorageFault> {
         match self {
-            LiveError::Wal(WalError::TooLarge { .. } | WalError::FormatTooLong(_)) | LiveError::Unusable(_) => None,
-            LiveError::Wal(e) => Some(StorageFault::of(e)),
-            LiveError::Lake(e) => Some(StorageFault::of(e)),
+            WriteError::Wal(WalError::TooLarge { .. } | WalError::FormatTooLong(_)) | WriteError::Unusable(_) => None,
+            WriteError::Wal(e) => Some(StorageFault::of(e)),
+            WriteError::Lake(e) => Some(StorageFault::of(e)),
         }
     }
 }
@@ -60,7 +60,7 @@ pub struct Notice {
 
 /// What an acknowledged live ingest did.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct LiveOutcome {
+pub struct WriteOutcome {
     /// WAL sequence number: the input is durable. `None` when every record was already
     /// held (nothing new to log).
     pub seq: Option<u64>,
@@ -102,7 +102,7 @@ impl Taken {
 }
 
 /// The live service shared by the API handlers and the background tasks.
-pub struct LiveService {
+pub struct WriteService {
     pub lake: Lake,
     /// One DataFusion session for every read (listing tables re-list files per scan, so
     /// new lake files are visible without re-registering).
@@ -142,17 +142,17 @@ pub struct LiveService {
     probes: Probes,
 }
 
-/// Version bumps remembered per model for [`LiveService::run_dates_since`]: a cache older
+/// Version bumps remembered per model for [`WriteService::run_dates_since`]: a cache older
 /// than this many bumps of its model is read again whole.
 pub const RUN_DATE_LOG: usize = 64;
 
-impl std::fmt::Debug for LiveService {
+impl std::fmt::Debug for WriteService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LiveService").field("lake", &self.lake.location.base_url).finish_non_exhaustive()
+        f.debug_struct("WriteService").field("lake", &self.lake.location.base_url).finish_non_exhaustive()
     }
 }
 
-impl LiveService {
+impl WriteService {
     /// Opens the WAL under `state_dir`, rebuilds the hot state from the lake's recent days,
     /// then replays the WAL on top (those entries stay pending until flushed). `ctx` is the
     /// session every read of the server runs in: the caller's, so the write path need not
@@ -163,17 +163,17 @@ impl LiveService {
         ctx: SessionContext,
         state_dir: &std::path::Path,
         clock: Arc<dyn Clock>,
-    ) -> Result<Self, LiveError> {
+    ) -> Result<Self, WriteError> {
         let wal_dir = state_dir.join("wal");
         let (wal, entries) = tokio::task::spawn_blocking(move || Wal::open(&wal_dir))
             .await
-            .map_err(|e| LiveError::Wal(WalError::Task(e.to_string())))??;
+            .map_err(|e| WriteError::Wal(WalError::Task(e.to_string())))??;
         for issue in wal.replay_issues() {
             tracing::warn!(segment = %issue.segment.display(), offset = issue.offset, reason = %issue.reason, "WAL damage skipped");
         }
         let (new_data, _) = broadcast::channel(64);
         let (new_runs, _) = broadcast::channel(64);
-        let svc = LiveService {
+        let svc = WriteService {
             lake,
             ctx,
             hot: HotState::new(),
@@ -296,15 +296,15 @@ impl LiveService {
         format: Format,
         opts: IngestOptions,
         body: impl Into<Bytes>,
-    ) -> Result<LiveOutcome, LiveError> {
+    ) -> Result<WriteOutcome, WriteError> {
         let bytes: Bytes = body.into();
         let opts_json = serde_json::to_string(&opts).unwrap_or_default();
         let input = bytes.clone();
         let decoded = tokio::task::spawn_blocking(move || format.decode(&input, &opts))
             .await
-            .map_err(|e| LiveError::Wal(WalError::Task(e.to_string())))?;
+            .map_err(|e| WriteError::Wal(WalError::Task(e.to_string())))?;
         if decoded.records.is_empty() {
-            return Err(LiveError::Unusable(decoded.errors));
+            return Err(WriteError::Unusable(decoded.errors));
         }
         // From the WAL append on, the work runs to its end even if the caller goes away (a
         // client that disconnects drops this future): an input that is durable but never
@@ -312,7 +312,7 @@ impl LiveService {
         let svc = Arc::clone(self);
         tokio::spawn(async move { svc.log_and_apply(format, opts_json, bytes, decoded).await })
             .await
-            .map_err(|e| LiveError::Wal(WalError::Task(e.to_string())))?
+            .map_err(|e| WriteError::Wal(WalError::Task(e.to_string())))?
     }
 
     async fn log_and_apply(
@@ -321,12 +321,12 @@ impl LiveService {
         opts_json: String,
         bytes: Bytes,
         decoded: DecodedInput,
-    ) -> Result<LiveOutcome, LiveError> {
+    ) -> Result<WriteOutcome, WriteError> {
         // Held records were acknowledged before (or loaded from the lake): an input of
         // nothing else is answered without a WAL record, a flush or an event. A record
         // that races in twice is caught below, under the station's lock.
         if self.all_held(&decoded.records) {
-            return Ok(LiveOutcome {
+            return Ok(WriteOutcome {
                 seq: None,
                 read: decoded.read,
                 accepted: 0,
@@ -343,7 +343,7 @@ impl LiveService {
             self.flush_soon.notify_one();
         }
         let taken = self.apply(&records).await;
-        Ok(LiveOutcome {
+        Ok(WriteOutcome {
             seq: Some(seq),
             read: decoded.read,
             accepted: taken.accepted,
@@ -412,7 +412,7 @@ impl LiveService {
     /// Writes everything pending to the lake (one write per table, so a flush adds at most
     /// one file per touched partition), then forgets exactly those inputs and releases them
     /// to the WAL (see the module docs for why not "through the newest").
-    pub async fn flush(&self) -> Result<WriteStats, LiveError> {
+    pub async fn flush(&self) -> Result<WriteStats, WriteError> {
         let _guard = self.flush_lock.lock().await;
         let (seqs, batch): (Vec<u64>, Vec<Arc<Records>>) =
             self.pending_lock().iter().map(|(seq, r)| (*seq, Arc::clone(r))).unzip();
@@ -427,12 +427,12 @@ impl LiveService {
         let wal = Arc::clone(&self.wal);
         tokio::task::spawn_blocking(move || wal.release(seqs))
             .await
-            .map_err(|e| LiveError::Wal(WalError::Task(e.to_string())))??;
+            .map_err(|e| WriteError::Wal(WalError::Task(e.to_string())))??;
         Ok(stats)
     }
 
     /// Stores pending inputs in the lake, one write per table, and tells the subscribers.
-    async fn store_pending(&self, batch: &[Arc<Records>]) -> Result<WriteStats, LiveError> {
+    async fn store_pending(&self, batch: &[Arc<Records>]) -> Result<WriteStats, WriteError> {
         let forecasts = || batch.iter().flat_map(|r| ForecastRow::of(r));
         let runs = StoredRun::distinct(forecasts().map(|r| (r.model, r.run_time)));
         let mut newest: std::collections::HashMap<(String, &'static str), DateTime<Utc>> = Default::default();
@@ -498,7 +498,7 @@ impl LiveService {
     }
 
     /// Loads the lake's observations, one-minute data and reports of the last days.
-    async fn rebuild_from_lake(&self, now: DateTime<Utc>) -> Result<usize, LiveError> {
+    async fn rebuild_from_lake(&self, now: DateTime<Utc>) -> Result<usize, WriteError> {
         let from = now - super::hot::REBUILD_WINDOW;
         let (obs, onemin, reports) = load_window(&self.ctx, None, from, now + Duration::hours(1)).await?;
         let n = obs.len() + onemin.len() + reports.len();
@@ -531,11 +531,11 @@ mod tests {
     use super::*;
     use crate::clock::ManualClock;
 
-    async fn open(dir: &std::path::Path) -> Arc<LiveService> {
+    async fn open(dir: &std::path::Path) -> Arc<WriteService> {
         let lake = Lake::open(&format!("file://{}", dir.join("lake").display())).await.unwrap();
         let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 3, 8, 18, 0, 0).unwrap()));
         Arc::new(
-            LiveService::open(
+            WriteService::open(
                 lake.clone(),
                 crate::lake::query::session(&lake).await.unwrap(),
                 &dir.join("state"),
@@ -546,7 +546,7 @@ mod tests {
         )
     }
 
-    async fn lake_counts(svc: &LiveService) -> (i64, i64) {
+    async fn lake_counts(svc: &WriteService) -> (i64, i64) {
         let q = "SELECT count(*), count(DISTINCT row_key) FROM observations";
         let b = svc.ctx.sql(q).await.unwrap().collect().await.unwrap();
         let col = |c: usize| b[0].column(c).as_primitive::<datafusion::arrow::datatypes::Int64Type>().value(0);

@@ -16,7 +16,7 @@ use wxlake::feeds::awc_metar::{AwcMetar, AwcMetarConfig};
 use wxlake::feeds::config::ClientConfig;
 use wxlake::feeds::http::HttpClient;
 use wxlake::feeds::{FeedSink, Feeds, FeedsConfig, RecordingSink, Source};
-use wxlake::write::LiveService;
+use wxlake::write::WriteService;
 
 use crate::support;
 
@@ -620,7 +620,7 @@ async fn serve_runs_the_feeds_its_config_file_enables() {
 
 /// The live service and its stream publisher over one directory, as `serve` has them.
 struct Run {
-    live: Arc<LiveService>,
+    live: Arc<WriteService>,
     log: Arc<wxlake::stream::EventLog>,
 }
 

@@ -18,7 +18,6 @@ use wxlake::ingest::{Format, IngestOptions, Records};
 use wxlake::lake::Lake;
 use wxlake::models;
 use wxlake::write::hot::Applied;
-use wxlake::write::LiveService;
 
 use crate::support;
 

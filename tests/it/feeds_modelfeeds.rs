@@ -26,7 +26,7 @@ use wxlake::feeds::mos::{Mos, MosConfig};
 use wxlake::feeds::open_meteo::{OpenMeteo, OpenMeteoConfig};
 use wxlake::feeds::{Archive, FeedSink, RecordingSink, Source};
 use wxlake::lake::Lake;
-use wxlake::write::LiveService;
+use wxlake::write::WriteService;
 
 use crate::support;
 
@@ -222,7 +222,7 @@ async fn live_at(
     dir: &tempfile::TempDir,
     lake: &Lake,
     clock: &Arc<ManualClock>,
-) -> (Arc<dyn Clock>, Arc<LiveService>, Arc<dyn FeedSink>) {
+) -> (Arc<dyn Clock>, Arc<WriteService>, Arc<dyn FeedSink>) {
     let dyn_clock: Arc<dyn Clock> = clock.clone();
     let live = Arc::new(support::open_live(&lake, &dir.path().join("state"), Arc::clone(&dyn_clock)).await);
     let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&live));
@@ -564,7 +564,7 @@ async fn lamp_and_nbs_bulletins_are_stored_per_model_with_their_header_run_time(
     assert_eq!(total, nbs_rows + lav_rows, "each row once");
 }
 
-/// Item 7: a run landing through the live path (the feed → LiveService → flush) has its
+/// Item 7: a run landing through the live path (the feed → WriteService → flush) has its
 /// `mode=daily` rows served within a short bound, with no scheduler tick, and they equal
 /// what a full `forecast_daily` run gives.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -27,7 +27,7 @@ use wxlake::feeds::{config::ClientConfig, http::HttpClient};
 use wxlake::feeds::{Archive, FeedSink, Feeds, FeedsConfig, RecordingSink, Source};
 use wxlake::stream::{EventLog, Hub, Replay};
 use wxlake::stream_bridge;
-use wxlake::write::LiveService;
+use wxlake::write::WriteService;
 
 use crate::support;
 
@@ -199,7 +199,7 @@ async fn server(fx: Arc<Fixture>) -> String {
 pub(crate) struct Rig {
     pub(crate) dir: tempfile::TempDir,
     pub(crate) lake: wxlake::lake::Lake,
-    pub(crate) live: Arc<LiveService>,
+    pub(crate) live: Arc<WriteService>,
     pub(crate) clock: Arc<ManualClock>,
     api: support::Api,
     log: Arc<EventLog>,

@@ -30,7 +30,7 @@ use wxlake::feeds::http::HttpClient;
 use wxlake::feeds::iem_asos::{IemAsos, IemAsosConfig};
 use wxlake::feeds::iem_onemin::{IemOnemin, IemOneminConfig};
 use wxlake::feeds::{Archive, FeedSink, Feeds, FeedsConfig, RecordingSink, Source};
-use wxlake::write::LiveService;
+use wxlake::write::WriteService;
 
 use crate::support;
 
@@ -229,7 +229,7 @@ fn client() -> Arc<HttpClient> {
 struct Live {
     _dir: tempfile::TempDir,
     lake: wxlake::lake::Lake,
-    svc: Arc<LiveService>,
+    svc: Arc<WriteService>,
     clock: Arc<ManualClock>,
     events: Arc<Mutex<Vec<(String, String)>>>,
 }

@@ -28,7 +28,6 @@ use wxlake::api::{server, AppState};
 use wxlake::clock::{Clock, ManualClock};
 use wxlake::extremes::{DataQuality, Logic, Severity};
 use wxlake::feeds::{FeedSink, Feeds, FeedsConfig};
-use wxlake::write::LiveService;
 
 use crate::support;
 

@@ -13,7 +13,6 @@ use wxlake::access::limits::RateLimiter;
 use wxlake::api::{server, AppState};
 use wxlake::clock::{Clock, ManualClock};
 use wxlake::lake::Lake;
-use wxlake::write::LiveService;
 
 /// A running app (in process) with one key per tier.
 pub struct App {
@@ -41,7 +40,7 @@ impl App {
             by_tier.insert(t, keys.create(t, &format!("u-{}", t.as_str()), false, false).unwrap().1);
         }
         let admin = keys.create(Tier::Enterprise, "ops", true, false).unwrap().1;
-        let live = Arc::new(support::open_live(&lake, &state_dir, dyn_clock.clone()).await);
+        let live = Arc::new(crate::support::open_live(&lake, &state_dir, dyn_clock.clone()).await);
         let state = AppState::new(keys, RateLimiter::new(dyn_clock.clone()), live, dyn_clock);
         App { _dir: dir, state, clock, keys: by_tier, admin }
     }

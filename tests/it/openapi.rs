@@ -684,7 +684,7 @@ mod in_process {
     }
 
     /// The 202 body of an ingest has exactly the fields `IngestOutcome` documents (the body
-    /// is `crate::write::LiveOutcome`, serialized elsewhere: a field added there fails here
+    /// is `crate::write::WriteOutcome`, serialized elsewhere: a field added there fails here
     /// until it is documented).
     #[tokio::test]
     async fn ingest_outcome_is_documented_field_for_field() {

@@ -9,7 +9,7 @@ use wxlake::access::keys::{KeyStore, Tier};
 use wxlake::access::limits::RateLimiter;
 use wxlake::api::{server, AppState};
 use wxlake::lake::Lake;
-use wxlake::write::LiveService;
+use wxlake::write::WriteService;
 
 /// A fresh lake in a temp dir (kept alive by the returned guard).
 pub async fn temp_lake() -> (tempfile::TempDir, Lake) {
@@ -22,9 +22,9 @@ pub async fn temp_lake() -> (tempfile::TempDir, Lake) {
 /// `job_runs`) and collects the batches.
 /// The write path over `lake` as `serve` opens it: its reads see the lake's tables and the
 /// jobs' derived tables.
-pub async fn open_live(lake: &Lake, state_dir: &Path, clock: Arc<dyn wxlake::clock::Clock>) -> LiveService {
+pub async fn open_live(lake: &Lake, state_dir: &Path, clock: Arc<dyn wxlake::clock::Clock>) -> WriteService {
     let session = wxlake::jobs::analyst_session(lake).await.unwrap();
-    LiveService::open(lake.clone(), session, state_dir, clock).await.unwrap()
+    WriteService::open(lake.clone(), session, state_dir, clock).await.unwrap()
 }
 
 pub async fn sql(lake: &Lake, q: &str) -> Vec<RecordBatch> {
@@ -112,7 +112,7 @@ pub struct Api {
 
 impl Api {
     /// Keys are kept in `state_dir`.
-    pub fn over(live: Arc<LiveService>, state_dir: &Path) -> Api {
+    pub fn over(live: Arc<WriteService>, state_dir: &Path) -> Api {
         let keys = KeyStore::open(state_dir).expect("key store");
         let key = keys.create(Tier::Developer, "u-dev", false, false).expect("a key").1;
         let clock = Arc::clone(&live.clock);

@@ -11,7 +11,7 @@ use anyhow::Context;
 use wxlake::clock::Clock;
 use wxlake::feeds::FeedsConfig;
 use wxlake::lake::Lake;
-use wxlake::write::LiveService;
+use wxlake::write::WriteService;
 
 /// The `[sources]` table of the `--config` file: the live feeds to run (none without it).
 /// Read before anything starts, so a wrong setting stops `serve` at once. What the feeds
@@ -49,15 +49,15 @@ pub fn live_feeds_config(config: Option<&Path>) -> anyhow::Result<FeedsConfig> {
 /// `flush_secs` in the background, and schedules the derived jobs (cron, on new data, and
 /// at once for each new model run).
 /// The caller holds the state directory's `serve.lock`.
-pub async fn start_live(
+pub async fn start_write_path(
     lake: Lake,
     dir: &Path,
     flush_secs: u64,
     clock: Arc<dyn Clock>,
-) -> anyhow::Result<Arc<LiveService>> {
+) -> anyhow::Result<Arc<WriteService>> {
     // The error's text already carries its cause: print it once.
     let live = Arc::new(
-        LiveService::open(lake.clone(), wxlake::jobs::analyst_session(&lake).await?, dir, clock)
+        WriteService::open(lake.clone(), wxlake::jobs::analyst_session(&lake).await?, dir, clock)
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?,
     );
