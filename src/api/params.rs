@@ -4,10 +4,13 @@
 //! with a precise 400: which parameter, what was found, what is valid.
 //!
 //! Fields are raw strings (`Option<String>`): a value that does not parse must be answered
-//! with the spec's JSON error naming it, never with a deserializer's message, so the
-//! parsing is done here and not by serde. A blank value counts as absent. Each field's
+//! with the spec's JSON error naming it, never with a deserializer's message, and only when
+//! the handler reads the parameter (a parameter of another mode is ignored), so the parsing
+//! is done here, at the handler's call. A blank value counts as absent. Each field's
 //! `#[param(value_type = ...)]` states what a client sends (an enum, a number, a date) and
 //! `required = true` what it must send, since the field itself is always an optional string.
+//! A parameter whose values are a fixed list is a [`ClosedSet`]: one enum parses it, names
+//! the valid values in its 400 and lists them in the document.
 //!
 //! Every parameter is single-valued (lists are comma-separated in one value), so a name
 //! the endpoint documents that comes twice is a 400: answering for the last one silently
@@ -17,7 +20,8 @@ use axum::extract::{FromRequestParts, Query};
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
-use serde::de::DeserializeOwned;
+use serde::de::value::StrDeserializer;
+use serde::de::{self, DeserializeOwned};
 use utoipa::openapi::path::ParameterIn;
 use utoipa::IntoParams;
 
@@ -137,16 +141,56 @@ pub fn date(name: &str, raw: &Option<String>) -> Result<Option<NaiveDate>, ApiEr
     }
 }
 
-/// One of a fixed set of values.
-pub fn choice<'a>(name: &str, raw: &'a Option<String>, valid: &[&str]) -> Result<Option<&'a str>, ApiError> {
-    match value(raw) {
-        None => Ok(None),
-        Some(v) if valid.contains(&v) => Ok(Some(v)),
-        Some(v) => Err(ApiError::bad_request(
+/// A parameter whose valid values are a fixed list: a fieldless enum whose variants' serde
+/// names are the values. Its derived `Deserialize` parses a value and names the valid ones;
+/// its derived `ToSchema` lists the same names in the document (the field's `value_type`).
+pub trait ClosedSet: DeserializeOwned + PartialEq {
+    /// The value spelled exactly `s`, or else every valid name, in declaration order.
+    fn from_name(s: &str) -> Result<Self, &'static [&'static str]> {
+        Self::deserialize(StrDeserializer::<NoVariant>::new(s)).map_err(|NoVariant(valid)| valid)
+    }
+
+    /// Every valid name, in declaration order.
+    fn values() -> &'static [&'static str] {
+        Self::from_name("").err().unwrap_or_default()
+    }
+
+    /// This value's name.
+    fn name(&self) -> &'static str {
+        Self::values().iter().copied().find(|n| Self::from_name(n).ok().as_ref() == Some(self)).unwrap_or_default()
+    }
+}
+
+/// serde's answer to a name that is none of an enum's variants: their names.
+#[derive(Debug)]
+struct NoVariant(&'static [&'static str]);
+
+impl de::Error for NoVariant {
+    fn custom<T: std::fmt::Display>(_: T) -> Self {
+        NoVariant(&[])
+    }
+    fn unknown_variant(_: &str, expected: &'static [&'static str]) -> Self {
+        NoVariant(expected)
+    }
+}
+
+impl std::fmt::Display for NoVariant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "not one of {}", self.0.join(", "))
+    }
+}
+
+impl std::error::Error for NoVariant {}
+
+/// A value of the closed set `T`.
+pub fn choice<T: ClosedSet>(name: &str, raw: &Option<String>) -> Result<Option<T>, ApiError> {
+    let Some(v) = value(raw) else { return Ok(None) };
+    T::from_name(v).map(Some).map_err(|valid| {
+        ApiError::bad_request(
             format!("Invalid {name}: {v}"),
             format!("valid values for {name} are {}", valid.join(", ")),
-        )),
-    }
+        )
+    })
 }
 
 #[cfg(test)]
@@ -155,6 +199,14 @@ mod tests {
     use serde::Deserialize;
 
     use super::*;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(rename_all = "lowercase")]
+    enum AB {
+        A,
+        B,
+    }
+    impl ClosedSet for AB {}
 
     #[derive(Debug, Deserialize, PartialEq, utoipa::IntoParams)]
     struct Q {
@@ -196,11 +248,14 @@ mod tests {
         assert!(e.body.details.contains("GET /api/v2/stations.php lists them"), "{}", e.body.details);
         let e = required("logic", &None, "Valid values are nws and wu").unwrap_err();
         assert_eq!(e.body.error, "Missing required parameter: logic");
-        let e = choice("mode", &Some("x".into()), &["a", "b"]).unwrap_err();
+        let e = choice::<AB>("mode", &Some("x".into())).unwrap_err();
         assert_eq!(
             (e.body.error.as_str(), e.body.details.as_str()),
             ("Invalid mode: x", "valid values for mode are a, b")
         );
+        assert_eq!((AB::values(), AB::B.name()), (&["a", "b"][..], "b"));
+        assert_eq!(choice::<AB>("mode", &Some(" b ".into())).unwrap(), Some(AB::B));
+        assert!(choice::<AB>("mode", &Some("B".into())).is_err(), "the exact spelling");
         assert_eq!(date("date", &Some("2026-03-08".into())).unwrap(), NaiveDate::from_ymd_opt(2026, 3, 8));
         assert!(date("date", &Some("3000-01-01".into())).unwrap_err().body.error.ends_with("is out of range"));
         assert!(time("t", &Some("yesterday".into())).is_err());

@@ -1,8 +1,8 @@
 //! Types that exist only to be described in the OpenAPI document ([`super::docs`]): the
-//! response bodies whose shape depends on a parameter, rows the handlers stream from Arrow
-//! batches, and the closed sets of parameter values. No handler builds them; handlers name
-//! them in their annotations, so they are kept apart from the document, which names the
-//! handlers.
+//! response bodies whose shape depends on a parameter, and rows the handlers stream from
+//! Arrow batches. No handler builds them; handlers name them in their annotations, so they
+//! are kept apart from the document, which names the handlers. (The closed sets of parameter
+//! values are the enums the handlers parse them with: [`super::params::ClosedSet`].)
 
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -169,85 +169,4 @@ pub struct IngestLineError {
     /// 1-based line (or JSON record) number; 0 when the reason concerns the whole input.
     pub line: u64,
     pub reason: String,
-}
-
-/// Query parameter values of closed sets, so the document (and clients generated from
-/// it) name the valid values; the handlers answer anything else with 400.
-pub mod param {
-    use serde::Serialize;
-    use utoipa::ToSchema;
-
-    /// `mode` of the observations endpoints.
-    #[derive(Serialize, ToSchema)]
-    #[serde(rename_all = "snake_case")]
-    pub enum ObservationMode {
-        Latest,
-        SvcHigh,
-        History,
-    }
-
-    /// A trading-day logic.
-    #[derive(Serialize, ToSchema)]
-    #[serde(rename_all = "snake_case")]
-    pub enum Logic {
-        Nws,
-        Wu,
-    }
-
-    /// `observation_type` of `mode=latest`.
-    #[derive(Serialize, ToSchema)]
-    #[serde(rename_all = "snake_case")]
-    pub enum ObservationType {
-        DsmHigh,
-        DsmLow,
-        CliHigh,
-        CliLow,
-    }
-
-    /// `mode` of the v2 forecasts: `raw` (default; `hourly` is a synonym the original
-    /// service accepted) or `daily`.
-    #[derive(Serialize, ToSchema)]
-    #[serde(rename_all = "snake_case")]
-    pub enum ForecastMode {
-        Raw,
-        Hourly,
-        Daily,
-    }
-
-    /// `tz_mode` of forecasts `mode=daily`.
-    #[derive(Serialize, ToSchema)]
-    #[serde(rename_all = "snake_case")]
-    pub enum TzMode {
-        Civil,
-        Standard,
-    }
-
-    /// `mode` of the NWS forecasts.
-    #[derive(Serialize, ToSchema)]
-    #[serde(rename_all = "snake_case")]
-    pub enum NwsMode {
-        Latest,
-        History,
-    }
-
-    /// `window` of model accuracy.
-    #[derive(Serialize, ToSchema)]
-    pub enum AccuracyWindow {
-        #[serde(rename = "7d")]
-        Days7,
-        #[serde(rename = "14d")]
-        Days14,
-        #[serde(rename = "30d")]
-        Days30,
-        #[serde(rename = "90d")]
-        Days90,
-    }
-
-    /// `target` of model accuracy.
-    #[derive(Serialize, ToSchema)]
-    #[serde(rename_all = "snake_case")]
-    pub enum AccuracyTarget {
-        High,
-        Low,
-    }
 }

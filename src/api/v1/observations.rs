@@ -15,7 +15,7 @@ use crate::api::observation_json::SvcHigh;
 pub use crate::api::observation_json::SvcHighV1;
 use crate::api::params::{self, QueryParams};
 use crate::api::state::AppState;
-use crate::api::v2::observations::{history, history_range, latest_observation, no_observation};
+use crate::api::v2::observations::{history, history_range, latest_observation, no_observation, ObservationMode};
 use crate::catalog::Station;
 use crate::extremes::Logic;
 use crate::trading_day;
@@ -38,7 +38,7 @@ pub struct ObservationsV1Query {
     #[param(required = true, value_type = String)]
     pub station_code: Option<String>,
     /// `latest`, `svc_high`, or `history` (the default)
-    #[param(value_type = Option<crate::api::schemas::param::ObservationMode>)]
+    #[param(value_type = Option<ObservationMode>)]
     pub mode: Option<String>,
     /// history, required: ISO 8601 UTC
     #[param(value_type = Option<String>, format = DateTime)]
@@ -74,12 +74,12 @@ pub async fn handler(
     QueryParams(q): QueryParams<ObservationsV1Query>,
 ) -> ApiResult<Response> {
     let station = params::station("station_code", &q.station_code)?;
-    match params::choice("mode", &q.mode, &["latest", "svc_high", "history"])? {
-        Some("latest") => {
+    match params::choice::<ObservationMode>("mode", &q.mode)? {
+        Some(ObservationMode::Latest) => {
             let (m, r) = latest_observation(&state, station).await?.ok_or_else(|| no_observation(station))?;
             Ok(Json(ObservationV1::new(&m, station, r.as_ref_pair())).into_response())
         }
-        Some("svc_high") => {
+        Some(ObservationMode::SvcHigh) => {
             let (logic, label) = v1_logic(station);
             let s = SvcHigh::from(&trading_day::extremes(&state.live, station, logic, None).await?);
             Ok(Json(SvcHighV1 {
@@ -91,7 +91,7 @@ pub async fn handler(
             })
             .into_response())
         }
-        _ => {
+        Some(ObservationMode::History) | None => {
             let (start, end) = history_range(&q.start_time, &q.end_time)?;
             let obs = history(&state, station, start, end).await?;
             let out: Vec<ObservationV1> =

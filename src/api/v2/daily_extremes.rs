@@ -43,7 +43,7 @@ pub struct DailyExtremesQuery {
     #[param(required = true, value_type = String, format = Date)]
     pub end_date: Option<String>,
     /// `nws` or `wu`
-    #[param(required = true, value_type = crate::api::schemas::param::Logic)]
+    #[param(required = true, value_type = Logic)]
     pub logic: Option<String>,
 }
 

@@ -9,14 +9,14 @@ use chrono::{DateTime, Duration, Utc};
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{Date32Type, Float64Type, Int64Type, TimestampMicrosecondType};
 use serde::Deserialize;
-use utoipa::IntoParams;
+use utoipa::{IntoParams, ToSchema};
 
 use crate::api::auth::Caller;
 use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::json_stream::stream_array;
-use crate::api::params::{self, QueryParams};
+use crate::api::params::{self, ClosedSet, QueryParams};
 use crate::api::schemas::DailyForecastRow;
 use crate::api::state::AppState;
 
@@ -25,7 +25,7 @@ pub use crate::api::forecast_cache::RAW_COLUMNS;
 use crate::catalog::Catalog;
 use crate::lake::schema::KeyHasher;
 use crate::models::MODELS;
-use crate::time::fmt_iso_utc;
+use crate::time::{fmt_iso_utc, DayClock};
 
 /// Longest lead of any model (GEFS/GFS, 384 h) plus a day: how far back a run can start
 /// and still reach a window, for partition pruning on `run_date`.
@@ -98,6 +98,28 @@ fn window(q: &ForecastsQuery, run_given: bool) -> Result<Option<Range>, ApiError
     }
 }
 
+/// `mode` of the v2 forecasts: `raw` (default; `hourly` is a synonym the original
+/// service accepted) or `daily`.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ForecastMode {
+    Raw,
+    Hourly,
+    Daily,
+}
+
+impl ClosedSet for ForecastMode {}
+
+/// `tz_mode` of forecasts `mode=daily`.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TzMode {
+    Civil,
+    Standard,
+}
+
+impl ClosedSet for TzMode {}
+
 /// Query of `GET /api/v2/forecasts.php`.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -118,10 +140,10 @@ pub struct ForecastsQuery {
     #[param(value_type = Option<String>)]
     pub run: Option<String>,
     /// `raw` (the default: hourly rows; `hourly` is accepted as a synonym) or `daily` for per-day summaries
-    #[param(value_type = Option<crate::api::schemas::param::ForecastMode>)]
+    #[param(value_type = Option<ForecastMode>)]
     pub mode: Option<String>,
     /// daily only: `civil` (default) or `standard`
-    #[param(value_type = Option<crate::api::schemas::param::TzMode>)]
+    #[param(value_type = Option<TzMode>)]
     pub tz_mode: Option<String>,
 }
 
@@ -160,10 +182,10 @@ pub async fn handler(
     let loc = location_param(&q.location_name)?;
     let model = model_param(&q.model)?;
     // `hourly`: the original service's name for raw rows, still sent by real clients.
-    let mode = params::choice("mode", &q.mode, &["raw", "hourly", "daily"])?;
+    let mode = params::choice::<ForecastMode>("mode", &q.mode)?;
     let run = params::value(&q.run);
-    if mode == Some("daily") {
-        let tz_mode = params::choice("tz_mode", &q.tz_mode, &["civil", "standard"])?.unwrap_or("civil");
+    if mode == Some(ForecastMode::Daily) {
+        let tz_mode = params::choice("tz_mode", &q.tz_mode)?.unwrap_or(TzMode::Civil);
         let loc = known_location(&state, loc).await?;
         return daily(&state, &loc, model, run, tz_mode, &q).await;
     }
@@ -287,7 +309,7 @@ async fn daily(
     loc: &str,
     model: Option<&str>,
     run: Option<&str>,
-    tz_mode: &str,
+    tz_mode: TzMode,
     q: &ForecastsQuery,
 ) -> ApiResult<Response> {
     let Some(station) = Catalog::global().lookup(loc) else {
@@ -299,13 +321,13 @@ async fn daily(
     };
     let mut b = Bindings::new();
     let mut filters =
-        vec![format!("location_name = {}", b.str(&station.code)), format!("tz_mode = {}", b.str(tz_mode))];
+        vec![format!("location_name = {}", b.str(&station.code)), format!("tz_mode = {}", b.str(tz_mode.name()))];
     if let Some(m) = model {
         filters.push(format!("model = {}", b.str(m)));
     }
     let win = window(q, true)?;
     if let Some((s, e)) = win {
-        let clock = if tz_mode == "standard" { crate::time::DayClock::Standard } else { crate::time::DayClock::Civil };
+        let clock = if tz_mode == TzMode::Standard { DayClock::Standard } else { DayClock::Civil };
         let (ds, de) =
             (crate::time::local_date(station.timezone, clock, s), crate::time::local_date(station.timezone, clock, e));
         filters.push(format!("date >= {} AND date <= {}", b.date(ds), b.date(de)));

@@ -28,7 +28,7 @@ use crate::api::accuracy_cache::{r2, CellRow, DetailRow, ErrorSums, Metrics, Sta
 use crate::api::auth::{require_premium, Caller};
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
-use crate::api::params::{self, QueryParams};
+use crate::api::params::{self, ClosedSet, QueryParams};
 use crate::api::state::AppState;
 use crate::catalog::Station;
 use crate::models::{MODELS, NWS_MODEL};
@@ -36,8 +36,42 @@ use crate::time::fmt_iso_utc;
 
 /// Leads the accuracy jobs compute (sql/accuracy_pairs.sql).
 pub const MAX_LEAD_DAYS: i32 = 3;
-/// `window` values and their days.
-pub const WINDOWS: [(&str, i32); 4] = [("7d", 7), ("14d", 14), ("30d", 30), ("90d", 90)];
+
+/// `window` of model accuracy.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, ToSchema)]
+pub enum AccuracyWindow {
+    // Each discriminant is the window's length in days (the tables' `window_days`).
+    #[serde(rename = "7d")]
+    Days7 = 7,
+    #[serde(rename = "14d")]
+    Days14 = 14,
+    #[serde(rename = "30d")]
+    Days30 = 30,
+    #[serde(rename = "90d")]
+    Days90 = 90,
+}
+
+impl ClosedSet for AccuracyWindow {}
+
+/// `target` of model accuracy.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AccuracyTarget {
+    High,
+    Low,
+}
+
+impl ClosedSet for AccuracyTarget {}
+
+/// The sections `include` adds.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum AccuracySection {
+    Trends,
+    DailyDetail,
+}
+
+impl ClosedSet for AccuracySection {}
 
 /// The `station_code` of this endpoint: a catalog station, or any well-formed ICAO code.
 fn station_param(raw: &Option<String>) -> Result<(String, Option<&'static Station>), ApiError> {
@@ -62,7 +96,7 @@ fn station_param(raw: &Option<String>) -> Result<(String, Option<&'static Statio
 /// The request, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AccuracyQuery {
-    pub window: (&'static str, i32),
+    pub window: AccuracyWindow,
     /// `None`: every model.
     pub models: Option<BTreeSet<String>>,
     /// `None`: every run-time label.
@@ -70,7 +104,7 @@ pub struct AccuracyQuery {
     pub trends: bool,
     pub daily_detail: bool,
     pub lead_days: i32,
-    pub target: &'static str,
+    pub target: AccuracyTarget,
 }
 
 /// A comma-separated list parameter (empty items ignored); `None` when absent or empty.
@@ -83,9 +117,12 @@ fn list(raw: &Option<String>) -> Option<Vec<String>> {
 impl AccuracyQuery {
     pub fn parse(p: &ModelAccuracyQuery) -> Result<Self, ApiError> {
         let window = match params::value(&p.window) {
-            None => WINDOWS[0],
-            Some(w) => WINDOWS.into_iter().find(|(name, _)| *name == w).ok_or_else(|| {
-                ApiError::bad_request(format!("Invalid window '{w}'"), "window must be one of 7d, 14d, 30d, 90d")
+            None => AccuracyWindow::Days7,
+            Some(w) => AccuracyWindow::from_name(w).map_err(|valid| {
+                ApiError::bad_request(
+                    format!("Invalid window '{w}'"),
+                    format!("window must be one of {}", valid.join(", ")),
+                )
             })?,
         };
         let models = match list(&p.model) {
@@ -118,13 +155,13 @@ impl AccuracyQuery {
         };
         let (mut trends, mut daily_detail) = (false, false);
         for s in list(&p.include).unwrap_or_default() {
-            match s.as_str() {
-                "trends" => trends = true,
-                "daily_detail" => daily_detail = true,
-                other => {
+            match AccuracySection::from_name(&s) {
+                Ok(AccuracySection::Trends) => trends = true,
+                Ok(AccuracySection::DailyDetail) => daily_detail = true,
+                Err(valid) => {
                     return Err(ApiError::bad_request(
-                        format!("Invalid include '{other}'"),
-                        "include takes trends and/or daily_detail, comma-separated",
+                        format!("Invalid include '{s}'"),
+                        format!("include takes {}, comma-separated", valid.join(" and/or ")),
                     ))
                 }
             }
@@ -138,10 +175,7 @@ impl AccuracyQuery {
                 )
             })?,
         };
-        let target = match params::choice("target", &p.target, &["high", "low"])? {
-            Some("low") => "low",
-            _ => "high",
-        };
+        let target = params::choice("target", &p.target)?.unwrap_or(AccuracyTarget::High);
         Ok(AccuracyQuery { window, models, run_times, trends, daily_detail, lead_days, target })
     }
 
@@ -221,10 +255,11 @@ pub struct DetailDay {
 /// The response body for station `code` (`station`: its catalog entry, if any) from its
 /// tables.
 fn respond(code: &str, station: Option<&Station>, data: &StationAccuracy, q: &AccuracyQuery) -> ModelAccuracy {
+    let target = q.target.name();
     let cells: Vec<&CellRow> = data
         .cells
         .iter()
-        .filter(|c| c.window_days == q.window.1 && c.lead_days == q.lead_days && c.target == q.target)
+        .filter(|c| c.window_days == q.window as i32 && c.lead_days == q.lead_days && c.target == target)
         .filter(|c| q.wants(&c.model, &c.run_label) && c.sums.n > 0)
         .collect();
     let mut ensemble = ErrorSums::default();
@@ -245,9 +280,9 @@ fn respond(code: &str, station: Option<&Station>, data: &StationAccuracy, q: &Ac
         city: station.map(|s| s.city.clone()),
         computed_at: data.computed_at.map(fmt_iso_utc),
         as_of: data.as_of.map(|d| d.to_string()),
-        window: q.window.0.to_string(),
+        window: q.window.name().to_string(),
         lead_days: q.lead_days,
-        target: q.target.to_string(),
+        target: target.to_string(),
         units: station.map(|s| s.units.as_str().to_string()),
         models: models.iter().map(|m| m.to_string()).collect(),
         days_available: bits.0.count_ones() + bits.1.count_ones(),
@@ -262,7 +297,8 @@ fn respond(code: &str, station: Option<&Station>, data: &StationAccuracy, q: &Ac
 /// Per model, the rolling 7-day points of the selected labels added up.
 fn trends(data: &StationAccuracy, q: &AccuracyQuery, models: &[&str]) -> BTreeMap<String, Vec<TrendPoint>> {
     let mut by_model: BTreeMap<&str, BTreeMap<NaiveDate, ErrorSums>> = BTreeMap::new();
-    for t in data.trends.iter().filter(|t| t.lead_days == q.lead_days && t.target == q.target) {
+    let target = q.target.name();
+    for t in data.trends.iter().filter(|t| t.lead_days == q.lead_days && t.target == target) {
         if models.contains(&t.model.as_str()) && q.wants(&t.model, &t.run_label) {
             by_model.entry(&t.model).or_default().entry(t.date).or_default().add(&t.sums);
         }
@@ -286,7 +322,8 @@ fn trends(data: &StationAccuracy, q: &AccuracyQuery, models: &[&str]) -> BTreeMa
 /// among the selected labels.
 fn daily_detail(data: &StationAccuracy, q: &AccuracyQuery, models: &[&str]) -> Vec<DetailDay> {
     let mut days: BTreeMap<NaiveDate, (f64, BTreeMap<&str, &DetailRow>)> = BTreeMap::new();
-    for d in data.detail.iter().filter(|d| d.lead_days == q.lead_days && d.target == q.target) {
+    let target = q.target.name();
+    for d in data.detail.iter().filter(|d| d.lead_days == q.lead_days && d.target == target) {
         if !models.contains(&d.model.as_str()) || !q.wants(&d.model, &d.run_label) {
             continue;
         }
@@ -296,7 +333,7 @@ fn daily_detail(data: &StationAccuracy, q: &AccuracyQuery, models: &[&str]) -> V
             *slot = d;
         }
     }
-    let high = q.target == "high";
+    let high = q.target == AccuracyTarget::High;
     days.into_iter()
         .map(|(date, (observed, per))| DetailDay {
             date: date.to_string(),
@@ -316,7 +353,7 @@ pub struct ModelAccuracyQuery {
     #[param(required = true, value_type = String)]
     pub station_code: Option<String>,
     /// `7d` (default), `14d`, `30d` or `90d`, ending at `as_of`, the latest verified day
-    #[param(value_type = Option<crate::api::schemas::param::AccuracyWindow>)]
+    #[param(value_type = Option<AccuracyWindow>)]
     pub window: Option<String>,
     /// Comma-separated, case-sensitive model names (spec 2.5 plus `NWS`, the api.weather.gov hourly forecast); omitted: all
     #[param(value_type = Option<String>)]
@@ -331,7 +368,7 @@ pub struct ModelAccuracyQuery {
     #[param(value_type = Option<i32>, minimum = 1, maximum = 3)]
     pub lead_days: Option<String>,
     /// `high` (default) or `low`: which daily extreme is verified
-    #[param(value_type = Option<crate::api::schemas::param::AccuracyTarget>)]
+    #[param(value_type = Option<AccuracyTarget>)]
     pub target: Option<String>,
 }
 

@@ -17,13 +17,23 @@ use crate::api::auth::Caller;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::nws_cache::NwsVersion;
-use crate::api::params::{self, QueryParams};
+use crate::api::params::{self, ClosedSet, QueryParams};
 use crate::api::state::AppState;
 use crate::time::{fmt_iso_utc, standard_date};
 
 /// Dates served: at most this many days ahead / back (spec 8).
 pub const MAX_AHEAD_DAYS: i64 = 2;
 pub const MAX_BACK_DAYS: i64 = 365;
+
+/// `mode` of the NWS forecasts.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum NwsMode {
+    Latest,
+    History,
+}
+
+impl ClosedSet for NwsMode {}
 
 /// Query of `GET /api/v2/nws_forecasts.php`.
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -36,7 +46,7 @@ pub struct NwsForecastsQuery {
     #[param(value_type = Option<String>, format = Date)]
     pub date: Option<String>,
     /// `latest` (default) or `history`
-    #[param(value_type = Option<crate::api::schemas::param::NwsMode>)]
+    #[param(value_type = Option<NwsMode>)]
     pub mode: Option<String>,
 }
 
@@ -126,7 +136,7 @@ pub async fn handler(
             "NWS hourly forecasts (api.weather.gov) exist for US stations only: the catalog's K stations",
         ));
     }
-    let mode = params::choice("mode", &q.mode, &["latest", "history"])?.unwrap_or("latest");
+    let mode = params::choice("mode", &q.mode)?.unwrap_or(NwsMode::Latest);
     let now = state.now();
     let today = standard_date(station.timezone, now);
     let date = params::date("date", &q.date)?.unwrap_or(today);
@@ -151,7 +161,7 @@ pub async fn handler(
         units: "fahrenheit".to_string(),
         time_convention: "local_standard_time".to_string(),
     };
-    let body = if mode == "history" {
+    let body = if mode == NwsMode::History {
         NwsForecasts::History(NwsForecastHistory { day, total_versions: versions.len(), forecasts: versions.to_vec() })
     } else {
         let last = versions.last();

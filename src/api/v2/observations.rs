@@ -28,7 +28,7 @@ use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::TimestampMicrosecondType;
 use serde::Deserialize;
 use tracing::warn;
-use utoipa::IntoParams;
+use utoipa::{IntoParams, ToSchema};
 
 use crate::api::auth::Caller;
 use crate::api::bound_sql::Bindings;
@@ -36,7 +36,7 @@ use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 pub use crate::api::observation_json::SvcHigh;
 use crate::api::observation_json::{ObservationV2, WithReports};
-use crate::api::params::{self, QueryParams};
+use crate::api::params::{self, ClosedSet, QueryParams};
 use crate::api::state::AppState;
 use crate::catalog::Station;
 use crate::decode::types::{DailyKind, DailyReport, Metar};
@@ -50,6 +50,29 @@ use crate::write::hot::REBUILD_WINDOW;
 /// Longest history range (spec 8).
 pub const MAX_HISTORY: Duration = Duration::hours(24);
 
+/// `mode` of the observations endpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ObservationMode {
+    Latest,
+    SvcHigh,
+    History,
+}
+
+impl ClosedSet for ObservationMode {}
+
+/// `observation_type` of `mode=latest`.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ObservationType {
+    DsmHigh,
+    DsmLow,
+    CliHigh,
+    CliLow,
+}
+
+impl ClosedSet for ObservationType {}
+
 /// Query of `GET /api/v2/observations.php`.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -58,16 +81,16 @@ pub struct ObservationsQuery {
     #[param(required = true, value_type = String)]
     pub station_code: Option<String>,
     /// `latest`, `svc_high`, or `history` (the default)
-    #[param(value_type = Option<crate::api::schemas::param::ObservationMode>)]
+    #[param(value_type = Option<ObservationMode>)]
     pub mode: Option<String>,
     /// svc_high only, required: `nws` or `wu`
-    #[param(value_type = Option<crate::api::schemas::param::Logic>)]
+    #[param(value_type = Option<Logic>)]
     pub logic: Option<String>,
     /// svc_high only: a trading day YYYY-MM-DD, not after today (default: today)
     #[param(value_type = Option<String>, format = Date)]
     pub date: Option<String>,
     /// latest only: the latest observation whose day has that report value
-    #[param(value_type = Option<crate::api::schemas::param::ObservationType>)]
+    #[param(value_type = Option<ObservationType>)]
     pub observation_type: Option<String>,
     /// history, required: ISO 8601 UTC
     #[param(value_type = Option<String>, format = DateTime)]
@@ -105,23 +128,19 @@ pub async fn handler(
     QueryParams(q): QueryParams<ObservationsQuery>,
 ) -> ApiResult<Response> {
     let station = params::station("station_code", &q.station_code)?;
-    match params::choice("mode", &q.mode, &["latest", "svc_high", "history"])? {
-        Some("latest") => {
-            let kind = params::choice(
-                "observation_type",
-                &q.observation_type,
-                &["dsm_high", "dsm_low", "cli_high", "cli_low"],
-            )?;
+    match params::choice::<ObservationMode>("mode", &q.mode)? {
+        Some(ObservationMode::Latest) => {
+            let kind = params::choice("observation_type", &q.observation_type)?;
             let o = latest(&state, station, kind).await?;
             Ok(Json(o).into_response())
         }
-        Some("svc_high") => {
+        Some(ObservationMode::SvcHigh) => {
             let logic = logic_param(&q.logic)?;
             let date = params::date("date", &q.date)?;
             let day = trading_day::extremes(&state.live, station, logic, date).await?;
             Ok(Json(SvcHigh::from(&day)).into_response())
         }
-        _ => {
+        Some(ObservationMode::History) | None => {
             let (start, end) = history_range(&q.start_time, &q.end_time)?;
             let obs = history(&state, station, start, end).await?;
             let out: Vec<ObservationV2> =
@@ -131,10 +150,11 @@ pub async fn handler(
     }
 }
 
-/// The `logic` parameter, with spec 7's exact 400 when missing.
+/// The `logic` parameter (any case), with spec 7's exact 400 when missing.
 pub fn logic_param(raw: &Option<String>) -> Result<Logic, ApiError> {
-    let v = params::required("logic", raw, "Valid values are nws and wu")?;
-    Logic::parse(v).ok_or_else(|| ApiError::bad_request(format!("Invalid logic: {v}"), "Valid values are nws and wu"))
+    let valid = format!("Valid values are {}", Logic::ALL.map(Logic::as_str).join(" and "));
+    let v = params::required("logic", raw, &valid)?;
+    Logic::parse(v).ok_or_else(|| ApiError::bad_request(format!("Invalid logic: {v}"), valid))
 }
 
 /// `start_time` / `end_time`, both required, ordered, at most 24 h apart.
@@ -193,7 +213,7 @@ pub async fn history(
 }
 
 /// The latest observation (optionally: the latest whose day has the given report value).
-async fn latest(state: &AppState, station: &Station, kind: Option<&str>) -> ApiResult<ObservationV2> {
+async fn latest(state: &AppState, station: &Station, kind: Option<ObservationType>) -> ApiResult<ObservationV2> {
     let Some(kind) = kind else {
         return match latest_observation(state, station).await? {
             Some((m, r)) => Ok(ObservationV2::new(&m, station, r.as_ref_pair())),
@@ -202,11 +222,10 @@ async fn latest(state: &AppState, station: &Station, kind: Option<&str>) -> ApiR
     };
     let now = state.now();
     let wanted = |o: &ObservationV2| match kind {
-        "dsm_high" => o.dsm_high.is_some(),
-        "dsm_low" => o.dsm_low.is_some(),
-        "cli_high" => o.cli_high.is_some(),
-        "cli_low" => o.cli_low.is_some(),
-        _ => true,
+        ObservationType::DsmHigh => o.dsm_high.is_some(),
+        ObservationType::DsmLow => o.dsm_low.is_some(),
+        ObservationType::CliHigh => o.cli_high.is_some(),
+        ObservationType::CliLow => o.cli_low.is_some(),
     };
     // Recent first (hot ∪ lake over two days), then a wider lake window.
     for back in [Duration::days(2), Duration::days(10)] {
@@ -217,7 +236,7 @@ async fn latest(state: &AppState, station: &Station, kind: Option<&str>) -> ApiR
     }
     Err(ApiError::not_found(
         format!("No observation for {}", station.code),
-        format!("no observation of the last 10 days whose day has a {kind} value"),
+        format!("no observation of the last 10 days whose day has a {} value", kind.name()),
     ))
 }
 

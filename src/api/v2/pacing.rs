@@ -124,7 +124,7 @@ pub struct PacingQuery {
     #[param(required = true, value_type = String)]
     pub station_code: Option<String>,
     /// contract day window: `nws` (Local Standard Time, default) or `wu` (civil)
-    #[param(value_type = Option<crate::api::schemas::param::Logic>)]
+    #[param(value_type = Option<Logic>)]
     pub logic: Option<String>,
 }
 

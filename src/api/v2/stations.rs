@@ -22,7 +22,7 @@ use super::observations::latest_observation;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::observation_json::{ObservationV2, SvcHigh};
-use crate::api::params::{self, QueryParams};
+use crate::api::params::{self, ClosedSet, QueryParams};
 use crate::api::state::AppState;
 use crate::catalog::{Catalog, Station};
 use crate::extremes::Logic;
@@ -32,6 +32,16 @@ use crate::time::{day_window, fmt_iso_utc, fmt_utc, local_date};
 /// Stations answered concurrently (most answers come from memory; a station without recent
 /// observations waits for the lake once per cache period).
 const CONCURRENCY: usize = 8;
+
+/// `include` of the stations: the optional sections. The document keeps it a plain string:
+/// an enum there would change the signature of clients generated from it.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StationsInclude {
+    LatestRuns,
+}
+
+impl ClosedSet for StationsInclude {}
 
 /// Query of `GET /api/v2/stations.php`.
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -127,7 +137,7 @@ pub struct StationDay {
 pub async fn handler(State(state): State<AppState>, QueryParams(q): QueryParams<StationsQuery>) -> ApiResult<Response> {
     let stations = stations_param(&q.station_code)?;
     let date = params::date("date", &q.date)?;
-    let runs = params::choice("include", &q.include, &["latest_runs"])?.is_some();
+    let runs = params::choice::<StationsInclude>("include", &q.include)?.is_some();
     let mut out: Vec<StationDay> = Vec::with_capacity(stations.len());
     for group in stations.chunks(CONCURRENCY) {
         // Futures pushed in a loop, not mapped by a closure: a closure over `&Station` makes
