@@ -139,11 +139,11 @@ pub struct ForecastRowV1 {
 pub struct RawInput(Vec<u8>);
 
 /// 202 body of `POST /api/v2/ingest/{format}`: the live service's outcome
-/// (`crate::write::LiveOutcome`, which `crate::write` owns and serializes). Described here
+/// (`crate::write::WriteOutcome`, which `crate::write` owns and serializes). Described here
 /// field for field; tests/it/openapi.rs posts inputs and checks that the body has exactly
 /// these fields, so a field added there fails until it is documented here.
 #[derive(Serialize, ToSchema)]
-#[allow(dead_code)] // documentation only: the handler sends `LiveOutcome`
+#[allow(dead_code)] // documentation only: the handler sends `WriteOutcome`
 pub struct IngestOutcome {
     /// WAL sequence number: the input is durable. Null when every record was already held
     /// (nothing new to log).

@@ -55,12 +55,9 @@ pub async fn start_write_path(
     flush_secs: u64,
     clock: Arc<dyn Clock>,
 ) -> anyhow::Result<Arc<WriteService>> {
-    // The error's text already carries its cause: print it once.
-    let live = Arc::new(
-        WriteService::open(lake.clone(), wxlake::jobs::analyst_session(&lake).await?, dir, clock)
-            .await
-            .map_err(|e| anyhow::anyhow!("{e}"))?,
-    );
+    // The session every read of the server runs in: the lake's tables and the jobs'.
+    let session = wxlake::jobs::analyst_session(&lake).await?;
+    let live = Arc::new(WriteService::open(lake.clone(), session, dir, clock).await?);
     live.spawn_background(Duration::from_secs(flush_secs.max(1)));
     // Derived tables: scheduled (cron) and on-new-data job runs, and at once for new model
     // runs (jobs::fresh).

@@ -167,7 +167,7 @@ impl WriteService {
         let wal_dir = state_dir.join("wal");
         let (wal, entries) = tokio::task::spawn_blocking(move || Wal::open(&wal_dir))
             .await
-            .map_err(|e| WriteError::Wal(WalError::Task(e.to_string())))??;
+            .map_err(|e| WriteError::Wal(WalError::Task(e)))??;
         for issue in wal.replay_issues() {
             tracing::warn!(segment = %issue.segment.display(), offset = issue.offset, reason = %issue.reason, "WAL damage skipped");
         }
@@ -302,7 +302,7 @@ impl WriteService {
         let input = bytes.clone();
         let decoded = tokio::task::spawn_blocking(move || format.decode(&input, &opts))
             .await
-            .map_err(|e| WriteError::Wal(WalError::Task(e.to_string())))?;
+            .map_err(|e| WriteError::Wal(WalError::Task(e)))?;
         if decoded.records.is_empty() {
             return Err(WriteError::Unusable(decoded.errors));
         }
@@ -312,7 +312,7 @@ impl WriteService {
         let svc = Arc::clone(self);
         tokio::spawn(async move { svc.log_and_apply(format, opts_json, bytes, decoded).await })
             .await
-            .map_err(|e| WriteError::Wal(WalError::Task(e.to_string())))?
+            .map_err(|e| WriteError::Wal(WalError::Task(e)))?
     }
 
     async fn log_and_apply(
@@ -427,7 +427,7 @@ impl WriteService {
         let wal = Arc::clone(&self.wal);
         tokio::task::spawn_blocking(move || wal.release(seqs))
             .await
-            .map_err(|e| WriteError::Wal(WalError::Task(e.to_string())))??;
+            .map_err(|e| WriteError::Wal(WalError::Task(e)))??;
         Ok(stats)
     }
 

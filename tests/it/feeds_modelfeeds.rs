@@ -224,7 +224,7 @@ async fn live_at(
     clock: &Arc<ManualClock>,
 ) -> (Arc<dyn Clock>, Arc<WriteService>, Arc<dyn FeedSink>) {
     let dyn_clock: Arc<dyn Clock> = clock.clone();
-    let live = Arc::new(support::open_live(&lake, &dir.path().join("state"), Arc::clone(&dyn_clock)).await);
+    let live = Arc::new(support::open_live(lake, &dir.path().join("state"), Arc::clone(&dyn_clock)).await);
     let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&live));
     (dyn_clock, live, sink)
 }

@@ -90,7 +90,7 @@ impl Wal {
         let wal = Arc::clone(self);
         tokio::task::spawn_blocking(move || wal.append(&format, &options_json, payload.as_ref()))
             .await
-            .map_err(|e| WalError::Task(e.to_string()))?
+            .map_err(WalError::Task)?
     }
 
     /// Writes everything queued as one batch, then wakes the waiters. Called with the queue

@@ -70,8 +70,9 @@ pub enum WalError {
     WriteFailed(#[source] Arc<io::Error>),
     #[error("cannot trim through seq {requested}: last appended seq is {last}")]
     TrimBeyondEnd { requested: u64, last: u64 },
+    /// The blocking task that did the work failed (panicked or was cancelled).
     #[error("WAL task: {0}")]
-    Task(String),
+    Task(#[source] tokio::task::JoinError),
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> WalError + '_ {
