@@ -27,6 +27,8 @@ pub const DASHBOARD: &str = "/";
 pub const DASHBOARD_STATION: &str = "/station/{code}";
 pub const DASHBOARD_ACCURACY: &str = "/accuracy/{code}";
 pub const DASHBOARD_ASSETS: &str = "/dashboard/{file}";
+/// The dashboard's icon where browsers ask for it.
+pub const FAVICON: &str = "/favicon.ico";
 
 pub const V1_OBSERVATIONS: &str = "/api/v1/observations.php";
 pub const V1_FORECASTS: &str = "/api/v1/forecasts.php";

@@ -76,6 +76,7 @@ pub fn router_with(state: AppState, limits: HttpLimits) -> Router {
         .route(paths::DASHBOARD_STATION, get(dashboard::pages::shell))
         .route(paths::DASHBOARD_ACCURACY, get(dashboard::pages::shell))
         .route(paths::DASHBOARD_ASSETS, get(dashboard_asset))
+        .route(paths::FAVICON, get(dashboard::pages::favicon))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::map_response(json_errors))

@@ -32,7 +32,17 @@ pub const ASSETS: &[(&str, &str, &[u8])] = &[
     ("accuracy.js", "text/javascript; charset=utf-8", include_bytes!("assets/accuracy.js")),
     ("app.js", "text/javascript; charset=utf-8", include_bytes!("assets/app.js")),
     ("uplot.LICENSE", "text/plain; charset=utf-8", include_bytes!("assets/uplot.LICENSE")),
+    ("favicon.ico", "image/x-icon", include_bytes!("assets/favicon.ico")),
 ];
+
+/// `GET /favicon.ico`: the page's icon (browsers ask for it on every page; also linked
+/// from the shell as an asset).
+pub async fn favicon(headers: HeaderMap) -> Response {
+    match asset(Path("favicon.ico".to_string()), headers).await {
+        Ok(resp) => resp,
+        Err(_) => StatusCode::NOT_FOUND.into_response(),
+    }
+}
 
 /// What the page may load and talk to: only this origin (the key never leaves it), no
 /// inline script, no framing.

@@ -234,6 +234,54 @@ async fn shown_value(c: &Client, id: &str) -> Option<f64> {
     js(c, &format!("return document.getElementById('{id}').dataset.value")).await.as_str().and_then(|v| v.parse().ok())
 }
 
+/// Issue 34 item 3: the numeric columns of the view's tables whose header is aligned
+/// otherwise than their numbers (`table: header: header's, numbers'`).
+const MISALIGNED_HEADERS: &str = "const bad = []; \
+     for (const t of document.querySelectorAll('#main table')) { \
+       const heads = t.tHead ? [...t.tHead.rows[0].cells] : []; \
+       heads.forEach((h, i) => { \
+         const c = [...t.tBodies[0].rows].filter(r => r.cells.length === heads.length).map(r => r.cells[i]) \
+           .find(c => c.classList.contains('num')); \
+         const [a, b] = [getComputedStyle(h).textAlign, c && getComputedStyle(c).textAlign]; \
+         if (c && a !== b) bad.push(`${t.id} ${h.textContent}: ${a}, ${b}`); \
+       }); \
+     } \
+     return bad";
+
+/// Issue 34 item 3: every figure in the view's tables that reads as a negative zero
+/// (`-0`, `-0.0`).
+const NEGATIVE_ZEROS: &str = "return [...document.querySelectorAll('#main td')].map(t => t.innerText) \
+     .filter(t => (t.match(/-\\d+(\\.\\d+)?/g) || []).some(n => Number(n) === 0))";
+
+/// Issue 34 item 3: no figure reads `-0.0` and every numeric column's header lines up with
+/// its numbers, on the view shown (`what` names it).
+async fn figures_read_cleanly(c: &Client, what: &str) {
+    let zeros = js(c, NEGATIVE_ZEROS).await;
+    assert_eq!(zeros, json!([]), "{what}: figures that read as a negative zero");
+    let bad = js(c, MISALIGNED_HEADERS).await;
+    assert_eq!(bad, json!([]), "{what}: headers aligned otherwise than their numbers");
+}
+
+/// Issue 34 item 5: `/favicon.ico` is served (browsers ask for it on every page) and the
+/// shell links the icon; the observations' time and type never wrap ("HF-METAR").
+async fn icon_served_and_types_unwrapped(c: &Client, addr: &str) {
+    let (s, body) = http(addr, "GET", "/favicon.ico", "", "");
+    assert_eq!(s, 200, "/favicon.ico: {body}");
+    let href =
+        js(c, "const l = document.querySelector('link[rel=icon]'); return l ? new URL(l.href).pathname : null").await;
+    let (s, body) = http(addr, "GET", href.as_str().unwrap_or("/none"), "", "");
+    assert_eq!(s, 200, "the shell's icon {href}: {body}");
+    let wrapped = js(
+        c,
+        "return [...document.querySelectorAll('#observations tbody tr')].flatMap(r => [...r.cells].slice(0, 2)) \
+           .filter(td => { const r = document.createRange(); r.selectNodeContents(td); \
+             return new Set([...r.getClientRects()].map(q => Math.round(q.top))).size > 1; }) \
+           .map(td => td.textContent)",
+    )
+    .await;
+    assert_eq!(wrapped, json!([]), "observation times/types wrapped onto two lines");
+}
+
 /// The day view's render bound with the warm debug server (ms from navigation start). The
 /// issue's < 300 ms is for a release server (benches/README.md has both figures).
 const DEBUG_RENDER_BOUND_MS: f64 = 1000.0;
@@ -532,6 +580,7 @@ async fn dashboard_in_a_real_browser() {
         js(&c, "return document.querySelector('#overview tr[data-station=KNYC] [data-feed]').dataset.feed").await;
     assert_eq!(feed, "ok", "KNYC's feed is live in the demo");
     screenshot(&c, &shots, "overview.png").await;
+    figures_read_cleanly(&c, "overview").await;
 
     // The day view of a demo station: observations, both logics' high/low, a model, NWS.
     c.click(&element(&c, "#overview tr[data-station=KNYC] a").await).await.expect("open the day view");
@@ -574,6 +623,8 @@ async fn dashboard_in_a_real_browser() {
     assert!(agreed, "the day view's high/low differ from observations.php");
     day_layers_match_the_api(&c, &addr, &enterprise).await;
     screenshot(&c, &shots, "day.png").await;
+    figures_read_cleanly(&c, "day").await;
+    icon_served_and_types_unwrapped(&c, &addr).await;
     a_later_day_never_overwrites_the_old_one(&c).await;
 
     // Live: an observation posted to the ingest endpoint shows within 2 s, as a new high.
@@ -639,6 +690,17 @@ async fn dashboard_in_a_real_browser() {
     )
     .await;
     assert_eq!(charts, json!([true, true]), "MAE and bias trend charts");
+    let rounded = js(
+        &c,
+        "return [-0.04, -0, -0.06, null, 0.04].map(v => WX.accuracy.num(v)).concat([WX.fmt.temp(-0.04, 'celsius'), WX.fmt.temp(-0.3, 'celsius', 0)])",
+    )
+    .await;
+    assert_eq!(
+        rounded,
+        json!(["0.0", "0.0", "-0.1", "–", "0.0", "0.0°C", "0°C"]),
+        "a figure that rounds to zero reads 0"
+    );
+    figures_read_cleanly(&c, "accuracy").await;
     log_in(&c, &base, "/accuracy/KNYC", &professional).await;
     rendered(&c, "accuracy-refused").await;
     let (s, refusal) = http(&addr, "GET", "/api/v2/model_accuracy.php?station_code=KNYC", &professional, "");

@@ -7,7 +7,12 @@ WX.accuracy = (() => {
   const { el, epoch, sym, shown } = WX.fmt;
   const COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b', '#17becf', '#e377c2'];
 
-  const num = (v, d = 1) => (v === null || v === undefined ? '–' : Number(v).toFixed(d));
+  /** A figure to `d` places; one that rounds to zero reads `0.0`, never `-0.0`. */
+  const num = (v, d = 1) => {
+    if (v === null || v === undefined) return '–';
+    const t = Number(v).toFixed(d);
+    return Number(t) === 0 ? t.replace('-', '') : t;
+  };
   /** An error figure (a difference) in the shown unit. */
   const diff = (v, units) => {
     if (v === null || v === undefined) return null;
@@ -52,7 +57,7 @@ WX.accuracy = (() => {
     };
     const ens = a.ensemble || {};
     return el('table', { class: 'board', id: 'accuracy-table' },
-      el('thead', {}, el('tr', {}, el('th', {}, 'model'), el('th', {}, `MAE ${sym(shown(units))}`), el('th', {}, 'bias'), el('th', {}, 'RMSE'), el('th', {}, 'n'))),
+      el('thead', {}, el('tr', {}, el('th', {}, 'model'), el('th', { class: 'num' }, `MAE ${sym(shown(units))}`), el('th', { class: 'num' }, 'bias'), el('th', { class: 'num' }, 'RMSE'), el('th', { class: 'num' }, 'n'))),
       el('tbody', {}, models.map(row),
         el('tr', { class: 'sub' }, el('th', {}, 'all models'), el('td', { class: 'num' }, num(diff(ens.mae, units))), biasCell(diff(ens.bias, units)), el('td', { class: 'num' }, num(diff(ens.rmse, units))), el('td', { class: 'num' }, ens.n ?? ''))));
   };
@@ -107,7 +112,7 @@ WX.accuracy = (() => {
     const models = ranked(a).slice(0, 8);
     const key = a.target === 'low' ? 'actual_low' : 'actual_high';
     return el('table', { class: 'obs', id: 'accuracy-detail' },
-      el('thead', {}, el('tr', {}, el('th', {}, 'day'), el('th', {}, `actual ${a.target || 'high'}`), models.map((m) => el('th', {}, m)))),
+      el('thead', {}, el('tr', {}, el('th', {}, 'day'), el('th', { class: 'num' }, `actual ${a.target || 'high'}`), models.map((m) => el('th', { class: 'num' }, m)))),
       el('tbody', {}, rows.map((r) => el('tr', {}, el('td', {}, r.date), el('td', { class: 'num' }, WX.fmt.temp(r[key], units)),
         models.map((m) => {
           const f = r.models[m];
@@ -150,5 +155,5 @@ WX.accuracy = (() => {
     return () => { window.removeEventListener('wx-units', onUnits); plots.forEach((p) => p && p.destroy()); };
   };
 
-  return { render };
+  return { render, num };
 })();

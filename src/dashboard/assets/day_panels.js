@@ -72,7 +72,7 @@ WX.dayPanels = (() => {
           r.live ? ' · just released' : '', r.anomaly ? el('span', { class: 'bad' }, ' · anomaly') : ''));
     };
     return el('table', { class: 'settle', id: 'settlement' },
-      el('thead', {}, el('tr', {}, ['logic · day window', 'high', 'low', 'status', 'data quality'].map((h) => el('th', {}, h)))),
+      el('thead', {}, el('tr', {}, ['logic · day window', 'high', 'low', 'status', 'data quality'].map((h) => el('th', { class: h === 'high' || h === 'low' ? 'num' : '' }, h)))),
       el('tbody', {}, row('nws', 'NWS (Local Standard Time)'), row('wu', 'WU (civil time)'),
         report('dsm', 'DSM', 'daily summary message'), report('cli', 'CLI', 'climate report')));
   };
@@ -141,7 +141,7 @@ WX.dayPanels = (() => {
           : `pacing: the reading of ${clock(epoch(pace.observation.observation_time), tz)} (${temp(pace.observation.value, pace.units)}) against each forecast; projected high / low under each logic (drawn on the chart)`;
     return el('section', { class: 'panel wide' }, el('h2', {}, 'Forecast layers'),
       el('table', { class: 'obs', id: 'layers' },
-        el('thead', {}, el('tr', {}, ['layer', 'run / version', 'age', `at ${clock(at, tz)}`, 'day high / low', 'pace nws high / low', 'pace wu high / low'].map((h) => el('th', {}, h)))),
+        el('thead', {}, el('tr', {}, ['layer', 'run / version', 'age', `at ${clock(at, tz)}`, 'day high / low', 'pace nws high / low', 'pace wu high / low'].map((h, i) => el('th', { class: i > 2 ? 'num' : '' }, h)))),
         el('tbody', {}, rows)),
       el('p', { class: 'sub', id: 'pacing', dataset: { state: pace ? (pace.error ? 'error' : 'ok') : 'none' } }, paceNote,
         d.polledAt ? ` · runs checked ${clock(d.polledAt, tz)}` : '', ' · greyed models are off the chart: click a name in the chart legend to show it'));
@@ -161,7 +161,7 @@ WX.dayPanels = (() => {
     });
     return el('section', { class: 'panel' }, el('h2', {}, `Observations (${d.obs.length})`),
       el('table', { class: 'obs', id: 'observations', dataset: { count: d.obs.length } },
-        el('thead', {}, el('tr', {}, ['local', 'type', 'temp', '6 h high / low', '24 h high / low'].map((h) => el('th', {}, h)))),
+        el('thead', {}, el('tr', {}, ['local', 'type', 'temp', '6 h high / low', '24 h high / low'].map((h, i) => el('th', { class: i > 1 ? 'num' : '' }, h)))),
         el('tbody', {}, rows)),
       el('p', { class: 'sub' }, 'One-minute data feeds the nws high/low above (source "one minute"); it is not listed.'));
   };

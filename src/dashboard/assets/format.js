@@ -29,7 +29,8 @@ WX.fmt = (() => {
     const c = conv(v, from);
     if (c === null) return '–';
     const d = digits === undefined ? (shown(from) === from && !Number.isInteger(v) ? 1 : 0) : digits;
-    return `${c.toFixed(d)}${sym(shown(from))}`;
+    const t = c.toFixed(d);
+    return `${Number(t) === 0 ? t.replace('-', '') : t}${sym(shown(from))}`;
   };
 
   /** `YYYY-MM-DD HH:MM:SS` (UTC) or ISO 8601 to epoch seconds. */

@@ -57,7 +57,7 @@ WX.overview = (() => {
     const body = el('tbody');
     const table = el('table', { class: 'board', id: 'overview' },
       el('thead', {}, el('tr', {},
-        ['station', 'now', 'feed', 'nws high / low', 'wu high / low', 'CLI', 'DSM', 'quality', ''].map((h) => el('th', {}, h)))),
+        ['station', 'now', 'feed', 'nws high / low', 'wu high / low', 'CLI', 'DSM', 'quality', ''].map((h) => el('th', { class: ['now', 'CLI', 'DSM'].includes(h) ? 'num' : '' }, h)))),
       body);
     const feeds = el('p', { class: 'sub feeds', id: 'feeds' });
     main.replaceChildren(el('h1', {}, 'All stations'), el('div', { class: 'bar' }, filter, status), feeds, table);
