@@ -472,6 +472,45 @@ async fn a_past_day_shows_the_runs_it_was_traded_on(c: &Client, base: &str, addr
     }
 }
 
+/// Issue 34 item 1: a day's status follows the data shown beside it. On the past day shown
+/// (the demo's CLI may or may not be out for it) no status says "CLI pending" while the CLI
+/// row has values, the wu day (which no CLI settles) never waits for one, and "final (CLI)"
+/// comes with CLI values; then the same for a made-up ended day, with and without its CLI.
+async fn a_past_day_status_follows_its_data(c: &Client) {
+    let shown = js(
+        c,
+        "const t = (id) => document.getElementById(id); \
+         return [t('status-nws').innerText, t('status-wu').innerText, t('cli-high').dataset.value + t('cli-low').dataset.value]",
+    )
+    .await;
+    let (nws, wu, cli) =
+        (shown[0].as_str().unwrap_or(""), shown[1].as_str().unwrap_or(""), shown[2].as_str().unwrap_or(""));
+    assert!(!wu.contains("CLI pending"), "the wu day waits for no CLI: {shown}");
+    if !cli.is_empty() {
+        assert!(!nws.contains("CLI pending"), "the CLI row has values: {shown}");
+    }
+    if nws.contains("final (CLI)") {
+        assert!(!cli.is_empty(), "final (CLI) without CLI values: {shown}");
+    }
+    let made_up = js(
+        c,
+        "const day = { date: '2026-11-24', start_utc: '2026-11-24 05:00:00', end_utc: '2026-11-25 05:00:00' }; \
+         const svc = (fin) => ({ svc_high: 54, svc_low: 39, is_final: fin, data_quality: {} }); \
+         const board = (cli, fin) => { \
+           const d = { today: false, obs: [], alerts: [], reports: cli ? { cli: { for_date: '2026-11-24', high: 54, low: 39 } } : {}, \
+             st: { units: 'fahrenheit', timezone: 'America/New_York', days: { nws: day, wu: day }, svc: { nws: svc(fin), wu: svc(false) } } }; \
+           const t = WX.dayPanels.settlement(d); \
+           return ['nws', 'wu'].map((l) => t.querySelector(`#status-${l}`).dataset.status); }; \
+         return [board(true, true), board(true, false), board(false, false)]",
+    )
+    .await;
+    assert_eq!(
+        made_up,
+        json!([["final", "observed-final"], ["cli-out", "observed-final"], ["cli-pending", "observed-final"]]),
+        "status by data shown"
+    );
+}
+
 /// Events of a later trading day never overwrite the table labelled with the old date: the
 /// view is told to roll over instead; an event of the view's own day is applied.
 async fn a_later_day_never_overwrites_the_old_one(c: &Client) {
@@ -659,6 +698,8 @@ async fn dashboard_in_a_real_browser() {
     assert_eq!(rest["svc_high"].as_f64(), Some(104.0), "{rest}");
     screenshot(&c, &shots, "day-live.png").await;
     a_past_day_shows_the_runs_it_was_traded_on(&c, &base, &addr, &enterprise).await;
+    a_past_day_status_follows_its_data(&c).await;
+    screenshot(&c, &shots, "past-day.png").await;
 
     // Accuracy: a Developer key sees it, a Professional key is refused with the API's message.
     log_in(&c, &base, "/accuracy/KNYC", &developer).await;

@@ -40,14 +40,24 @@ WX.dayPanels = (() => {
     return out;
   };
 
-  const status = (d, logic) => {
+  /**
+   * A logic's status, following the data shown beside it (`off`: the DSM/CLI rows): the CLI
+   * settles the nws day only, so a wu day that ended is final on its observations, and an
+   * nws day whose CLI is shown below never says "CLI pending".
+   */
+  const status = (d, logic, off) => {
     const s = d.st.svc[logic];
     const end = epoch(d.st.days[logic].end_utc);
     const over = WX.api.now() >= end;
-    return el('td', { id: `status-${logic}`, dataset: { ended: over ? 'yes' : '' } },
-      s.is_final ? el('span', { class: 'ok' }, 'final (CLI)')
-        : over ? el('span', { class: 'warn' }, `day ended ${clock(end, d.st.timezone)}: these are its final observed values, CLI pending`)
-          : 'preliminary',
+    const ended = `day ended ${clock(end, d.st.timezone)}`;
+    const cli = off.cli.high !== null || off.cli.low !== null;
+    const [state, cls, text] = s.is_final ? ['final', 'ok', 'final (CLI)']
+      : !over ? ['preliminary', '', 'preliminary']
+        : logic === 'wu' ? ['observed-final', 'ok', `${ended}: its final observed values (the CLI settles the nws day, not this one)`]
+          : cli ? ['cli-out', 'warn', `${ended}: the CLI below is out; these observed values stand until it is applied`]
+            : ['cli-pending', 'warn', `${ended}: its final observed values, CLI pending`];
+    return el('td', { id: `status-${logic}`, dataset: { ended: over ? 'yes' : '', status: state } },
+      el('span', { class: cls }, text),
       s.high_valid_through_utc ? el('div', { class: 'sub' }, `high locked through ${clock(epoch(s.high_valid_through_utc), d.st.timezone)}`) : null,
       s.anomaly ? el('div', { class: 'bad' }, 'anomaly: official report ≥5°F beyond nearby readings') : null);
   };
@@ -62,7 +72,7 @@ WX.dayPanels = (() => {
     };
     const row = (logic, label) => el('tr', {},
       el('th', {}, label, el('div', { class: 'sub' }, `${d.st.days[logic].date} · ${clock(epoch(d.st.days[logic].start_utc), d.st.timezone)}–${clock(epoch(d.st.days[logic].end_utc), d.st.timezone)}`)),
-      svcCell(d, logic, 'high'), svcCell(d, logic, 'low'), status(d, logic), el('td', {}, dqText(logic)));
+      svcCell(d, logic, 'high'), svcCell(d, logic, 'low'), status(d, logic, off), el('td', {}, dqText(logic)));
     const report = (kind, label, what) => {
       const r = off[kind];
       return el('tr', { class: r.live ? 'fresh' : '' }, el('th', {}, label),
