@@ -422,6 +422,41 @@ async fn day_layers_match_the_api(c: &Client, addr: &str, key: &str) {
     assert!(same, "the day view lists other rows than observations.php");
 }
 
+/// Issue 34 item 4: with the cursor off the chart the legend reads each series' latest
+/// value, not `--` (the observed one is the newest listed reading, the nws high the one in
+/// the settlement table), and the pacing markers at the day's end are labelled on the chart
+/// and explained in the legend.
+async fn the_legend_reads_latest_values(c: &Client) {
+    let legend = js(
+        c,
+        "return Object.fromEntries([...document.querySelectorAll('#day-chart .u-legend .u-series')] \
+           .map(s => [s.querySelector('.u-label') ? s.querySelector('.u-label').textContent : 'Time', s.querySelector('.u-value').textContent]))",
+    )
+    .await;
+    for series in ["Time", "observed", "nws high", "nws low", "wu high", "wu low", "NWS hourly"] {
+        let v = legend[series].as_str().unwrap_or("--");
+        assert!(!v.is_empty() && v != "--", "{series} reads {v:?} until hovered: {legend}");
+    }
+    let page = js(
+        c,
+        "const first = document.querySelector('#observations tbody tr:not(.suspect)'); \
+         return [parseFloat(first.cells[2].textContent), Number(document.getElementById('svc-nws-high').dataset.value)]",
+    )
+    .await;
+    let num = |s: &str| legend[s].as_str().and_then(|v| v.parse::<f64>().ok());
+    assert_eq!(num("observed"), page[0].as_f64(), "the legend's observed value is the newest reading: {legend}");
+    assert_eq!(num("nws high"), page[1].as_f64(), "the legend's nws high is the settlement's: {legend}");
+    assert!(legend["pacing"].as_str().unwrap_or("").contains("day end"), "the pacing markers are explained: {legend}");
+    let marks = js(
+        c,
+        "const b = document.getElementById('day-chart').dataset; return [Number(b.paceMarks), Number(b.paceLabels)]",
+    )
+    .await;
+    if marks[0].as_u64().unwrap_or(0) > 0 {
+        assert!(marks[1].as_u64().unwrap_or(0) > 0, "pacing markers drawn without a label: {marks}");
+    }
+}
+
 /// A past day's view draws each model's last run issued before the day began (today's
 /// latest runs start after that day), with the API's values for that run.
 async fn a_past_day_shows_the_runs_it_was_traded_on(c: &Client, base: &str, addr: &str, key: &str) {
@@ -663,6 +698,7 @@ async fn dashboard_in_a_real_browser() {
     day_layers_match_the_api(&c, &addr, &enterprise).await;
     screenshot(&c, &shots, "day.png").await;
     figures_read_cleanly(&c, "day").await;
+    the_legend_reads_latest_values(&c).await;
     icon_served_and_types_unwrapped(&c, &addr).await;
     a_later_day_never_overwrites_the_old_one(&c).await;
 

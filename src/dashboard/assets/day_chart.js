@@ -73,32 +73,51 @@ WX.dayChart = (() => {
       for (const [t, v] of pts) y[idx.get(t)] = conv(v, from);
       return y;
     };
-    const series = [{}];
+    const series = [{ value: (u, t) => (t === null ? (d.today ? 'now' : 'day end') : clock(t, d.st.timezone)) }];
     const data = [x];
-    series.push({ label: 'observed', stroke: '#222', width: 1.5, points: { show: true, size: 5, fill: '#222' }, spanGaps: true });
+    series.push({ label: 'observed', value: legendValue, stroke: '#222', width: 1.5, points: { show: true, size: 5, fill: '#222' }, spanGaps: true });
     data.push(col(obsPts, u));
     lines.forEach((l) => {
-      series.push({ label: l.name, stroke: l.color, width: 1.5, dash: l.dash, spanGaps: true, points: { show: false } });
+      series.push({ label: l.name, value: legendValue, stroke: l.color, width: 1.5, dash: l.dash, spanGaps: true, points: { show: false } });
       data.push(col(l.v === null ? [] : [[l.a, l.v], [l.b, l.v]], u));
     });
     if (nwsPts.length) {
-      series.push({ label: 'NWS hourly', stroke: '#ff7f0e', width: 2, spanGaps: true, points: { show: false } });
+      series.push({ label: 'NWS hourly', value: legendValue, stroke: '#ff7f0e', width: 2, spanGaps: true, points: { show: false } });
       data.push(col(nwsPts, 'fahrenheit'));
     }
     models.forEach((m) => {
-      series.push({ label: m.name, model: m.name, show: d.shown.has(m.name), stroke: colorOf(m.name), width: 1, spanGaps: true, points: { show: false } });
+      series.push({ label: m.name, model: m.name, value: legendValue, show: d.shown.has(m.name), stroke: colorOf(m.name), width: 1, spanGaps: true, points: { show: false } });
       data.push(col(m.pts, u));
     });
     // Toggles for what the draw hook adds (no points of their own).
     const none = new Array(x.length).fill(null);
-    series.push({ label: PACING, stroke: '#555', dash: [2, 3], width: 1, show: d.showPacing !== false });
+    series.push({ label: PACING, value: () => 'markers at the day end: nws ●, wu ○', stroke: '#555', dash: [2, 3], width: 1, show: d.showPacing !== false });
     data.push(none);
-    series.push({ label: GROUPS, stroke: '#7a2e2e', width: 2, show: d.showGroups !== false });
+    series.push({ label: GROUPS, value: () => 'brackets over the hours covered', stroke: '#7a2e2e', width: 2, show: d.showGroups !== false });
     data.push(none);
     return { series, data };
   };
 
   const shownIdx = (u, label) => u.series.findIndex((s) => s.label === label && s.show);
+
+  /** The index of the last x at or before `t` (the last one when `t` is past the day). */
+  const idxAt = (xs, t) => {
+    let i = xs.length - 1;
+    while (i > 0 && xs[i] > t) i -= 1;
+    return i;
+  };
+
+  /**
+   * A series' legend value: under the cursor, its value at the cursor's time (the last point
+   * at or before it, as its line shows); with the cursor off the chart, its latest value
+   * (now, or the day's end for a past day) instead of uPlot's `--`.
+   */
+  const legendValue = (u, v, sidx, idx) => {
+    const ys = u.data[sidx];
+    let i = idx === null || idx === undefined ? idxAt(u.data[0], WX.api.now()) : idx;
+    while (i >= 0 && (ys[i] === null || ys[i] === undefined)) i -= 1;
+    return i < 0 ? '–' : ys[i].toFixed(Number.isInteger(ys[i]) ? 0 : 1);
+  };
 
   /** Shaded spans under the series: each logic's day window edges, the data-quality gaps. */
   const bandsHook = (d) => (u) => {
@@ -140,6 +159,7 @@ WX.dayChart = (() => {
     const xAt = (t) => u.valToPos(t, 'x', true);
     let paced = 0;
     let grouped = 0;
+    let labelled = 0;
     ctx.save();
     ctx.beginPath(); ctx.rect(left, top, width, height); ctx.clip();
     if (shownIdx(u, PACING) > 0) {
@@ -147,6 +167,8 @@ WX.dayChart = (() => {
       // filled dot, wu dashed with a hollow one (both days end together outside DST).
       const stub = 44 * px;
       ctx.lineWidth = 1.5 * px;
+      // Each column of markers is labelled over its highest marker ("nws pace", "wu pace").
+      const tops = {};
       for (const r of paceRows(d)) {
         const label = r.model === 'NWS' ? 'NWS hourly' : r.model;
         if (shownIdx(u, label) < 0 || r.high_pace === null) continue;
@@ -162,8 +184,17 @@ WX.dayChart = (() => {
           ctx.setLineDash([]);
           ctx.beginPath(); ctx.arc(x1, yy, 3 * px, 0, 2 * Math.PI);
           if (r.logic === 'nws') ctx.fill(); else ctx.stroke();
+          const hi = tops[r.logic];
+          if (!hi || yy < hi.y) tops[r.logic] = { x: x1 - stub / 2, y: yy };
         }
         paced += 1;
+      }
+      ctx.fillStyle = '#444';
+      ctx.font = `${10 * px}px system-ui, sans-serif`;
+      ctx.textAlign = 'center';
+      for (const [logic, at] of Object.entries(tops)) {
+        ctx.fillText(`${logic} pace`, at.x, Math.max(top + 10 * px, at.y - 6 * px));
+        labelled += 1;
       }
     }
     if (shownIdx(u, GROUPS) > 0) {
@@ -192,6 +223,7 @@ WX.dayChart = (() => {
     ctx.restore();
     box.dataset.paceMarks = paced;
     box.dataset.groupMarks = grouped;
+    box.dataset.paceLabels = labelled;
   };
 
   /** The y range: the data's, widened to the pacing projections and groups. */
@@ -234,7 +266,10 @@ WX.dayChart = (() => {
       },
     };
     box.replaceChildren();
-    return new uPlot(opts, data, box);
+    const plot = new uPlot(opts, data, box);
+    // The legend reads each series' latest value until the cursor is over the chart.
+    plot.setLegend({ idx: null });
+    return plot;
   };
 
   return { draw, colorOf, modelValue, nwsPoints };
