@@ -282,6 +282,39 @@ async fn icon_served_and_types_unwrapped(c: &Client, addr: &str) {
     assert_eq!(wrapped, json!([]), "observation times/types wrapped onto two lines");
 }
 
+/// Issue 34 item 2: a "now" above today's high or below its low (right: a whole-°C reading's
+/// probable range against the settlement rule) says so where it happens. On the overview
+/// every such row is flagged (the note under the table shown); a made-up KSFO at 54 °F,
+/// probably 53–54, with an nws high of 53 shows its range and why, one inside its day not.
+async fn now_outside_the_day_says_why(c: &Client) {
+    let unflagged = js(
+        c,
+        "return [...document.querySelectorAll('#overview tbody tr')].filter(r => { \
+           const now = r.querySelector('td.now'); const v = Number(now.dataset.value); \
+           if (now.dataset.value === '') return false; \
+           const out = [...r.querySelectorAll('.hl')].some(h => (h.dataset.high !== '' && v > Number(h.dataset.high)) \
+             || (h.dataset.low !== '' && v < Number(h.dataset.low))); \
+           return out !== (now.dataset.beyond !== undefined); }).map(r => r.dataset.station)",
+    )
+    .await;
+    assert_eq!(unflagged, json!([]), "rows whose now is outside the day's high/low unsaid (or said wrongly)");
+    let note =
+        js(c, "return [!!document.querySelector('td.beyond'), !document.getElementById('beyond-note').hidden]").await;
+    assert_eq!(note[0], note[1], "the note under the board shows when a row is flagged: {note}");
+    let cells = js(
+        c,
+        "const svc = (h, l) => ({ svc_high: h, svc_low: l }); \
+         const st = (v) => ({ units: 'fahrenheit', svc: { nws: svc(53, 45), wu: svc(54, 45) }, \
+           latest: { temperature_display: v, lowest_probable: 53, highest_probable: 54, report_type: 'HF-METAR' } }); \
+         return [54, 50].map(v => { const td = WX.overview.nowCell(st(v)); return [td.dataset.beyond || '', td.innerText, td.title]; })",
+    )
+    .await;
+    assert_eq!(cells[0][0], "above the nws high (53°F)", "{cells}");
+    assert!(cells[0][1].as_str().unwrap_or("").contains("probable 53°F–54°F"), "the reading's range is shown: {cells}");
+    assert!(cells[0][2].as_str().unwrap_or("").contains("settlement rule"), "and why: {cells}");
+    assert_eq!(cells[1], json!(["", "50°F", ""]), "inside the day: nothing added");
+}
+
 /// The day view's render bound with the warm debug server (ms from navigation start). The
 /// issue's < 300 ms is for a release server (benches/README.md has both figures).
 const DEBUG_RENDER_BOUND_MS: f64 = 1000.0;
@@ -655,6 +688,7 @@ async fn dashboard_in_a_real_browser() {
     assert_eq!(feed, "ok", "KNYC's feed is live in the demo");
     screenshot(&c, &shots, "overview.png").await;
     figures_read_cleanly(&c, "overview").await;
+    now_outside_the_day_says_why(&c).await;
 
     // The day view of a demo station: observations, both logics' high/low, a model, NWS.
     c.click(&element(&c, "#overview tr[data-station=KNYC] a").await).await.expect("open the day view");

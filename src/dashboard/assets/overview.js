@@ -17,9 +17,36 @@ WX.overview = (() => {
     return el('span', { class: w.severity === 'critical' ? 'bad' : 'warn', title: w.message }, w.active ? 'gap now' : `gap ${w.longest_run_minutes} min`);
   };
 
-  const pair = (svc, units) => el('span', { class: 'hl' },
+  const pair = (svc, units) => el('span', { class: 'hl', dataset: { high: svc.svc_high ?? '', low: svc.svc_low ?? '' } },
     el('b', { class: 'hi' }, temp(svc.svc_high, units)), ' / ', el('b', { class: 'lo' }, temp(svc.svc_low, units)),
     svc.anomaly ? el('span', { class: 'flag', title: 'official report disagrees with nearby observations' }, ' anomaly') : null);
+
+  /**
+   * The "now" cell. A reading above today's high or below its low (either logic) is no
+   * error: a whole-°C reading (an HF-METAR) stands for a range of °F values, and the
+   * high/low count it by the settlement rule. The cell says so where it happens: the
+   * reading's probable range under it, and why on hover.
+   */
+  const nowCell = (s) => {
+    const u = s.units;
+    const l = s.latest;
+    const v = l ? l.temperature_display : null;
+    if (v === null || v === undefined) return el('td', { class: 'num now', dataset: { value: '' } }, '–');
+    const beyond = ['nws', 'wu'].flatMap((g) => {
+      const x = s.svc[g];
+      return [x.svc_high !== null && v > x.svc_high ? `above the ${g} high (${temp(x.svc_high, u)})` : null,
+        x.svc_low !== null && v < x.svc_low ? `below the ${g} low (${temp(x.svc_low, u)})` : null];
+    }).filter(Boolean);
+    if (!beyond.length) return el('td', { class: 'num now', dataset: { value: v } }, temp(v, u));
+    const lo = l.lowest_probable;
+    const hi = l.highest_probable;
+    const range = lo !== null && lo !== undefined && hi !== null && hi !== undefined
+      ? (lo === hi ? temp(lo, u) : `${temp(lo, u)}–${temp(hi, u)}`) : null;
+    const why = `${temp(v, u)} is ${beyond.join(' and ')}: this ${l.report_type} ${range ? `reading was probably ${range}` : 'reading is a range of values'}, `
+      + 'and the high/low count it by the settlement rule; neither is wrong.';
+    return el('td', { class: 'num now beyond', title: why, dataset: { value: v, beyond: beyond.join('; ') } },
+      temp(v, u), el('sup', {}, '*'), el('div', { class: 'sub' }, range ? `probable ${range}` : 'a range'));
+  };
 
   /** The feed cell: the server's health of the station (admin), else the observation's age. */
   const feedCell = (t, h) => {
@@ -40,7 +67,7 @@ WX.overview = (() => {
       ? `${temp(l[`${kind}_high_display`], u)} / ${temp(l[`${kind}_low_display`], u)}` : '–');
     return el('tr', { dataset: { station: s.station_code } },
       el('td', {}, el('a', { href: `/station/${s.station_code}` }, s.station_code), el('div', { class: 'sub' }, s.city)),
-      el('td', { class: 'num now' }, l ? temp(l.temperature_display, u) : '–'),
+      nowCell(s),
       feedCell(t, health && health.get(s.station_code)),
       el('td', {}, pair(s.svc.nws, u)),
       el('td', {}, pair(s.svc.wu, u)),
@@ -60,7 +87,10 @@ WX.overview = (() => {
         ['station', 'now', 'feed', 'nws high / low', 'wu high / low', 'CLI', 'DSM', 'quality', ''].map((h) => el('th', { class: ['now', 'CLI', 'DSM'].includes(h) ? 'num' : '' }, h)))),
       body);
     const feeds = el('p', { class: 'sub feeds', id: 'feeds' });
-    main.replaceChildren(el('h1', {}, 'All stations'), el('div', { class: 'bar' }, filter, status), feeds, table);
+    const beyondNote = el('p', { class: 'sub', id: 'beyond-note', hidden: true },
+      '* now above today\'s high or below its low: a whole-degree reading (such as an HF-METAR in whole °C) stands for a range of values, '
+      + 'shown under it; the high/low count it by the settlement rule (hover the value for the detail).');
+    main.replaceChildren(el('h1', {}, 'All stations'), el('div', { class: 'bar' }, filter, status), feeds, table, beyondNote);
     let rows = [];
     let health = null;
     // Unknown until the first answer; false once refused (not asked again in this view).
@@ -68,6 +98,7 @@ WX.overview = (() => {
     const apply = () => {
       const f = filter.value.trim().toUpperCase();
       body.replaceChildren(...rows.filter((s) => !f || s.station_code.includes(f) || s.city.toUpperCase().includes(f)).map((s) => row(s, health)));
+      beyondNote.hidden = !body.querySelector('td.beyond');
     };
     /** Feed health for an admin key; one refused attempt, then the observation ages. */
     const loadHealth = async () => {
@@ -108,5 +139,5 @@ WX.overview = (() => {
     return () => clearTimeout(timer);
   };
 
-  return { render };
+  return { render, nowCell };
 })();
