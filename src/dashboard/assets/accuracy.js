@@ -101,7 +101,7 @@ WX.accuracy = (() => {
     const series = [{}, ...models.map((m, i) => ({ label: m, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: true }))];
     box.replaceChildren();
     return new uPlot({
-      width: Math.max(400, (box.clientWidth || 640) - 16), height: 240, series,
+      width: Math.max(280, (box.clientWidth || 640) - 16), height: 240, series,
       axes: [{}, { label: `${label} ${sym(shown(units))}` }],
     }, data, box);
   };

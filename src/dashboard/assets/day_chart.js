@@ -242,7 +242,7 @@ WX.dayChart = (() => {
     const { series, data } = chartData(d);
     const tz = d.st.timezone;
     const opts = {
-      width: Math.max(480, (box.clientWidth || 900) - 16),
+      width: Math.max(280, (box.clientWidth || 900) - 16),
       height: 360,
       series,
       scales: { x: { time: true }, y: { range: yRange(d) } },

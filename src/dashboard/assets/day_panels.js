@@ -150,9 +150,9 @@ WX.dayPanels = (() => {
         : pace.error ? `pacing: ${pace.error.message}${pace.error.status === 403 ? ' (Developer/Enterprise)' : ''}`
           : `pacing: the reading of ${clock(epoch(pace.observation.observation_time), tz)} (${temp(pace.observation.value, pace.units)}) against each forecast; projected high / low under each logic (drawn on the chart)`;
     return el('section', { class: 'panel wide' }, el('h2', {}, 'Forecast layers'),
-      el('table', { class: 'obs', id: 'layers' },
+      el('div', { class: 'scroll' }, el('table', { class: 'obs', id: 'layers' },
         el('thead', {}, el('tr', {}, ['layer', 'run / version', 'age', `at ${clock(at, tz)}`, 'day high / low', 'pace nws high / low', 'pace wu high / low'].map((h, i) => el('th', { class: i > 2 ? 'num' : '' }, h)))),
-        el('tbody', {}, rows)),
+        el('tbody', {}, rows))),
       el('p', { class: 'sub', id: 'pacing', dataset: { state: pace ? (pace.error ? 'error' : 'ok') : 'none' } }, paceNote,
         d.polledAt ? ` · runs checked ${clock(d.polledAt, tz)}` : '', ' · greyed models are off the chart: click a name in the chart legend to show it'));
   };
@@ -170,9 +170,9 @@ WX.dayPanels = (() => {
         el('td', { class: 'num' }, pair(o.twentyfour_hour_high_display, o.twentyfour_hour_low_display)));
     });
     return el('section', { class: 'panel' }, el('h2', {}, `Observations (${d.obs.length})`),
-      el('table', { class: 'obs', id: 'observations', dataset: { count: d.obs.length } },
+      el('div', { class: 'scroll' }, el('table', { class: 'obs', id: 'observations', dataset: { count: d.obs.length } },
         el('thead', {}, el('tr', {}, ['local', 'type', 'temp', '6 h high / low', '24 h high / low'].map((h, i) => el('th', { class: i > 1 ? 'num' : '' }, h)))),
-        el('tbody', {}, rows)),
+        el('tbody', {}, rows))),
       el('p', { class: 'sub' }, 'One-minute data feeds the nws high/low above (source "one minute"); it is not listed.'));
   };
 

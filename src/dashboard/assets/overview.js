@@ -90,7 +90,7 @@ WX.overview = (() => {
     const beyondNote = el('p', { class: 'sub', id: 'beyond-note', hidden: true },
       '* now above today\'s high or below its low: a whole-degree reading (such as an HF-METAR in whole °C) stands for a range of values, '
       + 'shown under it; the high/low count it by the settlement rule (hover the value for the detail).');
-    main.replaceChildren(el('h1', {}, 'All stations'), el('div', { class: 'bar' }, filter, status), feeds, table, beyondNote);
+    main.replaceChildren(el('h1', {}, 'All stations'), el('div', { class: 'bar' }, filter, status), feeds, el('div', { class: 'scroll' }, table), beyondNote);
     let rows = [];
     let health = null;
     // Unknown until the first answer; false once refused (not asked again in this view).
