@@ -5,7 +5,11 @@
 //! 6/24-hour groups drawn, one-minute data never listed, events of a later day never written
 //! into the old day's table, a live observation that shows within 2 s as a new high, the
 //! accuracy view for a Developer key and refused for a Professional key with the API's
-//! message. Screenshots of each view go to `<target>/tmp/dashboard/` for a reviewer; the
+//! message. Issue 34: no figure reads `-0.0` and numeric headers line up with their numbers,
+//! `/favicon.ico` is served, observation types never wrap, a past day's status follows the
+//! CLI shown beside it, the chart's legend reads the latest values and its pacing markers
+//! are labelled, a "now" outside the day's high/low says why, and the overview and day view
+//! fit 1280 and 390 px. Screenshots of each view go to `<target>/tmp/dashboard/` for a reviewer; the
 //! cold-cache render times and the bytes the page loaded are printed (benches/README.md).
 //!
 //! Everything runs on loopback: the real `wxlake serve --demo` on port 0, chromedriver on
