@@ -310,13 +310,16 @@ async fn now_outside_the_day_says_why(c: &Client) {
         "const svc = (h, l) => ({ svc_high: h, svc_low: l }); \
          const st = (v) => ({ units: 'fahrenheit', svc: { nws: svc(53, 45), wu: svc(54, 45) }, \
            latest: { temperature_display: v, lowest_probable: 53, highest_probable: 54, report_type: 'HF-METAR' } }); \
-         return [54, 50].map(v => { const td = WX.overview.nowCell(st(v)); return [td.dataset.beyond || '', td.innerText, td.title]; })",
+         return [54, 50, 44].map(v => { const td = WX.overview.nowCell(st(v)); return [td.dataset.beyond || '', td.innerText, td.title]; })",
     )
     .await;
     assert_eq!(cells[0][0], "above the nws high (53°F)", "{cells}");
     assert!(cells[0][1].as_str().unwrap_or("").contains("probable 53°F–54°F"), "the reading's range is shown: {cells}");
     assert!(cells[0][2].as_str().unwrap_or("").contains("settlement rule"), "and why: {cells}");
     assert_eq!(cells[1], json!(["", "50°F", ""]), "inside the day: nothing added");
+    // Below the wu low: the wu day does not count an HF-METAR at all, and says so.
+    assert!(cells[2][0].as_str().unwrap_or("").contains("below the wu low"), "{cells}");
+    assert!(cells[2][2].as_str().unwrap_or("").contains("routine METARs only"), "why, for wu: {cells}");
 }
 
 /// What sticks out of the viewport on the right (tables scroll inside their `.scroll` box,

@@ -23,9 +23,10 @@ WX.overview = (() => {
 
   /**
    * The "now" cell. A reading above today's high or below its low (either logic) is no
-   * error: a whole-°C reading (an HF-METAR) stands for a range of °F values, and the
-   * high/low count it by the settlement rule. The cell says so where it happens: the
-   * reading's probable range under it, and why on hover.
+   * error, and the cell says why where it happens (the reading's probable range under it,
+   * the reason on hover): a whole-°C reading (an HF-METAR) stands for a range of °F values
+   * that the high/low count by the settlement rule; the wu day counts routine METARs only,
+   * and holds a whole-degree one until a second source confirms it.
    */
   const nowCell = (s) => {
     const u = s.units;
@@ -42,8 +43,14 @@ WX.overview = (() => {
     const hi = l.highest_probable;
     const range = lo !== null && lo !== undefined && hi !== null && hi !== undefined
       ? (lo === hi ? temp(lo, u) : `${temp(lo, u)}–${temp(hi, u)}`) : null;
+    const wuBeyond = beyond.some((b) => b.includes(' wu '));
+    const held = (((s.svc.wu.data_quality || {}).wu || {}).pending_confirmation || [])
+      .some((h) => h.observation_time_utc === l.observation_time);
+    const wuWhy = !wuBeyond ? null
+      : l.report_type !== 'METAR' ? `the wu day counts routine METARs only, not this ${l.report_type}`
+        : held ? 'the wu day holds this whole-degree METAR until a second source confirms it' : null;
     const why = `${temp(v, u)} is ${beyond.join(' and ')}: this ${l.report_type} ${range ? `reading was probably ${range}` : 'reading is a range of values'}, `
-      + 'and the high/low count it by the settlement rule; neither is wrong.';
+      + `and the high/low count it by the settlement rule${wuWhy ? `; ${wuWhy}` : ''}; neither is wrong.`;
     return el('td', { class: 'num now beyond', title: why, dataset: { value: v, beyond: beyond.join('; ') } },
       temp(v, u), el('sup', {}, '*'), el('div', { class: 'sub' }, range ? `probable ${range}` : 'a range'));
   };
