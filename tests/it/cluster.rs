@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{stderr, stdout, wxlake};
+use crate::support::{comparable_columns, stderr, stdout, wxlake};
 
 /// A child process killed when the test ends, however it ends (or when dropped).
 struct Proc(Option<Child>);
@@ -256,7 +256,8 @@ const DERIVED: [&str; 6] = [
 ];
 
 /// Every derived table as CSV lines, header first, rows sorted (partitions are read in
-/// listing order; the comparison is of the rows), without `computed_at` (the run's clock).
+/// listing order; the comparison is of the rows), without what the run's clock decides
+/// ([`comparable_columns`]).
 fn derived_rows(lake: &Path) -> Vec<(&'static str, Vec<String>)> {
     derived_rows_of(&|args| wxlake(lake, args))
 }
@@ -266,9 +267,7 @@ pub(crate) fn derived_rows_of(run: &dyn Fn(&[&str]) -> Output) -> Vec<(&'static 
     DERIVED
         .iter()
         .map(|t| {
-            let columns =
-                if ["forecast_daily", "accuracy_pairs"].contains(t) { "*" } else { "* EXCLUDE (computed_at)" };
-            let o = run(&["sql", &format!("SELECT {columns} FROM {t}"), "--format", "csv"]);
+            let o = run(&["sql", &format!("SELECT {} FROM {t}", comparable_columns(t)), "--format", "csv"]);
             ok(&o, t);
             let text = stdout(&o);
             let mut lines: Vec<String> = text.lines().map(str::to_string).collect();

@@ -27,6 +27,20 @@ pub async fn open_live(lake: &Lake, state_dir: &Path, clock: Arc<dyn wxlake::clo
     WriteService::open(lake.clone(), session, state_dir, clock).await.unwrap()
 }
 
+/// The columns of a derived table that say what it holds, not when its job ran: all but
+/// `computed_at` (the run's clock) and, for a day still in progress, `data_quality` (it
+/// describes the day "so far": a run a few seconds later sees more of it missing). Two
+/// runs of the same jobs on the same rows agree on these, whenever each ran.
+pub fn comparable_columns(table: &str) -> &'static str {
+    match table {
+        "forecast_daily" | "accuracy_pairs" => "*",
+        "daily_extremes" => {
+            "* EXCLUDE (computed_at, data_quality), CASE WHEN day_complete THEN data_quality END AS data_quality"
+        }
+        _ => "* EXCLUDE (computed_at)",
+    }
+}
+
 pub async fn sql(lake: &Lake, q: &str) -> Vec<RecordBatch> {
     let ctx = wxlake::jobs::analyst_session(lake).await.expect("session");
     ctx.sql(q).await.unwrap_or_else(|e| panic!("{q}: {e}")).collect().await.unwrap_or_else(|e| panic!("{q}: {e}"))
