@@ -4,8 +4,9 @@
 //! reading, a data quality that says what that absence means as seen now.
 //!
 //! One computation below every front door: REST (`mode=svc_high`, `daily_extremes.php`,
-//! `stations.php`), the SQL servers' `svc_extremes` table and the dashboard all read the
-//! typed [`TradingDay`] and only format it, so they cannot disagree on a value.
+//! `stations.php`, and through them the dashboard) and the SQL servers' `svc_extremes`
+//! table read the typed [`TradingDay`] and only format it, so they cannot disagree on a
+//! value.
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use thiserror::Error;
