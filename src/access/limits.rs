@@ -103,6 +103,17 @@ impl Decision {
         }
         h
     }
+
+    /// Why a refused request was refused, the same at every front door: "{tier} tier
+    /// allows N requests per minute; retry after S s".
+    pub fn refusal(&self, tier: Tier) -> String {
+        let window = match self.window {
+            Window::Minute => "minute",
+            Window::Day => "day",
+        };
+        let wait = self.retry_after_secs.unwrap_or(self.reset_secs);
+        format!("{} tier allows {} requests per {window}; retry after {wait} s", tier.as_str(), self.limit)
+    }
 }
 
 /// Requests counted in one fixed window.

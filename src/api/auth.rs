@@ -62,16 +62,7 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
         return ApiError::new(
             axum::http::StatusCode::TOO_MANY_REQUESTS,
             "Rate limit exceeded",
-            format!(
-                "{} tier allows {} requests per {}; retry after {} s",
-                record.tier.as_str(),
-                decision.limit,
-                match decision.window {
-                    crate::access::limits::Window::Minute => "minute",
-                    crate::access::limits::Window::Day => "day",
-                },
-                decision.retry_after_secs.unwrap_or(decision.reset_secs)
-            ),
+            decision.refusal(record.tier),
         )
         .with_headers(headers)
         .into_response();

@@ -135,7 +135,7 @@ impl Lake {
         let spans: Vec<(usize, usize)> = chunks
             .iter()
             .enumerate()
-            .flat_map(|(c, rows)| (0..rows.rows().len()).step_by(SLICE_ROWS).map(move |start| (c, start)))
+            .flat_map(|(c, chunk)| (0..chunk.rows().len()).step_by(SLICE_ROWS).map(move |start| (c, start)))
             .collect();
         if spans.len() > u32::MAX as usize {
             return Err(LakeError::TooLarge("a write takes at most 2^32 slices of 65,536 rows"));

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::error::WireError;
 use crate::access::keys::KeyRecord;
-use crate::access::limits::{ApiVersion, Window};
+use crate::access::limits::ApiVersion;
 use crate::access::Access;
 
 /// The key behind `secret`, if it may use SQL at all (at connect time).
@@ -27,16 +27,7 @@ pub fn admit_query(access: &Access, secret: &str) -> Result<Arc<KeyRecord>, Wire
     let record = authorize(access, Some(secret))?;
     let d = access.count(&record, ApiVersion::V2);
     if !d.allowed {
-        return Err(WireError::RateLimited(format!(
-            "rate limit exceeded: {} tier allows {} requests per {}; retry after {} s",
-            record.tier.as_str(),
-            d.limit,
-            match d.window {
-                Window::Minute => "minute",
-                Window::Day => "day",
-            },
-            d.retry_after_secs.unwrap_or(d.reset_secs)
-        )));
+        return Err(WireError::RateLimited(format!("rate limit exceeded: {}", d.refusal(record.tier))));
     }
     Ok(record)
 }
