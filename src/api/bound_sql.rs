@@ -55,8 +55,7 @@ impl Bindings {
         Ok(ctx.sql(sql).await?.with_param_values(self.0)?)
     }
 
-    /// Plans and runs `sql`, all result batches (planned again if a swap replaced a file
-    /// under the read: [`crate::lake::reread`]).
+    /// Plans and runs `sql`, all result batches.
     pub async fn collect(self, ctx: &SessionContext, sql: &str) -> ApiResult<Vec<RecordBatch>> {
         Ok(self.collect_with_schema(ctx, sql).await?.1)
     }
@@ -67,7 +66,9 @@ impl Bindings {
         ctx: &SessionContext,
         sql: &str,
     ) -> ApiResult<(SchemaRef, Vec<RecordBatch>)> {
-        Ok(crate::lake::reread::collect(ctx, sql, self.0).await?)
+        let df = ctx.sql(sql).await?.with_param_values(self.0)?;
+        let schema = SchemaRef::clone(df.schema().inner());
+        Ok((schema, df.collect().await?))
     }
 }
 

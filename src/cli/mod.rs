@@ -8,6 +8,7 @@ mod feeds;
 mod ingest;
 mod jobs;
 mod keys;
+mod lake;
 mod serve;
 mod shutdown;
 mod sql;
@@ -32,9 +33,9 @@ pub struct Cli {
     /// environment variables win over it.
     #[arg(long, global = true, env = "WXLAKE_CONFIG")]
     pub config: Option<PathBuf>,
-    /// Seconds the files replaced by a compaction or a job's publish stay in the store,
-    /// hidden from new queries, so queries planned before the swap can finish reading
-    /// them; 0 deletes them right after it.
+    /// Seconds the files replaced by a compaction or a job's publish stay in the store
+    /// (Delta's vacuum retention): queries on an older snapshot, and time travel, read
+    /// them until then; 0 lets the next vacuum delete them.
     #[arg(long, global = true, env = "WXLAKE_KEEP_REPLACED_SECS", default_value_t = wxlake::lake::KEEP_REPLACED.as_secs())]
     pub keep_replaced_secs: u64,
     /// More logging (-v info, -vv debug). RUST_LOG overrides.
@@ -64,6 +65,8 @@ pub enum Command {
     Feeds(feeds::FeedsArgs),
     /// Run a scheduler or an executor of a Ballista cluster (`sql --cluster` uses it).
     Cluster(cluster::ClusterArgs),
+    /// Maintain the lake's tables (`upgrade`).
+    Lake(lake::LakeArgs),
 }
 
 /// Logs go to stderr, coloured only when stderr is a terminal; `RUST_LOG` wins over `-v`.
@@ -85,6 +88,13 @@ pub fn init_tracing(verbose: u8) {
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let lake = Lake::open_keeping(&cli.lake, std::time::Duration::from_secs(cli.keep_replaced_secs)).await?;
+    // A lake of the former layout converts on open (lake/upgrade.rs); `lake upgrade` says so.
+    if !matches!(cli.command, Command::Lake(_)) {
+        let done = wxlake::lake::upgrade::upgrade(&lake, &wxlake::jobs::tables::all_shapes()?).await?;
+        if !done.converted.is_empty() {
+            tracing::warn!(tables = done.converted.len(), "converted the lake's tables to Delta tables");
+        }
+    }
     let counted = lake.clone();
     let code = match cli.command {
         Command::Ingest(a) => ingest::run(lake, a).await,
@@ -96,6 +106,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Jobs(a) => jobs::run(lake, a).await,
         Command::Feeds(a) => feeds::run(lake, a, cli.config.as_deref()).await,
         Command::Cluster(a) => cluster::run(lake, a).await,
+        Command::Lake(a) => lake::run(lake, a).await,
     };
     // What the command cost on the store (on S3, in requests paid for): `-v` shows it.
     tracing::info!(requests = %counted.requests(), "object store requests of this command");

@@ -1,7 +1,11 @@
-//! How a plan that reads in-memory tables crosses the wire.
+//! How a plan that reads lake tables and in-memory tables crosses the wire.
 //!
-//! DataFusion's plan serialization knows listing tables (the lake's, by path) but not
-//! `MemTable`s: the `stations` and `models` tables of every session, and the helper tables
+//! A lake table ([`SnapshotTable`]) travels as what names it: its Delta table's URL, its
+//! shape (partition columns, sort order; the columns are the plan's) and the version it
+//! is read at. The scheduler reads that snapshot's log and plans a Parquet scan of its
+//! files, which DataFusion's physical plan serialization carries to the executors as it is.
+//!
+//! DataFusion's plan serialization does not know `MemTable`s either: the `stations` and `models` tables of every session, and the helper tables
 //! a job registers for its run (`day_windows` bounded by the run's dates, `model_leads`,
 //! `observed_extremes` replayed through the live engine). Without help, Ballista refuses
 //! any query that touches one.
@@ -21,7 +25,7 @@ use std::sync::Arc;
 
 use ballista_core::serde::BallistaLogicalExtensionCodec;
 use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::arrow::ipc::reader::StreamReader;
 use datafusion::arrow::ipc::writer::StreamWriter;
 use datafusion::catalog::TableProvider;
@@ -32,9 +36,23 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{Extension, LogicalPlan};
 use datafusion_proto::logical_plan::LogicalExtensionCodec;
+use crate::lake::delta::{At, TableShape};
+use crate::lake::snapshot_table::SnapshotTable;
 
 /// Marks a table encoded by this codec (anything else is Ballista's).
 const MEM_TABLE_TAG: &[u8] = b"wxlake.memtable.v1\0";
+const SNAPSHOT_TABLE_TAG: &[u8] = b"wxlake.snapshot.v1\0";
+
+/// A lake table on the wire (module docs).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct SnapshotWire {
+    name: String,
+    dir: String,
+    url: String,
+    at: At,
+    partition_cols: Vec<String>,
+    sort: Vec<String>,
+}
 
 /// Ballista's logical codec plus in-memory tables (see the module docs). The client, the
 /// scheduler and the executors all use it, so each decodes what the others encode.
@@ -59,8 +77,11 @@ impl LogicalExtensionCodec for LakeLogicalCodec {
         schema: SchemaRef,
         ctx: &TaskContext,
     ) -> Result<Arc<dyn TableProvider>> {
-        match buf.strip_prefix(MEM_TABLE_TAG) {
-            Some(body) => Ok(Arc::new(decode_mem_table(body, table_ref)?)),
+        if let Some(body) = buf.strip_prefix(MEM_TABLE_TAG) {
+            return Ok(Arc::new(decode_mem_table(body, table_ref)?));
+        }
+        match buf.strip_prefix(SNAPSHOT_TABLE_TAG) {
+            Some(body) => Ok(Arc::new(decode_snapshot_table(body, table_ref, &schema)?)),
             None => self.ballista.try_decode_table_provider(buf, table_ref, schema, ctx),
         }
     }
@@ -71,6 +92,18 @@ impl LogicalExtensionCodec for LakeLogicalCodec {
         node: Arc<dyn TableProvider>,
         buf: &mut Vec<u8>,
     ) -> Result<()> {
+        if let Some(table) = node.downcast_ref::<SnapshotTable>() {
+            let wire = SnapshotWire {
+                name: table.shape.name.clone(),
+                dir: table.shape.dir.clone(),
+                url: table.url.to_string(),
+                at: table.at,
+                partition_cols: table.shape.partition_cols.iter().map(|(c, _)| c.clone()).collect(),
+                sort: table.shape.sort.clone(),
+            };
+            buf.extend_from_slice(SNAPSHOT_TABLE_TAG);
+            return serde_json::to_writer(buf, &wire).map_err(|e| DataFusionError::External(e.into()));
+        }
         let Some(table) = node.downcast_ref::<MemTable>() else {
             return self.ballista.try_encode_table_provider(table_ref, node, buf).map_err(|e| {
                 DataFusionError::NotImplemented(format!(
@@ -90,6 +123,29 @@ impl LogicalExtensionCodec for LakeLogicalCodec {
     fn try_encode_file_format(&self, buf: &mut Vec<u8>, node: Arc<dyn FileFormatFactory>) -> Result<()> {
         self.ballista.try_encode_file_format(buf, node)
     }
+}
+
+/// A lake table from its wire form; `schema` is the plan's (file columns, then the
+/// partition columns with their types).
+fn decode_snapshot_table(body: &[u8], name: &TableReference, schema: &SchemaRef) -> Result<SnapshotTable> {
+    let wire: SnapshotWire = serde_json::from_slice(body)
+        .map_err(|e| DataFusionError::Internal(format!("lake table '{name}': bad plan data: {e}")))?;
+    let url = url::Url::parse(&wire.url).map_err(|e| DataFusionError::External(e.into()))?;
+    let is_partition = |f: &&Arc<Field>| wire.partition_cols.contains(f.name());
+    let file_fields: Vec<Arc<Field>> = schema.fields().iter().filter(|f| !is_partition(f)).cloned().collect();
+    let partition_cols = wire
+        .partition_cols
+        .iter()
+        .map(|c| Ok((c.clone(), schema.field_with_name(c)?.data_type().clone())))
+        .collect::<Result<Vec<_>>>()?;
+    let shape = TableShape {
+        name: wire.name,
+        dir: wire.dir,
+        file_schema: Arc::new(Schema::new(file_fields)),
+        partition_cols,
+        sort: wire.sort,
+    };
+    Ok(SnapshotTable::at_url(shape, url, wire.at, None))
 }
 
 /// Body: the partition count (u32 LE), then per partition its IPC stream's length (u64

@@ -14,8 +14,6 @@ use datafusion::functions_aggregate::expr_fn::{count, max, min};
 use datafusion::logical_expr::{lit, not, ExprFunctionExt};
 use datafusion::prelude::ident;
 use datafusion::scalar::ScalarValue;
-use futures::TryStreamExt;
-use object_store::path::Path;
 use tracing::warn;
 
 use super::error::JobError;
@@ -23,6 +21,7 @@ use super::spec::{Incremental, JobSpec};
 use super::tables::job_session;
 use crate::lake::rows::date32;
 use crate::lake::schema;
+use crate::lake::delta::ActiveFile;
 use crate::lake::{query, Lake};
 
 /// Which output partitions a run replaces.
@@ -194,16 +193,15 @@ pub(crate) async fn full_range(
     Ok(bounds.map(|(a, b)| (a - margin, b + margin)))
 }
 
-/// Every file under `dir` (relative to the lake root) with the `key=` value of its path.
-async fn files_with_key(lake: &Lake, dir: &str, key: &str) -> Result<Vec<(Path, Option<String>)>, JobError> {
-    let prefix = format!("{key}=");
-    let metas: Vec<_> = lake.store().list(Some(&lake.table_path(dir))).try_collect().await?;
-    Ok(metas
+/// The files of the table at `dir` (relative to the lake root, latest snapshot) with
+/// their value of partition column `key`; none when there is no table yet.
+async fn files_with_key(lake: &Lake, dir: &str, key: &str) -> Result<Vec<(ActiveFile, Option<String>)>, JobError> {
+    let Some((_, files)) = lake.snapshot_files(dir).await? else { return Ok(vec![]) };
+    Ok(files
         .into_iter()
-        .filter(|m| m.location.as_ref().ends_with(".parquet"))
-        .map(|m| {
-            let v = m.location.parts().find_map(|p| p.as_ref().strip_prefix(&prefix).map(str::to_string));
-            (m.location, v)
+        .map(|f| {
+            let v = f.partition_values.get(key).cloned().flatten();
+            (f, v)
         })
         .collect())
 }
@@ -220,19 +218,27 @@ async fn key_dates(lake: &Lake, dir: &str, key: &str) -> Result<Vec<NaiveDate>, 
     Ok(dates)
 }
 
-/// The visible output files a run replaces.
-pub(crate) async fn replaced_files(lake: &Lake, spec: &JobSpec, replace: Replace) -> Result<Vec<Path>, JobError> {
+/// The output's latest snapshot (created if the job never ran), the files of it a run
+/// replaces, and the predicate naming the partitions it recomputes (for the commit's
+/// conflict check: another publisher there makes this one fail).
+pub(crate) async fn replaced_files(
+    lake: &Lake,
+    spec: &JobSpec,
+    replace: Replace,
+) -> Result<(deltalake::DeltaTable, Vec<ActiveFile>, Option<String>), JobError> {
     let key = spec.incremental.as_ref().map(|i| i.key.as_str()).unwrap_or("");
-    let files = files_with_key(lake, &spec.output.dir(), key).await?;
-    Ok(files
-        .into_iter()
-        .filter(|(_, v)| match replace {
-            Replace::All => true,
-            Replace::KeyRange(a, b) => v
-                .as_deref()
-                .and_then(|v| NaiveDate::parse_from_str(v, "%Y-%m-%d").ok())
-                .is_some_and(|d| a <= d && d <= b),
-        })
-        .map(|(p, _)| p)
-        .collect())
+    let (snapshot, files) = lake.table_files(&spec.output.shape()).await?;
+    let in_range = |v: Option<&String>| match replace {
+        Replace::All => true,
+        Replace::KeyRange(a, b) => v
+            .and_then(|v| NaiveDate::parse_from_str(v, "%Y-%m-%d").ok())
+            .is_some_and(|d| a <= d && d <= b),
+    };
+    let files = files.into_iter().filter(|f| in_range(f.partition_values.get(key).and_then(|v| v.as_ref()))).collect();
+    let read = match replace {
+        Replace::All => Some("true".to_string()),
+        Replace::KeyRange(a, b) => Some(format!("{key} >= '{a}' AND {key} <= '{b}'")),
+    };
+    Ok((snapshot, files, read))
 }
+

@@ -35,7 +35,6 @@ use super::statements::{run_statements, Intermediates};
 use super::tables::job_session;
 use crate::cluster::client::remote_session;
 use crate::cluster::SchedulerUrl;
-use crate::lake::writer::new_file_name;
 use crate::lake::{query, Lake};
 
 /// What a run is doing, for progress display.
@@ -247,9 +246,9 @@ async fn execute(
     let total = plan.chunks.len();
     let mut p = Progress { job: spec.name.clone(), step: Step::Start, done: 0, total, rows: 0 };
     progress(&p);
-    let mut publication = lake.begin_publish();
+    let mut publication = lake.begin_publish(spec.output.shape());
     let mut partitions = 0u64;
-    let runtime = query::run_runtime_env(lake)?;
+    let runtime = query::runtime_env(lake)?;
     // Chunk i+1 is computed while chunk i is sorted and encoded on the blocking pool.
     let computed: Result<(), JobError> = async {
         let mut encoding: Option<(Option<(NaiveDate, NaiveDate)>, tokio::task::JoinHandle<_>)> = None;
@@ -278,10 +277,9 @@ async fn execute(
                 let files = handle.await.map_err(JobError::Join)??;
                 let mut staged = Vec::with_capacity(files.len());
                 for f in files {
-                    let path = lake.table_path(&format!("{}/{}", spec.output.dir(), f.dir)).join(new_file_name());
-                    staged.push((path, f.bytes));
                     p.rows += f.rows as u64;
                     partitions += 1;
+                    staged.push((f.dir, f.bytes, f.rows as u64));
                 }
                 publication.stage_all(staged).await?;
                 p.done += 1;
@@ -296,7 +294,7 @@ async fn execute(
         publication.abort().await.ok();
         return Err(e);
     }
-    let removes = match replaced_files(lake, spec, plan.replace).await {
+    let (snapshot, removes, read) = match replaced_files(lake, spec, plan.replace).await {
         Ok(r) => r,
         Err(e) => {
             publication.abort().await.ok();
@@ -305,7 +303,7 @@ async fn execute(
     };
     p.step = Step::Publish { files: publication.len(), replaced: removes.len() };
     progress(&p);
-    publication.commit_replacing(removes).await?;
+    publication.commit(&snapshot, removes, read).await?;
     p.step = Step::Finish;
     progress(&p);
     Ok(Outcome { rows: p.rows, partitions, range: plan.range })

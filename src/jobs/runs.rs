@@ -1,8 +1,8 @@
 //! The `job_runs` table: one row per run (ok or failed), under
 //! `derived/job_runs/job=<name>/`, visible to SQL as `job_runs` (tables.rs).
 //!
-//! Each run adds one small file; when a job's partition holds more than
-//! [`MERGE_AT`] files they are merged into one, atomically (lake/publish.rs).
+//! Each run adds one small file (one Delta append); when a job's partition holds more
+//! than [`MERGE_AT`] files they are merged into one by a compaction commit (lake/delta.rs).
 
 use std::sync::{Arc, OnceLock};
 
@@ -22,8 +22,10 @@ use serde::Serialize;
 
 use super::error::JobError;
 use crate::lake::compact::read_file;
-use crate::lake::writer::{new_file_name, partition_files};
-use crate::lake::Lake;
+use crate::lake::delta::{backoff, Change, NewFile, TableShape, COMMIT_ATTEMPTS};
+use crate::lake::writer::new_file_name;
+use crate::lake::{Lake, LakeError};
+use object_store::ObjectStoreExt;
 
 /// Files per job partition that trigger a merge.
 pub const MERGE_AT: usize = 32;
@@ -77,6 +79,17 @@ pub struct JobRun {
 /// Directory of the table under the lake root.
 pub fn dir() -> String {
     "derived/job_runs".to_string()
+}
+
+/// The `job_runs` table (partitioned by job, in start order).
+pub fn shape() -> TableShape {
+    TableShape {
+        name: super::spec::JOB_RUNS.to_string(),
+        dir: dir(),
+        file_schema: file_schema(),
+        partition_cols: vec![("job".into(), DataType::Utf8)],
+        sort: vec!["started_at".into()],
+    }
 }
 
 fn ts() -> DataType {
@@ -183,38 +196,67 @@ fn merge_lock() -> &'static tokio::sync::Mutex<()> {
 
 /// Appends `run` to `job_runs` (and merges the job's files when there are many).
 pub async fn record(lake: &Lake, run: &JobRun) -> Result<(), JobError> {
-    let part = lake.table_path(&format!("{}/job={}", dir(), run.job));
+    let shape = shape();
+    let partition = format!("job={}", run.job);
     let bytes = encode(&to_batch(&[run])?)?;
-    lake.publish(vec![(part.clone().join(new_file_name()), bytes)], vec![]).await?;
+    let name = new_file_name();
+    let file = NewFile { partition_dir: partition.clone(), name: name.clone(), size: bytes.len() as u64, rows: 1 };
+    lake.store().put(&lake.table_path(&format!("{}/{partition}", dir())).join(name.as_str()), bytes.into()).await?;
+    // An append reads nothing: it commits on whatever snapshot is newest.
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let snapshot = lake.delta_table(&shape).await?;
+        match lake.commit(&shape, &snapshot, Change::Append { files: vec![file.clone()], read: None }).await {
+            Err(LakeError::Conflict(_)) if attempt < COMMIT_ATTEMPTS => backoff(attempt).await,
+            done => {
+                done?;
+                break;
+            }
+        }
+    }
 
     let _guard = merge_lock().lock().await;
-    let store = lake.store();
-    let files = partition_files(&store, &part).await?;
+    let (snapshot, active) = lake.table_files(&shape).await?;
+    let files: Vec<_> = active.into_iter().filter(|f| f.partition_dir() == partition).collect();
     if files.len() <= MERGE_AT {
         return Ok(());
     }
+    let store = lake.store();
     let mut batches = Vec::new();
     for f in &files {
-        batches.extend(read_file(&store, f).await?);
+        batches.extend(read_file(&store, &f.location).await?);
     }
     let merged = concat_batches(&file_schema(), &batches)?;
     let started = merged.column_by_name("started_at").cloned().unwrap_or_else(|| Arc::clone(merged.column(0)));
     let merged = take_record_batch(&merged, &sort_to_indices(&started, None, None)?)?;
-    lake.publish(vec![(part.join(new_file_name()), encode(&merged)?)], files).await?;
-    Ok(())
+    let bytes = encode(&merged)?;
+    let name = new_file_name();
+    let out = NewFile { partition_dir: partition.clone(), name: name.clone(), size: bytes.len() as u64, rows: merged.num_rows() as u64 };
+    let at = lake.table_path(&format!("{}/{partition}", dir())).join(name.as_str());
+    store.put(&at, bytes.into()).await?;
+    match lake.commit(&shape, &snapshot, Change::Rewrite { files: vec![out], remove: files }).await {
+        Ok(_) => Ok(()),
+        // Another process merged them first: its file holds the same runs.
+        Err(LakeError::Conflict(_)) => {
+            store.delete(&at).await.ok();
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Recorded runs, newest first: of one job, or of all.
 pub async fn history(lake: &Lake, job: Option<&str>, limit: usize) -> Result<Vec<JobRun>, JobError> {
     let store = lake.store();
-    let root = lake.table_path(&dir());
+    let (_, files) = lake.table_files(&shape()).await?;
     let mut runs = Vec::new();
-    for f in partition_files(&store, &root).await? {
-        let Some(name) = f.parts().find_map(|p| p.as_ref().strip_prefix("job=").map(str::to_string)) else { continue };
+    for f in files {
+        let Some(Some(name)) = f.partition_values.get("job").cloned() else { continue };
         if job.is_some_and(|j| j != name) {
             continue;
         }
-        for b in read_file(&store, &f).await? {
+        for b in read_file(&store, &f.location).await? {
             runs.extend(from_batch(&name, &b)?);
         }
     }
@@ -256,8 +298,9 @@ mod tests {
         assert_eq!(all.len(), MERGE_AT + 3);
         assert_eq!(all[0], run("a_job", MERGE_AT as i64 + 2, RunStatus::Ok), "newest first, fields round-trip");
         assert_eq!(all.iter().find(|r| r.run_id == "r005").unwrap().error.as_deref(), Some("boom"));
-        let files = partition_files(&lake.store(), &lake.table_path(&format!("{}/job=a_job", dir()))).await.unwrap();
-        assert!(files.len() <= 3, "merged: {files:?}");
+        let (_, files) = lake.table_files(&shape()).await.unwrap();
+        let a_job = files.iter().filter(|f| f.partition_dir() == "job=a_job").count();
+        assert!(a_job <= 3, "merged: {a_job} files");
         assert_eq!(history(&lake, None, 2).await.unwrap()[0].job, "b_job");
     }
 }

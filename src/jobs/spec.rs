@@ -171,6 +171,17 @@ impl OutputSpec {
     pub fn dir(&self) -> String {
         format!("derived/{}", self.table)
     }
+
+    /// The output as a lake table (its Delta table's schema and partitioning, its order).
+    pub fn shape(&self) -> crate::lake::delta::TableShape {
+        crate::lake::delta::TableShape {
+            name: self.table.clone(),
+            dir: self.dir(),
+            file_schema: self.file_schema(),
+            partition_cols: self.partition_types(),
+            sort: self.sort_by.clone(),
+        }
+    }
 }
 
 /// Incremental recomputation by a date-valued partition column.

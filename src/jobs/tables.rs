@@ -1,18 +1,18 @@
 //! Derived tables in sessions: the session a job runs in, and the derived tables (plus
 //! `job_runs`) for any other session (`wxlake sql`, the API). Every table is registered
-//! through the lake's one registrar ([`register_listing`]).
+//! through the lake's one registrar ([`register_table`]).
 
 use std::sync::Arc;
 
-use datafusion::arrow::datatypes::DataType;
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::prelude::SessionContext;
 
 use super::error::JobError;
 use super::job_set::embedded_specs;
 use super::runs;
-use super::spec::{JobSpec, OutputSpec, JOB_RUNS};
-use crate::lake::query::{self, register_listing, Listing};
+use super::spec::{JobSpec, OutputSpec};
+use crate::lake::delta::TableShape;
+use crate::lake::query::{self, register_table};
 use crate::lake::Lake;
 
 /// Session settings for jobs (figures: benches/README.md, "SQL jobs"):
@@ -33,15 +33,15 @@ pub fn tune(ctx: &SessionContext) {
 
 /// Registers a job's output table (declared partition types and sort order).
 pub fn register_output(ctx: &SessionContext, lake: &Lake, output: &OutputSpec) -> Result<(), JobError> {
-    let dir = output.dir();
-    let listing = Listing {
-        name: &output.table,
-        dir: &dir,
-        file_schema: output.file_schema(),
-        partition_cols: output.partition_types(),
-        sort: output.sort_by.iter().map(String::as_str).collect(),
-    };
-    Ok(register_listing(ctx, lake, listing)?)
+    Ok(register_table(ctx, lake, output.shape())?)
+}
+
+/// Every table of a lake: the raw tables, the embedded jobs' outputs and `job_runs`.
+pub fn all_shapes() -> Result<Vec<TableShape>, JobError> {
+    let mut shapes: Vec<TableShape> = crate::lake::schema::TABLES.iter().map(|t| TableShape::lake_table(t)).collect();
+    shapes.extend(embedded_specs()?.iter().map(|s| s.output.shape()));
+    shapes.push(runs::shape());
+    Ok(shapes)
 }
 
 /// Registers every derived table of the embedded job declarations, and `job_runs`.
@@ -57,6 +57,7 @@ pub async fn register_derived(ctx: &SessionContext, lake: &Lake) -> Result<(), J
 pub async fn analyst_session(lake: &Lake) -> Result<SessionContext, JobError> {
     let ctx = query::session(lake).await?;
     register_derived(&ctx, lake).await?;
+    crate::lake::time_travel::TableAt::register(&ctx).await?;
     Ok(ctx)
 }
 
@@ -69,28 +70,19 @@ pub fn register_derived_with(ctx: &SessionContext, lake: &Lake, specs: &[JobSpec
 }
 
 fn register_job_runs(ctx: &SessionContext, lake: &Lake) -> Result<(), JobError> {
-    let dir = runs::dir();
-    let listing = Listing {
-        name: JOB_RUNS,
-        dir: &dir,
-        file_schema: runs::file_schema(),
-        partition_cols: vec![("job".into(), DataType::Utf8)],
-        sort: vec!["started_at"],
-    };
-    Ok(register_listing(ctx, lake, listing)?)
+    Ok(register_table(ctx, lake, runs::shape())?)
 }
 
 /// The session a job runs in: every lake table (as [`query::session`] registers them, with
 /// the files' declared sort order), `stations`, `models`, the outputs of the jobs it reads
-/// (`derived_inputs`) and `job_runs`, with the settings of [`tune`], on `runtime` (one
-/// run's chunks share [`query::run_runtime_env`]).
+/// (`derived_inputs`) and `job_runs`, with the settings of [`tune`], on `runtime`.
 ///
 /// Why the forecasts' sort order does not make forecast_daily stream: DataFusion keeps a
 /// declared order only for scan partitions whose files provably follow each other (min/max
 /// statistics), and a (model, run_date) partition's files all span the same stations.
 /// Declaring the partition columns as an order prefix makes the first aggregate run in
 /// `PartiallySorted` mode on a compacted lake, measured slower than the hash aggregate
-/// (benches/README.md), so no table declares it ([`register_listing`]) and the job gets its
+/// (benches/README.md), so no table declares it ([`register_table`]) and the job gets its
 /// speed from one scan for both tz_modes and small join build sides instead.
 pub async fn job_session(lake: &Lake, spec: &JobSpec, runtime: Arc<RuntimeEnv>) -> Result<SessionContext, JobError> {
     let ctx = query::session_on(lake, runtime).await?;
@@ -104,9 +96,8 @@ pub async fn job_session(lake: &Lake, spec: &JobSpec, runtime: Arc<RuntimeEnv>) 
 
 #[cfg(test)]
 mod tests {
-    use datafusion::datasource::listing::ListingTable;
-
     use super::*;
+    use crate::lake::snapshot_table::SnapshotTable;
     use crate::jobs::job_set::find;
 
     /// Lake tables, job outputs and `job_runs` go through one registrar and declare their
@@ -123,12 +114,10 @@ mod tests {
             let ctx = ctx.clone();
             async move {
                 let provider = ctx.table_provider(name).await.unwrap();
-                let t = provider.downcast_ref::<ListingTable>().unwrap();
-                let order: Vec<String> =
-                    t.options().file_sort_order.iter().flatten().map(|s| s.expr.to_string()).collect();
+                let t = provider.downcast_ref::<SnapshotTable>().unwrap();
                 let parts: Vec<String> =
-                    t.options().table_partition_cols.iter().map(|(c, ty)| format!("{c}:{ty}")).collect();
-                (order, parts)
+                    t.shape.partition_cols.iter().map(|(c, ty)| format!("{c}:{ty}")).collect();
+                (t.shape.sort.clone(), parts)
             }
         };
         assert_eq!(

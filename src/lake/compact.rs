@@ -1,15 +1,16 @@
-//! Compaction: merge a partition's small files into one sorted file.
+//! Compaction: merge a partition's small files into one sorted file, in one Delta
+//! `OPTIMIZE` commit (`dataChange: false`: the table's rows do not change) per table.
 //!
-//! Readers never see a half-written state: the merged file is announced in a `writing`
-//! transaction record (hidden), written, then the record flips to `committed` (one atomic
-//! put: from now on only the merged file is visible); the old files and the record are
-//! deleted once the lake's keep time has passed, so a query that listed them before still
-//! reads them. See visibility.rs for the protocol and crash recovery.
+//! wxlake merges the files itself rather than through delta-rs's optimize, which
+//! concatenates files without restoring the table's sort order. The merged files are put
+//! first (no snapshot names them yet), then one commit removes the old files and adds the
+//! new: readers see one or the other. The old files stay for the lake's keep time (queries
+//! on older snapshots still read them), then vacuum deletes them.
 //!
 //! Two processes may compact one lake at once (a `wxlake compact` while `serve` runs its
-//! hourly compaction). Each claims the files it replaces first (claims.rs); the one that
-//! does not get them leaves that partition to the other, so no partition is ever merged
-//! twice into two visible files.
+//! hourly compaction): both remove the same files, so the second commit conflicts and
+//! changes nothing (its merged files are deleted), and no partition is ever merged twice
+//! into two visible files. An append committed meanwhile stays beside the merged file.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -18,14 +19,13 @@ use datafusion::arrow::array::{AsArray, RecordBatch, UInt64Array};
 use datafusion::arrow::compute::{concat_batches, lexsort_to_indices, take_record_batch, SortColumn};
 use datafusion::arrow::datatypes::{TimestampMicrosecondType, UInt64Type};
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
-use super::claims::Claims;
+use super::delta::{ActiveFile, Change, NewFile, TableShape};
+use super::store::delete_if_present;
 use super::rows::observation_key;
 use super::schema::{TableDef, OBSERVATIONS};
-use super::visibility::{delete_if_present, TxnRecord, TxnState};
 use super::writer::{encode_parquet, new_file_name};
 use super::{Lake, LakeError};
 
@@ -118,33 +118,27 @@ impl Lake {
     }
 
     /// Rewrites the partitions of `table` that `how` selects: merged, keys recomputed
-    /// ([`rekey`]), one row per natural key, sorted.
+    /// ([`rekey`]), one row per natural key, sorted; one commit for the table.
     pub async fn rewrite(&self, table: &TableDef, how: Rewrite) -> Result<CompactStats, LakeError> {
         let _guard = self.lock_writes().await;
         let store = self.store();
-        let root = self.table_path(table.name);
-        let metas: Vec<_> = store.list(Some(&root)).try_collect().await?;
-        let mut parts: BTreeMap<String, Vec<Path>> = BTreeMap::new();
-        for m in metas {
-            let loc = m.location.to_string();
-            if let Some((dir, _)) = loc.rsplit_once('/') {
-                if loc.ends_with(".parquet") {
-                    parts.entry(dir.to_string()).or_default().push(m.location);
-                }
-            }
+        let shape = TableShape::lake_table(table);
+        let (snapshot, active) = self.table_files(&shape).await?;
+        let mut parts: BTreeMap<String, Vec<ActiveFile>> = BTreeMap::new();
+        for f in active {
+            parts.entry(f.partition_dir().to_string()).or_default().push(f);
         }
         let mut stats = CompactStats::default();
-        let mut committed = Vec::new();
-        for (dir, mut files) in parts {
+        let (mut added, mut removed, mut written) = (Vec::new(), Vec::new(), Vec::new());
+        for (dir, files) in parts {
             stats.files_before += files.len();
             if files.len() < 2 && how == Rewrite::Merge {
                 stats.files_after += files.len();
                 continue;
             }
-            files.sort();
             let mut batches = Vec::new();
             for f in &files {
-                batches.extend(read_file(&store, f).await?);
+                batches.extend(read_file(&store, &f.location).await?);
             }
             let merged = concat_batches(&table.file_schema(), &batches)?;
             let (merged, rekeyed) = rekey(table, &merged)?;
@@ -156,72 +150,36 @@ impl Lake {
                 continue;
             }
             let merged = sort_batch(table, &unique)?;
-            let out = Path::from(dir.as_str()).join(new_file_name());
+            let name = new_file_name();
+            let out = self.table_path(&format!("{}/{dir}", table.name)).join(name.as_str());
             let bytes = encode_parquet(table, &merged)?;
-            match self.swap(&files, &out, bytes).await {
-                Ok(rec) => {
-                    committed.push(rec);
-                    stats.partitions += 1;
-                    stats.files_after += 1;
-                    stats.rows += merged.num_rows();
-                    stats.duplicates += dropped;
+            let size = bytes.len() as u64;
+            store.put(&out, PutPayload::from(bytes)).await?;
+            written.push(out);
+            added.push(NewFile { partition_dir: dir, name, size, rows: merged.num_rows() as u64 });
+            removed.extend(files);
+            stats.partitions += 1;
+            stats.files_after += 1;
+            stats.rows += merged.num_rows();
+            stats.duplicates += dropped;
+        }
+        if added.is_empty() {
+            return Ok(stats);
+        }
+        match self.commit(&shape, &snapshot, Change::Rewrite { files: added, remove: removed }).await {
+            Ok(_) => Ok(stats),
+            Err(e) => {
+                for p in &written {
+                    delete_if_present(store.as_ref(), p).await.ok();
                 }
-                Err(LakeError::Conflict(why)) => {
-                    tracing::info!(partition = %dir, %why, "left to the writer compacting it");
-                    stats.files_after += files.len();
+                match e {
+                    LakeError::Conflict(why) => {
+                        tracing::info!(table = table.name, %why, "left to the writer compacting it");
+                        Ok(CompactStats { files_before: stats.files_before, files_after: stats.files_before, ..Default::default() })
+                    }
+                    e => Err(e),
                 }
-                Err(e) => return Err(e),
             }
         }
-        // The swaps' records, one a partition, become one: each would stay for the keep
-        // time and be read by every listing until then. Once per table, not per partition:
-        // the retirement's listing of `_txn/`.
-        if !committed.is_empty() {
-            if let Err(e) = self.visible().merge_committed(&committed).await {
-                tracing::warn!(table = table.name, error = %e, "compaction records left one a partition");
-            }
-            self.retire_replaced().await;
-        }
-        Ok(stats)
-    }
-
-    /// Replaces `old` files by `new` atomically for readers (see module docs), returning
-    /// the committed record, or returns [`LakeError::Conflict`] having changed nothing when
-    /// another writer holds them.
-    async fn swap(&self, old: &[Path], new: &Path, bytes: bytes::Bytes) -> Result<TxnRecord, LakeError> {
-        let vis = self.visible();
-        let id = uuid::Uuid::new_v4().simple().to_string();
-        let mut claims = Claims::take(vis.inner(), &self.store(), &self.claims_root(), &id, old, &[]).await?;
-        let done = self.swap_claimed(id, old, new, bytes).await;
-        claims.release().await;
-        done
-    }
-
-    async fn swap_claimed(
-        &self,
-        id: String,
-        old: &[Path],
-        new: &Path,
-        bytes: bytes::Bytes,
-    ) -> Result<TxnRecord, LakeError> {
-        let vis = self.visible();
-        let mut rec = TxnRecord::writing(id, vec![new.to_string()], old.iter().map(|p| p.to_string()).collect());
-        let version = vis.create_record(&rec).await?;
-        let committed = async {
-            vis.inner().put(new, PutPayload::from(bytes)).await?;
-            rec.commit();
-            vis.update_record(&rec, &version).await
-        }
-        .await;
-        if let Err(e) = committed {
-            // Not committed, or not known to be (a lost reply): mark the record aborted
-            // first, so the new file stays hidden and the old ones visible, then undo.
-            rec.state = TxnState::Aborted;
-            vis.put_record(&rec).await.ok();
-            delete_if_present(vis.inner(), new).await.ok();
-            vis.drop_record(&rec.id).await.ok();
-            return Err(e.into());
-        }
-        Ok(rec)
     }
 }

@@ -1,16 +1,17 @@
-//! The lake: partitioned Parquet tables on an object store (local files by default, S3 at
-//! scale), written idempotently and read through DataFusion.
+//! The lake: Delta Lake tables of partitioned Parquet on an object store (local files by
+//! default, S3 at scale), written idempotently and read through DataFusion.
 
-pub mod claims;
 pub mod compact;
+pub mod delta;
 pub mod publish;
 pub mod query;
 pub mod requests;
-pub mod reread;
 pub mod rows;
 pub mod schema;
+pub mod snapshot_table;
 pub mod store;
-pub mod visibility;
+pub mod time_travel;
+pub mod upgrade;
 pub mod window;
 pub mod writer;
 
@@ -23,8 +24,11 @@ use thiserror::Error;
 
 use requests::{CountingStore, RequestCounts};
 pub use store::{LakeLocation, DEFAULT_LAKE};
-use visibility::VisibleStore;
-pub use visibility::KEEP_REPLACED;
+
+/// How long the files a commit replaced stay in the store by default, for the queries
+/// planned on an older snapshot and for time travel: longer than an analyst's query
+/// usually runs, short enough that a lake compacted hourly holds few extra files.
+pub const KEEP_REPLACED: Duration = Duration::from_secs(600);
 
 /// Lake failures, with the object or table involved.
 #[derive(Debug, Error)]
@@ -47,6 +51,8 @@ pub enum LakeError {
     Parquet(#[from] datafusion::parquet::errors::ParquetError),
     #[error("{0}")]
     DataFusion(#[from] datafusion::error::DataFusionError),
+    #[error("delta log: {0}")]
+    Delta(#[from] deltalake::DeltaTableError),
     #[error("task: {0}")]
     Join(#[source] tokio::task::JoinError),
     /// A statement that would change data or the session, given where only reads are allowed.
@@ -57,8 +63,8 @@ pub enum LakeError {
     /// The encoders of a write stop when its puts have failed (the put error is returned).
     #[error("write stopped: a file could not be stored")]
     PutAborted,
-    /// Another process is replacing (or has just replaced) the same files: this swap
-    /// changed nothing and may be retried (claims.rs).
+    /// Another writer committed a change this one overlaps (delta.rs): this commit
+    /// changed nothing and may be retried on a new snapshot.
     #[error("concurrent writer: {0}; nothing was changed, retry when it has finished")]
     Conflict(String),
 }
@@ -70,69 +76,48 @@ impl LakeError {
     }
 }
 
-/// An open lake: its location and its (visibility-aware) store.
+/// An open lake: its location and its store.
 #[derive(Debug, Clone)]
 pub struct Lake {
     pub location: LakeLocation,
-    store: Arc<VisibleStore>,
-    /// The requests this lake has made of its backing store.
+    /// The backing store, every request counted.
     counting: Arc<CountingStore>,
-    /// Serialises writers inside this process (ingest, flush, compaction): per-partition
-    /// dedup reads the existing keys, so two writers of one partition must not interleave.
+    /// The Delta tables this process has loaded (delta.rs).
+    pub(crate) tables: Arc<delta::Tables>,
+    /// Serialises writers inside this process (ingest, flush, compaction): a write reads
+    /// the keys its partitions hold, so two writers of one partition would retry each
+    /// other's commits; across processes Delta's commit check keeps them apart.
     write_lock: Arc<tokio::sync::Mutex<()>>,
-    /// How long files replaced by a compaction or a publish stay readable for the queries
-    /// planned before it (visibility.rs).
+    /// How long files replaced by a commit stay in the store (see [`Lake::vacuum`]).
     keep_replaced: Duration,
 }
 
 impl Lake {
-    /// Opens (creating, for local paths) the lake at `url` and finishes any swap a crash
-    /// interrupted; replaced files are kept [`KEEP_REPLACED`].
+    /// Opens (creating, for local paths) the lake at `url`; replaced files are kept
+    /// [`KEEP_REPLACED`].
     pub async fn open(url: &str) -> Result<Self, LakeError> {
         Self::open_keeping(url, KEEP_REPLACED).await
     }
 
-    /// [`Lake::open`], keeping the files a swap replaces for `keep_replaced` after it
-    /// commits (zero: deleted at once, and a query planned before the swap may fail).
+    /// [`Lake::open`], keeping the files a commit replaces for `keep_replaced` (zero:
+    /// deleted by the next vacuum, and a query planned before the commit may fail).
     pub async fn open_keeping(url: &str, keep_replaced: Duration) -> Result<Self, LakeError> {
         let location = store::parse_location(url)?;
-        let opened = store::open_store(&location)?;
+        let counting = store::open_store(&location)?;
         let lake = Lake {
             location,
-            store: opened.visible,
-            counting: opened.counting,
+            counting,
+            tables: Arc::default(),
             write_lock: Arc::new(tokio::sync::Mutex::new(())),
             keep_replaced,
         };
-        // The first requests: a wrong endpoint, bucket or credential fails here, explained.
-        let recovered = lake.store.recover(keep_replaced).await.map_err(|e| store::explain(&lake.location, e))?;
-        if recovered.rolled_back > 0 {
-            tracing::warn!(recovered.rolled_back, "rolled back interrupted lake swaps");
-        }
-        if recovered.retired > 0 {
-            tracing::info!(recovered.retired, "deleted the files of swaps past their keep time");
-        }
-        let expired = claims::expire(lake.store.inner(), &lake.claims_root()).await?;
-        if expired > 0 {
-            tracing::warn!(expired, "dropped the claims of crashed writers");
-        }
+        // The first request: a wrong endpoint, bucket or credential fails here, explained.
+        let root = lake.location.root.clone();
+        lake.counting.list_with_delimiter(Some(&root)).await.map_err(|e| store::explain(&lake.location, e))?;
         Ok(lake)
     }
 
-    /// Deletes the files replaced by swaps that committed more than `keep_replaced` ago
-    /// (after each commit, and hourly in `serve`). Never fails the caller: what is not
-    /// deleted now is found again by the next call or open.
-    pub async fn retire_replaced(&self) {
-        match self.store.recover(self.keep_replaced).await {
-            Ok(r) if r.retired + r.rolled_back > 0 => {
-                tracing::debug!(r.retired, r.rolled_back, "finished lake swaps");
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "could not delete replaced lake files yet"),
-        }
-    }
-
-    /// How long replaced files stay readable after a swap (see [`Lake::open_keeping`]).
+    /// How long replaced files stay in the store after a commit (see [`Lake::open_keeping`]).
     pub fn keep_replaced(&self) -> Duration {
         self.keep_replaced
     }
@@ -142,18 +127,48 @@ impl Lake {
         self.counting.counts()
     }
 
-    /// Where swaps claim the files they replace (`<root>/_claims/`, see claims.rs).
-    pub fn claims_root(&self) -> Path {
-        self.location.root.clone().join("_claims")
-    }
-
-    /// The store readers and writers use (hides unfinished swaps).
+    /// The store readers and writers use.
     pub fn store(&self) -> Arc<dyn ObjectStore> {
-        self.store.clone()
+        self.counting.clone()
     }
 
-    pub(crate) fn visible(&self) -> &Arc<VisibleStore> {
-        &self.store
+    /// The directories of the lake's Delta tables (raw tables at the root, the jobs'
+    /// outputs under `derived/`), relative to the root.
+    pub async fn table_dirs(&self) -> Result<Vec<String>, LakeError> {
+        let mut dirs = Vec::new();
+        let mut pending = vec![self.location.root.clone()];
+        while let Some(dir) = pending.pop() {
+            let listing = self.counting.list_with_delimiter(Some(&dir)).await?;
+            if listing.common_prefixes.iter().any(|p| p.filename() == Some("_delta_log")) {
+                let rel = dir.as_ref().strip_prefix(self.location.root.as_ref()).unwrap_or(dir.as_ref());
+                dirs.push(rel.trim_start_matches('/').to_string());
+                continue;
+            }
+            // Tables sit at the root or one level below (`derived/<table>`).
+            if dir == self.location.root || dir.filename() == Some("derived") {
+                pending.extend(listing.common_prefixes.into_iter().filter(|p| !is_partition(p)));
+            }
+        }
+        dirs.sort();
+        Ok(dirs)
+    }
+
+    /// Vacuums every table of the lake ([`Lake::vacuum`]): hourly in `serve`, and after
+    /// `wxlake compact`. Never fails the caller.
+    pub async fn vacuum_all(&self) -> usize {
+        match self.table_dirs().await {
+            Ok(dirs) => {
+                let mut n = 0;
+                for d in dirs {
+                    n += self.vacuum(&d).await;
+                }
+                n
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not list the lake's tables to vacuum them");
+                0
+            }
+        }
     }
 
     /// Path of a table directory inside the store.
@@ -165,7 +180,7 @@ impl Lake {
         p
     }
 
-    /// URL of a table directory, for DataFusion.
+    /// URL of a table directory (for DataFusion and delta-rs).
     pub fn table_url(&self, table: &str) -> String {
         store::dir_url(&self.location, &self.table_path(table))
     }
@@ -187,4 +202,9 @@ impl Lake {
 /// Runs CPU-bound work (which fans out on rayon) off the async workers.
 pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, LakeError> {
     tokio::task::spawn_blocking(f).await.map_err(LakeError::Join)
+}
+
+/// Whether a directory is a Hive partition (`key=value`), not a table.
+fn is_partition(p: &Path) -> bool {
+    p.filename().is_some_and(|f| f.contains('='))
 }

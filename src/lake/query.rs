@@ -1,24 +1,22 @@
-//! DataFusion over the lake: every table registered as a listing table with its Hive
-//! partitions and declared sort order ([`register_listing`], also used for the jobs'
+//! DataFusion over the lake: every Delta table registered as a [`SnapshotTable`] with its
+//! Hive partitions and declared sort order ([`register_table`], also used for the jobs'
 //! derived tables), plus the in-memory `stations` and `models` tables.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use datafusion::arrow::array::{ArrayRef, BooleanArray, Float64Array, Int32Array, RecordBatch, StringArray};
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::datasource::file_format::parquet::ParquetFormat;
-use datafusion::datasource::listing::{ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::datasource::MemTable;
 use datafusion::execution::cache::cache_manager::{CacheManagerConfig, CachedFileMetadataEntry, FileMetadataCache};
 use datafusion::execution::cache::default_cache::DefaultCache;
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::logical_expr::LogicalPlan;
-use datafusion::logical_expr::{col, SortExpr};
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::DFParser;
 
-use super::schema::{TableDef, TABLES};
+use super::delta::{At, TableShape};
+use super::schema::TABLES;
+use super::snapshot_table::SnapshotTable;
 use super::{Lake, LakeError};
 use crate::catalog::Catalog;
 use crate::models::MODELS;
@@ -50,11 +48,11 @@ pub async fn session(lake: &Lake) -> Result<SessionContext, LakeError> {
     session_on(lake, runtime_env(lake)?).await
 }
 
-/// [`session`] on a given runtime (a job run's, [`run_runtime_env`]).
+/// [`session`] on a given runtime (a job run's, or a cluster process's).
 pub async fn session_on(lake: &Lake, runtime: Arc<RuntimeEnv>) -> Result<SessionContext, LakeError> {
     let ctx = SessionContext::new_with_config_rt(session_config(), runtime);
     for t in TABLES {
-        register_listing(&ctx, lake, Listing::lake_table(t))?;
+        register_table(&ctx, lake, TableShape::lake_table(t))?;
     }
     ctx.register_table("stations", Arc::new(stations_table()?))?;
     ctx.register_table("models", Arc::new(models_table()?))?;
@@ -71,45 +69,16 @@ pub fn session_config() -> SessionConfig {
         .set_bool("datafusion.execution.parquet.reorder_filters", true)
 }
 
-/// The runtime of every lake session: the lake's (visibility-aware) store registered at
-/// the lake's URL, no listing cache, and the process's footer cache. The cluster's
-/// scheduler plans and its executors read through the same runtime (src/cluster).
+/// The runtime of every lake session: the lake's store registered at the lake's URL and
+/// the process's footer cache. The cluster's scheduler plans and its executors read
+/// through the same runtime (src/cluster).
 ///
-/// DataFusion 55 caches file listings forever by default: a long-lived session (the
-/// server's) would never see a flushed file, and would still list the files a job run or
-/// a compaction replaced, nor would it see what another process (an `ingest` next to a
-/// `serve`) wrote. The cache also lists a whole table on a miss, where a query filtering
-/// on the partition columns lists one partition's prefix: on S3 with 100,000 files
-/// that is 100 LIST pages instead of one. So listings are not cached (except across one
-/// job run's chunks, [`run_runtime_env`]). Parquet footers
-/// are, in one cache for every session of the process: a file never changes once
-/// written (names are unique), and entries are checked against size and time anyway.
+/// Parquet footers are cached in one cache for every session of the process: a file
+/// never changes once written (names are unique), and entries are checked against size
+/// and time anyway. Nothing else is: which files a table has is its Delta snapshot's
+/// business, read at each scan ([`SnapshotTable`]).
 pub fn runtime_env(lake: &Lake) -> Result<Arc<RuntimeEnv>, LakeError> {
     build_runtime(lake, CacheManagerConfig::default().with_list_files_cache_limit(0))
-}
-
-/// The longest a job run reuses a table's listing (see [`run_runtime_env`]).
-pub const RUN_LISTING_REUSE: Duration = Duration::from_secs(60);
-
-/// Memory for a job run's cached listings: 64 MiB, about 300,000 files' metadata.
-const RUN_LISTING_BYTES: usize = 64 << 20;
-
-/// The runtime every chunk of one job run shares: [`runtime_env`]'s, except that a table's
-/// listing is reused for up to [`RUN_LISTING_REUSE`]. A full run computes chunk after chunk
-/// (a week each), each filtering a range of days that does not name the leading partition
-/// column, so each listed the whole input table again, page after page on S3
-/// (benches/README.md, "Scale-out"). A reused listing may name a file a compaction has
-/// replaced since; the lake keeps such files for its keep time, and the reuse is capped
-/// at half of it (none when the lake deletes replaced files at once).
-pub fn run_runtime_env(lake: &Lake) -> Result<Arc<RuntimeEnv>, LakeError> {
-    let reuse = RUN_LISTING_REUSE.min(lake.keep_replaced() / 2);
-    if reuse.is_zero() {
-        return runtime_env(lake);
-    }
-    let caches = CacheManagerConfig::default()
-        .with_list_files_cache_limit(RUN_LISTING_BYTES)
-        .with_list_files_cache_ttl(Some(reuse));
-    build_runtime(lake, caches)
 }
 
 fn build_runtime(lake: &Lake, caches: CacheManagerConfig) -> Result<Arc<RuntimeEnv>, LakeError> {
@@ -146,54 +115,14 @@ fn footer_cache() -> Arc<FileMetadataCache> {
     Arc::clone(cache) as Arc<FileMetadataCache>
 }
 
-/// A Parquet listing table of the lake: where its files are and what they hold.
-#[derive(Debug, Clone)]
-pub struct Listing<'a> {
-    /// The SQL name.
-    pub name: &'a str,
-    /// Directory relative to the lake root (`forecasts`, `derived/forecast_daily`).
-    pub dir: &'a str,
-    /// The columns stored in the files.
-    pub file_schema: SchemaRef,
-    /// Hive partition columns, outermost first, with the type SQL sees them as.
-    pub partition_cols: Vec<(String, DataType)>,
-    /// The order of the rows inside each file.
-    pub sort: Vec<&'a str>,
-}
-
-impl Listing<'static> {
-    /// A lake table as [`TABLES`] defines it (partition values as strings, as ingest
-    /// writes them).
-    pub fn lake_table(t: &'static TableDef) -> Self {
-        Listing {
-            name: t.name,
-            dir: t.name,
-            file_schema: t.file_schema(),
-            partition_cols: t.partition_cols.iter().map(|c| (c.to_string(), DataType::Utf8)).collect(),
-            sort: t.sort_cols.to_vec(),
-        }
-    }
-}
-
-/// Registers (or replaces) a listing table, the one way every table of the lake is
-/// registered: lake tables, job outputs and `job_runs`.
-///
-/// The declared order is [`Listing::sort`], the order inside each file, and not the
-/// partition columns before it (true as well: a file holds one value of each). With that
-/// prefix DataFusion keeps the order across the files of a scan whenever each holds a
-/// different partition (a compacted lake, a job's output), and then groups by the
-/// partition columns in `PartiallySorted` mode behind order-preserving repartitions, which
-/// measured slower than hashing for the jobs' aggregates (benches/README.md, "SQL jobs").
-pub fn register_listing(ctx: &SessionContext, lake: &Lake, listing: Listing<'_>) -> Result<(), LakeError> {
-    let url = ListingTableUrl::parse(lake.table_url(listing.dir))?;
-    let order: Vec<SortExpr> = listing.sort.iter().map(|c| col(*c).sort(true, false)).collect();
-    let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
-        .with_file_extension(".parquet")
-        .with_table_partition_cols(listing.partition_cols)
-        .with_file_sort_order(vec![order]);
-    let config = ListingTableConfig::new(url).with_listing_options(options).with_schema(listing.file_schema);
-    ctx.deregister_table(listing.name)?;
-    ctx.register_table(listing.name, Arc::new(ListingTable::try_new(config)?))?;
+/// Registers (or replaces) a lake table, the one way every table of the lake is
+/// registered: lake tables, job outputs and `job_runs`, each read at its latest snapshot
+/// at every scan.
+pub fn register_table(ctx: &SessionContext, lake: &Lake, shape: TableShape) -> Result<(), LakeError> {
+    let name = shape.name.clone();
+    let table = SnapshotTable::new(lake, shape, At::Latest)?;
+    ctx.deregister_table(name.as_str())?;
+    ctx.register_table(name.as_str(), Arc::new(table))?;
     Ok(())
 }
 
@@ -263,49 +192,6 @@ mod tests {
     use datafusion::arrow::array::AsArray;
 
     use super::*;
-
-    /// One job run's chunks list a table once (within the reuse time); a lake that
-    /// deletes replaced files at once gets no reuse, and neither does any other session.
-    #[tokio::test]
-    async fn a_runs_sessions_share_their_listings() {
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("file://{}", dir.path().join("lake").display());
-        let lists = |lake: &Lake, runtime: fn(&Lake) -> Result<Arc<RuntimeEnv>, LakeError>| {
-            let lake = lake.clone();
-            async move {
-                let runtime = runtime(&lake).unwrap();
-                let before = lake.requests().list;
-                for _ in 0..3 {
-                    let ctx = session_on(&lake, Arc::clone(&runtime)).await.unwrap();
-                    ctx.sql("SELECT count(*) FROM forecasts WHERE run_date > '2026-01-01'")
-                        .await
-                        .unwrap()
-                        .collect()
-                        .await
-                        .unwrap();
-                }
-                lake.requests().list - before
-            }
-        };
-        let lake = Lake::open(&url).await.unwrap();
-        // A table with a file (DataFusion caches no empty listing).
-        let run = chrono::DateTime::parse_from_rfc3339("2026-03-07T00:00:00Z").unwrap().to_utc();
-        let row = crate::decode::types::ForecastRow {
-            model: "GFS",
-            location_name: "KNYC".into(),
-            run_time: run,
-            valid_time: run + chrono::Duration::hours(6),
-            forecast_hour: 6,
-            ..Default::default()
-        };
-        lake.write(vec![row]).await.unwrap();
-        let once = lists(&lake, run_runtime_env).await;
-        let every_time = lists(&lake, runtime_env).await;
-        assert!(once > 0, "the first session lists");
-        assert_eq!(every_time, 3 * once, "without reuse each of the three sessions lists");
-        let no_keep = Lake::open_keeping(&url, Duration::ZERO).await.unwrap();
-        assert_eq!(lists(&no_keep, run_runtime_env).await, 3 * once, "nothing kept, nothing reused");
-    }
 
     #[tokio::test]
     async fn models_table_shows_each_models_true_run_labels() {

@@ -13,11 +13,10 @@ use std::sync::Arc;
 use object_store::aws::AmazonS3Builder;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
-use object_store::{ObjectStore, RetryConfig};
+use object_store::{ObjectStore, ObjectStoreExt, RetryConfig};
 use url::Url;
 
 use super::requests::CountingStore;
-use super::visibility::VisibleStore;
 use super::LakeError;
 use crate::error_chain::error_chain;
 
@@ -72,27 +71,22 @@ fn local_location(path: &str) -> Result<LakeLocation, LakeError> {
     Ok(LakeLocation { base_url, root, local_dir: Some(abs) })
 }
 
-/// The stores of an open lake: what readers and writers use, and the request counts below it.
-#[derive(Debug, Clone)]
-pub struct OpenedStore {
-    /// Hides the files of unfinished swaps (visibility.rs).
-    pub visible: Arc<VisibleStore>,
-    /// Every request to the backing store passes through here (requests.rs).
-    pub counting: Arc<CountingStore>,
-}
-
-/// Builds the raw store for a location, counts its requests and wraps it so uncommitted
-/// files stay invisible.
-pub fn open_store(loc: &LakeLocation) -> Result<OpenedStore, LakeError> {
+/// Builds the store for a location, every request counted.
+pub fn open_store(loc: &LakeLocation) -> Result<Arc<CountingStore>, LakeError> {
     let inner: Arc<dyn ObjectStore> = match loc.base_url.scheme() {
         "file" => Arc::new(LocalFileSystem::new()),
         "s3" => s3_store(loc.base_url.host_str().unwrap_or_default())?,
         other => return Err(LakeError::Config(format!("unsupported scheme {other}"))),
     };
-    let counting = Arc::new(CountingStore::new(inner));
-    let visible =
-        Arc::new(VisibleStore::new(Arc::clone(&counting) as Arc<dyn ObjectStore>, loc.root.clone().join("_txn")));
-    Ok(OpenedStore { visible, counting })
+    Ok(Arc::new(CountingStore::new(inner)))
+}
+
+/// Deletes `p`, treating "already gone" as done.
+pub(crate) async fn delete_if_present(store: &dyn ObjectStore, p: &Path) -> Result<(), object_store::Error> {
+    match store.delete(p).await {
+        Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// The raw store of one S3 bucket, configured by the `AWS_*` environment (module docs).
@@ -110,10 +104,9 @@ pub fn s3_store(bucket: &str) -> Result<Arc<dyn ObjectStore>, LakeError> {
 /// URL by `query::runtime_env`) and, for an `s3://` bucket a plan names that this process
 /// did not open, a store for that bucket built from the `AWS_*` environment as the lake's
 /// own is. A cluster executor started without `--lake` (or with another lake) runs plans
-/// whose files the scheduler listed in an S3 lake: it reads them by name, so the raw
-/// bucket store serves (hiding uncommitted files is the listing's business, done by the
-/// scheduler), where DataFusion's default registry failed every task with "No suitable
-/// object store found".
+/// whose files the scheduler took from an S3 table's snapshot: it reads them by name, so
+/// the raw bucket store serves, where DataFusion's default registry failed every task with
+/// "No suitable object store found".
 #[derive(Debug, Default)]
 pub struct LakeStores {
     known: datafusion::execution::object_store::DefaultObjectStoreRegistry,

@@ -98,7 +98,7 @@ impl Window {
     }
 
     async fn query(&self, ctx: &SessionContext, sql: &str) -> Result<Vec<RecordBatch>, LakeError> {
-        Ok(super::reread::collect(ctx, sql, self.params()).await?.1)
+        Ok(ctx.sql(sql).await?.with_param_values(self.params())?.collect().await?)
     }
 
     async fn observations(&self, ctx: &SessionContext) -> Result<Vec<Metar>, LakeError> {

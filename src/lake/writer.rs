@@ -22,6 +22,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use rayon::prelude::*;
 
+use super::delta::{backoff, partitions_predicate, Change, NewFile, TableShape, COMMIT_ATTEMPTS};
 use super::rows::LakeRecord;
 use super::schema::TableDef;
 use super::{blocking, Lake, LakeError};
@@ -88,20 +89,11 @@ pub fn new_file_name() -> String {
     format!("part-{}-{}.parquet", Utc::now().format("%Y%m%dT%H%M%S%6f"), uuid::Uuid::new_v4().simple())
 }
 
-/// Lists the visible Parquet files of one partition directory.
-pub async fn partition_files(store: &Arc<dyn ObjectStore>, dir: &Path) -> Result<Vec<Path>, LakeError> {
-    let metas: Vec<_> = store.list(Some(dir)).try_collect().await?;
-    let mut files: Vec<Path> =
-        metas.into_iter().map(|m| m.location).filter(|p| p.as_ref().ends_with(".parquet")).collect();
-    files.sort();
-    Ok(files)
-}
-
-/// Reads the `row_key` column of every file in a partition.
-async fn existing_keys(store: &Arc<dyn ObjectStore>, dir: &Path) -> Result<FastSet<u64>, LakeError> {
+/// Reads the `row_key` column of every file in a partition (of one snapshot).
+async fn existing_keys(store: &Arc<dyn ObjectStore>, files: &[Path]) -> Result<FastSet<u64>, LakeError> {
     let mut keys = FastSet::default();
-    for f in partition_files(store, dir).await? {
-        let bytes = store.get(&f).await?.bytes().await?;
+    for f in files {
+        let bytes = store.get(f).await?.bytes().await?;
         let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)?;
         let idx = builder.schema().index_of("row_key")?;
         let mask = ProjectionMask::roots(builder.parquet_schema(), [idx]);
@@ -142,7 +134,6 @@ impl Lake {
         }
         let table = R::table();
         let _guard = self.lock_writes().await;
-        let store = self.store();
         let inserted_at = Utc::now();
 
         // Row keys and partition groups, a slice at a time on every core (one large input
@@ -169,13 +160,56 @@ impl Lake {
         })
         .await?;
 
+        let rows = Arc::new(Rows { chunks, slices, parts: parts.into_iter().collect(), _rows: std::marker::PhantomData });
+        let shape = TableShape::lake_table(table);
+        let mut attempt = 0;
+        let outcome = loop {
+            attempt += 1;
+            match self.store_once(&shape, table, &rows, inserted_at).await {
+                Err(LakeError::Conflict(why)) if attempt < COMMIT_ATTEMPTS => {
+                    // Another process committed to a partition this write read: read the
+                    // keys again on the new snapshot.
+                    tracing::info!(table = table.name, attempt, %why, "write conflicted; retrying on a new snapshot");
+                    backoff(attempt).await;
+                }
+                done => break done,
+            }
+        };
+        if let Ok(rows) = Arc::try_unwrap(rows) {
+            blocking(move || rows.chunks.into_par_iter().for_each(Chunk::free)).await?;
+        }
+        let (stored, files) = outcome?;
+        Ok(WriteStats { stored, duplicate: total - stored, files })
+    }
+
+    /// One attempt of a write on the table's latest snapshot: drops the keys stored in the
+    /// touched partitions, puts a file per partition, commits them as one append. Returns
+    /// the rows and files stored. Files put by an attempt that does not commit are
+    /// deleted (or, after a crash, by vacuum: no snapshot names them).
+    async fn store_once<R: LakeRecord + 'static, C: Chunk<R>>(
+        &self,
+        shape: &TableShape,
+        table: &'static TableDef,
+        rows: &Arc<Rows<R, C>>,
+        inserted_at: DateTime<Utc>,
+    ) -> Result<(usize, usize), LakeError> {
+        let store = self.store();
+        let (snapshot, active) = self.table_files(shape).await?;
+        let mut by_dir: FastMap<&str, Vec<Path>> = FastMap::default();
+        for f in &active {
+            by_dir.entry(f.partition_dir()).or_default().push(f.location.clone());
+        }
         // Existing keys per partition (concurrent reads).
-        let work: Vec<(Path, PartRows)> =
-            parts.into_iter().map(|(p, rows)| (self.table_path(&format!("{}/{p}", table.name)), rows)).collect();
-        let work: Vec<(Path, PartRows, FastSet<u64>)> = futures::stream::iter(work)
-            .map(|(dir, rows)| {
+        let work: Vec<(usize, Vec<Path>)> = rows
+            .parts
+            .iter()
+            .enumerate()
+            .map(|(i, (p, _))| (i, by_dir.get(p.as_str()).cloned().unwrap_or_default()))
+            .collect();
+        let seen: Vec<(usize, FastSet<u64>)> = futures::stream::iter(work)
+            .map(|(i, files)| {
                 let store = Arc::clone(&store);
-                async move { existing_keys(&store, &dir).await.map(|k| (dir, rows, k)) }
+                async move { existing_keys(&store, &files).await.map(|k| (i, k)) }
             })
             .buffer_unordered(8)
             .try_collect()
@@ -185,30 +219,66 @@ impl Lake {
         // waiting for the last one left the store idle for most of the write.
         let (tx, rx) = tokio::sync::mpsc::channel::<(Path, Bytes)>(16);
         let puts = tokio::spawn(put_all(Arc::clone(&store), rx));
+        let (shared, root) = (Arc::clone(rows), self.table_path(table.name));
         let encoded = blocking(move || {
-            let encoded = work
+            let rows = shared;
+            let encoded = seen
                 .into_par_iter()
-                .map(|(dir, rows, seen)| {
-                    let Some((file, n)) = encode_partition(table, &chunks, &slices, rows, seen, inserted_at)? else {
+                .map(|(i, seen)| {
+                    let (dir, part) = &rows.parts[i];
+                    let Some((file, n)) = encode_partition(table, &rows.chunks, &rows.slices, part, seen, inserted_at)?
+                    else {
                         return Ok(None);
                     };
+                    let name = new_file_name();
+                    let size = file.len() as u64;
+                    let mut at = root.clone();
+                    for p in dir.split('/') {
+                        at = at.join(p);
+                    }
+                    let at = at.join(name.as_str());
                     // A closed channel means a put failed; `put_all` reports why.
-                    tx.blocking_send((dir.join(new_file_name()), file)).map_err(|_| LakeError::PutAborted)?;
-                    Ok(Some(n))
+                    tx.blocking_send((at, file)).map_err(|_| LakeError::PutAborted)?;
+                    Ok(Some(NewFile { partition_dir: dir.clone(), name, size, rows: n as u64 }))
                 })
-                .collect::<Result<Vec<Option<usize>>, LakeError>>();
+                .collect::<Result<Vec<Option<NewFile>>, LakeError>>();
             drop(tx);
-            chunks.into_par_iter().for_each(Chunk::free);
             encoded
         })
         .await?;
         let put = puts.await.map_err(LakeError::Join)?;
-        // A failed put explains an aborted encode better than the abort does.
-        put?;
-        let files: Vec<usize> = encoded?.into_iter().flatten().collect();
-        let stored: usize = files.iter().sum();
-        Ok(WriteStats { stored, duplicate: total - stored, files: files.len() })
+        let new: Vec<NewFile> = match (put, encoded) {
+            (Ok(()), Ok(files)) => files.into_iter().flatten().collect(),
+            // A failed put explains an aborted encode better than the abort does.
+            (Err(e), _) | (Ok(()), Err(e)) => return Err(e),
+        };
+        let stored: usize = new.iter().map(|f| f.rows as usize).sum();
+        let count = new.len();
+        let read = partitions_predicate(
+            shape.partition_cols.first().map_or("", |(c, _)| c.as_str()),
+            rows.parts.iter().filter_map(|(p, _)| p.split('/').next()?.split_once('=').map(|(_, v)| v)),
+        );
+        let written: Vec<Path> = new
+            .iter()
+            .map(|f| self.table_path(&format!("{}/{}", table.name, f.partition_dir)).join(f.name.as_str()))
+            .collect();
+        if let Err(e) = self.commit(shape, &snapshot, Change::Append { files: new, read }).await {
+            for p in &written {
+                store.delete(p).await.ok();
+            }
+            return Err(e);
+        }
+        Ok((stored, count))
     }
+}
+
+/// A write's rows, kept until it commits (a retried attempt reads them again).
+struct Rows<R, C: Chunk<R>> {
+    chunks: Vec<C>,
+    slices: Vec<Slice>,
+    /// Each partition's directory and rows.
+    parts: Vec<(String, PartRows)>,
+    _rows: std::marker::PhantomData<fn() -> R>,
 }
 
 /// The rows of one chunk of a write: owned (a decoded input, freed with the write) or
@@ -282,7 +352,7 @@ fn encode_partition<R: LakeRecord>(
     table: &TableDef,
     chunks: &[impl Chunk<R>],
     slices: &[Slice],
-    rows: PartRows,
+    rows: &PartRows,
     mut seen: FastSet<u64>,
     inserted_at: DateTime<Utc>,
 ) -> Result<Option<(Bytes, usize)>, LakeError> {
@@ -292,7 +362,7 @@ fn encode_partition<R: LakeRecord>(
     // merges the already-sorted runs inputs usually arrive in (one per station file) in
     // near-linear time.
     let mut order = Vec::with_capacity(n);
-    for (s, idx) in &rows {
+    for (s, idx) in rows {
         let slice = &slices[*s as usize];
         let records = &chunks[slice.chunk].rows()[slice.start..];
         for &i in idx {
@@ -303,7 +373,6 @@ fn encode_partition<R: LakeRecord>(
             }
         }
     }
-    drop(rows);
     if order.is_empty() {
         return Ok(None);
     }

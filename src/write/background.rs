@@ -62,18 +62,14 @@ impl WriteService {
                 }
                 svc.hot.prune(svc.clock.now());
                 if compaction.due(Instant::now()) {
-                    let mut compacted = false;
                     for t in crate::lake::schema::TABLES {
-                        match svc.lake.compact(t).await {
-                            Ok(s) => compacted |= s.partitions > 0,
-                            Err(e) => tracing::error!(table = t.name, error = %e, "compaction failed"),
+                        if let Err(e) = svc.lake.compact(t).await {
+                            tracing::error!(table = t.name, error = %e, "compaction failed");
                         }
                     }
-                    // A compaction retires replaced files past their keep time itself; an
-                    // hour without one still must (job publishes replace files too).
-                    if !compacted {
-                        svc.lake.retire_replaced().await;
-                    }
+                    // Files replaced (by compactions and job publishes) more than the keep
+                    // time ago, and files no commit names, leave the store.
+                    svc.lake.vacuum_all().await;
                 }
             }
         })

@@ -4,10 +4,17 @@ use chrono::{Duration, TimeZone, Utc};
 use wxlake::decode::forecast_rows::encode_forecast_csv;
 use wxlake::decode::types::ForecastRow;
 use wxlake::ingest::{ingest_bytes, ingest_inputs, Format, IngestOptions, Input, Summary};
-use wxlake::lake::schema::{FORECASTS, OBSERVATIONS};
-use wxlake::lake::writer::partition_files;
+use wxlake::lake::delta::TableShape;
+use wxlake::lake::schema::{TableDef, FORECASTS, OBSERVATIONS};
+use wxlake::lake::Lake;
 
 use crate::support::{fixture, scalar, sql, temp_lake};
+
+/// How many files the latest snapshot of `table` has in `partition`.
+async fn files_in(lake: &Lake, table: &TableDef, partition: &str) -> usize {
+    let (_, files) = lake.table_files(&TableShape::lake_table(table)).await.unwrap();
+    files.iter().filter(|f| f.partition_dir() == partition).count()
+}
 
 fn forecast(model: &'static str, station: &str, run_h: i64, lead: i64, temp_c: f64) -> ForecastRow {
     let run = Utc.with_ymd_and_hms(2026, 3, 7, 0, 0, 0).unwrap() + Duration::hours(run_h);
@@ -145,8 +152,7 @@ async fn inputs_ingested_together_match_one_by_one() {
     assert_eq!((s.first_rejects[0].input.as_str(), s.first_rejects[0].line), ("c.csv", 2), "{s}");
     // GFS Mar 7, HRRR Mar 7, GFS Mar 8, NAM Mar 7: one file each.
     assert_eq!(stats.files, 4);
-    let dir = together.table_path(&format!("{}/model=GFS/run_date=2026-03-07", FORECASTS.name));
-    assert_eq!(partition_files(&together.store(), &dir).await.unwrap().len(), 1);
+    assert_eq!(files_in(&together, &FORECASTS, "model=GFS/run_date=2026-03-07").await, 1);
     assert_eq!(scalar(&together, "SELECT max(temperature_c) FROM forecasts WHERE model = 'GFS' AND forecast_hour < 5 AND run_date = '2026-03-07'").await, "1.0");
 
     let (_d2, one_by_one) = temp_lake().await;
@@ -205,16 +211,17 @@ async fn a_failed_put_fails_the_write_and_a_retry_stores_each_row_once() {
     assert_eq!(scalar(&lake, "SELECT count(*) FROM forecasts").await, "8");
 }
 
-/// A query planned before a compaction (a long analyst query, a streamed answer) listed the
-/// files the compaction replaces: they stay in the store for the keep time, hidden from new
-/// queries, so it still reads them. With a keep time of zero the same query finds a listed
-/// file deleted.
+/// A query planned before a compaction (a long analyst query, a streamed answer) reads the
+/// snapshot it was planned on: the files the compaction replaced stay in the store for the
+/// keep time, so it still reads them, while new queries read the merged file. Vacuum then
+/// deletes them only once the keep time is over; with a keep time of zero the planned
+/// query finds them gone.
 #[tokio::test]
-async fn a_query_planned_before_a_compaction_reads_what_it_listed() {
+async fn a_query_planned_before_a_compaction_reads_its_snapshot() {
     for (keep, kept) in [(wxlake::lake::KEEP_REPLACED, true), (std::time::Duration::ZERO, false)] {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("file://{}", dir.path().join("lake").display());
-        let lake = wxlake::lake::Lake::open_keeping(&url, keep).await.unwrap();
+        let lake = Lake::open_keeping(&url, keep).await.unwrap();
         // Temperatures that differ (a constant column's sum comes from the footers' statistics).
         for batch in 0..4 {
             let rows = (0..10).map(|lead| forecast("GFS", "KMDW", 0, batch * 10 + lead, lead as f64)).collect();
@@ -224,8 +231,10 @@ async fn a_query_planned_before_a_compaction_reads_what_it_listed() {
         let planned = ctx.sql("SELECT sum(temperature_c) FROM forecasts").await.unwrap();
         let plan = planned.create_physical_plan().await.unwrap();
         assert_eq!(lake.compact(&FORECASTS).await.unwrap().files_before, 4);
+        assert_eq!(files_in(&lake, &FORECASTS, "model=GFS/run_date=2026-03-07").await, 1, "new queries see one file");
+        let deleted = lake.vacuum(FORECASTS.name).await;
+        assert_eq!(deleted, if kept { 0 } else { 4 });
         let partition = lake.table_path(&format!("{}/model=GFS/run_date=2026-03-07", FORECASTS.name));
-        assert_eq!(partition_files(&lake.store(), &partition).await.unwrap().len(), 1, "new queries see one file");
         let on_disk = std::fs::read_dir(format!("/{partition}")).map(|d| d.count()).unwrap_or(0);
         assert_eq!(on_disk, if kept { 5 } else { 1 }, "{partition}");
         let read = datafusion::physical_plan::collect(plan, ctx.task_ctx()).await;
@@ -235,7 +244,7 @@ async fn a_query_planned_before_a_compaction_reads_what_it_listed() {
             assert!(text.contains("| 180.0 "), "{text}");
             assert_eq!(scalar(&lake, "SELECT sum(temperature_c) FROM forecasts").await, "180.0");
         } else {
-            let e = read.expect_err("the listed files are gone").to_string();
+            let e = read.expect_err("the replaced files are gone").to_string();
             assert!(e.to_lowercase().contains("not found"), "{e}");
         }
     }
@@ -249,12 +258,12 @@ async fn compaction_merges_files_without_changing_rows() {
             (0..10).map(|lead| forecast("GFS", "KMDW", 0, batch * 10 + lead, 1.0 + lead as f64)).collect();
         lake.write(rows).await.unwrap();
     }
-    let dir = lake.table_path(&format!("{}/model=GFS/run_date=2026-03-07", FORECASTS.name));
-    assert_eq!(partition_files(&lake.store(), &dir).await.unwrap().len(), 4);
+    let partition = "model=GFS/run_date=2026-03-07";
+    assert_eq!(files_in(&lake, &FORECASTS, partition).await, 4);
     let before = scalar(&lake, "SELECT sum(temperature_c) FROM forecasts").await;
     let stats = lake.compact(&FORECASTS).await.unwrap();
     assert_eq!((stats.partitions, stats.files_before, stats.files_after, stats.rows), (1, 4, 1, 40));
-    assert_eq!(partition_files(&lake.store(), &dir).await.unwrap().len(), 1);
+    assert_eq!(files_in(&lake, &FORECASTS, partition).await, 1);
     assert_eq!(scalar(&lake, "SELECT count(*) FROM forecasts").await, "40");
     assert_eq!(scalar(&lake, "SELECT sum(temperature_c) FROM forecasts").await, before);
     // The merged file is sorted by valid_time within the run.
@@ -304,10 +313,11 @@ async fn the_same_report_from_three_wrappers_is_one_row() {
     assert_eq!(scalar(&lake, "SELECT count(*) FROM observations").await, raws.len().to_string());
 }
 
-/// A lake written before observations were keyed by the report's body holds one METAR
-/// twice (with and without its `METAR` wrapper, under two keys, in one file): the hourly
-/// merge leaves a single-file partition alone, `compact --repair` keeps one row, and the
-/// report ingested again afterwards is a duplicate.
+/// A lake written before observations were keyed by the report's body (and before its
+/// tables were Delta tables) holds one METAR twice (with and without its `METAR` wrapper,
+/// under two keys, in one file): once upgraded, the hourly merge leaves a single-file
+/// partition alone, `compact --repair` keeps one row, and the report ingested again
+/// afterwards is a duplicate.
 #[tokio::test]
 async fn a_repair_keeps_one_row_of_a_report_stored_under_two_wrappers() {
     use datafusion::arrow::array::{RecordBatch, UInt64Array};
@@ -335,6 +345,9 @@ async fn a_repair_keeps_one_row_of_a_report_stored_under_two_wrappers() {
     let batch = RecordBatch::try_new(batch.schema(), cols).unwrap();
     let path = lake.table_path("observations").join("date=2026-11-27").join("before-upgrade.parquet");
     lake.store().put(&path, encode_parquet(&OBSERVATIONS, &batch).unwrap().into()).await.unwrap();
+    assert_eq!(scalar(&lake, "SELECT count(*) FROM observations").await, "0", "no commit names the file yet");
+    let done = wxlake::lake::upgrade::upgrade(&lake, &wxlake::jobs::tables::all_shapes().unwrap()).await.unwrap();
+    assert_eq!(done.converted, [("observations".to_string(), 1)]);
     assert_eq!(scalar(&lake, "SELECT count(*) FROM observations").await, "2");
 
     assert_eq!(lake.compact(&OBSERVATIONS).await.unwrap().partitions, 0, "one file: nothing to merge");

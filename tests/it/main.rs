@@ -7,6 +7,7 @@ mod contract_cli;
 mod contract_http;
 mod crash;
 mod dashboard;
+mod delta;
 mod feeds;
 mod feeds_demosim;
 mod feeds_modelfeeds;

@@ -322,14 +322,13 @@ fn refresh_in_background(state: &AppState, station: &Station) {
 
 /// The `date` partitions of the observations, newest first.
 async fn observation_dates(state: &AppState) -> ApiResult<Vec<NaiveDate>> {
-    let lake = state.lake();
-    let listing =
-        lake.store().list_with_delimiter(Some(&lake.table_path("observations"))).await.map_err(ApiError::internal)?;
-    let mut dates: Vec<NaiveDate> = listing
-        .common_prefixes
+    let files = state.lake().snapshot_files("observations").await.map_err(ApiError::internal)?;
+    let mut dates: Vec<NaiveDate> = files
+        .map(|(_, files)| files)
+        .unwrap_or_default()
         .iter()
-        .filter_map(|p| p.filename())
-        .filter_map(|part| part.strip_prefix("date=").and_then(|d| NaiveDate::parse_from_str(d, "%Y-%m-%d").ok()))
+        .filter_map(|f| f.partition_values.get("date").cloned().flatten())
+        .filter_map(|d| NaiveDate::parse_from_str(&d, "%Y-%m-%d").ok())
         .collect();
     dates.sort_unstable_by(|a, b| b.cmp(a));
     dates.dedup();

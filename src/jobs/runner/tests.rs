@@ -69,7 +69,7 @@ async fn scalar(lake: &Lake, spec: &JobSpec, q: &str) -> String {
 }
 
 async fn output_files(lake: &Lake, spec: &JobSpec) -> Vec<Path> {
-    replaced_files(lake, spec, Replace::All).await.unwrap()
+    replaced_files(lake, spec, Replace::All).await.unwrap().1.into_iter().map(|f| f.location).collect()
 }
 
 #[tokio::test]

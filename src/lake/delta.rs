@@ -1,0 +1,486 @@
+//! Every lake table is a Delta Lake table (delta-rs), at its directory under the lake root.
+//!
+//! A table's Parquet files are written by wxlake's own writers (sorted, zstd, Hive partition
+//! directories) and become part of the table only when a commit to its `_delta_log/` names
+//! them: until then no reader (wxlake, Polars, DuckDB, Spark) sees them, and a crash leaves
+//! at most an unnamed file that vacuum deletes. Each change is one commit:
+//!
+//! - an append (ingest, the WAL flush, `job_runs`): `WRITE` in mode `Append`, whose
+//!   predicate names the partitions whose stored keys the writer read to drop duplicates;
+//! - a replacement (a job's publish): `WRITE` in mode `Overwrite`, removing the files of
+//!   the partitions recomputed and adding the new ones;
+//! - a compaction: `OPTIMIZE`, a `dataChange: false` commit (readers' answers do not change).
+//!
+//! Two writers are kept apart by Delta's optimistic concurrency: a commit is a put of the
+//! next log entry that fails if it exists (`If-None-Match` on S3, a hard link locally), and
+//! delta-rs then checks the winner's actions against this commit's predicate and removes.
+//! An append that finds rows added to a partition it read, or a publish that finds the
+//! files it replaces gone, fails with [`LakeError::Conflict`] having changed nothing; the
+//! writers retry on fresh snapshots. Replaced files stay in the store for the lake's keep
+//! time (`--keep-replaced-secs`), so a query planned on an older snapshot still reads them,
+//! then [`Lake::vacuum`] deletes them (and files a crashed writer never committed).
+//!
+//! The S3 scheme's log store is delta-rs's default one over the lake's own S3 client
+//! ([`register_s3`]): the same conditional puts delta-rs's `s3` feature would use, without
+//! building a second AWS SDK.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Once};
+use std::time::Duration;
+
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use deltalake::kernel::engine::arrow_conversion::TryIntoKernel;
+use deltalake::kernel::transaction::{CommitBuilder, TransactionError};
+use deltalake::kernel::{Action, Add, Remove, StructType};
+use deltalake::logstore::{default_logstore, logstore_factories, LogStore, LogStoreFactory, StorageConfig};
+use deltalake::operations::create::CreateBuilder;
+use deltalake::operations::vacuum::VacuumMode;
+use deltalake::protocol::{DeltaOperation, SaveMode};
+use deltalake::{DeltaTable, DeltaTableBuilder, DeltaTableError};
+use object_store::path::Path;
+use object_store::ObjectStore;
+use parking_lot::Mutex;
+use url::Url;
+
+use super::{Lake, LakeError};
+
+/// What a lake table is: where its files are and what they hold. The one description of a
+/// table for writing it (its Delta schema and partitioning) and reading it (the
+/// [`super::snapshot_table::SnapshotTable`] provider).
+#[derive(Debug, Clone)]
+pub struct TableShape {
+    /// The SQL name.
+    pub name: String,
+    /// Directory relative to the lake root (`forecasts`, `derived/forecast_daily`).
+    pub dir: String,
+    /// The columns stored in the files.
+    pub file_schema: SchemaRef,
+    /// Hive partition columns, outermost first, with the type SQL sees them as.
+    pub partition_cols: Vec<(String, DataType)>,
+    /// The order of the rows inside each file.
+    pub sort: Vec<String>,
+}
+
+impl TableShape {
+    /// A raw lake table as [`super::schema::TABLES`] defines it (partition values as
+    /// strings, as ingest writes them).
+    pub fn lake_table(t: &super::schema::TableDef) -> Self {
+        TableShape {
+            name: t.name.to_string(),
+            dir: t.name.to_string(),
+            file_schema: t.file_schema(),
+            partition_cols: t.partition_cols.iter().map(|c| (c.to_string(), DataType::Utf8)).collect(),
+            sort: t.sort_cols.iter().map(|c| c.to_string()).collect(),
+        }
+    }
+
+    /// The columns SQL sees: the file's, then the partition columns.
+    pub fn table_schema(&self) -> SchemaRef {
+        let mut fields: Vec<Field> = self.file_schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+        fields.extend(self.partition_cols.iter().map(|(n, t)| Field::new(n, t.clone(), false)));
+        Arc::new(Schema::new(fields))
+    }
+
+    /// The Delta schema of the table (partition columns included, as Delta wants them).
+    /// `row_key` is an unsigned 64-bit hash in the files; Delta has no unsigned type and
+    /// declares it `long` (delta-kernel's mapping): docs/lake.md says how readers see it.
+    pub(crate) fn delta_schema(&self) -> Result<StructType, LakeError> {
+        let schema = self.table_schema();
+        schema.as_ref().try_into_kernel().map_err(|e| LakeError::setup(format!("table {}: {e}", self.name), e))
+    }
+}
+
+/// One data file of a table's snapshot.
+#[derive(Debug, Clone)]
+pub struct ActiveFile {
+    /// The file's path in the lake's store.
+    pub location: Path,
+    /// Its path relative to the table directory, as the log names it.
+    pub relative: String,
+    pub size: u64,
+    /// Milliseconds since the epoch, when it was written.
+    pub modified_ms: i64,
+    /// Partition column values, by name.
+    pub partition_values: HashMap<String, Option<String>>,
+}
+
+impl ActiveFile {
+    /// This file's removal from the table (`data_change`: whether rows leave the table, as
+    /// in a publish, or only move, as in a compaction).
+    pub fn remove(&self, data_change: bool) -> Action {
+        Action::Remove(Remove {
+            path: self.relative.clone(),
+            deletion_timestamp: Some(chrono::Utc::now().timestamp_millis()),
+            data_change,
+            extended_file_metadata: Some(true),
+            partition_values: Some(self.partition_values.clone()),
+            size: Some(self.size as i64),
+            tags: None,
+            deletion_vector: None,
+            base_row_id: None,
+            default_row_commit_version: None,
+        })
+    }
+
+    /// The partition directory this file is in (relative to the table).
+    pub fn partition_dir(&self) -> &str {
+        self.relative.rsplit_once('/').map_or("", |(d, _)| d)
+    }
+}
+
+/// A file written into a table's directory, to be added by a commit.
+#[derive(Debug, Clone)]
+pub struct NewFile {
+    /// The partition directory relative to the table (`date=2026-03-01/station_code=KNYC`).
+    pub partition_dir: String,
+    /// The file's name in it.
+    pub name: String,
+    pub size: u64,
+    pub rows: u64,
+}
+
+impl NewFile {
+    /// The commit's `add` for this file: its partition values parsed back from the
+    /// directory, the row count as its statistics.
+    fn add(&self, data_change: bool) -> Action {
+        let partition_values = self
+            .partition_dir
+            .split('/')
+            .filter_map(|p| p.split_once('='))
+            .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+            .collect();
+        let relative =
+            if self.partition_dir.is_empty() { self.name.clone() } else { format!("{}/{}", self.partition_dir, self.name) };
+        Action::Add(Add {
+            path: relative,
+            partition_values,
+            size: self.size as i64,
+            modification_time: chrono::Utc::now().timestamp_millis(),
+            data_change,
+            stats: Some(format!("{{\"numRecords\":{}}}", self.rows)),
+            tags: None,
+            deletion_vector: None,
+            base_row_id: None,
+            default_row_commit_version: None,
+            clustering_provider: None,
+        })
+    }
+}
+
+/// What a commit does to a table (module docs).
+#[derive(Debug)]
+pub enum Change {
+    /// New rows; `read` is the predicate over the partitions whose keys were read.
+    Append { files: Vec<NewFile>, read: Option<String> },
+    /// The files of `remove` give way to `files`; `read` says which partitions the
+    /// publish recomputed (a concurrent writer there is a conflict).
+    Replace { files: Vec<NewFile>, remove: Vec<ActiveFile>, read: Option<String> },
+    /// The same rows in other files (compaction).
+    Rewrite { files: Vec<NewFile>, remove: Vec<ActiveFile> },
+}
+
+impl Change {
+    fn into_actions(self, partition_by: Vec<String>) -> (Vec<Action>, DeltaOperation) {
+        match self {
+            Change::Append { files, read } => (
+                files.iter().map(|f| f.add(true)).collect(),
+                DeltaOperation::Write { mode: SaveMode::Append, partition_by: Some(partition_by), predicate: read },
+            ),
+            Change::Replace { files, remove, read } => {
+                let mut actions: Vec<Action> = remove.iter().map(|f| f.remove(true)).collect();
+                actions.extend(files.iter().map(|f| f.add(true)));
+                let op = DeltaOperation::Write {
+                    mode: SaveMode::Overwrite,
+                    partition_by: Some(partition_by),
+                    predicate: read,
+                };
+                (actions, op)
+            }
+            Change::Rewrite { files, remove } => {
+                let mut actions: Vec<Action> = remove.iter().map(|f| f.remove(false)).collect();
+                actions.extend(files.iter().map(|f| f.add(false)));
+                (actions, DeltaOperation::Optimize { predicate: None, target_size: 0 })
+            }
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Change::Append { files, .. } => files.is_empty(),
+            Change::Replace { files, remove, .. } | Change::Rewrite { files, remove } => {
+                files.is_empty() && remove.is_empty()
+            }
+        }
+    }
+}
+
+/// A predicate over partition column `col` naming the values given, for a commit's
+/// conflict check (`col IN ('a', 'b')`).
+pub fn partitions_predicate<'a>(col: &str, values: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let quoted: Vec<String> = values.into_iter().map(|v| format!("'{}'", v.replace('\'', "''"))).collect();
+    (!quoted.is_empty()).then(|| format!("{col} IN ({})", quoted.join(", ")))
+}
+
+/// The log store factory for `s3://` tables: delta-rs's default log store (commits are
+/// puts with `If-None-Match`) on the store the lake passes in.
+#[derive(Debug, Default)]
+struct ConditionalPutLogStores;
+
+impl LogStoreFactory for ConditionalPutLogStores {
+    fn with_options(
+        &self,
+        prefixed_store: deltalake::logstore::ObjectStoreRef,
+        root_store: deltalake::logstore::ObjectStoreRef,
+        location: &Url,
+        options: &StorageConfig,
+    ) -> deltalake::DeltaResult<Arc<dyn LogStore>> {
+        Ok(default_logstore(prefixed_store, root_store, location, options))
+    }
+}
+
+/// Registers the `s3://` log store with delta-rs (once per process).
+pub fn register_s3() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        if let Ok(url) = Url::parse("s3://") {
+            logstore_factories().insert(url, Arc::new(ConditionalPutLogStores));
+        }
+    });
+}
+
+/// Where a table is read: the latest commit, or one of the past (time travel).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum At {
+    Latest,
+    Version(u64),
+    /// The latest version committed at or before this time (milliseconds since the epoch).
+    Time(i64),
+}
+
+/// A table handle on `store` at `url` (not loaded).
+fn handle(store: Arc<dyn ObjectStore>, url: &Url) -> Result<DeltaTable, LakeError> {
+    register_s3();
+    Ok(DeltaTableBuilder::from_url(url.clone())?.with_storage_backend(store, url.clone()).build()?)
+}
+
+/// The table at `url` as of `at`, or `None` when no table was ever committed there.
+pub async fn load(store: Arc<dyn ObjectStore>, url: &Url, at: At) -> Result<Option<DeltaTable>, LakeError> {
+    // delta-kernel refuses a local directory that does not exist rather than finding no log.
+    if url.scheme() == "file" && url.to_file_path().is_ok_and(|p| !p.exists()) {
+        return Ok(None);
+    }
+    let mut table = handle(store, url)?;
+    let loaded = match at {
+        At::Latest => table.load().await,
+        At::Version(v) => table.load_version(v).await,
+        At::Time(ms) => {
+            let Some(t) = chrono::DateTime::from_timestamp_millis(ms) else {
+                return Err(LakeError::Config(format!("time travel: {ms} ms is not a time")));
+            };
+            table.load_with_datetime(t).await
+        }
+    };
+    match loaded {
+        Ok(()) => Ok(Some(table)),
+        Err(DeltaTableError::NotATable(_)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The files of a loaded table's snapshot, with their store paths under `table_path`.
+pub fn active_files(table: &DeltaTable, table_path: &Path) -> Result<Vec<ActiveFile>, LakeError> {
+    let state = table.snapshot()?;
+    let mut files: Vec<ActiveFile> = state
+        .log_data()
+        .iter()
+        .map(|f| {
+            let relative = f.path().to_string();
+            let mut location = table_path.clone();
+            for part in relative.split('/') {
+                location = location.join(part);
+            }
+            ActiveFile {
+                location,
+                relative,
+                size: f.size().max(0) as u64,
+                modified_ms: f.modification_time(),
+                partition_values: f.partition_values_map(),
+            }
+        })
+        .collect();
+    files.sort_by(|a, b| a.relative.cmp(&b.relative));
+    Ok(files)
+}
+
+/// The process's loaded tables, by URL: a new snapshot reads only the log entries since
+/// the cached one (and lists the log from there).
+#[derive(Debug, Default)]
+pub(crate) struct Tables {
+    loaded: Mutex<HashMap<String, DeltaTable>>,
+}
+
+impl Tables {
+    /// The latest snapshot of the table at `url`, or `None` when there is no table.
+    pub(crate) async fn latest(&self, store: Arc<dyn ObjectStore>, url: &Url) -> Result<Option<DeltaTable>, LakeError> {
+        let cached = self.loaded.lock().get(url.as_str()).cloned();
+        let table = match cached {
+            Some(mut t) => {
+                t.update_incremental(None).await?;
+                t
+            }
+            None => match load(store, url, At::Latest).await? {
+                Some(t) => t,
+                None => return Ok(None),
+            },
+        };
+        self.remember(url, &table);
+        Ok(Some(table))
+    }
+
+    /// Keeps `table` as the newest known snapshot at `url` (unless a newer one is kept).
+    fn remember(&self, url: &Url, table: &DeltaTable) {
+        let mut loaded = self.loaded.lock();
+        let newer = loaded.get(url.as_str()).is_some_and(|t| t.version() > table.version());
+        if !newer {
+            loaded.insert(url.to_string(), table.clone());
+        }
+    }
+}
+
+impl Lake {
+    /// The URL delta-rs knows a table directory by.
+    pub fn table_location(&self, dir: &str) -> Result<Url, LakeError> {
+        Url::parse(&self.table_url(dir)).map_err(|e| LakeError::setup(format!("table {dir}: {e}"), e))
+    }
+
+    /// The latest snapshot of the table `shape` describes, creating the table (empty) when
+    /// it does not exist yet.
+    pub async fn delta_table(&self, shape: &TableShape) -> Result<DeltaTable, LakeError> {
+        let url = self.table_location(&shape.dir)?;
+        match self.tables.latest(self.store(), &url).await? {
+            Some(t) => Ok(t),
+            None => {
+                let t = self.create_table(shape, &url).await?;
+                self.tables.remember(&url, &t);
+                Ok(t)
+            }
+        }
+    }
+
+    /// Creates an empty table; another process creating it at the same moment wins or
+    /// loses the put of version 0, and either way the table exists afterwards.
+    async fn create_table(&self, shape: &TableShape, url: &Url) -> Result<DeltaTable, LakeError> {
+        if let Ok(dir) = url.to_file_path() {
+            std::fs::create_dir_all(&dir).map_err(|e| LakeError::setup(format!("table dir {}: {e}", dir.display()), e))?;
+        }
+        let log_store = handle(self.store(), url)?.log_store();
+        let created = CreateBuilder::new()
+            .with_log_store(log_store)
+            .with_table_name(shape.name.clone())
+            .with_columns(shape.delta_schema()?.fields().cloned())
+            .with_partition_columns(shape.partition_cols.iter().map(|(c, _)| c.clone()))
+            .with_save_mode(SaveMode::Ignore)
+            .await;
+        match created {
+            Ok(t) if t.version().is_some() => Ok(t),
+            Ok(_) | Err(DeltaTableError::VersionAlreadyExists(_)) | Err(DeltaTableError::Transaction { .. }) => {
+                load(self.store(), url, At::Latest)
+                    .await?
+                    .ok_or_else(|| LakeError::Config(format!("table {}: could not be created", shape.dir)))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The latest snapshot of a table and its files.
+    pub async fn table_files(&self, shape: &TableShape) -> Result<(DeltaTable, Vec<ActiveFile>), LakeError> {
+        let table = self.delta_table(shape).await?;
+        let files = active_files(&table, &self.table_path(&shape.dir))?;
+        Ok((table, files))
+    }
+
+    /// The latest snapshot of the table at `dir` and its files, without creating it:
+    /// `None` when no table is there.
+    pub async fn snapshot_files(&self, dir: &str) -> Result<Option<(DeltaTable, Vec<ActiveFile>)>, LakeError> {
+        let url = self.table_location(dir)?;
+        let Some(table) = self.tables.latest(self.store(), &url).await? else { return Ok(None) };
+        let files = active_files(&table, &self.table_path(dir))?;
+        Ok(Some((table, files)))
+    }
+
+    /// Commits `change` on top of `read` (the snapshot the writer decided on), returning
+    /// the new version, or [`LakeError::Conflict`] when a concurrent commit overlaps it.
+    pub async fn commit(&self, shape: &TableShape, read: &DeltaTable, change: Change) -> Result<u64, LakeError> {
+        if change.is_empty() {
+            return Ok(read.version().unwrap_or(0));
+        }
+        let partition_by = shape.partition_cols.iter().map(|(c, _)| c.clone()).collect();
+        let (actions, op) = change.into_actions(partition_by);
+        let committed = CommitBuilder::default()
+            .with_actions(actions)
+            .build(Some(read.snapshot()?), read.log_store(), op)
+            .await;
+        match committed {
+            Ok(done) => {
+                let url = self.table_location(&shape.dir)?;
+                let mut table = read.clone();
+                // The next snapshot starts from this commit's (read again from the log).
+                if table.update_incremental(Some(done.version)).await.is_ok() {
+                    self.tables.remember(&url, &table);
+                }
+                Ok(done.version)
+            }
+            Err(DeltaTableError::Transaction {
+                source:
+                    source @ (TransactionError::CommitConflict(_)
+                    | TransactionError::MaxCommitAttempts(_)
+                    | TransactionError::VersionAlreadyExists(_)),
+            }) => Err(LakeError::Conflict(format!("{}: {source}", shape.dir))),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Deletes the files of the table at `dir` that no snapshot of the last keep time
+    /// names: those replaced more than the lake's keep time ago and those a crashed writer
+    /// never committed (Delta's vacuum, in full mode). Returns how many; never fails the
+    /// caller (what stays is found by the next vacuum).
+    pub async fn vacuum(&self, dir: &str) -> usize {
+        let done = async {
+            let url = self.table_location(dir)?;
+            let Some(table) = self.tables.latest(self.store(), &url).await? else { return Ok(0) };
+            let retention = chrono::Duration::from_std(self.keep_replaced)
+                .map_err(|e| LakeError::Config(format!("keep time: {e}")))?;
+            let (_, metrics) = table
+                .vacuum()
+                .with_retention_period(retention)
+                .with_enforce_retention_duration(false)
+                .with_mode(VacuumMode::Full)
+                .await?;
+            Ok::<usize, LakeError>(metrics.files_deleted.len())
+        }
+        .await;
+        match done {
+            Ok(n) => {
+                if n > 0 {
+                    tracing::debug!(table = dir, deleted = n, "vacuumed replaced files");
+                }
+                n
+            }
+            Err(e) => {
+                tracing::warn!(table = dir, error = %e, "could not vacuum yet");
+                0
+            }
+        }
+    }
+}
+
+/// How many times a writer takes a fresh snapshot after losing a commit to another.
+pub const COMMIT_ATTEMPTS: usize = 5;
+
+/// A pause before a retried commit, longer each time and jittered, so two writers that
+/// collided do not collide again.
+pub async fn backoff(attempt: usize) {
+    let ms = 20u64 << attempt.min(6);
+    let jitter = rand::random::<u64>() % ms.max(1);
+    tokio::time::sleep(Duration::from_millis(ms + jitter)).await;
+}

@@ -1,0 +1,201 @@
+//! Converts a lake written before its tables were Delta tables, in place.
+//!
+//! Such a lake holds Hive-partitioned Parquet directories and, beside them, the records of
+//! wxlake's former visibility protocol under `_txn/` (which files a committed swap replaced,
+//! which ones an unfinished swap added) and its claims under `_claims/`. A table converts in
+//! one commit: version 0 of its Delta log names every file a reader of the old lake saw
+//! (the `_txn` records applied), with the partition values of its path. That put is atomic,
+//! so an interrupted upgrade leaves each table converted or not, and running it again
+//! converts the rest (a table with a log is left alone). Once every table is converted, the
+//! files the records hid and the records themselves are deleted.
+//!
+//! The CLI runs it on every open of a lake (a lake already converted costs one listing),
+//! and `wxlake lake upgrade` runs it explicitly and prints what it did.
+
+use std::collections::{HashMap, HashSet};
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use deltalake::kernel::{Action, Add};
+use deltalake::operations::create::CreateBuilder;
+use deltalake::protocol::SaveMode;
+use futures::TryStreamExt;
+use object_store::path::Path;
+use object_store::ObjectStoreExt;
+use serde::Deserialize;
+
+use super::delta::TableShape;
+use super::store::delete_if_present;
+use super::{Lake, LakeError};
+
+/// What an upgrade did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Upgrade {
+    /// Tables converted now, with their file counts.
+    pub converted: Vec<(String, usize)>,
+    /// Tables that already were Delta tables.
+    pub already: Vec<String>,
+    /// Files of the old protocol deleted (replaced files, unfinished swaps' files, records).
+    pub deleted: usize,
+}
+
+/// A record of the former protocol (only what the conversion needs).
+#[derive(Debug, Deserialize)]
+struct OldRecord {
+    state: String,
+    #[serde(default)]
+    add: Vec<String>,
+    #[serde(default)]
+    remove: Vec<String>,
+}
+
+impl OldRecord {
+    /// The files a reader of the old lake did not see.
+    fn hidden(&self) -> &[String] {
+        if self.state == "committed" {
+            &self.remove
+        } else {
+            &self.add
+        }
+    }
+}
+
+/// Converts every table of `lake` that is not a Delta table yet: those `shapes` describe
+/// (their declared partition types) and any other Parquet directory (partition columns
+/// read as strings, the schema from a file's footer).
+pub async fn upgrade(lake: &Lake, shapes: &[TableShape]) -> Result<Upgrade, LakeError> {
+    let store = lake.store();
+    let root = lake.location.root.clone();
+    let records_dir = root.clone().join("_txn");
+    let mut records = Vec::new();
+    let mut record_paths = Vec::new();
+    for meta in store.list(Some(&records_dir)).try_collect::<Vec<_>>().await? {
+        let bytes = store.get(&meta.location).await?.bytes().await?;
+        let record: OldRecord = serde_json::from_slice(&bytes)
+            .map_err(|e| LakeError::setup(format!("old lake record {}: {e}", meta.location), e))?;
+        records.push(record);
+        record_paths.push(meta.location);
+    }
+    let hidden: HashSet<&str> = records.iter().flat_map(|r| r.hidden().iter().map(String::as_str)).collect();
+
+    let mut report = Upgrade::default();
+    for dir in parquet_dirs(lake).await? {
+        let url = lake.table_location(&dir)?;
+        if super::delta::load(store.clone(), &url, super::delta::At::Latest).await?.is_some() {
+            report.already.push(dir);
+            continue;
+        }
+        let table_path = lake.table_path(&dir);
+        let files: Vec<_> = store
+            .list(Some(&table_path))
+            .try_filter(|m| {
+                let keep = m.location.as_ref().ends_with(".parquet") && !hidden.contains(m.location.as_ref());
+                futures::future::ready(keep)
+            })
+            .try_collect()
+            .await?;
+        let Some(first) = files.first() else { continue };
+        let shape = match shapes.iter().find(|s| s.dir == dir) {
+            Some(s) => s.clone(),
+            None => inferred_shape(lake, &dir, &first.location).await?,
+        };
+        let prefix = format!("{table_path}/");
+        let adds: Vec<Action> = files
+            .iter()
+            .map(|m| {
+                let relative = m.location.as_ref().strip_prefix(&prefix).unwrap_or(m.location.as_ref()).to_string();
+                let partition_values = relative
+                    .split('/')
+                    .filter_map(|p| p.split_once('='))
+                    .map(|(k, v)| (k.to_string(), Some(v.to_string())))
+                    .collect::<HashMap<_, _>>();
+                Action::Add(Add {
+                    path: relative,
+                    partition_values,
+                    size: m.size as i64,
+                    modification_time: m.last_modified.timestamp_millis(),
+                    data_change: true,
+                    stats: None,
+                    tags: None,
+                    deletion_vector: None,
+                    base_row_id: None,
+                    default_row_commit_version: None,
+                    clustering_provider: None,
+                })
+            })
+            .collect();
+        let log_store = deltalake::DeltaTableBuilder::from_url(url.clone())?
+            .with_storage_backend(store.clone(), url.clone())
+            .build()?
+            .log_store();
+        super::delta::register_s3();
+        CreateBuilder::new()
+            .with_log_store(log_store)
+            .with_table_name(shape.name.clone())
+            .with_columns(shape.delta_schema()?.fields().cloned())
+            .with_partition_columns(shape.partition_cols.iter().map(|(c, _)| c.clone()))
+            .with_save_mode(SaveMode::ErrorIfExists)
+            .with_actions(adds)
+            .await?;
+        tracing::info!(table = dir, files = files.len(), "converted to a Delta table");
+        report.converted.push((dir, files.len()));
+    }
+
+    // Every table is converted: what the old records hid goes, then the records.
+    for path in hidden {
+        delete_if_present(store.as_ref(), &Path::from(path)).await?;
+        report.deleted += 1;
+    }
+    for p in record_paths {
+        delete_if_present(store.as_ref(), &p).await?;
+        report.deleted += 1;
+    }
+    for claim in store.list(Some(&root.clone().join("_claims"))).try_collect::<Vec<_>>().await? {
+        delete_if_present(store.as_ref(), &claim.location).await?;
+    }
+    Ok(report)
+}
+
+/// The directories (relative to the root) that hold Parquet files in Hive partitions: the
+/// raw tables at the root, the jobs' outputs under `derived/`.
+async fn parquet_dirs(lake: &Lake) -> Result<Vec<String>, LakeError> {
+    let store = lake.store();
+    let root = lake.location.root.clone();
+    let mut dirs = Vec::new();
+    let top = store.list_with_delimiter(Some(&root)).await?;
+    for p in top.common_prefixes {
+        let Some(name) = p.filename().map(str::to_string) else { continue };
+        if name.starts_with('_') || name.starts_with('.') {
+            continue;
+        }
+        if name == "derived" {
+            for d in store.list_with_delimiter(Some(&p)).await?.common_prefixes {
+                if let Some(n) = d.filename().filter(|n| !n.starts_with('_') && !n.contains('=')) {
+                    dirs.push(format!("derived/{n}"));
+                }
+            }
+        } else if !name.contains('=') {
+            dirs.push(name);
+        }
+    }
+    dirs.sort();
+    Ok(dirs)
+}
+
+/// The shape of a table no declaration describes: the columns of one of its files, the
+/// partition columns of that file's path (as strings).
+async fn inferred_shape(lake: &Lake, dir: &str, file: &Path) -> Result<TableShape, LakeError> {
+    let bytes = lake.store().get(file).await?.bytes().await?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)?;
+    let prefix = format!("{}/", lake.table_path(dir));
+    let relative = file.as_ref().strip_prefix(&prefix).unwrap_or(file.as_ref());
+    let partition_cols =
+        relative.split('/').filter_map(|p| p.split_once('=')).map(|(k, _)| (k.to_string(), DataType::Utf8)).collect();
+    Ok(TableShape {
+        name: dir.rsplit('/').next().unwrap_or(dir).to_string(),
+        dir: dir.to_string(),
+        file_schema: builder.schema().clone(),
+        partition_cols,
+        sort: vec![],
+    })
+}
