@@ -31,7 +31,7 @@ use std::time::Duration;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use deltalake::kernel::engine::arrow_conversion::TryIntoKernel;
 use deltalake::kernel::transaction::{CommitBuilder, TransactionError};
-use deltalake::kernel::{Action, Add, Remove, StructType};
+use deltalake::kernel::{Action, Add, Remove, StructType, Transaction};
 use deltalake::logstore::{default_logstore, logstore_factories, LogStore, LogStoreFactory, StorageConfig};
 use deltalake::operations::create::CreateBuilder;
 use deltalake::operations::vacuum::VacuumMode;
@@ -167,6 +167,9 @@ impl NewFile {
     }
 }
 
+/// The application transaction every rewrite (compaction) commits (see [`Change::Rewrite`]).
+const REWRITE_APP_ID: &str = "wxlake.rewrite";
+
 /// What a commit does to a table (module docs).
 #[derive(Debug)]
 pub enum Change {
@@ -199,6 +202,15 @@ impl Change {
             Change::Rewrite { files, remove } => {
                 let mut actions: Vec<Action> = remove.iter().map(|f| f.remove(false)).collect();
                 actions.extend(files.iter().map(|f| f.add(false)));
+                // delta-rs checks two commits removing one file only for removes that change
+                // data, so two rewrites of the same files would both commit (every row twice).
+                // Each rewrite names the same application transaction: the second of two
+                // concurrent ones conflicts on it.
+                actions.push(Action::Txn(Transaction {
+                    app_id: REWRITE_APP_ID.to_string(),
+                    version: chrono::Utc::now().timestamp_millis(),
+                    last_updated: Some(chrono::Utc::now().timestamp_millis()),
+                }));
                 (actions, DeltaOperation::Optimize { predicate: None, target_size: 0 })
             }
         }

@@ -25,7 +25,7 @@ fn rows(first: usize, n: usize) -> Vec<ForecastRow> {
                 run_time: run,
                 valid_time: run + Duration::hours(6),
                 forecast_hour: 6,
-                temperature_c: (i as f64 / 10.0).into(),
+                temperature_c: ((i % 400) as f64 / 10.0).into(),
                 ..Default::default()
             };
             r.complete_temperatures();
