@@ -1,4 +1,4 @@
-//! `wxlake compact [--table T]`
+//! `wxlake compact [--table T]`: merge each partition's files, then vacuum.
 
 use std::process::ExitCode;
 
@@ -35,5 +35,8 @@ pub async fn run(lake: Lake, a: CompactArgs) -> anyhow::Result<ExitCode> {
             t.name, s.partitions, s.files_before, s.files_after, s.rows, s.duplicates
         );
     }
+    // The files replaced (now and before) past the keep time leave the store.
+    let deleted = lake.vacuum_all().await;
+    eprintln!("vacuum: {deleted} file(s) replaced more than {}s ago deleted", lake.keep_replaced().as_secs());
     Ok(ExitCode::SUCCESS)
 }

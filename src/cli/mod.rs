@@ -51,7 +51,7 @@ pub enum Command {
     Ingest(ingest::IngestArgs),
     /// Run SQL over the lake.
     Sql(sql::SqlArgs),
-    /// Merge small files per partition.
+    /// Merge small files per partition, then delete replaced files past the keep time.
     Compact(compact::CompactArgs),
     /// Generate realistic real-format inputs and ingest them.
     Demo(demo::DemoArgs),

@@ -6,7 +6,8 @@
 //! codec (delta-rs says so), so a Ballista scheduler could not send it to the executors;
 //! and it declares no order, where every lake file is sorted (jobs rely on it). wxlake's
 //! tables use none of the Delta features that need its reader (deletion vectors, column
-//! mapping): [`SnapshotTable`] refuses a snapshot whose protocol asks for reader features.
+//! mapping): [`SnapshotTable`] refuses a snapshot whose protocol asks for any other reader
+//! feature ([`READ_FEATURES`] lists those it honours).
 //! The plan is DataFusion's own Parquet scan, which the cluster's codec carries as it is;
 //! the provider itself travels as its table URL, shape and [`At`]
 //! (src/cluster/codec.rs).
@@ -37,6 +38,10 @@ use url::Url;
 
 use super::delta::{active_files, ActiveFile, At, TableShape};
 use super::Lake;
+
+/// The Delta reader features a plain Parquet scan of a snapshot's files honours: none of
+/// them changes what a file's rows are (deletion vectors and column mapping would).
+const READ_FEATURES: [&str; 3] = ["TimestampWithoutTimezone", "V2Checkpoint", "VacuumProtocolCheck"];
 
 /// A lake table for DataFusion (module docs).
 #[derive(Debug, Clone)]
@@ -89,11 +94,18 @@ impl SnapshotTable {
         };
         let Some(table) = table else { return Ok(None) };
         let protocol = table.snapshot().map_err(|e| DataFusionError::External(e.into()))?.protocol().clone();
-        if protocol.reader_features().is_some_and(|f| !f.is_empty()) {
+        let unread: Vec<String> = protocol
+            .reader_features()
+            .unwrap_or_default()
+            .iter()
+            .map(|f| format!("{f:?}"))
+            .filter(|f| !READ_FEATURES.contains(&f.as_str()))
+            .collect();
+        if !unread.is_empty() {
             return Err(DataFusionError::NotImplemented(format!(
-                "table {} asks for Delta reader features wxlake does not read ({:?})",
+                "table {} asks for Delta reader features wxlake does not read ({})",
                 self.shape.dir,
-                protocol.reader_features()
+                unread.join(", ")
             )));
         }
         Ok(Some(active_files(&table, table_path).map_err(external)?))

@@ -127,9 +127,7 @@ async fn latest_lake_lookup_is_cached_and_reads_the_newest_partitions_first() {
         assert_eq!(s, StatusCode::NOT_FOUND);
     }
     assert_eq!(app.state.latest.lookups() - before, 1, "no row is kept for the TTL too");
-    let dir = app.state.lake().location.local_dir.clone().unwrap().join("observations/date=2026-01-15");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("part-broken.parquet"), b"PAR1 this is not parquet").unwrap();
+    crate::support::commit_broken_file(app.state.lake(), "observations", "date=2026-01-15").await;
     let (s, v) = app.get(LATEST).await;
     assert_eq!(s, StatusCode::OK, "{v}");
     assert_eq!(v["observation_time"], "2026-02-01 14:51:00");
@@ -143,9 +141,7 @@ async fn latest_of_a_live_station_is_served_from_memory() {
     let (s, _) =
         app.ingest("metar", "month=2026-03", "KNYC 081751Z 27008KT 10SM CLR 09/M06 A3021 RMK AO2 T00891061\n").await;
     assert_eq!(s, StatusCode::ACCEPTED);
-    let dir = app.state.lake().location.local_dir.clone().unwrap().join("observations/date=2026-03-08");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("part-broken.parquet"), b"PAR1 this is not parquet").unwrap();
+    crate::support::commit_broken_file(app.state.lake(), "observations", "date=2026-03-08").await;
     let (s, _) = app
         .get("/api/v2/observations.php?station_code=KNYC&start_time=2026-03-08T12:00:00Z&end_time=2026-03-08T18:00:00Z")
         .await;

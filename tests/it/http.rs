@@ -151,9 +151,7 @@ async fn errors_are_json_with_spec_wording() {
 #[tokio::test]
 async fn a_broken_lake_file_is_a_json_500() {
     let app = App::new().await;
-    let dir = app.state.lake().location.local_dir.clone().unwrap().join("observations/date=2026-03-08");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("part-broken.parquet"), b"PAR1 this is not parquet").unwrap();
+    crate::support::commit_broken_file(app.state.lake(), "observations", "date=2026-03-08").await;
     let (s, v) = app
         .get("/api/v2/observations.php?station_code=KNYC&start_time=2026-03-08T00:00:00Z&end_time=2026-03-08T12:00:00Z")
         .await;

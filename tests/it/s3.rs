@@ -164,49 +164,45 @@ impl S3Lake {
         metas.into_iter().map(|m| (m.location.as_ref().trim_start_matches("wx/lake/").to_string(), m.size)).collect()
     }
 
-    /// The swap records under `_txn/` (JSON), read straight from the bucket.
-    fn records(&self) -> Vec<serde_json::Value> {
-        let store = self.store();
-        let keys: Vec<String> = self.objects().into_keys().filter(|k| k.starts_with("_txn/")).collect();
-        keys.iter()
-            .map(|k| {
-                let bytes = block(async { store.get(&Path::from(format!("wx/lake/{k}"))).await?.bytes().await });
-                serde_json::from_slice(&bytes.unwrap()).unwrap()
+    /// The files of the latest snapshot of the Delta table at `table` (relative to the
+    /// lake root), read from its log in the bucket: (path relative to the root, partition
+    /// directory).
+    fn snapshot(&self, table: &str) -> Vec<(String, String)> {
+        let url = url::Url::parse(&format!("s3://{}/wx/lake/{table}/", self.bucket)).unwrap();
+        let loaded = block(wxlake::lake::delta::load(self.store(), &url, wxlake::lake::delta::At::Latest)).unwrap();
+        let Some(t) = loaded else { return vec![] };
+        let files = wxlake::lake::delta::active_files(&t, &Path::from(format!("wx/lake/{table}"))).unwrap();
+        files
+            .into_iter()
+            .map(|f| {
+                let dir = format!("{table}/{}", f.partition_dir());
+                (f.location.as_ref().trim_start_matches("wx/lake/").to_string(), dir)
             })
             .collect()
     }
 
-    /// Parquet files per partition directory of `table` that readers see: the files a
-    /// committed swap replaced stay in the bucket for the keep time, hidden.
+    /// Parquet files per partition directory of `table` in its latest snapshot (the files
+    /// a commit replaced stay in the bucket for the keep time, in no snapshot).
     fn files_per_partition(&self, table: &str) -> BTreeMap<String, usize> {
-        let hidden: Vec<String> = self
-            .records()
-            .iter()
-            .filter(|r| r["state"] == "committed")
-            .flat_map(|r| r["remove"].as_array().cloned().unwrap_or_default())
-            .map(|p| p.as_str().unwrap().trim_start_matches("wx/lake/").to_string())
-            .collect();
         let mut per = BTreeMap::new();
-        for k in self.objects().keys().filter(|k| k.starts_with(&format!("{table}/")) && k.ends_with(".parquet")) {
-            if !hidden.contains(k) {
-                *per.entry(k.rsplit_once('/').unwrap().0.to_string()).or_insert(0) += 1;
-            }
+        for (_, dir) in self.snapshot(table) {
+            *per.entry(dir).or_insert(0) += 1;
         }
         per
     }
 
-    /// Nothing of an unfinished swap left behind: no claim or staged file, and every record
-    /// left is a committed swap keeping its replaced files for the keep time, its new files
-    /// all there.
+    /// Nothing of an unfinished publish left behind (no staged file), and every file the
+    /// snapshot of every table names is in the bucket.
     fn assert_no_leftovers(&self) {
         let objects = self.objects();
-        let left: Vec<_> = objects.keys().filter(|k| k.starts_with("_claims/") || k.starts_with("_staging/")).collect();
+        let left: Vec<_> = objects.keys().filter(|k| k.starts_with("_staging/")).collect();
         assert!(left.is_empty(), "left behind: {left:?}");
-        for r in self.records() {
-            assert_eq!(r["state"], "committed", "an unfinished swap: {r}");
-            for p in r["add"].as_array().unwrap() {
-                let k = p.as_str().unwrap().trim_start_matches("wx/lake/");
-                assert!(objects.contains_key(k), "{k} of a committed swap is missing: {r}");
+        let tables: std::collections::BTreeSet<&str> =
+            objects.keys().filter_map(|k| k.split_once("/_delta_log/").map(|(t, _)| t)).collect();
+        assert!(!tables.is_empty(), "no Delta table in {:?}", objects.keys().collect::<Vec<_>>());
+        for t in tables {
+            for (k, _) in self.snapshot(t) {
+                assert!(objects.contains_key(&k), "{k} of {t}'s snapshot is missing");
             }
         }
     }
@@ -275,22 +271,21 @@ fn ingest_sql_compact_and_jobs_run_on_an_s3_lake() {
     let again = lake.ok(&["ingest", "metar", fixture("metar/IEM_KCVG_2024-03-01_routine.tsv").to_str().unwrap()]);
     assert!(again.contains("stored 0, duplicate 24"), "{again}");
 
-    let raw = |lake: &S3Lake| lake.objects().keys().filter(|k| k.starts_with("observations/")).count();
-    let before = raw(&lake);
+    let raw_parquet = |lake: &S3Lake| {
+        lake.objects().keys().filter(|k| k.starts_with("observations/") && k.ends_with(".parquet")).count()
+    };
+    let before = raw_parquet(&lake);
     let compacted = lake.ok(&["compact", "--table", "observations"]);
     assert!(compacted.contains("observations:"), "{compacted}");
     assert!(lake.files_per_partition("observations").values().all(|&n| n == 1));
     assert_eq!(lake.scalar("SELECT count(*) FROM observations"), "24");
     lake.assert_no_leftovers();
-    // The replaced files stay for the keep time, hidden (queries planned before still read
-    // them), and go with their record once it is over.
-    let records = lake.records();
-    assert_eq!(records.len(), 1, "one committed record for the compaction: {records:?}");
-    let merged = records[0]["add"].as_array().unwrap().len();
-    assert_eq!(raw(&lake), before + merged, "{:?}", lake.objects());
-    lake.ok(&["--keep-replaced-secs", "0", "sql", "SELECT 1"]);
-    assert!(lake.records().is_empty(), "{:?}", lake.records());
-    assert_eq!(raw(&lake), lake.files_per_partition("observations").values().sum::<usize>());
+    // The replaced files stay for the keep time, in no snapshot (queries planned on an
+    // older one still read them); a vacuum past the keep time deletes them.
+    let merged = lake.files_per_partition("observations").values().sum::<usize>();
+    assert_eq!(raw_parquet(&lake), before + merged, "{:?}", lake.objects());
+    lake.ok(&["--keep-replaced-secs", "0", "compact", "--table", "observations"]);
+    assert_eq!(raw_parquet(&lake), merged, "{:?}", lake.objects());
     assert_eq!(lake.scalar("SELECT count(*) FROM observations"), "24");
 
     // Jobs on a lake of their own: a full run goes chunk by chunk over every day between
@@ -433,23 +428,34 @@ fn serve_needs_a_local_state_dir_compacts_and_flushes_to_s3() {
     lake.assert_no_leftovers();
 }
 
+/// A lake of the former layout on S3 (Parquet directories and `_txn` records, no Delta
+/// log) converts on the first command that opens it: the files its readers saw, once; the
+/// copies its records hid deleted with the records.
 #[test]
-fn an_interrupted_swap_is_finished_or_undone_on_s3() {
-    let Some(lake) = S3Lake::new("recover") else { return };
+fn a_lake_of_the_former_layout_converts_on_s3() {
+    let Some(lake) = S3Lake::new("upgrade") else { return };
     lake.ok(&["ingest", "metar", fixture("metar/IEM_KCVG_2024-03-01_routine.tsv").to_str().unwrap()]);
-    let store = lake.store();
-    let (dir, _) = lake.files_per_partition("observations").into_iter().next().unwrap();
-    let dir = Path::from(format!("wx/lake/{dir}"));
-    let files: Vec<Path> = block(store.list(Some(&dir)).map_ok(|m| m.location).try_collect::<Vec<_>>()).unwrap();
     let rows = lake.scalar("SELECT count(*) FROM observations");
-    // A publish that crashed after its commit (old copy still there), and one that crashed
-    // while writing long ago (its new copy never committed): both copies hold the same rows.
+    let store = lake.store();
+    let (file, dir) = lake.snapshot("observations").into_iter().next().unwrap();
+    let (file, dir) = (Path::from(format!("wx/lake/{file}")), Path::from(format!("wx/lake/{dir}")));
+    // Back to the former layout: no log; a swap that committed after a crash (the replaced
+    // copy still there), one that crashed while writing (its new copy never committed).
     let (old, unfinished) = (dir.clone().join("old.parquet"), dir.clone().join("unfinished.parquet"));
     block(async {
-        for copy in [&old, &unfinished] {
-            store.copy(&files[0], copy).await.unwrap();
+        let log: Vec<Path> = store
+            .list(Some(&Path::from("wx/lake/observations/_delta_log")))
+            .map_ok(|m| m.location)
+            .try_collect()
+            .await
+            .unwrap();
+        for p in log {
+            store.delete(&p).await.unwrap();
         }
-        let committed = serde_json::json!({"id": "c1", "state": "committed", "add": [files[0].to_string()],
+        for copy in [&old, &unfinished] {
+            store.copy(&file, copy).await.unwrap();
+        }
+        let committed = serde_json::json!({"id": "c1", "state": "committed", "add": [file.to_string()],
             "remove": [old.to_string()], "created_at": chrono::Utc::now().timestamp()});
         let writing = serde_json::json!({"id": "w1", "state": "writing", "add": [unfinished.to_string()],
             "remove": [], "created_at": 0});
@@ -458,11 +464,14 @@ fn an_interrupted_swap_is_finished_or_undone_on_s3() {
             store.put(&p, PutPayload::from(rec.to_string())).await.unwrap();
         }
     });
-    // Any command opening the lake finishes both: no row twice, the stray copies gone.
+    let said = lake.ok(&["lake", "upgrade"]);
+    assert!(said.contains("observations: converted (1 files)"), "{said}");
     assert_eq!(lake.scalar("SELECT count(*) FROM observations"), rows);
     let left: Vec<Path> = block(store.list(Some(&dir)).map_ok(|m| m.location).try_collect::<Vec<_>>()).unwrap();
-    assert_eq!(left, files);
-    lake.assert_no_leftovers();
+    assert_eq!(left, vec![file], "the hidden copies are gone");
+    assert!(lake.objects().keys().all(|k| !k.starts_with("_txn/")), "{:?}", lake.objects());
+    let again = lake.ok(&["lake", "upgrade"]);
+    assert!(again.contains("observations: already a Delta table"), "{again}");
 }
 
 /// Runs `n` copies of a command at once while a reader checks `check` until they end.
@@ -473,16 +482,11 @@ fn race(lake: &S3Lake, args: &[&str], n: usize, check: &str, expected: &str) -> 
     let mut children: Vec<Option<Child>> = children.into_iter().map(Some).collect();
     let mut outputs = Vec::new();
     loop {
-        // Readers during the race see one consistent set: never a row twice or missing.
-        // A query whose files were replaced between its planning and its reading fails
-        // (the replaced files are deleted right after the commit) and is asked again.
+        // Readers during the race read one snapshot each: never a row twice or missing,
+        // and never a file gone (replaced files stay for the keep time).
         let o = lake.run(&["sql", check, "--format", "csv"]);
-        if o.status.success() {
-            assert_eq!(out(&o).lines().nth(1).unwrap_or_default(), expected, "read {reads} during {args:?}");
-        } else {
-            assert!(err(&o).contains("not found"), "read {reads} during {args:?}: {}", err(&o));
-            eprintln!("a read planned before a swap found its file gone; asked again");
-        }
+        assert!(o.status.success(), "read {reads} during {args:?}: {}", err(&o));
+        assert_eq!(out(&o).lines().nth(1).unwrap_or_default(), expected, "read {reads} during {args:?}");
         reads += 1;
         for c in children.iter_mut() {
             if c.as_mut().is_some_and(|c| c.try_wait().unwrap().is_some()) {
@@ -510,7 +514,6 @@ fn two_processes_compacting_or_publishing_at_once_never_double_or_lose_a_file() 
     }
     assert!(lake.files_per_partition("observations").values().all(|&n| n == 1));
     assert_eq!(lake.scalar(count), "24/24");
-
     lake.assert_no_leftovers();
 
     let Some(lake) = S3Lake::new("race-jobs") else { return };
@@ -520,7 +523,7 @@ fn two_processes_compacting_or_publishing_at_once_never_double_or_lose_a_file() 
     let rows = lake.scalar(check);
     let before = lake.files_per_partition("derived/daily_extremes");
     let outputs = race(&lake, &["jobs", "run", "daily_extremes"], 2, check, &rows);
-    // Each run either published or stopped on the other's claim, publishing nothing.
+    // Each run either published or lost the commit to the other, publishing nothing.
     for o in &outputs {
         eprintln!("jobs run in the race: {:?} {}", o.status, err(o).lines().last().unwrap_or_default());
         assert!(o.status.success() || err(o).contains("concurrent writer"), "{}", err(o));
@@ -548,11 +551,13 @@ fn a_selective_query_reads_one_partition_not_the_lake() {
         let rest = line.split(&format!("{kind} ")).nth(1).unwrap_or_else(|| panic!("{kind} in {line}"));
         rest.split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
     };
-    // Opening the lake (transaction records, claims) and the query's one partition: a
-    // listing of the whole table would list every partition's file.
-    assert!(count("objects listed") <= 3, "{line}");
-    assert!(count("LIST") <= 6, "{line}");
-    assert!(count("GET") + count("HEAD") <= 8, "{line}");
+    // Opening the lake (the root, the upgrade check), the table's Delta log (its LIST and
+    // one GET per commit: this lake has two), and the query's one partition (its footer
+    // and pages): no request per partition, where a whole-table read gets every footer.
+    assert!(count("objects listed") <= 10, "{line}");
+    assert!(count("LIST") <= 8, "{line}");
+    assert!(count("GET") + count("HEAD") <= 14, "{line}");
+    assert!(count("GET") + count("HEAD") < partitions as u64 / 2, "{line}");
     assert_eq!(count("PUT") + count("DELETE") + count("COPY"), 0, "a query writes nothing: {line}");
 }
 

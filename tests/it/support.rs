@@ -18,6 +18,21 @@ pub async fn temp_lake() -> (tempfile::TempDir, Lake) {
     (dir, lake)
 }
 
+/// Puts an unreadable file into `partition` of lake table `table` and commits it: a
+/// corrupt file the table's snapshot names.
+pub async fn commit_broken_file(lake: &Lake, table: &str, partition: &str) {
+    use object_store::ObjectStoreExt;
+    use wxlake::lake::delta::{Change, NewFile, TableShape};
+    let shape = TableShape::lake_table(wxlake::lake::schema::table(table).expect("a lake table"));
+    let bytes = b"PAR1 this is not parquet";
+    let name = "part-broken.parquet";
+    let at = lake.table_path(&format!("{table}/{partition}")).join(name);
+    lake.store().put(&at, bytes.to_vec().into()).await.unwrap();
+    let snapshot = lake.delta_table(&shape).await.unwrap();
+    let file = NewFile { partition_dir: partition.into(), name: name.into(), size: bytes.len() as u64, rows: 1 };
+    lake.commit(&shape, &snapshot, Change::Append { files: vec![file], read: None }).await.unwrap();
+}
+
 /// Runs one query in the analysts' session (the lake's tables, the jobs' derived tables,
 /// `job_runs`) and collects the batches.
 /// The write path over `lake` as `serve` opens it: its reads see the lake's tables and the
