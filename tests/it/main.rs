@@ -8,6 +8,7 @@ mod contract_http;
 mod crash;
 mod dashboard;
 mod delta;
+mod delta_readers;
 mod feeds;
 mod feeds_demosim;
 mod feeds_modelfeeds;
