@@ -23,6 +23,8 @@
 use std::io::Cursor;
 use std::sync::Arc;
 
+use crate::lake::delta::{At, TableShape};
+use crate::lake::snapshot_table::SnapshotTable;
 use ballista_core::serde::BallistaLogicalExtensionCodec;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
@@ -36,8 +38,6 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{Extension, LogicalPlan};
 use datafusion_proto::logical_plan::LogicalExtensionCodec;
-use crate::lake::delta::{At, TableShape};
-use crate::lake::snapshot_table::SnapshotTable;
 
 /// Marks a table encoded by this codec (anything else is Ballista's).
 const MEM_TABLE_TAG: &[u8] = b"wxlake.memtable.v1\0";

@@ -19,9 +19,9 @@ use tracing::warn;
 use super::error::JobError;
 use super::spec::{Incremental, JobSpec};
 use super::tables::job_session;
+use crate::lake::delta::ActiveFile;
 use crate::lake::rows::date32;
 use crate::lake::schema;
-use crate::lake::delta::ActiveFile;
 use crate::lake::{query, Lake};
 
 /// Which output partitions a run replaces.
@@ -230,9 +230,9 @@ pub(crate) async fn replaced_files(
     let (snapshot, files) = lake.table_files(&spec.output.shape()).await?;
     let in_range = |v: Option<&String>| match replace {
         Replace::All => true,
-        Replace::KeyRange(a, b) => v
-            .and_then(|v| NaiveDate::parse_from_str(v, "%Y-%m-%d").ok())
-            .is_some_and(|d| a <= d && d <= b),
+        Replace::KeyRange(a, b) => {
+            v.and_then(|v| NaiveDate::parse_from_str(v, "%Y-%m-%d").ok()).is_some_and(|d| a <= d && d <= b)
+        }
     };
     let files = files.into_iter().filter(|f| in_range(f.partition_values.get(key).and_then(|v| v.as_ref()))).collect();
     let read = match replace {
@@ -241,4 +241,3 @@ pub(crate) async fn replaced_files(
     };
     Ok((snapshot, files, read))
 }
-

@@ -232,7 +232,12 @@ pub async fn record(lake: &Lake, run: &JobRun) -> Result<(), JobError> {
     let merged = take_record_batch(&merged, &sort_to_indices(&started, None, None)?)?;
     let bytes = encode(&merged)?;
     let name = new_file_name();
-    let out = NewFile { partition_dir: partition.clone(), name: name.clone(), size: bytes.len() as u64, rows: merged.num_rows() as u64 };
+    let out = NewFile {
+        partition_dir: partition.clone(),
+        name: name.clone(),
+        size: bytes.len() as u64,
+        rows: merged.num_rows() as u64,
+    };
     let at = lake.table_path(&format!("{}/{partition}", dir())).join(name.as_str());
     store.put(&at, bytes.into()).await?;
     match lake.commit(&shape, &snapshot, Change::Rewrite { files: vec![out], remove: files }).await {

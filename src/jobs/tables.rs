@@ -97,8 +97,8 @@ pub async fn job_session(lake: &Lake, spec: &JobSpec, runtime: Arc<RuntimeEnv>) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lake::snapshot_table::SnapshotTable;
     use crate::jobs::job_set::find;
+    use crate::lake::snapshot_table::SnapshotTable;
 
     /// Lake tables, job outputs and `job_runs` go through one registrar and declare their
     /// order by one rule: the files' sort columns, no partition prefix; partition columns
@@ -115,8 +115,7 @@ mod tests {
             async move {
                 let provider = ctx.table_provider(name).await.unwrap();
                 let t = provider.downcast_ref::<SnapshotTable>().unwrap();
-                let parts: Vec<String> =
-                    t.shape.partition_cols.iter().map(|(c, ty)| format!("{c}:{ty}")).collect();
+                let parts: Vec<String> = t.shape.partition_cols.iter().map(|(c, ty)| format!("{c}:{ty}")).collect();
                 (t.shape.sort.clone(), parts)
             }
         };

@@ -23,9 +23,9 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
 use super::delta::{ActiveFile, Change, NewFile, TableShape};
-use super::store::delete_if_present;
 use super::rows::observation_key;
 use super::schema::{TableDef, OBSERVATIONS};
+use super::store::delete_if_present;
 use super::writer::{encode_parquet, new_file_name};
 use super::{Lake, LakeError};
 
@@ -175,7 +175,11 @@ impl Lake {
                 match e {
                     LakeError::Conflict(why) => {
                         tracing::info!(table = table.name, %why, "left to the writer compacting it");
-                        Ok(CompactStats { files_before: stats.files_before, files_after: stats.files_before, ..Default::default() })
+                        Ok(CompactStats {
+                            files_before: stats.files_before,
+                            files_after: stats.files_before,
+                            ..Default::default()
+                        })
                     }
                     e => Err(e),
                 }

@@ -149,8 +149,11 @@ impl NewFile {
             .filter_map(|p| p.split_once('='))
             .map(|(k, v)| (k.to_string(), Some(v.to_string())))
             .collect();
-        let relative =
-            if self.partition_dir.is_empty() { self.name.clone() } else { format!("{}/{}", self.partition_dir, self.name) };
+        let relative = if self.partition_dir.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{}/{}", self.partition_dir, self.name)
+        };
         Action::Add(Add {
             path: relative,
             partition_values,
@@ -383,7 +386,8 @@ impl Lake {
     /// loses the put of version 0, and either way the table exists afterwards.
     async fn create_table(&self, shape: &TableShape, url: &Url) -> Result<DeltaTable, LakeError> {
         if let Ok(dir) = url.to_file_path() {
-            std::fs::create_dir_all(&dir).map_err(|e| LakeError::setup(format!("table dir {}: {e}", dir.display()), e))?;
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| LakeError::setup(format!("table dir {}: {e}", dir.display()), e))?;
         }
         let log_store = handle(self.store(), url)?.log_store();
         let created = CreateBuilder::new()
@@ -428,10 +432,8 @@ impl Lake {
         }
         let partition_by = shape.partition_cols.iter().map(|(c, _)| c.clone()).collect();
         let (actions, op) = change.into_actions(partition_by);
-        let committed = CommitBuilder::default()
-            .with_actions(actions)
-            .build(Some(read.snapshot()?), read.log_store(), op)
-            .await;
+        let committed =
+            CommitBuilder::default().with_actions(actions).build(Some(read.snapshot()?), read.log_store(), op).await;
         match committed {
             Ok(done) => {
                 let url = self.table_location(&shape.dir)?;

@@ -157,7 +157,13 @@ impl SnapshotTable {
             .downcast_ref::<BooleanArray>()
             .ok_or_else(|| DataFusionError::Internal("partition filter is not boolean".into()))?
             .clone();
-        Ok(files.into_iter().zip(values).enumerate().filter(|(i, _)| mask.is_valid(*i) && mask.value(*i)).map(|(_, f)| f).collect())
+        Ok(files
+            .into_iter()
+            .zip(values)
+            .enumerate()
+            .filter(|(i, _)| mask.is_valid(*i) && mask.value(*i))
+            .map(|(_, f)| f)
+            .collect())
     }
 }
 
@@ -222,12 +228,8 @@ impl TableProvider for SnapshotTable {
             .await?;
 
         let groups = FileGroup::new(partitioned).split_files(state.config().target_partitions());
-        let (groups, statistics) = datafusion_datasource::compute_all_files_statistics(
-            groups,
-            Arc::clone(&self.schema),
-            collect,
-            false,
-        )?;
+        let (groups, statistics) =
+            datafusion_datasource::compute_all_files_statistics(groups, Arc::clone(&self.schema), collect, false)?;
         let order: Vec<SortExpr> = self.shape.sort.iter().map(|c| col(c.as_str()).sort(true, false)).collect();
         let ordering = create_lex_ordering(&self.schema, &[order], state.execution_props())?;
         let table_schema = datafusion_datasource::TableSchemaBuilder::from(&self.shape.file_schema)

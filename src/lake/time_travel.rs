@@ -69,9 +69,10 @@ impl TableFunctionImpl for TableAt {
 /// A string literal's text (also through a cast, as `TIMESTAMP '…'` plans).
 fn text(e: &Expr) -> Option<String> {
     match e {
-        Expr::Literal(ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)), _) => {
-            Some(s.clone())
-        }
+        Expr::Literal(
+            ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)),
+            _,
+        ) => Some(s.clone()),
         Expr::Cast(c) => text(&c.expr),
         Expr::TryCast(c) => text(&c.expr),
         _ => None,
@@ -87,10 +88,12 @@ fn when(e: &Expr) -> Result<At> {
         )
     };
     match e {
-        Expr::Literal(v, _) if v.data_type().is_integer() => match v.cast_to(&datafusion::arrow::datatypes::DataType::Int64)? {
-            ScalarValue::Int64(Some(n)) if n >= 0 => Ok(At::Version(n as u64)),
-            _ => bad(),
-        },
+        Expr::Literal(v, _) if v.data_type().is_integer() => {
+            match v.cast_to(&datafusion::arrow::datatypes::DataType::Int64)? {
+                ScalarValue::Int64(Some(n)) if n >= 0 => Ok(At::Version(n as u64)),
+                _ => bad(),
+            }
+        }
         Expr::Literal(ScalarValue::TimestampSecond(Some(t), _), _) => Ok(At::Time(t * 1000)),
         Expr::Literal(ScalarValue::TimestampMillisecond(Some(t), _), _) => Ok(At::Time(*t)),
         Expr::Literal(ScalarValue::TimestampMicrosecond(Some(t), _), _) => Ok(At::Time(t.div_euclid(1000))),

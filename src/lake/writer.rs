@@ -160,7 +160,8 @@ impl Lake {
         })
         .await?;
 
-        let rows = Arc::new(Rows { chunks, slices, parts: parts.into_iter().collect(), _rows: std::marker::PhantomData });
+        let rows =
+            Arc::new(Rows { chunks, slices, parts: parts.into_iter().collect(), _rows: std::marker::PhantomData });
         let shape = TableShape::lake_table(table);
         let mut attempt = 0;
         let outcome = loop {

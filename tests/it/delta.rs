@@ -41,8 +41,7 @@ async fn open(url: &str) -> Lake {
 /// Rows stored, and rows stored twice, read by a fresh session on the latest snapshot.
 async fn counts(lake: &Lake) -> (u64, u64) {
     let total: u64 = scalar(lake, "SELECT count(*) FROM forecasts").await.parse().unwrap();
-    let twice: u64 =
-        scalar(lake, "SELECT count(*) - count(DISTINCT row_key) FROM forecasts").await.parse().unwrap();
+    let twice: u64 = scalar(lake, "SELECT count(*) - count(DISTINCT row_key) FROM forecasts").await.parse().unwrap();
     (total, twice)
 }
 
@@ -93,7 +92,8 @@ async fn two_publishes_of_one_job_leave_one_output() {
     let url = format!("file://{}", dir.path().join("lake").display());
     let (a, b) = (open(&url).await, open(&url).await);
     let run = Utc.with_ymd_and_hms(2026, 3, 7, 0, 0, 0).unwrap();
-    let points: Vec<ForecastRow> = (0..48).map(|lead| crate::support::knyc_forecast("GFS", run, lead, 40.0 + lead as f64)).collect();
+    let points: Vec<ForecastRow> =
+        (0..48).map(|lead| crate::support::knyc_forecast("GFS", run, lead, 40.0 + lead as f64)).collect();
     a.write(points).await.unwrap();
     let specs = wxlake::jobs::job_set::embedded_specs().unwrap();
     let spec = wxlake::jobs::job_set::find(&specs, "forecast_daily").unwrap();
@@ -192,7 +192,8 @@ fn kill_9_mid_commit_leaves_a_version_before_or_after() {
         assert!(out.status.success(), "round {round}: {}", crate::support::stderr(&out));
         assert!(crate::support::stdout(&out).contains("0"), "round {round}: {}", crate::support::stdout(&out));
     }
-    let args: Vec<&str> = ["ingest", "forecasts"].into_iter().chain(inputs.iter().map(|p| p.to_str().unwrap())).collect();
+    let args: Vec<&str> =
+        ["ingest", "forecasts"].into_iter().chain(inputs.iter().map(|p| p.to_str().unwrap())).collect();
     let out = wxlake(&lake_dir, &args);
     assert!(out.status.success(), "{}", crate::support::stderr(&out));
     let out = wxlake(&lake_dir, &["sql", "SELECT count(*) AS n, count(DISTINCT row_key) AS d FROM forecasts"]);

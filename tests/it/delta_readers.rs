@@ -41,7 +41,10 @@ while not stop.is_set():
 fn venv_python() -> Option<PathBuf> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/venv/bin/python");
     let ok = Command::new(&p).args(["-c", "import polars, deltalake"]).output().is_ok_and(|o| o.status.success());
-    assert!(ok || std::env::var("CI").as_deref() != Ok("true"), "the venv lacks polars/deltalake under CI (.ci/run installs them)");
+    assert!(
+        ok || std::env::var("CI").as_deref() != Ok("true"),
+        "the venv lacks polars/deltalake under CI (.ci/run installs them)"
+    );
     ok.then_some(p)
 }
 
@@ -122,7 +125,8 @@ async fn polars_and_deltalake_read_whole_versions_while_the_lake_changes() {
         let expected = match counts.get(&(name.clone(), v)) {
             Some(n) => *n,
             None => {
-                let n: u64 = scalar(&lake, &format!("SELECT count(*) FROM table_at('{name}', {v})")).await.parse().unwrap();
+                let n: u64 =
+                    scalar(&lake, &format!("SELECT count(*) FROM table_at('{name}', {v})")).await.parse().unwrap();
                 counts.insert((name.clone(), v), n);
                 n
             }
