@@ -41,6 +41,7 @@ import sys
 import time
 
 import duckdb
+from lake_files import duck_list, snapshot_files
 
 STEPS = ["accuracy_pairs", "model_accuracy", "accuracy_trends", "accuracy_daily_detail"]
 
@@ -66,13 +67,13 @@ INPUT_VIEWS = """
 SET TimeZone = 'UTC';
 CREATE OR REPLACE TEMP TABLE stations AS SELECT * FROM read_parquet('{h}/stations.parquet');
 CREATE OR REPLACE TEMP VIEW forecast_daily AS
-SELECT * FROM read_parquet('{lake}/derived/forecast_daily/*/*/*.parquet', hive_partitioning = true,
+SELECT * FROM read_parquet({forecast_daily}, hive_partitioning = true,
                            hive_types = {{'model': VARCHAR, 'run_date': VARCHAR}});
 CREATE OR REPLACE TEMP VIEW daily_extremes AS
-SELECT * FROM read_parquet('{lake}/derived/daily_extremes/*/*.parquet', hive_partitioning = true,
+SELECT * FROM read_parquet({daily_extremes}, hive_partitioning = true,
                            hive_types = {{'date': DATE}});
 CREATE OR REPLACE TEMP VIEW nws_hourly AS
-SELECT * FROM read_parquet('{lake}/nws_hourly/*/*.parquet', hive_partitioning = true,
+SELECT * FROM read_parquet({nws_hourly}, hive_partitioning = true,
                            hive_types = {{'date': VARCHAR}});
 """
 
@@ -313,8 +314,10 @@ def chunks(first, last, days):
     return out
 
 
-def count_rows(con, glob):
-    return con.execute(f"SELECT count(*) FROM read_parquet('{glob}')").fetchone()[0]
+def count_rows(con, files):
+    """Rows of a glob (a directory an engine wrote) or of a lake table (its current files)."""
+    source = f"'{files}'" if "*" in files else duck_list(files)
+    return con.execute(f"SELECT count(*) FROM read_parquet({source})").fetchone()[0]
 
 
 def duck_step(step, lake, helpers, out_root, pair_chunks):
@@ -322,7 +325,9 @@ def duck_step(step, lake, helpers, out_root, pair_chunks):
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out_root, exist_ok=True)
     con = duckdb.connect()
-    con.execute(INPUT_VIEWS.format(lake=lake, h=helpers))
+    con.execute(INPUT_VIEWS.format(h=helpers, forecast_daily=duck_list(f"{lake}/derived/forecast_daily"),
+                                   daily_extremes=duck_list(f"{lake}/derived/daily_extremes"),
+                                   nws_hourly=duck_list(f"{lake}/nws_hourly")))
     if step == "accuracy_pairs":
         con.execute(PAIRS_OUT)
         for a, b in pair_chunks:
@@ -388,8 +393,9 @@ def compare(table, wx_dir, duck_dir, examples=5):
     types, key, exact, floats = TABLES[table]
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
-    for name, d in (("w", wx_dir), ("d", duck_dir)):
-        con.execute(f"CREATE TEMP VIEW {name} AS SELECT * FROM read_parquet('{d}/*/*.parquet', "
+    # wxlake's output is a Delta table (its current files); DuckDB's a directory it wrote.
+    for name, files in (("w", duck_list(wx_dir)), ("d", f"'{duck_dir}/*/*.parquet'")):
+        con.execute(f"CREATE TEMP VIEW {name} AS SELECT * FROM read_parquet({files}, "
                     f"hive_partitioning = true, hive_types = {types})")
     res = {"wx_rows": con.execute("SELECT count(*) FROM w").fetchone()[0],
            "duck_rows": con.execute("SELECT count(*) FROM d").fetchone()[0]}
@@ -453,7 +459,7 @@ def lake_stats(lake):
         f"SELECT count(DISTINCT station_code) FROM read_parquet('{lake}/derived/daily_extremes/*/*.parquet')"
     ).fetchone()[0]
     models = con.execute(
-        f"SELECT count(DISTINCT model) FROM read_parquet('{lake}/derived/forecast_daily/*/*/*.parquet', "
+        f"SELECT count(DISTINCT model) FROM read_parquet({forecast_daily}, "
         f"hive_partitioning = true)").fetchone()[0]
     size = sum(os.path.getsize(os.path.join(d, f))
                for t in ("derived/forecast_daily", "derived/daily_extremes", "nws_hourly")
@@ -473,8 +479,6 @@ def main():
                     help="DuckDB accuracy_pairs in chunks of this many days as wxlake does (0: one go)")
     a = ap.parse_args()
 
-    if os.path.isdir(f"{a.lake}/_txn") and os.listdir(f"{a.lake}/_txn"):
-        sys.exit(f"{a.lake}/_txn holds open transaction records: the lake is not quiescent")
     hashes = sql_hashes()
     stale = [k for k, v in hashes.items() if PORTED_SQL[k] != v]
     if stale:

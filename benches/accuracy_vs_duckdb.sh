@@ -43,7 +43,7 @@ while [ $# -gt 0 ]; do
 done
 
 . benches/bench_env.sh
-bench_venv duckdb
+bench_venv duckdb deltalake
 bench_binary
 bench_lake derived/forecast_daily derived/daily_extremes nws_hourly
 

@@ -15,6 +15,7 @@ import sys
 import time
 
 import duckdb
+from lake_files import duck_list, snapshot_files
 
 try:
     import polars as pl
@@ -32,7 +33,7 @@ SELECT model, run_date, location_name, run_time, valid_date_civil, valid_date_st
        min(forecast_hour) AS first_lead, max(forecast_hour) AS last_lead,
        max(temperature_f) AS high_f, min(temperature_f) AS low_f,
        max(temperature_c) AS high_c, min(temperature_c) AS low_c
-FROM read_parquet('{lake}/forecasts/*/*/*.parquet', hive_partitioning = true,
+FROM read_parquet({forecasts}, hive_partitioning = true,
                   hive_types = {{'model': VARCHAR, 'run_date': VARCHAR}})
 WHERE valid_date_civil IS NOT NULL AND valid_date_standard IS NOT NULL
   AND (temperature_f IS NOT NULL OR temperature_c IS NOT NULL)
@@ -71,14 +72,14 @@ def run_duckdb(lake, helpers, out):
     shutil.rmtree(out, ignore_errors=True)
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
-    con.execute(DUCKDB_SQL.format(lake=lake, h=helpers, out=out))
+    con.execute(DUCKDB_SQL.format(forecasts=duck_list(f"{lake}/forecasts"), h=helpers, out=out))
     con.close()
 
 
 def run_polars(lake, helpers, out):
     shutil.rmtree(out, ignore_errors=True)
-    f = pl.scan_parquet(f"{lake}/forecasts/*/*/*.parquet", hive_partitioning=True,
-                        hive_schema={"model": pl.String, "run_date": pl.String})
+    f = pl.scan_delta(f"{lake}/forecasts").with_columns(pl.col("model").cast(pl.String),
+                                                      pl.col("run_date").cast(pl.String))
     pieces = (
         f.filter(pl.col("valid_date_civil").is_not_null() & pl.col("valid_date_standard").is_not_null()
                  & (pl.col("temperature_f").is_not_null() | pl.col("temperature_c").is_not_null()))
@@ -152,10 +153,10 @@ def timed(fn, repeat):
 COMPARE = """
 WITH w AS (SELECT model, run_date::VARCHAR AS run_date, location_name, tz_mode, date, timezone, run_time,
                   points_used, high_f, low_f, high_c, low_c
-           FROM read_parquet('{a}/*/*/*.parquet', hive_partitioning = true, hive_types_autocast = false)),
+           FROM read_parquet({a}, hive_partitioning = true, hive_types_autocast = false)),
      o AS (SELECT model, run_date::VARCHAR AS run_date, location_name, tz_mode, date, timezone, run_time,
                   points_used, high_f, low_f, high_c, low_c
-           FROM read_parquet('{b}/*/*/*.parquet', hive_partitioning = true, hive_types_autocast = false))
+           FROM read_parquet({b}, hive_partitioning = true, hive_types_autocast = false))
 SELECT (SELECT count(*) FROM w), (SELECT count(*) FROM o),
        (SELECT count(*) FROM (SELECT * FROM w EXCEPT ALL SELECT * FROM o)),
        (SELECT count(*) FROM (SELECT * FROM o EXCEPT ALL SELECT * FROM w))
@@ -163,9 +164,11 @@ SELECT (SELECT count(*) FROM w), (SELECT count(*) FROM o),
 
 
 def compare(a, b):
+    """wxlake's output (a Delta table: its current files) against another engine's (a
+    directory of Parquet it wrote)."""
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
-    n_a, n_b, only_a, only_b = con.execute(COMPARE.format(a=a, b=b)).fetchone()
+    n_a, n_b, only_a, only_b = con.execute(COMPARE.format(a=duck_list(a), b=f"'{b}/*/*/*.parquet'")).fetchone()
     return n_a, n_b, only_a, only_b
 
 
@@ -179,10 +182,10 @@ def main():
     a = ap.parse_args()
 
     con = duckdb.connect()
-    files, rows, size = con.execute(
-        f"SELECT count(DISTINCT filename), count(*), 0 FROM read_parquet('{a.lake}/forecasts/*/*/*.parquet', filename = true)"
-    ).fetchone()
-    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(f"{a.lake}/forecasts") for f in fs)
+    files = snapshot_files(f"{a.lake}/forecasts")
+    rows = con.execute(f"SELECT count(*) FROM read_parquet({duck_list(a.lake + '/forecasts')})").fetchone()[0]
+    size = sum(os.path.getsize(f) for f in files)
+    files = len(files)
     print(f"input: {rows:,} forecast rows in {files} files ({size / 1e6:.0f} MB) at {a.lake}")
     print(f"cores: {os.cpu_count()}, runs per engine: {a.repeat}")
 

@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
 done
 
 . benches/bench_env.sh
-bench_venv duckdb polars
+bench_venv duckdb deltalake polars
 bench_binary
 bench_lake forecasts
 
