@@ -90,7 +90,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let lake = Lake::open_keeping(&cli.lake, std::time::Duration::from_secs(cli.keep_replaced_secs)).await?;
     // A lake of the former layout converts on open (lake/upgrade.rs); `lake upgrade` says so.
     if !matches!(cli.command, Command::Lake(_)) {
-        let done = wxlake::lake::upgrade::upgrade(&lake, &wxlake::jobs::tables::all_shapes()?).await?;
+        let done = wxlake::lake::upgrade::upgrade_if_needed(&lake, &wxlake::jobs::tables::all_shapes()?).await?;
         if !done.converted.is_empty() {
             tracing::warn!(tables = done.converted.len(), "converted the lake's tables to Delta tables");
         }

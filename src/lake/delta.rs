@@ -36,7 +36,7 @@ use deltalake::logstore::{default_logstore, logstore_factories, LogStore, LogSto
 use deltalake::operations::create::CreateBuilder;
 use deltalake::operations::vacuum::VacuumMode;
 use deltalake::protocol::{DeltaOperation, SaveMode};
-use deltalake::{DeltaTable, DeltaTableBuilder, DeltaTableError};
+use deltalake::{DeltaTable, DeltaTableBuilder, DeltaTableError, TableProperty};
 use object_store::path::Path;
 use object_store::ObjectStore;
 use parking_lot::Mutex;
@@ -273,7 +273,7 @@ pub enum At {
 }
 
 /// A table handle on `store` at `url` (not loaded).
-fn handle(store: Arc<dyn ObjectStore>, url: &Url) -> Result<DeltaTable, LakeError> {
+pub(crate) fn handle(store: Arc<dyn ObjectStore>, url: &Url) -> Result<DeltaTable, LakeError> {
     register_s3();
     Ok(DeltaTableBuilder::from_url(url.clone())?.with_storage_backend(store, url.clone()).build()?)
 }
@@ -395,6 +395,7 @@ impl Lake {
             .with_table_name(shape.name.clone())
             .with_columns(shape.delta_schema()?.fields().cloned())
             .with_partition_columns(shape.partition_cols.iter().map(|(c, _)| c.clone()))
+            .with_configuration_property(TableProperty::LogRetentionDuration, Some(LOG_RETENTION))
             .with_save_mode(SaveMode::Ignore)
             .await;
         match created {
@@ -487,6 +488,13 @@ impl Lake {
         }
     }
 }
+
+/// How long a table's log keeps its commits (Delta's default is 30 days): the server
+/// commits on every flush, and a reader lists the log since its last snapshot, which on
+/// local files walks the whole directory. A version older than the keep time cannot be
+/// read anyway once vacuum has deleted its replaced files; two days keep the history
+/// (`DESCRIBE HISTORY` in other engines) of the last day whole.
+const LOG_RETENTION: &str = "interval 2 days";
 
 /// How many times a writer takes a fresh snapshot after losing a commit to another.
 pub const COMMIT_ATTEMPTS: usize = 5;

@@ -9,8 +9,9 @@
 //! converts the rest (a table with a log is left alone). Once every table is converted, the
 //! files the records hid and the records themselves are deleted.
 //!
-//! The CLI runs it on every open of a lake (a lake already converted costs one listing),
-//! and `wxlake lake upgrade` runs it explicitly and prints what it did.
+//! The CLI runs it on every open of a lake ([`upgrade_if_needed`]: a lake already
+//! converted says so in one object, `_lake_format`, so this costs one request), and
+//! `wxlake lake upgrade` runs it explicitly and prints what it did.
 
 use std::collections::{HashMap, HashSet};
 
@@ -60,9 +61,23 @@ impl OldRecord {
     }
 }
 
+/// The object that says a lake's tables are all Delta tables (written by an upgrade that
+/// found nothing left to convert).
+const FORMAT_MARKER: &str = "_lake_format";
+
+/// [`upgrade`], unless the lake says it is converted already (one request).
+pub async fn upgrade_if_needed(lake: &Lake, shapes: &[TableShape]) -> Result<Upgrade, LakeError> {
+    let marker = lake.location.root.clone().join(FORMAT_MARKER);
+    match lake.store().head(&marker).await {
+        Ok(_) => Ok(Upgrade::default()),
+        Err(object_store::Error::NotFound { .. }) => upgrade(lake, shapes).await,
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Converts every table of `lake` that is not a Delta table yet: those `shapes` describe
 /// (their declared partition types) and any other Parquet directory (partition columns
-/// read as strings, the schema from a file's footer).
+/// read as strings, the schema from a file's footer). Then marks the lake converted.
 pub async fn upgrade(lake: &Lake, shapes: &[TableShape]) -> Result<Upgrade, LakeError> {
     let store = lake.store();
     let root = lake.location.root.clone();
@@ -80,12 +95,13 @@ pub async fn upgrade(lake: &Lake, shapes: &[TableShape]) -> Result<Upgrade, Lake
 
     let mut report = Upgrade::default();
     for dir in parquet_dirs(lake).await? {
-        let url = lake.table_location(&dir)?;
-        if super::delta::load(store.clone(), &url, super::delta::At::Latest).await?.is_some() {
+        let table_path = lake.table_path(&dir);
+        let listing = store.list_with_delimiter(Some(&table_path)).await?;
+        if listing.common_prefixes.iter().any(|p| p.filename() == Some("_delta_log")) {
             report.already.push(dir);
             continue;
         }
-        let table_path = lake.table_path(&dir);
+        let url = lake.table_location(&dir)?;
         let files: Vec<_> = store
             .list(Some(&table_path))
             .try_filter(|m| {
@@ -124,11 +140,7 @@ pub async fn upgrade(lake: &Lake, shapes: &[TableShape]) -> Result<Upgrade, Lake
                 })
             })
             .collect();
-        let log_store = deltalake::DeltaTableBuilder::from_url(url.clone())?
-            .with_storage_backend(store.clone(), url.clone())
-            .build()?
-            .log_store();
-        super::delta::register_s3();
+        let log_store = super::delta::handle(store.clone(), &url)?.log_store();
         CreateBuilder::new()
             .with_log_store(log_store)
             .with_table_name(shape.name.clone())
@@ -153,6 +165,7 @@ pub async fn upgrade(lake: &Lake, shapes: &[TableShape]) -> Result<Upgrade, Lake
     for claim in store.list(Some(&root.clone().join("_claims"))).try_collect::<Vec<_>>().await? {
         delete_if_present(store.as_ref(), &claim.location).await?;
     }
+    store.put(&root.join(FORMAT_MARKER), "delta\n".into()).await?;
     Ok(report)
 }
 
