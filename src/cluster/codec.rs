@@ -238,6 +238,46 @@ mod tests {
         assert!(here.to_string().lines().count() > 100, "{here}");
     }
 
+    /// A lake table crosses as its Delta table's URL, shape and version: the far side,
+    /// which never opened the lake, reads that version and answers the same (past
+    /// versions too, as `table_at` reads them).
+    #[tokio::test]
+    async fn lake_tables_cross_the_wire_as_their_delta_table() {
+        use crate::lake::schema::FORECASTS;
+        let tmp = tempfile::tempdir().unwrap();
+        let lake = crate::lake::Lake::open(&tmp.path().join("lake").display().to_string()).await.unwrap();
+        let run = chrono::DateTime::parse_from_rfc3339("2026-03-07T00:00:00Z").unwrap().to_utc();
+        let rows = |first: i32| -> Vec<crate::decode::types::ForecastRow> {
+            (first..first + 5)
+                .map(|h| crate::decode::types::ForecastRow {
+                    model: "GFS",
+                    location_name: "KNYC".into(),
+                    run_time: run,
+                    valid_time: run + chrono::Duration::hours(h.into()),
+                    forecast_hour: h,
+                    ..Default::default()
+                })
+                .collect()
+        };
+        lake.write(rows(0)).await.unwrap();
+        let first = lake.delta_table(&TableShape::lake_table(&FORECASTS)).await.unwrap().version().unwrap();
+        lake.write(rows(5)).await.unwrap();
+        let ctx = crate::jobs::analyst_session(&lake).await.unwrap();
+        let codec = LakeLogicalCodec::default();
+        let far = SessionContext::new();
+        for (q, n) in [
+            ("SELECT count(*) AS n FROM forecasts WHERE run_date = '2026-03-07'", "10"),
+            (&*format!("SELECT count(*) AS n FROM table_at('forecasts', {first})"), "5"),
+        ] {
+            let plan = ctx.sql(q).await.unwrap().into_optimized_plan().unwrap();
+            let bytes = logical_plan_to_bytes_with_extension_codec(&plan, &codec).unwrap();
+            let decoded = logical_plan_from_bytes_with_extension_codec(&bytes, &far.task_ctx(), &codec).unwrap();
+            let there = far.execute_logical_plan(decoded).await.unwrap().collect().await.unwrap();
+            let text = pretty_format_batches(&there).unwrap().to_string();
+            assert!(text.contains(&format!("| {n} ")), "{q}: {text}");
+        }
+    }
+
     #[test]
     fn truncated_table_data_is_an_error_not_a_panic() {
         let codec = LakeLogicalCodec::default();
