@@ -32,7 +32,9 @@ pub async fn remote_session(local: &SessionContext, scheduler: &SchedulerUrl) ->
         .clone()
         .with_create_default_catalog_and_schema(false)
         .upgrade_for_ballista()
-        .with_ballista_logical_extension_codec(Arc::new(LakeLogicalCodec::default()));
+        .with_ballista_logical_extension_codec(Arc::new(LakeLogicalCodec::default()))
+        // The static planner: see scheduler.rs (`session_builder`), which insists on it too.
+        .with_ballista_adaptive_query_planner(false);
     config.options_mut().set("ballista.client.grpc_max_message_size", &MAX_MESSAGE_BYTES.to_string())?;
     let state = SessionStateBuilder::new_from_existing(state).with_config(config).build();
     Ok(SessionContext::remote_with_state(&scheduler.to_string(), state).await?)

@@ -4,13 +4,17 @@
 //! A run of an incremental job covers a range of its key (`run_date` for forecast_daily):
 //! the given `--from/--to`, or for a full run every key value its source inputs hold (the
 //! union of all of them, widened by `margin_days`; see [`JobSpec`]'s `[incremental]`),
-//! computed `chunk_days` at a time (bounded memory). A run with a range replaces the
-//! output partitions whose key lies in it; a full run replaces them all.
+//! computed `chunk_days` at a time (bounded memory). A full run's chunks cover the days the
+//! sources hold, not the calendar between the first and the last: a lake of two months of
+//! 2005 and twenty days of 2026 is a handful of chunks, not the ~1,100 empty ones of the
+//! years between (each a query round trip, which on a cluster is a Ballista job of several
+//! stages). A run with a range replaces the output partitions whose key lies in it; a full
+//! run replaces them all.
 
 use chrono::{Duration, NaiveDate, Utc};
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{DataType, Date32Type, Int64Type};
-use datafusion::functions_aggregate::expr_fn::{count, max, min};
+use datafusion::functions_aggregate::expr_fn::count;
 use datafusion::logical_expr::{lit, not, ExprFunctionExt};
 use datafusion::prelude::ident;
 use datafusion::scalar::ScalarValue;
@@ -39,6 +43,22 @@ pub(crate) struct Plan {
     pub(crate) range: Option<(NaiveDate, NaiveDate)>,
 }
 
+/// The chunks of a full run over `days` (sorted, distinct): each starts at a day held and
+/// spans at most `chunk_days` days; days between held days inside a chunk are computed
+/// with it, the gaps between chunks are not computed at all. Over contiguous days this is
+/// [`split_range`] of the first and last.
+pub(crate) fn split_days(days: &[NaiveDate], chunk_days: u32) -> Vec<Option<(NaiveDate, NaiveDate)>> {
+    let span = Duration::days(i64::from(chunk_days.max(1)) - 1);
+    let mut out = Vec::new();
+    let mut rest = days;
+    while let Some(&a) = rest.first() {
+        let inside = rest.partition_point(|d| *d <= a + span);
+        out.push(Some((a, rest[inside - 1])));
+        rest = &rest[inside..];
+    }
+    out
+}
+
 /// `from..=to` in chunks of `days` days (the last one shorter).
 pub(crate) fn split_range(from: NaiveDate, to: NaiveDate, days: u32) -> Vec<Option<(NaiveDate, NaiveDate)>> {
     let mut out = Vec::new();
@@ -65,10 +85,7 @@ pub(crate) async fn plan(lake: &Lake, spec: &JobSpec, range: Option<(NaiveDate, 
         Some((a, b)) if a > b => Err(bad(format!("--from {a} is after --to {b}"))),
         Some((a, b)) => Ok(Plan { chunks: split_range(a, b, inc.chunk_days), replace: Replace::KeyRange(a, b), range }),
         None => {
-            let chunks = match full_range(lake, spec, inc).await? {
-                Some((a, b)) => split_range(a, b, inc.chunk_days),
-                None => Vec::new(),
-            };
+            let chunks = split_days(&full_days(lake, spec, inc).await?, inc.chunk_days);
             Ok(Plan { chunks, replace: Replace::All, range: None })
         }
     }
@@ -103,22 +120,26 @@ async fn plausible_days(lake: &Lake) -> Result<(NaiveDate, NaiveDate), JobError>
     Ok((floor.min(today), today + Duration::days(FULL_RUN_FUTURE_DAYS)))
 }
 
-/// The days a full run covers: from the first to the last day any of the job's
-/// incremental sources holds, widened by `margin_days`; `None` when they hold nothing.
-/// Every source counts, not only one: a history loaded as one-minute data or reports
-/// alone (its observations only recent) has days the observations' partitions lack.
-/// No source day is later than today + [`FULL_RUN_FUTURE_DAYS`], and a date column's days
-/// are bounded by [`plausible_days`].
+/// The first and last day a full run covers (`None` when the sources hold nothing); the
+/// run computes only the days of [`full_days`] between them.
 pub(crate) async fn full_range(
     lake: &Lake,
     spec: &JobSpec,
     inc: &Incremental,
 ) -> Result<Option<(NaiveDate, NaiveDate)>, JobError> {
+    let days = full_days(lake, spec, inc).await?;
+    Ok(days.first().zip(days.last()).map(|(a, b)| (*a, *b)))
+}
+
+/// The days a full run covers, sorted and distinct: every day any of the job's incremental
+/// sources holds, each widened by `margin_days` either way; none when they hold nothing.
+/// Every source counts, not only one: a history loaded as one-minute data or reports
+/// alone (its observations only recent) has days the observations' partitions lack.
+/// No source day is later than today + [`FULL_RUN_FUTURE_DAYS`], and a date column's days
+/// are bounded by [`plausible_days`].
+pub(crate) async fn full_days(lake: &Lake, spec: &JobSpec, inc: &Incremental) -> Result<Vec<NaiveDate>, JobError> {
     let (floor, ceiling) = plausible_days(lake).await?;
-    let mut bounds: Option<(NaiveDate, NaiveDate)> = None;
-    let mut widen = |a: NaiveDate, b: NaiveDate| {
-        bounds = Some(bounds.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
-    };
+    let mut held: Vec<NaiveDate> = Vec::new();
     for src in &inc.sources {
         match &src.column {
             None => {
@@ -133,9 +154,7 @@ pub(crate) async fn full_range(
                     warn!(job = %spec.name, source = %src.table, partitions = future, after = %ceiling, "full run: partitions dated in the future left out");
                     dates.retain(|d| *d <= ceiling);
                 }
-                if let (Some(&a), Some(&b)) = (dates.first(), dates.last()) {
-                    widen(a, b);
-                }
+                held.extend(dates);
             }
             Some(column) => {
                 let ctx = job_session(lake, spec, query::runtime_env(lake)?).await?;
@@ -159,38 +178,36 @@ pub(crate) async fn full_range(
                 // Built as expressions: the bounds are typed values, the column a name.
                 let day = |d: NaiveDate| lit(ScalarValue::Date32(Some(date32(d))));
                 let inside = ident(column).between(day(floor), day(ceiling));
-                let bounds_df = df.aggregate(
+                let outside_df = df.clone().aggregate(
                     vec![],
-                    vec![
-                        min(ident(column)).filter(inside.clone()).build()?.alias("first"),
-                        max(ident(column)).filter(inside.clone()).build()?.alias("last"),
-                        count(ident(column)).filter(not(inside)).build()?.alias("outside"),
-                    ],
+                    vec![count(ident(column)).filter(not(inside.clone())).build()?.alias("outside")],
                 )?;
-                for b in bounds_df.collect().await? {
-                    if b.num_rows() == 0 {
-                        continue;
-                    }
-                    let date = |i: usize| -> Result<Option<NaiveDate>, JobError> {
-                        let a = b.column(i).as_primitive_opt::<Date32Type>().ok_or_else(|| {
-                            bad(format!("gave {} values where dates were expected", b.column(i).data_type()))
-                        })?;
-                        Ok(a.is_valid(0).then(|| Date32Type::to_naive_date_opt(a.value(0))).flatten())
-                    };
-                    let outside = b.column(2).as_primitive_opt::<Int64Type>();
-                    let outside = outside.filter(|o| o.is_valid(0)).map_or(0, |o| o.value(0));
+                for b in outside_df.collect().await? {
+                    let outside = b.column(0).as_primitive_opt::<Int64Type>();
+                    let outside = outside.filter(|o| b.num_rows() > 0 && o.is_valid(0)).map_or(0, |o| o.value(0));
                     if outside > 0 {
                         warn!(job = %spec.name, source = %src.table, column = %column, rows = outside, from = %floor, to = %ceiling, "full run: rows with implausible dates left out of the range");
                     }
-                    if let (Some(a), Some(z)) = (date(0)?, date(1)?) {
-                        widen(a, z);
-                    }
+                }
+                // The distinct days (one row per day: a report a day and station at most).
+                let days_df = df.filter(inside)?.aggregate(vec![ident(column)], vec![])?;
+                for b in days_df.collect().await? {
+                    let a = b.column(0).as_primitive_opt::<Date32Type>().ok_or_else(|| {
+                        bad(format!("gave {} values where dates were expected", b.column(0).data_type()))
+                    })?;
+                    held.extend(a.iter().flatten().filter_map(Date32Type::to_naive_date_opt));
                 }
             }
         }
     }
-    let margin = Duration::days(i64::from(inc.margin_days));
-    Ok(bounds.map(|(a, b)| (a - margin, b + margin)))
+    held.sort();
+    held.dedup();
+    let margin = i64::from(inc.margin_days);
+    let mut days: Vec<NaiveDate> =
+        held.iter().flat_map(|d| (-margin..=margin).map(move |m| *d + Duration::days(m))).collect();
+    days.sort();
+    days.dedup();
+    Ok(days)
 }
 
 /// The files of the table at `dir` (relative to the lake root, latest snapshot) with

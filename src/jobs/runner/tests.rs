@@ -11,7 +11,7 @@ use object_store::path::Path;
 use super::*;
 use crate::decode::types::ForecastRow;
 use crate::jobs::job_set::{find, load_specs};
-use crate::jobs::plan::{full_range, replaced_files, split_range, Replace};
+use crate::jobs::plan::{full_range, replaced_files, split_days, split_range, Replace};
 use crate::jobs::spec::parse_spec;
 use crate::jobs::tables::register_derived_with;
 use crate::lake::query;
@@ -246,6 +246,42 @@ async fn a_derived_source_column_that_is_not_a_date_is_refused() {
     missing.derived_inputs = vec![forecast_daily().output];
     let e = run_job(&lake, &missing, None, &no_progress).await.unwrap_err();
     assert!(e.to_string().contains("does not exist"), "{e}");
+}
+
+/// A full run computes the days its sources hold, not the calendar between them: two
+/// forecast runs 21 years apart are two chunks, not the ~1,100 empty ones between (each a
+/// query round trip; on a cluster several Ballista stages of executor polling, which made
+/// `jobs run --all --cluster` on such a lake take many minutes).
+#[tokio::test]
+async fn a_full_run_skips_the_years_no_source_holds() {
+    let days = [d("2026-01-01"), d("2026-01-02"), d("2026-01-09"), d("2026-03-01")];
+    assert_eq!(
+        split_days(&days, 7),
+        vec![
+            Some((d("2026-01-01"), d("2026-01-02"))),
+            Some((d("2026-01-09"), d("2026-01-09"))),
+            Some((d("2026-03-01"), d("2026-03-01")))
+        ]
+    );
+    // Contiguous days: the chunks of split_range.
+    let all: Vec<NaiveDate> = (0..15).map(|i| d("2026-01-01") + Duration::days(i)).collect();
+    assert_eq!(split_days(&all, 7), split_range(d("2026-01-01"), d("2026-01-15"), 7));
+    assert!(split_days(&[], 7).is_empty());
+
+    let (_tmp, lake) = lake().await;
+    let spec = forecast_daily();
+    for y in [2005, 2026] {
+        lake.write(rows("GFS", "KNYC", Utc.with_ymd_and_hms(y, 1, 10, 0, 0, 0).unwrap(), 0..=48, 0.0)).await.unwrap();
+    }
+    let p = plan(&lake, &spec, None).await.unwrap();
+    assert_eq!(p.chunks, vec![Some((d("2005-01-10"), d("2005-01-10"))), Some((d("2026-01-10"), d("2026-01-10")))]);
+    assert_eq!(
+        full_range(&lake, &spec, spec.incremental.as_ref().unwrap()).await.unwrap(),
+        Some((d("2005-01-10"), d("2026-01-10")))
+    );
+    // The run publishes both years' rows and replaces everything, as before.
+    let run = run_job(&lake, &spec, None, &no_progress).await.unwrap();
+    assert!(run.rows > 0 && run.partitions == 2, "{run:?}");
 }
 
 /// One report dated 1970 and one dated 2099 do not stretch a full run over decades:
