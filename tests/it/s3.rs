@@ -734,7 +734,7 @@ fn a_full_run_over_years_on_a_cluster_over_s3_finishes_in_bounded_time() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // 11 s here; before, this lake took 78 s (and one of older data hung for good).
+    // 11 s here; before, a lake like it took 78 s, and one spanning 2005 to now hung.
     let bound = Duration::from_secs(120);
     while run.try_wait().unwrap().is_none() {
         if started.elapsed() > bound {
