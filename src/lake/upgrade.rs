@@ -165,7 +165,10 @@ pub async fn upgrade(lake: &Lake, shapes: &[TableShape]) -> Result<Upgrade, Lake
     for claim in store.list(Some(&root.clone().join("_claims"))).try_collect::<Vec<_>>().await? {
         delete_if_present(store.as_ref(), &claim.location).await?;
     }
-    store.put(&root.join(FORMAT_MARKER), "delta\n".into()).await?;
+    // An empty lake stays empty (a command that fails before writing leaves nothing).
+    if !report.converted.is_empty() || !report.already.is_empty() {
+        store.put(&root.join(FORMAT_MARKER), "delta\n".into()).await?;
+    }
     Ok(report)
 }
 

@@ -516,6 +516,25 @@ fn two_processes_compacting_or_publishing_at_once_never_double_or_lose_a_file() 
     assert_eq!(lake.scalar(count), "24/24");
     lake.assert_no_leftovers();
 
+    // Two processes ingesting the same new reports at once (a `wxlake ingest` beside the
+    // server's flush): the one that commits second reads the partition's keys again and
+    // stores each report once.
+    let vohy = fixture("metar/IEM_VOHY_2014-03-01_2014-04-04_all_fields.tsv");
+    let ingest = ["ingest", "metar", vohy.to_str().unwrap()];
+    let both: Vec<Child> =
+        (0..2).map(|_| lake.cmd(&ingest).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()).collect();
+    let mut stored = 0;
+    for c in both {
+        let o = c.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", err(&o));
+        let said = err(&o) + &out(&o);
+        stored +=
+            said.split("stored ").nth(1).and_then(|r| r.split(',').next()).map_or(0, |n| n.parse::<u64>().unwrap());
+    }
+    let total = lake.scalar("SELECT count(*) FROM observations");
+    assert_eq!(lake.scalar(count), format!("{total}/{total}"), "no report twice");
+    assert_eq!(stored + 24, total.parse::<u64>().unwrap(), "each stored by one of them");
+
     let Some(lake) = S3Lake::new("race-jobs") else { return };
     lake.ok(&["ingest", "metar", AWC]);
     lake.ok(&["jobs", "run", "daily_extremes"]);
