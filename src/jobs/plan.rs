@@ -122,6 +122,7 @@ async fn plausible_days(lake: &Lake) -> Result<(NaiveDate, NaiveDate), JobError>
 
 /// The first and last day a full run covers (`None` when the sources hold nothing); the
 /// run computes only the days of [`full_days`] between them.
+#[cfg(test)]
 pub(crate) async fn full_range(
     lake: &Lake,
     spec: &JobSpec,
