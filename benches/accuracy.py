@@ -448,22 +448,21 @@ def compare(table, wx_dir, duck_dir, examples=5):
 
 
 def lake_stats(lake):
+    """Rows, days, stations, models and bytes of the inputs, at each table's current version."""
     con = duckdb.connect()
     out = {}
-    for name, glob in (("forecast_daily", "derived/forecast_daily/*/*/*.parquet"),
-                       ("daily_extremes", "derived/daily_extremes/*/*.parquet"),
-                       ("nws_hourly", "nws_hourly/*/*.parquet")):
-        out[name] = count_rows(con, f"{lake}/{glob}")
-    dates = sorted(d.split("=", 1)[1] for d in os.listdir(f"{lake}/derived/daily_extremes") if d.startswith("date="))
+    tables = ("derived/forecast_daily", "derived/daily_extremes", "nws_hourly")
+    for t in tables:
+        out[t.rsplit("/", 1)[-1]] = count_rows(con, f"{lake}/{t}")
+    extremes = snapshot_files(f"{lake}/derived/daily_extremes")
+    dates = sorted({p.split("/date=", 1)[1].split("/", 1)[0] for p in extremes if "/date=" in p})
     stations = con.execute(
-        f"SELECT count(DISTINCT station_code) FROM read_parquet('{lake}/derived/daily_extremes/*/*.parquet')"
+        f"SELECT count(DISTINCT station_code) FROM read_parquet({duck_list(lake + '/derived/daily_extremes')})"
     ).fetchone()[0]
     models = con.execute(
-        f"SELECT count(DISTINCT model) FROM read_parquet({forecast_daily}, "
+        f"SELECT count(DISTINCT model) FROM read_parquet({duck_list(lake + '/derived/forecast_daily')}, "
         f"hive_partitioning = true)").fetchone()[0]
-    size = sum(os.path.getsize(os.path.join(d, f))
-               for t in ("derived/forecast_daily", "derived/daily_extremes", "nws_hourly")
-               for d, _, fs in os.walk(f"{lake}/{t}") for f in fs)
+    size = sum(os.path.getsize(f) for t in tables for f in snapshot_files(f"{lake}/{t}"))
     con.close()
     return out, dates, stations, models, size
 
