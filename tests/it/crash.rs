@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use chrono::{Datelike, Duration as ChronoDuration, Timelike, Utc};
 
 /// A minimal HTTP/1.1 client: one request per connection.
-fn http(addr: &str, method: &str, path: &str, key: &str, body: &str) -> (u16, String) {
+pub(crate) fn http(addr: &str, method: &str, path: &str, key: &str, body: &str) -> (u16, String) {
     try_http(addr, method, path, key, body).expect("an HTTP response")
 }
 

@@ -224,3 +224,73 @@ async fn table_at_reads_past_versions_and_moments() {
     let e = ctx.sql("SELECT * FROM table_at('nope', 1)").await.unwrap_err();
     assert!(e.to_string().contains("no lake table 'nope'"), "{e}");
 }
+
+/// The server (live ingest, its WAL flushed to the lake every second) and `wxlake ingest`
+/// processes storing the same reports at the same time: every report is in the lake once.
+#[test]
+fn the_server_and_wxlake_ingest_side_by_side_store_each_report_once() {
+    use crate::crash::{bin, http, start_command};
+    use chrono::{Datelike, Timelike};
+    let dir = tempfile::tempdir().unwrap();
+    let lake = format!("file://{}", dir.path().join("lake").display());
+    let out = bin()
+        .args(["--lake", &lake, "keys", "create", "--tier", "enterprise", "--user", "ops", "--admin"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let key = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let mut cmd = bin();
+    cmd.args(["--lake", &lake, "serve", "--addr", "127.0.0.1:0", "--flush-secs", "1"]);
+    let (mut server, addr) = start_command(cmd);
+
+    let start = Utc::now() - Duration::minutes(130);
+    let month = format!("{}-{:02}", start.year(), start.month());
+    let reports: Vec<String> = (0..120)
+        .map(|i| {
+            let t = start + Duration::minutes(i);
+            format!(
+                "KMDW {:02}{:02}{:02}Z AUTO 27008KT 10SM CLR 05/M02 A3012 RMK T{:04}1017",
+                t.day(),
+                t.hour(),
+                t.minute(),
+                50 + i % 7
+            )
+        })
+        .collect();
+    let file = dir.path().join("reports.txt");
+    std::fs::write(&file, reports.join("\n") + "\n").unwrap();
+    let side = {
+        let (lake, file, month) = (lake.clone(), file.clone(), month.clone());
+        std::thread::spawn(move || {
+            for _ in 0..4 {
+                let o = bin()
+                    .args(["--lake", &lake, "ingest", "metar", "--month", &month, file.to_str().unwrap()])
+                    .output()
+                    .unwrap();
+                assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+                std::thread::sleep(std::time::Duration::from_millis(300));
+            }
+        })
+    };
+    // Posts spread over about four seconds: the server flushes several times while the
+    // ingest processes commit.
+    for r in &reports {
+        let (status, body) = http(&addr, "POST", &format!("/api/v2/ingest/metar?month={month}"), &key, r);
+        assert_eq!(status, 202, "{body}");
+        std::thread::sleep(std::time::Duration::from_millis(30));
+    }
+    side.join().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500)); // a flush after the last post
+    std::process::Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
+    server.wait().unwrap();
+    let out = wxlake(
+        &dir.path().join("lake"),
+        &[
+            "sql",
+            "SELECT count(*) AS n, count(DISTINCT row_key) AS d FROM observations WHERE station_code = 'KMDW'",
+            "--format",
+            "csv",
+        ],
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "n,d\n120,120\n", "{}", crate::support::stderr(&out));
+}
