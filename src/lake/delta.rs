@@ -456,22 +456,31 @@ impl Lake {
     }
 
     /// Deletes the files of the table at `dir` that no snapshot of the last keep time
-    /// names: those replaced more than the lake's keep time ago and those a crashed writer
-    /// never committed (Delta's vacuum, in full mode). Returns how many; never fails the
-    /// caller (what stays is found by the next vacuum).
+    /// names (Delta's vacuum), in two passes: the files commits replaced more than the
+    /// lake's keep time ago (`lite`: the log's removes), and files no commit ever named
+    /// (`full`: a crashed writer's) once they are [`ORPHAN_AGE`] old, so that a writer
+    /// between its put and its commit never loses its file, whatever the keep time.
+    /// Returns how many; never fails the caller (what stays is found by the next vacuum).
     pub async fn vacuum(&self, dir: &str) -> usize {
         let done = async {
             let url = self.table_location(dir)?;
             let Some(table) = self.tables.latest(self.store(), &url).await? else { return Ok(0) };
-            let retention = chrono::Duration::from_std(self.keep_replaced)
+            let keep = chrono::Duration::from_std(self.keep_replaced)
                 .map_err(|e| LakeError::Config(format!("keep time: {e}")))?;
-            let (_, metrics) = table
-                .vacuum()
-                .with_retention_period(retention)
-                .with_enforce_retention_duration(false)
-                .with_mode(VacuumMode::Full)
-                .await?;
-            Ok::<usize, LakeError>(metrics.files_deleted.len())
+            let orphan_age = chrono::Duration::from_std(ORPHAN_AGE).unwrap_or(keep).max(keep);
+            let mut deleted = 0;
+            let mut table = table;
+            for (mode, retention) in [(VacuumMode::Lite, keep), (VacuumMode::Full, orphan_age)] {
+                let (after, metrics) = table
+                    .vacuum()
+                    .with_retention_period(retention)
+                    .with_enforce_retention_duration(false)
+                    .with_mode(mode)
+                    .await?;
+                deleted += metrics.files_deleted.len();
+                table = after;
+            }
+            Ok::<usize, LakeError>(deleted)
         }
         .await;
         match done {
@@ -495,6 +504,10 @@ impl Lake {
 /// read anyway once vacuum has deleted its replaced files; two days keep the history
 /// (`DESCRIBE HISTORY` in other engines) of the last day whole.
 const LOG_RETENTION: &str = "interval 2 days";
+
+/// How old a file no commit names must be before vacuum deletes it: longer than any
+/// writer takes between putting its files and committing them.
+pub const ORPHAN_AGE: Duration = Duration::from_secs(3600);
 
 /// How many times a writer takes a fresh snapshot after losing a commit to another.
 pub const COMMIT_ATTEMPTS: usize = 5;

@@ -294,3 +294,23 @@ fn the_server_and_wxlake_ingest_side_by_side_store_each_report_once() {
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "n,d\n120,120\n", "{}", crate::support::stderr(&out));
 }
+
+/// Vacuum with a keep time of zero deletes the files a compaction replaced at once, and
+/// never a file a writer has put but not committed yet (one no commit names is left for
+/// an hour, `ORPHAN_AGE`).
+#[tokio::test]
+async fn vacuum_deletes_replaced_files_and_spares_uncommitted_ones() {
+    use object_store::ObjectStoreExt;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", dir.path().join("lake").display());
+    let lake = Lake::open_keeping(&url, std::time::Duration::ZERO).await.unwrap();
+    for i in 0..2 {
+        lake.write(rows(i * 2, 2)).await.unwrap(); // one GFS and one HRRR row each
+    }
+    let in_flight = lake.table_path("forecasts/model=GFS/run_date=2026-03-07").join("part-in-flight.parquet");
+    lake.store().put(&in_flight, b"a writer's file, its commit still to come".to_vec().into()).await.unwrap();
+    assert_eq!(lake.compact(&FORECASTS).await.unwrap().files_before, 4);
+    assert_eq!(lake.vacuum(FORECASTS.name).await, 4, "the four replaced files");
+    assert!(lake.store().head(&in_flight).await.is_ok(), "the uncommitted file stays");
+    assert_eq!(counts(&lake).await, (4, 0));
+}
