@@ -38,7 +38,7 @@ use deltalake::operations::vacuum::VacuumMode;
 use deltalake::protocol::{DeltaOperation, SaveMode};
 use deltalake::{DeltaTable, DeltaTableBuilder, DeltaTableError, TableProperty};
 use object_store::path::Path;
-use object_store::ObjectStore;
+use object_store::{ObjectStore, ObjectStoreExt};
 use parking_lot::Mutex;
 use url::Url;
 
@@ -377,6 +377,8 @@ impl Lake {
             None => {
                 let t = self.create_table(shape, &url).await?;
                 self.tables.remember(&url, &t);
+                // Tables are only created once the CLI's open has converted the lake.
+                mark_converted(self).await?;
                 Ok(t)
             }
         }
@@ -508,6 +510,17 @@ const LOG_RETENTION: &str = "interval 2 days";
 /// How old a file no commit names must be before vacuum deletes it: longer than any
 /// writer takes between putting its files and committing them.
 pub const ORPHAN_AGE: Duration = Duration::from_secs(3600);
+
+/// The object at the lake's root that says its tables are Delta tables: written when a
+/// table is created and by a finished upgrade (upgrade.rs), so later opens skip the look
+/// at every table.
+pub(crate) const FORMAT_MARKER: &str = "_lake_format";
+
+/// Writes [`FORMAT_MARKER`].
+pub(crate) async fn mark_converted(lake: &Lake) -> Result<(), LakeError> {
+    lake.store().put(&lake.location.root.clone().join(FORMAT_MARKER), "delta\n".into()).await?;
+    Ok(())
+}
 
 /// How many times a writer takes a fresh snapshot after losing a commit to another.
 pub const COMMIT_ATTEMPTS: usize = 5;

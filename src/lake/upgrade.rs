@@ -25,7 +25,7 @@ use object_store::path::Path;
 use object_store::ObjectStoreExt;
 use serde::Deserialize;
 
-use super::delta::TableShape;
+use super::delta::{mark_converted, TableShape, FORMAT_MARKER};
 use super::store::delete_if_present;
 use super::{Lake, LakeError};
 
@@ -60,10 +60,6 @@ impl OldRecord {
         }
     }
 }
-
-/// The object that says a lake's tables are all Delta tables (written by an upgrade that
-/// found nothing left to convert).
-const FORMAT_MARKER: &str = "_lake_format";
 
 /// [`upgrade`], unless the lake says it is converted already (one request).
 pub async fn upgrade_if_needed(lake: &Lake, shapes: &[TableShape]) -> Result<Upgrade, LakeError> {
@@ -167,7 +163,7 @@ pub async fn upgrade(lake: &Lake, shapes: &[TableShape]) -> Result<Upgrade, Lake
     }
     // An empty lake stays empty (a command that fails before writing leaves nothing).
     if !report.converted.is_empty() || !report.already.is_empty() {
-        store.put(&root.join(FORMAT_MARKER), "delta\n".into()).await?;
+        mark_converted(lake).await?;
     }
     Ok(report)
 }
