@@ -49,17 +49,24 @@ pub(crate) fn start_command(mut cmd: Command) -> (Child, String) {
     panic!("server did not start");
 }
 
-#[test]
-fn kill_9_loses_no_acknowledged_report() {
-    let dir = tempfile::tempdir().unwrap();
-    let lake = format!("file://{}", dir.path().join("lake").display());
+/// An Enterprise admin key for the server of `lake`, made by `wxlake keys create` (the key
+/// alone on stdout).
+pub(crate) fn admin_key(lake: &str) -> String {
     let out = bin()
-        .args(["--lake", &lake, "keys", "create", "--tier", "enterprise", "--user", "ops", "--admin"])
+        .args(["--lake", lake, "keys", "create", "--tier", "enterprise", "--user", "ops", "--admin"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let key = String::from_utf8(out.stdout).unwrap().trim().to_string();
     assert!(key.starts_with("wx_") && !key.contains('\n'), "the key alone on stdout");
+    key
+}
+
+#[test]
+fn kill_9_loses_no_acknowledged_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = format!("file://{}", dir.path().join("lake").display());
+    let key = admin_key(&lake);
 
     let (mut server, addr) = start_server(&lake);
     // One report per request, every minute of the last two hours (KMDW).

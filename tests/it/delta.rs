@@ -229,16 +229,11 @@ async fn table_at_reads_past_versions_and_moments() {
 /// processes storing the same reports at the same time: every report is in the lake once.
 #[test]
 fn the_server_and_wxlake_ingest_side_by_side_store_each_report_once() {
-    use crate::crash::{bin, http, start_command};
+    use crate::crash::{admin_key, bin, http, start_command};
     use chrono::{Datelike, Timelike};
     let dir = tempfile::tempdir().unwrap();
     let lake = format!("file://{}", dir.path().join("lake").display());
-    let out = bin()
-        .args(["--lake", &lake, "keys", "create", "--tier", "enterprise", "--user", "ops", "--admin"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let key = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let key = admin_key(&lake);
     let mut cmd = bin();
     cmd.args(["--lake", &lake, "serve", "--addr", "127.0.0.1:0", "--flush-secs", "1"]);
     let (mut server, addr) = start_command(cmd);
