@@ -13,7 +13,8 @@
 //!   query states when it wants rows that may still change (a flush moves them; during a
 //!   flush a row can briefly be in both: `row_key` tells).
 //!
-//! [`OverlaySchema`] adds them to the lake's schema without changing the REST API's session.
+//! [`super::overlay::OverlaySchema`] adds them to the lake's schema without changing the REST
+//! API's session.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -25,7 +26,7 @@ use datafusion::arrow::array::{
     TimestampMicrosecondBuilder,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use datafusion::catalog::{SchemaProvider, Session, TableProvider};
+use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::{DFSchema, ScalarValue};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
@@ -54,40 +55,6 @@ use crate::write::WriteService;
 pub const SVC_EXTREMES: &str = "svc_extremes";
 /// Name of the unflushed observations table.
 pub const LIVE_OBSERVATIONS: &str = "live_observations";
-
-/// A schema that answers with its own tables first, then with `base`'s.
-#[derive(Debug)]
-pub struct OverlaySchema {
-    base: Arc<dyn SchemaProvider>,
-    extra: HashMap<String, Arc<dyn TableProvider>>,
-}
-
-impl OverlaySchema {
-    pub fn new(base: Arc<dyn SchemaProvider>, extra: HashMap<String, Arc<dyn TableProvider>>) -> Self {
-        OverlaySchema { base, extra }
-    }
-}
-
-#[async_trait]
-impl SchemaProvider for OverlaySchema {
-    fn table_names(&self) -> Vec<String> {
-        let mut names = self.base.table_names();
-        names.extend(self.extra.keys().filter(|k| !self.base.table_exist(k)).cloned());
-        names.sort();
-        names
-    }
-
-    async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
-        match self.extra.get(name) {
-            Some(t) => Ok(Some(Arc::clone(t))),
-            None => self.base.table(name).await,
-        }
-    }
-
-    fn table_exist(&self, name: &str) -> bool {
-        self.extra.contains_key(name) || self.base.table_exist(name)
-    }
-}
 
 /// The live tables over the server's state.
 pub fn live_tables(state: &WireState) -> HashMap<String, Arc<dyn TableProvider>> {

@@ -11,7 +11,8 @@
 //! - [`executor`]: the runtime queries compute on, apart from the server's;
 //! - [`access`]: the API key as the credential, tiers, revocation, rate limits (checked
 //!   against [`crate::access`], as REST checks them);
-//! - [`live_tables`]: `svc_extremes` and `live_observations`.
+//! - [`live_tables`]: `svc_extremes` and `live_observations`;
+//! - [`server_settings`]: the version and settings clients probe, in PostgreSQL's terms.
 
 pub mod access;
 pub mod admission;
@@ -21,7 +22,9 @@ pub mod executor;
 pub mod flight;
 pub mod guard;
 pub mod live_tables;
+pub mod overlay;
 pub mod pg;
+pub mod server_settings;
 pub mod session;
 
 pub use admission::QueryLimits;

@@ -26,7 +26,9 @@ use super::bounded::{BoundedPlanner, CancelSignal};
 use super::error::WireError;
 use super::executor::SqlRuntime;
 use super::guard;
-use super::live_tables::{live_tables, OverlaySchema};
+use super::live_tables::live_tables;
+use super::overlay::OverlaySchema;
+use super::server_settings;
 use super::WireState;
 
 /// The database analysts connect to (`dbname=wxlake`): the wire sessions' one catalog, so
@@ -78,6 +80,13 @@ impl WireEngine {
             .with_catalog_list(Arc::new(catalogs));
         let base = SessionContext::new_with_state(builder.build());
         setup_pg_catalog(&base, DATABASE, EmptyContextProvider).map_err(|e| WireError::Engine(*e))?;
+        let pg_settings = server_settings::register(&base)?;
+        let wxlake =
+            base.catalog(DATABASE).ok_or_else(|| WireError::ReadOnly("the wire session has no catalog".into()))?;
+        if let Some(pg_catalog) = wxlake.schema("pg_catalog") {
+            let own = std::collections::HashMap::from([("pg_settings".to_string(), pg_settings)]);
+            wxlake.register_schema("pg_catalog", Arc::new(OverlaySchema::new(pg_catalog, own)))?;
+        }
         {
             let state_ref = base.state_ref();
             let mut state = state_ref.write();

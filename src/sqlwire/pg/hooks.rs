@@ -53,6 +53,8 @@ fn passes_through(s: &Statement) -> bool {
         Statement::StartTransaction { .. }
             | Statement::Commit { .. }
             | Statement::Rollback { .. }
+            | Statement::Savepoint { .. }
+            | Statement::ReleaseSavepoint { .. }
             | Statement::Declare { .. }
             | Statement::Fetch { .. }
             | Statement::Close { .. }

@@ -2,31 +2,45 @@
 //! has authenticated ([`SessionSlot::open`], called by [`super::startup`]): until then a
 //! connection costs a few handles, not a session (its copy of the engine's state, its
 //! runtime environment and memory pool). pgwire takes a connection's handlers before the
-//! first message, so these stand in for `datafusion-postgres`' and pass every call on.
+//! first message, so these stand in for `datafusion-postgres`' and pass every call on,
+//! but for what only the protocol handler can do: a `FETCH` in the format the client asks
+//! for ([`super::cursor`]), `DECLARE` described as returning nothing, and a
+//! `ROLLBACK TO SAVEPOINT` that makes a failed transaction work again
+//! ([`super::savepoints`]).
 
 use std::fmt::Debug;
 use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
+use datafusion::sql::sqlparser::ast::Statement as SqlStatement;
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser as SqlParser;
 use datafusion_postgres::pgwire::api::portal::{Format, Portal};
 use datafusion_postgres::pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use datafusion_postgres::pgwire::api::results::{FieldInfo, Response};
 use datafusion_postgres::pgwire::api::stmt::QueryParser;
 use datafusion_postgres::pgwire::api::store::PortalStore;
-use datafusion_postgres::pgwire::api::{ClientInfo, ClientPortalStore, Type};
+use datafusion_postgres::pgwire::api::{ClientInfo, ClientPortalStore, Type, DEFAULT_NAME};
 use datafusion_postgres::pgwire::error::{PgWireError, PgWireResult};
+use datafusion_postgres::pgwire::messages::extendedquery::Execute;
+use datafusion_postgres::pgwire::messages::response::TransactionStatus;
+use datafusion_postgres::pgwire::messages::simplequery::Query;
 use datafusion_postgres::pgwire::messages::PgWireBackendMessage;
+use datafusion_postgres::pgwire::types::format::FormatOptions;
 use datafusion_postgres::{DfSessionService, QueryHook};
 use futures::Sink;
 
+use super::cursor::{as_fetch, CursorHook, Cursors};
 use super::hooks::{self, fatal};
 use super::registers::name_registers;
+use super::savepoints::{SavepointHook, Savepoints};
+use super::show::ShowHook;
 use crate::sqlwire::bounded::CancelSignal;
 use crate::sqlwire::error::WireError;
 use crate::sqlwire::session::WireEngine;
 
 /// What a parsed statement is to `datafusion-postgres`.
-type Statement = <DfSessionService as ExtendedQueryHandler>::Statement;
+pub type Statement = <DfSessionService as ExtendedQueryHandler>::Statement;
 
 /// A connection's session, once it has one.
 pub struct SessionSlot {
@@ -35,6 +49,8 @@ pub struct SessionSlot {
     secret: Arc<OnceLock<String>>,
     signal: CancelSignal,
     service: OnceLock<Arc<DfSessionService>>,
+    cursors: Arc<Cursors>,
+    savepoints: Arc<Savepoints>,
 }
 
 impl SessionSlot {
@@ -46,7 +62,15 @@ impl SessionSlot {
         secret: Arc<OnceLock<String>>,
         signal: CancelSignal,
     ) -> Self {
-        SessionSlot { engine, key_id, secret, signal, service: OnceLock::new() }
+        SessionSlot {
+            engine,
+            key_id,
+            secret,
+            signal,
+            service: OnceLock::new(),
+            cursors: Arc::default(),
+            savepoints: Arc::default(),
+        }
     }
 
     /// Builds the connection's session (once).
@@ -56,9 +80,12 @@ impl SessionSlot {
         }
         let ctx = Arc::new(self.engine.query_session(Arc::clone(&self.key_id), self.signal.clone())?);
         let guard = hooks::GuardHook { access: self.engine.state.access.clone(), secret: Arc::clone(&self.secret) };
+        // Ours first: each answers what the library's would answer wrongly or not at all.
         let hooks: Vec<Arc<dyn QueryHook>> = vec![
             Arc::new(guard),
-            Arc::new(datafusion_postgres::hooks::cursor::CursorStatementHook),
+            Arc::new(SavepointHook { savepoints: Arc::clone(&self.savepoints) }),
+            Arc::new(CursorHook { cursors: Arc::clone(&self.cursors) }),
+            Arc::new(ShowHook),
             Arc::new(datafusion_postgres::hooks::set_show::SetShowHook),
             Arc::new(datafusion_postgres::hooks::transactions::TransactionStatementHook),
         ];
@@ -90,8 +117,39 @@ impl LazySession {
     }
 }
 
+/// The one statement `sql` is, as the library parses it.
+fn single_statement(sql: &str) -> Option<SqlStatement> {
+    let mut statements = SqlParser::parse_sql(&PostgreSqlDialect {}, sql).ok()?;
+    (statements.len() == 1).then(|| statements.remove(0))
+}
+
+impl LazySession {
+    /// Before `statement` runs: a `ROLLBACK TO` a held savepoint runs as in a working
+    /// transaction (the protocol handler keeps the status it starts a statement with).
+    fn before<C: ClientInfo>(&self, client: &mut C, statement: Option<&SqlStatement>) {
+        if client.transaction_status() == TransactionStatus::Error
+            && statement.is_some_and(|s| self.slot.savepoints.recovers(s))
+        {
+            client.set_transaction_status(TransactionStatus::Transaction);
+        }
+    }
+}
+
 #[async_trait]
 impl SimpleQueryHandler for LazySession {
+    async fn on_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if client.transaction_status() == TransactionStatus::Error {
+            self.before(client, single_statement(&query.query).as_ref());
+        }
+        self._on_query(client, query).await
+    }
+
     async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -113,6 +171,22 @@ impl ExtendedQueryHandler for LazySession {
         Arc::clone(&self.parser)
     }
 
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if client.transaction_status() == TransactionStatus::Error {
+            let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+            let portal = client.portal_store().get_portal(name).and_then(|e| e.value().cloned());
+            let statement = portal.as_ref().and_then(|p| p.statement.statement.1.as_ref().map(|(s, _)| s.clone()));
+            self.before(client, statement.as_ref());
+        }
+        self._on_execute(client, message).await
+    }
+
     async fn do_query<C>(&self, client: &mut C, portal: &Portal<Statement>, max_rows: usize) -> PgWireResult<Response>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -120,7 +194,16 @@ impl ExtendedQueryHandler for LazySession {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        ExtendedQueryHandler::do_query(self.slot.service()?.as_ref(), client, portal, max_rows).await
+        let service = self.slot.service()?;
+        // A FETCH's rows in the format its portal asks for (the hooks do not see it).
+        if let Some((statement, _)) = &portal.statement.statement.1 {
+            if let Some(fetch) = as_fetch(statement) {
+                let (name, count) = fetch?;
+                let options = Arc::new(FormatOptions::from_client_metadata(client.metadata()));
+                return self.slot.cursors.fetch(&name, count, &portal.result_column_format, options).await;
+            }
+        }
+        ExtendedQueryHandler::do_query(service.as_ref(), client, portal, max_rows).await
     }
 }
 
@@ -146,6 +229,10 @@ impl QueryParser for LazyParser {
     }
 
     fn get_result_schema(&self, stmt: &Statement, column_format: Option<&Format>) -> PgWireResult<Vec<FieldInfo>> {
+        // DECLARE's plan is its query's (for the parameters); it returns no rows.
+        if let (_, Some((SqlStatement::Declare { .. }, _))) = stmt {
+            return Ok(vec![]);
+        }
         self.slot.service()?.query_parser().get_result_schema(stmt, column_format)
     }
 }

@@ -6,7 +6,9 @@
 //!   only from loopback;
 //! - [`hooks`]: every statement checked read-only and counted against the key's limits
 //!   before the library plans it;
-//! - [`registers`]: `current_user`, `session_user` ... named as PostgreSQL names them.
+//! - [`registers`]: `current_user`, `session_user` ... named as PostgreSQL names them;
+//! - [`cursor`], [`savepoints`], [`show`]: `DECLARE`/`FETCH`/`CLOSE`, savepoints and
+//!   `SHOW` of the server's settings, as PostgreSQL answers them.
 //!
 //! Each connection gets its own handlers, and its own session ([`WireEngine::query_session`])
 //! once it has authenticated ([`lazy`]): a connection's queries run one after another, so
@@ -23,14 +25,16 @@
 
 pub mod cancel;
 pub mod copy;
+pub mod cursor;
 pub mod hooks;
 pub mod lazy;
 pub mod registers;
+pub mod savepoints;
+pub mod show;
 pub mod startup;
 
 use std::sync::{Arc, OnceLock};
 
-use datafusion_postgres::pgwire::api::auth::DefaultServerParameterProvider;
 use datafusion_postgres::pgwire::api::cancel::DefaultCancelHandler;
 use datafusion_postgres::pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use datafusion_postgres::pgwire::api::{
@@ -113,9 +117,7 @@ impl Connection {
             Arc::clone(&secret),
             signal.clone(),
         ));
-        let mut params = DefaultServerParameterProvider::default();
-        params.default_transaction_read_only = true;
-        params.is_superuser = false;
+        let params = crate::sqlwire::server_settings::startup_parameters();
         let conn = Connection {
             session: Arc::new(lazy::LazySession::new(Arc::clone(&slot))),
             startup: Arc::new(startup::KeyStartup {

@@ -1,0 +1,79 @@
+//! `SHOW name` of the server's settings ([`server_settings`]), ahead of
+//! `datafusion-postgres`' `SHOW`, which names DataFusion as `server_version` and knows no
+//! `server_version_num`. A setting the client has `SET` on this connection is left to the
+//! library, which keeps those per connection.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::common::ParamValues;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::prelude::SessionContext;
+use datafusion::sql::sqlparser::ast::Statement;
+use datafusion_postgres::hooks::HookClient;
+use datafusion_postgres::pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo, QueryResponse, Response};
+use datafusion_postgres::pgwire::api::{ClientInfo, Type};
+use datafusion_postgres::pgwire::error::PgWireResult;
+use datafusion_postgres::QueryHook;
+
+use crate::sqlwire::server_settings;
+
+/// The setting a `SHOW` names and its value, when it is the server's to answer.
+fn shown(statement: &Statement, client: &dyn ClientInfo) -> Option<(String, String)> {
+    let Statement::ShowVariable { variable } = statement else { return None };
+    let [name] = variable.as_slice() else { return None };
+    let lower = name.value.to_lowercase();
+    if client.metadata().contains_key(&lower) {
+        return None;
+    }
+    let (name, value) = server_settings::settings().into_iter().find(|(n, _)| n.eq_ignore_ascii_case(&lower))?;
+    Some((name.to_lowercase(), value))
+}
+
+/// One row, one text column named after the setting, as PostgreSQL answers `SHOW`.
+fn answer(name: &str, value: &str) -> PgWireResult<Response> {
+    let fields = Arc::new(vec![FieldInfo::new(name.to_string(), None, None, Type::TEXT, FieldFormat::Text)]);
+    let mut encoder = DataRowEncoder::new(Arc::clone(&fields));
+    encoder.encode_field(&Some(value))?;
+    let row = encoder.take_row();
+    let mut response = QueryResponse::new(fields, futures::stream::iter([Ok(row)]));
+    response.set_command_tag("SHOW");
+    Ok(Response::Query(response))
+}
+
+/// The hook answering `SHOW` of a server setting.
+pub struct ShowHook;
+
+#[async_trait]
+impl QueryHook for ShowHook {
+    async fn handle_simple_query(
+        &self,
+        statement: &Statement,
+        _ctx: &SessionContext,
+        client: &mut dyn HookClient,
+    ) -> Option<PgWireResult<Response>> {
+        let (name, value) = shown(statement, client)?;
+        Some(answer(&name, &value))
+    }
+
+    async fn handle_extended_parse_query(
+        &self,
+        _statement: &Statement,
+        _ctx: &SessionContext,
+        _client: &(dyn ClientInfo + Send + Sync),
+    ) -> Option<PgWireResult<LogicalPlan>> {
+        None
+    }
+
+    async fn handle_extended_query(
+        &self,
+        statement: &Statement,
+        _plan: &LogicalPlan,
+        _params: &ParamValues,
+        _ctx: &SessionContext,
+        client: &mut dyn HookClient,
+    ) -> Option<PgWireResult<Response>> {
+        let (name, value) = shown(statement, client)?;
+        Some(answer(&name, &value))
+    }
+}
