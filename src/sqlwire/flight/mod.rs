@@ -14,6 +14,8 @@
 //! are kept per key, bounded in number and age ([`prepared`]).
 
 pub mod convert;
+pub mod keys;
+pub mod placeholders;
 pub mod prepared;
 
 use std::pin::Pin;
@@ -27,7 +29,8 @@ use arrow_flight::sql::metadata::{SqlInfoData, SqlInfoDataBuilder};
 use arrow_flight::sql::server::{FlightSqlService, PeekableFlightDataStream};
 use arrow_flight::sql::{
     ActionClosePreparedStatementRequest, ActionCreatePreparedStatementRequest, ActionCreatePreparedStatementResult,
-    Any, CommandGetCatalogs, CommandGetDbSchemas, CommandGetSqlInfo, CommandGetTableTypes, CommandGetTables,
+    Any, CommandGetCatalogs, CommandGetCrossReference, CommandGetDbSchemas, CommandGetExportedKeys,
+    CommandGetImportedKeys, CommandGetPrimaryKeys, CommandGetSqlInfo, CommandGetTableTypes, CommandGetTables,
     CommandPreparedStatementQuery, CommandStatementQuery, DoPutPreparedStatementResult, ProstMessageExt, SqlInfo,
     TicketStatementQuery,
 };
@@ -43,6 +46,7 @@ use datafusion::arrow::ipc::writer::IpcWriteOptions;
 use datafusion::common::ParamValues;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
+use datafusion::sql::sqlparser::dialect::{dialect_from_str, GenericDialect};
 use futures::{Stream, StreamExt, TryStreamExt};
 use prost::Message;
 use tonic::metadata::MetadataMap;
@@ -110,11 +114,16 @@ impl FlightSql {
         Ok((record.id.clone(), self.engine.query_session(id, CancelSignal::default()).map_err(status)?))
     }
 
-    /// `sql` planned and checked read-only.
+    /// `sql` planned and checked read-only (its `?` placeholders numbered: [`placeholders`]).
     async fn plan(ctx: &SessionContext, sql: &str) -> Result<LogicalPlan, Status> {
-        let plan = ctx
-            .state()
-            .create_logical_plan(sql)
+        let state = ctx.state();
+        let numbered = {
+            let dialect = state.config().options().sql_parser.dialect.to_string();
+            let dialect = dialect_from_str(&dialect).unwrap_or_else(|| Box::new(GenericDialect {}));
+            placeholders::number(sql, dialect.as_ref()).map_err(status)?
+        };
+        let plan = state
+            .create_logical_plan(numbered.as_deref().unwrap_or(sql))
             .await
             .map_err(|e| status(guard::explain_missing_function(WireError::from_engine(e))))?;
         guard::check_plan(&plan).map_err(status)?;
@@ -153,6 +162,14 @@ impl FlightSql {
             .build(futures::stream::once(async move { batch.map_err(Into::into) }))
             .map_err(Status::from);
         Box::pin(stream)
+    }
+
+    /// The empty answer of the foreign-key commands ([`keys`]), to a caller with a key.
+    fn no_foreign_keys(&self, metadata: &MetadataMap) -> Result<Response<DoGetStream>, Status> {
+        self.caller(metadata)?;
+        let schema = keys::foreign_keys_schema();
+        let none = keys::none(&schema);
+        Ok(Response::new(Self::batch_stream::<FlightError>(schema, Ok(none))))
     }
 
     /// A prepared statement's plan with its bound parameters.
@@ -450,6 +467,77 @@ impl FlightSqlService for FlightSql {
         let b = query.into_builder(sql_info());
         let schema = b.schema();
         Ok(Response::new(Self::batch_stream(schema, b.build())))
+    }
+
+    async fn get_flight_info_primary_keys(
+        &self,
+        query: CommandGetPrimaryKeys,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.caller(request.metadata())?;
+        Self::info(&keys::primary_keys_schema(), query.as_any().encode_to_vec(), request.into_inner())
+    }
+
+    async fn do_get_primary_keys(
+        &self,
+        _query: CommandGetPrimaryKeys,
+        request: Request<Ticket>,
+    ) -> Result<Response<<Self as FlightService>::DoGetStream>, Status> {
+        self.caller(request.metadata())?;
+        let schema = keys::primary_keys_schema();
+        let none = keys::none(&schema);
+        Ok(Response::new(Self::batch_stream::<FlightError>(schema, Ok(none))))
+    }
+
+    async fn get_flight_info_imported_keys(
+        &self,
+        query: CommandGetImportedKeys,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.caller(request.metadata())?;
+        Self::info(&keys::foreign_keys_schema(), query.as_any().encode_to_vec(), request.into_inner())
+    }
+
+    async fn do_get_imported_keys(
+        &self,
+        _query: CommandGetImportedKeys,
+        request: Request<Ticket>,
+    ) -> Result<Response<<Self as FlightService>::DoGetStream>, Status> {
+        self.no_foreign_keys(request.metadata())
+    }
+
+    async fn get_flight_info_exported_keys(
+        &self,
+        query: CommandGetExportedKeys,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.caller(request.metadata())?;
+        Self::info(&keys::foreign_keys_schema(), query.as_any().encode_to_vec(), request.into_inner())
+    }
+
+    async fn do_get_exported_keys(
+        &self,
+        _query: CommandGetExportedKeys,
+        request: Request<Ticket>,
+    ) -> Result<Response<<Self as FlightService>::DoGetStream>, Status> {
+        self.no_foreign_keys(request.metadata())
+    }
+
+    async fn get_flight_info_cross_reference(
+        &self,
+        query: CommandGetCrossReference,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.caller(request.metadata())?;
+        Self::info(&keys::foreign_keys_schema(), query.as_any().encode_to_vec(), request.into_inner())
+    }
+
+    async fn do_get_cross_reference(
+        &self,
+        _query: CommandGetCrossReference,
+        request: Request<Ticket>,
+    ) -> Result<Response<<Self as FlightService>::DoGetStream>, Status> {
+        self.no_foreign_keys(request.metadata())
     }
 
     async fn do_get_fallback(
