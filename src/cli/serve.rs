@@ -355,7 +355,7 @@ async fn start_sql_wire(
         max_connections: a.sql_max_connections.max(1),
         ..QueryLimits::default()
     };
-    let engine = Arc::new(WireEngine::new(state.clone(), limits).context("analyst SQL")?);
+    let engine = Arc::new(WireEngine::new(state.clone(), limits).await.context("analyst SQL")?);
     let tls = match (&a.tls_cert, &a.tls_key) {
         (Some(c), Some(k)) => Some(stream::load_tls(c, k)?),
         _ if a.demo => {

@@ -12,11 +12,14 @@
 //! - [`access`]: the API key as the credential, tiers, revocation, rate limits (checked
 //!   against [`crate::access`], as REST checks them);
 //! - [`live_tables`]: `svc_extremes` and `live_observations`;
-//! - [`server_settings`]: the version and settings clients probe, in PostgreSQL's terms.
+//! - [`server_settings`]: the version and settings clients probe, in PostgreSQL's terms;
+//! - [`catalog_probes`]: the catalog functions and tables tools probe, answered as
+//!   PostgreSQL does for a database without keys, indexes or functions.
 
 pub mod access;
 pub mod admission;
 pub mod bounded;
+pub mod catalog_probes;
 pub mod error;
 pub mod executor;
 pub mod flight;

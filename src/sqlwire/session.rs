@@ -28,8 +28,8 @@ use super::executor::SqlRuntime;
 use super::guard;
 use super::live_tables::live_tables;
 use super::overlay::OverlaySchema;
-use super::server_settings;
 use super::WireState;
+use super::{catalog_probes, server_settings};
 
 /// The database analysts connect to (`dbname=wxlake`): the wire sessions' one catalog, so
 /// `current_database()`, `pg_database` and Flight SQL's GetCatalogs name it, and
@@ -53,7 +53,7 @@ impl std::fmt::Debug for WireEngine {
 
 impl WireEngine {
     /// The base session over the server's tables and live state (see the module docs).
-    pub fn new(state: impl Into<WireState>, limits: QueryLimits) -> Result<Self, WireError> {
+    pub async fn new(state: impl Into<WireState>, limits: QueryLimits) -> Result<Self, WireError> {
         let state = state.into();
         let server = &state.live.ctx;
         let options = server.state().config().options().catalog.clone();
@@ -84,7 +84,8 @@ impl WireEngine {
         let wxlake =
             base.catalog(DATABASE).ok_or_else(|| WireError::ReadOnly("the wire session has no catalog".into()))?;
         if let Some(pg_catalog) = wxlake.schema("pg_catalog") {
-            let own = std::collections::HashMap::from([("pg_settings".to_string(), pg_settings)]);
+            let mut own = catalog_probes::register(&base, &pg_catalog).await?;
+            own.insert("pg_settings".to_string(), pg_settings);
             wxlake.register_schema("pg_catalog", Arc::new(OverlaySchema::new(pg_catalog, own)))?;
         }
         {

@@ -46,7 +46,7 @@ async fn app_with_reports() -> App {
 
 /// A pgwire server over `app` under `limits` (TLS with `tls`); its port.
 async fn serve_pg(app: &App, limits: QueryLimits, tls: Option<Arc<rustls::ServerConfig>>) -> u16 {
-    let engine = Arc::new(WireEngine::new(app.state.clone(), limits).unwrap());
+    let engine = Arc::new(WireEngine::new(app.state.clone(), limits).await.unwrap());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(wxlake::sqlwire::pg::serve(listener, engine, tls, std::future::pending()));
@@ -55,7 +55,7 @@ async fn serve_pg(app: &App, limits: QueryLimits, tls: Option<Arc<rustls::Server
 
 /// A Flight SQL server over `app` under `limits`; its port.
 async fn serve_flight(app: &App, limits: QueryLimits) -> u16 {
-    let engine = Arc::new(WireEngine::new(app.state.clone(), limits).unwrap());
+    let engine = Arc::new(WireEngine::new(app.state.clone(), limits).await.unwrap());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(wxlake::sqlwire::flight::serve(listener, engine, std::future::pending()));
@@ -593,7 +593,7 @@ async fn a_busy_key_is_refused_and_a_vanished_client_frees_its_slot() {
     };
     // Queries compute on the engine's own threads, whose CPU time tells whether the query
     // still runs (the other tests in this process have engines of their own).
-    let engine = Arc::new(WireEngine::new(app.state.clone(), limits).unwrap());
+    let engine = Arc::new(WireEngine::new(app.state.clone(), limits).await.unwrap());
     let threads = engine.sql_threads().to_string();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -797,7 +797,7 @@ async fn live_tables_are_computed_when_the_query_runs_not_when_it_is_planned() {
     use datafusion::arrow::datatypes::{Float64Type, Int64Type};
 
     let app = App::new().await;
-    let engine = WireEngine::new(app.state.clone(), test_limits()).unwrap();
+    let engine = WireEngine::new(app.state.clone(), test_limits()).await.unwrap();
     let ctx = engine.base();
     let count = physical(ctx, "SELECT count(*) FROM live_observations WHERE station_code = 'KNYC'").await;
     let high = physical(

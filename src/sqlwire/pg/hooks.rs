@@ -45,6 +45,15 @@ pub fn fatal(e: &WireError) -> PgWireError {
     PgWireError::UserError(Box::new(ErrorInfo::new("FATAL".to_string(), e.sqlstate().to_string(), e.to_string())))
 }
 
+/// The plan of a statement that returns no rows (a savepoint, `DEALLOCATE` ...): what
+/// the extended protocol describes it by.
+pub fn no_rows() -> LogicalPlan {
+    LogicalPlan::EmptyRelation(datafusion::logical_expr::EmptyRelation {
+        produce_one_row: false,
+        schema: Arc::new(datafusion::common::DFSchema::empty()),
+    })
+}
+
 /// Statements the later hooks answer without planning or changing anything: transaction
 /// bracketing (clients send it; everything is read-only anyway) and cursors over queries.
 fn passes_through(s: &Statement) -> bool {

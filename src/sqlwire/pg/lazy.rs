@@ -12,6 +12,7 @@ use std::fmt::Debug;
 use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
+use datafusion::logical_expr::{lit, placeholder, Expr, LogicalPlan, LogicalPlanBuilder};
 use datafusion::sql::sqlparser::ast::Statement as SqlStatement;
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser as SqlParser;
@@ -19,18 +20,22 @@ use datafusion_postgres::pgwire::api::portal::{Format, Portal};
 use datafusion_postgres::pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use datafusion_postgres::pgwire::api::results::{FieldInfo, Response};
 use datafusion_postgres::pgwire::api::stmt::QueryParser;
+use datafusion_postgres::pgwire::api::stmt::StoredStatement;
 use datafusion_postgres::pgwire::api::store::PortalStore;
 use datafusion_postgres::pgwire::api::{ClientInfo, ClientPortalStore, Type, DEFAULT_NAME};
 use datafusion_postgres::pgwire::error::{PgWireError, PgWireResult};
-use datafusion_postgres::pgwire::messages::extendedquery::Execute;
+use datafusion_postgres::pgwire::messages::extendedquery::{Execute, Parse, ParseComplete};
 use datafusion_postgres::pgwire::messages::response::TransactionStatus;
 use datafusion_postgres::pgwire::messages::simplequery::Query;
 use datafusion_postgres::pgwire::messages::PgWireBackendMessage;
 use datafusion_postgres::pgwire::types::format::FormatOptions;
 use datafusion_postgres::{DfSessionService, QueryHook};
 use futures::Sink;
+use futures::SinkExt;
 
+use super::client_sql;
 use super::cursor::{as_fetch, CursorHook, Cursors};
+use super::deallocate::{DeallocateHook, Prepared};
 use super::hooks::{self, fatal};
 use super::registers::name_registers;
 use super::savepoints::{SavepointHook, Savepoints};
@@ -51,6 +56,7 @@ pub struct SessionSlot {
     service: OnceLock<Arc<DfSessionService>>,
     cursors: Arc<Cursors>,
     savepoints: Arc<Savepoints>,
+    prepared: Arc<Prepared>,
 }
 
 impl SessionSlot {
@@ -70,6 +76,7 @@ impl SessionSlot {
             service: OnceLock::new(),
             cursors: Arc::default(),
             savepoints: Arc::default(),
+            prepared: Arc::default(),
         }
     }
 
@@ -85,6 +92,7 @@ impl SessionSlot {
             Arc::new(guard),
             Arc::new(SavepointHook { savepoints: Arc::clone(&self.savepoints) }),
             Arc::new(CursorHook { cursors: Arc::clone(&self.cursors) }),
+            Arc::new(DeallocateHook { prepared: Arc::clone(&self.prepared) }),
             Arc::new(ShowHook),
             Arc::new(datafusion_postgres::hooks::set_show::SetShowHook),
             Arc::new(datafusion_postgres::hooks::transactions::TransactionStatementHook),
@@ -115,6 +123,31 @@ impl LazySession {
     pub fn new(slot: Arc<SessionSlot>) -> Self {
         LazySession { parser: Arc::new(LazyParser { slot: Arc::clone(&slot) }), slot }
     }
+}
+
+/// `sql` as the library should see it: known clients' catalog queries rewritten
+/// ([`client_sql`]) and registers named ([`name_registers`]); `None` when unchanged.
+fn client_text(sql: &str) -> Option<String> {
+    let rewritten = client_sql::rewrite(sql);
+    name_registers(rewritten.as_deref().unwrap_or(sql)).or(rewritten)
+}
+
+/// `plan` still naming every parameter `$1` ... `$n` its text has. The library's rewrites
+/// can drop some (it replaces a correlated subquery in a select list by NULL, and with it
+/// SQLAlchemy's `$1` ... `$9` in `get_columns`), and the library then reads the client's
+/// values by position among those left, so `$10`'s type decodes `$1`'s value. A filter
+/// that is always true names the missing ones again; the optimizer removes it once the
+/// values are bound.
+fn every_parameter(plan: LogicalPlan) -> LogicalPlan {
+    let Ok(types) = plan.get_parameter_types() else { return plan };
+    let numbers: Vec<usize> = types.keys().filter_map(|id| id.strip_prefix('$')?.parse().ok()).collect();
+    let Some(&highest) = numbers.iter().max() else { return plan };
+    if numbers.len() == highest {
+        return plan;
+    }
+    let missing = (1..=highest).filter(|n| !numbers.contains(n));
+    let named = missing.map(|n| placeholder(format!("${n}")).is_null()).fold(lit(true), Expr::or);
+    LogicalPlanBuilder::from(plan.clone()).filter(named).and_then(|b| b.build()).unwrap_or(plan)
 }
 
 /// The one statement `sql` is, as the library parses it.
@@ -157,8 +190,8 @@ impl SimpleQueryHandler for LazySession {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let named = name_registers(query);
-        SimpleQueryHandler::do_query(self.slot.service()?.as_ref(), client, named.as_deref().unwrap_or(query)).await
+        let text = client_text(query);
+        SimpleQueryHandler::do_query(self.slot.service()?.as_ref(), client, text.as_deref().unwrap_or(query)).await
     }
 }
 
@@ -169,6 +202,24 @@ impl ExtendedQueryHandler for LazySession {
 
     fn query_parser(&self) -> Arc<LazyParser> {
         Arc::clone(&self.parser)
+    }
+
+    /// pgwire's own Parse, which also records the statement's name for `DEALLOCATE ALL`.
+    async fn on_parse<C>(&self, client: &mut C, message: Parse) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let name = message.name.clone().unwrap_or_else(|| DEFAULT_NAME.to_owned());
+        match StoredStatement::parse(client, &message, self.query_parser()).await? {
+            Some(stmt) => client.portal_store().put_statement(Arc::new(stmt)),
+            None => client.portal_store().put_empty_statement(&name),
+        }
+        self.slot.prepared.parsed(message.name.as_deref());
+        client.send(PgWireBackendMessage::ParseComplete(ParseComplete::new())).await?;
+        Ok(())
     }
 
     async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
@@ -220,8 +271,10 @@ impl QueryParser for LazyParser {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
-        let named = name_registers(sql);
-        self.slot.service()?.query_parser().parse_sql(client, named.as_deref().unwrap_or(sql), types).await
+        let text = client_text(sql);
+        let parsed =
+            self.slot.service()?.query_parser().parse_sql(client, text.as_deref().unwrap_or(sql), types).await?;
+        Ok(parsed.map(|(sql, planned)| (sql, planned.map(|(statement, plan)| (statement, every_parameter(plan))))))
     }
 
     fn get_parameter_types(&self, stmt: &Statement) -> PgWireResult<Vec<Type>> {

@@ -7,8 +7,10 @@
 //! - [`hooks`]: every statement checked read-only and counted against the key's limits
 //!   before the library plans it;
 //! - [`registers`]: `current_user`, `session_user` ... named as PostgreSQL names them;
-//! - [`cursor`], [`savepoints`], [`show`]: `DECLARE`/`FETCH`/`CLOSE`, savepoints and
-//!   `SHOW` of the server's settings, as PostgreSQL answers them.
+//! - [`client_sql`]: known clients' catalog queries in forms DataFusion plans;
+//! - [`cursor`], [`savepoints`], [`deallocate`], [`show`]: `DECLARE`/`FETCH`/`CLOSE`,
+//!   savepoints, `DEALLOCATE`/`DISCARD` and `SHOW` of the server's settings, as PostgreSQL
+//!   answers them.
 //!
 //! Each connection gets its own handlers, and its own session ([`WireEngine::query_session`])
 //! once it has authenticated ([`lazy`]): a connection's queries run one after another, so
@@ -24,8 +26,10 @@
 //! which drops the query's streams, stops its tasks and frees its slots.
 
 pub mod cancel;
+pub mod client_sql;
 pub mod copy;
 pub mod cursor;
+pub mod deallocate;
 pub mod hooks;
 pub mod lazy;
 pub mod registers;

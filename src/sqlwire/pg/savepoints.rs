@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use datafusion::common::ParamValues;
-use datafusion::logical_expr::{EmptyRelation, LogicalPlan};
+use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
 use datafusion::sql::sqlparser::ast::{Ident, Statement};
 use datafusion_postgres::hooks::HookClient;
@@ -138,12 +138,7 @@ impl QueryHook for SavepointHook {
         _ctx: &SessionContext,
         _client: &(dyn ClientInfo + Send + Sync),
     ) -> Option<PgWireResult<LogicalPlan>> {
-        is_savepoint_statement(statement).then(|| {
-            Ok(LogicalPlan::EmptyRelation(EmptyRelation {
-                produce_one_row: false,
-                schema: std::sync::Arc::new(datafusion::common::DFSchema::empty()),
-            }))
-        })
+        is_savepoint_statement(statement).then(|| Ok(super::hooks::no_rows()))
     }
 
     async fn handle_extended_query(

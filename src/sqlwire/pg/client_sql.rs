@@ -1,0 +1,234 @@
+//! The catalog queries of known clients, rewritten before `datafusion-postgres` parses
+//! them into forms DataFusion plans and that answer the same (on both protocols, applied by
+//! the connection's handlers, [`super::lazy`]):
+//!
+//! - Grafana's search-path lookup (the subquery over `current_setting('search_path')`),
+//!   which the library replaces by `''` so that every table is listed schema-qualified and
+//!   a column lookup by bare table name finds nothing: here it becomes the session's search
+//!   path, `'public'`;
+//! - `generate_subscripts(a, d)` (SQLAlchemy's key and index reflection), a set-returning
+//!   function DataFusion lacks, as `unnest(generate_series(1, array_length(a, d)))`, which
+//!   zips with the `unnest(a)` beside it as PostgreSQL's set-returning functions do;
+//! - a scalar subquery of one unaggregated expression (pgjdbc's `getTypeInfo`:
+//!   `(SELECT c.relkind = 'c' FROM pg_class c WHERE c.oid = t.typrelid)`), which
+//!   DataFusion refuses when correlated: its expression wrapped in `max()`, which is the
+//!   same value for the zero or one row such a subquery may return;
+//! - unnamed literals of one select list when one repeats (pgjdbc's `getProcedures`:
+//!   `NULL, NULL, NULL`), which DataFusion refuses as duplicate names: each named `?column?` as PostgreSQL names
+//!   them, numbered after the first (`?column?_2`), since one result cannot repeat a name
+//!   here.
+//!
+//! Each applies only where its pattern is; other text passes unchanged (and unparsed when
+//! no pattern word is in it).
+
+use std::ops::ControlFlow;
+
+use datafusion::sql::sqlparser::ast::{
+    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName, ObjectNamePart, Query,
+    SelectItem, SetExpr, Statement, Value, VisitMut, VisitorMut,
+};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser as SqlParser;
+use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+
+/// Grafana's search-path subquery (`postgresMetaQuery.ts`), as tokens it is matched by.
+const GRAFANA_SEARCH_PATH: &str = r#"SELECT
+            CASE WHEN trim(s[i]) = '"$user"' THEN user ELSE trim(s[i]) END
+        FROM
+            generate_series(
+                array_lower(string_to_array(current_setting('search_path'),','),1),
+                array_upper(string_to_array(current_setting('search_path'),','),1)
+            ) as i,
+            string_to_array(current_setting('search_path'),',') s"#;
+
+/// The schemas a session's unqualified names resolve in.
+const SEARCH_PATH: &str = "'public'";
+
+/// `sql` rewritten (see the module docs), or `None` when nothing applies.
+pub fn rewrite(sql: &str) -> Option<String> {
+    let lower = sql.to_ascii_lowercase();
+    let mut text = None;
+    if lower.contains("current_setting('search_path')") {
+        text = search_path(sql);
+    }
+    let current = text.as_deref().unwrap_or(sql);
+    let lower = current.to_ascii_lowercase();
+    let maybe = lower.contains("generate_subscripts")
+        || lower.contains("(select")
+        || lower.contains("( select")
+        || lower.matches("null").count() > 1;
+    if maybe {
+        if let Some(rewritten) = statements(current) {
+            return Some(rewritten);
+        }
+    }
+    text
+}
+
+/// Tokens without whitespace or comments.
+fn significant(sql: &str) -> Option<Vec<Token>> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
+    Some(tokens.into_iter().filter(|t| !matches!(t, Token::Whitespace(_))).collect())
+}
+
+/// Grafana's search-path subquery replaced by [`SEARCH_PATH`].
+fn search_path(sql: &str) -> Option<String> {
+    let pattern = significant(GRAFANA_SEARCH_PATH)?;
+    let tokens = significant(sql)?;
+    let at = tokens.windows(pattern.len()).position(|w| w == pattern.as_slice())?;
+    let mut out: Vec<String> = tokens[..at].iter().map(ToString::to_string).collect();
+    out.push(SEARCH_PATH.to_string());
+    out.extend(tokens[at + pattern.len()..].iter().map(ToString::to_string));
+    Some(out.join(" "))
+}
+
+/// The AST rewrites, or `None` when none applied (or the text does not parse here: the
+/// library then reports it).
+fn statements(sql: &str) -> Option<String> {
+    let mut statements = SqlParser::parse_sql(&PostgreSqlDialect {}, sql).ok()?;
+    let mut visitor = Rewrites { changed: false };
+    for s in &mut statements {
+        let _ = s.visit(&mut visitor);
+        if let Statement::Query(q) = s {
+            visitor.name_literals(q);
+        }
+    }
+    visitor.changed.then(|| statements.iter().map(Statement::to_string).collect::<Vec<_>>().join("; "))
+}
+
+struct Rewrites {
+    changed: bool,
+}
+
+fn function(name: &str, args: Vec<Expr>) -> Expr {
+    Expr::Function(Function {
+        name: ObjectName(vec![ObjectNamePart::Identifier(Ident::new(name))]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(datafusion::sql::sqlparser::ast::FunctionArgumentList {
+            duplicate_treatment: None,
+            args: args.into_iter().map(|e| FunctionArg::Unnamed(FunctionArgExpr::Expr(e))).collect(),
+            clauses: vec![],
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    })
+}
+
+/// The name of a function call, lowercased, and its plain arguments.
+fn call(expr: &Expr) -> Option<(String, Vec<Expr>)> {
+    let Expr::Function(f) = expr else { return None };
+    let name = f.name.0.last()?.as_ident()?.value.to_ascii_lowercase();
+    let FunctionArguments::List(list) = &f.args else { return Some((name, vec![])) };
+    let args = list
+        .args
+        .iter()
+        .map(|a| match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e.clone()),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some((name, args))
+}
+
+const AGGREGATES: [&str; 10] =
+    ["count", "sum", "min", "max", "avg", "bool_or", "bool_and", "every", "array_agg", "string_agg"];
+
+impl Rewrites {
+    /// The outermost select list's unnamed literals named `?column?`, `?column?_2` ...
+    fn name_literals(&mut self, query: &mut Query) {
+        let SetExpr::Select(select) = query.body.as_mut() else { return };
+        let literals: Vec<String> = select
+            .projection
+            .iter()
+            .filter_map(|i| match i {
+                SelectItem::UnnamedExpr(e @ Expr::Value(_)) => Some(e.to_string()),
+                _ => None,
+            })
+            .collect();
+        let repeated = literals.iter().enumerate().any(|(i, l)| literals[..i].contains(l));
+        if !repeated {
+            return;
+        }
+        let mut n = 0;
+        for item in &mut select.projection {
+            if let SelectItem::UnnamedExpr(expr @ Expr::Value(_)) = item {
+                n += 1;
+                let name = if n == 1 { "?column?".to_string() } else { format!("?column?_{n}") };
+                *item = SelectItem::ExprWithAlias { expr: expr.clone(), alias: Ident::with_quote('"', name) };
+                self.changed = true;
+            }
+        }
+    }
+}
+
+impl VisitorMut for Rewrites {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Some((name, args)) = call(expr) {
+            if name == "generate_subscripts" && args.len() == 2 {
+                let length = function("array_length", args.clone());
+                let series =
+                    function("generate_series", vec![Expr::Value(Value::Number("1".into(), false).into()), length]);
+                *expr = function("unnest", vec![series]);
+                self.changed = true;
+            }
+            return ControlFlow::Continue(());
+        }
+        if let Expr::Subquery(query) = expr {
+            let SetExpr::Select(select) = query.body.as_mut() else { return ControlFlow::Continue(()) };
+            let plain = query.limit_clause.is_none()
+                && matches!(&select.group_by, datafusion::sql::sqlparser::ast::GroupByExpr::Expressions(g, _) if g.is_empty())
+                && select.having.is_none()
+                && !select.from.is_empty();
+            let [SelectItem::UnnamedExpr(only) | SelectItem::ExprWithAlias { expr: only, .. }] =
+                select.projection.as_mut_slice()
+            else {
+                return ControlFlow::Continue(());
+            };
+            let aggregated = call(only).is_some_and(|(n, _)| AGGREGATES.contains(&n.as_str()));
+            if plain && !aggregated {
+                *only = function("max", vec![only.clone()]);
+                self.changed = true;
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grafanas_search_path_becomes_the_sessions() {
+        let sql = format!("SELECT quote_ident(table_name) FROM information_schema.tables WHERE quote_ident(table_schema) IN ({GRAFANA_SEARCH_PATH})");
+        let out = rewrite(&sql).unwrap();
+        assert!(out.contains("IN ( 'public' )"), "{out}");
+        assert!(!out.contains("current_setting"), "{out}");
+    }
+
+    #[test]
+    fn subscripts_unnest_and_scalar_subqueries_aggregate() {
+        let out =
+            rewrite("SELECT unnest(i.indkey) AS k, generate_subscripts(i.indkey, 1) AS o FROM pg_index i").unwrap();
+        assert!(out.contains("unnest(generate_series(1, array_length(i.indkey, 1))) AS o"), "{out}");
+        let out = rewrite(
+            "SELECT t.typname FROM pg_type t WHERE t.typrelid = 0 OR (SELECT c.relkind = 'c' FROM pg_class c WHERE c.oid = t.typrelid)",
+        )
+        .unwrap();
+        assert!(out.contains("(SELECT max(c.relkind = 'c') FROM pg_class AS c"), "{out}");
+        assert_eq!(rewrite("SELECT (SELECT count(*) FROM t) AS n"), None, "already aggregated");
+        assert_eq!(rewrite("SELECT (SELECT 1) AS n"), None, "no FROM: one row");
+    }
+
+    #[test]
+    fn repeated_literals_get_postgresql_names() {
+        let out = rewrite("SELECT NULL AS a, n.nspname, NULL, NULL, 2 AS t FROM pg_namespace n").unwrap();
+        assert!(out.contains("NULL AS \"?column?\", NULL AS \"?column?_2\""), "{out}");
+        assert_eq!(rewrite("SELECT NULL, 1 FROM t WHERE a IS NULL OR b IS NULL"), None, "different literals, no clash");
+    }
+}
