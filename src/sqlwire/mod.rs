@@ -13,6 +13,7 @@
 //!   against [`crate::access`], as REST checks them);
 //! - [`live_tables`]: `svc_extremes` and `live_observations`;
 //! - [`server_settings`]: the version and settings clients probe, in PostgreSQL's terms;
+//! - [`information_schema`]: DataFusion's, with PostgreSQL's type names in `columns`;
 //! - [`catalog_probes`]: the catalog functions and tables tools probe, answered as
 //!   PostgreSQL does for a database without keys, indexes or functions.
 
@@ -24,6 +25,7 @@ pub mod error;
 pub mod executor;
 pub mod flight;
 pub mod guard;
+pub mod information_schema;
 pub mod live_tables;
 pub mod overlay;
 pub mod pg;

@@ -13,7 +13,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use datafusion::catalog::{CatalogProvider, MemoryCatalogProvider, MemoryCatalogProviderList};
+use datafusion::catalog::{CatalogProvider, CatalogProviderList, MemoryCatalogProvider, MemoryCatalogProviderList};
 use datafusion::execution::memory_pool::{GreedyMemoryPool, TrackConsumersPool};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::SessionStateBuilder;
@@ -29,7 +29,7 @@ use super::guard;
 use super::live_tables::live_tables;
 use super::overlay::OverlaySchema;
 use super::WireState;
-use super::{catalog_probes, server_settings};
+use super::{catalog_probes, information_schema, server_settings};
 
 /// The database analysts connect to (`dbname=wxlake`): the wire sessions' one catalog, so
 /// `current_database()`, `pg_database` and Flight SQL's GetCatalogs name it, and
@@ -64,8 +64,8 @@ impl WireEngine {
         let catalog = MemoryCatalogProvider::new();
         catalog
             .register_schema(&options.default_schema, Arc::new(OverlaySchema::new(lake_schema, live_tables(&state))))?;
-        let catalogs = MemoryCatalogProviderList::new();
-        datafusion::catalog::CatalogProviderList::register_catalog(&catalogs, DATABASE.to_string(), Arc::new(catalog));
+        let catalogs: Arc<dyn CatalogProviderList> = Arc::new(MemoryCatalogProviderList::new());
+        catalogs.register_catalog(DATABASE.to_string(), Arc::new(catalog));
         // Unqualified names resolve in the renamed catalog; and the builder must not create
         // an empty default catalog of that name over it (it does when asked to and the
         // server's default catalog, `datafusion`, is not the one named here).
@@ -74,15 +74,18 @@ impl WireEngine {
             .config()
             .clone()
             .with_default_catalog_and_schema(DATABASE, &options.default_schema)
-            .with_create_default_catalog_and_schema(false);
+            .with_create_default_catalog_and_schema(false)
+            // Ours, registered below: PostgreSQL's type names (`information_schema`).
+            .with_information_schema(false);
         let builder = SessionStateBuilder::new_from_existing(server.state())
             .with_config(config)
-            .with_catalog_list(Arc::new(catalogs));
+            .with_catalog_list(Arc::clone(&catalogs));
         let base = SessionContext::new_with_state(builder.build());
         setup_pg_catalog(&base, DATABASE, EmptyContextProvider).map_err(|e| WireError::Engine(*e))?;
         let pg_settings = server_settings::register(&base)?;
         let wxlake =
             base.catalog(DATABASE).ok_or_else(|| WireError::ReadOnly("the wire session has no catalog".into()))?;
+        wxlake.register_schema("information_schema", information_schema::schema(catalogs))?;
         if let Some(pg_catalog) = wxlake.schema("pg_catalog") {
             let mut own = catalog_probes::register(&base, &pg_catalog).await?;
             own.insert("pg_settings".to_string(), pg_settings);
