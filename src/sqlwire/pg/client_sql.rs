@@ -18,14 +18,20 @@
 //!   them, numbered after the first (`?column?_2`), since one result cannot repeat a name
 //!   here.
 //!
+//! - `'pg_catalog.array_in'::regproc` (pgjdbc's type lookups, which every interval or
+//!   untyped value triggers) as the text `'array_in'`, which is how the library's
+//!   `pg_type` names its functions;
+//! - `(expr).field` (pgjdbc's `(_pg_expandarray(i.indkey)).n`), which DataFusion's planner
+//!   refuses, as `get_field(expr, 'field')`.
+//!
 //! Each applies only where its pattern is; other text passes unchanged (and unparsed when
 //! no pattern word is in it).
 
 use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
-    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName, ObjectNamePart, Query,
-    SelectItem, SetExpr, Statement, Value, VisitMut, VisitorMut,
+    visit_expressions, AccessExpr, DataType, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Ident,
+    ObjectName, ObjectNamePart, Query, SelectItem, SetExpr, Statement, Value, VisitMut, VisitorMut,
 };
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser as SqlParser;
@@ -53,9 +59,7 @@ pub fn rewrite(sql: &str) -> Option<String> {
     }
     let current = text.as_deref().unwrap_or(sql);
     let lower = current.to_ascii_lowercase();
-    let maybe = lower.contains("generate_subscripts")
-        || lower.contains("(select")
-        || lower.contains("( select")
+    let maybe = ["generate_subscripts", "(select", "( select", "regproc", ")."].iter().any(|w| lower.contains(w))
         || lower.matches("null").count() > 1;
     if maybe {
         if let Some(rewritten) = statements(current) {
@@ -117,10 +121,25 @@ fn function(name: &str, args: Vec<Expr>) -> Expr {
     })
 }
 
+/// The name of the function `expr` calls, lowercased.
+fn function_name(expr: &Expr) -> Option<String> {
+    let Expr::Function(f) = expr else { return None };
+    Some(f.name.0.last()?.as_ident()?.value.to_ascii_lowercase())
+}
+
+/// Whether `expr` calls an aggregate anywhere.
+fn aggregates(expr: &Expr) -> bool {
+    visit_expressions(expr, |e| match function_name(e) {
+        Some(name) if AGGREGATES.contains(&name.as_str()) => ControlFlow::Break(()),
+        _ => ControlFlow::Continue(()),
+    })
+    .is_break()
+}
+
 /// The name of a function call, lowercased, and its plain arguments.
 fn call(expr: &Expr) -> Option<(String, Vec<Expr>)> {
+    let name = function_name(expr)?;
     let Expr::Function(f) = expr else { return None };
-    let name = f.name.0.last()?.as_ident()?.value.to_ascii_lowercase();
     let FunctionArguments::List(list) = &f.args else { return Some((name, vec![])) };
     let args = list
         .args
@@ -131,6 +150,21 @@ fn call(expr: &Expr) -> Option<(String, Vec<Expr>)> {
         })
         .collect::<Option<Vec<_>>>()?;
     Some((name, args))
+}
+
+/// The function a `'name'::regproc` literal names, without its schema: the library's
+/// `pg_type` (`typinput`, `typoutput` ...) and `pg_proc` name functions by such text, and
+/// its own rewrite of the cast looks the qualified name up and fails.
+fn regproc_name(expr: &Expr) -> Option<String> {
+    let Expr::Cast { expr: inner, data_type: DataType::Custom(ty, _), .. } = expr else { return None };
+    let ty = ty.0.last()?.as_ident()?.value.to_ascii_lowercase();
+    if ty != "regproc" && ty != "regprocedure" {
+        return None;
+    }
+    let Expr::Value(v) = inner.as_ref() else { return None };
+    let Value::SingleQuotedString(name) = &v.value else { return None };
+    let name = name.split('(').next().unwrap_or(name);
+    Some(name.strip_prefix("pg_catalog.").unwrap_or(name).to_string())
 }
 
 const AGGREGATES: [&str; 10] =
@@ -168,6 +202,28 @@ impl VisitorMut for Rewrites {
     type Break = ();
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Some(name) = regproc_name(expr) {
+            *expr = Expr::Value(Value::SingleQuotedString(name).into());
+            self.changed = true;
+            return ControlFlow::Continue(());
+        }
+        if let Expr::CompoundFieldAccess { root, access_chain } = expr {
+            let fields: Option<Vec<String>> = access_chain
+                .iter()
+                .map(|a| match a {
+                    AccessExpr::Dot(Expr::Identifier(id)) => Some(id.value.clone()),
+                    _ => None,
+                })
+                .collect();
+            if let Some(fields) = fields {
+                let field = |e: Expr, name: String| {
+                    function("get_field", vec![e, Expr::Value(Value::SingleQuotedString(name).into())])
+                };
+                *expr = fields.into_iter().fold(root.as_ref().clone(), field);
+                self.changed = true;
+            }
+            return ControlFlow::Continue(());
+        }
         if let Some((name, args)) = call(expr) {
             if name == "generate_subscripts" && args.len() == 2 {
                 let length = function("array_length", args.clone());
@@ -189,8 +245,7 @@ impl VisitorMut for Rewrites {
             else {
                 return ControlFlow::Continue(());
             };
-            let aggregated = call(only).is_some_and(|(n, _)| AGGREGATES.contains(&n.as_str()));
-            if plain && !aggregated {
+            if plain && !aggregates(only) {
                 *only = function("max", vec![only.clone()]);
                 self.changed = true;
             }
@@ -220,9 +275,21 @@ mod tests {
             "SELECT t.typname FROM pg_type t WHERE t.typrelid = 0 OR (SELECT c.relkind = 'c' FROM pg_class c WHERE c.oid = t.typrelid)",
         )
         .unwrap();
-        assert!(out.contains("(SELECT max(c.relkind = 'c') FROM pg_class AS c"), "{out}");
+        assert!(out.contains("(SELECT max(c.relkind = 'c') FROM pg_class c"), "{out}");
         assert_eq!(rewrite("SELECT (SELECT count(*) FROM t) AS n"), None, "already aggregated");
+        assert_eq!(rewrite("SELECT (SELECT 1 + max(a) FROM t) AS n"), None, "already aggregated, inside");
         assert_eq!(rewrite("SELECT (SELECT 1) AS n"), None, "no FROM: one row");
+    }
+
+    #[test]
+    fn regproc_literals_and_field_access() {
+        let out =
+            rewrite("SELECT typinput='pg_catalog.array_in'::regproc AS is_array FROM pg_type WHERE oid = $1").unwrap();
+        assert!(out.contains("typinput = 'array_in' AS is_array"), "{out}");
+        let out = rewrite("SELECT (information_schema._pg_expandarray(i.indkey)).n AS k, (r.keys).x FROM pg_index i")
+            .unwrap();
+        assert!(out.contains("get_field((information_schema._pg_expandarray(i.indkey)), 'n') AS k"), "{out}");
+        assert!(out.contains("get_field((r.keys), 'x')"), "{out}");
     }
 
     #[test]
