@@ -11,6 +11,9 @@
 //!   `conkey` ...) as arrays, so SQLAlchemy's `unnest(indkey)` and pgjdbc's
 //!   `conkey[pos.n]` plan (the library's copies hold PostgreSQL's own system catalog
 //!   rows with those columns as text);
+//! - `pg_cursors`: the connection's open cursors ([`OpenCursors`], which a connection's
+//!   session carries as a config extension), which psycopg reads before closing a cursor
+//!   whose `DECLARE` failed;
 //! - `pg_class` with `relacl` and `reloptions` (pgjdbc's privileges, SQLAlchemy's
 //!   indexes), NULL as for a table with default privileges and no options.
 //!
@@ -20,15 +23,21 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{new_null_array, Array, ArrayRef, Int32Builder, StructArray};
-use datafusion::arrow::datatypes::{DataType, Field, Fields, Schema};
-use datafusion::catalog::{MemTable, SchemaProvider, TableProvider};
+use async_trait::async_trait;
+use datafusion::arrow::array::{
+    new_null_array, Array, ArrayRef, BooleanArray, Int32Builder, RecordBatch, StringArray, StructArray,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
+use datafusion::catalog::{MemTable, SchemaProvider, Session, TableProvider};
 use datafusion::common::ScalarValue;
+use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::{provider_as_source, ViewTable};
 use datafusion::error::Result;
 use datafusion::logical_expr::{
     lit, ColumnarValue, LogicalPlanBuilder, ScalarUDF, Signature, SimpleScalarUDF, TypeSignature, Volatility,
 };
+use datafusion::logical_expr::{Expr, TableType};
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::{col, SessionContext};
 use datafusion_postgres::pgwire::api::Type;
 
@@ -153,6 +162,70 @@ fn pg_expandarray() -> ScalarUDF {
     ))
 }
 
+/// A cursor as `pg_cursors` lists it.
+pub struct CursorRow {
+    pub name: String,
+    pub statement: String,
+    pub is_holdable: bool,
+    pub is_binary: bool,
+    pub is_scrollable: bool,
+}
+
+/// What a session's connection lists in `pg_cursors`.
+pub trait CursorList: Send + Sync {
+    fn cursors(&self) -> Vec<CursorRow>;
+}
+
+/// The config extension a connection's session carries: its cursors (sessions without
+/// one, Flight SQL's, list none).
+pub struct OpenCursors(pub Arc<dyn CursorList>);
+
+fn pg_cursors_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("name", DataType::Utf8, false),
+        Field::new("statement", DataType::Utf8, false),
+        Field::new("is_holdable", DataType::Boolean, false),
+        Field::new("is_binary", DataType::Boolean, false),
+        Field::new("is_scrollable", DataType::Boolean, false),
+        Field::new("creation_time", DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), true),
+    ]))
+}
+
+/// `pg_cursors`, read from the scanning session's [`OpenCursors`].
+#[derive(Debug)]
+struct PgCursors;
+
+#[async_trait]
+impl TableProvider for PgCursors {
+    fn schema(&self) -> SchemaRef {
+        pg_cursors_schema()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::View
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let rows = state.config().get_extension::<OpenCursors>().map(|c| c.0.cursors()).unwrap_or_default();
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(rows.iter().map(|r| Some(r.name.as_str())).collect::<StringArray>()),
+            Arc::new(rows.iter().map(|r| Some(r.statement.as_str())).collect::<StringArray>()),
+            Arc::new(rows.iter().map(|r| Some(r.is_holdable)).collect::<BooleanArray>()),
+            Arc::new(rows.iter().map(|r| Some(r.is_binary)).collect::<BooleanArray>()),
+            Arc::new(rows.iter().map(|r| Some(r.is_scrollable)).collect::<BooleanArray>()),
+            new_null_array(&DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), rows.len()),
+        ];
+        let batch = RecordBatch::try_new(pg_cursors_schema(), columns)?;
+        Ok(MemorySourceConfig::try_new_exec(&[vec![batch]], pg_cursors_schema(), projection.cloned())?)
+    }
+}
+
 /// `schema` with the named columns as arrays of their element type.
 fn with_arrays(schema: &Schema, arrays: &[(&str, DataType)]) -> Schema {
     let fields: Vec<Field> = schema
@@ -195,6 +268,7 @@ pub async fn register(
     ctx.register_udf(pg_expandarray());
 
     let mut tables: HashMap<String, Arc<dyn TableProvider>> = HashMap::new();
+    tables.insert("pg_cursors".into(), Arc::new(PgCursors));
     let oids = DataType::Int32;
     let int2 = DataType::Int16;
     if let Some(index) = base.table("pg_index").await? {

@@ -36,11 +36,14 @@ use datafusion_postgres::pgwire::types::format::FormatOptions;
 use datafusion_postgres::QueryHook;
 use futures::StreamExt;
 
+use crate::sqlwire::catalog_probes::{CursorList, CursorRow};
 use crate::sqlwire::error::WireError;
 use crate::sqlwire::guard;
 
 /// One open cursor: its query's rows, pulled as `FETCH`es ask.
 struct Cursor {
+    statement: String,
+    binary: bool,
     schema: SchemaRef,
     rows: SendableRecordBatchStream,
     /// What the last `FETCH` pulled and did not return.
@@ -134,7 +137,14 @@ impl Cursors {
             name.clone(),
             Arc::new(StoredStatement::new(name.clone(), described, vec![])),
         )));
-        let cursor = Cursor { schema, rows, pending: None, hold: declare.hold == Some(true) };
+        let cursor = Cursor {
+            statement: format!("DECLARE {name} CURSOR FOR {query}"),
+            binary: declare.binary == Some(true),
+            schema,
+            rows,
+            pending: None,
+            hold: declare.hold == Some(true),
+        };
         self.open.lock().unwrap_or_else(|p| p.into_inner()).insert(name, Arc::new(tokio::sync::Mutex::new(cursor)));
         Ok(Response::Execution(Tag::new("DECLARE CURSOR")))
     }
@@ -203,6 +213,24 @@ impl Cursors {
             open.remove(&name);
             portals.rm_portal(&name);
         }
+    }
+}
+
+impl CursorList for Cursors {
+    fn cursors(&self) -> Vec<CursorRow> {
+        let open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        open.iter()
+            .filter_map(|(name, c)| {
+                let c = c.try_lock().ok()?;
+                Some(CursorRow {
+                    name: name.clone(),
+                    statement: c.statement.clone(),
+                    is_holdable: c.hold,
+                    is_binary: c.binary,
+                    is_scrollable: false,
+                })
+            })
+            .collect()
     }
 }
 

@@ -41,6 +41,7 @@ use super::registers::name_registers;
 use super::savepoints::{SavepointHook, Savepoints};
 use super::show::ShowHook;
 use crate::sqlwire::bounded::CancelSignal;
+use crate::sqlwire::catalog_probes::{CursorList, OpenCursors};
 use crate::sqlwire::error::WireError;
 use crate::sqlwire::session::WireEngine;
 
@@ -85,7 +86,10 @@ impl SessionSlot {
         if self.service.get().is_some() {
             return Ok(());
         }
-        let ctx = Arc::new(self.engine.query_session(Arc::clone(&self.key_id), self.signal.clone())?);
+        let ctx = self.engine.query_session(Arc::clone(&self.key_id), self.signal.clone())?;
+        let cursors: Arc<dyn CursorList> = Arc::clone(&self.cursors) as Arc<dyn CursorList>;
+        ctx.state_ref().write().config_mut().set_extension(Arc::new(OpenCursors(cursors)));
+        let ctx = Arc::new(ctx);
         let guard = hooks::GuardHook { access: self.engine.state.access.clone(), secret: Arc::clone(&self.secret) };
         // Ours first: each answers what the library's would answer wrongly or not at all.
         let hooks: Vec<Arc<dyn QueryHook>> = vec![
