@@ -40,6 +40,9 @@ pub const DATABASE: &str = "wxlake";
 /// The shared part of every wire session, and the caps they run under.
 pub struct WireEngine {
     base: SessionContext,
+    /// `pg_class` oids of the default schema's tables, by name (stable while the server
+    /// runs: the catalog assigns each once).
+    table_oids: std::sync::Mutex<std::collections::HashMap<String, i32>>,
     admission: Arc<Admission>,
     runtime: SqlRuntime,
     pub state: WireState,
@@ -100,12 +103,35 @@ impl WireEngine {
             }
         }
         let runtime = SqlRuntime::new().map_err(|e| WireError::Engine(e.into()))?;
-        Ok(WireEngine { base, admission: Arc::new(Admission::new(limits)), runtime, state })
+        Ok(WireEngine {
+            base,
+            table_oids: Default::default(),
+            admission: Arc::new(Admission::new(limits)),
+            runtime,
+            state,
+        })
     }
 
     /// The base session (its catalogs, for the protocols' metadata calls).
     pub fn base(&self) -> &SessionContext {
         &self.base
+    }
+
+    /// The `pg_class` oid of the default schema's table `table`, as the catalog lists it.
+    pub async fn table_oid(&self, table: &str) -> Option<i32> {
+        if let Some(oid) = self.table_oids.lock().unwrap_or_else(|p| p.into_inner()).get(table) {
+            return Some(*oid);
+        }
+        let sql = format!(
+            "SELECT c.oid FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON c.relnamespace = n.oid \
+             WHERE n.nspname = 'public' AND c.relname = '{}'",
+            table.replace('\'', "''")
+        );
+        let batches = self.base.sql(&sql).await.ok()?.collect().await.ok()?;
+        let column = batches.first()?.column(0);
+        let oid = datafusion::common::cast::as_int32_array(column).ok().filter(|a| !a.is_empty())?.value(0);
+        self.table_oids.lock().unwrap_or_else(|p| p.into_inner()).insert(table.to_string(), oid);
+        Some(oid)
     }
 
     pub fn limits(&self) -> QueryLimits {

@@ -36,6 +36,7 @@ use futures::SinkExt;
 use super::client_sql;
 use super::cursor::{as_fetch, CursorHook, Cursors};
 use super::deallocate::{DeallocateHook, Prepared};
+use super::describe::Origins;
 use super::hooks::{self, fatal};
 use super::registers::name_registers;
 use super::savepoints::{SavepointHook, Savepoints};
@@ -58,6 +59,7 @@ pub struct SessionSlot {
     cursors: Arc<Cursors>,
     savepoints: Arc<Savepoints>,
     prepared: Arc<Prepared>,
+    origins: Arc<Origins>,
 }
 
 impl SessionSlot {
@@ -78,6 +80,7 @@ impl SessionSlot {
             cursors: Arc::default(),
             savepoints: Arc::default(),
             prepared: Arc::default(),
+            origins: Arc::default(),
         }
     }
 
@@ -278,6 +281,9 @@ impl QueryParser for LazyParser {
         let text = client_text(sql);
         let parsed =
             self.slot.service()?.query_parser().parse_sql(client, text.as_deref().unwrap_or(sql), types).await?;
+        if let Some((sql, Some((SqlStatement::Query(_), plan)))) = &parsed {
+            self.slot.origins.remember(&self.slot.engine, sql, plan).await;
+        }
         Ok(parsed.map(|(sql, planned)| (sql, planned.map(|(statement, plan)| (statement, every_parameter(plan))))))
     }
 
@@ -290,6 +296,10 @@ impl QueryParser for LazyParser {
         if let (_, Some((SqlStatement::Declare { .. }, _))) = stmt {
             return Ok(vec![]);
         }
-        self.slot.service()?.query_parser().get_result_schema(stmt, column_format)
+        let fields = self.slot.service()?.query_parser().get_result_schema(stmt, column_format)?;
+        Ok(match stmt {
+            (sql, Some((_, plan))) => self.slot.origins.describe(sql, plan.schema().as_arrow(), fields),
+            _ => fields,
+        })
     }
 }

@@ -10,7 +10,8 @@
 //! - [`client_sql`]: known clients' catalog queries in forms DataFusion plans;
 //! - [`cursor`], [`savepoints`], [`deallocate`], [`show`]: `DECLARE`/`FETCH`/`CLOSE`,
 //!   savepoints, `DEALLOCATE`/`DISCARD` and `SHOW` of the server's settings, as PostgreSQL
-//!   answers them.
+//!   answers them;
+//! - [`describe`]: each result column's table, attribute number and `numeric` modifier.
 //!
 //! Each connection gets its own handlers, and its own session ([`WireEngine::query_session`])
 //! once it has authenticated ([`lazy`]): a connection's queries run one after another, so
@@ -30,6 +31,7 @@ pub mod client_sql;
 pub mod copy;
 pub mod cursor;
 pub mod deallocate;
+pub mod describe;
 pub mod hooks;
 pub mod lazy;
 pub mod registers;
