@@ -1,6 +1,7 @@
 //! The one integration-test binary (link time is long: DataFusion). Modules by area.
 
 mod accuracy_http;
+mod analyst_tools;
 mod cli;
 mod cluster;
 mod contract_cli;

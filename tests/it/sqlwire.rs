@@ -37,7 +37,7 @@ fn test_limits() -> QueryLimits {
 }
 
 /// The app with today's KNYC reports acknowledged (not flushed).
-async fn app_with_reports() -> App {
+pub(super) async fn app_with_reports() -> App {
     let app = App::new().await;
     let (s, v) = app.ingest("metar", "month=2026-03", KNYC_REPORTS).await;
     assert!(s.is_success(), "{v}");
@@ -45,7 +45,7 @@ async fn app_with_reports() -> App {
 }
 
 /// A pgwire server over `app` under `limits` (TLS with `tls`); its port.
-async fn serve_pg(app: &App, limits: QueryLimits, tls: Option<Arc<rustls::ServerConfig>>) -> u16 {
+pub(super) async fn serve_pg(app: &App, limits: QueryLimits, tls: Option<Arc<rustls::ServerConfig>>) -> u16 {
     let engine = Arc::new(WireEngine::new(app.state.clone(), limits).await.unwrap());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -54,7 +54,7 @@ async fn serve_pg(app: &App, limits: QueryLimits, tls: Option<Arc<rustls::Server
 }
 
 /// A Flight SQL server over `app` under `limits`; its port.
-async fn serve_flight(app: &App, limits: QueryLimits) -> u16 {
+pub(super) async fn serve_flight(app: &App, limits: QueryLimits) -> u16 {
     let engine = Arc::new(WireEngine::new(app.state.clone(), limits).await.unwrap());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -69,16 +69,16 @@ async fn start_pg() -> (App, u16) {
     (app, port)
 }
 
-fn have(program: &str) -> bool {
+pub(super) fn have(program: &str) -> bool {
     let ok = std::process::Command::new(program).arg("--version").output().is_ok_and(|o| o.status.success());
     assert!(ok || std::env::var("CI").as_deref() != Ok("true"), "{program} is missing under CI (.ci/run installs it)");
     ok
 }
 
-fn venv_python() -> Option<PathBuf> {
+pub(super) fn venv_python() -> Option<PathBuf> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/venv/bin/python");
     let ok = std::process::Command::new(&p)
-        .args(["-c", "import psycopg, pandas, pyarrow, adbc_driver_flightsql"])
+        .args(["-c", "import psycopg, pandas, pyarrow, adbc_driver_flightsql, sqlalchemy"])
         .output()
         .is_ok_and(|o| o.status.success());
     assert!(
@@ -446,7 +446,7 @@ for label, k, sql in (
 }
 
 /// A Flight SQL client (arrow-flight's own) with `key` as the Bearer token.
-async fn flight_client(port: u16, key: &str) -> FlightSqlServiceClient<tonic::transport::Channel> {
+pub(super) async fn flight_client(port: u16, key: &str) -> FlightSqlServiceClient<tonic::transport::Channel> {
     let channel =
         tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{port}")).unwrap().connect().await.unwrap();
     let mut client = FlightSqlServiceClient::new(channel);
@@ -455,7 +455,7 @@ async fn flight_client(port: u16, key: &str) -> FlightSqlServiceClient<tonic::tr
 }
 
 /// The rows of one DoGet of `ticket`, or the error's text.
-async fn fetch(
+pub(super) async fn fetch(
     client: &mut FlightSqlServiceClient<tonic::transport::Channel>,
     ticket: Ticket,
 ) -> Result<usize, String> {

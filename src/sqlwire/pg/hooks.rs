@@ -22,7 +22,7 @@ use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use datafusion_postgres::QueryHook;
 
 use crate::access::Access;
-use crate::sqlwire::access::admit_query;
+use crate::sqlwire::access::{admit_query, authorize};
 use crate::sqlwire::error::WireError;
 use crate::sqlwire::guard;
 
@@ -73,16 +73,23 @@ fn passes_through(s: &Statement) -> bool {
     )
 }
 
-/// Of the statements that pass through, those that run a query (a cursor's): each still
-/// counts against the key, and stops once it is revoked.
+/// Of the statements that pass through, those that run a query (a cursor's): `DECLARE`
+/// counts as the query against the key's rate limits, each `FETCH` of its rows only checks
+/// the key is still valid (a revoked key stops at its next `FETCH`; a result streamed in
+/// a hundred fetches is one request, as it is without a cursor).
 fn runs_a_query(s: &Statement) -> bool {
     matches!(s, Statement::Declare { .. } | Statement::Fetch { .. })
 }
 
 impl GuardHook {
-    fn admit(&self) -> Result<(), WireError> {
+    /// Admits `statement`: counted against the key, but a cursor's `FETCH`, which is only
+    /// checked ([`runs_a_query`]).
+    fn admit(&self, statement: &Statement) -> Result<(), WireError> {
         let secret = self.secret.get().ok_or(WireError::MissingKey)?;
-        admit_query(&self.access, secret).map(drop)
+        match statement {
+            Statement::Fetch { .. } => authorize(&self.access, Some(secret)).map(drop),
+            _ => admit_query(&self.access, secret).map(drop),
+        }
     }
 
     /// The check of the simple path: plan the text as `SessionContext::sql` will.
@@ -130,9 +137,9 @@ impl QueryHook for GuardHook {
             if !runs_a_query(statement) {
                 return None;
             }
-            return self.admit().err().map(|e| Err(pg_error(&e)));
+            return self.admit(statement).err().map(|e| Err(pg_error(&e)));
         }
-        if let Err(e) = self.admit() {
+        if let Err(e) = self.admit(statement) {
             return Some(Err(pg_error(&e)));
         }
         if let Some(copy) = copy::copy_to_stdout(statement) {
@@ -181,7 +188,7 @@ impl QueryHook for GuardHook {
         if passes_through(statement) && !runs_a_query(statement) {
             return None;
         }
-        if let Err(e) = self.admit() {
+        if let Err(e) = self.admit(statement) {
             return Some(Err(pg_error(&e)));
         }
         // Checked at Parse; copied here.

@@ -41,6 +41,7 @@ use super::hooks::{self, fatal};
 use super::registers::name_registers;
 use super::savepoints::{SavepointHook, Savepoints};
 use super::show::ShowHook;
+use crate::sqlwire::access::authorize;
 use crate::sqlwire::bounded::CancelSignal;
 use crate::sqlwire::catalog_probes::{CursorList, OpenCursors};
 use crate::sqlwire::error::WireError;
@@ -256,6 +257,9 @@ impl ExtendedQueryHandler for LazySession {
         // A FETCH's rows in the format its portal asks for (the hooks do not see it).
         if let Some((statement, _)) = &portal.statement.statement.1 {
             if let Some(fetch) = as_fetch(statement) {
+                // As the guard checks a FETCH of the simple protocol: the key, uncounted.
+                authorize(&self.slot.engine.state.access, self.slot.secret.get().map(String::as_str))
+                    .map_err(|e| hooks::pg_error(&e))?;
                 let (name, count) = fetch?;
                 let options = Arc::new(FormatOptions::from_client_metadata(client.metadata()));
                 return self.slot.cursors.fetch(&name, count, &portal.result_column_format, options).await;
