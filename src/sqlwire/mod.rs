@@ -14,6 +14,7 @@
 //! - [`live_tables`]: `svc_extremes` and `live_observations`;
 //! - [`server_settings`]: the version and settings clients probe, in PostgreSQL's terms;
 //! - [`information_schema`]: DataFusion's, with PostgreSQL's type names in `columns`;
+//! - [`like_escape`]: `LIKE ... ESCAPE` with another escape than the backslash;
 //! - [`catalog_probes`]: the catalog functions and tables tools probe, answered as
 //!   PostgreSQL does for a database without keys, indexes or functions.
 
@@ -26,6 +27,7 @@ pub mod executor;
 pub mod flight;
 pub mod guard;
 pub mod information_schema;
+pub mod like_escape;
 pub mod live_tables;
 pub mod overlay;
 pub mod pg;

@@ -29,7 +29,7 @@ use super::guard;
 use super::live_tables::live_tables;
 use super::overlay::OverlaySchema;
 use super::WireState;
-use super::{catalog_probes, information_schema, server_settings};
+use super::{catalog_probes, information_schema, like_escape, server_settings};
 
 /// The database analysts connect to (`dbname=wxlake`): the wire sessions' one catalog, so
 /// `current_database()`, `pg_database` and Flight SQL's GetCatalogs name it, and
@@ -86,6 +86,7 @@ impl WireEngine {
         let base = SessionContext::new_with_state(builder.build());
         setup_pg_catalog(&base, DATABASE, EmptyContextProvider).map_err(|e| WireError::Engine(*e))?;
         let pg_settings = server_settings::register(&base)?;
+        base.register_udf(like_escape::udf());
         let wxlake =
             base.catalog(DATABASE).ok_or_else(|| WireError::ReadOnly("the wire session has no catalog".into()))?;
         wxlake.register_schema("information_schema", information_schema::schema(catalogs))?;

@@ -24,6 +24,9 @@
 //! - `(expr).field` (pgjdbc's `(_pg_expandarray(i.indkey)).n`), which DataFusion's planner
 //!   refuses, as `get_field(expr, 'field')`.
 //!
+//! - `LIKE p ESCAPE 'c'` with another escape than the backslash, which DataFusion refuses:
+//!   `LIKE like_escape(p, 'c')` ([`like_escape`]).
+//!
 //! Each applies only where its pattern is; other text passes unchanged (and unparsed when
 //! no pattern word is in it).
 
@@ -36,6 +39,8 @@ use datafusion::sql::sqlparser::ast::{
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser as SqlParser;
 use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+
+use crate::sqlwire::like_escape;
 
 /// Grafana's search-path subquery (`postgresMetaQuery.ts`), as tokens it is matched by.
 const GRAFANA_SEARCH_PATH: &str = r#"SELECT
@@ -59,8 +64,9 @@ pub fn rewrite(sql: &str) -> Option<String> {
     }
     let current = text.as_deref().unwrap_or(sql);
     let lower = current.to_ascii_lowercase();
-    let maybe = ["generate_subscripts", "(select", "( select", "regproc", ")."].iter().any(|w| lower.contains(w))
-        || lower.matches("null").count() > 1;
+    let maybe =
+        ["generate_subscripts", "(select", "( select", "regproc", ").", "escape"].iter().any(|w| lower.contains(w))
+            || lower.matches("null").count() > 1;
     if maybe {
         if let Some(rewritten) = statements(current) {
             return Some(rewritten);
@@ -202,6 +208,19 @@ impl VisitorMut for Rewrites {
     type Break = ();
 
     fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::Like { pattern, escape_char, .. } | Expr::ILike { pattern, escape_char, .. } = expr {
+            let other = escape_char.as_ref().and_then(|e| match &e.value {
+                Value::SingleQuotedString(c) if c != "\\" => Some(c.clone()),
+                _ => None,
+            });
+            if let Some(escape) = other {
+                let quoted = Expr::Value(Value::SingleQuotedString(escape).into());
+                **pattern = function(like_escape::NAME, vec![pattern.as_ref().clone(), quoted]);
+                *escape_char = None;
+                self.changed = true;
+            }
+            return ControlFlow::Continue(());
+        }
         if let Some(name) = regproc_name(expr) {
             *expr = Expr::Value(Value::SingleQuotedString(name).into());
             self.changed = true;
@@ -290,6 +309,13 @@ mod tests {
             .unwrap();
         assert!(out.contains("get_field((information_schema._pg_expandarray(i.indkey)), 'n') AS k"), "{out}");
         assert!(out.contains("get_field((r.keys), 'x')"), "{out}");
+    }
+
+    #[test]
+    fn other_escape_characters_become_the_function() {
+        let out = rewrite("SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg/_%' ESCAPE '/'").unwrap();
+        assert!(out.contains("nspname NOT LIKE like_escape('pg/_%', '/')"), "{out}");
+        assert_eq!(rewrite("SELECT 1 FROM t WHERE a LIKE 'x\\_%' ESCAPE '\\'"), None, "the backslash stays");
     }
 
     #[test]

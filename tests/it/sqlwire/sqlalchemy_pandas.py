@@ -56,6 +56,15 @@ def inspect():
     step("read_sql_table", lambda: "x".join(map(str, pd.read_sql_table("stations", engine).shape)))
     step("read_sql_params", lambda: len(pd.read_sql(sa.text("SELECT * FROM stations WHERE station_code = :s"), engine, params={"s": "KNYC"})))
 
+    def escaped_like():
+        # autoescape renders `LIKE %(param)s || '%%' ESCAPE '/'`.
+        code = sa.table("stations", sa.column("station_code")).c.station_code
+        with engine.connect() as conn:
+            found = [conn.scalars(sa.select(code).where(code.startswith(p, autoescape=True))).all() for p in ("KNY", "KN_")]
+            return f"{found[0]} {found[1]}"
+
+    step("like_escape", escaped_like)
+
     def nested():
         with engine.connect() as conn, conn.begin():
             savepoint = conn.begin_nested()
