@@ -12,7 +12,6 @@ use std::fmt::Debug;
 use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
-use datafusion::logical_expr::{lit, placeholder, Expr, LogicalPlan, LogicalPlanBuilder};
 use datafusion::sql::sqlparser::ast::Statement as SqlStatement;
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser as SqlParser;
@@ -38,6 +37,7 @@ use super::cursor::{as_fetch, CursorHook, Cursors};
 use super::deallocate::{DeallocateHook, Prepared};
 use super::describe::Origins;
 use super::hooks::{self, fatal};
+use super::parameters;
 use super::registers::name_registers;
 use super::savepoints::{SavepointHook, Savepoints};
 use super::show::ShowHook;
@@ -138,24 +138,6 @@ impl LazySession {
 fn client_text(sql: &str) -> Option<String> {
     let rewritten = client_sql::rewrite(sql);
     name_registers(rewritten.as_deref().unwrap_or(sql)).or(rewritten)
-}
-
-/// `plan` still naming every parameter `$1` ... `$n` its text has. The library's rewrites
-/// can drop some (it replaces a correlated subquery in a select list by NULL, and with it
-/// SQLAlchemy's `$1` ... `$9` in `get_columns`), and the library then reads the client's
-/// values by position among those left, so `$10`'s type decodes `$1`'s value. A filter
-/// that is always true names the missing ones again; the optimizer removes it once the
-/// values are bound.
-fn every_parameter(plan: LogicalPlan) -> LogicalPlan {
-    let Ok(types) = plan.get_parameter_types() else { return plan };
-    let numbers: Vec<usize> = types.keys().filter_map(|id| id.strip_prefix('$')?.parse().ok()).collect();
-    let Some(&highest) = numbers.iter().max() else { return plan };
-    if numbers.len() == highest {
-        return plan;
-    }
-    let missing = (1..=highest).filter(|n| !numbers.contains(n));
-    let named = missing.map(|n| placeholder(format!("${n}")).is_null()).fold(lit(true), Expr::or);
-    LogicalPlanBuilder::from(plan.clone()).filter(named).and_then(|b| b.build()).unwrap_or(plan)
 }
 
 /// The one statement `sql` is, as the library parses it.
@@ -288,7 +270,9 @@ impl QueryParser for LazyParser {
         if let Some((sql, Some((SqlStatement::Query(_), plan)))) = &parsed {
             self.slot.origins.remember(&self.slot.engine, sql, plan).await;
         }
-        Ok(parsed.map(|(sql, planned)| (sql, planned.map(|(statement, plan)| (statement, every_parameter(plan))))))
+        Ok(parsed.map(|(sql, planned)| {
+            (sql, planned.map(|(statement, plan)| (statement, parameters::every_parameter(plan))))
+        }))
     }
 
     fn get_parameter_types(&self, stmt: &Statement) -> PgWireResult<Vec<Type>> {

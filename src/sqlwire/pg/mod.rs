@@ -11,7 +11,8 @@
 //! - [`cursor`], [`savepoints`], [`deallocate`], [`show`]: `DECLARE`/`FETCH`/`CLOSE`,
 //!   savepoints, `DEALLOCATE`/`DISCARD` and `SHOW` of the server's settings, as PostgreSQL
 //!   answers them;
-//! - [`describe`]: each result column's table, attribute number and `numeric` modifier.
+//! - [`describe`]: each result column's table, attribute number and `numeric` modifier;
+//! - [`parameters`]: every `$n` a client binds kept in the plan.
 //!
 //! Each connection gets its own handlers, and its own session ([`WireEngine::query_session`])
 //! once it has authenticated ([`lazy`]): a connection's queries run one after another, so
@@ -34,6 +35,7 @@ pub mod deallocate;
 pub mod describe;
 pub mod hooks;
 pub mod lazy;
+pub mod parameters;
 pub mod registers;
 pub mod savepoints;
 pub mod show;
