@@ -38,6 +38,8 @@ use futures::StreamExt;
 
 use crate::sqlwire::catalog_probes::{CursorList, CursorRow};
 use crate::sqlwire::error::WireError;
+
+use super::hooks::Stored;
 use crate::sqlwire::guard;
 
 /// One open cursor: its query's rows, pulled as `FETCH`es ask.
@@ -111,7 +113,7 @@ impl Cursors {
         declare: &Declare,
         params: &ParamValues,
         ctx: &SessionContext,
-        portals: &dyn PortalStore<Statement = super::lazy::Statement>,
+        portals: &dyn PortalStore<Statement = Stored>,
     ) -> PgWireResult<Response> {
         if declare.declare_type != Some(DeclareType::Cursor) {
             return Err(error("42601", "only DECLARE ... CURSOR FOR a query is supported"));
@@ -187,7 +189,7 @@ impl Cursors {
     }
 
     /// `CLOSE name` or `CLOSE ALL`.
-    fn close(&self, cursor: &CloseCursor, portals: &dyn PortalStore<Statement = super::lazy::Statement>) -> Response {
+    fn close(&self, cursor: &CloseCursor, portals: &dyn PortalStore<Statement = Stored>) -> Response {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         let names: Vec<String> = match cursor {
             CloseCursor::All => open.keys().cloned().collect(),
@@ -202,7 +204,7 @@ impl Cursors {
     }
 
     /// The end of a transaction: its cursors (those not `WITH HOLD`) close.
-    fn end_transaction(&self, portals: &dyn PortalStore<Statement = super::lazy::Statement>) {
+    fn end_transaction(&self, portals: &dyn PortalStore<Statement = Stored>) {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         let ended: Vec<String> = open
             .iter()

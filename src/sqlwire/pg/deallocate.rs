@@ -8,21 +8,15 @@
 //! the connection's handler records each name a Parse stores ([`Prepared::parsed`]).
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use async_trait::async_trait;
-use datafusion::common::ParamValues;
-use datafusion::logical_expr::LogicalPlan;
-use datafusion::prelude::SessionContext;
 use datafusion::sql::sqlparser::ast::{DiscardObject, Statement};
 use datafusion_postgres::hooks::HookClient;
 use datafusion_postgres::pgwire::api::results::{Response, Tag};
 use datafusion_postgres::pgwire::api::store::PortalStore;
-use datafusion_postgres::pgwire::api::ClientInfo;
 use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
-use datafusion_postgres::QueryHook;
 
-use super::lazy::Statement as Stored;
+use super::hooks::{Answer, Stored};
 
 /// The names of a connection's prepared statements.
 #[derive(Default)]
@@ -82,40 +76,12 @@ impl Prepared {
     }
 }
 
-/// The hook answering `DEALLOCATE` and `DISCARD` on both protocols.
-pub struct DeallocateHook {
-    pub prepared: Arc<Prepared>,
-}
-
-#[async_trait]
-impl QueryHook for DeallocateHook {
-    async fn handle_simple_query(
-        &self,
-        statement: &Statement,
-        _ctx: &SessionContext,
-        client: &mut dyn HookClient,
-    ) -> Option<PgWireResult<Response>> {
-        self.prepared.answer(statement, client.portal_store())
+impl Answer for Prepared {
+    fn answer(&self, statement: &Statement, client: &mut dyn HookClient) -> Option<PgWireResult<Response>> {
+        Prepared::answer(self, statement, client.portal_store())
     }
 
-    async fn handle_extended_parse_query(
-        &self,
-        statement: &Statement,
-        _ctx: &SessionContext,
-        _client: &(dyn ClientInfo + Send + Sync),
-    ) -> Option<PgWireResult<LogicalPlan>> {
+    fn returns_no_rows(&self, statement: &Statement) -> bool {
         matches!(statement, Statement::Deallocate { .. } | Statement::Discard { .. })
-            .then(|| Ok(super::hooks::no_rows()))
-    }
-
-    async fn handle_extended_query(
-        &self,
-        statement: &Statement,
-        _plan: &LogicalPlan,
-        _params: &ParamValues,
-        _ctx: &SessionContext,
-        client: &mut dyn HookClient,
-    ) -> Option<PgWireResult<Response>> {
-        self.prepared.answer(statement, client.portal_store())
     }
 }

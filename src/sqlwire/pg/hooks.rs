@@ -16,6 +16,7 @@ use datafusion::prelude::SessionContext;
 use datafusion::sql::parser::Statement as DfStatement;
 use datafusion::sql::sqlparser::ast::Statement;
 use datafusion_postgres::hooks::HookClient;
+use datafusion_postgres::pgwire::api::query::ExtendedQueryHandler;
 use datafusion_postgres::pgwire::api::results::Response;
 use datafusion_postgres::pgwire::api::ClientInfo;
 use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
@@ -43,6 +44,66 @@ pub fn pg_error(e: &WireError) -> PgWireError {
 /// A refusal as the FATAL error a client shows at connect (or before a session exists).
 pub fn fatal(e: &WireError) -> PgWireError {
     PgWireError::UserError(Box::new(ErrorInfo::new("FATAL".to_string(), e.sqlstate().to_string(), e.to_string())))
+}
+
+/// What a statement, parsed and planned, is to `datafusion-postgres` (its portals and
+/// prepared statements hold these).
+pub type Stored = <datafusion_postgres::DfSessionService as ExtendedQueryHandler>::Statement;
+
+/// A hook answering the statements it knows by itself, the same way on both protocols
+/// ([`Answering`] makes it a [`QueryHook`]).
+pub trait Answer: Send + Sync {
+    /// The answer to `statement`, or `None` to leave it to the later hooks.
+    fn answer(&self, statement: &Statement, client: &mut dyn HookClient) -> Option<PgWireResult<Response>>;
+
+    /// Whether Parse describes `statement` as returning no rows (the library plans and
+    /// describes the others).
+    fn returns_no_rows(&self, statement: &Statement) -> bool;
+}
+
+impl<T: Answer> Answer for Arc<T> {
+    fn answer(&self, statement: &Statement, client: &mut dyn HookClient) -> Option<PgWireResult<Response>> {
+        self.as_ref().answer(statement, client)
+    }
+
+    fn returns_no_rows(&self, statement: &Statement) -> bool {
+        self.as_ref().returns_no_rows(statement)
+    }
+}
+
+/// An [`Answer`] as a hook.
+pub struct Answering<T>(pub T);
+
+#[async_trait]
+impl<T: Answer> QueryHook for Answering<T> {
+    async fn handle_simple_query(
+        &self,
+        statement: &Statement,
+        _ctx: &SessionContext,
+        client: &mut dyn HookClient,
+    ) -> Option<PgWireResult<Response>> {
+        self.0.answer(statement, client)
+    }
+
+    async fn handle_extended_parse_query(
+        &self,
+        statement: &Statement,
+        _ctx: &SessionContext,
+        _client: &(dyn ClientInfo + Send + Sync),
+    ) -> Option<PgWireResult<LogicalPlan>> {
+        self.0.returns_no_rows(statement).then(|| Ok(no_rows()))
+    }
+
+    async fn handle_extended_query(
+        &self,
+        statement: &Statement,
+        _plan: &LogicalPlan,
+        _params: &ParamValues,
+        _ctx: &SessionContext,
+        client: &mut dyn HookClient,
+    ) -> Option<PgWireResult<Response>> {
+        self.0.answer(statement, client)
+    }
 }
 
 /// The plan of a statement that returns no rows (a savepoint, `DEALLOCATE` ...): what

@@ -34,21 +34,20 @@ use futures::SinkExt;
 
 use super::client_sql;
 use super::cursor::{as_fetch, CursorHook, Cursors};
-use super::deallocate::{DeallocateHook, Prepared};
+use super::deallocate::Prepared;
 use super::describe::Origins;
-use super::hooks::{self, fatal};
+use super::hooks::{self, fatal, Answering};
 use super::parameters;
 use super::registers::name_registers;
-use super::savepoints::{SavepointHook, Savepoints};
-use super::show::ShowHook;
+use super::savepoints::Savepoints;
+use super::show::ShowSetting;
 use crate::sqlwire::access::authorize;
 use crate::sqlwire::bounded::CancelSignal;
 use crate::sqlwire::catalog_probes::{CursorList, OpenCursors};
 use crate::sqlwire::error::WireError;
 use crate::sqlwire::session::WireEngine;
 
-/// What a parsed statement is to `datafusion-postgres`.
-pub type Statement = <DfSessionService as ExtendedQueryHandler>::Statement;
+use super::hooks::Stored as Statement;
 
 /// A connection's session, once it has one.
 pub struct SessionSlot {
@@ -98,10 +97,10 @@ impl SessionSlot {
         // Ours first: each answers what the library's would answer wrongly or not at all.
         let hooks: Vec<Arc<dyn QueryHook>> = vec![
             Arc::new(guard),
-            Arc::new(SavepointHook { savepoints: Arc::clone(&self.savepoints) }),
+            Arc::new(Answering(Arc::clone(&self.savepoints))),
             Arc::new(CursorHook { cursors: Arc::clone(&self.cursors) }),
-            Arc::new(DeallocateHook { prepared: Arc::clone(&self.prepared) }),
-            Arc::new(ShowHook),
+            Arc::new(Answering(Arc::clone(&self.prepared))),
+            Arc::new(Answering(ShowSetting)),
             Arc::new(datafusion_postgres::hooks::set_show::SetShowHook),
             Arc::new(datafusion_postgres::hooks::transactions::TransactionStatementHook),
         ];

@@ -11,17 +11,13 @@
 
 use std::sync::Mutex;
 
-use async_trait::async_trait;
-use datafusion::common::ParamValues;
-use datafusion::logical_expr::LogicalPlan;
-use datafusion::prelude::SessionContext;
 use datafusion::sql::sqlparser::ast::{Ident, Statement};
 use datafusion_postgres::hooks::HookClient;
 use datafusion_postgres::pgwire::api::results::{Response, Tag};
-use datafusion_postgres::pgwire::api::ClientInfo;
 use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use datafusion_postgres::pgwire::messages::response::TransactionStatus;
-use datafusion_postgres::QueryHook;
+
+use super::hooks::Answer;
 
 /// A connection's savepoints, oldest first.
 #[derive(Default)]
@@ -107,49 +103,18 @@ fn verb(statement: &Statement) -> &'static str {
     }
 }
 
-/// The hook answering savepoint statements on both protocols.
-pub struct SavepointHook {
-    pub savepoints: std::sync::Arc<Savepoints>,
-}
-
-fn is_savepoint_statement(statement: &Statement) -> bool {
-    matches!(
-        statement,
-        Statement::Savepoint { .. }
-            | Statement::ReleaseSavepoint { .. }
-            | Statement::Rollback { savepoint: Some(_), .. }
-    )
-}
-
-#[async_trait]
-impl QueryHook for SavepointHook {
-    async fn handle_simple_query(
-        &self,
-        statement: &Statement,
-        _ctx: &SessionContext,
-        client: &mut dyn HookClient,
-    ) -> Option<PgWireResult<Response>> {
-        self.savepoints.answer(statement, client.transaction_status())
+impl Answer for Savepoints {
+    fn answer(&self, statement: &Statement, client: &mut dyn HookClient) -> Option<PgWireResult<Response>> {
+        Savepoints::answer(self, statement, client.transaction_status())
     }
 
-    async fn handle_extended_parse_query(
-        &self,
-        statement: &Statement,
-        _ctx: &SessionContext,
-        _client: &(dyn ClientInfo + Send + Sync),
-    ) -> Option<PgWireResult<LogicalPlan>> {
-        is_savepoint_statement(statement).then(|| Ok(super::hooks::no_rows()))
-    }
-
-    async fn handle_extended_query(
-        &self,
-        statement: &Statement,
-        _plan: &LogicalPlan,
-        _params: &ParamValues,
-        _ctx: &SessionContext,
-        client: &mut dyn HookClient,
-    ) -> Option<PgWireResult<Response>> {
-        self.savepoints.answer(statement, client.transaction_status())
+    fn returns_no_rows(&self, statement: &Statement) -> bool {
+        matches!(
+            statement,
+            Statement::Savepoint { .. }
+                | Statement::ReleaseSavepoint { .. }
+                | Statement::Rollback { savepoint: Some(_), .. }
+        )
     }
 }
 

@@ -5,18 +5,15 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use datafusion::common::ParamValues;
-use datafusion::logical_expr::LogicalPlan;
-use datafusion::prelude::SessionContext;
 use datafusion::sql::sqlparser::ast::Statement;
 use datafusion_postgres::hooks::HookClient;
 use datafusion_postgres::pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo, QueryResponse, Response};
 use datafusion_postgres::pgwire::api::{ClientInfo, Type};
 use datafusion_postgres::pgwire::error::PgWireResult;
-use datafusion_postgres::QueryHook;
 
 use crate::sqlwire::server_settings;
+
+use super::hooks::Answer;
 
 /// The setting a `SHOW` names and its value, when it is the server's to answer.
 fn shown(statement: &Statement, client: &dyn ClientInfo) -> Option<(String, String)> {
@@ -41,39 +38,16 @@ fn answer(name: &str, value: &str) -> PgWireResult<Response> {
     Ok(Response::Query(response))
 }
 
-/// The hook answering `SHOW` of a server setting.
-pub struct ShowHook;
+/// The answer to `SHOW` of a server setting.
+pub struct ShowSetting;
 
-#[async_trait]
-impl QueryHook for ShowHook {
-    async fn handle_simple_query(
-        &self,
-        statement: &Statement,
-        _ctx: &SessionContext,
-        client: &mut dyn HookClient,
-    ) -> Option<PgWireResult<Response>> {
+impl Answer for ShowSetting {
+    fn answer(&self, statement: &Statement, client: &mut dyn HookClient) -> Option<PgWireResult<Response>> {
         let (name, value) = shown(statement, client)?;
         Some(answer(&name, &value))
     }
 
-    async fn handle_extended_parse_query(
-        &self,
-        _statement: &Statement,
-        _ctx: &SessionContext,
-        _client: &(dyn ClientInfo + Send + Sync),
-    ) -> Option<PgWireResult<LogicalPlan>> {
-        None
-    }
-
-    async fn handle_extended_query(
-        &self,
-        statement: &Statement,
-        _plan: &LogicalPlan,
-        _params: &ParamValues,
-        _ctx: &SessionContext,
-        client: &mut dyn HookClient,
-    ) -> Option<PgWireResult<Response>> {
-        let (name, value) = shown(statement, client)?;
-        Some(answer(&name, &value))
+    fn returns_no_rows(&self, _statement: &Statement) -> bool {
+        false
     }
 }
