@@ -111,6 +111,7 @@ async fn sqlalchemy_and_pandas_reflect_read_and_stream() {
     let stations = datafusion::arrow::util::display::array_value_to_string(stations[0].column(0), 0).unwrap();
     assert_eq!(s["read_sql_table"], format!("{stations}x{}", column_count(&app, "stations").await), "{out}");
     assert_eq!(s["read_sql_params"], "1", "{out}");
+    assert_eq!(s["column_names"], "count,avg,?column?,station_code", "named as PostgreSQL names them: {out}");
     assert_eq!(s["like_escape"], "['KNYC'] []", "LIKE ... ESCAPE '/': {out}");
     assert_eq!(s["nested_transaction"], "42", "a savepoint's rollback leaves the transaction working: {out}");
     assert_eq!(s["prepared_rollback"], "New York Central Park", "DEALLOCATE ALL after a rollback: {out}");

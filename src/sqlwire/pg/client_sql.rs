@@ -13,10 +13,6 @@
 //!   `(SELECT c.relkind = 'c' FROM pg_class c WHERE c.oid = t.typrelid)`), which
 //!   DataFusion refuses when correlated: its expression wrapped in `max()`, which is the
 //!   same value for the zero or one row such a subquery may return;
-//! - unnamed literals of one select list when one repeats (pgjdbc's `getProcedures`:
-//!   `NULL, NULL, NULL`), which DataFusion refuses as duplicate names: each named `?column?` as PostgreSQL names
-//!   them, numbered after the first (`?column?_2`), since one result cannot repeat a name
-//!   here.
 //!
 //! - `'pg_catalog.array_in'::regproc` (pgjdbc's type lookups, which every interval or
 //!   untyped value triggers) as the text `'array_in'`, which is how the library's
@@ -24,6 +20,8 @@
 //! - `(expr).field` (pgjdbc's `(_pg_expandarray(i.indkey)).n`), which DataFusion's planner
 //!   refuses, as `get_field(expr, 'field')`.
 //!
+//! - `pg_table_is_visible(c.oid)` as the relation's namespace being on the search path
+//!   (`public`, `pg_catalog`);
 //! - `LIKE p ESCAPE 'c'` with another escape than the backslash, which DataFusion refuses:
 //!   `LIKE like_escape(p, 'c')` ([`like_escape`]).
 //!
@@ -34,7 +32,7 @@ use std::ops::ControlFlow;
 
 use datafusion::sql::sqlparser::ast::{
     visit_expressions, AccessExpr, DataType, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Ident,
-    ObjectName, ObjectNamePart, Query, SelectItem, SetExpr, Statement, Value, VisitMut, VisitorMut,
+    ObjectName, ObjectNamePart, SelectItem, SetExpr, Statement, Value, VisitMut, VisitorMut,
 };
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser as SqlParser;
@@ -55,24 +53,18 @@ const GRAFANA_SEARCH_PATH: &str = r#"SELECT
 /// The schemas a session's unqualified names resolve in.
 const SEARCH_PATH: &str = "'public'";
 
-/// `sql` rewritten (see the module docs), or `None` when nothing applies.
+/// `sql` with the AST rewrites applied (every item of the module docs but Grafana's
+/// search path, [`search_path`]), or `None` when none applies.
 pub fn rewrite(sql: &str) -> Option<String> {
     let lower = sql.to_ascii_lowercase();
-    let mut text = None;
-    if lower.contains("current_setting('search_path')") {
-        text = search_path(sql);
-    }
-    let current = text.as_deref().unwrap_or(sql);
-    let lower = current.to_ascii_lowercase();
-    let maybe =
-        ["generate_subscripts", "(select", "( select", "regproc", ").", "escape"].iter().any(|w| lower.contains(w))
-            || lower.matches("null").count() > 1;
+    let maybe = ["generate_subscripts", "(select", "( select", "regproc", ").", "escape", "pg_table_is_visible"]
+        .iter()
+        .any(|w| lower.contains(w));
     if maybe {
-        if let Some(rewritten) = statements(current) {
-            return Some(rewritten);
-        }
+        statements(sql)
+    } else {
+        None
     }
-    text
 }
 
 /// Tokens without whitespace or comments.
@@ -81,8 +73,12 @@ fn significant(sql: &str) -> Option<Vec<Token>> {
     Some(tokens.into_iter().filter(|t| !matches!(t, Token::Whitespace(_))).collect())
 }
 
-/// Grafana's search-path subquery replaced by [`SEARCH_PATH`].
-fn search_path(sql: &str) -> Option<String> {
+/// Grafana's search-path subquery replaced by [`SEARCH_PATH`] (token by token, ahead of
+/// the library's own replacement of it by `''`), or `None` when `sql` has none.
+pub fn search_path(sql: &str) -> Option<String> {
+    if !sql.to_ascii_lowercase().contains("current_setting('search_path')") {
+        return None;
+    }
     let pattern = significant(GRAFANA_SEARCH_PATH)?;
     let tokens = significant(sql)?;
     let at = tokens.windows(pattern.len()).position(|w| w == pattern.as_slice())?;
@@ -99,9 +95,6 @@ fn statements(sql: &str) -> Option<String> {
     let mut visitor = Rewrites { changed: false };
     for s in &mut statements {
         let _ = s.visit(&mut visitor);
-        if let Statement::Query(q) = s {
-            visitor.name_literals(q);
-        }
     }
     visitor.changed.then(|| statements.iter().map(Statement::to_string).collect::<Vec<_>>().join("; "))
 }
@@ -158,6 +151,23 @@ fn call(expr: &Expr) -> Option<(String, Vec<Expr>)> {
     Some((name, args))
 }
 
+/// `pg_table_is_visible(c.oid)` as PostgreSQL decides it for a session's search path:
+/// the relation `c` is in `public` or `pg_catalog` (`datafusion-pg-catalog`'s function is
+/// true for every relation, so SQLAlchemy's `get_view_names()` listed
+/// `information_schema`'s views as the user's).
+fn visible_namespace(oid: &Expr) -> Option<Expr> {
+    let relation = match oid {
+        Expr::CompoundIdentifier(parts) if parts.last()?.value.eq_ignore_ascii_case("oid") => {
+            parts[..parts.len() - 1].iter().map(|p| p.to_string()).collect::<Vec<_>>().join(".")
+        }
+        _ => return None,
+    };
+    let sql = format!(
+        "{relation}.relnamespace IN (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname IN ('public', 'pg_catalog'))"
+    );
+    SqlParser::new(&PostgreSqlDialect {}).try_with_sql(&sql).ok()?.parse_expr().ok()
+}
+
 /// The function a `'name'::regproc` literal names, without its schema: the library's
 /// `pg_type` (`typinput`, `typoutput` ...) and `pg_proc` name functions by such text, and
 /// its own rewrite of the cast looks the qualified name up and fails.
@@ -175,34 +185,6 @@ fn regproc_name(expr: &Expr) -> Option<String> {
 
 const AGGREGATES: [&str; 10] =
     ["count", "sum", "min", "max", "avg", "bool_or", "bool_and", "every", "array_agg", "string_agg"];
-
-impl Rewrites {
-    /// The outermost select list's unnamed literals named `?column?`, `?column?_2` ...
-    fn name_literals(&mut self, query: &mut Query) {
-        let SetExpr::Select(select) = query.body.as_mut() else { return };
-        let literals: Vec<String> = select
-            .projection
-            .iter()
-            .filter_map(|i| match i {
-                SelectItem::UnnamedExpr(e @ Expr::Value(_)) => Some(e.to_string()),
-                _ => None,
-            })
-            .collect();
-        let repeated = literals.iter().enumerate().any(|(i, l)| literals[..i].contains(l));
-        if !repeated {
-            return;
-        }
-        let mut n = 0;
-        for item in &mut select.projection {
-            if let SelectItem::UnnamedExpr(expr @ Expr::Value(_)) = item {
-                n += 1;
-                let name = if n == 1 { "?column?".to_string() } else { format!("?column?_{n}") };
-                *item = SelectItem::ExprWithAlias { expr: expr.clone(), alias: Ident::with_quote('"', name) };
-                self.changed = true;
-            }
-        }
-    }
-}
 
 impl VisitorMut for Rewrites {
     type Break = ();
@@ -244,6 +226,13 @@ impl VisitorMut for Rewrites {
             return ControlFlow::Continue(());
         }
         if let Some((name, args)) = call(expr) {
+            if name == "pg_table_is_visible" {
+                if let Some(visible) = args.first().and_then(visible_namespace) {
+                    *expr = visible;
+                    self.changed = true;
+                }
+                return ControlFlow::Continue(());
+            }
             if name == "generate_subscripts" && args.len() == 2 {
                 let length = function("array_length", args.clone());
                 let series =
@@ -280,7 +269,7 @@ mod tests {
     #[test]
     fn grafanas_search_path_becomes_the_sessions() {
         let sql = format!("SELECT quote_ident(table_name) FROM information_schema.tables WHERE quote_ident(table_schema) IN ({GRAFANA_SEARCH_PATH})");
-        let out = rewrite(&sql).unwrap();
+        let out = search_path(&sql).unwrap();
         assert!(out.contains("IN ( 'public' )"), "{out}");
         assert!(!out.contains("current_setting"), "{out}");
     }
@@ -312,16 +301,20 @@ mod tests {
     }
 
     #[test]
+    fn visibility_is_the_search_path() {
+        let out =
+            rewrite("SELECT c.relname FROM pg_catalog.pg_class c WHERE pg_catalog.pg_table_is_visible(c.oid)").unwrap();
+        assert!(
+            out.contains("WHERE c.relnamespace IN (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname IN ('public', 'pg_catalog'))"),
+            "{out}"
+        );
+        assert_eq!(rewrite("SELECT pg_table_is_visible(16384)"), None, "an oid value: left to the function");
+    }
+
+    #[test]
     fn other_escape_characters_become_the_function() {
         let out = rewrite("SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg/_%' ESCAPE '/'").unwrap();
         assert!(out.contains("nspname NOT LIKE like_escape('pg/_%', '/')"), "{out}");
         assert_eq!(rewrite("SELECT 1 FROM t WHERE a LIKE 'x\\_%' ESCAPE '\\'"), None, "the backslash stays");
-    }
-
-    #[test]
-    fn repeated_literals_get_postgresql_names() {
-        let out = rewrite("SELECT NULL AS a, n.nspname, NULL, NULL, 2 AS t FROM pg_namespace n").unwrap();
-        assert!(out.contains("NULL AS \"?column?\", NULL AS \"?column?_2\""), "{out}");
-        assert_eq!(rewrite("SELECT NULL, 1 FROM t WHERE a IS NULL OR b IS NULL"), None, "different literals, no clash");
     }
 }

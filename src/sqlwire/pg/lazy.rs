@@ -15,6 +15,7 @@ use async_trait::async_trait;
 use datafusion::sql::sqlparser::ast::Statement as SqlStatement;
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser as SqlParser;
+use datafusion_postgres::datafusion_pg_catalog::sql::PostgresCompatibilityParser;
 use datafusion_postgres::pgwire::api::portal::{Format, Portal};
 use datafusion_postgres::pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use datafusion_postgres::pgwire::api::results::{FieldInfo, Response};
@@ -33,12 +34,12 @@ use futures::Sink;
 use futures::SinkExt;
 
 use super::client_sql;
+use super::column_names::name_columns;
 use super::cursor::{as_fetch, CursorHook, Cursors};
 use super::deallocate::Prepared;
 use super::describe::Origins;
 use super::hooks::{self, fatal, Answering};
 use super::parameters;
-use super::registers::name_registers;
 use super::savepoints::Savepoints;
 use super::show::ShowSetting;
 use crate::sqlwire::access::authorize;
@@ -133,10 +134,29 @@ impl LazySession {
 }
 
 /// `sql` as the library should see it: known clients' catalog queries rewritten
-/// ([`client_sql`]) and registers named ([`name_registers`]); `None` when unchanged.
+/// ([`client_sql`]) and the result's columns named as PostgreSQL names them
+/// ([`name_columns`]); `None` when unchanged, or when the library substitutes the text
+/// itself (its own fixes for psql's and DBeaver's catalog queries match the text token for
+/// token, which a rewritten text no longer does).
 fn client_text(sql: &str) -> Option<String> {
-    let rewritten = client_sql::rewrite(sql);
-    name_registers(rewritten.as_deref().unwrap_or(sql)).or(rewritten)
+    let searched = client_sql::search_path(sql);
+    let text = searched.as_deref().unwrap_or(sql);
+    let rewritten = client_sql::rewrite(text);
+    match name_columns(rewritten.as_deref().unwrap_or(text)).or(rewritten) {
+        Some(changed) if !library_substitutes(text) => Some(changed),
+        _ => searched,
+    }
+}
+
+/// Whether `datafusion-postgres`' parser replaces part of `sql` before it plans: its
+/// parse differs from a plain parse with its rewrite rules applied.
+fn library_substitutes(sql: &str) -> bool {
+    static LIBRARY: OnceLock<PostgresCompatibilityParser> = OnceLock::new();
+    let library = LIBRARY.get_or_init(PostgresCompatibilityParser::new);
+    let (Ok(theirs), Ok(plain)) = (library.parse(sql), SqlParser::parse_sql(&PostgreSqlDialect {}, sql)) else {
+        return false;
+    };
+    theirs != plain.into_iter().map(|s| library.rewrite(s)).collect::<Vec<_>>()
 }
 
 /// The one statement `sql` is, as the library parses it.

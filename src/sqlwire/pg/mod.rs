@@ -6,7 +6,8 @@
 //!   only from loopback;
 //! - [`hooks`]: every statement checked read-only and counted against the key's limits
 //!   before the library plans it;
-//! - [`registers`]: `current_user`, `session_user` ... named as PostgreSQL names them;
+//! - [`column_names`]: result columns named as PostgreSQL names them (`count`, `?column?`,
+//!   `current_user` ...);
 //! - [`client_sql`]: known clients' catalog queries in forms DataFusion plans;
 //! - [`cursor`], [`savepoints`], [`deallocate`], [`show`]: `DECLARE`/`FETCH`/`CLOSE`,
 //!   savepoints, `DEALLOCATE`/`DISCARD` and `SHOW` of the server's settings, as PostgreSQL
@@ -29,6 +30,7 @@
 
 pub mod cancel;
 pub mod client_sql;
+pub mod column_names;
 pub mod copy;
 pub mod cursor;
 pub mod deallocate;
@@ -36,7 +38,6 @@ pub mod describe;
 pub mod hooks;
 pub mod lazy;
 pub mod parameters;
-pub mod registers;
 pub mod savepoints;
 pub mod show;
 pub mod startup;

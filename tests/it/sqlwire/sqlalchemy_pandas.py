@@ -54,6 +54,7 @@ def inspect():
     step("autoload", lambda: len(sa.Table("observations", sa.MetaData(), autoload_with=engine).columns))
     step("reflect", lambda: (lambda m: (m.reflect(engine), len(m.tables))[1])(sa.MetaData()))
     step("read_sql_table", lambda: "x".join(map(str, pd.read_sql_table("stations", engine).shape)))
+    step("column_names", lambda: ",".join(pd.read_sql(sa.text("SELECT count(*), avg(latitude), 1, station_code FROM stations GROUP BY station_code LIMIT 1"), engine).columns))
     step("read_sql_params", lambda: len(pd.read_sql(sa.text("SELECT * FROM stations WHERE station_code = :s"), engine, params={"s": "KNYC"})))
 
     def escaped_like():
