@@ -94,6 +94,7 @@ async fn sqlalchemy_and_pandas_reflect_read_and_stream() {
     for t in ["observations", "stations", "svc_extremes", "live_observations"] {
         assert!(tables.contains(&t), "{t}: {out}");
     }
+    assert_eq!(s["views"], "0", "no views on the search path, as in PostgreSQL: {out}");
     assert_eq!(s["reflect"], tables.len().to_string(), "MetaData.reflect finds every table: {out}");
     assert!(
         s["columns"].starts_with("station_code:TEXT:False,name:TEXT:False,")
