@@ -42,6 +42,7 @@ import time
 
 import duckdb
 from lake_files import duck_list, snapshot_files
+from quiet import require_quiet, spread
 
 STEPS = ["accuracy_pairs", "model_accuracy", "accuracy_trends", "accuracy_daily_detail"]
 
@@ -474,6 +475,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--jobs-cmd", required=True)
+    ap.add_argument("--force", action="store_true", help="time even if the machine or the lake is not quiet")
     ap.add_argument("--duck-chunk-days", type=int, default=0,
                     help="DuckDB accuracy_pairs in chunks of this many days as wxlake does (0: one go)")
     a = ap.parse_args()
@@ -503,7 +505,7 @@ def main():
     duck_out = f"{a.work}/duckdb"
     # The engines alternate (wxlake's four steps, then DuckDB's, --repeat times), so a
     # change in machine load hits both alike.
-    print(f"load average before timing: {os.getloadavg()[0]:.2f} (1 min; should be near 0)", flush=True)
+    require_quiet(a.lake, a.force)
     for i in range(a.repeat):
         for s in STEPS:
             t, n = timed(lambda: wx_step(a.jobs_cmd, a.lake, s))
@@ -552,7 +554,8 @@ def main():
             print(f"{label:<22}{s:<24}{min(t):>9.2f}{statistics.median(t):>10.2f}"
                   f"{(f'{n:,}' if n is not None else '?'):>14}")
         totals = [sum(engines[eng][s][i] for s in STEPS) for i in range(a.repeat)]
-        print(f"{label:<22}{'total':<24}{min(totals):>9.2f}{statistics.median(totals):>10.2f}")
+        print(f"{label:<22}{'total':<24}{min(totals):>9.2f}{statistics.median(totals):>10.2f}"
+              f"   {spread(totals)}")
     sys.exit(0 if ok else 1)
 
 

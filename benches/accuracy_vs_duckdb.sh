@@ -4,7 +4,7 @@
 # from the same Parquet files, in the same run.
 #
 #   benches/accuracy_vs_duckdb.sh [--days N] [--stations A,B,...] [--lake DIR] [--repeat N]
-#                                 [--duck-chunk-days N]
+#                                 [--duck-chunk-days N] [--force]
 #
 # - Python tools live in a virtualenv under target/bench-venv (pip install duckdb).
 # - The lake: --lake DIR if given (used as is; it must hold forecast_daily, daily_extremes
@@ -20,8 +20,11 @@
 #   four results are compared row for row on their keys. accuracy_pairs: wxlake runs
 #   every daily_extremes date in 30-day chunks; DuckDB runs the whole range in one go
 #   unless --duck-chunk-days 30. Each engine runs --repeat times (default 3); best and
-#   median per step and in total are printed. The wxlake runs republish the lake's
-#   derived accuracy tables (idempotent).
+#   median per step and in total (with the totals' worst and spread) are printed. The
+#   wxlake runs republish the lake's derived accuracy tables (idempotent).
+# - Before timing it prints the load and refuses (exit 3) a busy machine or a lake that
+#   is changing (benches/quiet.py: stop `wxlake serve` and any ingest or job on the lake,
+#   let the machine settle), unless --force.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +32,7 @@ DAYS=90
 STATIONS=""
 LAKE=""
 REPEAT=3
+FORCE=()
 DUCK_CHUNK_DAYS=0
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -36,6 +40,7 @@ while [ $# -gt 0 ]; do
         --stations) STATIONS="$2"; shift 2 ;;
         --lake) LAKE="$2"; shift 2 ;;
         --repeat) REPEAT="$2"; shift 2 ;;
+        --force) FORCE=(--force); shift ;;
         --duck-chunk-days) DUCK_CHUNK_DAYS="$2"; shift 2 ;;
         -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
         *) echo "unknown argument $1" >&2; exit 2 ;;
@@ -57,4 +62,4 @@ read -r FIRST LAST <<< "$RANGE"
 jobs_cmd helpers --out "$WORK/helpers" --from "$FIRST" --to "$LAST" >/dev/null 2>&1
 
 "$VENV/bin/python" benches/accuracy.py --lake "$LAKE" --helpers "$WORK/helpers" --work "$WORK" \
-    --repeat "$REPEAT" --duck-chunk-days "$DUCK_CHUNK_DAYS" --jobs-cmd "${WXLAKE_JOBS:-$WXLAKE jobs}"
+    --repeat "$REPEAT" "${FORCE[@]}" --duck-chunk-days "$DUCK_CHUNK_DAYS" --jobs-cmd "${WXLAKE_JOBS:-$WXLAKE jobs}"

@@ -16,6 +16,7 @@ import time
 
 import duckdb
 from lake_files import duck_list, snapshot_files
+from quiet import require_quiet, spread
 
 try:
     import polars as pl
@@ -147,7 +148,7 @@ def timed(fn, repeat):
         t0 = time.perf_counter()
         last = fn()
         times.append(time.perf_counter() - t0)
-    return min(times), statistics.median(times), last
+    return times, last
 
 
 COMPARE = """
@@ -179,6 +180,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--jobs-cmd", required=True)
+    ap.add_argument("--force", action="store_true", help="time even if the machine or the lake is not quiet")
     a = ap.parse_args()
 
     con = duckdb.connect()
@@ -189,21 +191,22 @@ def main():
     print(f"input: {rows:,} forecast rows in {files} files ({size / 1e6:.0f} MB) at {a.lake}")
     print(f"cores: {os.cpu_count()}, runs per engine: {a.repeat}")
 
+    require_quiet(a.lake, a.force)
     results = []
-    best, med, msg = timed(lambda: run_wxlake(a.jobs_cmd, a.lake), a.repeat)
-    results.append(("wxlake (DataFusion)", best, med))
+    times, msg = timed(lambda: run_wxlake(a.jobs_cmd, a.lake), a.repeat)
+    results.append(("wxlake (DataFusion)", times))
     print(f"  wxlake: {msg}")
     duck_out = f"{a.work}/duckdb_out"
-    best, med, _ = timed(lambda: run_duckdb(a.lake, a.helpers, duck_out), a.repeat)
-    results.append((f"DuckDB {duckdb.__version__}", best, med))
+    times, _ = timed(lambda: run_duckdb(a.lake, a.helpers, duck_out), a.repeat)
+    results.append((f"DuckDB {duckdb.__version__}", times))
     pol_out = f"{a.work}/polars_out"
     if pl is not None:
-        best, med, _ = timed(lambda: run_polars(a.lake, a.helpers, pol_out), a.repeat)
-        results.append((f"Polars {pl.__version__}", best, med))
+        times, _ = timed(lambda: run_polars(a.lake, a.helpers, pol_out), a.repeat)
+        results.append((f"Polars {pl.__version__}", times))
 
-    print(f"{'engine':<24}{'best s':>10}{'median s':>10}")
-    for name, best, med in results:
-        print(f"{name:<24}{best:>10.2f}{med:>10.2f}")
+    print(f"{'engine':<24}{'best s':>10}{'median s':>10}   best / median / worst, spread")
+    for name, times in results:
+        print(f"{name:<24}{min(times):>10.2f}{statistics.median(times):>10.2f}   {spread(times)}")
 
     wx_out = f"{a.lake}/derived/forecast_daily"
     checks = [("DuckDB", duck_out)] + ([("Polars", pol_out)] if pl is not None else [])

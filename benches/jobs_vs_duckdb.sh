@@ -2,7 +2,7 @@
 # forecast_daily: `wxlake jobs run forecast_daily` against DuckDB (and Polars when it
 # installs) computing the same table from the same Parquet files, in the same run.
 #
-#   benches/jobs_vs_duckdb.sh [--days N] [--stations A,B,...] [--lake DIR] [--repeat N]
+#   benches/jobs_vs_duckdb.sh [--days N] [--stations A,B,...] [--lake DIR] [--repeat N] [--force]
 #
 # - Python tools live in a virtualenv under target/bench-venv (pip install duckdb polars).
 # - The lake: --lake DIR if given (used as is), else target/bench-lake-<days>d[-<n>st],
@@ -14,7 +14,11 @@
 # - DuckDB and Polars run a port of sql/forecast_daily.sql on forecasts/*/*/*.parquet with
 #   the helper tables wxlake exports (`wxlake jobs helpers`), write their result as
 #   Parquet partitioned by model/run_date as wxlake does, and the results are compared
-#   row for row. Each engine runs --repeat times (default 3); best and median are printed.
+#   row for row. Each engine runs --repeat times (default 3); best, median, worst and
+#   their spread are printed.
+# - Before timing it prints the load and refuses (exit 3) a busy machine or a lake that
+#   is changing (benches/quiet.py: stop `wxlake serve` and any ingest or job on the lake,
+#   let the machine settle), unless --force.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,12 +26,14 @@ DAYS=90
 STATIONS=""
 LAKE=""
 REPEAT=3
+FORCE=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --days) DAYS="$2"; shift 2 ;;
         --stations) STATIONS="$2"; shift 2 ;;
         --lake) LAKE="$2"; shift 2 ;;
         --repeat) REPEAT="$2"; shift 2 ;;
+        --force) FORCE=(--force); shift ;;
         -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
         *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
@@ -48,4 +54,4 @@ read -r FIRST LAST <<< "$RANGE"
 jobs_cmd helpers --out "$WORK/helpers" --from "$FIRST" --to "$LAST" 2>/dev/null
 
 exec "$VENV/bin/python" benches/jobs.py --lake "$LAKE" --helpers "$WORK/helpers" --work "$WORK" \
-    --repeat "$REPEAT" --jobs-cmd "${WXLAKE_JOBS:-$WXLAKE jobs}"
+    --repeat "$REPEAT" "${FORCE[@]}" --jobs-cmd "${WXLAKE_JOBS:-$WXLAKE jobs}"
