@@ -11,6 +11,9 @@
 //! Every event goes to every client (all subscribe KNYC): the worst-case fan-out.
 //! Latency uses wall-clock nanos (same machine, same clock) carried in the event payload.
 //! Bounded: the child gives up after 150 s; the parent kills it after 170 s.
+//! Pinned: with two or more cores the server (parent) runs on core 0 and the clients (child)
+//! on core 1, so the load generator does not take the server's core (`STREAM_LOAD_PIN=0`
+//! shares both cores, as before).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -34,12 +37,30 @@ const CHILD_DEADLINE: Duration = Duration::from_secs(150);
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     raise_fd_limit();
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    if args.get(1).map(String::as_str) == Some("--client") {
+    let client = args.get(1).map(String::as_str) == Some("--client");
+    let pinned = std::env::var("STREAM_LOAD_PIN").as_deref() != Ok("0")
+        && std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2
+        && pin_to_core(usize::from(client));
+    let workers = if pinned { 1 } else { 2 };
+    if !client {
+        println!("pinned: {}", if pinned { "server on core 0, clients on core 1" } else { "no" });
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build().unwrap();
+    if client {
         runtime.block_on(client_main(&args[2..]));
     } else {
         let clients = args.iter().skip(1).find_map(|a| a.parse().ok()).unwrap_or(10_000usize);
         runtime.block_on(parent_main(clients));
+    }
+}
+
+/// Restricts this process (and the threads it starts later) to one core; whether it did.
+fn pin_to_core(core: usize) -> bool {
+    // SAFETY: a zeroed cpu_set_t filled by CPU_SET, passed by pointer with its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(core, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
     }
 }
 
