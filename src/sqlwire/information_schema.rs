@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::arrow::array::{ArrayRef, Int32Builder, RecordBatch, StringBuilder};
+use datafusion::arrow::array::{ArrayRef, Int32Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::information_schema::InformationSchemaProvider;
 use datafusion::catalog::{CatalogProviderList, SchemaProvider, Session, TableProvider};
@@ -120,11 +120,20 @@ fn columns_schema() -> SchemaRef {
     ]))
 }
 
+/// One column of one table, as `columns` lists it.
+struct ColumnRow {
+    catalog: String,
+    schema: String,
+    table: String,
+    column: String,
+    position: i32,
+    nullable: bool,
+    pg: PgType,
+}
+
 impl Columns {
     async fn batch(&self) -> Result<RecordBatch> {
-        let mut text: Vec<StringBuilder> = (0..7).map(|_| StringBuilder::new()).collect();
-        let mut numbers: Vec<Int32Builder> = (0..7).map(|_| Int32Builder::new()).collect();
-        let mut rest: Vec<StringBuilder> = (0..7).map(|_| StringBuilder::new()).collect();
+        let mut rows = Vec::new();
         for catalog_name in self.catalogs.catalog_names() {
             let Some(catalog) = self.catalogs.catalog(&catalog_name) else { continue };
             for schema_name in catalog.schema_names() {
@@ -132,46 +141,49 @@ impl Columns {
                 for table_name in schema.table_names() {
                     let Some(table) = schema.table(&table_name).await? else { continue };
                     for (i, field) in table.schema().fields().iter().enumerate() {
-                        let t = pg_type(field.data_type());
-                        let values = [
-                            Some(catalog_name.as_str()),
-                            Some(schema_name.as_str()),
-                            Some(table_name.as_str()),
-                            Some(field.name().as_str()),
-                        ];
-                        for (b, v) in text.iter_mut().zip(values) {
-                            b.append_option(v);
-                        }
-                        numbers[0].append_value(i32::try_from(i + 1).unwrap_or(i32::MAX));
-                        text[4].append_null();
-                        text[5].append_value(if field.is_nullable() { "YES" } else { "NO" });
-                        text[6].append_value(&t.data_type);
-                        numbers[1].append_null();
-                        numbers[2].append_null();
-                        numbers[3].append_option(t.numeric_precision);
-                        numbers[4].append_option(t.numeric_radix);
-                        numbers[5].append_option(t.numeric_scale);
-                        numbers[6].append_option(t.datetime_precision);
-                        rest[0].append_null();
-                        rest[1].append_value(&catalog_name);
-                        rest[2].append_value("pg_catalog");
-                        rest[3].append_value(&t.udt_name);
-                        rest[4].append_value("NO");
-                        rest[5].append_value("NEVER");
-                        rest[6].append_value("NO");
+                        rows.push(ColumnRow {
+                            catalog: catalog_name.clone(),
+                            schema: schema_name.clone(),
+                            table: table_name.clone(),
+                            column: field.name().clone(),
+                            position: i32::try_from(i + 1).unwrap_or(i32::MAX),
+                            nullable: field.is_nullable(),
+                            pg: pg_type(field.data_type()),
+                        });
                     }
                 }
             }
         }
-        let mut t = text.into_iter().map(|mut b| Arc::new(b.finish()) as ArrayRef);
-        let mut n = numbers.into_iter().map(|mut b| Arc::new(b.finish()) as ArrayRef);
-        let r = rest.into_iter().map(|mut b| Arc::new(b.finish()) as ArrayRef);
-        let mut columns: Vec<ArrayRef> = Vec::with_capacity(21);
-        columns.extend(t.by_ref().take(4));
-        columns.extend(n.by_ref().take(1));
-        columns.extend(t.by_ref().take(3));
-        columns.extend(n.by_ref().take(6));
-        columns.extend(r);
+        let text = |f: &dyn Fn(&ColumnRow) -> Option<&str>| -> ArrayRef {
+            Arc::new(rows.iter().map(f).collect::<StringArray>())
+        };
+        let number = |f: &dyn Fn(&ColumnRow) -> Option<i32>| -> ArrayRef {
+            Arc::new(rows.iter().map(f).collect::<Int32Array>())
+        };
+        // In `columns_schema`'s order.
+        let columns = vec![
+            text(&|r| Some(&r.catalog)),
+            text(&|r| Some(&r.schema)),
+            text(&|r| Some(&r.table)),
+            text(&|r| Some(&r.column)),
+            number(&|r| Some(r.position)),
+            text(&|_| None),
+            text(&|r| Some(if r.nullable { "YES" } else { "NO" })),
+            text(&|r| Some(&r.pg.data_type)),
+            number(&|_| None),
+            number(&|_| None),
+            number(&|r| r.pg.numeric_precision),
+            number(&|r| r.pg.numeric_radix),
+            number(&|r| r.pg.numeric_scale),
+            number(&|r| r.pg.datetime_precision),
+            text(&|_| None),
+            text(&|r| Some(&r.catalog)),
+            text(&|_| Some("pg_catalog")),
+            text(&|r| Some(&r.pg.udt_name)),
+            text(&|_| Some("NO")),
+            text(&|_| Some("NEVER")),
+            text(&|_| Some("NO")),
+        ];
         Ok(RecordBatch::try_new(columns_schema(), columns)?)
     }
 }
