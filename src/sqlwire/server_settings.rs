@@ -58,7 +58,13 @@ pub fn startup_parameters() -> DefaultServerParameterProvider {
 /// PostgreSQL name, with the value this server runs with. Those sent at startup come from
 /// [`startup_parameters`]; the rest are PostgreSQL's fixed or default values that catalog
 /// probes ask for.
-pub fn settings() -> Vec<(&'static str, String)> {
+pub fn settings() -> &'static [(&'static str, String)] {
+    static SETTINGS: std::sync::OnceLock<Vec<(&'static str, String)>> = std::sync::OnceLock::new();
+    SETTINGS.get_or_init(build_settings)
+}
+
+/// The list [`settings`] keeps (built once: `current_setting` reads it per row).
+fn build_settings() -> Vec<(&'static str, String)> {
     let p = startup_parameters();
     let on_off = |b: bool| if b { "on" } else { "off" }.to_string();
     vec![
@@ -97,7 +103,7 @@ pub fn settings() -> Vec<(&'static str, String)> {
 
 /// The value of `name` (case-insensitive, as PostgreSQL's), if the server has it.
 pub fn setting(name: &str) -> Option<String> {
-    settings().into_iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v)
+    settings().iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone())
 }
 
 /// `version()`, `current_setting(name [, missing_ok])` and the `pg_settings` table, into

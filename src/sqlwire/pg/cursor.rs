@@ -31,7 +31,7 @@ use datafusion_postgres::pgwire::api::results::{QueryResponse, Response, Tag};
 use datafusion_postgres::pgwire::api::stmt::StoredStatement;
 use datafusion_postgres::pgwire::api::store::PortalStore;
 use datafusion_postgres::pgwire::api::ClientInfo;
-use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use datafusion_postgres::pgwire::error::{PgWireError, PgWireResult};
 use datafusion_postgres::pgwire::types::format::FormatOptions;
 use datafusion_postgres::QueryHook;
 use futures::StreamExt;
@@ -39,7 +39,7 @@ use futures::StreamExt;
 use crate::sqlwire::catalog_probes::{CursorList, CursorRow};
 use crate::sqlwire::error::WireError;
 
-use super::hooks::Stored;
+use super::hooks::{sql_error as error, Stored};
 use crate::sqlwire::guard;
 
 /// One open cursor: its query's rows, pulled as `FETCH`es ask.
@@ -71,11 +71,6 @@ fn fetch_count(direction: &FetchDirection) -> PgWireResult<Option<usize>> {
         FetchDirection::ForwardAll | FetchDirection::All => Ok(None),
         _ => Err(error("55000", "cursor can only scan forward; declare it SCROLL to make it scan backward")),
     }
-}
-
-/// PostgreSQL's ERROR with `code`.
-fn error(code: &str, message: impl Into<String>) -> PgWireError {
-    PgWireError::UserError(Box::new(ErrorInfo::new("ERROR".into(), code.into(), message.into())))
 }
 
 /// An engine error as the client's ERROR (ours, such as a limit, with its own SQLSTATE).

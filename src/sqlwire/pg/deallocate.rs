@@ -14,9 +14,9 @@ use datafusion::sql::sqlparser::ast::{DiscardObject, Statement};
 use datafusion_postgres::hooks::HookClient;
 use datafusion_postgres::pgwire::api::results::{Response, Tag};
 use datafusion_postgres::pgwire::api::store::PortalStore;
-use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use datafusion_postgres::pgwire::error::PgWireResult;
 
-use super::hooks::{Answer, Stored};
+use super::hooks::{sql_error, Answer, Stored};
 
 /// The names of a connection's prepared statements.
 #[derive(Default)]
@@ -51,11 +51,10 @@ impl Prepared {
             }
             Statement::Deallocate { name, .. } => {
                 if !self.names().remove(&name.value) {
-                    return Some(Err(PgWireError::UserError(Box::new(ErrorInfo::new(
-                        "ERROR".into(),
-                        "26000".into(),
+                    return Some(Err(sql_error(
+                        "26000",
                         format!("prepared statement \"{}\" does not exist", name.value),
-                    )))));
+                    )));
                 }
                 store.rm_statement(&name.value);
                 Some(Ok(Response::Execution(Tag::new("DEALLOCATE"))))

@@ -41,6 +41,12 @@ pub fn pg_error(e: &WireError) -> PgWireError {
     PgWireError::UserError(Box::new(ErrorInfo::new("ERROR".to_string(), e.sqlstate().to_string(), e.to_string())))
 }
 
+/// PostgreSQL's ERROR with SQLSTATE `code`, for what the statements this server answers
+/// itself refuse (a cursor that does not exist, a savepoint outside a transaction ...).
+pub fn sql_error(code: &str, message: impl Into<String>) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new("ERROR".to_string(), code.to_string(), message.into())))
+}
+
 /// A refusal as the FATAL error a client shows at connect (or before a session exists).
 pub fn fatal(e: &WireError) -> PgWireError {
     PgWireError::UserError(Box::new(ErrorInfo::new("FATAL".to_string(), e.sqlstate().to_string(), e.to_string())))

@@ -14,10 +14,10 @@ use std::sync::Mutex;
 use datafusion::sql::sqlparser::ast::{Ident, Statement};
 use datafusion_postgres::hooks::HookClient;
 use datafusion_postgres::pgwire::api::results::{Response, Tag};
-use datafusion_postgres::pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use datafusion_postgres::pgwire::error::{PgWireError, PgWireResult};
 use datafusion_postgres::pgwire::messages::response::TransactionStatus;
 
-use super::hooks::Answer;
+use super::hooks::{sql_error as error, Answer};
 
 /// A connection's savepoints, oldest first.
 #[derive(Default)]
@@ -31,10 +31,6 @@ fn name_of(ident: &Ident) -> String {
         Some(_) => ident.value.clone(),
         None => ident.value.to_lowercase(),
     }
-}
-
-fn error(code: &str, message: String) -> PgWireError {
-    PgWireError::UserError(Box::new(ErrorInfo::new("ERROR".into(), code.into(), message)))
 }
 
 impl Savepoints {
@@ -92,7 +88,7 @@ impl Savepoints {
 }
 
 fn aborted() -> PgWireError {
-    error("25P02", "current transaction is aborted, commands ignored until end of transaction block".into())
+    error("25P02", "current transaction is aborted, commands ignored until end of transaction block")
 }
 
 fn verb(statement: &Statement) -> &'static str {

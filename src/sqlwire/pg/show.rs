@@ -23,8 +23,8 @@ fn shown(statement: &Statement, client: &dyn ClientInfo) -> Option<(String, Stri
     if client.metadata().contains_key(&lower) {
         return None;
     }
-    let (name, value) = server_settings::settings().into_iter().find(|(n, _)| n.eq_ignore_ascii_case(&lower))?;
-    Some((name.to_lowercase(), value))
+    let value = server_settings::setting(&lower)?;
+    Some((lower, value))
 }
 
 /// One row, one text column named after the setting, as PostgreSQL answers `SHOW`.
