@@ -100,7 +100,7 @@ async fn main() {
         Arc::new(HttpClient::new(ClientConfig { contact: "bench@example.com".into(), ..Default::default() }).unwrap());
     let feed = OpenMeteo::with_clock(cfg, client, Arc::clone(&dyn_clock)).unwrap();
     let sink: Arc<dyn FeedSink> = Arc::new(Arc::clone(&live));
-    let delay = wxlake::models::availability("GFS").unwrap().delay_min;
+    let delay = wxlake::models::availability("GFS").unwrap().delay_min();
 
     let mut took = Vec::new();
     for i in 0..RUNS {

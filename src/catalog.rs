@@ -158,6 +158,14 @@ impl Catalog {
     }
 }
 
+/// Converts a Local Standard Time instant of `station` to UTC (`None` for a station the
+/// catalog does not hold: no guessed zones).
+pub fn lst_to_utc(station: &str, t: chrono::NaiveDateTime) -> Option<chrono::DateTime<chrono::Utc>> {
+    let s = Catalog::global().get(station)?;
+    let off = standard_offset(s.timezone, t.date());
+    Some((t - chrono::Duration::seconds(i64::from(off.local_minus_utc()))).and_utc())
+}
+
 /// What every front door answers for a station code outside the catalog, given in the
 /// parameter `name`: (error, details).
 pub fn unknown_station_message(name: &str, code: &str) -> (String, String) {

@@ -21,7 +21,8 @@ pub struct ModelSpec {
     /// `1230 UTC` for the 12Z cycle, and that is its run time), 0 for every other model.
     /// Leads and valid times count from the whole hour.
     pub cycle_minute: u32,
-    /// Publication delay after the cycle time, hours (runs appear this late).
+    /// Demo only: hours after the cycle time the simulator serves a run; never later than
+    /// the model's [`Publication`] delay, which is what feeds and `available_at` use.
     pub latency_h: u32,
     /// Statistical (MOS-like) guidance rather than a gridded model.
     pub statistical: bool,
@@ -115,68 +116,96 @@ pub enum Publisher {
     Bulletin(&'static str),
 }
 
-/// How soon after its cycle time a model's run can be fetched, and from where.
+/// Where a model's runs are fetched from live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Availability {
     pub model: &'static str,
     pub publisher: Publisher,
-    /// Minutes after the cycle time (the run's UTC initialisation hour) by which the
-    /// complete run is typically published. A feed asks no earlier: asking early gets a
-    /// missing or partial run, and a stored run is never fetched again.
-    pub delay_min: u32,
 }
 
-const fn avail(model: &'static str, publisher: Publisher, delay_min: u32) -> Availability {
-    Availability { model, publisher, delay_min }
+impl Availability {
+    /// Minutes after the cycle time by which the complete run is published
+    /// ([`PUBLICATION`]). A feed asks no earlier: asking early gets a missing or partial run,
+    /// and a stored run is never fetched again.
+    pub fn delay_min(&self) -> u32 {
+        publication(self.model).map_or(0, |p| p.delay_min)
+    }
 }
 
-/// The one table of live sources and delays, one entry per model a feed fetches.
-///
-/// Open-Meteo figures follow its single-runs documentation ("typically 4-6 hours for
-/// global models (e.g. ECMWF IFS, GFS) and 1-3 hours for regional models",
-/// open-meteo.com/en/docs/single-runs-api) refined per model by the producer's
-/// dissemination schedule plus the time Open-Meteo takes to convert (its model-updates
-/// page, open-meteo.com/en/docs/model-updates, asks for about 10 minutes more after an
-/// update is announced); each figure errs late rather than early. Bulletin figures are the
-/// NCEP/MDL issuance times of the text products on NOMADS. Models absent here have no live
+const fn avail(model: &'static str, publisher: Publisher) -> Availability {
+    Availability { model, publisher }
+}
+
+/// The live sources, one entry per model a feed fetches. Models absent here have no live
 /// source in wxlake: GEFS (Open-Meteo serves it only through the ensemble API), RAP and
 /// NAM4KM (not served by Open-Meteo).
 pub const AVAILABILITY: &[Availability] = &[
-    // Meteo-France ARPEGE world: 102 h runs disseminated from about +3 h 30.
-    avail("ARPEGE", Publisher::OpenMeteo("meteofrance_arpege_world"), 270),
-    // ECMWF IFS open data 0.25 deg: the dissemination schedule ends day 10 of the 00/12 UTC
-    // HRES at about +6 h 55, open data follows; Open-Meteo lists it about +7 h 30.
-    avail("ECMWF-IFS", Publisher::OpenMeteo("ecmwf_ifs025"), 450),
-    // CMC GDPS: MSC Datamart completes the 240 h run at about +4 h 30.
-    avail("GEM-GDPS", Publisher::OpenMeteo("gem_global"), 300),
-    // CMC HRDPS continental: 48 h runs complete at about +4 h on the Datamart.
-    avail("GEM-HRDPS", Publisher::OpenMeteo("gem_hrdps_continental"), 300),
-    // NCEP GFS 0.25 deg: the 384 h run completes on NOMADS at about +4 h 30 (NCEP
-    // production schedule); Open-Meteo's "4-6 hours" for GFS.
-    avail("GFS", Publisher::OpenMeteo("gfs_global"), 330),
-    // NCEP HRRR CONUS: 48 h runs complete at about +1 h 45 (NCEP production schedule).
-    avail("HRRR", Publisher::OpenMeteo("gfs_hrrr"), 135),
-    // DWD ICON global: opendata.dwd.de completes the 180 h run at about +3 h 45.
-    avail("ICON", Publisher::OpenMeteo("icon_global"), 270),
-    // JMA GSM: the 264 h run reaches JMA's distribution at about +4 h 30.
-    avail("JMA", Publisher::OpenMeteo("jma_gsm"), 330),
-    // NCEP NAM CONUS: the 84 h run completes at about +2 h 45 (NCEP production schedule).
-    avail("NAM", Publisher::OpenMeteo("ncep_nam_conus"), 210),
-    // NCEP NBM CONUS: hourly cycles complete at about +1 h 20 (NCEP production schedule).
-    avail("NBM", Publisher::OpenMeteo("ncep_nbm_conus"), 120),
-    // UK Met Office global 10 km: released on its open data feed at about +5 h 30.
-    avail("UKMO", Publisher::OpenMeteo("ukmo_global_deterministic_10km"), 390),
-    // GFS MOS MAV: issued at about +3 h 45 (MDL MAV card: the 0000 UTC message is
-    // available before 0400 UTC).
-    avail("GFS-MOS", Publisher::Bulletin("MAV"), 240),
-    // NAM MOS MET: issued at about +2 h 45, after the NAM completes.
-    avail("NAM-MOS", Publisher::Bulletin("MET"), 195),
-    // GFS LAMP LAV: the HH30 cycle's bulletin is issued near HH+55 (MDL LAMP schedule);
-    // counted from HH00.
-    avail("LAV-MOS", Publisher::Bulletin("LAV"), 65),
-    // NBM NBS text: issued with the NBM, about +1 h 20.
-    avail("NBS-MOS", Publisher::Bulletin("NBS"), 90),
+    avail("ARPEGE", Publisher::OpenMeteo("meteofrance_arpege_world")),
+    avail("ECMWF-IFS", Publisher::OpenMeteo("ecmwf_ifs025")),
+    avail("GEM-GDPS", Publisher::OpenMeteo("gem_global")),
+    avail("GEM-HRDPS", Publisher::OpenMeteo("gem_hrdps_continental")),
+    avail("GFS", Publisher::OpenMeteo("gfs_global")),
+    avail("HRRR", Publisher::OpenMeteo("gfs_hrrr")),
+    avail("ICON", Publisher::OpenMeteo("icon_global")),
+    avail("JMA", Publisher::OpenMeteo("jma_gsm")),
+    avail("NAM", Publisher::OpenMeteo("ncep_nam_conus")),
+    avail("NBM", Publisher::OpenMeteo("ncep_nbm_conus")),
+    avail("UKMO", Publisher::OpenMeteo("ukmo_global_deterministic_10km")),
+    avail("GFS-MOS", Publisher::Bulletin("MAV")),
+    avail("NAM-MOS", Publisher::Bulletin("MET")),
+    avail("LAV-MOS", Publisher::Bulletin("LAV")),
+    avail("NBS-MOS", Publisher::Bulletin("NBS")),
 ];
+
+/// When a model's run is published: minutes after its cycle time by which the complete
+/// run can be had, and where that figure comes from. One table for three uses: the live
+/// feeds' schedule, the `available_at` of backfilled runs (`lake::availability`), and the
+/// `models` SQL table and README that show it. Each figure errs late rather than early:
+/// an early one would let an `as_of` query see a run before anyone could have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Publication {
+    pub model: &'static str,
+    pub delay_min: u32,
+    /// Where the figure comes from: the producer's schedule, Open-Meteo's, or a third
+    /// party's observation (then said so, as provisional).
+    pub source: &'static str,
+}
+
+const fn published(model: &'static str, delay_min: u32, source: &'static str) -> Publication {
+    Publication { model, delay_min, source }
+}
+
+/// Open-Meteo's single-runs documentation gives "typically 4-6 hours for global models
+/// (e.g. ECMWF IFS, GFS) and 1-3 hours for regional models"
+/// (open-meteo.com/en/docs/single-runs-api); each Open-Meteo figure refines it by the
+/// producer's dissemination schedule plus the ~10 minutes Open-Meteo asks for after an
+/// update is announced (open-meteo.com/en/docs/model-updates). Bulletin figures are the
+/// NCEP/MDL issuance times of the text products on NOMADS. In [`MODELS`] order.
+pub const PUBLICATION: [Publication; 18] = [
+    published("ARPEGE", 270, "Meteo-France ARPEGE world: 102 h runs disseminated from about +3 h 30; Open-Meteo model-updates page"),
+    published("ECMWF-IFS", 450, "ECMWF dissemination schedule: day 10 of the 00/12 UTC HRES at about +6 h 55, open data after; Open-Meteo lists about +7 h 30"),
+    published("GEFS", 370, "provisional: wethr.net/model-schedule observes GEFS complete about 6 h 6 min after the cycle (a third party's pipeline, an upper bound); needs NCEP's production schedule"),
+    published("GEM-GDPS", 300, "MSC Datamart completes the 240 h GDPS run at about +4 h 30"),
+    published("GEM-HRDPS", 300, "MSC Datamart completes the 48 h HRDPS continental run at about +4 h"),
+    published("GFS", 330, "NCEP production schedule: the 384 h GFS 0.25 deg run completes on NOMADS at about +4 h 30; Open-Meteo: 4-6 hours"),
+    published("GFS-MOS", 240, "MDL MAV card: the 0000 UTC message is available before 0400 UTC (about +3 h 45)"),
+    published("HRRR", 135, "NCEP production schedule: 48 h HRRR CONUS runs complete at about +1 h 45"),
+    published("ICON", 270, "DWD opendata.dwd.de completes the 180 h ICON global run at about +3 h 45"),
+    published("JMA", 330, "JMA GSM: the 264 h run reaches JMA's distribution at about +4 h 30"),
+    published("LAV-MOS", 65, "MDL LAMP schedule: the HH30 cycle's LAV bulletin is issued near HH+55; counted from HH00"),
+    published("NAM", 210, "NCEP production schedule: the 84 h NAM CONUS run completes at about +2 h 45"),
+    published("NAM-MOS", 195, "MDL MET bulletin: issued at about +2 h 45, after the NAM completes"),
+    published("NAM4KM", 180, "provisional: wethr.net/model-schedule observes NAM 4 km about 2 h 59 min after the cycle; needs NCEP's production schedule"),
+    published("NBM", 120, "NCEP production schedule: hourly NBM CONUS cycles complete at about +1 h 20"),
+    published("NBS-MOS", 90, "MDL NBS text bulletin: issued with the NBM, about +1 h 20"),
+    published("RAP", 105, "provisional: wethr.net/model-schedule observes RAP about 1 h 42 min after the cycle; needs NCEP's production schedule"),
+    published("UKMO", 390, "UK Met Office global 10 km: released on its open data feed at about +5 h 30"),
+];
+
+/// When `model`'s runs are published.
+pub fn publication(model: &str) -> Option<&'static Publication> {
+    PUBLICATION.iter().find(|p| p.model == model)
+}
 
 /// The live source and delay of `model`, if a feed fetches it.
 pub fn availability(model: &str) -> Option<&'static Availability> {
@@ -372,6 +401,14 @@ mod tests {
     }
 
     #[test]
+    fn every_model_has_one_sourced_publication_in_model_order() {
+        let names: Vec<&str> = PUBLICATION.iter().map(|p| p.model).collect();
+        assert_eq!(names, MODEL_NAMES);
+        assert!(PUBLICATION.iter().all(|p| p.delay_min > 0 && p.source.len() > 20), "every figure says where it comes from");
+        assert_eq!(availability("GFS").unwrap().delay_min(), 330);
+    }
+
+    #[test]
     fn published_runs_wait_for_the_delay() {
         let t = |s: &str| crate::time::parse_utc(s).unwrap();
         let gfs = model("GFS").unwrap();
@@ -389,16 +426,11 @@ mod tests {
     #[test]
     fn the_demo_publishes_each_run_no_later_than_its_feed_asks() {
         // The simulator serves a run `latency_h` after its run time; a feed asks for it
-        // `delay_min` after. Asking before it exists would store nothing for that cycle.
-        for a in AVAILABILITY {
-            let spec = model(a.model).unwrap();
-            assert!(
-                spec.latency_h * 60 <= a.delay_min,
-                "{}: demo {} h, feed {} min",
-                a.model,
-                spec.latency_h,
-                a.delay_min
-            );
+        // (and a backfilled run becomes available) `delay_min` after. Asking before it
+        // exists would store nothing for that cycle.
+        for p in &PUBLICATION {
+            let spec = model(p.model).unwrap();
+            assert!(spec.latency_h * 60 <= p.delay_min, "{}: demo {} h, published {} min", p.model, spec.latency_h, p.delay_min);
         }
         assert_eq!(model("LAV-MOS").unwrap().cycle_minute, 30);
         assert!(MODELS.iter().filter(|m| m.name != "LAV-MOS").all(|m| m.cycle_minute == 0));

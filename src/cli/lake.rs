@@ -1,4 +1,5 @@
-//! `wxlake lake upgrade`: convert a lake written before its tables were Delta tables.
+//! `wxlake lake upgrade`: convert a lake written before its tables were Delta tables, or
+//! before its rows carried their availability times.
 
 use std::process::ExitCode;
 
@@ -14,8 +15,9 @@ pub struct LakeArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum LakeCommand {
-    /// Make every table a Delta table in place (idempotent; every command does it on
-    /// open, this one says what it did). docs/lake.md, "Upgrading a lake".
+    /// Make every table a Delta table in place and give every raw row `received_at` and
+    /// `available_at` (idempotent; every command does it on open, this one says what it
+    /// did). docs/lake.md, "Upgrading a lake".
     Upgrade,
 }
 
@@ -30,6 +32,9 @@ pub async fn run(lake: Lake, a: LakeArgs) -> anyhow::Result<ExitCode> {
                 eprintln!("{table}: already a Delta table");
             }
             eprintln!("{} file(s) of the former layout deleted", done.deleted);
+            for (table, s) in &done.times {
+                eprintln!("{table}: received_at and available_at in every file ({} partition(s) rewritten, {} rows)", s.partitions, s.rows);
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

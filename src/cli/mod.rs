@@ -94,6 +94,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         if !done.converted.is_empty() {
             tracing::warn!(tables = done.converted.len(), "converted the lake's tables to Delta tables");
         }
+        let rewritten: usize = done.times.iter().map(|(_, s)| s.partitions).sum();
+        if rewritten > 0 {
+            tracing::warn!(partitions = rewritten, "gave the lake's rows received_at and available_at");
+        }
     }
     let counted = lake.clone();
     let code = match cli.command {

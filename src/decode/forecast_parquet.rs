@@ -173,6 +173,7 @@ fn decode_batch(batch: &RecordBatch, row_no: &mut usize, out: &mut Decoded<Forec
             weather_code,
             pressure_msl_hpa: v(PMSL).into(),
             surface_pressure_hpa: v(PSFC).into(),
+            published_after_s: 0,
         };
         match validate_row(&mut row, given_hour) {
             Ok(()) => out.records.push(row),

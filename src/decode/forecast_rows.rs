@@ -460,6 +460,7 @@ fn push_row<'a>(cell: impl Fn(usize) -> Cell<'a>, rows: &mut Vec<ForecastRow>) -
         weather_code: int(cell(WEATHER_CODE), WEATHER_CODE)?,
         pressure_msl_hpa: num(cell(PMSL), PMSL)?.into(),
         surface_pressure_hpa: num(cell(PSFC), PSFC)?.into(),
+        published_after_s: 0,
     });
     let checked = rows.last_mut().map_or(Ok(()), |row| validate_row(row, given_hour));
     if checked.is_err() {

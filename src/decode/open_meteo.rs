@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 
 use super::timestamp::parse_local;
 use crate::decode::text::input_text;
-use crate::decode::types::{Decoded, ForecastRow, OptF64};
+use crate::decode::types::{Decoded, ForecastRow, OptF64, PUBLICATION_UNKNOWN};
 use crate::units::{c_to_f, f_to_c, kt_to_kmh, kt_to_mph};
 
 const KMH_PER_MPH: f64 = 1.609344;
@@ -328,6 +328,8 @@ struct Context<'a> {
     longitude: Option<f64>,
     times: &'a [Option<DateTime<Utc>>],
     run_time: Option<DateTime<Utc>>,
+    /// No run time was given: `run_time` is the series' first time, a guess.
+    run_guessed: bool,
     ensemble: bool,
 }
 
@@ -366,6 +368,7 @@ fn decode_into(
         longitude: root.get("longitude").and_then(Value::as_f64),
         times: &times,
         run_time: run_time.or_else(|| times.iter().flatten().next().copied()),
+        run_guessed: run_time.is_none(),
         ensemble,
     };
     for g in groups.iter().filter(|g| g.temp_key) {
@@ -505,6 +508,14 @@ fn emit_group(g: &Group<'_>, model: &'static str, ctx: &Context<'_>, out: &mut D
             out.reject(i + 1, "lead time out of range");
             continue;
         };
+        // When the value could first be known (`lake::availability`): a day-N value is
+        // the run that was latest about 24·N h before its valid time, so not before then;
+        // a guessed run time bounds nothing.
+        let published_after_s = match g.day {
+            Some(day) => u32::try_from((valid - Duration::days(i64::from(day)) - run).num_seconds()).unwrap_or(0),
+            None if ctx.run_guessed => PUBLICATION_UNKNOWN,
+            None => 0,
+        };
         let mut row = ForecastRow {
             model,
             location_name: ctx.location.into(),
@@ -513,6 +524,7 @@ fn emit_group(g: &Group<'_>, model: &'static str, ctx: &Context<'_>, out: &mut D
             run_time: run,
             valid_time: valid,
             forecast_hour,
+            published_after_s,
             ..Default::default()
         };
         apply(&mut row, Var::Temp, temp_unit, temp);

@@ -119,6 +119,9 @@ pub struct Metar {
     pub precip_24h_in: Option<f64>,
     /// The report text as received (whitespace normalised, trailing `=` removed).
     pub raw: String,
+    /// When the source says it received the report (aviationweather.gov's `receiptTime`):
+    /// what `available_at` of a backfilled report rests on. Not stored otherwise.
+    pub receipt_time: Option<DateTime<Utc>>,
 }
 
 impl Metar {
@@ -328,7 +331,17 @@ pub struct ForecastRow {
     pub weather_code: Option<i32>,
     pub pressure_msl_hpa: OptF64,
     pub surface_pressure_hpa: OptF64,
+    /// Seconds after `run_time` before which this value cannot have been published, when
+    /// the row knows better than its model's publication delay (`models::PUBLICATION`):
+    /// 0 says the delay alone bounds it; Open-Meteo's previous-runs values are later;
+    /// [`PUBLICATION_UNKNOWN`] when the run time was guessed, so only the time wxlake
+    /// received the row is safe (`lake::availability`). Not stored: it decides
+    /// `available_at` at the write.
+    pub published_after_s: u32,
 }
+
+/// [`ForecastRow::published_after_s`] of a row whose run time is a guess.
+pub const PUBLICATION_UNKNOWN: u32 = u32::MAX;
 
 impl ForecastRow {
     /// The float columns in spec 2.5 order (`latitude` .. `surface_pressure_hpa`, without

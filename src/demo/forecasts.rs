@@ -256,6 +256,7 @@ fn row(site: &Site, spec: &ModelSpec, run: DateTime<Utc>, lead: u32, step: u32, 
         weather_code: sup.weather_code.then(|| weather_code(&s, t, cloud, precip_mm)),
         pressure_msl_hpa: opt(sup.msl, msl).into(),
         surface_pressure_hpa: opt(sup.surface, round1(msl * (-st.elevation_ft * 0.3048 / 8434.0).exp())).into(),
+        published_after_s: 0,
     }
 }
 

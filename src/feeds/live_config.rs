@@ -258,11 +258,11 @@ fn open_meteo_budget(c: &super::open_meteo::OpenMeteoConfig) -> Vec<Rate> {
         let covered = stations.iter().filter(|s| s.has_forecasts_from(name)).count() as f64;
         let per_run = covered * run_calls_per_location(spec);
         for cycle in spec.cycles {
-            let minute = (cycle * 60 + spec.cycle_minute + avail.delay_min) as usize % 1440;
+            let minute = (cycle * 60 + spec.cycle_minute + avail.delay_min()) as usize % 1440;
             due[minute] += per_run;
         }
         // Runs of the lookback already published at a first start.
-        let published = (c.lookback_hours - f64::from(avail.delay_min) / 60.0).max(0.0);
+        let published = (c.lookback_hours - f64::from(avail.delay_min()) / 60.0).max(0.0);
         catch_up += per_run * spec.cycles.len() as f64 * published / 24.0;
     }
     // The most calls coming due within `len` consecutive minutes.

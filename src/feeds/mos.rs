@@ -240,7 +240,7 @@ impl Mos {
                     models::model(product.model).ok_or_else(|| invalid(format!("unknown model {}", product.model)))?;
                 let a = models::availability(product.model)
                     .ok_or_else(|| invalid(format!("{} has no availability", product.model)))?;
-                Ok(Fetching { product, spec, delay_min: a.delay_min })
+                Ok(Fetching { product, spec, delay_min: a.delay_min() })
             })
             .collect::<Result<Vec<_>, FeedError>>()?;
         let stations = cfg.stations.iter().cloned().collect();

@@ -231,7 +231,7 @@ impl OpenMeteo {
                     return Err(invalid(format!("model {m} is not served by Open-Meteo")));
                 };
                 let spec = models::model(m).ok_or_else(|| invalid(format!("unknown model {m}")))?;
-                Ok(Model { spec, id, delay_min: a.delay_min })
+                Ok(Model { spec, id, delay_min: a.delay_min() })
             })
             .collect::<Result<Vec<_>, _>>()?;
         let runs = Mutex::new(RunTracker::new(cfg.interval, MAX_ATTEMPTS));

@@ -102,13 +102,24 @@ macro_rules! of_records {
 }
 of_records!(Metar => Observations, OneMinute => OneMinute, DailyReport => Reports, ForecastRow => Forecasts, NwsHourlyRow => NwsHourly);
 
+/// An input the write path received live, at `at` by its clock (the WAL record's time),
+/// held until it is in the lake: `at` is both its rows' `received_at` and `available_at`.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub at: DateTime<Utc>,
+    pub records: Arc<Records>,
+}
+
 /// The `T` rows of an input someone else keeps (the write path's pending inputs, held
 /// until the write is done): the write reads them in place.
-struct Held<T>(Arc<Records>, std::marker::PhantomData<fn() -> T>);
+struct Held<T>(Received, std::marker::PhantomData<fn() -> T>);
 
 impl<T: OfRecords> Chunk<T> for Held<T> {
     fn rows(&self) -> &[T] {
-        T::of(&self.0)
+        T::of(&self.0.records)
+    }
+    fn received_at(&self) -> Option<DateTime<Utc>> {
+        Some(self.0.at)
     }
     /// The rows stay with their holder.
     fn free(self) {}
@@ -116,12 +127,12 @@ impl<T: OfRecords> Chunk<T> for Held<T> {
 
 /// Stores held inputs, one write per table (no copy of their rows): each table's name and
 /// what its write did, in [`Records`] order.
-pub async fn store_held(lake: &Lake, inputs: &[Arc<Records>]) -> Result<Vec<(&'static str, WriteStats)>, LakeError> {
-    async fn one<T: OfRecords>(lake: &Lake, inputs: &[Arc<Records>]) -> Result<(&'static str, WriteStats), LakeError> {
+pub async fn store_held(lake: &Lake, inputs: &[Received]) -> Result<Vec<(&'static str, WriteStats)>, LakeError> {
+    async fn one<T: OfRecords>(lake: &Lake, inputs: &[Received]) -> Result<(&'static str, WriteStats), LakeError> {
         let chunks: Vec<Held<T>> = inputs
             .iter()
-            .filter(|r| !T::of(r).is_empty())
-            .map(|r| Held(Arc::clone(r), std::marker::PhantomData))
+            .filter(|r| !T::of(&r.records).is_empty())
+            .map(|r| Held(r.clone(), std::marker::PhantomData))
             .collect();
         Ok((T::table().name, lake.write_chunks(chunks).await?))
     }

@@ -58,6 +58,7 @@ pub async fn analyst_session(lake: &Lake) -> Result<SessionContext, JobError> {
     let ctx = query::session(lake).await?;
     register_derived(&ctx, lake).await?;
     crate::lake::time_travel::TableAt::register(&ctx).await?;
+    crate::lake::as_of::AsOf::register(&ctx).await?;
     Ok(ctx)
 }
 

@@ -22,6 +22,7 @@ use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
+use super::availability::fill_times;
 use super::delta::{ActiveFile, Change, NewFile, TableShape};
 use super::rows::observation_key;
 use super::schema::{TableDef, OBSERVATIONS};
@@ -30,7 +31,7 @@ use super::writer::{encode_parquet, new_file_name};
 use super::{Lake, LakeError};
 
 /// What compaction did to one table.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct CompactStats {
     pub partitions: usize,
     pub files_before: usize,
@@ -38,6 +39,8 @@ pub struct CompactStats {
     pub rows: usize,
     /// Rows dropped as a second copy of a natural key (see [`rekey`]).
     pub duplicates: usize,
+    /// Another writer rewrote the same files first: nothing changed here.
+    pub conflict: bool,
 }
 
 /// Which partitions a compaction rewrites.
@@ -46,11 +49,13 @@ pub enum Rewrite {
     /// Those with more than one file (the hourly compaction, `wxlake compact`).
     Merge,
     /// Also single-file partitions whose rows get other keys or hold one natural key twice
-    /// (`wxlake compact --repair`: a lake written before a natural key changed meaning).
+    /// (`wxlake compact --repair`: a lake written before a natural key changed meaning), or
+    /// whose file lacks `received_at` and `available_at` (the upgrade of a lake written
+    /// before they existed: `lake::upgrade`).
     Repair,
 }
 
-/// Reads every batch of one Parquet file, adapted to the table's current schema.
+/// Reads every batch of one Parquet file, as it is.
 pub async fn read_file(store: &Arc<dyn ObjectStore>, path: &Path) -> Result<Vec<RecordBatch>, LakeError> {
     let bytes = store.get(path).await?.bytes().await?;
     let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)?.build()?;
@@ -137,14 +142,22 @@ impl Lake {
                 continue;
             }
             let mut batches = Vec::new();
+            let mut filled = false;
             for f in &files {
-                batches.extend(read_file(&store, &f.location).await?);
+                let model = f.partition_values.get("model").cloned().flatten();
+                for b in read_file(&store, &f.location).await? {
+                    // A file written before the two times existed gets them here, so one
+                    // merged file has one schema (`availability::fill_times`).
+                    let adapted = fill_times(table, model.as_deref(), &b)?;
+                    filled |= adapted.num_columns() != b.num_columns();
+                    batches.push(adapted);
+                }
             }
             let merged = concat_batches(&table.file_schema(), &batches)?;
             let (merged, rekeyed) = rekey(table, &merged)?;
             let unique = dedup(&merged)?;
             let dropped = merged.num_rows() - unique.num_rows();
-            if files.len() < 2 && dropped == 0 && !rekeyed {
+            if files.len() < 2 && dropped == 0 && !rekeyed && !filled {
                 // A repair with nothing to repair here.
                 stats.files_after += files.len();
                 continue;
@@ -178,6 +191,7 @@ impl Lake {
                         Ok(CompactStats {
                             files_before: stats.files_before,
                             files_after: stats.files_before,
+                            conflict: true,
                             ..Default::default()
                         })
                     }

@@ -378,10 +378,33 @@ impl Lake {
                 let t = self.create_table(shape, &url).await?;
                 self.tables.remember(&url, &t);
                 // Tables are only created once the CLI's open has converted the lake.
-                mark_converted(self).await?;
+                mark_created(self).await?;
                 Ok(t)
             }
         }
+    }
+
+    /// Declares in the Delta schema of the table `shape` describes the columns of its
+    /// shape that the schema lacks (nullable ones, appended: old files simply lack them),
+    /// in one metadata commit; other engines read the table by that schema. Returns how
+    /// many were added; none, and no commit, when the table has them all or does not
+    /// exist.
+    pub async fn declare_columns(&self, shape: &TableShape) -> Result<usize, LakeError> {
+        let url = self.table_location(&shape.dir)?;
+        let Some(table) = self.tables.latest(self.store(), &url).await? else { return Ok(0) };
+        let declared = table.snapshot()?.schema();
+        let missing: Vec<_> =
+            shape.delta_schema()?.fields().filter(|f| !declared.contains(f.name())).cloned().collect();
+        if missing.is_empty() {
+            return Ok(0);
+        }
+        if let Some(f) = missing.iter().find(|f| !f.is_nullable()) {
+            return Err(LakeError::Config(format!("{}: a new column must be nullable: {}", shape.dir, f.name())));
+        }
+        let added = missing.len();
+        let table = table.add_columns().with_fields(missing).await?;
+        self.tables.remember(&url, &table);
+        Ok(added)
     }
 
     /// Creates an empty table; another process creating it at the same moment wins or
@@ -516,9 +539,32 @@ pub const ORPHAN_AGE: Duration = Duration::from_secs(3600);
 /// at every table.
 pub(crate) const FORMAT_MARKER: &str = "_lake_format";
 
-/// Writes [`FORMAT_MARKER`].
+/// The line of [`FORMAT_MARKER`] that says every raw table has `received_at` and
+/// `available_at` (upgrade.rs, `add_times`).
+pub(crate) const FORMAT_TIMES: &str = "times";
+
+/// Writes [`FORMAT_MARKER`] unless it exists: a lake whose first table is created now has
+/// every column from the start, so it says so; a lake marked before keeps its mark
+/// (`upgrade_if_needed` adds what it lacks).
+pub(crate) async fn mark_created(lake: &Lake) -> Result<(), LakeError> {
+    let opts = object_store::PutOptions::from(object_store::PutMode::Create);
+    let text = format!("delta\n{FORMAT_TIMES}\n");
+    match lake.store().put_opts(&lake.location.root.clone().join(FORMAT_MARKER), text.into(), opts).await {
+        Ok(_) | Err(object_store::Error::AlreadyExists { .. }) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Writes [`FORMAT_MARKER`] of a lake converted to Delta tables, the times not added yet.
 pub(crate) async fn mark_converted(lake: &Lake) -> Result<(), LakeError> {
     lake.store().put(&lake.location.root.clone().join(FORMAT_MARKER), "delta\n".into()).await?;
+    Ok(())
+}
+
+/// Writes [`FORMAT_MARKER`] of a lake converted and given the times.
+pub(crate) async fn mark_upgraded(lake: &Lake) -> Result<(), LakeError> {
+    let text = format!("delta\n{FORMAT_TIMES}\n");
+    lake.store().put(&lake.location.root.clone().join(FORMAT_MARKER), text.into()).await?;
     Ok(())
 }
 

@@ -1,6 +1,8 @@
 //! The lake: Delta Lake tables of partitioned Parquet on an object store (local files by
 //! default, S3 at scale), written idempotently and read through DataFusion.
 
+pub mod as_of;
+pub mod availability;
 pub mod compact;
 pub mod delta;
 pub mod publish;

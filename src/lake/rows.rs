@@ -11,8 +11,9 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::error::ArrowError;
 
+use super::availability;
 use super::schema::{KeyHasher, TableDef, FORECASTS, NWS_HOURLY, OBSERVATIONS, ONEMIN, REPORTS};
-use crate::catalog::{standard_offset, Catalog};
+use crate::catalog::{lst_to_utc, Catalog};
 use crate::decode::metar::{report_body, temperature_fields};
 use crate::decode::swar::load_le;
 use crate::decode::types::{DailyReport, ForecastRow, Metar, NwsHourlyPeriod, OneMinute};
@@ -36,8 +37,11 @@ pub trait LakeRecord: Send + Sync {
     where
         Self: 'a;
     fn sort_key(&self) -> Self::SortKey<'_>;
+    /// When the source published it (`lake::availability`): the `available_at` of a
+    /// backfilled row, bounded by when wxlake received it. `None`: unknown.
+    fn published_at(&self) -> Option<DateTime<Utc>>;
     /// Builds a batch of the table's file schema from rows already sorted.
-    fn to_batch(rows: &[&Self], keys: &[u64], inserted_at: DateTime<Utc>) -> Result<RecordBatch, ArrowError>;
+    fn to_batch(rows: &[&Self], keys: &[u64], times: &RowTimes) -> Result<RecordBatch, ArrowError>;
 }
 
 /// A string sort key ordered exactly as `&str`, that settles comparisons of strings up to
@@ -121,7 +125,34 @@ impl<'a> LocalDates<'a> {
         }
     }
 }
-fn finish(table: &TableDef, cols: Vec<ArrayRef>) -> Result<RecordBatch, ArrowError> {
+/// The times of a batch's rows, in its order: one `inserted_at` for the write, and each
+/// row's `received_at` and `available_at` (`lake::availability`), microseconds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RowTimes {
+    pub inserted_at: i64,
+    pub received_at: Vec<i64>,
+    pub available_at: Vec<i64>,
+}
+
+impl RowTimes {
+    /// Rows all received at `received` and known then (live rows).
+    pub fn live(n: usize, inserted_at: DateTime<Utc>, received: DateTime<Utc>) -> Self {
+        let r = micros(received);
+        RowTimes { inserted_at: micros(inserted_at), received_at: vec![r; n], available_at: vec![r; n] }
+    }
+
+    /// The three time columns, which end every table's schema.
+    fn columns(&self) -> [ArrayRef; 3] {
+        let utc = |v: Vec<i64>| -> ArrayRef {
+            Arc::new(datafusion::arrow::array::TimestampMicrosecondArray::from(v).with_timezone("UTC"))
+        };
+        let n = self.received_at.len();
+        [utc(vec![self.inserted_at; n]), utc(self.received_at.clone()), utc(self.available_at.clone())]
+    }
+}
+
+fn finish(table: &TableDef, mut cols: Vec<ArrayRef>, times: &RowTimes) -> Result<RecordBatch, ArrowError> {
+    cols.extend(times.columns());
     RecordBatch::try_new(table.file_schema(), cols)
 }
 fn opt_i32(v: Option<u16>) -> Option<i32> {
@@ -145,7 +176,10 @@ impl LakeRecord for Metar {
     fn sort_key(&self) -> Self::SortKey<'_> {
         (&self.station, self.time, report_type(self), &self.raw)
     }
-    fn to_batch(rows: &[&Self], keys: &[u64], inserted_at: DateTime<Utc>) -> Result<RecordBatch, ArrowError> {
+    fn published_at(&self) -> Option<DateTime<Utc>> {
+        Some(availability::observation(self.time, report_type(self), self.cor, self.receipt_time))
+    }
+    fn to_batch(rows: &[&Self], keys: &[u64], times: &RowTimes) -> Result<RecordBatch, ArrowError> {
         let n = rows.len();
         let mut station = StringBuilder::with_capacity(n, n * 4);
         let mut time = ts_builder(n);
@@ -173,7 +207,6 @@ impl LakeRecord for Metar {
         let (mut lds, mut ldc) = (Date32Builder::with_capacity(n), Date32Builder::with_capacity(n));
         let mut raw = StringBuilder::with_capacity(n, n * 90);
         let mut key = UInt64Builder::with_capacity(n);
-        let mut ins = ts_builder(n);
         let mut dates = LocalDates::default();
         for (m, k) in rows.iter().zip(keys) {
             station.append_value(&m.station);
@@ -215,7 +248,6 @@ impl LakeRecord for Metar {
             ldc.append_option(c);
             raw.append_value(&m.raw);
             key.append_value(*k);
-            ins.append_value(micros(inserted_at));
         }
         let cols: Vec<ArrayRef> = vec![
             Arc::new(station.finish()),
@@ -253,9 +285,8 @@ impl LakeRecord for Metar {
             Arc::new(ldc.finish()),
             Arc::new(raw.finish()),
             Arc::new(key.finish()),
-            Arc::new(ins.finish()),
         ];
-        finish(&OBSERVATIONS, cols)
+        finish(&OBSERVATIONS, cols, times)
     }
 }
 
@@ -289,7 +320,10 @@ impl LakeRecord for OneMinute {
     fn sort_key(&self) -> Self::SortKey<'_> {
         (StrKey::new(&self.station), micros(self.time))
     }
-    fn to_batch(rows: &[&Self], keys: &[u64], inserted_at: DateTime<Utc>) -> Result<RecordBatch, ArrowError> {
+    fn published_at(&self) -> Option<DateTime<Utc>> {
+        Some(availability::onemin(self.time))
+    }
+    fn to_batch(rows: &[&Self], keys: &[u64], times: &RowTimes) -> Result<RecordBatch, ArrowError> {
         let n = rows.len();
         let mut station = StringBuilder::with_capacity(n, n * 4);
         let mut time = ts_builder(n);
@@ -297,7 +331,6 @@ impl LakeRecord for OneMinute {
         let mut missing = BooleanBuilder::with_capacity(n);
         let (mut lds, mut ldc) = (Date32Builder::with_capacity(n), Date32Builder::with_capacity(n));
         let mut key = UInt64Builder::with_capacity(n);
-        let mut ins = ts_builder(n);
         let mut dates = LocalDates::default();
         for (r, k) in rows.iter().zip(keys) {
             station.append_value(&r.station);
@@ -308,7 +341,6 @@ impl LakeRecord for OneMinute {
             lds.append_option(s);
             ldc.append_option(c);
             key.append_value(*k);
-            ins.append_value(micros(inserted_at));
         }
         finish(
             &ONEMIN,
@@ -320,17 +352,10 @@ impl LakeRecord for OneMinute {
                 Arc::new(lds.finish()),
                 Arc::new(ldc.finish()),
                 Arc::new(key.finish()),
-                Arc::new(ins.finish()),
             ],
+            times,
         )
     }
-}
-
-/// Converts a Local Standard Time instant of `station` to UTC.
-pub fn lst_to_utc(station: &str, t: NaiveDateTime) -> Option<DateTime<Utc>> {
-    let s = Catalog::global().get(station)?;
-    let off = standard_offset(s.timezone, t.date());
-    Some((t - chrono::Duration::seconds(i64::from(off.local_minus_utc()))).and_utc())
 }
 
 impl LakeRecord for DailyReport {
@@ -355,7 +380,11 @@ impl LakeRecord for DailyReport {
     fn sort_key(&self) -> Self::SortKey<'_> {
         (&self.station, self.date, self.issued_at, &self.raw)
     }
-    fn to_batch(rows: &[&Self], keys: &[u64], inserted_at: DateTime<Utc>) -> Result<RecordBatch, ArrowError> {
+    fn published_at(&self) -> Option<DateTime<Utc>> {
+        let (station, date) = (self.station.as_str(), self.date);
+        Some(availability::report(station, date, self.issued_at, self.valid_as_of_lst, self.correction))
+    }
+    fn to_batch(rows: &[&Self], keys: &[u64], times: &RowTimes) -> Result<RecordBatch, ArrowError> {
         let n = rows.len();
         let mut station = StringBuilder::with_capacity(n, n * 4);
         let mut date = Date32Builder::with_capacity(n);
@@ -371,7 +400,6 @@ impl LakeRecord for DailyReport {
         let mut corr = BooleanBuilder::with_capacity(n);
         let mut raw = StringBuilder::with_capacity(n, n * 2000);
         let mut key = UInt64Builder::with_capacity(n);
-        let mut ins = ts_builder(n);
         for (r, k) in rows.iter().zip(keys) {
             station.append_value(&r.station);
             date.append_value(date32(r.date));
@@ -391,7 +419,6 @@ impl LakeRecord for DailyReport {
             corr.append_value(r.correction);
             raw.append_value(&r.raw);
             key.append_value(*k);
-            ins.append_value(micros(inserted_at));
         }
         finish(
             &REPORTS,
@@ -414,8 +441,8 @@ impl LakeRecord for DailyReport {
                 Arc::new(corr.finish()),
                 Arc::new(raw.finish()),
                 Arc::new(key.finish()),
-                Arc::new(ins.finish()),
             ],
+            times,
         )
     }
 }
@@ -442,7 +469,10 @@ impl LakeRecord for ForecastRow {
     fn sort_key(&self) -> Self::SortKey<'_> {
         (StrKey::new(&self.location_name), micros(self.run_time), micros(self.valid_time))
     }
-    fn to_batch(rows: &[&Self], keys: &[u64], inserted_at: DateTime<Utc>) -> Result<RecordBatch, ArrowError> {
+    fn published_at(&self) -> Option<DateTime<Utc>> {
+        availability::forecast(self.model, self.run_time, self.published_after_s)
+    }
+    fn to_batch(rows: &[&Self], keys: &[u64], times: &RowTimes) -> Result<RecordBatch, ArrowError> {
         let n = rows.len();
         let mut loc = StringBuilder::with_capacity(n, n * 4);
         let (mut run, mut valid) = (ts_builder(n), ts_builder(n));
@@ -484,10 +514,7 @@ impl LakeRecord for ForecastRow {
         let mut key = UInt64Builder::with_capacity(n);
         keys.iter().for_each(|k| key.append_value(*k));
         cols.push(Arc::new(key.finish()));
-        let mut ins = ts_builder(n);
-        rows.iter().for_each(|_| ins.append_value(micros(inserted_at)));
-        cols.push(Arc::new(ins.finish()));
-        finish(&FORECASTS, cols)
+        finish(&FORECASTS, cols, times)
     }
 }
 
@@ -520,13 +547,15 @@ impl LakeRecord for NwsHourlyRow {
     fn sort_key(&self) -> Self::SortKey<'_> {
         (&self.station, self.generated_at, self.period.start_time)
     }
-    fn to_batch(rows: &[&Self], keys: &[u64], inserted_at: DateTime<Utc>) -> Result<RecordBatch, ArrowError> {
+    fn published_at(&self) -> Option<DateTime<Utc>> {
+        Some(availability::nws_hourly(self.generated_at))
+    }
+    fn to_batch(rows: &[&Self], keys: &[u64], times: &RowTimes) -> Result<RecordBatch, ArrowError> {
         let n = rows.len();
         let mut station = StringBuilder::with_capacity(n, n * 4);
         let (mut gen, mut start, mut end) = (ts_builder(n), ts_builder(n), ts_builder(n));
         let mut temp = Float64Builder::with_capacity(n);
         let mut key = UInt64Builder::with_capacity(n);
-        let mut ins = ts_builder(n);
         for (r, k) in rows.iter().zip(keys) {
             station.append_value(&r.station);
             gen.append_value(micros(r.generated_at));
@@ -534,7 +563,6 @@ impl LakeRecord for NwsHourlyRow {
             end.append_value(micros(r.period.end_time));
             temp.append_value(r.period.temperature_f);
             key.append_value(*k);
-            ins.append_value(micros(inserted_at));
         }
         finish(
             &NWS_HOURLY,
@@ -545,8 +573,8 @@ impl LakeRecord for NwsHourlyRow {
                 Arc::new(end.finish()),
                 Arc::new(temp.finish()),
                 Arc::new(key.finish()),
-                Arc::new(ins.finish()),
             ],
+            times,
         )
     }
 }
@@ -599,8 +627,9 @@ mod tests {
             weather_code: Some(19),
             pressure_msl_hpa: v("pressure_msl_hpa"),
             surface_pressure_hpa: OptF64::NONE,
+            published_after_s: 0,
         };
-        let batch = ForecastRow::to_batch(&[&row], &[7], t(1)).unwrap();
+        let batch = ForecastRow::to_batch(&[&row], &[7], &RowTimes::live(1, t(1), t(1))).unwrap();
         for (i, name) in names.iter().enumerate() {
             let col = batch.column_by_name(name).unwrap();
             let got = match col.data_type() {

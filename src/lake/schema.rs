@@ -5,6 +5,12 @@
 //! their native precision (see `has_tenths`), plus integer-°F probable ranges; each row
 //! carries its local dates (Local Standard Time and civil) computed once at ingest, and a
 //! `row_key` (FNV-1a 64 of the natural key) that makes re-ingest a no-op.
+//!
+//! Every table ends with three times: `inserted_at` (the lake write), `received_at` (when
+//! the write path received the row) and `available_at` (when the world could first have
+//! known it, `lake::availability`). The last two are declared nullable although every
+//! writer fills them: a file written before they existed lacks them, and DataFusion
+//! refuses to read a file that lacks a non-nullable column.
 
 use std::hash::Hasher;
 use std::sync::{Arc, OnceLock};
@@ -23,7 +29,37 @@ pub struct TableDef {
     pub sort_cols: &'static [&'static str],
     /// Columns forming the natural key hashed into `row_key`.
     pub key_cols: &'static [&'static str],
+    /// Which rows are versions of one fact, and which version is current: what
+    /// `as_of(table, t)` keeps of the rows available at t (`lake::as_of`).
+    pub versions: Versions,
+    /// Which partitions can hold a row available at a time t (`available_at` is never
+    /// before the row's own time: observation, run, generation): `as_of` reads no other.
+    pub as_of_bound: AsOfBound,
     schema: fn() -> SchemaRef,
+}
+
+/// How a table's rows are versions of each other (`TableDef::versions`).
+#[derive(Debug, Clone, Copy)]
+pub enum Versions {
+    /// Every row is a fact of its own.
+    Rows,
+    /// Rows equal in `key` are versions of one fact; the current one comes first in
+    /// `order` (column, descending), nulls last.
+    Latest { key: &'static [&'static str], order: &'static [(&'static str, bool)] },
+    /// Rows equal in `key` hold documents (all the periods of one forecast version); the
+    /// rows that tie for first in `order` are the current document.
+    Document { key: &'static [&'static str], order: &'static [(&'static str, bool)] },
+}
+
+/// Which partitions `as_of` reads for a time t (`TableDef::as_of_bound`).
+#[derive(Debug, Clone, Copy)]
+pub enum AsOfBound {
+    /// All of them.
+    All,
+    /// Those whose date partition column is at most t's UTC date.
+    UpTo(&'static str),
+    /// Those whose date partition column is within `days` before t's UTC date.
+    Within(&'static str, u32),
 }
 
 impl TableDef {
@@ -92,6 +128,8 @@ cached_schema!(
         f("raw", DataType::Utf8, false),
         f("row_key", DataType::UInt64, false),
         f("inserted_at", ts(), false),
+        f("received_at", ts(), true),
+        f("available_at", ts(), true),
     ]
 );
 
@@ -107,6 +145,8 @@ cached_schema!(
         f("local_date_civil", DataType::Date32, true),
         f("row_key", DataType::UInt64, false),
         f("inserted_at", ts(), false),
+        f("received_at", ts(), true),
+        f("available_at", ts(), true),
     ]
 );
 
@@ -133,6 +173,8 @@ cached_schema!(
         f("raw", DataType::Utf8, false),
         f("row_key", DataType::UInt64, false),
         f("inserted_at", ts(), false),
+        f("received_at", ts(), true),
+        f("available_at", ts(), true),
     ]
 );
 
@@ -168,6 +210,8 @@ cached_schema!(
         f("valid_date_civil", DataType::Date32, true),
         f("row_key", DataType::UInt64, false),
         f("inserted_at", ts(), false),
+        f("received_at", ts(), true),
+        f("available_at", ts(), true),
     ]
 );
 
@@ -181,6 +225,8 @@ cached_schema!(
         f("temperature_f", DataType::Float64, false),
         f("row_key", DataType::UInt64, false),
         f("inserted_at", ts(), false),
+        f("received_at", ts(), true),
+        f("available_at", ts(), true),
     ]
 );
 
@@ -190,6 +236,12 @@ pub const OBSERVATIONS: TableDef = TableDef {
     partition_cols: &["date"],
     sort_cols: &["station_code", "observation_time"],
     key_cols: &["station_code", "observation_time", "report_type", "raw"],
+    // A report and its corrections (METAR COR): the latest available one.
+    versions: Versions::Latest {
+        key: &["date", "station_code", "observation_time", "report_type"],
+        order: &[("available_at", true), ("cor", true), ("received_at", true), ("row_key", true)],
+    },
+    as_of_bound: AsOfBound::UpTo("date"),
     schema: observations_schema,
 };
 
@@ -199,6 +251,8 @@ pub const ONEMIN: TableDef = TableDef {
     partition_cols: &["date"],
     sort_cols: &["station_code", "observation_time"],
     key_cols: &["station_code", "observation_time"],
+    versions: Versions::Rows,
+    as_of_bound: AsOfBound::UpTo("date"),
     schema: onemin_schema,
 };
 
@@ -208,6 +262,20 @@ pub const REPORTS: TableDef = TableDef {
     partition_cols: &["kind"],
     sort_cols: &["station_code", "report_date"],
     key_cols: &["kind", "station_code", "report_date", "raw"],
+    // Preliminary, final and corrected reports of one day: the one a reader of the day
+    // settles on (`DailyReport::precedence`: final, then latest issued, then correction).
+    versions: Versions::Latest {
+        key: &["kind", "station_code", "report_date"],
+        order: &[
+            ("is_final", true),
+            ("issued_at", true),
+            ("correction", true),
+            ("available_at", true),
+            ("received_at", true),
+            ("row_key", true),
+        ],
+    },
+    as_of_bound: AsOfBound::All,
     schema: reports_schema,
 };
 
@@ -217,6 +285,9 @@ pub const FORECASTS: TableDef = TableDef {
     partition_cols: &["model", "run_date"],
     sort_cols: &["location_name", "run_time", "valid_time"],
     key_cols: &["model", "location_name", "run_time", "valid_time"],
+    // One row per model, place, run and valid time: the first stored is kept.
+    versions: Versions::Rows,
+    as_of_bound: AsOfBound::UpTo("run_date"),
     schema: forecasts_schema,
 };
 
@@ -226,6 +297,10 @@ pub const NWS_HOURLY: TableDef = TableDef {
     partition_cols: &["date"],
     sort_cols: &["station_code", "generated_at", "start_time"],
     key_cols: &["station_code", "generated_at", "start_time"],
+    // The version in force: every period of each station's newest available document.
+    versions: Versions::Document { key: &["station_code"], order: &[("generated_at", true)] },
+    // A version older than the 7-day forecast it covers is in force for nothing.
+    as_of_bound: AsOfBound::Within("date", 8),
     schema: nws_hourly_schema,
 };
 
@@ -293,7 +368,7 @@ mod tests {
     #[test]
     fn forecast_files_hold_the_decoders_columns() {
         let file: Vec<String> = FORECASTS.file_schema().fields().iter().map(|f| f.name().clone()).collect();
-        let own = ["valid_date_standard", "valid_date_civil", "row_key", "inserted_at"];
+        let own = ["valid_date_standard", "valid_date_civil", "row_key", "inserted_at", "received_at", "available_at"];
         let mut expected: Vec<&str> = crate::decode::forecast_rows::COLUMNS
             .iter()
             .copied()

@@ -31,23 +31,28 @@ pub struct TableAt {
 impl TableAt {
     /// Registers `table_at` for every lake table `ctx` holds now.
     pub async fn register(ctx: &SessionContext) -> Result<()> {
-        let mut tables = BTreeMap::new();
-        for name in ctx.catalog_names() {
-            let Some(catalog) = ctx.catalog(&name) else { continue };
-            for schema in catalog.schema_names() {
-                let Some(s) = catalog.schema(&schema) else { continue };
-                for t in s.table_names() {
-                    if let Ok(Some(p)) = s.table(&t).await {
-                        if let Some(st) = p.downcast_ref::<SnapshotTable>() {
-                            tables.insert(t, st.clone());
-                        }
+        ctx.register_udtf(TABLE_AT, Arc::new(TableAt { tables: lake_tables(ctx).await }));
+        Ok(())
+    }
+}
+
+/// Every lake table `ctx` holds now, by name.
+pub(super) async fn lake_tables(ctx: &SessionContext) -> BTreeMap<String, SnapshotTable> {
+    let mut tables = BTreeMap::new();
+    for name in ctx.catalog_names() {
+        let Some(catalog) = ctx.catalog(&name) else { continue };
+        for schema in catalog.schema_names() {
+            let Some(s) = catalog.schema(&schema) else { continue };
+            for t in s.table_names() {
+                if let Ok(Some(p)) = s.table(&t).await {
+                    if let Some(st) = p.downcast_ref::<SnapshotTable>() {
+                        tables.insert(t, st.clone());
                     }
                 }
             }
         }
-        ctx.register_udtf(TABLE_AT, Arc::new(TableAt { tables }));
-        Ok(())
     }
+    tables
 }
 
 impl TableFunctionImpl for TableAt {
@@ -67,7 +72,7 @@ impl TableFunctionImpl for TableAt {
 }
 
 /// A string literal's text (also through a cast, as `TIMESTAMP '…'` plans).
-fn text(e: &Expr) -> Option<String> {
+pub(super) fn text(e: &Expr) -> Option<String> {
     match e {
         Expr::Literal(
             ScalarValue::Utf8(Some(s)) | ScalarValue::LargeUtf8(Some(s)) | ScalarValue::Utf8View(Some(s)),
@@ -94,19 +99,27 @@ fn when(e: &Expr) -> Result<At> {
                 _ => bad(),
             }
         }
-        Expr::Literal(ScalarValue::TimestampSecond(Some(t), _), _) => Ok(At::Time(t * 1000)),
-        Expr::Literal(ScalarValue::TimestampMillisecond(Some(t), _), _) => Ok(At::Time(*t)),
-        Expr::Literal(ScalarValue::TimestampMicrosecond(Some(t), _), _) => Ok(At::Time(t.div_euclid(1000))),
-        Expr::Literal(ScalarValue::TimestampNanosecond(Some(t), _), _) => Ok(At::Time(t.div_euclid(1_000_000))),
-        other => match text(other).and_then(|s| parse_time(&s)) {
+        other => match moment_ms(other) {
             Some(ms) => Ok(At::Time(ms)),
             None => bad(),
         },
     }
 }
 
+/// Milliseconds since the epoch of a time argument: a timestamp literal, or a string in
+/// ISO 8601 (UTC unless it says otherwise).
+pub(super) fn moment_ms(e: &Expr) -> Option<i64> {
+    match e {
+        Expr::Literal(ScalarValue::TimestampSecond(Some(t), _), _) => Some(t * 1000),
+        Expr::Literal(ScalarValue::TimestampMillisecond(Some(t), _), _) => Some(*t),
+        Expr::Literal(ScalarValue::TimestampMicrosecond(Some(t), _), _) => Some(t.div_euclid(1000)),
+        Expr::Literal(ScalarValue::TimestampNanosecond(Some(t), _), _) => Some(t.div_euclid(1_000_000)),
+        other => text(other).and_then(|s| parse_time(&s)),
+    }
+}
+
 /// Milliseconds of an ISO 8601 time: with an offset, or UTC without one.
-fn parse_time(s: &str) -> Option<i64> {
+pub(super) fn parse_time(s: &str) -> Option<i64> {
     let s = s.trim();
     if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
         return Some(t.timestamp_millis());

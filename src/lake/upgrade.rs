@@ -9,9 +9,16 @@
 //! converts the rest (a table with a log is left alone). Once every table is converted, the
 //! files the records hid and the records themselves are deleted.
 //!
-//! The CLI runs it on every open of a lake ([`upgrade_if_needed`]: a lake already
-//! converted says so in one object, `_lake_format`, so this costs one request), and
-//! `wxlake lake upgrade` runs it explicitly and prints what it did.
+//! A lake written before rows carried `received_at` and `available_at`
+//! (`lake::availability`) gets them the same way ([`add_times`]): each raw table's
+//! partitions whose files lack them are rewritten with them filled by the backfill rules
+//! (one rewrite commit per table, `dataChange: false`: the rows stay, they gain two
+//! columns), then the Delta schema declares them. Run again after an interruption it
+//! rewrites what is left; on a lake that has them it rewrites nothing.
+//!
+//! The CLI runs both on every open of a lake ([`upgrade_if_needed`]: a lake already
+//! upgraded says so in one object, `_lake_format`, so this costs one request), and
+//! `wxlake lake upgrade` runs them explicitly and prints what they did.
 
 use std::collections::{HashMap, HashSet};
 
@@ -25,7 +32,9 @@ use object_store::path::Path;
 use object_store::ObjectStoreExt;
 use serde::Deserialize;
 
-use super::delta::{mark_converted, TableShape, FORMAT_MARKER};
+use super::compact::{CompactStats, Rewrite};
+use super::delta::{mark_converted, mark_upgraded, TableShape, FORMAT_MARKER, FORMAT_TIMES};
+use super::schema::TABLES;
 use super::store::delete_if_present;
 use super::{Lake, LakeError};
 
@@ -38,6 +47,8 @@ pub struct Upgrade {
     pub already: Vec<String>,
     /// Files of the old protocol deleted (replaced files, unfinished swaps' files, records).
     pub deleted: usize,
+    /// Raw tables given `received_at` and `available_at` now: what the rewrite did.
+    pub times: Vec<(String, CompactStats)>,
 }
 
 /// A record of the former protocol (only what the conversion needs).
@@ -61,14 +72,57 @@ impl OldRecord {
     }
 }
 
-/// [`upgrade`], unless the lake says it is converted already (one request).
+/// [`upgrade`] and [`add_times`], unless the lake says it has both already (one request).
 pub async fn upgrade_if_needed(lake: &Lake, shapes: &[TableShape]) -> Result<Upgrade, LakeError> {
     let marker = lake.location.root.clone().join(FORMAT_MARKER);
-    match lake.store().head(&marker).await {
-        Ok(_) => Ok(Upgrade::default()),
+    match lake.store().get(&marker).await {
+        Ok(got) => {
+            let text = got.bytes().await?;
+            if String::from_utf8_lossy(&text).lines().any(|l| l == FORMAT_TIMES) {
+                return Ok(Upgrade::default());
+            }
+            Ok(Upgrade { times: add_times(lake).await?, ..Default::default() })
+        }
         Err(object_store::Error::NotFound { .. }) => upgrade(lake, shapes).await,
         Err(e) => Err(e.into()),
     }
+}
+
+/// Gives every raw table of `lake` the columns `received_at` and `available_at` (module
+/// docs), then marks the lake so. Tables that do not exist are skipped. Returns what each
+/// table's rewrite did.
+pub async fn add_times(lake: &Lake) -> Result<Vec<(String, CompactStats)>, LakeError> {
+    let mut done = Vec::new();
+    let mut any = false;
+    for table in TABLES {
+        if lake.snapshot_files(table.name).await?.is_none() {
+            continue;
+        }
+        any = true;
+        let mut attempt = 0;
+        let stats = loop {
+            attempt += 1;
+            let stats = lake.rewrite(table, Rewrite::Repair).await?;
+            // A writer compacting the same partitions meanwhile wins; the rest is left to
+            // another pass (a rewrite finds only what still lacks them).
+            if !stats.conflict || attempt >= super::delta::COMMIT_ATTEMPTS {
+                break stats;
+            }
+            super::delta::backoff(attempt).await;
+        };
+        if stats.conflict {
+            return Err(LakeError::Conflict(format!("{}: adding the availability times kept conflicting", table.name)));
+        }
+        lake.declare_columns(&TableShape::lake_table(table)).await?;
+        if stats.partitions > 0 {
+            tracing::info!(table = table.name, partitions = stats.partitions, rows = stats.rows, "added received_at and available_at");
+        }
+        done.push((table.name.to_string(), stats));
+    }
+    if any {
+        mark_upgraded(lake).await?;
+    }
+    Ok(done)
 }
 
 /// Converts every table of `lake` that is not a Delta table yet: those `shapes` describe
@@ -162,8 +216,11 @@ pub async fn upgrade(lake: &Lake, shapes: &[TableShape]) -> Result<Upgrade, Lake
         delete_if_present(store.as_ref(), &claim.location).await?;
     }
     // An empty lake stays empty (a command that fails before writing leaves nothing).
-    if !report.converted.is_empty() || !report.already.is_empty() {
+    if !report.converted.is_empty() {
         mark_converted(lake).await?;
+    }
+    if !report.converted.is_empty() || !report.already.is_empty() {
+        report.times = add_times(lake).await?;
     }
     Ok(report)
 }

@@ -23,7 +23,8 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use rayon::prelude::*;
 
 use super::delta::{backoff, partitions_predicate, Change, NewFile, TableShape, COMMIT_ATTEMPTS};
-use super::rows::LakeRecord;
+use super::availability;
+use super::rows::{LakeRecord, RowTimes};
 use super::schema::TableDef;
 use super::{blocking, Lake, LakeError};
 
@@ -287,6 +288,13 @@ struct Rows<R, C: Chunk<R>> {
 /// write reads them where they are instead of copying them).
 pub trait Chunk<R>: Send + Sync + 'static {
     fn rows(&self) -> &[R];
+    /// When the write path received these rows (its clock), for rows that arrived live:
+    /// they were known then, so that is their `available_at` too. `None` for a backfill:
+    /// received at the write, known since their source published them
+    /// (`lake::availability`).
+    fn received_at(&self) -> Option<DateTime<Utc>> {
+        None
+    }
     /// Frees the chunk once written.
     fn free(self);
 }
@@ -370,7 +378,7 @@ fn encode_partition<R: LakeRecord>(
             let key = slice.keys[i as usize];
             if seen.insert(key) {
                 let r = &records[i as usize];
-                order.push((r.sort_key(), key, r));
+                order.push((r.sort_key(), key, r, slice.chunk as u32));
             }
         }
     }
@@ -380,8 +388,19 @@ fn encode_partition<R: LakeRecord>(
     order.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
     let refs: Vec<&R> = order.iter().map(|o| o.2).collect();
     let row_keys: Vec<u64> = order.iter().map(|o| o.1).collect();
+    let mut times = RowTimes { inserted_at: inserted_at.timestamp_micros(), ..Default::default() };
+    (times.received_at, times.available_at) = order
+        .iter()
+        .map(|&(_, _, r, chunk)| {
+            let (received, available) = match chunks[chunk as usize].received_at() {
+                Some(live) => (live, live),
+                None => (inserted_at, availability::settle(r.published_at(), inserted_at)),
+            };
+            (received.timestamp_micros(), available.timestamp_micros())
+        })
+        .unzip();
     drop(order);
-    let batch = R::to_batch(&refs, &row_keys, inserted_at)?;
+    let batch = R::to_batch(&refs, &row_keys, &times)?;
     Ok(Some((encode_parquet(table, &batch)?, refs.len())))
 }
 
@@ -404,9 +423,10 @@ fn receiver_stream<T: Send + 'static>(mut rx: tokio::sync::mpsc::Receiver<T>) ->
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
 
-/// Builds a batch of `R` rows without storing them (benchmarks and the live path).
-pub fn batch_of<R: LakeRecord>(records: &[R], inserted_at: DateTime<Utc>) -> Result<RecordBatch, LakeError> {
+/// Builds a batch of `R` rows without storing them (benchmarks and tests), as if received
+/// live and written at `at`.
+pub fn batch_of<R: LakeRecord>(records: &[R], at: DateTime<Utc>) -> Result<RecordBatch, LakeError> {
     let refs: Vec<&R> = records.iter().collect();
     let keys: Vec<u64> = records.iter().map(|r| r.row_key()).collect();
-    Ok(R::to_batch(&refs, &keys, inserted_at)?)
+    Ok(R::to_batch(&refs, &keys, &RowTimes::live(records.len(), at, at))?)
 }

@@ -47,7 +47,7 @@ use crate::catalog::Catalog;
 use crate::decode::types::Metar;
 use crate::extremes::{Logic, Source};
 use crate::ingest::OfRecords;
-use crate::lake::rows::{date32, LakeRecord};
+use crate::lake::rows::{date32, LakeRecord, RowTimes};
 use crate::trading_day::{self, TradingDay};
 use crate::write::WriteService;
 
@@ -305,9 +305,20 @@ impl TableProvider for LiveObservationsTable {
 /// The observations `live` holds unflushed, as one batch of [`observations_schema`].
 fn pending_batch(live: &WriteService) -> Result<RecordBatch> {
     let pending = live.pending_records();
-    let refs: Vec<&Metar> = pending.iter().flat_map(|r| Metar::of(r)).collect();
+    let (mut refs, mut received) = (Vec::new(), Vec::new());
+    for input in &pending {
+        let metars = Metar::of(&input.records);
+        refs.extend(metars);
+        received.extend(std::iter::repeat_n(input.at.timestamp_micros(), metars.len()));
+    }
     let keys: Vec<u64> = refs.iter().map(|m| m.row_key()).collect();
-    let stored = Metar::to_batch(&refs, &keys, live.clock.now())?;
+    // Live rows: known when received. Not written yet: `inserted_at` is now.
+    let times = RowTimes {
+        inserted_at: live.clock.now().timestamp_micros(),
+        received_at: received.clone(),
+        available_at: received,
+    };
+    let stored = Metar::to_batch(&refs, &keys, &times)?;
     let dates: ArrayRef = Arc::new(StringArray::from_iter_values(refs.iter().map(|m| {
         let p = m.partition();
         p.strip_prefix("date=").unwrap_or(&p).to_string()

@@ -20,7 +20,7 @@ use super::probe::{Fault, Probes, StorageFault};
 use super::wal::{Wal, WalEntry, WalError};
 use crate::clock::Clock;
 use crate::decode::types::{ForecastRow, LineError};
-use crate::ingest::{store_held, DecodedInput, Format, IngestOptions, OfRecords, Records};
+use crate::ingest::{store_held, DecodedInput, Format, IngestOptions, OfRecords, Received, Records};
 use crate::lake::window::load_window;
 use crate::lake::writer::WriteStats;
 use crate::lake::{Lake, LakeError};
@@ -111,7 +111,7 @@ pub struct WriteService {
     pub clock: Arc<dyn Clock>,
     wal: Arc<Wal>,
     /// Logged but not yet in the lake, by WAL seq: the inputs' decoded records.
-    pending: Mutex<BTreeMap<u64, Arc<Records>>>,
+    pending: Mutex<BTreeMap<u64, Received>>,
     flush_lock: tokio::sync::Mutex<()>,
     /// The stream publisher's inbox, once one is attached. Applies and sends happen under
     /// this lock, so the publisher sees records in the order the hot state applied them.
@@ -200,13 +200,13 @@ impl WriteService {
         for e in entries {
             let records = Arc::new(decode_entry(&e).records);
             drop(svc.hot_apply(&records, Snapshot::Skip));
-            svc.pending_lock().insert(e.seq, records);
+            svc.pending_lock().insert(e.seq, Received { at: e.timestamp, records });
         }
         tracing::info!(loaded, replayed, "hot state rebuilt");
         Ok(svc)
     }
 
-    fn pending_lock(&self) -> parking_lot::MutexGuard<'_, BTreeMap<u64, Arc<Records>>> {
+    fn pending_lock(&self) -> parking_lot::MutexGuard<'_, BTreeMap<u64, Received>> {
         self.pending.lock()
     }
 
@@ -336,9 +336,12 @@ impl WriteService {
                 events: 0,
             });
         }
-        let seq = self.wal.append_async(format.as_str().to_string(), opts_json, bytes).await?;
+        // The one time these rows were received: the WAL keeps it for a replay, the lake
+        // stores it as `received_at` and `available_at`.
+        let received = self.clock.now();
+        let seq = self.wal.append_async(received, format.as_str().to_string(), opts_json, bytes).await?;
         let records = Arc::new(decoded.records);
-        self.pending_lock().insert(seq, Arc::clone(&records));
+        self.pending_lock().insert(seq, Received { at: received, records: Arc::clone(&records) });
         if matches!(*records, Records::Forecasts(_)) {
             self.flush_soon.notify_one();
         }
@@ -414,8 +417,8 @@ impl WriteService {
     /// to the WAL (see the module docs for why not "through the newest").
     pub async fn flush(&self) -> Result<WriteStats, WriteError> {
         let _guard = self.flush_lock.lock().await;
-        let (seqs, batch): (Vec<u64>, Vec<Arc<Records>>) =
-            self.pending_lock().iter().map(|(seq, r)| (*seq, Arc::clone(r))).unzip();
+        let (seqs, batch): (Vec<u64>, Vec<Received>) =
+            self.pending_lock().iter().map(|(seq, r)| (*seq, r.clone())).unzip();
         let stats = self.store_pending(&batch).await?;
         {
             let mut pending = self.pending_lock();
@@ -432,8 +435,8 @@ impl WriteService {
     }
 
     /// Stores pending inputs in the lake, one write per table, and tells the subscribers.
-    async fn store_pending(&self, batch: &[Arc<Records>]) -> Result<WriteStats, WriteError> {
-        let forecasts = || batch.iter().flat_map(|r| ForecastRow::of(r));
+    async fn store_pending(&self, batch: &[Received]) -> Result<WriteStats, WriteError> {
+        let forecasts = || batch.iter().flat_map(|r| ForecastRow::of(&r.records));
         let runs = StoredRun::distinct(forecasts().map(|r| (r.model, r.run_time)));
         let mut newest: std::collections::HashMap<(String, &'static str), DateTime<Utc>> = Default::default();
         for r in forecasts() {
@@ -481,7 +484,7 @@ impl WriteService {
 
     /// The inputs acknowledged but not yet in the lake, decoded (the SQL servers'
     /// `live_observations`; pending holds a few flush intervals).
-    pub fn pending_records(&self) -> Vec<Arc<Records>> {
+    pub fn pending_records(&self) -> Vec<Received> {
         self.pending_lock().values().cloned().collect()
     }
 

@@ -408,7 +408,7 @@ async fn every_demo_feed_stores_what_the_simulator_serves() {
     // due at either poll, LAMP's labelled HH30.
     for (model, code) in [("GFS-MOS", "MAV"), ("NAM-MOS", "MET"), ("LAV-MOS", "LAV")] {
         let spec = models::model(model).unwrap();
-        let delay = models::availability(model).unwrap().delay_min;
+        let delay = models::availability(model).unwrap().delay_min();
         let since = |t: DateTime<Utc>| t - chrono::Duration::seconds((mos_lookback_h * 3600.0) as i64);
         let want: BTreeSet<DateTime<Utc>> =
             [t0, t1].into_iter().flat_map(|t| models::published_runs(spec, delay, since(t), t)).collect();

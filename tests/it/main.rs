@@ -2,6 +2,7 @@
 
 mod accuracy_http;
 mod analyst_tools;
+mod as_of;
 mod cli;
 mod cluster;
 mod contract_cli;

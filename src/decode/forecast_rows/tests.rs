@@ -228,6 +228,7 @@ fn sample_rows() -> Vec<ForecastRow> {
         weather_code: Some(61),
         pressure_msl_hpa: 1013.2.into(),
         surface_pressure_hpa: 1008.1.into(),
+        published_after_s: 0,
         ..Default::default()
     };
     a.complete_temperatures();

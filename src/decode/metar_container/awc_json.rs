@@ -57,7 +57,10 @@ pub(super) fn awc_item(obj: &Value) -> Result<Metar, String> {
         Some(t) if t.eq_ignore_ascii_case("SPECI") => ReportKind::Speci,
         _ => ReportKind::Metar,
     };
-    finish_report(report_text(raw), reference, fallback)
+    let mut metar = finish_report(report_text(raw), reference, fallback)?;
+    // What `available_at` of a backfilled report rests on (`lake::availability`).
+    metar.receipt_time = obj.get("receiptTime").and_then(json_time);
+    Ok(metar)
 }
 
 /// Epoch seconds or an ISO 8601 string.

@@ -12,6 +12,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use chrono::{DateTime, Utc};
 use parking_lot::MutexGuard;
 
 use super::record::{checked_body_len, encode_record, RecordFields};
@@ -56,8 +57,14 @@ impl Wal {
     /// `spawn_blocking`. An `Err` means the input must not be acknowledged (though after a
     /// failed flush it may still turn up at replay, which idempotent ingest tolerates).
     pub fn append(&self, format: &str, options_json: &str, payload: &[u8]) -> Result<u64, WalError> {
+        self.append_at(now_micros(), format, options_json, payload)
+    }
+
+    /// [`Wal::append`] with the record's time given (µs since the epoch): the write
+    /// service's clock, which is when its rows were received (their `received_at`, read
+    /// back at replay).
+    pub fn append_at(&self, timestamp: i64, format: &str, options_json: &str, payload: &[u8]) -> Result<u64, WalError> {
         let body_len = checked_body_len(format, options_json, payload)?;
-        let timestamp = now_micros();
         let mut q = self.queue.lock();
         let seq = q.next_seq;
         q.next_seq += 1;
@@ -76,10 +83,11 @@ impl Wal {
         }
     }
 
-    /// Async wrapper over [`Wal::append`] on tokio's blocking pool, so request handlers do
+    /// Async wrapper over [`Wal::append_at`] on tokio's blocking pool, so request handlers do
     /// not stall a runtime worker during the fsync.
     pub async fn append_async<P>(
         self: &Arc<Self>,
+        timestamp: DateTime<Utc>,
         format: String,
         options_json: String,
         payload: P,
@@ -88,7 +96,8 @@ impl Wal {
         P: AsRef<[u8]> + Send + 'static,
     {
         let wal = Arc::clone(self);
-        tokio::task::spawn_blocking(move || wal.append(&format, &options_json, payload.as_ref()))
+        let at = timestamp.timestamp_micros();
+        tokio::task::spawn_blocking(move || wal.append_at(at, &format, &options_json, payload.as_ref()))
             .await
             .map_err(WalError::Task)?
     }

@@ -418,7 +418,7 @@ async fn append_async_from_many_tasks() {
                 let mut got = Vec::new();
                 for i in 0..20 {
                     let payload = format!("{t}:{i}").into_bytes();
-                    got.push(wal.append_async("metar".into(), "{}".into(), payload).await);
+                    got.push(wal.append_async(chrono::Utc::now(), "metar".into(), "{}".into(), payload).await);
                 }
                 got
             })

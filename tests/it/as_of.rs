@@ -1,0 +1,231 @@
+//! The two times on every row (`received_at`, `available_at`) and `as_of` in SQL: live rows
+//! known when the write path received them (by its clock, kept across a restart),
+//! backfilled rows known when their source published them, and `as_of` choosing the version
+//! in force at a time, with no look-ahead.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use wxlake::clock::{Clock, ManualClock};
+use wxlake::decode::climate_report::decode_cli;
+use wxlake::ingest::{ingest_bytes, Format, IngestOptions, Summary};
+use wxlake::lake::Lake;
+
+use crate::support::{fixture, knyc_forecast, open_live, rows, scalar, temp_lake};
+
+const AWC: &str = "metar/awc_metar_knyc_kmdw_kaus_20260925T0631Z.json";
+const NWS: &str = "forecast/nws_hourly_forecast_knyc_gen20260924T0316Z.json";
+const CLI_AUS: &str = "cli/CLIAUS_202609041223_morning_prelim_for_2026-09-04.txt";
+
+fn t(s: &str) -> DateTime<Utc> {
+    wxlake::time::parse_utc(s).unwrap()
+}
+
+async fn backfill(lake: &Lake, format: Format, rel: &str, opts: &IngestOptions) {
+    let bytes = std::fs::read(fixture(rel)).unwrap();
+    let mut s = Summary::default();
+    ingest_bytes(lake, format, rel, &bytes, opts, &mut s).await.unwrap();
+}
+
+/// How many rows `as_of(table, at)` keeps that match `filter`.
+async fn count_as_of(lake: &Lake, table: &str, at: &str, filter: &str) -> String {
+    scalar(lake, &format!("SELECT count(*) FROM as_of('{table}', '{at}') WHERE {filter}")).await
+}
+
+#[tokio::test]
+async fn backfilled_rows_become_available_when_their_source_published_them() {
+    let (_d, lake) = temp_lake().await;
+    backfill(&lake, Format::Metar, AWC, &IngestOptions::default()).await;
+    backfill(&lake, Format::Cli, CLI_AUS, &IngestOptions::default()).await;
+    let opts = IngestOptions { station: Some("KNYC".into()), ..Default::default() };
+    backfill(&lake, Format::NwsHourly, NWS, &opts).await;
+    let run = t("2026-09-24T00:00:00Z");
+    lake.write(vec![knyc_forecast("GFS", run, 24, 70.0), knyc_forecast("HRRR", run, 24, 71.0)]).await.unwrap();
+
+    // A backfill is received at the write: received_at is the lake write's time.
+    for table in ["observations", "reports", "nws_hourly", "forecasts"] {
+        let q = format!("SELECT count(*) FROM {table} WHERE (received_at IS DISTINCT FROM inserted_at) OR (available_at IS NULL)");
+        assert_eq!(scalar(&lake, &q).await, "0", "{table}");
+    }
+    // aviationweather.gov's receiptTime (3 min 11 s after the 05:51 observation).
+    let obs = "station_code = 'KNYC' AND observation_time = TIMESTAMP '2026-09-25T05:51:00Z'";
+    let knyc = rows(&lake, &format!("SELECT available_at FROM observations WHERE {obs}")).await;
+    assert_eq!(knyc, [["2026-09-25T05:54:11.152Z"]]);
+    assert_eq!(count_as_of(&lake, "observations", "2026-09-25T05:54:11Z", obs).await, "0");
+    assert_eq!(count_as_of(&lake, "observations", "2026-09-25T05:54:12Z", obs).await, "1");
+
+    // The climate report, from its heading `CDUS44 KEWX 041223`: not a minute before.
+    assert_eq!(count_as_of(&lake, "reports", "2026-09-04T12:22:59Z", "station_code = 'KAUS'").await, "0");
+    assert_eq!(count_as_of(&lake, "reports", "2026-09-04T12:23:00Z", "station_code = 'KAUS'").await, "1");
+
+    // A run: its run time plus its model's publication delay (GFS 330 min, HRRR 135 min).
+    for (at, want) in
+        [("2026-09-24T02:14:59Z", "0"), ("2026-09-24T02:15:00Z", "1"), ("2026-09-24T05:29:59Z", "1"), ("2026-09-24T05:30:00Z", "2")]
+    {
+        assert_eq!(count_as_of(&lake, "forecasts", at, "true").await, want, "{at}");
+    }
+
+    // The NWS version: its generatedAt, all of its periods at once.
+    let periods = scalar(&lake, "SELECT count(*) FROM nws_hourly").await;
+    assert_eq!(periods, "60", "the real version holds 60 hourly periods");
+    assert_eq!(count_as_of(&lake, "nws_hourly", "2026-09-24T03:16:36Z", "true").await, "0");
+    assert_eq!(count_as_of(&lake, "nws_hourly", "2026-09-24T03:16:37Z", "true").await, periods);
+}
+
+#[tokio::test]
+async fn previous_runs_values_are_not_known_before_their_lead_says() {
+    // Open-Meteo's `previous_day1` value for 23:00 is the run that was latest about 24 h
+    // before: it existed at 23:00 the day before, not at the nominal 00Z run's
+    // publication (which would see it 17 h early).
+    let (_d, lake) = temp_lake().await;
+    let opts = IngestOptions { station: Some("KNYC".into()), ..Default::default() };
+    backfill(&lake, Format::OpenMeteo, "forecast/openmeteo_previous_runs_knyc_gfs_ecmwf_2026-09-01_03.json", &opts).await;
+    let got = rows(
+        &lake,
+        "SELECT run_time, available_at FROM forecasts WHERE model = 'GFS' AND forecast_hour = 47 \
+         AND valid_time = TIMESTAMP '2026-09-02T23:00:00Z'",
+    )
+    .await;
+    assert_eq!(got, [["2026-09-01T00:00:00Z", "2026-09-01T23:00:00Z"]]);
+    // An early valid hour: the model's own delay is the later bound.
+    let got = rows(
+        &lake,
+        "SELECT available_at FROM forecasts WHERE model = 'GFS' AND forecast_hour = 25 \
+         AND valid_time = TIMESTAMP '2026-09-02T01:00:00Z'",
+    )
+    .await;
+    assert_eq!(got, [["2026-09-01T05:30:00Z"]]);
+}
+
+#[tokio::test]
+async fn live_rows_are_known_when_the_service_received_them_even_after_a_restart() {
+    let (dir, lake) = temp_lake().await;
+    let state = dir.path().join("state");
+    let t0 = t("2026-09-25T06:00:00Z");
+    let clock = Arc::new(ManualClock::new(t0));
+    let body = std::fs::read(fixture(AWC)).unwrap();
+    let original = "METAR KNYC 250551Z AUTO VRB06G18KT 10SM CLR 14/04 A3023 RMK AO2 SLP227 T01390039 10172 20139 58019";
+    {
+        let svc = Arc::new(open_live(&lake, &state, clock.clone() as Arc<dyn Clock>).await);
+        svc.ingest(Format::Metar, IngestOptions::default(), body).await.unwrap();
+        // Forty minutes later, a correction of the KNYC report (one tenth warmer).
+        clock.set(t0 + Duration::minutes(40));
+        let cor = original.replace("250551Z AUTO", "250551Z COR AUTO").replace("T01390039", "T01440039");
+        let sept = IngestOptions { month: Some((2026, 9)), ..Default::default() };
+        svc.ingest(Format::Metar, sept, cor.into_bytes()).await.unwrap();
+        // Stopped without a flush: the inputs are only in the write-ahead log.
+    }
+    clock.set(t0 + Duration::hours(2));
+    let svc = open_live(&lake, &state, clock.clone() as Arc<dyn Clock>).await;
+    svc.flush().await.unwrap();
+
+    let got = rows(
+        &lake,
+        "SELECT cor, received_at, available_at FROM observations WHERE station_code = 'KNYC' \
+         AND observation_time = TIMESTAMP '2026-09-25T05:51:00Z' ORDER BY cor",
+    )
+    .await;
+    let at = |d: Duration| wxlake::time::fmt_iso_utc(t0 + d);
+    let (first, later) = (at(Duration::zero()), at(Duration::minutes(40)));
+    assert_eq!(got, [["false", first.as_str(), first.as_str()], ["true", later.as_str(), later.as_str()]]);
+
+    // What the service knew: nothing before it received the report, then the original,
+    // then the correction.
+    let knyc = |at: DateTime<Utc>| {
+        let lake = lake.clone();
+        async move {
+            rows(
+                &lake,
+                &format!(
+                    "SELECT cor, temperature FROM as_of('observations', '{}') WHERE station_code = 'KNYC' \
+                     AND observation_time = TIMESTAMP '2026-09-25T05:51:00Z'",
+                    wxlake::time::fmt_iso_utc(at)
+                ),
+            )
+            .await
+        }
+    };
+    assert!(knyc(t0 - Duration::seconds(1)).await.is_empty());
+    assert_eq!(knyc(t0 + Duration::minutes(39)).await, [["false", "13.9"]]);
+    assert_eq!(knyc(t0 + Duration::minutes(40)).await, [["true", "14.4"]]);
+}
+
+#[tokio::test]
+async fn as_of_gives_the_version_in_force() {
+    let (_d, lake) = temp_lake().await;
+    // NWS: the real version, and the next one an hour later with every period 2 °F warmer.
+    let text = std::fs::read_to_string(fixture(NWS)).unwrap();
+    let next = text.replace("\"generatedAt\":\"2026-09-24T03:16:37+00:00\"", "\"generatedAt\":\"2026-09-24T04:16:37+00:00\"");
+    assert_ne!(next, text);
+    let next = (40..=99).fold(next, |s, f| s.replace(&format!("\"temperature\":{f},"), &format!("\"temperature\":x{},", f + 2)));
+    let next = next.replace("\"temperature\":x", "\"temperature\":");
+    let opts = IngestOptions { station: Some("KNYC".into()), ..Default::default() };
+    let mut s = Summary::default();
+    ingest_bytes(&lake, Format::NwsHourly, "v1", text.as_bytes(), &opts, &mut s).await.unwrap();
+    ingest_bytes(&lake, Format::NwsHourly, "v2", next.as_bytes(), &opts, &mut s).await.unwrap();
+    let version = |at: &'static str| {
+        let lake = lake.clone();
+        async move {
+            rows(
+                &lake,
+                &format!(
+                    "SELECT count(*), count(DISTINCT generated_at), min(generated_at), max(temperature_f) \
+                     FROM as_of('nws_hourly', '{at}')"
+                ),
+            )
+            .await
+        }
+    };
+    let periods = scalar(&lake, "SELECT count(*) FROM nws_hourly WHERE generated_at = TIMESTAMP '2026-09-24T03:16:37Z'").await;
+    let warmest = scalar(&lake, "SELECT max(temperature_f) FROM nws_hourly").await;
+    let first = version("2026-09-24T04:00:00Z").await;
+    assert_eq!(first[0][..3], [periods.as_str(), "1", "2026-09-24T03:16:37Z"]);
+    let second = version("2026-09-24T05:00:00Z").await;
+    assert_eq!(second[0][..3], [periods.as_str(), "1", "2026-09-24T04:16:37Z"]);
+    assert_eq!(second[0][3], warmest);
+    assert_ne!(first[0][3], second[0][3]);
+
+    // Reports: the real preliminary (issued 12:23Z), then a final of the same day issued
+    // the next morning. The final wins from its issuance on; the preliminary before.
+    let prelim = decode_cli(&std::fs::read(fixture(CLI_AUS)).unwrap()).records.remove(0);
+    assert!(!prelim.is_final);
+    let mut fin = prelim.clone();
+    fin.is_final = true;
+    fin.valid_as_of_lst = None;
+    fin.max_f = prelim.max_f.map(|f| f + 9);
+    fin.issued_at = Some(Utc.with_ymd_and_hms(2026, 9, 5, 6, 30, 0).unwrap());
+    fin.raw = prelim.raw.replace("723 AM CDT FRI SEP 04 2026", "130 AM CDT SAT SEP 05 2026");
+    assert_ne!(fin.raw, prelim.raw);
+    lake.write(vec![prelim.clone(), fin.clone()]).await.unwrap();
+    let high = |at: &'static str| {
+        let lake = lake.clone();
+        async move {
+            rows(&lake, &format!("SELECT is_final, high_f FROM as_of('reports', '{at}') WHERE station_code = 'KAUS'")).await
+        }
+    };
+    let f = |v: Option<i32>| v.map(|v| v.to_string()).unwrap_or_default();
+    assert_eq!(high("2026-09-04T12:00:00Z").await, Vec::<Vec<String>>::new());
+    assert_eq!(high("2026-09-05T06:29:59Z").await, [vec!["false".to_string(), f(prelim.max_f)]]);
+    assert_eq!(high("2026-09-05T06:30:00Z").await, [vec!["true".to_string(), f(fin.max_f)]]);
+    // Only raw tables have the times.
+    let ctx = wxlake::jobs::analyst_session(&lake).await.unwrap();
+    let err = ctx.sql("SELECT * FROM as_of('forecast_daily', '2026-09-05')").await.unwrap_err().to_string();
+    assert!(err.contains("not a raw lake table"), "{err}");
+    let err = ctx.sql("SELECT * FROM as_of('reports', 'yesterday')").await.unwrap_err().to_string();
+    assert!(err.contains("the second argument is a time"), "{err}");
+}
+
+#[tokio::test]
+async fn as_of_plans_read_only_the_partitions_a_time_can_see() {
+    let (_d, lake) = temp_lake().await;
+    let base = t("2026-09-20T00:00:00Z");
+    let rows_: Vec<_> = (0..6).map(|d| knyc_forecast("GFS", base + Duration::days(d), 12, 60.0 + d as f64)).collect();
+    lake.write(rows_).await.unwrap();
+    // As of the 22nd noon: the runs of the 20th, 21st and 22nd, not the later files.
+    let got = rows(&lake, "SELECT count(*), max(run_date) FROM as_of('forecasts', '2026-09-22T12:00:00Z')").await;
+    assert_eq!(got, [["3", "2026-09-22"]]);
+    let plan = rows(&lake, "EXPLAIN SELECT * FROM as_of('forecasts', '2026-09-22T12:00:00Z')").await;
+    let text: String = plan.iter().map(|r| r.join(" ")).collect::<Vec<_>>().join("\n");
+    // The scan lists the files of the runs up to the 22nd only.
+    assert!(text.contains("run_date=2026-09-22/") && !text.contains("run_date=2026-09-23/"), "{text}");
+}
