@@ -229,3 +229,97 @@ async fn as_of_plans_read_only_the_partitions_a_time_can_see() {
     // The scan lists the files of the runs up to the 22nd only.
     assert!(text.contains("run_date=2026-09-22/") && !text.contains("run_date=2026-09-23/"), "{text}");
 }
+
+/// Commits `records` to `lake` as a lake of the previous format would hold them: files
+/// without `received_at` and `available_at`, in a Delta table whose schema lacks them,
+/// written at `inserted`.
+async fn commit_legacy(lake: &Lake, records: &[wxlake::decode::types::Metar], inserted: DateTime<Utc>) {
+    use object_store::ObjectStoreExt;
+    use wxlake::lake::delta::{Change, NewFile, TableShape};
+    use wxlake::lake::rows::LakeRecord;
+    use wxlake::lake::schema::OBSERVATIONS;
+    let full = wxlake::lake::writer::batch_of(records, inserted).unwrap();
+    let keep = full.num_columns() - 2;
+    let legacy = full.project(&(0..keep).collect::<Vec<_>>()).unwrap();
+    let mut shape = TableShape::lake_table(&OBSERVATIONS);
+    shape.file_schema = legacy.schema();
+    let mut buf = Vec::new();
+    let mut w = datafusion::parquet::arrow::ArrowWriter::try_new(&mut buf, legacy.schema(), None).unwrap();
+    w.write(&legacy).unwrap();
+    w.close().unwrap();
+    let partition = records[0].partition();
+    let name = format!("part-legacy-{}.parquet", inserted.timestamp());
+    let at = lake.table_path(&format!("observations/{partition}")).join(name.as_str());
+    lake.store().put(&at, buf.clone().into()).await.unwrap();
+    let snapshot = lake.delta_table(&shape).await.unwrap();
+    let file = NewFile { partition_dir: partition, name, size: buf.len() as u64, rows: legacy.num_rows() as u64 };
+    lake.commit(&shape, &snapshot, Change::Append { files: vec![file], read: None }).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_lake_written_before_the_times_gets_them_by_the_backfill_rules_once() {
+    use object_store::ObjectStoreExt;
+    use wxlake::lake::rows::LakeRecord;
+    use wxlake::lake::upgrade::upgrade_if_needed;
+    let (_d, lake) = temp_lake().await;
+    let bytes = std::fs::read(fixture("metar/IEM_KCVG_2024-03-01_all_reports_incl_5min.tsv")).unwrap();
+    let wxlake::ingest::Records::Observations(all) = Format::Metar.decode(&bytes, &IngestOptions::default()).records else {
+        panic!("observations")
+    };
+    let day: Vec<_> = all.iter().filter(|m| m.partition() == "date=2024-03-01").cloned().collect();
+    let (early, late) = day.split_at(day.len() / 2);
+    let inserted = t("2024-03-05T00:00:00Z");
+    commit_legacy(&lake, early, inserted).await;
+    commit_legacy(&lake, late, inserted + Duration::seconds(1)).await;
+    // The lake of the previous format said only that it is a Delta lake.
+    let marker = lake.location.root.clone().join("_lake_format");
+    lake.store().put(&marker, "delta\n".into()).await.unwrap();
+    assert_eq!(scalar(&lake, "SELECT count(*) FROM observations WHERE available_at IS NULL").await, day.len().to_string());
+
+    let done = upgrade_if_needed(&lake, &wxlake::jobs::tables::all_shapes().unwrap()).await.unwrap();
+    let obs = done.times.iter().find(|(t, _)| t == "observations").expect("observations upgraded").1;
+    assert_eq!((obs.partitions, obs.rows), (1, day.len()));
+    // Every row: received when inserted, available by its report type's delay.
+    let q = "SELECT report_type, count(*), \
+             count(*) FILTER (WHERE received_at = inserted_at), \
+             count(*) FILTER (WHERE available_at - observation_time = \
+               CASE report_type WHEN 'HF-METAR' THEN INTERVAL '20 minutes' ELSE INTERVAL '10 minutes' END \
+               + CASE WHEN cor THEN INTERVAL '1 hour' ELSE INTERVAL '0 minutes' END) \
+             FROM observations GROUP BY 1 ORDER BY 1";
+    let got = rows(&lake, q).await;
+    assert!(got.len() >= 2, "{got:?}");
+    for r in &got {
+        assert_eq!((&r[2], &r[3]), (&r[1], &r[1]), "{r:?}");
+    }
+    // Other engines read the table by its Delta schema, which now declares both.
+    let (table, files) = lake.snapshot_files("observations").await.unwrap().unwrap();
+    let schema = table.snapshot().unwrap().schema();
+    assert!(schema.contains("received_at") && schema.contains("available_at"));
+    assert_eq!(files.len(), 1, "the two legacy files merged into one");
+    let text = lake.store().get(&marker).await.unwrap().bytes().await.unwrap();
+    assert_eq!(String::from_utf8_lossy(&text), "delta\ntimes\n");
+
+    // Idempotent: the marker skips it, and run anyway it rewrites nothing.
+    let again = upgrade_if_needed(&lake, &[]).await.unwrap();
+    assert!(again.times.is_empty());
+    let forced = wxlake::lake::upgrade::add_times(&lake).await.unwrap();
+    assert!(forced.iter().all(|(_, s)| s.partitions == 0), "{forced:?}");
+}
+
+#[tokio::test]
+async fn compaction_merges_files_written_before_and_after_the_times() {
+    use wxlake::lake::rows::LakeRecord;
+    let (_d, lake) = temp_lake().await;
+    let bytes = std::fs::read(fixture("metar/IEM_KCVG_2024-03-01_all_reports_incl_5min.tsv")).unwrap();
+    let wxlake::ingest::Records::Observations(all) = Format::Metar.decode(&bytes, &IngestOptions::default()).records else {
+        panic!("observations")
+    };
+    let day: Vec<_> = all.iter().filter(|m| m.partition() == "date=2024-03-01").cloned().collect();
+    let (early, late) = day.split_at(day.len() / 2);
+    commit_legacy(&lake, early, t("2024-03-05T00:00:00Z")).await;
+    lake.write(late.to_vec()).await.unwrap();
+    let stats = lake.compact(&wxlake::lake::schema::OBSERVATIONS).await.unwrap();
+    assert_eq!((stats.files_before, stats.files_after, stats.rows), (2, 1, day.len()));
+    let q = "SELECT count(*) FROM observations WHERE received_at IS NULL OR available_at IS NULL";
+    assert_eq!(scalar(&lake, q).await, "0");
+}
