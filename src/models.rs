@@ -409,6 +409,15 @@ mod tests {
     }
 
     #[test]
+    fn the_readme_lists_every_publication_as_the_code_has_it() {
+        let readme = include_str!("../README.md");
+        let table = readme.split("<!-- publication -->").nth(1).expect("the README's publication table");
+        let rows: Vec<&str> = table.lines().skip_while(|l| l.is_empty()).take_while(|l| l.starts_with('|')).skip(2).collect();
+        let want: Vec<String> = PUBLICATION.iter().map(|p| format!("| {} | {} | {} |", p.model, p.delay_min, p.source)).collect();
+        assert_eq!(rows, want);
+    }
+
+    #[test]
     fn published_runs_wait_for_the_delay() {
         let t = |s: &str| crate::time::parse_utc(s).unwrap();
         let gfs = model("GFS").unwrap();

@@ -19,7 +19,7 @@ use super::schema::TABLES;
 use super::snapshot_table::SnapshotTable;
 use super::{Lake, LakeError};
 use crate::catalog::Catalog;
-use crate::models::MODELS;
+use crate::models::{MODELS, PUBLICATION};
 
 /// Plans the statements of `text` (split by the SQL parser, so a `;` inside a string
 /// literal or a comment is not a separator) and refuses any that would change something:
@@ -165,8 +165,9 @@ pub fn stations_table() -> Result<MemTable, LakeError> {
     Ok(MemTable::try_new(schema, vec![vec![batch]])?)
 }
 
-/// The model schedule table (name, cycles, horizon, coarsest step), used by jobs to decide
-/// full-day coverage. `cycles` lists the runs' UTC labels (`00z,06z,12z,18z`; LAMP's
+/// The model schedule table (name, cycles, horizon, coarsest step, when runs are published
+/// and where that figure comes from), used by jobs to decide full-day coverage and by
+/// analysts to see what `available_at` of a backfilled run rests on. `cycles` lists the runs' UTC labels (`00z,06z,12z,18z`; LAMP's
 /// `00:30z,01:30z,...`, its runs being labelled HH30).
 pub fn models_table() -> Result<MemTable, LakeError> {
     let schema = Arc::new(Schema::new(vec![
@@ -175,6 +176,8 @@ pub fn models_table() -> Result<MemTable, LakeError> {
         Field::new("horizon_h", DataType::Int32, false),
         Field::new("max_step_h", DataType::Int32, false),
         Field::new("statistical", DataType::Boolean, false),
+        Field::new("publication_delay_min", DataType::Int32, false),
+        Field::new("publication_source", DataType::Utf8, false),
     ]));
     let cols: Vec<ArrayRef> = vec![
         Arc::new(StringArray::from_iter_values(MODELS.iter().map(|m| m.name))),
@@ -182,6 +185,9 @@ pub fn models_table() -> Result<MemTable, LakeError> {
         Arc::new(Int32Array::from_iter_values(MODELS.iter().map(|m| m.horizon_h as i32))),
         Arc::new(Int32Array::from_iter_values(MODELS.iter().map(|m| m.max_step() as i32))),
         Arc::new(BooleanArray::from(MODELS.iter().map(|m| m.statistical).collect::<Vec<_>>())),
+        // PUBLICATION is in MODELS order (a models.rs test holds it so).
+        Arc::new(Int32Array::from_iter_values(PUBLICATION.iter().map(|p| p.delay_min as i32))),
+        Arc::new(StringArray::from_iter_values(PUBLICATION.iter().map(|p| p.source))),
     ];
     let batch = RecordBatch::try_new(Arc::clone(&schema), cols)?;
     Ok(MemTable::try_new(schema, vec![vec![batch]])?)
@@ -197,12 +203,15 @@ mod tests {
     async fn models_table_shows_each_models_true_run_labels() {
         let ctx = SessionContext::new();
         ctx.register_table("models", Arc::new(models_table().unwrap())).unwrap();
-        let batches = ctx.sql("SELECT model, cycles FROM models").await.unwrap().collect().await.unwrap();
+        let q = "SELECT model, cycles, publication_delay_min FROM models";
+        let batches = ctx.sql(q).await.unwrap().collect().await.unwrap();
+        let mut delay = std::collections::HashMap::new();
         let mut cycles = std::collections::HashMap::new();
         for b in &batches {
             for i in 0..b.num_rows() {
                 let text = |c: usize| b.column(c).as_string::<i32>().value(i).to_string();
                 cycles.insert(text(0), text(1));
+                delay.insert(text(0), b.column(2).as_primitive::<datafusion::arrow::datatypes::Int32Type>().value(i));
             }
         }
         assert_eq!(cycles.len(), 18);
@@ -211,5 +220,7 @@ mod tests {
         let lav = &cycles["LAV-MOS"];
         assert!(lav.starts_with("00:30z,01:30z,") && lav.ends_with(",23:30z"), "{lav}");
         assert_eq!(lav.split(',').count(), 24);
+        // Each model's own publication delay on its own row.
+        assert_eq!((delay["GFS"], delay["HRRR"], delay["GEFS"]), (330, 135, 370));
     }
 }

@@ -323,3 +323,34 @@ async fn compaction_merges_files_written_before_and_after_the_times() {
     let q = "SELECT count(*) FROM observations WHERE received_at IS NULL OR available_at IS NULL";
     assert_eq!(scalar(&lake, q).await, "0");
 }
+
+/// The backtest query of the README, as written there.
+fn readme_backtest() -> String {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let after = readme.split("<!-- backtest").nth(1).expect("the README's backtest");
+    let block = after.split("```sql\n").nth(1).unwrap();
+    block.split("```").next().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn the_readme_backtest_uses_only_runs_available_the_evening_before() {
+    let (_d, lake) = temp_lake().await;
+    // The real final CLI for Central Park, 2 January 2013 (issued 06:16 UTC on the 3rd).
+    backfill(&lake, Format::Cli, "cli/CLINYC.txt", &IngestOptions::default()).await;
+    let settled = rows(&lake, "SELECT report_date, high_f, is_final FROM reports").await;
+    assert_eq!(settled, [["2013-01-02", "33", "true"]]);
+    // The day's cutoff: 18:00 EST on 1 January, 23:00 UTC. The 12Z GFS run is published
+    // at 17:30 UTC, before it; the 18Z run at 23:30 UTC, after it.
+    let day = Utc.with_ymd_and_hms(2013, 1, 2, 5, 0, 0).unwrap(); // 00:00 EST
+    let mut points = Vec::new();
+    for (run_h, temp) in [(12, 38.0), (18, 45.0)] {
+        let run = Utc.with_ymd_and_hms(2013, 1, 1, run_h, 0, 0).unwrap();
+        for hour in [0i64, 15, 20] {
+            let lead = (day + Duration::hours(hour) - run).num_hours();
+            points.push(knyc_forecast("GFS", run, lead, temp + hour as f64 / 5.0));
+        }
+    }
+    lake.write(points).await.unwrap();
+    let got = rows(&lake, &readme_backtest()).await;
+    assert_eq!(got, [["KNYC", "2013-01-02", "2013-01-01T12:00:00Z", "42.0", "33"]]);
+}
