@@ -99,7 +99,31 @@ async fn day_from_lake(
 ) -> Result<Option<DayExtremes>, LakeError> {
     let w = crate::time::day_window(station.timezone, logic.clock(), date);
     let (obs, onemin, reports) =
-        load_window(&svc.ctx, Some(&station.code), w.start - REPLAY_BEFORE, w.end + REPLAY_AFTER).await?;
+        load_window(&svc.ctx, Some(&station.code), w.start - REPLAY_BEFORE, w.end + REPLAY_AFTER, None).await?;
     let live = StationExtremes::replay(station, &obs, &onemin, reports.iter().filter(|r| r.date == date));
     Ok(live.extremes(logic, date, now))
+}
+
+/// The trading day of `date` (default: the day in progress at `t`) as the service would
+/// have answered at `t` (REST `as_of`): `t` is now, and the day is recomputed by the same
+/// engine from what the service knew then ([`WriteService::known_window`]: the lake's rows
+/// available by `t`, the inputs acknowledged by `t`). The engine is a function of its
+/// input set, so this is the answer the hot state gave at `t`; a gap open then is open here.
+pub async fn extremes_as_of(
+    svc: &WriteService,
+    station: &Station,
+    logic: Logic,
+    date: Option<NaiveDate>,
+    t: DateTime<Utc>,
+) -> Result<TradingDay, DayError> {
+    let today = crate::time::local_date(station.timezone, logic.clock(), t);
+    let date = date.unwrap_or(today);
+    if date > today {
+        return Err(DayError::Future { date, today, station: station.code.clone(), logic });
+    }
+    let w = crate::time::day_window(station.timezone, logic.clock(), date);
+    let (from, to) = (w.start - REPLAY_BEFORE, w.end + REPLAY_AFTER);
+    let (obs, onemin, reports) = svc.known_window(&station.code, from, to, t, true).await?;
+    let live = StationExtremes::replay(station, &obs, &onemin, reports.iter().filter(|r| r.date == date));
+    Ok(TradingDay::new(station, logic, date, live.extremes(logic, date, t), t))
 }

@@ -10,6 +10,7 @@
 //! by [`listener`].
 
 pub mod accuracy_cache;
+pub mod as_of;
 pub mod auth;
 pub mod bound_sql;
 pub mod docs;

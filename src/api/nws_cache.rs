@@ -48,7 +48,7 @@ impl NwsCache {
         let version = live.table_version(NWS_HOURLY.name);
         self.entries
             .get_or_load(&(station.code.clone(), date), version, TTL, || async {
-                let found = versions(live, station, date).await?;
+                let found = versions(live, station, date, None).await?;
                 self.entries.evict(|_| 1, HELD - 1);
                 Ok(found)
             })
@@ -98,14 +98,24 @@ fn version(n: usize, generated_at: DateTime<Utc>, temps: Vec<Option<i64>>) -> Nw
 }
 
 /// Every distinct version covering `date`, oldest first (a version identical to the one
-/// before it is not a new version).
-pub async fn versions(live: &WriteService, station: &Station, date: NaiveDate) -> ApiResult<Vec<NwsVersion>> {
+/// before it is not a new version); with `as_of`, of the versions available by then (the
+/// repeats dropped and the numbers given among those).
+pub async fn versions(
+    live: &WriteService,
+    station: &Station,
+    date: NaiveDate,
+    as_of: Option<DateTime<Utc>>,
+) -> ApiResult<Vec<NwsVersion>> {
     let w = day_window(station.timezone, DayClock::Standard, date);
     let mut p = Bindings::new();
+    let available = match as_of {
+        Some(t) => format!(" AND available_at <= {}", p.time(t)),
+        None => String::new(),
+    };
     let sql = format!(
         "SELECT generated_at, start_time, temperature_f FROM nws_hourly WHERE station_code = {} \
          AND date >= {} AND date <= {} AND start_time >= {} AND start_time <= {} \
-         AND generated_at < {} ORDER BY generated_at, start_time",
+         AND generated_at < {}{available} ORDER BY generated_at, start_time",
         p.str(&station.code),
         p.partition_date(date - Duration::days(8)),
         p.partition_date(date + Duration::days(1)),

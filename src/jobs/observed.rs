@@ -131,7 +131,7 @@ pub async fn observed_extremes(
     // and every window of `to` ends before (to + 2 days) 00:00 UTC (UTC-12 at least).
     let start = (from - Duration::days(1)).and_time(NaiveTime::MIN).and_utc() - REPLAY_BEFORE;
     let end = (to + Duration::days(2)).and_time(NaiveTime::MIN).and_utc() + REPLAY_AFTER;
-    let (metars, onemin, reports) = load_window(ctx, None, start, end).await?;
+    let (metars, onemin, reports) = load_window(ctx, None, start, end, None).await?;
     let mut by_station: HashMap<&str, StationInputs<'_>> = HashMap::new();
     for m in &metars {
         by_station.entry(m.station.as_str()).or_default().0.push(m);

@@ -19,14 +19,16 @@ use crate::decode::types::{DailyKind, DailyReport, Metar, OneMinute, ReportKind}
 /// Observations, one-minute readings and daily reports of the lake in `[from, to)`,
 /// optionally for one station, as the decoders' record types (observations re-parsed from
 /// their stored raw text, so the live engine sees exactly what ingest saw). The three
-/// queries run together.
+/// queries run together. With `as_of`, only the rows available by then
+/// (`available_at <= as_of`, `lake::availability`): what the service could have known.
 pub async fn load_window(
     ctx: &SessionContext,
     station: Option<&str>,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
+    as_of: Option<DateTime<Utc>>,
 ) -> Result<(Vec<Metar>, Vec<OneMinute>, Vec<DailyReport>), LakeError> {
-    let window = Window::new(station, from, to);
+    let window = Window::new(station, from, to, as_of);
     futures::try_join!(window.observations(ctx), window.onemin(ctx), window.reports(ctx))
 }
 
@@ -37,8 +39,9 @@ pub async fn load_reported_window(
     station: Option<&str>,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
+    as_of: Option<DateTime<Utc>>,
 ) -> Result<(Vec<Metar>, Vec<DailyReport>), LakeError> {
-    let window = Window::new(station, from, to);
+    let window = Window::new(station, from, to, as_of);
     futures::try_join!(window.observations(ctx), window.reports(ctx))
 }
 
@@ -47,13 +50,15 @@ struct Window {
     station: Option<String>,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
+    as_of: Option<DateTime<Utc>>,
     /// The `date` partitions the window touches, listed so the scan skips every other one.
     dates: Vec<NaiveDate>,
 }
 
 impl Window {
-    fn new(station: Option<&str>, from: DateTime<Utc>, to: DateTime<Utc>) -> Self {
-        Window { station: station.map(str::to_string), from, to, dates: date_list(from.date_naive(), to.date_naive()) }
+    fn new(station: Option<&str>, from: DateTime<Utc>, to: DateTime<Utc>, as_of: Option<DateTime<Utc>>) -> Self {
+        let dates = date_list(from.date_naive(), to.date_naive());
+        Window { station: station.map(str::to_string), from, to, as_of, dates }
     }
 
     /// `$d0, $d1, ...`: one placeholder per partition date.
@@ -61,11 +66,13 @@ impl Window {
         (0..self.dates.len()).map(|i| format!("$d{i}")).collect::<Vec<_>>().join(",")
     }
 
+    /// The station's and the time's filters, common to the three tables.
     fn station_filter(&self) -> &'static str {
-        if self.station.is_some() {
-            " AND station_code = $station"
-        } else {
-            ""
+        match (self.station.is_some(), self.as_of.is_some()) {
+            (true, true) => " AND station_code = $station AND available_at <= $as_of",
+            (true, false) => " AND station_code = $station",
+            (false, true) => " AND available_at <= $as_of",
+            (false, false) => "",
         }
     }
 
@@ -93,6 +100,9 @@ impl Window {
         );
         if let Some(s) = &self.station {
             all.push(("station".to_string(), ScalarValue::Utf8(Some(s.clone()))));
+        }
+        if let Some(t) = self.as_of {
+            all.push(("as_of".to_string(), ScalarValue::TimestampMicrosecond(Some(t.timestamp_micros()), utc())));
         }
         all
     }
@@ -240,19 +250,19 @@ mod tests {
         let ctx = query::session(&lake).await.unwrap();
         let (from, to) = (at(0), at(23));
 
-        let (obs, onemin, reports) = load_window(&ctx, Some("KNYC"), from, to).await.unwrap();
+        let (obs, onemin, reports) = load_window(&ctx, Some("KNYC"), from, to, None).await.unwrap();
         assert_eq!((obs.len(), onemin.len(), reports.len()), (4, 0, 0));
-        assert_eq!(load_window(&ctx, None, from, to).await.unwrap().0.len(), 4);
-        assert_eq!(load_window(&ctx, Some("KNYC"), at(11), at(13)).await.unwrap().0.len(), 2, "[from, to)");
+        assert_eq!(load_window(&ctx, None, from, to, None).await.unwrap().0.len(), 4);
+        assert_eq!(load_window(&ctx, Some("KNYC"), at(11), at(13), None).await.unwrap().0.len(), 2, "[from, to)");
 
         for hostile in
             ["KNYC' OR '1'='1", "KNYC'--", "KNYC' OR 1=1 --", "KNYC'; DROP TABLE observations; --", "x;y", "'"]
         {
-            let (obs, onemin, reports) = load_window(&ctx, Some(hostile), from, to)
+            let (obs, onemin, reports) = load_window(&ctx, Some(hostile), from, to, None)
                 .await
                 .unwrap_or_else(|e| panic!("{hostile:?} reached the planner: {e}"));
             assert!(obs.is_empty() && onemin.is_empty() && reports.is_empty(), "{hostile:?} matched rows");
         }
-        assert_eq!(load_window(&ctx, Some("KNYC"), from, to).await.unwrap().0.len(), 4, "the table is intact");
+        assert_eq!(load_window(&ctx, Some("KNYC"), from, to, None).await.unwrap().0.len(), 4, "the table is intact");
     }
 }

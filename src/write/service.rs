@@ -19,9 +19,10 @@ use super::hot::{Applied, HotState, Snapshot, Take};
 use super::probe::{Fault, Probes, StorageFault};
 use super::wal::{Wal, WalEntry, WalError};
 use crate::clock::Clock;
-use crate::decode::types::{ForecastRow, LineError};
+use crate::decode::types::{DailyReport, ForecastRow, LineError, Metar, OneMinute};
 use crate::ingest::{store_held, DecodedInput, Format, IngestOptions, OfRecords, Received, Records};
-use crate::lake::window::load_window;
+use crate::lake::rows::LakeRecord;
+use crate::lake::window::{load_reported_window, load_window};
 use crate::lake::writer::WriteStats;
 use crate::lake::{Lake, LakeError};
 use crate::models::StoredRun;
@@ -488,6 +489,44 @@ impl WriteService {
         self.pending_lock().values().cloned().collect()
     }
 
+    /// What the service knew at `t` of `station` in `[from, to)`: the lake's rows available
+    /// by `t` and the inputs it had acknowledged by `t` but not yet flushed (read first: an
+    /// input flushed meanwhile is in the lake by the time the lake is read, so none is
+    /// missed; one seen twice is dropped here). `to` bounds observations and one-minute
+    /// readings; reports are those the lake window holds (its days and the day before).
+    pub async fn known_window(
+        &self,
+        station: &str,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        t: DateTime<Utc>,
+        onemin: bool,
+    ) -> Result<(Vec<Metar>, Vec<OneMinute>, Vec<DailyReport>), LakeError> {
+        let pending: Vec<Received> = self.pending_lock().values().filter(|r| r.at <= t).cloned().collect();
+        let (mut obs, mut mins, mut reports) = if onemin {
+            load_window(&self.ctx, Some(station), from, to, Some(t)).await?
+        } else {
+            let (o, r) = load_reported_window(&self.ctx, Some(station), from, to, Some(t)).await?;
+            (o, Vec::new(), r)
+        };
+        let in_window = |time: DateTime<Utc>| time >= from && time < to;
+        for r in &pending {
+            obs.extend(Metar::of(&r.records).iter().filter(|m| m.station == station && in_window(m.time)).cloned());
+            if onemin {
+                let of = OneMinute::of(&r.records).iter();
+                mins.extend(of.filter(|o| o.station == station && in_window(o.time)).cloned());
+            }
+            reports.extend(DailyReport::of(&r.records).iter().filter(|d| d.station == station).cloned());
+        }
+        let mut seen = std::collections::HashSet::new();
+        obs.retain(|m| seen.insert((m.time, m.row_key())));
+        let mut seen = std::collections::HashSet::new();
+        mins.retain(|o| seen.insert(o.time));
+        let mut seen = std::collections::HashSet::new();
+        reports.retain(|d| seen.insert(d.row_key()));
+        Ok((obs, mins, reports))
+    }
+
     /// What keeps the write path from doing its job now: the WAL directory refusing a
     /// write, the lake not answering (probed, at most once per `probe::PROBE_TTL`).
     pub async fn faults(&self) -> Vec<Fault> {
@@ -503,7 +542,7 @@ impl WriteService {
     /// Loads the lake's observations, one-minute data and reports of the last days.
     async fn rebuild_from_lake(&self, now: DateTime<Utc>) -> Result<usize, WriteError> {
         let from = now - super::hot::REBUILD_WINDOW;
-        let (obs, onemin, reports) = load_window(&self.ctx, None, from, now + Duration::hours(1)).await?;
+        let (obs, onemin, reports) = load_window(&self.ctx, None, from, now + Duration::hours(1), None).await?;
         let n = obs.len() + onemin.len() + reports.len();
         obs.iter().for_each(|m| drop(self.hot.apply_metar(m, Snapshot::Skip)));
         onemin.iter().for_each(|o| drop(self.hot.apply_onemin(o)));

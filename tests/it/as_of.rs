@@ -354,3 +354,196 @@ async fn the_readme_backtest_uses_only_runs_available_the_evening_before() {
     let got = rows(&lake, &readme_backtest()).await;
     assert_eq!(got, [["KNYC", "2013-01-02", "2013-01-01T12:00:00Z", "42.0", "33"]]);
 }
+
+/// One input of the replayed day and when it reaches the service.
+struct Delivery {
+    at: DateTime<Utc>,
+    format: Format,
+    opts: IngestOptions,
+    body: String,
+    /// Forecast rows are read from the lake: flushed when delivered, as `serve` does soon after.
+    flush: bool,
+}
+
+/// One station's day delivered through the live path on a controllable clock, every answer
+/// recorded each 30 simulated minutes, then asked again with `as_of` at each recording:
+/// every answer equals what was said then (the response's own `timestamp` aside).
+#[tokio::test]
+async fn answers_as_of_a_time_equal_what_the_service_said_then() {
+    use wxlake::decode::climate_report::encode_cli;
+    use wxlake::decode::forecast_rows::encode_forecast_csv;
+    use wxlake::decode::onemin::{decode_onemin, encode_onemin_csv};
+
+    let day = chrono::NaiveDate::from_ymd_opt(2026, 3, 10).unwrap();
+    let lst_midnight = Utc.with_ymd_and_hms(2026, 3, 10, 5, 0, 0).unwrap(); // 00:00 EST
+    let end = lst_midnight + Duration::hours(36);
+    let cfg = wxlake::demo::DemoConfig {
+        end_date: day,
+        days: 1,
+        stations: vec!["KNYC".into()],
+        seed: 7,
+        now: end,
+        forecasts: true,
+        onemin: true,
+    };
+    let inputs = wxlake::demo::generate_station(&cfg, "KNYC");
+    let march = IngestOptions { month: Some((2026, 3)), ..Default::default() };
+    let mut plan: Vec<Delivery> = Vec::new();
+    // Each report two minutes after its observation.
+    let wxlake::ingest::Records::Observations(reports) = Format::Metar.decode(inputs.metar_tsv.as_bytes(), &march).records
+    else {
+        panic!("observations")
+    };
+    for m in &reports {
+        let body = if m.raw.starts_with("METAR") || m.raw.starts_with("SPECI") { m.raw.clone() } else { format!("METAR {}", m.raw) };
+        plan.push(Delivery { at: m.time + Duration::minutes(2), format: Format::Metar, opts: march.clone(), body, flush: false });
+    }
+    // One-minute data in ten-minute batches three minutes after each; one afternoon hour
+    // two hours late, so a gap open then is filled later.
+    let minutes = decode_onemin(inputs.onemin_csv.as_deref().unwrap().as_bytes()).records;
+    let late = lst_midnight + Duration::hours(14);
+    for batch in minutes.chunk_by(|a, b| a.time.timestamp() / 600 == b.time.timestamp() / 600) {
+        let last = batch.last().unwrap().time;
+        let held = batch[0].time >= late && batch[0].time < late + Duration::hours(1);
+        let at = last + Duration::minutes(if held { 120 } else { 3 });
+        let body = encode_onemin_csv(batch);
+        plan.push(Delivery { at, format: Format::Onemin, opts: IngestOptions::default(), body, flush: false });
+    }
+    // Climate reports when issued, and a correction of the final the next morning.
+    let mut clis = decode_cli(inputs.cli.as_bytes()).records;
+    let fin = clis.iter().find(|r| r.is_final && r.date == day).expect("the day's final CLI").clone();
+    let mut corrected = fin.clone();
+    corrected.correction = true;
+    corrected.max_f = fin.max_f.map(|f| f + 2);
+    corrected.issued_at = fin.issued_at.map(|t| t + Duration::hours(4));
+    clis.push(corrected);
+    for r in &clis {
+        let at = r.issued_at.expect("issued") + Duration::minutes(1);
+        plan.push(Delivery { at, format: Format::Cli, opts: IngestOptions::default(), body: encode_cli(r, "NY CITY CENTRAL PARK"), flush: false });
+    }
+    // NWS hourly versions a minute after they were generated.
+    for doc in &inputs.nws_hourly {
+        let v: serde_json::Value = serde_json::from_str(doc).unwrap();
+        let generated = v["properties"]["generatedAt"].as_str().unwrap();
+        let at = chrono::DateTime::parse_from_rfc3339(generated).unwrap().with_timezone(&Utc) + Duration::minutes(1);
+        let opts = IngestOptions { station: Some("KNYC".into()), ..Default::default() };
+        plan.push(Delivery { at, format: Format::NwsHourly, opts, body: doc.clone(), flush: true });
+    }
+    // Two GFS runs, published mid-morning and mid-afternoon.
+    for (run_h, published_h, base) in [(6, 15, 40.0), (12, 21, 44.0)] {
+        let run = lst_midnight.date_naive().and_hms_opt(run_h, 0, 0).unwrap().and_utc();
+        let rows: Vec<_> = (0..48).map(|lead| knyc_forecast("GFS", run, lead, base + (lead % 24) as f64 / 3.0)).collect();
+        let at = lst_midnight.date_naive().and_hms_opt(published_h, 40, 0).unwrap().and_utc();
+        plan.push(Delivery { at, format: Format::Forecasts, opts: IngestOptions::default(), body: encode_forecast_csv(&rows), flush: true });
+    }
+    plan.sort_by_key(|d| d.at);
+
+    let (dir, lake) = temp_lake().await;
+    let clock = Arc::new(ManualClock::new(lst_midnight - Duration::hours(2)));
+    let live = Arc::new(open_live(&lake, &dir.path().join("state"), clock.clone() as Arc<dyn Clock>).await);
+    let api = crate::support::Api::over(Arc::clone(&live), dir.path());
+    let uris = |r: DateTime<Utc>| {
+        let iso = |t: DateTime<Utc>| wxlake::time::fmt_iso_utc(t);
+        let from = (r - Duration::hours(24)).format("%Y-%m-%dT%H:%M:00Z").to_string();
+        vec![
+            "/api/v2/observations.php?station_code=KNYC&mode=svc_high&logic=nws".to_string(),
+            "/api/v2/observations.php?station_code=KNYC&mode=svc_high&logic=wu".to_string(),
+            format!("/api/v2/observations.php?station_code=KNYC&mode=svc_high&logic=nws&date={day}"),
+            "/api/v2/observations.php?station_code=KNYC&mode=latest".to_string(),
+            format!("/api/v2/observations.php?station_code=KNYC&start_time={from}&end_time={}", iso(r)),
+            "/api/v2/forecasts.php?location_name=KNYC&model=GFS&run=latest".to_string(),
+            format!("/api/v2/nws_forecasts.php?station_code=KNYC&date={day}"),
+            format!("/api/v2/nws_forecasts.php?station_code=KNYC&date={day}&mode=history"),
+        ]
+    };
+    let mut recorded = Vec::new();
+    let mut next = 0;
+    let mut r = lst_midnight - Duration::hours(1);
+    while r <= end {
+        while next < plan.len() && plan[next].at <= r {
+            let d = &plan[next];
+            clock.set(d.at);
+            live.ingest(d.format, d.opts.clone(), d.body.clone().into_bytes()).await.unwrap();
+            if d.flush {
+                live.flush().await.unwrap();
+            }
+            next += 1;
+        }
+        clock.set(r);
+        for uri in uris(r) {
+            let (status, headers, body) = api.get_any(&uri).await;
+            let run = headers.get("x-run-time").map(|v| v.to_str().unwrap().to_string());
+            recorded.push((r, uri, status, run, body));
+        }
+        r += Duration::minutes(30);
+    }
+    clock.set(end + Duration::hours(1));
+    live.flush().await.unwrap();
+
+    let strip = |mut v: serde_json::Value| {
+        if let Some(o) = v.as_object_mut() {
+            o.remove("timestamp");
+        }
+        v
+    };
+    let mut distinct_highs = std::collections::BTreeSet::new();
+    let mut runs = std::collections::BTreeSet::new();
+    let (mut qualities, mut sources, mut versions) =
+        (std::collections::BTreeSet::new(), std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
+    for (i, (r, uri, status, run, body)) in recorded.iter().enumerate() {
+        // A second a request keeps the key under its rate limit.
+        clock.set(end + Duration::hours(1) + Duration::seconds(i as i64));
+        let at = wxlake::time::fmt_iso_utc(*r);
+        let (s, headers, again) = api.get_any(&format!("{uri}&as_of={at}")).await;
+        let echoed = s.is_success().then_some(at.as_str());
+        assert_eq!((s, headers.get("x-as-of").map(|v| v.to_str().unwrap())), (*status, echoed), "{uri} at {at}: {again}");
+        let run_again = headers.get("x-run-time").map(|v| v.to_str().unwrap().to_string());
+        assert_eq!(&run_again, run, "{uri} at {at}");
+        assert_eq!(strip(again), strip(body.clone()), "{uri} at {at}");
+        if uri.contains("svc_high&logic=nws&date=") && status.is_success() {
+            distinct_highs.insert(body["svc_high"].to_string());
+            qualities.insert(body["data_quality"].to_string());
+            sources.insert(body["high_source"].to_string());
+        }
+        if uri.contains("mode=history") && uri.contains("nws_forecasts") {
+            versions.insert(body["total_versions"].to_string());
+        }
+        runs.insert(run.clone());
+    }
+    // The day really changed while it was recorded: the high rose, its quality and source
+    // changed (the late hour, the CLI and its correction), runs and NWS versions came.
+    assert!(distinct_highs.len() >= 4, "{distinct_highs:?}");
+    assert!(qualities.len() >= 3, "{qualities:?}");
+    assert!(sources.len() >= 2, "{sources:?}");
+    assert!(versions.len() >= 2, "{versions:?}");
+    assert_eq!(runs.len(), 3, "no run, then the 06Z, then the 12Z: {runs:?}");
+}
+
+#[tokio::test]
+async fn as_of_is_refused_for_the_future_and_where_it_cannot_be_honoured() {
+    let (dir, lake) = temp_lake().await;
+    let now = t("2026-03-10T18:00:00Z");
+    let clock = Arc::new(ManualClock::new(now));
+    let live = Arc::new(open_live(&lake, &dir.path().join("state"), clock as Arc<dyn Clock>).await);
+    let api = crate::support::Api::over(live, dir.path());
+    let cases = [
+        ("/api/v2/observations.php?station_code=KNYC&mode=latest&as_of=2026-03-10T18:00:01Z", "in the future"),
+        ("/api/v2/observations.php?station_code=KNYC&mode=latest&as_of=noon", "Invalid as_of"),
+        ("/api/v2/observations.php?station_code=KNYC&as_of=2026-03-10T01:00:00Z&as_of=2026-03-10T02:00:00Z", "Repeated"),
+        ("/api/v2/precipitation.php?station_code=KNYC&as_of=2026-03-10T12:00:00Z", "not supported by precipitation"),
+        ("/api/v2/forecasts.php?location_name=KNYC&mode=daily&as_of=2026-03-10T12:00:00Z", "not supported by forecasts mode=daily"),
+        ("/api/v1/observations.php?station_code=KNYC&as_of=2026-03-10T12:00:00Z", "v2 parameter"),
+    ];
+    for (uri, says) in cases {
+        let (status, _, body) = api.get_any(uri).await;
+        assert_eq!(status, axum::http::StatusCode::BAD_REQUEST, "{uri}: {body}");
+        assert!(body["error"].as_str().unwrap().contains(says), "{uri}: {body}");
+    }
+    // Before any data: the documented empty answers, echoing the time asked.
+    let (status, headers, body) =
+        api.get_any("/api/v2/forecasts.php?location_name=KNYC&model=GFS&run=latest&as_of=2026-03-10T12:00:00Z").await;
+    assert_eq!((status.as_u16(), body), (200, serde_json::json!([])));
+    assert_eq!(headers.get("x-as-of").unwrap(), "2026-03-10T12:00:00Z");
+    let (status, _, _) = api.get_any("/api/v2/observations.php?station_code=KNYC&mode=latest&as_of=2026-03-10T12:00:00Z").await;
+    assert_eq!(status.as_u16(), 404);
+}

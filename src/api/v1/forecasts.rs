@@ -53,8 +53,10 @@ pub struct ForecastsV1Query {
 pub async fn handler(
     State(state): State<AppState>,
     Extension(_caller): Extension<Caller>,
+    as_of: crate::api::as_of::AsOf,
     QueryParams(q): QueryParams<ForecastsV1Query>,
 ) -> ApiResult<Response> {
+    as_of.unsupported("the v1 API (as_of is a v2 parameter)")?;
     let loc = location_param(&q.location_name)?;
     let model = model_param(&q.model)?;
     let fmt = "ISO 8601, e.g. 2026-03-08T00:00:00Z";

@@ -71,8 +71,10 @@ pub struct ObservationsV1Query {
 pub async fn handler(
     State(state): State<AppState>,
     Extension(_caller): Extension<Caller>,
+    as_of: crate::api::as_of::AsOf,
     QueryParams(q): QueryParams<ObservationsV1Query>,
 ) -> ApiResult<Response> {
+    as_of.unsupported("the v1 API (as_of is a v2 parameter)")?;
     let station = params::station("station_code", &q.station_code)?;
     match params::choice::<ObservationMode>("mode", &q.mode)? {
         Some(ObservationMode::Latest) => {

@@ -67,8 +67,10 @@ pub struct DailyExtremesQuery {
 pub async fn handler(
     State(state): State<AppState>,
     Extension(_caller): Extension<Caller>,
+    as_of: crate::api::as_of::AsOf,
     QueryParams(q): QueryParams<DailyExtremesQuery>,
 ) -> ApiResult<Response> {
+    as_of.unsupported("daily_extremes")?;
     let station = params::station("station_code", &q.station_code)?;
     let logic = logic_param(&q.logic)?;
     let start =

@@ -11,6 +11,7 @@ use datafusion::arrow::datatypes::{Date32Type, Float64Type, Int64Type, Timestamp
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
+use crate::api::as_of::{AsOf, AsOfQuery};
 use crate::api::auth::Caller;
 use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
@@ -162,7 +163,7 @@ pub struct ForecastsQuery {
                    of runs, and with `run=latest` `X-Run-Time` names the newest of them (the run itself when \
                    `model` is given). `location_name` must be a catalog station or a location with recent \
                    forecasts; anything else is a 400.",
-    params(ForecastsQuery),
+    params(ForecastsQuery, AsOfQuery),
     responses(
         (status = 200, description = "raw: array of forecast rows (2.5); daily: array of summary rows (2.6); [] when empty", body = [crate::api::schemas::ForecastsV2Item],
             headers(
@@ -177,6 +178,7 @@ pub struct ForecastsQuery {
 pub async fn handler(
     State(state): State<AppState>,
     Extension(_caller): Extension<Caller>,
+    as_of: AsOf,
     QueryParams(q): QueryParams<ForecastsQuery>,
 ) -> ApiResult<Response> {
     let loc = location_param(&q.location_name)?;
@@ -185,13 +187,15 @@ pub async fn handler(
     let mode = params::choice::<ForecastMode>("mode", &q.mode)?;
     let run = params::value(&q.run);
     if mode == Some(ForecastMode::Daily) {
+        as_of.unsupported("forecasts mode=daily")?;
         let tz_mode = params::choice("tz_mode", &q.tz_mode)?.unwrap_or(TzMode::Civil);
         let loc = known_location(&state, loc).await?;
         return daily(&state, &loc, model, run, tz_mode, &q).await;
     }
     let win = window(&q, run.is_some())?;
     let loc = known_location(&state, loc).await?;
-    if let Some(m) = model {
+    // The cache holds what is stored now; an answer as of a time reads the lake.
+    if let (Some(m), None) = (model, as_of.0) {
         if let Some(resp) = from_cache(&state, &loc, m, run, win).await? {
             return Ok(resp);
         }
@@ -201,12 +205,16 @@ pub async fn handler(
     if let Some(m) = model {
         filters.push(format!("model = {}", b.str(m)));
     }
+    if let Some(t) = as_of.0 {
+        // Rows available by then; no run can be dated after it (`available_at >= run_time`).
+        filters.push(format!("available_at <= {} AND run_date <= {}", b.time(t), b.partition_date(t.date_naive())));
+    }
     let mut run_time_header = None;
     let pinned = match run {
         Some("latest") => {
             let m = model.ok_or_else(|| ApiError::missing("model", "model is required with run=latest"))?;
-            match latest_run(&state, m, &loc).await? {
-                None => return Ok(Json(Vec::<serde_json::Value>::new()).into_response()),
+            match latest_run(&state, m, &loc, as_of.0).await? {
+                None => return Ok(as_of.echo(Json(Vec::<serde_json::Value>::new()).into_response())),
                 Some(rt) => {
                     run_time_header = Some(rt);
                     Some(rt)
@@ -242,7 +250,7 @@ pub async fn handler(
             resp.headers_mut().insert("x-run-time", v);
         }
     }
-    Ok(resp)
+    Ok(as_of.echo(resp))
 }
 
 /// Serves a raw request for one model from the hot cache when the cache holds every row it
@@ -278,9 +286,16 @@ async fn from_cache(
     Ok(Some(resp))
 }
 
-/// The most recent run of `model` at `loc`: the last few days first (cheap), then all.
-pub async fn latest_run(state: &AppState, model: &str, loc: &str) -> ApiResult<Option<DateTime<Utc>>> {
-    let recent = (state.now() - Duration::days(3)).date_naive();
+/// The most recent run of `model` at `loc` (with `as_of`: the most recent with rows
+/// available by then): the last few days first (cheap), then all.
+pub async fn latest_run(
+    state: &AppState,
+    model: &str,
+    loc: &str,
+    as_of: Option<DateTime<Utc>>,
+) -> ApiResult<Option<DateTime<Utc>>> {
+    let now = as_of.unwrap_or_else(|| state.now());
+    let recent = (now - Duration::days(3)).date_naive();
     for only_recent in [true, false] {
         let mut b = Bindings::new();
         let mut sql = format!(
@@ -290,6 +305,9 @@ pub async fn latest_run(state: &AppState, model: &str, loc: &str) -> ApiResult<O
         );
         if only_recent {
             sql += &format!(" AND run_date >= {}", b.partition_date(recent));
+        }
+        if let Some(t) = as_of {
+            sql += &format!(" AND available_at <= {} AND run_date <= {}", b.time(t), b.partition_date(t.date_naive()));
         }
         let batches = b.collect(&state.live.ctx, &sql).await?;
         if let Some(b) = batches.first() {

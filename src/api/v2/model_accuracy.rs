@@ -396,8 +396,10 @@ pub struct ModelAccuracyQuery {
 pub async fn handler(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
+    as_of: crate::api::as_of::AsOf,
     QueryParams(p): QueryParams<ModelAccuracyQuery>,
 ) -> ApiResult<Response> {
+    as_of.unsupported("model_accuracy")?;
     require_premium(&caller)?;
     let (code, station) = station_param(&p.station_code)?;
     let q = AccuracyQuery::parse(&p)?;

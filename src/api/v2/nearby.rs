@@ -88,8 +88,10 @@ pub struct NearbyQuery {
 pub async fn handler(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
+    as_of: crate::api::as_of::AsOf,
     QueryParams(q): QueryParams<NearbyQuery>,
 ) -> ApiResult<Response> {
+    as_of.unsupported("nearby")?;
     require_premium(&caller)?;
     let catalog = Catalog::global();
     let (reference, radius, picked): (Option<&Station>, Option<f64>, Vec<Picked>) =

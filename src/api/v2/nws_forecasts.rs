@@ -13,6 +13,7 @@ use chrono::Duration;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::api::as_of::{AsOf, AsOfQuery};
 use crate::api::auth::Caller;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
@@ -116,7 +117,7 @@ pub enum NwsForecasts {
                    the previous one is not new. `mode=latest` (default): the most recent version; `mode=history`: \
                    every version. `date`: default today, at most 2 days ahead and 365 back. US stations only: an \
                    international station is a 400.",
-    params(NwsForecastsQuery),
+    params(NwsForecastsQuery, AsOfQuery),
     responses(
         (status = 200, description = "object 2.8: latest has version/hourly_temps/high/low (null when no version); history has total_versions and forecasts", body = NwsForecasts),
         (status = 400, description = "invalid parameter, unknown station, date out of range, not a US station (NWS forecasts exist for US stations only), or a parameter given twice", body = crate::api::error::ErrorBody),
@@ -126,6 +127,7 @@ pub enum NwsForecasts {
 pub async fn handler(
     State(state): State<AppState>,
     Extension(_caller): Extension<Caller>,
+    as_of: AsOf,
     QueryParams(q): QueryParams<NwsForecastsQuery>,
 ) -> ApiResult<Response> {
     let station = params::station("station_code", &q.station_code)?;
@@ -138,7 +140,8 @@ pub async fn handler(
     }
     let mode = params::choice("mode", &q.mode)?.unwrap_or(NwsMode::Latest);
     let now = state.now();
-    let today = standard_date(station.timezone, now);
+    // "today" is the asked moment's: the date range is judged as it was then.
+    let today = standard_date(station.timezone, as_of.now(&state));
     let date = params::date("date", &q.date)?.unwrap_or(today);
     if date > today + Duration::days(MAX_AHEAD_DAYS) || date < today - Duration::days(MAX_BACK_DAYS) {
         return Err(ApiError::bad_request(
@@ -150,7 +153,11 @@ pub async fn handler(
             ),
         ));
     }
-    let versions = state.nws_versions.get(&state.live, station, date).await?;
+    let versions = match as_of.0 {
+        None => state.nws_versions.get(&state.live, station, date).await?,
+        // The versions available then; the cache holds what is stored now.
+        Some(t) => std::sync::Arc::new(crate::api::nws_cache::versions(&state.live, station, date, Some(t)).await?),
+    };
     let day = NwsForecastDay {
         station_code: station.code.clone(),
         station_name: station.name.clone(),
@@ -174,5 +181,5 @@ pub async fn handler(
             low: last.and_then(|v| v.low),
         })
     };
-    Ok(Json(body).into_response())
+    Ok(as_of.echo(Json(body).into_response()))
 }

@@ -30,6 +30,7 @@ use serde::Deserialize;
 use tracing::warn;
 use utoipa::{IntoParams, ToSchema};
 
+use crate::api::as_of::{AsOf, AsOfQuery};
 use crate::api::auth::Caller;
 use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
@@ -112,7 +113,7 @@ pub struct ObservationsQuery {
                    (`nws`: Local Standard Time day, every report; `wu`: civil day, routine METARs), for today or a \
                    past `date`. History (the default): every observation of `[start_time, end_time]`, at most 24 \
                    hours, oldest first. One-minute data feeds the extremes but is never returned.",
-    params(ObservationsQuery),
+    params(ObservationsQuery, AsOfQuery),
     responses(
         (status = 200, description = "latest: one observation record (2.1); svc_high: the trading-day extremes (2.2); history: array of observation records, oldest first", body = crate::api::schemas::ObservationsV2Body),
         (status = 400, description = "invalid or missing parameter, unknown station, or a parameter given twice", body = crate::api::error::ErrorBody),
@@ -125,29 +126,40 @@ pub struct ObservationsQuery {
 pub async fn handler(
     State(state): State<AppState>,
     Extension(_caller): Extension<Caller>,
+    as_of: AsOf,
     QueryParams(q): QueryParams<ObservationsQuery>,
 ) -> ApiResult<Response> {
     let station = params::station("station_code", &q.station_code)?;
-    match params::choice::<ObservationMode>("mode", &q.mode)? {
+    let response = match params::choice::<ObservationMode>("mode", &q.mode)? {
         Some(ObservationMode::Latest) => {
             let kind = params::choice("observation_type", &q.observation_type)?;
-            let o = latest(&state, station, kind).await?;
-            Ok(Json(o).into_response())
+            let o = match as_of.0 {
+                None => latest(&state, station, kind).await?,
+                Some(t) => latest_as_of(&state, station, kind, t).await?,
+            };
+            Json(o).into_response()
         }
         Some(ObservationMode::SvcHigh) => {
             let logic = logic_param(&q.logic)?;
             let date = params::date("date", &q.date)?;
-            let day = trading_day::extremes(&state.live, station, logic, date).await?;
-            Ok(Json(SvcHigh::from(&day)).into_response())
+            let day = match as_of.0 {
+                None => trading_day::extremes(&state.live, station, logic, date).await?,
+                Some(t) => trading_day::extremes_as_of(&state.live, station, logic, date, t).await?,
+            };
+            Json(SvcHigh::from(&day)).into_response()
         }
         Some(ObservationMode::History) | None => {
             let (start, end) = history_range(&q.start_time, &q.end_time)?;
-            let obs = history(&state, station, start, end).await?;
+            let obs = match as_of.0 {
+                None => history(&state, station, start, end).await?,
+                Some(t) => history_as_of(&state, station, start, end, t).await?,
+            };
             let out: Vec<ObservationV2> =
                 obs.iter().map(|(m, r)| ObservationV2::new(m, station, r.as_ref_pair())).collect();
-            Ok(Json(out).into_response())
+            Json(out).into_response()
         }
-    }
+    };
+    Ok(as_of.echo(response))
 }
 
 /// The `logic` parameter (any case), with spec 7's exact 400 when missing.
@@ -200,7 +212,7 @@ pub async fn history(
     end: DateTime<Utc>,
 ) -> ApiResult<Vec<(Metar, WithReports)>> {
     let (lake_obs, mut reports) =
-        load_reported_window(&state.live.ctx, Some(&station.code), start, end + Duration::seconds(1)).await?;
+        load_reported_window(&state.live.ctx, Some(&station.code), start, end + Duration::seconds(1), None).await?;
     let mut by_key: BTreeMap<(DateTime<Utc>, u64), Metar> =
         lake_obs.into_iter().map(|m| ((m.time, m.row_key()), m)).collect();
     state.live.hot.read(&station.code, |h| {
@@ -210,6 +222,73 @@ pub async fn history(
         reports.extend(h.reports.iter().cloned());
     });
     Ok(by_key.into_values().map(|m| attach(station, m, &reports)).collect())
+}
+
+/// [`history`] as the service would have answered at `t`: what it knew then
+/// ([`crate::write::WriteService::known_window`]).
+pub async fn history_as_of(
+    state: &AppState,
+    station: &Station,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+    t: DateTime<Utc>,
+) -> ApiResult<Vec<(Metar, WithReports)>> {
+    let (mut obs, _, reports) =
+        state.live.known_window(&station.code, start, end + Duration::seconds(1), t, false).await?;
+    obs.sort_by_cached_key(|m| (m.time, m.row_key()));
+    Ok(obs.into_iter().map(|m| attach(station, m, &reports)).collect())
+}
+
+/// [`latest`] as the service would have answered at `t`: the newest observation known
+/// then, looked for in the two days before `t`, then ten, then anywhere before it.
+async fn latest_as_of(
+    state: &AppState,
+    station: &Station,
+    kind: Option<ObservationType>,
+    t: DateTime<Utc>,
+) -> ApiResult<ObservationV2> {
+    let wanted = |o: &ObservationV2| match kind {
+        None => true,
+        Some(ObservationType::DsmHigh) => o.dsm_high.is_some(),
+        Some(ObservationType::DsmLow) => o.dsm_low.is_some(),
+        Some(ObservationType::CliHigh) => o.cli_high.is_some(),
+        Some(ObservationType::CliLow) => o.cli_low.is_some(),
+    };
+    let newest = |obs: Vec<(Metar, WithReports)>| {
+        let best = obs.into_iter().filter(|(m, r)| wanted(&ObservationV2::new(m, station, r.as_ref_pair())));
+        best.max_by(|a, b| latest_key(&a.0).cmp(&latest_key(&b.0)))
+    };
+    for back in [Duration::days(2), Duration::days(10)] {
+        if let Some((m, r)) = newest(history_as_of(state, station, t - back, t + Duration::hours(1), t).await?) {
+            return Ok(ObservationV2::new(&m, station, r.as_ref_pair()));
+        }
+    }
+    if kind.is_none() {
+        // Older than ten days: the newest row available by `t`, however old.
+        let mut p = Bindings::new();
+        let sql = format!(
+            "SELECT max(observation_time) FROM observations WHERE station_code = {} AND available_at <= {} \
+             AND date <= {}",
+            p.str(&station.code),
+            p.time(t),
+            p.partition_date((t + Duration::hours(1)).date_naive())
+        );
+        let batches = p.collect(&state.live.ctx, &sql).await?;
+        let found = batches.iter().find(|b| b.num_rows() > 0).and_then(|b| {
+            let c = b.column(0).as_primitive_opt::<TimestampMicrosecondType>()?;
+            c.is_valid(0).then(|| c.value(0))
+        });
+        if let Some(at) = found.and_then(DateTime::from_timestamp_micros) {
+            if let Some((m, r)) = newest(history_as_of(state, station, at, at, t).await?) {
+                return Ok(ObservationV2::new(&m, station, r.as_ref_pair()));
+            }
+        }
+        return Err(no_observation(station));
+    }
+    Err(ApiError::not_found(
+        format!("No observation for {}", station.code),
+        "no observation of the 10 days before as_of whose day has that report value",
+    ))
 }
 
 /// The latest observation (optionally: the latest whose day has the given report value).
@@ -363,7 +442,7 @@ async fn newest_in_lake(state: &AppState, station: &Station) -> ApiResult<Option
         });
         let Some(t) = found.and_then(DateTime::from_timestamp_micros) else { continue };
         let (obs, mut reports) =
-            load_reported_window(&state.live.ctx, Some(&station.code), t, t + Duration::seconds(1)).await?;
+            load_reported_window(&state.live.ctx, Some(&station.code), t, t + Duration::seconds(1), None).await?;
         state.live.hot.read(&station.code, |h| reports.extend(h.reports.iter().cloned()));
         let best = obs.into_iter().max_by(|a, b| latest_key(a).cmp(&latest_key(b)));
         return Ok(best.map(|m| attach(station, m, &reports)));

@@ -149,8 +149,10 @@ pub struct PacingQuery {
 pub async fn handler(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
+    as_of: crate::api::as_of::AsOf,
     QueryParams(q): QueryParams<PacingQuery>,
 ) -> ApiResult<Response> {
+    as_of.unsupported("pacing")?;
     require_premium(&caller)?;
     let station = params::station("station_code", &q.station_code)?;
     let logic = if params::value(&q.logic).is_some() { logic_param(&q.logic)? } else { Logic::Nws };

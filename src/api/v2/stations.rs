@@ -134,7 +134,12 @@ pub struct StationDay {
     ),
     security(("bearer" = []), ("api_key" = []))
 )]
-pub async fn handler(State(state): State<AppState>, QueryParams(q): QueryParams<StationsQuery>) -> ApiResult<Response> {
+pub async fn handler(
+    State(state): State<AppState>,
+    as_of: crate::api::as_of::AsOf,
+    QueryParams(q): QueryParams<StationsQuery>,
+) -> ApiResult<Response> {
+    as_of.unsupported("stations")?;
     let stations = stations_param(&q.station_code)?;
     let date = params::date("date", &q.date)?;
     let runs = params::choice::<StationsInclude>("include", &q.include)?.is_some();
