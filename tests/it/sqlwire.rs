@@ -154,6 +154,15 @@ async fn psql_queries_catalog_and_refusals() {
     assert_eq!(out, "3", "{err}");
     let (out, _, _) = psql(port, &dev, &["-c", "SELECT count(*) FROM observations"]).await;
     assert_eq!(out, "0", "nothing flushed yet: the lake has none of them");
+    // As of a time, over the wire: once stored, the reports were known from when the
+    // service acknowledged them (its clock then), not a moment before.
+    let acked = wxlake::clock::Clock::now(app.clock.as_ref());
+    app.state.live.flush().await.unwrap();
+    for (at, want) in [(acked - chrono::Duration::seconds(1), "0"), (acked, "3")] {
+        let q = format!("SELECT count(*) FROM as_of('observations', '{}')", wxlake::time::fmt_iso_utc(at));
+        let (out, err, _) = psql(port, &dev, &["-c", &q]).await;
+        assert_eq!(out, want, "{q}: {err}");
+    }
 
     // The database is the one the client connected to (`-d wxlake`), by every name for it.
     let (out, err, ok) = psql(
@@ -368,6 +377,8 @@ with connect(key) as conn:
     print("schema", conn.adbc_get_table_schema("stations").field("station_code").type)
     info = conn.adbc_get_info()
     print("info", info.get("vendor_name"), info.get("vendor_version"))
+    cur.execute("SELECT count(*) AS n FROM as_of('reports', '2026-03-08T00:00:00Z')")
+    print("as_of", cur.fetchall())
 def attempt(label, k, sql):
     try:
         conn = connect(k) if k is not None else flight_sql.connect(f"grpc://127.0.0.1:{port}")
@@ -420,6 +431,7 @@ for label, k, sql in (
     assert!(stdout.contains("catalogs wxlake\n"), "one catalog, the database's name: {stdout}");
     assert!(stdout.contains("schema string"), "{stdout}");
     assert!(stdout.contains(&format!("info wxlake {}", env!("CARGO_PKG_VERSION"))), "GetSqlInfo: {stdout}");
+    assert!(stdout.contains("as_of [(0,)]"), "as_of over Flight SQL: {stdout}");
     let expected = [
         ("drop", "read-only SQL"),
         ("external", "read-only SQL"),
