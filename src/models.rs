@@ -404,7 +404,10 @@ mod tests {
     fn every_model_has_one_sourced_publication_in_model_order() {
         let names: Vec<&str> = PUBLICATION.iter().map(|p| p.model).collect();
         assert_eq!(names, MODEL_NAMES);
-        assert!(PUBLICATION.iter().all(|p| p.delay_min > 0 && p.source.len() > 20), "every figure says where it comes from");
+        assert!(
+            PUBLICATION.iter().all(|p| p.delay_min > 0 && p.source.len() > 20),
+            "every figure says where it comes from"
+        );
         assert_eq!(availability("GFS").unwrap().delay_min(), 330);
     }
 
@@ -412,8 +415,10 @@ mod tests {
     fn the_readme_lists_every_publication_as_the_code_has_it() {
         let readme = include_str!("../README.md");
         let table = readme.split("<!-- publication -->").nth(1).expect("the README's publication table");
-        let rows: Vec<&str> = table.lines().skip_while(|l| l.is_empty()).take_while(|l| l.starts_with('|')).skip(2).collect();
-        let want: Vec<String> = PUBLICATION.iter().map(|p| format!("| {} | {} | {} |", p.model, p.delay_min, p.source)).collect();
+        let rows: Vec<&str> =
+            table.lines().skip_while(|l| l.is_empty()).take_while(|l| l.starts_with('|')).skip(2).collect();
+        let want: Vec<String> =
+            PUBLICATION.iter().map(|p| format!("| {} | {} | {} |", p.model, p.delay_min, p.source)).collect();
         assert_eq!(rows, want);
     }
 
@@ -439,7 +444,13 @@ mod tests {
         // exists would store nothing for that cycle.
         for p in &PUBLICATION {
             let spec = model(p.model).unwrap();
-            assert!(spec.latency_h * 60 <= p.delay_min, "{}: demo {} h, published {} min", p.model, spec.latency_h, p.delay_min);
+            assert!(
+                spec.latency_h * 60 <= p.delay_min,
+                "{}: demo {} h, published {} min",
+                p.model,
+                spec.latency_h,
+                p.delay_min
+            );
         }
         assert_eq!(model("LAV-MOS").unwrap().cycle_minute, 30);
         assert!(MODELS.iter().filter(|m| m.name != "LAV-MOS").all(|m| m.cycle_minute == 0));

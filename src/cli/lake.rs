@@ -33,7 +33,10 @@ pub async fn run(lake: Lake, a: LakeArgs) -> anyhow::Result<ExitCode> {
             }
             eprintln!("{} file(s) of the former layout deleted", done.deleted);
             for (table, s) in &done.times {
-                eprintln!("{table}: received_at and available_at in every file ({} partition(s) rewritten, {} rows)", s.partitions, s.rows);
+                eprintln!(
+                    "{table}: received_at and available_at in every file ({} partition(s) rewritten, {} rows)",
+                    s.partitions, s.rows
+                );
             }
         }
     }

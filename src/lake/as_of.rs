@@ -72,7 +72,9 @@ impl TableFunctionImpl for AsOf {
             );
         };
         let Some(at) = moment_ms(at).and_then(DateTime::<Utc>::from_timestamp_millis) else {
-            return plan_err!("{AS_OF}: the second argument is a time ('2026-11-28T14:00:00Z', UTC unless it says otherwise)");
+            return plan_err!(
+                "{AS_OF}: the second argument is a time ('2026-11-28T14:00:00Z', UTC unless it says otherwise)"
+            );
         };
         Ok(Arc::new(view(&name, table, def, at)?))
     }

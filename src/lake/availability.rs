@@ -54,12 +54,7 @@ pub const PRELIMINARY_MARGIN: Duration = Duration::hours(1);
 
 /// When an observation could first be known: the source's receipt time when it states
 /// one, else its observation time plus the delay of its report type.
-pub fn observation(
-    time: DateTime<Utc>,
-    report_type: &str,
-    cor: bool,
-    receipt: Option<DateTime<Utc>>,
-) -> DateTime<Utc> {
+pub fn observation(time: DateTime<Utc>, report_type: &str, cor: bool, receipt: Option<DateTime<Utc>>) -> DateTime<Utc> {
     if let Some(r) = receipt {
         return r.max(time);
     }
@@ -146,8 +141,11 @@ pub fn fill_times(table: &TableDef, model: Option<&str>, batch: &RecordBatch) ->
     let n = batch.num_rows();
     let at = |v: i64| DateTime::<Utc>::from_timestamp_micros(v).unwrap_or_default();
     let published: Vec<Option<i64>> = if table.name == OBSERVATIONS.name {
-        let (t, kind, cor) = (time("observation_time")?, col("report_type")?.as_string::<i32>(), col("cor")?.as_boolean());
-        (0..n).map(|i| Some(observation(at(t.value(i)), kind.value(i), cor.value(i), None).timestamp_micros())).collect()
+        let (t, kind, cor) =
+            (time("observation_time")?, col("report_type")?.as_string::<i32>(), col("cor")?.as_boolean());
+        (0..n)
+            .map(|i| Some(observation(at(t.value(i)), kind.value(i), cor.value(i), None).timestamp_micros()))
+            .collect()
     } else if table.name == ONEMIN.name {
         let t = time("observation_time")?;
         (0..n).map(|i| Some(onemin(at(t.value(i))).timestamp_micros())).collect()
@@ -174,8 +172,7 @@ pub fn fill_times(table: &TableDef, model: Option<&str>, batch: &RecordBatch) ->
     } else {
         return Err(LakeError::Config(format!("table {} carries no availability times", table.name)));
     };
-    let available: Vec<i64> =
-        published.iter().zip(inserted.values()).map(|(p, &r)| settle_micros(*p, r)).collect();
+    let available: Vec<i64> = published.iter().zip(inserted.values()).map(|(p, &r)| settle_micros(*p, r)).collect();
     let utc = |v: Vec<i64>| -> ArrayRef { Arc::new(TimestampMicrosecondArray::from(v).with_timezone("UTC")) };
     let mut cols = batch.columns().to_vec();
     cols.push(utc(inserted.values().to_vec()));

@@ -115,7 +115,12 @@ pub async fn add_times(lake: &Lake) -> Result<Vec<(String, CompactStats)>, LakeE
         }
         lake.declare_columns(&TableShape::lake_table(table)).await?;
         if stats.partitions > 0 {
-            tracing::info!(table = table.name, partitions = stats.partitions, rows = stats.rows, "added received_at and available_at");
+            tracing::info!(
+                table = table.name,
+                partitions = stats.partitions,
+                rows = stats.rows,
+                "added received_at and available_at"
+            );
         }
         done.push((table.name.to_string(), stats));
     }

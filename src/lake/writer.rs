@@ -22,8 +22,8 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use rayon::prelude::*;
 
-use super::delta::{backoff, partitions_predicate, Change, NewFile, TableShape, COMMIT_ATTEMPTS};
 use super::availability;
+use super::delta::{backoff, partitions_predicate, Change, NewFile, TableShape, COMMIT_ATTEMPTS};
 use super::rows::{LakeRecord, RowTimes};
 use super::schema::TableDef;
 use super::{blocking, Lake, LakeError};

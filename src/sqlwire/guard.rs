@@ -5,7 +5,7 @@
 //! DataFusion's `SQLOptions`, the check `wxlake sql` applies
 //! ([`crate::lake::query::read_only_plans`]). Reading outside the lake is not possible to
 //! begin with: the servers' sessions register no file-reading table function (only
-//! [`TABLE_FUNCTIONS`], which generate rows) and do not resolve file paths or URLs as table
+//! [`TABLE_FUNCTIONS`], which generate rows or read lake tables by name) and do not resolve file paths or URLs as table
 //! names (DataFusion's URL tables stay off); [`check_table_functions`] keeps that true.
 //!
 //! `SET` of the client settings PostgreSQL drivers send on connect (`extra_float_digits`,
@@ -19,9 +19,13 @@ use datafusion::logical_expr::LogicalPlan;
 use datafusion::sql::sqlparser::ast::{ObjectName, Set, Statement};
 
 use super::error::WireError;
+use crate::lake::as_of::AS_OF;
+use crate::lake::time_travel::TABLE_AT;
 
-/// The only table functions the servers' sessions have: they generate rows, read nothing.
-pub const TABLE_FUNCTIONS: [&str; 3] = ["generate_series", "range", "pg_get_keywords"];
+/// The only table functions the servers' sessions have: they generate rows, or read the
+/// lake's own tables as of a version or a time (`table_at`, `as_of`: by a table's name,
+/// never a path or URL).
+pub const TABLE_FUNCTIONS: [&str; 5] = ["generate_series", "range", "pg_get_keywords", TABLE_AT, AS_OF];
 
 /// The options that make a plan read-only.
 pub fn read_only() -> SQLOptions {

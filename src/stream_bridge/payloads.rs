@@ -59,9 +59,8 @@ pub fn observation_payload(station: &Station, m: &Metar, nws: Option<&DayExtreme
 /// The `dsm` / `cli` payload (spec 6).
 pub fn report_payload(r: &DailyReport, anomaly: bool) -> Value {
     let f_to_c = |f: Option<i32>| f.map(|f| round1(crate::units::f_to_c(f64::from(f))));
-    let lst = |t: Option<chrono::NaiveDateTime>| {
-        t.and_then(|t| crate::catalog::lst_to_utc(&r.station, t)).map(fmt_iso_utc)
-    };
+    let lst =
+        |t: Option<chrono::NaiveDateTime>| t.and_then(|t| crate::catalog::lst_to_utc(&r.station, t)).map(fmt_iso_utc);
     let mut o = json!({
         "station_code": r.station,
         "event": r.kind.as_str(),

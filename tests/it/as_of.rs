@@ -44,7 +44,9 @@ async fn backfilled_rows_become_available_when_their_source_published_them() {
 
     // A backfill is received at the write: received_at is the lake write's time.
     for table in ["observations", "reports", "nws_hourly", "forecasts"] {
-        let q = format!("SELECT count(*) FROM {table} WHERE (received_at IS DISTINCT FROM inserted_at) OR (available_at IS NULL)");
+        let q = format!(
+            "SELECT count(*) FROM {table} WHERE (received_at IS DISTINCT FROM inserted_at) OR (available_at IS NULL)"
+        );
         assert_eq!(scalar(&lake, &q).await, "0", "{table}");
     }
     // aviationweather.gov's receiptTime (3 min 11 s after the 05:51 observation).
@@ -59,9 +61,12 @@ async fn backfilled_rows_become_available_when_their_source_published_them() {
     assert_eq!(count_as_of(&lake, "reports", "2026-09-04T12:23:00Z", "station_code = 'KAUS'").await, "1");
 
     // A run: its run time plus its model's publication delay (GFS 330 min, HRRR 135 min).
-    for (at, want) in
-        [("2026-09-24T02:14:59Z", "0"), ("2026-09-24T02:15:00Z", "1"), ("2026-09-24T05:29:59Z", "1"), ("2026-09-24T05:30:00Z", "2")]
-    {
+    for (at, want) in [
+        ("2026-09-24T02:14:59Z", "0"),
+        ("2026-09-24T02:15:00Z", "1"),
+        ("2026-09-24T05:29:59Z", "1"),
+        ("2026-09-24T05:30:00Z", "2"),
+    ] {
         assert_eq!(count_as_of(&lake, "forecasts", at, "true").await, want, "{at}");
     }
 
@@ -79,7 +84,8 @@ async fn previous_runs_values_are_not_known_before_their_lead_says() {
     // publication (which would see it 17 h early).
     let (_d, lake) = temp_lake().await;
     let opts = IngestOptions { station: Some("KNYC".into()), ..Default::default() };
-    backfill(&lake, Format::OpenMeteo, "forecast/openmeteo_previous_runs_knyc_gfs_ecmwf_2026-09-01_03.json", &opts).await;
+    backfill(&lake, Format::OpenMeteo, "forecast/openmeteo_previous_runs_knyc_gfs_ecmwf_2026-09-01_03.json", &opts)
+        .await;
     let got = rows(
         &lake,
         "SELECT run_time, available_at FROM forecasts WHERE model = 'GFS' AND forecast_hour = 47 \
@@ -155,9 +161,11 @@ async fn as_of_gives_the_version_in_force() {
     let (_d, lake) = temp_lake().await;
     // NWS: the real version, and the next one an hour later with every period 2 °F warmer.
     let text = std::fs::read_to_string(fixture(NWS)).unwrap();
-    let next = text.replace("\"generatedAt\":\"2026-09-24T03:16:37+00:00\"", "\"generatedAt\":\"2026-09-24T04:16:37+00:00\"");
+    let next =
+        text.replace("\"generatedAt\":\"2026-09-24T03:16:37+00:00\"", "\"generatedAt\":\"2026-09-24T04:16:37+00:00\"");
     assert_ne!(next, text);
-    let next = (40..=99).fold(next, |s, f| s.replace(&format!("\"temperature\":{f},"), &format!("\"temperature\":x{},", f + 2)));
+    let next = (40..=99)
+        .fold(next, |s, f| s.replace(&format!("\"temperature\":{f},"), &format!("\"temperature\":x{},", f + 2)));
     let next = next.replace("\"temperature\":x", "\"temperature\":");
     let opts = IngestOptions { station: Some("KNYC".into()), ..Default::default() };
     let mut s = Summary::default();
@@ -176,7 +184,8 @@ async fn as_of_gives_the_version_in_force() {
             .await
         }
     };
-    let periods = scalar(&lake, "SELECT count(*) FROM nws_hourly WHERE generated_at = TIMESTAMP '2026-09-24T03:16:37Z'").await;
+    let periods =
+        scalar(&lake, "SELECT count(*) FROM nws_hourly WHERE generated_at = TIMESTAMP '2026-09-24T03:16:37Z'").await;
     let warmest = scalar(&lake, "SELECT max(temperature_f) FROM nws_hourly").await;
     let first = version("2026-09-24T04:00:00Z").await;
     assert_eq!(first[0][..3], [periods.as_str(), "1", "2026-09-24T03:16:37Z"]);
@@ -200,7 +209,8 @@ async fn as_of_gives_the_version_in_force() {
     let high = |at: &'static str| {
         let lake = lake.clone();
         async move {
-            rows(&lake, &format!("SELECT is_final, high_f FROM as_of('reports', '{at}') WHERE station_code = 'KAUS'")).await
+            rows(&lake, &format!("SELECT is_final, high_f FROM as_of('reports', '{at}') WHERE station_code = 'KAUS'"))
+                .await
         }
     };
     let f = |v: Option<i32>| v.map(|v| v.to_string()).unwrap_or_default();
@@ -256,17 +266,23 @@ async fn commit_legacy(lake: &Lake, records: &[wxlake::decode::types::Metar], in
     lake.commit(&shape, &snapshot, Change::Append { files: vec![file], read: None }).await.unwrap();
 }
 
+/// The real KCVG reports of 1 March 2024 (UTC), every type.
+fn kcvg_day() -> Vec<wxlake::decode::types::Metar> {
+    use wxlake::lake::rows::LakeRecord;
+    let bytes = std::fs::read(fixture("metar/IEM_KCVG_2024-03-01_all_reports_incl_5min.tsv")).unwrap();
+    let wxlake::ingest::Records::Observations(all) = Format::Metar.decode(&bytes, &IngestOptions::default()).records
+    else {
+        panic!("observations")
+    };
+    all.into_iter().filter(|m| m.partition() == "date=2024-03-01").collect()
+}
+
 #[tokio::test]
 async fn a_lake_written_before_the_times_gets_them_by_the_backfill_rules_once() {
     use object_store::ObjectStoreExt;
-    use wxlake::lake::rows::LakeRecord;
     use wxlake::lake::upgrade::upgrade_if_needed;
     let (_d, lake) = temp_lake().await;
-    let bytes = std::fs::read(fixture("metar/IEM_KCVG_2024-03-01_all_reports_incl_5min.tsv")).unwrap();
-    let wxlake::ingest::Records::Observations(all) = Format::Metar.decode(&bytes, &IngestOptions::default()).records else {
-        panic!("observations")
-    };
-    let day: Vec<_> = all.iter().filter(|m| m.partition() == "date=2024-03-01").cloned().collect();
+    let day = kcvg_day();
     let (early, late) = day.split_at(day.len() / 2);
     let inserted = t("2024-03-05T00:00:00Z");
     commit_legacy(&lake, early, inserted).await;
@@ -274,7 +290,10 @@ async fn a_lake_written_before_the_times_gets_them_by_the_backfill_rules_once() 
     // The lake of the previous format said only that it is a Delta lake.
     let marker = lake.location.root.clone().join("_lake_format");
     lake.store().put(&marker, "delta\n".into()).await.unwrap();
-    assert_eq!(scalar(&lake, "SELECT count(*) FROM observations WHERE available_at IS NULL").await, day.len().to_string());
+    assert_eq!(
+        scalar(&lake, "SELECT count(*) FROM observations WHERE available_at IS NULL").await,
+        day.len().to_string()
+    );
 
     let done = upgrade_if_needed(&lake, &wxlake::jobs::tables::all_shapes().unwrap()).await.unwrap();
     let obs = done.times.iter().find(|(t, _)| t == "observations").expect("observations upgraded").1;
@@ -308,13 +327,8 @@ async fn a_lake_written_before_the_times_gets_them_by_the_backfill_rules_once() 
 
 #[tokio::test]
 async fn compaction_merges_files_written_before_and_after_the_times() {
-    use wxlake::lake::rows::LakeRecord;
     let (_d, lake) = temp_lake().await;
-    let bytes = std::fs::read(fixture("metar/IEM_KCVG_2024-03-01_all_reports_incl_5min.tsv")).unwrap();
-    let wxlake::ingest::Records::Observations(all) = Format::Metar.decode(&bytes, &IngestOptions::default()).records else {
-        panic!("observations")
-    };
-    let day: Vec<_> = all.iter().filter(|m| m.partition() == "date=2024-03-01").cloned().collect();
+    let day = kcvg_day();
     let (early, late) = day.split_at(day.len() / 2);
     commit_legacy(&lake, early, t("2024-03-05T00:00:00Z")).await;
     lake.write(late.to_vec()).await.unwrap();
@@ -390,13 +404,24 @@ async fn answers_as_of_a_time_equal_what_the_service_said_then() {
     let march = IngestOptions { month: Some((2026, 3)), ..Default::default() };
     let mut plan: Vec<Delivery> = Vec::new();
     // Each report two minutes after its observation.
-    let wxlake::ingest::Records::Observations(reports) = Format::Metar.decode(inputs.metar_tsv.as_bytes(), &march).records
+    let wxlake::ingest::Records::Observations(reports) =
+        Format::Metar.decode(inputs.metar_tsv.as_bytes(), &march).records
     else {
         panic!("observations")
     };
     for m in &reports {
-        let body = if m.raw.starts_with("METAR") || m.raw.starts_with("SPECI") { m.raw.clone() } else { format!("METAR {}", m.raw) };
-        plan.push(Delivery { at: m.time + Duration::minutes(2), format: Format::Metar, opts: march.clone(), body, flush: false });
+        let body = if m.raw.starts_with("METAR") || m.raw.starts_with("SPECI") {
+            m.raw.clone()
+        } else {
+            format!("METAR {}", m.raw)
+        };
+        plan.push(Delivery {
+            at: m.time + Duration::minutes(2),
+            format: Format::Metar,
+            opts: march.clone(),
+            body,
+            flush: false,
+        });
     }
     // One-minute data in ten-minute batches three minutes after each; one afternoon hour
     // two hours late, so a gap open then is filled later.
@@ -419,7 +444,13 @@ async fn answers_as_of_a_time_equal_what_the_service_said_then() {
     clis.push(corrected);
     for r in &clis {
         let at = r.issued_at.expect("issued") + Duration::minutes(1);
-        plan.push(Delivery { at, format: Format::Cli, opts: IngestOptions::default(), body: encode_cli(r, "NY CITY CENTRAL PARK"), flush: false });
+        plan.push(Delivery {
+            at,
+            format: Format::Cli,
+            opts: IngestOptions::default(),
+            body: encode_cli(r, "NY CITY CENTRAL PARK"),
+            flush: false,
+        });
     }
     // NWS hourly versions a minute after they were generated.
     for doc in &inputs.nws_hourly {
@@ -432,9 +463,16 @@ async fn answers_as_of_a_time_equal_what_the_service_said_then() {
     // Two GFS runs, published mid-morning and mid-afternoon.
     for (run_h, published_h, base) in [(6, 15, 40.0), (12, 21, 44.0)] {
         let run = lst_midnight.date_naive().and_hms_opt(run_h, 0, 0).unwrap().and_utc();
-        let rows: Vec<_> = (0..48).map(|lead| knyc_forecast("GFS", run, lead, base + (lead % 24) as f64 / 3.0)).collect();
+        let rows: Vec<_> =
+            (0..48).map(|lead| knyc_forecast("GFS", run, lead, base + (lead % 24) as f64 / 3.0)).collect();
         let at = lst_midnight.date_naive().and_hms_opt(published_h, 40, 0).unwrap().and_utc();
-        plan.push(Delivery { at, format: Format::Forecasts, opts: IngestOptions::default(), body: encode_forecast_csv(&rows), flush: true });
+        plan.push(Delivery {
+            at,
+            format: Format::Forecasts,
+            opts: IngestOptions::default(),
+            body: encode_forecast_csv(&rows),
+            flush: true,
+        });
     }
     plan.sort_by_key(|d| d.at);
 
@@ -496,7 +534,11 @@ async fn answers_as_of_a_time_equal_what_the_service_said_then() {
         let at = wxlake::time::fmt_iso_utc(*r);
         let (s, headers, again) = api.get_any(&format!("{uri}&as_of={at}")).await;
         let echoed = s.is_success().then_some(at.as_str());
-        assert_eq!((s, headers.get("x-as-of").map(|v| v.to_str().unwrap())), (*status, echoed), "{uri} at {at}: {again}");
+        assert_eq!(
+            (s, headers.get("x-as-of").map(|v| v.to_str().unwrap())),
+            (*status, echoed),
+            "{uri} at {at}: {again}"
+        );
         let run_again = headers.get("x-run-time").map(|v| v.to_str().unwrap().to_string());
         assert_eq!(&run_again, run, "{uri} at {at}");
         assert_eq!(strip(again), strip(body.clone()), "{uri} at {at}");
@@ -529,9 +571,15 @@ async fn as_of_is_refused_for_the_future_and_where_it_cannot_be_honoured() {
     let cases = [
         ("/api/v2/observations.php?station_code=KNYC&mode=latest&as_of=2026-03-10T18:00:01Z", "in the future"),
         ("/api/v2/observations.php?station_code=KNYC&mode=latest&as_of=noon", "Invalid as_of"),
-        ("/api/v2/observations.php?station_code=KNYC&as_of=2026-03-10T01:00:00Z&as_of=2026-03-10T02:00:00Z", "Repeated"),
+        (
+            "/api/v2/observations.php?station_code=KNYC&as_of=2026-03-10T01:00:00Z&as_of=2026-03-10T02:00:00Z",
+            "Repeated",
+        ),
         ("/api/v2/precipitation.php?station_code=KNYC&as_of=2026-03-10T12:00:00Z", "not supported by precipitation"),
-        ("/api/v2/forecasts.php?location_name=KNYC&mode=daily&as_of=2026-03-10T12:00:00Z", "not supported by forecasts mode=daily"),
+        (
+            "/api/v2/forecasts.php?location_name=KNYC&mode=daily&as_of=2026-03-10T12:00:00Z",
+            "not supported by forecasts mode=daily",
+        ),
         ("/api/v1/observations.php?station_code=KNYC&as_of=2026-03-10T12:00:00Z", "v2 parameter"),
     ];
     for (uri, says) in cases {
@@ -544,6 +592,7 @@ async fn as_of_is_refused_for_the_future_and_where_it_cannot_be_honoured() {
         api.get_any("/api/v2/forecasts.php?location_name=KNYC&model=GFS&run=latest&as_of=2026-03-10T12:00:00Z").await;
     assert_eq!((status.as_u16(), body), (200, serde_json::json!([])));
     assert_eq!(headers.get("x-as-of").unwrap(), "2026-03-10T12:00:00Z");
-    let (status, _, _) = api.get_any("/api/v2/observations.php?station_code=KNYC&mode=latest&as_of=2026-03-10T12:00:00Z").await;
+    let (status, _, _) =
+        api.get_any("/api/v2/observations.php?station_code=KNYC&mode=latest&as_of=2026-03-10T12:00:00Z").await;
     assert_eq!(status.as_u16(), 404);
 }

@@ -111,7 +111,8 @@ pub async fn handler(
 
     // Official month-to-date: the best CLI of the most recent day before today in this month.
     let month_start = today.with_day(1).unwrap_or(today);
-    let (_, _, reports) = load_window(&state.live.ctx, Some(&station.code), w.start - Duration::days(3), now, None).await?;
+    let (_, _, reports) =
+        load_window(&state.live.ctx, Some(&station.code), w.start - Duration::days(3), now, None).await?;
     let mut clis: Vec<DailyReport> = reports.into_iter().filter(|r| r.kind == DailyKind::Cli).collect();
     state.live.hot.read(&station.code, |h| clis.extend(h.reports.iter().filter(|r| r.kind == DailyKind::Cli).cloned()));
     let cli = clis
