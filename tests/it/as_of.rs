@@ -595,4 +595,17 @@ async fn as_of_is_refused_for_the_future_and_where_it_cannot_be_honoured() {
     let (status, _, _) =
         api.get_any("/api/v2/observations.php?station_code=KNYC&mode=latest&as_of=2026-03-10T12:00:00Z").await;
     assert_eq!(status.as_u16(), 404);
+
+    // A backfilled run (stored at once, published at 06Z + 330 min): `run=latest` does not
+    // see it before its publication, and does after.
+    let run = t("2026-03-10T06:00:00Z");
+    lake.write((0..6).map(|lead| knyc_forecast("GFS", run, lead, 50.0)).collect::<Vec<_>>()).await.unwrap();
+    for (at, want_run, want_rows) in
+        [("2026-03-10T11:29:59Z", None, 0), ("2026-03-10T11:30:00Z", Some("2026-03-10T06:00:00Z"), 6)]
+    {
+        let uri = format!("/api/v2/forecasts.php?location_name=KNYC&model=GFS&run=latest&as_of={at}");
+        let (_, headers, body) = api.get_any(&uri).await;
+        let got_run = headers.get("x-run-time").map(|v| v.to_str().unwrap().to_string());
+        assert_eq!((got_run.as_deref(), body.as_array().map_or(0, Vec::len)), (want_run, want_rows), "{at}");
+    }
 }

@@ -154,15 +154,6 @@ async fn psql_queries_catalog_and_refusals() {
     assert_eq!(out, "3", "{err}");
     let (out, _, _) = psql(port, &dev, &["-c", "SELECT count(*) FROM observations"]).await;
     assert_eq!(out, "0", "nothing flushed yet: the lake has none of them");
-    // As of a time, over the wire: once stored, the reports were known from when the
-    // service acknowledged them (its clock then), not a moment before.
-    let acked = wxlake::clock::Clock::now(app.clock.as_ref());
-    app.state.live.flush().await.unwrap();
-    for (at, want) in [(acked - chrono::Duration::seconds(1), "0"), (acked, "3")] {
-        let q = format!("SELECT count(*) FROM as_of('observations', '{}')", wxlake::time::fmt_iso_utc(at));
-        let (out, err, _) = psql(port, &dev, &["-c", &q]).await;
-        assert_eq!(out, want, "{q}: {err}");
-    }
 
     // The database is the one the client connected to (`-d wxlake`), by every name for it.
     let (out, err, ok) = psql(
@@ -283,6 +274,15 @@ async fn psql_queries_catalog_and_refusals() {
     assert_eq!(psql(port, &key, &["-c", "SELECT 1"]).await.0, "1");
     app.state.keys.revoke(&rec.id).unwrap();
     refused(port, &key, "SELECT 1", "invalid API key").await;
+    // As of a time, over the wire: once stored, the reports were known from when the
+    // service acknowledged them (its clock then), not a moment before.
+    let acked = wxlake::clock::Clock::now(app.clock.as_ref());
+    app.state.live.flush().await.unwrap();
+    for (at, want) in [(acked - chrono::Duration::seconds(1), "0"), (acked, "3")] {
+        let q = format!("SELECT count(*) FROM as_of('observations', '{}')", wxlake::time::fmt_iso_utc(at));
+        let (out, err, _) = psql(port, &dev, &["-c", &q]).await;
+        assert_eq!(out, want, "{q}: {err}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
