@@ -54,8 +54,8 @@ impl AsOf {
             None => Ok(()),
             Some(_) => Err(ApiError::bad_request(
                 format!("as_of is not supported by {what}"),
-                "as_of works on observations (every mode), forecasts (raw and run) and nws_forecasts; \
-                 this answer would be today's, so it is refused rather than given",
+                "as_of works on observations (every mode), forecasts (raw and run), nws_forecasts, \
+                 precipitation, nearby and pacing; this answer would be today's, so it is refused rather than given",
             )),
         }
     }

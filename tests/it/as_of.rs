@@ -492,6 +492,9 @@ async fn answers_as_of_a_time_equal_what_the_service_said_then() {
             "/api/v2/forecasts.php?location_name=KNYC&model=GFS&run=latest".to_string(),
             format!("/api/v2/nws_forecasts.php?station_code=KNYC&date={day}"),
             format!("/api/v2/nws_forecasts.php?station_code=KNYC&date={day}&mode=history"),
+            "/api/v2/precipitation.php?station_code=KNYC".to_string(),
+            "/api/v2/pacing.php?station_code=KNYC".to_string(),
+            "/api/v2/nearby.php?stations=KNYC".to_string(),
         ]
     };
     let mut recorded = Vec::new();
@@ -559,6 +562,14 @@ async fn answers_as_of_a_time_equal_what_the_service_said_then() {
     assert!(sources.len() >= 2, "{sources:?}");
     assert!(versions.len() >= 2, "{versions:?}");
     assert_eq!(runs.len(), 3, "no run, then the 06Z, then the 12Z: {runs:?}");
+    for endpoint in ["pacing", "precipitation", "nearby"] {
+        let answered: std::collections::BTreeSet<String> = recorded
+            .iter()
+            .filter(|(_, u, s, _, _)| u.contains(endpoint) && s.is_success())
+            .map(|(_, _, _, _, b)| strip(b.clone()).to_string())
+            .collect();
+        assert!(answered.len() >= 3, "{endpoint}: {} distinct answers", answered.len());
+    }
 }
 
 #[tokio::test]
@@ -575,7 +586,7 @@ async fn as_of_is_refused_for_the_future_and_where_it_cannot_be_honoured() {
             "/api/v2/observations.php?station_code=KNYC&as_of=2026-03-10T01:00:00Z&as_of=2026-03-10T02:00:00Z",
             "Repeated",
         ),
-        ("/api/v2/precipitation.php?station_code=KNYC&as_of=2026-03-10T12:00:00Z", "not supported by precipitation"),
+        ("/api/v2/model_accuracy.php?station_code=KNYC&as_of=2026-03-10T12:00:00Z", "not supported by model_accuracy"),
         (
             "/api/v2/forecasts.php?location_name=KNYC&mode=daily&as_of=2026-03-10T12:00:00Z",
             "not supported by forecasts mode=daily",

@@ -7,7 +7,7 @@ use axum::Extension;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::observations::latest_observation;
+use super::observations::{latest_observation, latest_observation_as_of};
 use crate::api::auth::{require_premium, Caller};
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
@@ -77,7 +77,7 @@ pub struct NearbyQuery {
                    stations within that great-circle distance, nearest first, the reference station excluded. Or \
                    `stations=A,B,...`: those stations in the order asked. Each comes with its latest observation \
                    however old (as observations.php `mode=latest`), null when it has none.",
-    params(NearbyQuery),
+    params(NearbyQuery, crate::api::as_of::AsOfQuery),
     responses(
         (status = 200, description = "the stations found, each with its latest observation", body = Nearby),
         (status = 400, description = "neither station_code nor stations, bad radius, unknown station, or a parameter given twice", body = crate::api::error::ErrorBody),
@@ -91,7 +91,6 @@ pub async fn handler(
     as_of: crate::api::as_of::AsOf,
     QueryParams(q): QueryParams<NearbyQuery>,
 ) -> ApiResult<Response> {
-    as_of.unsupported("nearby")?;
     require_premium(&caller)?;
     let catalog = Catalog::global();
     let (reference, radius, picked): (Option<&Station>, Option<f64>, Vec<Picked>) =
@@ -132,7 +131,11 @@ pub async fn handler(
         };
     let mut stations = Vec::with_capacity(picked.len());
     for (s, d) in picked {
-        let latest = latest_observation(&state, s).await?.map(|(m, r)| ObservationV2::new(&m, s, r.as_ref_pair()));
+        let found = match as_of.0 {
+            None => latest_observation(&state, s).await?,
+            Some(t) => latest_observation_as_of(&state, s, t).await?,
+        };
+        let latest = found.map(|(m, r)| ObservationV2::new(&m, s, r.as_ref_pair()));
         stations.push(NearbyStation {
             station_code: s.code.clone(),
             name: s.name.clone(),
@@ -145,5 +148,7 @@ pub async fn handler(
             latest,
         });
     }
-    Ok(Json(Nearby { reference: reference.map(|s| s.code.clone()), radius_km: radius, stations }).into_response())
+    Ok(as_of.echo(
+        Json(Nearby { reference: reference.map(|s| s.code.clone()), radius_km: radius, stations }).into_response(),
+    ))
 }

@@ -74,6 +74,18 @@ pub enum ObservationType {
 
 impl ClosedSet for ObservationType {}
 
+impl ObservationType {
+    /// Whether `o`'s day has this report value.
+    fn present(self, o: &ObservationV2) -> bool {
+        match self {
+            ObservationType::DsmHigh => o.dsm_high.is_some(),
+            ObservationType::DsmLow => o.dsm_low.is_some(),
+            ObservationType::CliHigh => o.cli_high.is_some(),
+            ObservationType::CliLow => o.cli_low.is_some(),
+        }
+    }
+}
+
 /// Query of `GET /api/v2/observations.php`.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -240,55 +252,73 @@ pub async fn history_as_of(
 }
 
 /// [`latest`] as the service would have answered at `t`: the newest observation known
-/// then, looked for in the two days before `t`, then ten, then anywhere before it.
+/// then (optionally: whose day has the given report value), looked for in the two days
+/// before `t`, then ten, then (any observation) anywhere before it.
 async fn latest_as_of(
     state: &AppState,
     station: &Station,
     kind: Option<ObservationType>,
     t: DateTime<Utc>,
 ) -> ApiResult<ObservationV2> {
-    let wanted = |o: &ObservationV2| match kind {
-        None => true,
-        Some(ObservationType::DsmHigh) => o.dsm_high.is_some(),
-        Some(ObservationType::DsmLow) => o.dsm_low.is_some(),
-        Some(ObservationType::CliHigh) => o.cli_high.is_some(),
-        Some(ObservationType::CliLow) => o.cli_low.is_some(),
-    };
-    let newest = |obs: Vec<(Metar, WithReports)>| {
-        let best = obs.into_iter().filter(|(m, r)| wanted(&ObservationV2::new(m, station, r.as_ref_pair())));
-        best.max_by(|a, b| latest_key(&a.0).cmp(&latest_key(&b.0)))
+    let Some(kind) = kind else {
+        return match latest_observation_as_of(state, station, t).await? {
+            Some((m, r)) => Ok(ObservationV2::new(&m, station, r.as_ref_pair())),
+            None => Err(no_observation(station)),
+        };
     };
     for back in [Duration::days(2), Duration::days(10)] {
-        if let Some((m, r)) = newest(history_as_of(state, station, t - back, t + Duration::hours(1), t).await?) {
-            return Ok(ObservationV2::new(&m, station, r.as_ref_pair()));
+        let obs = history_as_of(state, station, t - back, t + Duration::hours(1), t).await?;
+        if let Some(o) = newest(station, obs, |o| kind.present(o)) {
+            return Ok(o);
         }
-    }
-    if kind.is_none() {
-        // Older than ten days: the newest row available by `t`, however old.
-        let mut p = Bindings::new();
-        let sql = format!(
-            "SELECT max(observation_time) FROM observations WHERE station_code = {} AND available_at <= {} \
-             AND date <= {}",
-            p.str(&station.code),
-            p.time(t),
-            p.partition_date((t + Duration::hours(1)).date_naive())
-        );
-        let batches = p.collect(&state.live.ctx, &sql).await?;
-        let found = batches.iter().find(|b| b.num_rows() > 0).and_then(|b| {
-            let c = b.column(0).as_primitive_opt::<TimestampMicrosecondType>()?;
-            c.is_valid(0).then(|| c.value(0))
-        });
-        if let Some(at) = found.and_then(DateTime::from_timestamp_micros) {
-            if let Some((m, r)) = newest(history_as_of(state, station, at, at, t).await?) {
-                return Ok(ObservationV2::new(&m, station, r.as_ref_pair()));
-            }
-        }
-        return Err(no_observation(station));
     }
     Err(ApiError::not_found(
         format!("No observation for {}", station.code),
-        "no observation of the 10 days before as_of whose day has that report value",
+        format!("no observation of the 10 days before as_of whose day has a {} value", kind.name()),
     ))
+}
+
+/// The newest of `obs` (by [`latest_key`]) that `wanted` keeps, as answered.
+fn newest(
+    station: &Station,
+    obs: Vec<(Metar, WithReports)>,
+    wanted: impl Fn(&ObservationV2) -> bool,
+) -> Option<ObservationV2> {
+    let mut obs = obs;
+    obs.sort_by(|a, b| latest_key(&a.0).cmp(&latest_key(&b.0)));
+    obs.iter().rev().map(|(m, r)| ObservationV2::new(m, station, r.as_ref_pair())).find(wanted)
+}
+
+/// [`latest_observation`] as the service would have answered at `t`: the newest
+/// observation known then, however old; `None` when it knew none.
+pub async fn latest_observation_as_of(
+    state: &AppState,
+    station: &Station,
+    t: DateTime<Utc>,
+) -> ApiResult<Option<(Metar, WithReports)>> {
+    let best = |obs: Vec<(Metar, WithReports)>| obs.into_iter().max_by(|a, b| latest_key(&a.0).cmp(&latest_key(&b.0)));
+    for back in [Duration::days(2), Duration::days(10)] {
+        if let Some(found) = best(history_as_of(state, station, t - back, t + Duration::hours(1), t).await?) {
+            return Ok(Some(found));
+        }
+    }
+    // Older than ten days: the newest row available by `t`, however old.
+    let mut p = Bindings::new();
+    let sql = format!(
+        "SELECT max(observation_time) FROM observations WHERE station_code = {} AND available_at <= {} AND date <= {}",
+        p.str(&station.code),
+        p.time(t),
+        p.partition_date((t + Duration::hours(1)).date_naive())
+    );
+    let batches = p.collect(&state.live.ctx, &sql).await?;
+    let found = batches.iter().find(|b| b.num_rows() > 0).and_then(|b| {
+        let c = b.column(0).as_primitive_opt::<TimestampMicrosecondType>()?;
+        c.is_valid(0).then(|| c.value(0))
+    });
+    match found.and_then(DateTime::from_timestamp_micros) {
+        Some(at) => Ok(best(history_as_of(state, station, at, at, t).await?)),
+        None => Ok(None),
+    }
 }
 
 /// The latest observation (optionally: the latest whose day has the given report value).
@@ -300,12 +330,7 @@ async fn latest(state: &AppState, station: &Station, kind: Option<ObservationTyp
         };
     };
     let now = state.now();
-    let wanted = |o: &ObservationV2| match kind {
-        ObservationType::DsmHigh => o.dsm_high.is_some(),
-        ObservationType::DsmLow => o.dsm_low.is_some(),
-        ObservationType::CliHigh => o.cli_high.is_some(),
-        ObservationType::CliLow => o.cli_low.is_some(),
-    };
+    let wanted = |o: &ObservationV2| kind.present(o);
     // Recent first (hot ∪ lake over two days), then a wider lake window.
     for back in [Duration::days(2), Duration::days(10)] {
         let obs = history(state, station, now - back, now + Duration::hours(1)).await?;

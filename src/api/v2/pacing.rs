@@ -15,7 +15,7 @@ use datafusion::arrow::datatypes::{Float64Type, TimestampMicrosecondType};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::observations::{history, logic_param};
+use super::observations::{history, history_as_of, logic_param};
 use crate::api::auth::{require_premium, Caller};
 use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
@@ -137,7 +137,7 @@ pub struct PacingQuery {
     description = "Developer and Enterprise. Per model's latest run (and the latest NWS hourly version): the model \
                    temperature interpolated to the latest observation's time, `pace` = observation - model, and \
                    `high_pace`/`low_pace` = the model's day high/low + pace, in the station's native units.",
-    params(PacingQuery),
+    params(PacingQuery, crate::api::as_of::AsOfQuery),
     responses(
         (status = 200, description = "the latest observation against each model's latest run and the latest NWS hourly version", body = Pacing),
         (status = 400, description = "invalid or missing parameter, unknown station, or a parameter given twice", body = crate::api::error::ErrorBody),
@@ -152,12 +152,15 @@ pub async fn handler(
     as_of: crate::api::as_of::AsOf,
     QueryParams(q): QueryParams<PacingQuery>,
 ) -> ApiResult<Response> {
-    as_of.unsupported("pacing")?;
     require_premium(&caller)?;
     let station = params::station("station_code", &q.station_code)?;
     let logic = if params::value(&q.logic).is_some() { logic_param(&q.logic)? } else { Logic::Nws };
-    let now = state.now();
-    let obs = history(&state, station, now - Duration::days(1), now + Duration::hours(1)).await?;
+    // As of a time: that moment is now, and only rows available by then count.
+    let now = as_of.now(&state);
+    let obs = match as_of.0 {
+        None => history(&state, station, now - Duration::days(1), now + Duration::hours(1)).await?,
+        Some(t) => history_as_of(&state, station, now - Duration::days(1), now + Duration::hours(1), t).await?,
+    };
     let (m, r) =
         obs.iter().rev().find(|(m, _)| m.temperature_c().is_some_and(|c| !crate::units::is_suspect_c(c))).ok_or_else(
             || {
@@ -177,12 +180,17 @@ pub async fn handler(
     let mut p = Bindings::new();
     let (loc, recent, now_) =
         (p.str(&station.code), p.partition_date((now - Duration::days(3)).date_naive()), p.time(now));
+    // A run can arrive in pieces: as of a time, only the rows available then, in both parts.
+    let (avail, f_avail) = match as_of.0 {
+        Some(_) => (format!(" AND available_at <= {now_}"), format!(" AND f.available_at <= {now_}")),
+        None => (String::new(), String::new()),
+    };
     let sql = format!(
         "WITH latest AS (SELECT model, max(run_time) AS rt FROM forecasts WHERE location_name = {loc} \
-           AND run_date >= {recent} AND run_time <= {now_} GROUP BY model) \
+           AND run_date >= {recent} AND run_time <= {now_}{avail} GROUP BY model) \
          SELECT f.model, f.run_time, f.valid_time, f.{unit_col} FROM forecasts f JOIN latest l \
            ON f.model = l.model AND f.run_time = l.rt \
-         WHERE f.location_name = {loc} AND f.run_date >= {recent} \
+         WHERE f.location_name = {loc} AND f.run_date >= {recent}{f_avail} \
            AND f.valid_time >= {from} AND f.valid_time <= {to} ORDER BY f.model, f.valid_time",
         from = p.time(w.start.min(m.time) - Duration::hours(6)),
         to = p.time(w.end + Duration::hours(6)),
@@ -207,8 +215,8 @@ pub async fn handler(
     }
     let models: Vec<PaceRow> =
         series.iter().map(|((model, run), s)| pace_row(model.clone(), *run, s, w, m.time, obs_value)).collect();
-    let nws = nws_pace(&state, &station.code, station.units, w, m.time, obs_value, now).await?;
-    Ok(Json(Pacing {
+    let nws = nws_pace(&state, &station.code, station.units, w, m.time, obs_value, now, as_of.0).await?;
+    let body = Json(Pacing {
         station_code: station.code.clone(),
         date: date.to_string(),
         logic: logic.as_str().to_string(),
@@ -217,10 +225,13 @@ pub async fn handler(
         models,
         nws,
     })
-    .into_response())
+    .into_response();
+    Ok(as_of.echo(body))
 }
 
-/// The latest NWS hourly version's pace (NWS forecasts are °F; converted for °C stations).
+/// The latest NWS hourly version's pace (NWS forecasts are °F; converted for °C stations);
+/// `as_of`: of the versions available by then.
+#[allow(clippy::too_many_arguments)]
 async fn nws_pace(
     state: &AppState,
     code: &str,
@@ -229,14 +240,19 @@ async fn nws_pace(
     obs_t: DateTime<Utc>,
     obs: f64,
     now: DateTime<Utc>,
+    as_of: Option<DateTime<Utc>>,
 ) -> ApiResult<Option<PaceRow>> {
     let mut p = Bindings::new();
     let (loc, d, now) = (p.str(code), p.partition_date((now - Duration::days(8)).date_naive()), p.time(now));
+    let (avail, n_avail) = match as_of.map(|t| p.time(t)) {
+        Some(t) => (format!(" AND available_at <= {t}"), format!(" AND n.available_at <= {t}")),
+        None => (String::new(), String::new()),
+    };
     let sql = format!(
         "WITH v AS (SELECT max(generated_at) AS g FROM nws_hourly WHERE station_code = {loc} AND date >= {d} \
-           AND generated_at <= {now}) \
+           AND generated_at <= {now}{avail}) \
          SELECT n.generated_at, n.start_time, n.temperature_f FROM nws_hourly n JOIN v ON n.generated_at = v.g \
-         WHERE n.station_code = {loc} AND n.date >= {d} ORDER BY n.start_time",
+         WHERE n.station_code = {loc} AND n.date >= {d}{n_avail} ORDER BY n.start_time",
     );
     let mut s = BTreeMap::new();
     let mut gen = None;

@@ -16,7 +16,7 @@ use chrono::{Datelike, Duration, FixedOffset};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::observations::history;
+use super::observations::{history, history_as_of};
 use crate::api::auth::Caller;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
@@ -82,7 +82,7 @@ pub struct Precipitation {
                    Climate Report (through yesterday) plus today's live hourly P-groups (each accumulation hour's \
                    largest report, summed; a trace is flagged, not added). For the precipitation stations of spec \
                    2.10; any other catalog station is a 400.",
-    params(PrecipitationQuery),
+    params(PrecipitationQuery, crate::api::as_of::AsOfQuery),
     responses(
         (status = 200, description = "object 2.7 for the current month", body = Precipitation),
         (status = 400, description = "missing parameter, unknown station, not a precipitation station, or a parameter given twice", body = crate::api::error::ErrorBody),
@@ -95,7 +95,6 @@ pub async fn handler(
     as_of: crate::api::as_of::AsOf,
     QueryParams(q): QueryParams<PrecipitationQuery>,
 ) -> ApiResult<Response> {
-    as_of.unsupported("precipitation")?;
     let station = params::station("station_code", &q.station_code)?;
     if !station.precipitation {
         return Err(ApiError::bad_request(
@@ -104,17 +103,24 @@ pub async fn handler(
              KLAS, KPHX, KSAT, KDCA, KCLT, KBOS, KBNA, KATL, KJAX, KOKC, KDTW, KMSP, KMSY",
         ));
     }
-    let now = state.now();
+    // As of a time: that moment is now, and only what was known then counts.
+    let now = as_of.now(&state);
     let today = standard_date(station.timezone, now);
     let off: FixedOffset = station.standard_offset_on(today);
     let w = day_window(station.timezone, DayClock::Standard, today);
 
     // Official month-to-date: the best CLI of the most recent day before today in this month.
     let month_start = today.with_day(1).unwrap_or(today);
-    let (_, _, reports) =
-        load_window(&state.live.ctx, Some(&station.code), w.start - Duration::days(3), now, None).await?;
-    let mut clis: Vec<DailyReport> = reports.into_iter().filter(|r| r.kind == DailyKind::Cli).collect();
-    state.live.hot.read(&station.code, |h| clis.extend(h.reports.iter().filter(|r| r.kind == DailyKind::Cli).cloned()));
+    let reports = match as_of.0 {
+        None => {
+            let (_, _, mut reports) =
+                load_window(&state.live.ctx, Some(&station.code), w.start - Duration::days(3), now, None).await?;
+            state.live.hot.read(&station.code, |h| reports.extend(h.reports.iter().cloned()));
+            reports
+        }
+        Some(t) => state.live.known_window(&station.code, w.start - Duration::days(3), now, t, false).await?.2,
+    };
+    let clis: Vec<DailyReport> = reports.into_iter().filter(|r| r.kind == DailyKind::Cli).collect();
     let cli = clis
         .iter()
         .filter(|r| r.date < today && r.date >= month_start && r.precip_mtd_in.is_some())
@@ -122,7 +128,10 @@ pub async fn handler(
     let official = cli.and_then(|r| r.precip_mtd_in).unwrap_or(0.0);
 
     // Today's live P-groups.
-    let obs = history(&state, station, w.start, now.min(w.end)).await?;
+    let obs = match as_of.0 {
+        None => history(&state, station, w.start, now.min(w.end)).await?,
+        Some(t) => history_as_of(&state, station, w.start, now.min(w.end), t).await?,
+    };
     let mut hourly: BTreeMap<String, f64> = BTreeMap::new();
     let mut last_trace = None;
     for (m, _) in &obs {
@@ -136,7 +145,7 @@ pub async fn handler(
     }
     let today_precip = round2(hourly.values().sum());
     let offset_min = off.local_minus_utc() / 60;
-    Ok(Json(Precipitation {
+    let body = Json(Precipitation {
         station_code: station.code.clone(),
         station_name: station.name.clone(),
         timezone: station.timezone.name().to_string(),
@@ -152,10 +161,11 @@ pub async fn handler(
         cli_date: cli.map(|r| r.date.to_string()),
         cli_issued_at: cli.and_then(|r| r.issued_at).map(fmt_iso_utc),
         today_hourly_max: hourly.into_iter().map(|(k, v)| (k, round2(v))).collect(),
-        timestamp: fmt_iso_utc(now),
+        timestamp: fmt_iso_utc(state.now()),
         units: "inches".to_string(),
     })
-    .into_response())
+    .into_response();
+    Ok(as_of.echo(body))
 }
 
 fn round2(x: f64) -> f64 {
