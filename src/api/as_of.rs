@@ -24,7 +24,9 @@ use crate::time::fmt_iso_utc;
 /// The parameter's name, in queries and the `X-As-Of` header.
 pub const AS_OF: &str = "as_of";
 
-/// The header that echoes `as_of` on an answer given as of a time.
+/// The header that echoes `as_of` on an answer given as of a time (as documented, and
+/// as sent: HTTP/1 header names are sent in lower case).
+pub const AS_OF_HEADER_NAME: &str = "X-As-Of";
 pub const AS_OF_HEADER: &str = "x-as-of";
 
 /// The `as_of` parameter as documented on every endpoint that answers as of a time.

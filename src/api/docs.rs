@@ -70,7 +70,7 @@ use crate::extremes::Logic;
         ErrorBody, ObservationV2, ObservationV1, SvcHigh, SvcHighV1,
         ObservationMode, Logic, ObservationType, ForecastMode, TzMode, NwsMode, AccuracyWindow, AccuracyTarget,
     )),
-    modifiers(&Security, &CommonResponses, &StreamServer, &StationCatalog),
+    modifiers(&Security, &CommonResponses, &StreamServer, &StationCatalog, &AsOfEcho),
     tags(
         (name = "observations", description = "Latest observation, trading-day extremes, history"),
         (name = "forecasts", description = "Model forecasts: raw rows, runs, daily summaries; NWS hourly forecast versions"),
@@ -172,6 +172,26 @@ impl Modify for CommonResponses {
                     error("rate limit exceeded (per key, per minute and per day); Retry-After says when to retry")
                 });
                 r.entry("500".into()).or_insert_with(|| error("internal server error"));
+            }
+        }
+    }
+}
+
+/// The `X-As-Of` header on the 200 answer of every operation that takes `as_of`
+/// (`api::as_of`): documented once, where the parameter is.
+struct AsOfEcho;
+
+impl Modify for AsOfEcho {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            let Some(op) = item.get.as_mut() else { continue };
+            let takes = op.parameters.iter().flatten().any(|p| p.name == crate::api::as_of::AS_OF);
+            if let (true, Some(RefOr::T(ok))) = (takes, op.responses.responses.get_mut("200")) {
+                let header = utoipa::openapi::HeaderBuilder::new()
+                    .schema(utoipa::openapi::ObjectBuilder::new().schema_type(utoipa::openapi::Type::String))
+                    .description(Some("with as_of: the moment the answer is as of, ISO 8601 UTC"))
+                    .build();
+                ok.headers.insert(crate::api::as_of::AS_OF_HEADER_NAME.to_string(), header);
             }
         }
     }

@@ -607,6 +607,23 @@ async fn as_of_is_refused_for_the_future_and_where_it_cannot_be_honoured() {
         api.get_any("/api/v2/observations.php?station_code=KNYC&mode=latest&as_of=2026-03-10T12:00:00Z").await;
     assert_eq!(status.as_u16(), 404);
 
+    // The document says which operations take as_of, and that their answers echo it.
+    let (_, _, doc) = api.get_any("/openapi.json").await;
+    let mut taking = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        let Some(get) = item.get("get") else { continue };
+        let params = get["parameters"].as_array().cloned().unwrap_or_default();
+        if params.iter().any(|p| p["name"] == "as_of") {
+            assert!(get["responses"]["200"]["headers"]["X-As-Of"].is_object(), "{path}");
+            taking.push(path.trim_start_matches("/api/v2/").to_string());
+        }
+    }
+    taking.sort();
+    assert_eq!(
+        taking,
+        ["forecasts.php", "nearby.php", "nws_forecasts.php", "observations.php", "pacing.php", "precipitation.php"]
+    );
+
     // A backfilled run (stored at once, published at 06Z + 330 min): `run=latest` does not
     // see it before its publication, and does after.
     let run = t("2026-03-10T06:00:00Z");
