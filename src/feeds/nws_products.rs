@@ -428,10 +428,9 @@ impl NwsProducts {
                 source: None,
             });
         }
-        let opts = match self.kind {
-            ProductKind::Dsm => IngestOptions { issued: Some(listed.issuance_time), ..IngestOptions::default() },
-            ProductKind::Cli => IngestOptions::default(),
-        };
+        // The product's issuance time: DSM messages are dated by it, and a report whose
+        // text states none takes it as its issuance (its `available_at`).
+        let opts = IngestOptions { issued: Some(listed.issuance_time), ..IngestOptions::default() };
         let stored = sink.ingest(self.kind.format(), opts, product.product_text.into_bytes().into()).await?;
         Ok((body.bytes.len(), stored))
     }

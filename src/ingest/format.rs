@@ -65,7 +65,19 @@ impl Format {
         match self {
             Format::Metar => wrap(metar_container::decode_metar_input(bytes, opts.month), Records::Observations),
             Format::Onemin => wrap(onemin::decode_onemin(bytes), Records::OneMinute),
-            Format::Cli => wrap(climate_report::decode_cli(bytes), Records::Reports),
+            Format::Cli => {
+                let mut decoded = climate_report::decode_cli(bytes);
+                // A report whose text states no issuance time takes its source's
+                // (api.weather.gov's `issuanceTime`): what its `available_at` rests on.
+                if let Some(issued) = opts.issued {
+                    decoded
+                        .records
+                        .iter_mut()
+                        .filter(|r| r.issued_at.is_none())
+                        .for_each(|r| r.issued_at = Some(issued));
+                }
+                wrap(decoded, Records::Reports)
+            }
             Format::Dsm => {
                 // Issued at a known time (a product's issuanceTime): no day after it; in a
                 // known month (`--month`): the date nearest its middle; else received now.

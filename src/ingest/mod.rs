@@ -28,8 +28,9 @@ pub struct IngestOptions {
     /// Run time for Open-Meteo responses that do not carry one.
     pub run_time: Option<DateTime<Utc>>,
     /// When the input was issued, if its source says so (api.weather.gov's `issuanceTime`
-    /// of a DSM product): the reference that dates DSM messages, whose DD/MM dates carry no
-    /// year; preferred to `month`. Absent from write-ahead log entries written before it
+    /// of a DSM or CLI product): the reference that dates DSM messages, whose DD/MM dates
+    /// carry no year (preferred to `month`), and the issuance of a CLI whose text states
+    /// none. Absent from write-ahead log entries written before it
     /// existed (they read as `None`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub issued: Option<DateTime<Utc>>,

@@ -637,3 +637,23 @@ async fn as_of_is_refused_for_the_future_and_where_it_cannot_be_honoured() {
         assert_eq!((got_run.as_deref(), body.as_array().map_or(0, Vec::len)), (want_run, want_rows), "{at}");
     }
 }
+
+#[tokio::test]
+async fn a_climate_report_stating_no_issuance_takes_its_sources() {
+    // The real CLINYC without its heading and local issue line: the text dates nothing.
+    let text = std::fs::read_to_string(fixture("cli/CLINYC.txt")).unwrap();
+    let bare: String = text
+        .lines()
+        .filter(|l| !l.starts_with("CDUS41") && !l.starts_with("116 AM EST"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(decode_cli(bare.as_bytes()).records[0].issued_at, None);
+    let (_d, lake) = temp_lake().await;
+    // As a feed ingests it: with api.weather.gov's issuanceTime.
+    let issued = t("2013-01-03T06:40:00Z");
+    let mut s = Summary::default();
+    let opts = IngestOptions { issued: Some(issued), ..Default::default() };
+    ingest_bytes(&lake, Format::Cli, "CLINYC", bare.as_bytes(), &opts, &mut s).await.unwrap();
+    let got = rows(&lake, "SELECT issued_at, available_at FROM reports").await;
+    assert_eq!(got, [["2013-01-03T06:40:00Z", "2013-01-03T06:40:00Z"]]);
+}
