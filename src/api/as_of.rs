@@ -96,6 +96,11 @@ impl FromRequestParts<AppState> for AsOf {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        // Most requests ask about now: they skip a second parse of the query (the
+        // endpoint's own parameters parse it once more).
+        if !parts.uri.query().is_some_and(|q| q.contains(AS_OF)) {
+            return Ok(AsOf(None));
+        }
         let Query(pairs) = Query::<Vec<(String, String)>>::from_request_parts(parts, state)
             .await
             .map_err(IntoResponse::into_response)?;

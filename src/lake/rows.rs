@@ -41,7 +41,7 @@ pub trait LakeRecord: Send + Sync {
     /// backfilled row, bounded by when wxlake received it. `None`: unknown.
     fn published_at(&self) -> Option<DateTime<Utc>>;
     /// Builds a batch of the table's file schema from rows already sorted.
-    fn to_batch(rows: &[&Self], keys: &[u64], times: &RowTimes) -> Result<RecordBatch, ArrowError>;
+    fn to_batch(rows: &[&Self], keys: &[u64], times: RowTimes) -> Result<RecordBatch, ArrowError>;
 }
 
 /// A string sort key ordered exactly as `&str`, that settles comparisons of strings up to
@@ -141,18 +141,19 @@ impl RowTimes {
         RowTimes { inserted_at: micros(inserted_at), received_at: vec![r; n], available_at: vec![r; n] }
     }
 
-    /// The three time columns, which end every table's schema.
-    fn columns(&self) -> [ArrayRef; 3] {
+    /// The three time columns, which end every table's schema (the vectors move into
+    /// them: a write does not copy them).
+    fn into_columns(self) -> [ArrayRef; 3] {
         let utc = |v: Vec<i64>| -> ArrayRef {
             Arc::new(datafusion::arrow::array::TimestampMicrosecondArray::from(v).with_timezone("UTC"))
         };
         let n = self.received_at.len();
-        [utc(vec![self.inserted_at; n]), utc(self.received_at.clone()), utc(self.available_at.clone())]
+        [utc(vec![self.inserted_at; n]), utc(self.received_at), utc(self.available_at)]
     }
 }
 
-fn finish(table: &TableDef, mut cols: Vec<ArrayRef>, times: &RowTimes) -> Result<RecordBatch, ArrowError> {
-    cols.extend(times.columns());
+fn finish(table: &TableDef, mut cols: Vec<ArrayRef>, times: RowTimes) -> Result<RecordBatch, ArrowError> {
+    cols.extend(times.into_columns());
     RecordBatch::try_new(table.file_schema(), cols)
 }
 fn opt_i32(v: Option<u16>) -> Option<i32> {
@@ -179,7 +180,7 @@ impl LakeRecord for Metar {
     fn published_at(&self) -> Option<DateTime<Utc>> {
         Some(availability::observation(self.time, report_type(self), self.cor, self.receipt_time))
     }
-    fn to_batch(rows: &[&Self], keys: &[u64], times: &RowTimes) -> Result<RecordBatch, ArrowError> {
+    fn to_batch(rows: &[&Self], keys: &[u64], times: RowTimes) -> Result<RecordBatch, ArrowError> {
         let n = rows.len();
         let mut station = StringBuilder::with_capacity(n, n * 4);
         let mut time = ts_builder(n);
@@ -323,7 +324,7 @@ impl LakeRecord for OneMinute {
     fn published_at(&self) -> Option<DateTime<Utc>> {
         Some(availability::onemin(self.time))
     }
-    fn to_batch(rows: &[&Self], keys: &[u64], times: &RowTimes) -> Result<RecordBatch, ArrowError> {
+    fn to_batch(rows: &[&Self], keys: &[u64], times: RowTimes) -> Result<RecordBatch, ArrowError> {
         let n = rows.len();
         let mut station = StringBuilder::with_capacity(n, n * 4);
         let mut time = ts_builder(n);
@@ -384,7 +385,7 @@ impl LakeRecord for DailyReport {
         let (station, date) = (self.station.as_str(), self.date);
         Some(availability::report(station, date, self.issued_at, self.valid_as_of_lst, self.correction))
     }
-    fn to_batch(rows: &[&Self], keys: &[u64], times: &RowTimes) -> Result<RecordBatch, ArrowError> {
+    fn to_batch(rows: &[&Self], keys: &[u64], times: RowTimes) -> Result<RecordBatch, ArrowError> {
         let n = rows.len();
         let mut station = StringBuilder::with_capacity(n, n * 4);
         let mut date = Date32Builder::with_capacity(n);
@@ -472,7 +473,7 @@ impl LakeRecord for ForecastRow {
     fn published_at(&self) -> Option<DateTime<Utc>> {
         availability::forecast(self.model, self.run_time, self.published_after_s)
     }
-    fn to_batch(rows: &[&Self], keys: &[u64], times: &RowTimes) -> Result<RecordBatch, ArrowError> {
+    fn to_batch(rows: &[&Self], keys: &[u64], times: RowTimes) -> Result<RecordBatch, ArrowError> {
         let n = rows.len();
         let mut loc = StringBuilder::with_capacity(n, n * 4);
         let (mut run, mut valid) = (ts_builder(n), ts_builder(n));
@@ -550,7 +551,7 @@ impl LakeRecord for NwsHourlyRow {
     fn published_at(&self) -> Option<DateTime<Utc>> {
         Some(availability::nws_hourly(self.generated_at))
     }
-    fn to_batch(rows: &[&Self], keys: &[u64], times: &RowTimes) -> Result<RecordBatch, ArrowError> {
+    fn to_batch(rows: &[&Self], keys: &[u64], times: RowTimes) -> Result<RecordBatch, ArrowError> {
         let n = rows.len();
         let mut station = StringBuilder::with_capacity(n, n * 4);
         let (mut gen, mut start, mut end) = (ts_builder(n), ts_builder(n), ts_builder(n));
@@ -629,7 +630,7 @@ mod tests {
             surface_pressure_hpa: OptF64::NONE,
             published_after_s: 0,
         };
-        let batch = ForecastRow::to_batch(&[&row], &[7], &RowTimes::live(1, t(1), t(1))).unwrap();
+        let batch = ForecastRow::to_batch(&[&row], &[7], RowTimes::live(1, t(1), t(1))).unwrap();
         for (i, name) in names.iter().enumerate() {
             let col = batch.column_by_name(name).unwrap();
             let got = match col.data_type() {

@@ -400,7 +400,7 @@ fn encode_partition<R: LakeRecord>(
         })
         .unzip();
     drop(order);
-    let batch = R::to_batch(&refs, &row_keys, &times)?;
+    let batch = R::to_batch(&refs, &row_keys, times)?;
     Ok(Some((encode_parquet(table, &batch)?, refs.len())))
 }
 
@@ -428,5 +428,5 @@ fn receiver_stream<T: Send + 'static>(mut rx: tokio::sync::mpsc::Receiver<T>) ->
 pub fn batch_of<R: LakeRecord>(records: &[R], at: DateTime<Utc>) -> Result<RecordBatch, LakeError> {
     let refs: Vec<&R> = records.iter().collect();
     let keys: Vec<u64> = records.iter().map(|r| r.row_key()).collect();
-    Ok(R::to_batch(&refs, &keys, &RowTimes::live(records.len(), at, at))?)
+    Ok(R::to_batch(&refs, &keys, RowTimes::live(records.len(), at, at))?)
 }

@@ -318,7 +318,7 @@ fn pending_batch(live: &WriteService) -> Result<RecordBatch> {
         received_at: received.clone(),
         available_at: received,
     };
-    let stored = Metar::to_batch(&refs, &keys, &times)?;
+    let stored = Metar::to_batch(&refs, &keys, times)?;
     let dates: ArrayRef = Arc::new(StringArray::from_iter_values(refs.iter().map(|m| {
         let p = m.partition();
         p.strip_prefix("date=").unwrap_or(&p).to_string()
