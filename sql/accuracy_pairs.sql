@@ -19,6 +19,12 @@
 --   L <= n, so lead L takes the newest run with n >= L, and a missing run is covered by
 --   the one before it. Leads 1 to 3 are kept.
 -- * error = observed - forecast: positive means the model ran cold.
+-- * available_at: when the pair could first have been scored (issue 31, `as_of` on
+--   model_accuracy): the later of its forecast's available_at and the moment its verifying
+--   value was known, the latest available_at of what that value is computed from (the
+--   day's CLI reports when the CLI gives it, else the day's observations and one-minute
+--   readings). A value revised later (a corrected CLI, late readings) counts only from
+--   the revision on: a pair is never scored before its value could be known.
 
 -- 1. Verifying values.
 CREATE OR REPLACE TABLE ap_observed AS
@@ -35,6 +41,39 @@ WHERE logic = 'nws'
   AND (cli_high IS NOT NULL OR cli_low IS NOT NULL OR observations >= 20)
   AND date BETWEEN $from AND $to;
 
+-- 1b. When the verifying values were known (see available_at above).
+CREATE OR REPLACE TABLE ap_cli_known AS
+SELECT station_code, report_date AS date, max(available_at) AS known_at
+FROM reports
+WHERE kind = 'cli' AND report_date BETWEEN $from AND $to
+GROUP BY station_code, report_date;
+
+CREATE OR REPLACE TABLE ap_readings_known AS
+SELECT station_code, date, max(known_at) AS known_at
+FROM (
+    SELECT station_code, local_date_standard AS date, max(available_at) AS known_at
+    FROM observations
+    WHERE date BETWEEN CAST($from - INTERVAL '1 day' AS VARCHAR) AND CAST($to + INTERVAL '1 day' AS VARCHAR)
+      AND local_date_standard BETWEEN $from AND $to
+    GROUP BY station_code, local_date_standard
+    UNION ALL
+    SELECT station_code, local_date_standard AS date, max(available_at) AS known_at
+    FROM onemin
+    WHERE date BETWEEN CAST($from - INTERVAL '1 day' AS VARCHAR) AND CAST($to + INTERVAL '1 day' AS VARCHAR)
+      AND local_date_standard BETWEEN $from AND $to
+    GROUP BY station_code, local_date_standard
+) r
+GROUP BY station_code, date;
+
+CREATE OR REPLACE TABLE ap_verified AS
+SELECT
+    o.*,
+    CASE WHEN o.high_source = 'cli' THEN c.known_at ELSE r.known_at END AS high_known_at,
+    CASE WHEN o.low_source = 'cli' THEN c.known_at ELSE r.known_at END AS low_known_at
+FROM ap_observed o
+LEFT JOIN ap_cli_known c ON c.station_code = o.station_code AND c.date = o.date
+LEFT JOIN ap_readings_known r ON r.station_code = o.station_code AND r.date = o.date;
+
 -- 2. Every run's forecast of those days, with the start of the LST day (Unix seconds).
 CREATE OR REPLACE TABLE ap_runs AS
 SELECT
@@ -45,7 +84,8 @@ SELECT
     lpad(CAST(CAST(date_part('hour', f.run_time) AS INT) AS VARCHAR), 2, '0') || 'z' AS run_label,
     CASE WHEN s.units = 'fahrenheit' THEN f.high_f ELSE f.high_c END AS forecast_high,
     CASE WHEN s.units = 'fahrenheit' THEN f.low_f ELSE f.low_c END AS forecast_low,
-    date_part('epoch', CAST(f.date AS TIMESTAMP)) - 60 * s.standard_offset_minutes AS day_start
+    date_part('epoch', CAST(f.date AS TIMESTAMP)) - 60 * s.standard_offset_minutes AS day_start,
+    f.available_at
 FROM forecast_daily f
 JOIN stations s ON s.station_code = f.location_name
 WHERE f.tz_mode = 'standard'
@@ -61,7 +101,8 @@ SELECT
     lpad(CAST(CAST(6 * floor(date_part('hour', run_time) / 6) AS INT) AS VARCHAR), 2, '0') || 'z' AS run_label,
     CASE WHEN units = 'fahrenheit' THEN max_f ELSE round((max_f - 32) * 5 / 9, 1) END AS forecast_high,
     CASE WHEN units = 'fahrenheit' THEN min_f ELSE round((min_f - 32) * 5 / 9, 1) END AS forecast_low,
-    86400.0 * day_num - 60 * standard_offset_minutes AS day_start
+    86400.0 * day_num - 60 * standard_offset_minutes AS day_start,
+    available_at
 FROM (
     -- Each version's hours grouped by LST day (day_num: days since 1970-01-01).
     SELECT
@@ -72,7 +113,8 @@ FROM (
         n.generated_at AS run_time,
         max(n.temperature_f) AS max_f,
         min(n.temperature_f) AS min_f,
-        count(DISTINCT n.start_time) AS hours
+        count(DISTINCT n.start_time) AS hours,
+        max(n.available_at) AS available_at
     FROM nws_hourly n
     JOIN stations s ON s.station_code = n.station_code
     WHERE n.date >= CAST($from - INTERVAL '8 days' AS VARCHAR)
@@ -105,15 +147,20 @@ JOIN ap_runs_n r
 SELECT
     l.station_code, l.date, l.model, l.run_label, l.run_time, l.lead_days,
     'high' AS target, l.forecast_high AS forecast, o.observed_high AS observed,
-    o.observed_high - l.forecast_high AS error, o.high_source AS observed_source
+    o.observed_high - l.forecast_high AS error, o.high_source AS observed_source,
+    -- NULL when either time is unknown (greatest() alone would skip a NULL).
+    CASE WHEN l.available_at IS NOT NULL AND o.high_known_at IS NOT NULL
+         THEN greatest(l.available_at, o.high_known_at) END AS available_at
 FROM ap_leads l
-JOIN ap_observed o ON o.station_code = l.station_code AND o.date = l.date
+JOIN ap_verified o ON o.station_code = l.station_code AND o.date = l.date
 WHERE l.forecast_high IS NOT NULL AND o.observed_high IS NOT NULL
 UNION ALL
 SELECT
     l.station_code, l.date, l.model, l.run_label, l.run_time, l.lead_days,
     'low' AS target, l.forecast_low AS forecast, o.observed_low AS observed,
-    o.observed_low - l.forecast_low AS error, o.low_source AS observed_source
+    o.observed_low - l.forecast_low AS error, o.low_source AS observed_source,
+    CASE WHEN l.available_at IS NOT NULL AND o.low_known_at IS NOT NULL
+         THEN greatest(l.available_at, o.low_known_at) END AS available_at
 FROM ap_leads l
-JOIN ap_observed o ON o.station_code = l.station_code AND o.date = l.date
+JOIN ap_verified o ON o.station_code = l.station_code AND o.date = l.date
 WHERE l.forecast_low IS NOT NULL AND o.observed_low IS NOT NULL

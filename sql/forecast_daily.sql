@@ -48,7 +48,8 @@ SELECT
     max(temperature_f) AS high_f,
     min(temperature_f) AS low_f,
     max(temperature_c) AS high_c,
-    min(temperature_c) AS low_c
+    min(temperature_c) AS low_c,
+    max(available_at) AS available_at
 FROM forecasts
 WHERE run_date BETWEEN $from AND $to
   AND valid_date_civil IS NOT NULL
@@ -70,7 +71,8 @@ SELECT
     max(high_f) AS high_f,
     min(low_f) AS low_f,
     max(high_c) AS high_c,
-    min(low_c) AS low_c
+    min(low_c) AS low_c,
+    max(available_at) AS available_at
 FROM fd_pieces
 GROUP BY model, run_date, location_name, run_time, valid_date_civil
 UNION ALL
@@ -86,12 +88,15 @@ SELECT
     max(high_f),
     min(low_f),
     max(high_c),
-    min(low_c)
+    min(low_c),
+    max(available_at)
 FROM fd_pieces
 GROUP BY model, run_date, location_name, run_time, valid_date_standard;
 
 -- 3. Fully covered days only, in the station's units (°F for US stations, °C elsewhere;
---    a unit the model did not provide stays NULL).
+--    a unit the model did not provide stays NULL). available_at: when the last of the
+--    day's points became available, so the first moment the day's summary could be known
+--    (`as_of` on mode=daily; a covered day gains no points later).
 SELECT
     d.model,
     d.run_date,
@@ -104,7 +109,8 @@ SELECT
     CASE WHEN s.units = 'fahrenheit' THEN d.high_f END AS high_f,
     CASE WHEN s.units = 'fahrenheit' THEN d.low_f END AS low_f,
     CASE WHEN s.units = 'celsius' THEN d.high_c END AS high_c,
-    CASE WHEN s.units = 'celsius' THEN d.low_c END AS low_c
+    CASE WHEN s.units = 'celsius' THEN d.low_c END AS low_c,
+    d.available_at
 FROM fd_days d
 JOIN stations s ON s.station_code = d.location_name
 JOIN day_windows w ON w.timezone = s.timezone AND w.tz_mode = d.tz_mode AND w.date = d.date

@@ -9,12 +9,15 @@ use std::time::Duration as StdDuration;
 use chrono::{DateTime, NaiveDate, Utc};
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{Date32Type, Float64Type, Int32Type, Int64Type, TimestampMicrosecondType};
+use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::bound_sql::{utf8_column, Bindings};
-use super::error::ApiResult;
+use super::error::{ApiError, ApiResult};
+use crate::jobs::statements::{run_statements, Intermediates};
+use crate::jobs::embedded_specs;
 use super::loading_cache::LoadingCache;
 
 /// How long a station's accuracy tables stay in memory before they are read again.
@@ -127,6 +130,30 @@ impl AccuracyCache {
         }
         self.entries.get_or_load(&code.to_string(), version, CACHE_TTL, || load(ctx, code)).await
     }
+}
+
+/// The jobs that turn `accuracy_pairs` into the tables this module reads.
+const FROM_PAIRS: [&str; 3] = ["model_accuracy", "accuracy_trends", "accuracy_daily_detail"];
+
+/// A station's tables as they would have been computed at `t` (`as_of`, issue 31): the
+/// three jobs' own SQL run over the station's pairs that could be scored by then
+/// (`accuracy_pairs.available_at <= t`), in a session of its own. Never cached.
+pub async fn load_as_of(ctx: &SessionContext, code: &str, t: DateTime<Utc>) -> ApiResult<StationAccuracy> {
+    let mut b = Bindings::new();
+    let sql = format!("SELECT * FROM accuracy_pairs WHERE station_code = {} AND available_at <= {}", b.str(code), b.time(t));
+    let pairs = b.frame(ctx, &sql).await?;
+    let schema = Arc::new(pairs.schema().as_arrow().clone());
+    let scratch = SessionContext::new();
+    scratch.register_table("accuracy_pairs", Arc::new(MemTable::try_new(schema, vec![pairs.collect().await?])?))?;
+    let specs = embedded_specs().map_err(ApiError::internal)?;
+    for name in FROM_PAIRS {
+        let spec = specs.iter().find(|s| s.name == name).ok_or_else(|| ApiError::internal(format!("no job {name}")))?;
+        let out = run_statements(&scratch, spec, None, Intermediates::Tables).await.map_err(ApiError::internal)?;
+        let schema = Arc::new(out.schema().as_arrow().clone());
+        let table = MemTable::try_new(schema, vec![out.collect().await?])?;
+        scratch.register_table(spec.output.table.as_str(), Arc::new(table))?;
+    }
+    load(&scratch, code).await
 }
 
 /// Runs `sql` with the station code bound to `$1`.

@@ -242,6 +242,15 @@ async fn execute(
     if let Err(e) = lake.clean_staging(Duration::days(1)).await {
         tracing::warn!(error = %e, "could not clean old staged files");
     }
+    // A column the declaration gained is declared in the table's schema first; the rows
+    // already published lack it, so such a run recomputes every partition once.
+    let range = match lake.declare_columns(&spec.output.shape()).await? {
+        0 => range,
+        added => {
+            tracing::info!(job = %spec.name, added, "the output gained columns: recomputing every partition");
+            None
+        }
+    };
     let plan = plan(lake, spec, range).await?;
     let total = plan.chunks.len();
     let mut p = Progress { job: spec.name.clone(), step: Step::Start, done: 0, total, rows: 0 };

@@ -164,6 +164,37 @@ async fn model_accuracy_from_the_jobs() {
     );
 }
 
+/// Each day's final CLI is issued the next day at 11:00Z (stored as a backfill, so known
+/// from then): as of a time, only the days whose value was known count.
+#[tokio::test]
+async fn model_accuracy_as_of_scores_only_days_verified_by_then() {
+    let app = app_with_accuracy().await;
+    let uri = "/api/v2/model_accuracy.php?station_code=KNYC&include=trends,daily_detail";
+    let without_time = |mut v: Value| {
+        v.as_object_mut().unwrap().remove("computed_at");
+        v
+    };
+    let (_, now) = app.get(uri).await;
+    let (s, after) = app.get(&format!("{uri}&as_of=2026-03-05T11:00:00Z")).await;
+    assert_eq!(s, StatusCode::OK, "{after}");
+    assert_eq!(without_time(after), without_time(now.clone()), "once the last CLI was out, the answer is today's");
+
+    let (_, v) = app.get(&format!("{uri}&as_of=2026-03-05T10:59:59Z")).await;
+    assert_eq!((v["as_of"].as_str(), v["days_available"].as_i64()), (Some("2026-03-03"), Some(3)), "{v}");
+    // Three days of the twelve pairs: +1, -3 and 0 each.
+    assert_eq!(metrics(&v["ensemble"]), (1.33, -0.67, 1.83, 9));
+    let days: Vec<&str> = v["daily_detail"].as_array().unwrap().iter().map(|d| d["date"].as_str().unwrap()).collect();
+    assert_eq!(days, ["2026-03-01", "2026-03-02", "2026-03-03"]);
+    assert_eq!(v["trends"]["GFS"].as_array().unwrap().last().unwrap()["date"], "2026-03-03");
+    assert_ne!(without_time(v), without_time(now));
+
+    // Before the first CLI: nothing was scored yet.
+    let (s, v) = app.get(&format!("{uri}&as_of=2026-03-02T10:59:59Z")).await;
+    assert_eq!(s, StatusCode::OK, "{v}");
+    assert_eq!((&v["ensemble"], v["days_available"].as_i64()), (&Value::Null, Some(0)), "{v}");
+    assert_eq!(v["daily_detail"], json!([]));
+}
+
 #[tokio::test]
 async fn model_accuracy_parameters_and_tiers() {
     let app = App::new().await;

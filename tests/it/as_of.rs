@@ -9,6 +9,7 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use wxlake::clock::{Clock, ManualClock};
 use wxlake::decode::climate_report::decode_cli;
 use wxlake::ingest::{ingest_bytes, Format, IngestOptions, Summary};
+use wxlake::jobs::runner::no_progress;
 use wxlake::lake::Lake;
 
 use crate::support::{fixture, knyc_forecast, open_live, rows, scalar, temp_lake};
@@ -238,6 +239,48 @@ async fn as_of_plans_read_only_the_partitions_a_time_can_see() {
     let text: String = plan.iter().map(|r| r.join(" ")).collect::<Vec<_>>().join("\n");
     // The scan lists the files of the runs up to the 22nd only.
     assert!(text.contains("run_date=2026-09-22/") && !text.contains("run_date=2026-09-23/"), "{text}");
+}
+
+/// A job whose declaration gained a column (forecast_daily's `available_at`) recomputes
+/// every partition on its next run, whatever range it was asked for, so no row of the
+/// table lacks the column afterwards.
+#[tokio::test]
+async fn a_job_output_that_gains_a_column_is_recomputed_whole() {
+    let (_d, lake) = temp_lake().await;
+    let runs = [t("2026-09-01T00:00:00Z"), t("2026-09-05T00:00:00Z")];
+    let points: Vec<_> =
+        runs.iter().flat_map(|r| (0..=72).map(|lead| knyc_forecast("GFS", *r, lead, 60.0 + lead as f64 / 4.0))).collect();
+    lake.write(points).await.unwrap();
+    let specs = wxlake::jobs::embedded_specs().unwrap();
+    let spec = specs.iter().find(|s| s.name == "forecast_daily").unwrap();
+    // The job as declared before the column.
+    let mut before = spec.clone();
+    before.output.columns.retain(|c| c.name != "available_at");
+    let text = &mut before.sql[0].text;
+    assert!(text.contains(",\n    d.available_at\nFROM fd_days d"));
+    *text = text.replace(",\n    d.available_at\nFROM fd_days d", "\nFROM fd_days d");
+    wxlake::jobs::run_job(&lake, &before, None, &no_progress).await.unwrap();
+    let all = "SELECT count(*) FROM forecast_daily";
+    let days = scalar(&lake, all).await;
+    assert_eq!(days, "8", "two runs, two covered days each, both tz_modes");
+
+    let sep5 = chrono::NaiveDate::from_ymd_opt(2026, 9, 5).unwrap();
+    let run = wxlake::jobs::run_job(&lake, spec, Some((sep5, sep5)), &no_progress).await.unwrap();
+    assert_eq!(run.range, None, "the run widened to every partition");
+    assert_eq!(scalar(&lake, all).await, days);
+    // Each day known when its last point was (the backfill rule: run + the model's delay).
+    let got = rows(
+        &lake,
+        "SELECT DISTINCT CAST(run_time AS VARCHAR), CAST(available_at AS VARCHAR) FROM forecast_daily ORDER BY 1",
+    )
+    .await;
+    assert_eq!(
+        got,
+        [["2026-09-01T00:00:00Z", "2026-09-01T05:30:00Z"], ["2026-09-05T00:00:00Z", "2026-09-05T05:30:00Z"]]
+    );
+    // Declared once: the next narrow run stays narrow.
+    let run = wxlake::jobs::run_job(&lake, spec, Some((sep5, sep5)), &no_progress).await.unwrap();
+    assert_eq!(run.range, Some((sep5, sep5)));
 }
 
 /// Commits `records` to `lake` as a lake of the previous format would hold them: files
@@ -490,6 +533,8 @@ async fn answers_as_of_a_time_equal_what_the_service_said_then() {
             "/api/v2/observations.php?station_code=KNYC&mode=latest".to_string(),
             format!("/api/v2/observations.php?station_code=KNYC&start_time={from}&end_time={}", iso(r)),
             "/api/v2/forecasts.php?location_name=KNYC&model=GFS&run=latest".to_string(),
+            "/api/v2/forecasts.php?location_name=KNYC&mode=daily&run=latest".to_string(),
+            "/api/v2/forecasts.php?location_name=KNYC&mode=daily&tz_mode=standard".to_string(),
             format!("/api/v2/nws_forecasts.php?station_code=KNYC&date={day}"),
             format!("/api/v2/nws_forecasts.php?station_code=KNYC&date={day}&mode=history"),
             "/api/v2/precipitation.php?station_code=KNYC".to_string(),
@@ -497,6 +542,8 @@ async fn answers_as_of_a_time_equal_what_the_service_said_then() {
             "/api/v2/nearby.php?stations=KNYC".to_string(),
         ]
     };
+    let specs = wxlake::jobs::embedded_specs().unwrap();
+    let forecast_daily = specs.iter().find(|s| s.name == "forecast_daily").unwrap();
     let mut recorded = Vec::new();
     let mut next = 0;
     let mut r = lst_midnight - Duration::hours(1);
@@ -507,6 +554,10 @@ async fn answers_as_of_a_time_equal_what_the_service_said_then() {
             live.ingest(d.format, d.opts.clone(), d.body.clone().into_bytes()).await.unwrap();
             if d.flush {
                 live.flush().await.unwrap();
+            }
+            // A new run refreshes forecast_daily, as `serve` does on new data.
+            if d.format == Format::Forecasts {
+                wxlake::jobs::run_job(&lake, forecast_daily, None, &wxlake::jobs::runner::no_progress).await.unwrap();
             }
             next += 1;
         }
@@ -562,7 +613,7 @@ async fn answers_as_of_a_time_equal_what_the_service_said_then() {
     assert!(sources.len() >= 2, "{sources:?}");
     assert!(versions.len() >= 2, "{versions:?}");
     assert_eq!(runs.len(), 3, "no run, then the 06Z, then the 12Z: {runs:?}");
-    for endpoint in ["pacing", "precipitation", "nearby"] {
+    for endpoint in ["pacing", "precipitation", "nearby", "mode=daily&run"] {
         let answered: std::collections::BTreeSet<String> = recorded
             .iter()
             .filter(|(_, u, s, _, _)| u.contains(endpoint) && s.is_success())
@@ -586,11 +637,7 @@ async fn as_of_is_refused_for_the_future_and_where_it_cannot_be_honoured() {
             "/api/v2/observations.php?station_code=KNYC&as_of=2026-03-10T01:00:00Z&as_of=2026-03-10T02:00:00Z",
             "Repeated",
         ),
-        ("/api/v2/model_accuracy.php?station_code=KNYC&as_of=2026-03-10T12:00:00Z", "not supported by model_accuracy"),
-        (
-            "/api/v2/forecasts.php?location_name=KNYC&mode=daily&as_of=2026-03-10T12:00:00Z",
-            "not supported by forecasts mode=daily",
-        ),
+        ("/api/v2/daily_extremes.php?station_code=KNYC&as_of=2026-03-10T12:00:00Z", "not supported by daily_extremes"),
         ("/api/v1/observations.php?station_code=KNYC&as_of=2026-03-10T12:00:00Z", "v2 parameter"),
     ];
     for (uri, says) in cases {
@@ -621,7 +668,15 @@ async fn as_of_is_refused_for_the_future_and_where_it_cannot_be_honoured() {
     taking.sort();
     assert_eq!(
         taking,
-        ["forecasts.php", "nearby.php", "nws_forecasts.php", "observations.php", "pacing.php", "precipitation.php"]
+        [
+            "forecasts.php",
+            "model_accuracy.php",
+            "nearby.php",
+            "nws_forecasts.php",
+            "observations.php",
+            "pacing.php",
+            "precipitation.php"
+        ]
     );
 
     // A backfilled run (stored at once, published at 06Z + 330 min): `run=latest` does not

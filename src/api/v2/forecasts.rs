@@ -161,8 +161,10 @@ pub struct ForecastsQuery {
                    `mode=daily`: per model and local day (`tz_mode` civil or standard), each model at its latest \
                    run (or the pinned `run`), only fully covered days; header `X-Run-Signature` identifies the set \
                    of runs, and with `run=latest` `X-Run-Time` names the newest of them (the run itself when \
-                   `model` is given). `location_name` must be a catalog station or a location with recent \
-                   forecasts; anything else is a 400.",
+                   `model` is given). With `as_of`: only rows available by then; `run=latest` is the latest run \
+                   available then, and `mode=daily` gives the days whose every point was available then. \
+                   `location_name` must be a catalog station or a location with recent forecasts; anything else \
+                   is a 400.",
     params(ForecastsQuery, AsOfQuery),
     responses(
         (status = 200, description = "raw: array of forecast rows (2.5); daily: array of summary rows (2.6); [] when empty", body = [crate::api::schemas::ForecastsV2Item],
@@ -187,10 +189,9 @@ pub async fn handler(
     let mode = params::choice::<ForecastMode>("mode", &q.mode)?;
     let run = params::value(&q.run);
     if mode == Some(ForecastMode::Daily) {
-        as_of.unsupported("forecasts mode=daily")?;
         let tz_mode = params::choice("tz_mode", &q.tz_mode)?.unwrap_or(TzMode::Civil);
         let loc = known_location(&state, loc).await?;
-        return daily(&state, &loc, model, run, tz_mode, &q).await;
+        return Ok(as_of.echo(daily(&state, &loc, model, run, tz_mode, &q, as_of.0).await?));
     }
     let win = window(&q, run.is_some())?;
     let loc = known_location(&state, loc).await?;
@@ -321,7 +322,9 @@ pub async fn latest_run(
 }
 
 /// `mode=daily`: rows of the `forecast_daily` job, each model at its latest run unless a
-/// run is pinned, restricted to the window's local dates when a window is given.
+/// run is pinned, restricted to the window's local dates when a window is given. With
+/// `as_of`, only the days whose every point was available by then: those the job,
+/// run at that moment, would have produced.
 async fn daily(
     state: &AppState,
     loc: &str,
@@ -329,6 +332,7 @@ async fn daily(
     run: Option<&str>,
     tz_mode: TzMode,
     q: &ForecastsQuery,
+    as_of: Option<DateTime<Utc>>,
 ) -> ApiResult<Response> {
     let Some(station) = Catalog::global().lookup(loc) else {
         return Err(ApiError::unprocessable(
@@ -350,11 +354,18 @@ async fn daily(
             (crate::time::local_date(station.timezone, clock, s), crate::time::local_date(station.timezone, clock, e));
         filters.push(format!("date >= {} AND date <= {}", b.date(ds), b.date(de)));
     }
+    let mut known = String::new();
+    if let Some(t) = as_of {
+        let (t, day) = (b.time(t), b.partition_date(t.date_naive()));
+        filters.push(format!("available_at <= {t} AND run_date <= {day}"));
+        known = format!(" AND l.available_at <= {t} AND l.run_date <= {day}");
+    }
     let base = filters.join(" AND ");
     let run_filter = match run {
-        None | Some("latest") => "run_time = (SELECT max(l.run_time) FROM forecast_daily l WHERE l.model = d.model \
-             AND l.location_name = d.location_name AND l.tz_mode = d.tz_mode)"
-            .to_string(),
+        None | Some("latest") => format!(
+            "run_time = (SELECT max(l.run_time) FROM forecast_daily l WHERE l.model = d.model \
+             AND l.location_name = d.location_name AND l.tz_mode = d.tz_mode{known})"
+        ),
         Some(r) => {
             let rt = run_time(r)?;
             format!("run_time = {}", b.time(rt))

@@ -16,6 +16,7 @@
 //! and `city` and `units` are null (unknown).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -384,8 +385,10 @@ pub struct ModelAccuracyQuery {
                    per model and run-time label; `include=trends,daily_detail` adds a rolling 7-day series per model \
                    and the last 30 days' values. Any well-formed ICAO code is accepted (spec 2.10): a code outside \
                    the catalog answers what the tables hold for it, with `city` and `units` null; a malformed code \
-                   is a 400.",
-    params(ModelAccuracyQuery),
+                   is a 400. With `as_of`, only the pairs that could be scored by then count (each pair's \
+                   forecast available and its day's verifying value known: `accuracy_pairs.available_at`); \
+                   the body's own `as_of` stays the latest verified day.",
+    params(ModelAccuracyQuery, crate::api::as_of::AsOfQuery),
     responses(
         (status = 200, description = "spec 4.6: station, city, computed_at, window, models, days_available, ensemble, per_model, per_model_run, [trends], [daily_detail]; plus as_of, lead_days, target, units. ensemble is null without pairs. daily_detail items carry actual_high (target=high) or actual_low (target=low)", body = ModelAccuracy),
         (status = 400, description = "invalid parameter (station_code not an ICAO code; unknown model, label, window, include, lead_days or target), or a parameter given twice", body = crate::api::error::ErrorBody),
@@ -399,10 +402,12 @@ pub async fn handler(
     as_of: crate::api::as_of::AsOf,
     QueryParams(p): QueryParams<ModelAccuracyQuery>,
 ) -> ApiResult<Response> {
-    as_of.unsupported("model_accuracy")?;
     require_premium(&caller)?;
     let (code, station) = station_param(&p.station_code)?;
     let q = AccuracyQuery::parse(&p)?;
-    let data = state.accuracy.get(&state.live.ctx, &code, station.is_some(), state.live.derived_version()).await?;
-    Ok(Json(respond(&code, station, &data, &q)).into_response())
+    let data = match as_of.0 {
+        None => state.accuracy.get(&state.live.ctx, &code, station.is_some(), state.live.derived_version()).await?,
+        Some(t) => Arc::new(crate::api::accuracy_cache::load_as_of(&state.live.ctx, &code, t).await?),
+    };
+    Ok(as_of.echo(Json(respond(&code, station, &data, &q)).into_response()))
 }
