@@ -16,9 +16,9 @@ use utoipa::ToSchema;
 
 use super::bound_sql::{utf8_column, Bindings};
 use super::error::{ApiError, ApiResult};
-use crate::jobs::statements::{run_statements, Intermediates};
-use crate::jobs::embedded_specs;
 use super::loading_cache::LoadingCache;
+use crate::jobs::embedded_specs;
+use crate::jobs::statements::{run_statements, Intermediates};
 
 /// How long a station's accuracy tables stay in memory before they are read again.
 pub const CACHE_TTL: StdDuration = StdDuration::from_secs(60);
@@ -140,7 +140,8 @@ const FROM_PAIRS: [&str; 3] = ["model_accuracy", "accuracy_trends", "accuracy_da
 /// (`accuracy_pairs.available_at <= t`), in a session of its own. Never cached.
 pub async fn load_as_of(ctx: &SessionContext, code: &str, t: DateTime<Utc>) -> ApiResult<StationAccuracy> {
     let mut b = Bindings::new();
-    let sql = format!("SELECT * FROM accuracy_pairs WHERE station_code = {} AND available_at <= {}", b.str(code), b.time(t));
+    let sql =
+        format!("SELECT * FROM accuracy_pairs WHERE station_code = {} AND available_at <= {}", b.str(code), b.time(t));
     let pairs = b.frame(ctx, &sql).await?;
     let schema = Arc::new(pairs.schema().as_arrow().clone());
     let scratch = SessionContext::new();

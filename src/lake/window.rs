@@ -28,8 +28,28 @@ pub async fn load_window(
     to: DateTime<Utc>,
     as_of: Option<DateTime<Utc>>,
 ) -> Result<(Vec<Metar>, Vec<OneMinute>, Vec<DailyReport>), LakeError> {
-    let window = Window::new(station, from, to, as_of);
+    let window = Window::new(station, from, to, as_of, false);
+    let (obs, mins, reports) = futures::try_join!(window.observations(ctx), window.onemin(ctx), window.reports(ctx))?;
+    Ok((records(obs), records(mins), records(reports)))
+}
+
+/// A record with the moment it became known: its row's `available_at` (a row without one,
+/// written before the column and not upgraded, is never known: `DateTime::MAX_UTC`).
+pub type Known<T> = (T, DateTime<Utc>);
+
+/// [`load_window`] of every row (no `as_of`), each with its `available_at`: what the hot
+/// state is rebuilt from, so it can answer as of a time (`write::hot`).
+pub async fn load_known_window(
+    ctx: &SessionContext,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<(Vec<Known<Metar>>, Vec<Known<OneMinute>>, Vec<Known<DailyReport>>), LakeError> {
+    let window = Window::new(None, from, to, None, true);
     futures::try_join!(window.observations(ctx), window.onemin(ctx), window.reports(ctx))
+}
+
+fn records<T>(known: Vec<Known<T>>) -> Vec<T> {
+    known.into_iter().map(|(r, _)| r).collect()
 }
 
 /// [`load_window`] without the one-minute readings, for readers that list observations:
@@ -41,8 +61,9 @@ pub async fn load_reported_window(
     to: DateTime<Utc>,
     as_of: Option<DateTime<Utc>>,
 ) -> Result<(Vec<Metar>, Vec<DailyReport>), LakeError> {
-    let window = Window::new(station, from, to, as_of);
-    futures::try_join!(window.observations(ctx), window.reports(ctx))
+    let window = Window::new(station, from, to, as_of, false);
+    let (obs, reports) = futures::try_join!(window.observations(ctx), window.reports(ctx))?;
+    Ok((records(obs), records(reports)))
 }
 
 /// The parameters of one [`load_window`] call and the constant SQL fragments that use them.
@@ -53,12 +74,30 @@ struct Window {
     as_of: Option<DateTime<Utc>>,
     /// The `date` partitions the window touches, listed so the scan skips every other one.
     dates: Vec<NaiveDate>,
+    /// Whether the rows' `available_at` is read too (else every record is stamped
+    /// `MAX_UTC` and the column is not read).
+    stamped: bool,
 }
 
 impl Window {
-    fn new(station: Option<&str>, from: DateTime<Utc>, to: DateTime<Utc>, as_of: Option<DateTime<Utc>>) -> Self {
+    fn new(
+        station: Option<&str>,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        as_of: Option<DateTime<Utc>>,
+        stamped: bool,
+    ) -> Self {
         let dates = date_list(from.date_naive(), to.date_naive());
-        Window { station: station.map(str::to_string), from, to, as_of, dates }
+        Window { station: station.map(str::to_string), from, to, as_of, dates, stamped }
+    }
+
+    /// The last selected column: the stamp when it is read.
+    fn stamp_column(&self) -> &'static str {
+        if self.stamped {
+            ", available_at"
+        } else {
+            ""
+        }
     }
 
     /// `$d0, $d1, ...`: one placeholder per partition date.
@@ -111,21 +150,23 @@ impl Window {
         Ok(ctx.sql(sql).await?.with_param_values(self.params())?.collect().await?)
     }
 
-    async fn observations(&self, ctx: &SessionContext) -> Result<Vec<Metar>, LakeError> {
+    async fn observations(&self, ctx: &SessionContext) -> Result<Vec<Known<Metar>>, LakeError> {
         let sql = format!(
-            "SELECT station_code, observation_time, report_type, raw FROM observations WHERE {} ORDER BY observation_time",
+            "SELECT station_code, observation_time, report_type, raw{} FROM observations WHERE {} ORDER BY observation_time",
+            self.stamp_column(),
             self.time_filter()
         );
         let mut obs = Vec::new();
         for b in self.query(ctx, &sql).await? {
-            obs.extend(metars_of(&b));
+            obs.extend(metars_of(&b, self.stamps(&b, 4)));
         }
         Ok(obs)
     }
 
-    async fn onemin(&self, ctx: &SessionContext) -> Result<Vec<OneMinute>, LakeError> {
+    async fn onemin(&self, ctx: &SessionContext) -> Result<Vec<Known<OneMinute>>, LakeError> {
         let sql = format!(
-            "SELECT station_code, observation_time, temperature_f FROM onemin WHERE {} ORDER BY observation_time",
+            "SELECT station_code, observation_time, temperature_f{} FROM onemin WHERE {} ORDER BY observation_time",
+            self.stamp_column(),
             self.time_filter()
         );
         let mut onemin = Vec::new();
@@ -135,31 +176,42 @@ impl Window {
                 b.column(1).as_primitive::<TimestampMicrosecondType>(),
                 b.column(2).as_primitive::<Float64Type>(),
             );
+            let known = self.stamps(&b, 3);
             for i in 0..b.num_rows() {
                 if let Some(time) = DateTime::from_timestamp_micros(t.value(i)) {
-                    onemin.push(OneMinute {
-                        station: s.value(i).to_string(),
-                        time,
-                        temp_f: f.is_valid(i).then(|| f.value(i)),
-                    });
+                    let o =
+                        OneMinute { station: s.value(i).to_string(), time, temp_f: f.is_valid(i).then(|| f.value(i)) };
+                    onemin.push((o, known(i)));
                 }
             }
         }
         Ok(onemin)
     }
 
-    async fn reports(&self, ctx: &SessionContext) -> Result<Vec<DailyReport>, LakeError> {
+    async fn reports(&self, ctx: &SessionContext) -> Result<Vec<Known<DailyReport>>, LakeError> {
         let sql = format!(
             "SELECT kind, station_code, report_date, issued_at, high_f, high_time_lst, low_f, low_time_lst, precip_in, precip_trace, \
-             precip_mtd_in, precip_mtd_trace, is_final, valid_as_of_lst, correction, raw FROM reports \
+             precip_mtd_in, precip_mtd_trace, is_final, valid_as_of_lst, correction, raw{} FROM reports \
              WHERE report_date >= $first_report AND report_date <= $last_report{} ORDER BY report_date, issued_at",
+            self.stamp_column(),
             self.station_filter()
         );
         let mut reports = Vec::new();
         for b in self.query(ctx, &sql).await? {
-            reports.extend(reports_of(&b));
+            reports.extend(reports_of(&b, self.stamps(&b, 16)));
         }
         Ok(reports)
+    }
+
+    /// Row `i`'s stamp: column `c` when stamps are read.
+    fn stamps<'a>(&self, b: &'a RecordBatch, c: usize) -> impl Fn(usize) -> DateTime<Utc> + 'a {
+        let column = self.stamped.then(|| b.column(c).as_primitive::<TimestampMicrosecondType>());
+        move |i| {
+            column
+                .filter(|a| a.is_valid(i))
+                .and_then(|a| DateTime::from_timestamp_micros(a.value(i)))
+                .unwrap_or(DateTime::<Utc>::MAX_UTC)
+        }
     }
 }
 
@@ -173,7 +225,7 @@ fn date_list(from: NaiveDate, to: NaiveDate) -> Vec<NaiveDate> {
     out
 }
 
-fn metars_of(b: &RecordBatch) -> Vec<Metar> {
+fn metars_of(b: &RecordBatch, known: impl Fn(usize) -> DateTime<Utc>) -> Vec<Known<Metar>> {
     let (_s, t, k, raw) = (
         b.column(0).as_string::<i32>(),
         b.column(1).as_primitive::<TimestampMicrosecondType>(),
@@ -186,12 +238,12 @@ fn metars_of(b: &RecordBatch) -> Vec<Metar> {
             let mut m = parse_metar(raw.value(i), time).ok()?;
             m.time = time;
             m.kind = ReportKind::parse(k.value(i));
-            Some(m)
+            Some((m, known(i)))
         })
         .collect()
 }
 
-fn reports_of(b: &RecordBatch) -> Vec<DailyReport> {
+fn reports_of(b: &RecordBatch, known: impl Fn(usize) -> DateTime<Utc>) -> Vec<Known<DailyReport>> {
     let s = |c: usize| b.column(c).as_string::<i32>();
     let ts = |c: usize| b.column(c).as_primitive::<TimestampMicrosecondType>();
     let i32c = |c: usize| b.column(c).as_primitive::<Int32Type>();
@@ -207,24 +259,27 @@ fn reports_of(b: &RecordBatch) -> Vec<DailyReport> {
                 "dsm" => DailyKind::Dsm,
                 _ => return None,
             };
-            Some(DailyReport {
-                kind,
-                station: s(1).value(i).to_string(),
-                date: Date32Type::to_naive_date_opt(date.value(i))?,
-                issued_at: opt_ts(3, i).and_then(DateTime::from_timestamp_micros),
-                max_f: i32c(4).is_valid(i).then(|| i32c(4).value(i)),
-                max_time_lst: naive(opt_ts(5, i)),
-                min_f: i32c(6).is_valid(i).then(|| i32c(6).value(i)),
-                min_time_lst: naive(opt_ts(7, i)),
-                precip_in: f64c(8).is_valid(i).then(|| f64c(8).value(i)),
-                precip_trace: boolc(9).value(i),
-                precip_mtd_in: f64c(10).is_valid(i).then(|| f64c(10).value(i)),
-                precip_mtd_trace: boolc(11).value(i),
-                is_final: boolc(12).value(i),
-                valid_as_of_lst: naive(opt_ts(13, i)),
-                correction: boolc(14).value(i),
-                raw: s(15).value(i).to_string(),
-            })
+            Some((
+                DailyReport {
+                    kind,
+                    station: s(1).value(i).to_string(),
+                    date: Date32Type::to_naive_date_opt(date.value(i))?,
+                    issued_at: opt_ts(3, i).and_then(DateTime::from_timestamp_micros),
+                    max_f: i32c(4).is_valid(i).then(|| i32c(4).value(i)),
+                    max_time_lst: naive(opt_ts(5, i)),
+                    min_f: i32c(6).is_valid(i).then(|| i32c(6).value(i)),
+                    min_time_lst: naive(opt_ts(7, i)),
+                    precip_in: f64c(8).is_valid(i).then(|| f64c(8).value(i)),
+                    precip_trace: boolc(9).value(i),
+                    precip_mtd_in: f64c(10).is_valid(i).then(|| f64c(10).value(i)),
+                    precip_mtd_trace: boolc(11).value(i),
+                    is_final: boolc(12).value(i),
+                    valid_as_of_lst: naive(opt_ts(13, i)),
+                    correction: boolc(14).value(i),
+                    raw: s(15).value(i).to_string(),
+                },
+                known(i),
+            ))
         })
         .collect()
 }

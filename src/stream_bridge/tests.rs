@@ -184,7 +184,7 @@ async fn backfilled_days_produce_no_stream_events() {
     let now = rig.live.clock.now();
     let observe = |text: &str| {
         let m = crate::decode::metar::parse_metar(text, now).unwrap();
-        events_for(&rig.live, &rig.live.hot.apply_metar(&m, Snapshot::At(rig.live.clock.now())).applied().unwrap())
+        events_for(&rig.live, &rig.live.hot.apply_metar(&m, now, Snapshot::At(rig.live.clock.now())).applied().unwrap())
     };
     // Oldest first, as a backfill arrives: a day's first value would be a new high.
     let old = observe("KNYC 061451Z 27008KT 10SM FEW250 08/M06 A3021 RMK AO2 T00781061");
@@ -204,7 +204,7 @@ async fn backfilled_days_produce_no_stream_events() {
             let applied = rig
                 .live
                 .hot
-                .apply_report(&report(kind, date(day)), Snapshot::At(rig.live.clock.now()))
+                .apply_report(&report(kind, date(day)), now, Snapshot::At(rig.live.clock.now()))
                 .applied()
                 .unwrap();
             let events = events_for(&rig.live, &applied);

@@ -30,7 +30,27 @@ pub struct StationHot {
     pub recent: BTreeMap<(DateTime<Utc>, u64), Metar>,
     /// Recent CLI and DSM reports, newest issue last.
     pub reports: Vec<DailyReport>,
+    /// When each held input became known, for answers as of a time ([`HotState::known`]).
+    known: KnownLog,
 }
+
+/// The moment each input of a station's hot state became known (its `available_at`: when
+/// the service acknowledged it, or the lake's stamp for what a rebuild loaded), pruned with
+/// `recent`. One-minute readings are kept here with their value: the engine keeps only
+/// what it derived from them, and a replay needs the inputs.
+#[derive(Debug, Default)]
+struct KnownLog {
+    /// By `recent`'s key.
+    metars: HashMap<(DateTime<Utc>, u64), DateTime<Utc>>,
+    /// By minute: (°F or a -999 gap, known at).
+    onemin: BTreeMap<DateTime<Utc>, (Option<f64>, DateTime<Utc>)>,
+    /// By report row key.
+    reports: HashMap<u64, DateTime<Utc>>,
+}
+
+/// The inputs of one station known by a time, as [`crate::lake::window::load_window`]
+/// returns them.
+pub type KnownInputs = (Vec<Metar>, Vec<OneMinute>, Vec<DailyReport>);
 
 impl StationHot {
     /// True when the same daily report (kind, day, text) is held: a correction or a final
@@ -49,6 +69,10 @@ pub struct HotState {
     /// (the AWC cache file) brings them again with each poll, and those are duplicates
     /// too.
     outside: Mutex<BTreeSet<(DateTime<Utc>, u64)>>,
+    /// The observation time from which the state holds every input the lake holds (the
+    /// rebuild's window start), once rebuilt: [`HotState::known`] answers for windows
+    /// after it.
+    complete_from: RwLock<Option<DateTime<Utc>>>,
 }
 
 /// A record the hot state took, with the events it caused.
@@ -134,11 +158,70 @@ impl HotState {
             .all()
             .iter()
             .map(|s| {
-                let hot = StationHot { live: StationExtremes::new(s), recent: BTreeMap::new(), reports: Vec::new() };
+                let hot = StationHot {
+                    live: StationExtremes::new(s),
+                    recent: BTreeMap::new(),
+                    reports: Vec::new(),
+                    known: KnownLog::default(),
+                };
                 (s.code.clone(), RwLock::new(hot))
             })
             .collect();
-        HotState { stations, outside: Mutex::new(BTreeSet::new()) }
+        HotState { stations, outside: Mutex::new(BTreeSet::new()), complete_from: RwLock::new(None) }
+    }
+
+    /// Records that the state now holds every input the lake holds observed from `from` on
+    /// (called once the rebuild loaded the lake's window starting there).
+    pub fn mark_complete_from(&self, from: DateTime<Utc>) {
+        *self.complete_from.write() = Some(from);
+    }
+
+    /// What the service knew at `t` of station `code` in `[from, to)` (observation time;
+    /// reports of the window's days and the day before, as the lake window reads them),
+    /// from memory: the inputs it holds whose known time is at or before `t`. `None` when
+    /// the state cannot tell: a station outside the catalog, or a window reaching before
+    /// what it holds completely (the rebuild's start, or what [`RECENT`] has pruned by
+    /// `now`). The inputs are copied under the read lock; the caller replays them outside.
+    pub fn known(
+        &self,
+        code: &str,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        t: DateTime<Utc>,
+        now: DateTime<Utc>,
+        onemin: bool,
+    ) -> Option<KnownInputs> {
+        let complete = (*self.complete_from.read())?.max(now - RECENT);
+        if from < complete {
+            return None;
+        }
+        self.read(code, |h| {
+            let admitted = |k: Option<&DateTime<Utc>>| k.is_some_and(|at| *at <= t);
+            let obs = h
+                .recent
+                .range((from, 0)..(to, 0))
+                .filter(|(k, _)| admitted(h.known.metars.get(k)))
+                .map(|(_, m)| m.clone())
+                .collect();
+            let mins = match onemin {
+                false => Vec::new(),
+                true => h
+                    .known
+                    .onemin
+                    .range(from..to)
+                    .filter(|(_, (_, at))| *at <= t)
+                    .map(|(time, (temp_f, _))| OneMinute { station: code.to_string(), time: *time, temp_f: *temp_f })
+                    .collect(),
+            };
+            let (first, last) = ((from - Duration::days(1)).date_naive(), to.date_naive());
+            let reports = h
+                .reports
+                .iter()
+                .filter(|r| first <= r.date && r.date <= last && admitted(h.known.reports.get(&r.row_key())))
+                .cloned()
+                .collect();
+            (obs, mins, reports)
+        })
     }
 
     /// Runs `f` with read access to one station's state; `None` for stations outside the
@@ -157,7 +240,8 @@ impl HotState {
 
     /// Applies one observation, unless the station's state already holds it (same natural
     /// key: a feed's overlapping windows and every restart bring reports back).
-    pub fn apply_metar(&self, m: &Metar, snapshot: Snapshot) -> Take {
+    /// `known`: when it became known (its `available_at`).
+    pub fn apply_metar(&self, m: &Metar, known: DateTime<Utc>, snapshot: Snapshot) -> Take {
         let key = (m.time, m.row_key());
         self.write(&m.station, |h| {
             if h.recent.contains_key(&key) {
@@ -165,6 +249,7 @@ impl HotState {
             }
             let events = h.live.apply(LiveInput::Metar(m));
             h.recent.insert(key, m.clone());
+            h.known.metars.insert(key, known);
             let after = match snapshot {
                 Snapshot::Skip => None,
                 Snapshot::At(now) => {
@@ -177,11 +262,12 @@ impl HotState {
     }
 
     /// Applies one one-minute reading, unless one for that minute is already held.
-    pub fn apply_onemin(&self, o: &OneMinute) -> Take {
+    pub fn apply_onemin(&self, o: &OneMinute, known: DateTime<Utc>) -> Take {
         self.write(&o.station, |h| {
             if h.live.holds_one_minute(o.time) {
                 return Take::Held;
             }
+            h.known.onemin.insert(o.time, (o.temp_f, known));
             Take::New(Box::new(Applied::OneMinute {
                 station: o.station.clone(),
                 events: h.live.apply(LiveInput::OneMinute(o)),
@@ -192,13 +278,14 @@ impl HotState {
 
     /// Applies one daily report, unless the same product (kind, day, text) is already held:
     /// a correction or a final report differs in its text and is a report of its own.
-    pub fn apply_report(&self, r: &DailyReport, snapshot: Snapshot) -> Take {
+    pub fn apply_report(&self, r: &DailyReport, known: DateTime<Utc>, snapshot: Snapshot) -> Take {
         self.write(&r.station, |h| {
             if h.holds_report(r) {
                 return Take::Held;
             }
             let events = h.live.apply(LiveInput::Report(r));
             h.reports.push(r.clone());
+            h.known.reports.insert(r.row_key(), known);
             h.reports.sort_by_key(|x| (x.date, x.issued_at, x.is_final));
             let anomaly = matches!(snapshot, Snapshot::At(_)).then(|| h.live.report_anomaly(r));
             Take::New(Box::new(Applied::Report { station: r.station.clone(), report: r.clone(), events, anomaly }))
@@ -252,6 +339,11 @@ impl HotState {
             h.live.prune(3, now);
             let oldest = (now - Duration::days(10)).date_naive();
             h.reports.retain(|r| r.date >= oldest);
+            let h = &mut *h;
+            h.known.metars.retain(|k, _| k.0 >= cutoff);
+            h.known.onemin = h.known.onemin.split_off(&cutoff);
+            let kept: BTreeSet<u64> = h.reports.iter().map(LakeRecord::row_key).collect();
+            h.known.reports.retain(|k, _| kept.contains(k));
         }
     }
 

@@ -22,7 +22,7 @@ use crate::clock::Clock;
 use crate::decode::types::{DailyReport, ForecastRow, LineError, Metar, OneMinute};
 use crate::ingest::{store_held, DecodedInput, Format, IngestOptions, OfRecords, Received, Records};
 use crate::lake::rows::LakeRecord;
-use crate::lake::window::{load_reported_window, load_window};
+use crate::lake::window::{load_known_window, load_reported_window, load_window};
 use crate::lake::writer::WriteStats;
 use crate::lake::{Lake, LakeError};
 use crate::models::StoredRun;
@@ -200,7 +200,7 @@ impl WriteService {
         // acknowledged them.
         for e in entries {
             let records = Arc::new(decode_entry(&e).records);
-            drop(svc.hot_apply(&records, Snapshot::Skip));
+            drop(svc.hot_apply(&records, e.timestamp, Snapshot::Skip));
             svc.pending_lock().insert(e.seq, Received { at: e.timestamp, records });
         }
         tracing::info!(loaded, replayed, "hot state rebuilt");
@@ -346,7 +346,7 @@ impl WriteService {
         if matches!(*records, Records::Forecasts(_)) {
             self.flush_soon.notify_one();
         }
-        let taken = self.apply(&records).await;
+        let taken = self.apply(&records, received).await;
         Ok(WriteOutcome {
             seq: Some(seq),
             read: decoded.read,
@@ -358,12 +358,13 @@ impl WriteService {
         })
     }
 
-    /// Applies records to the hot state and hands the new ones to the stream publisher, if
-    /// one is attached (waiting while its inbox is full); returns what the hot state took.
-    async fn apply(&self, records: &Records) -> Taken {
+    /// Applies records received at `received` to the hot state and hands the new ones to
+    /// the stream publisher, if one is attached (waiting while its inbox is full); returns
+    /// what the hot state took.
+    async fn apply(&self, records: &Records, received: DateTime<Utc>) -> Taken {
         let mut notices = self.notices.lock().await;
         let snapshot = if notices.is_some() { Snapshot::At(self.clock.now()) } else { Snapshot::Skip };
-        let mut taken = self.hot_apply(records, snapshot);
+        let mut taken = self.hot_apply(records, received, snapshot);
         taken.events = taken.applied.iter().map(Applied::event_count).sum();
         let applied = std::mem::take(&mut taken.applied);
         let mut logged = None;
@@ -388,14 +389,15 @@ impl WriteService {
         taken
     }
 
-    /// Applies records to the hot state; returns what each new one changed and how many
-    /// were new and already held.
-    fn hot_apply(&self, records: &Records, snapshot: Snapshot) -> Taken {
+    /// Applies records known from `known` on to the hot state; returns what each new one
+    /// changed and how many were new and already held.
+    fn hot_apply(&self, records: &Records, known: DateTime<Utc>, snapshot: Snapshot) -> Taken {
         let mut taken = Taken::default();
+        let hot = &self.hot;
         match records {
-            Records::Observations(v) => v.iter().for_each(|m| taken.add(self.hot.apply_metar(m, snapshot))),
-            Records::OneMinute(v) => v.iter().for_each(|o| taken.add(self.hot.apply_onemin(o))),
-            Records::Reports(v) => v.iter().for_each(|r| taken.add(self.hot.apply_report(r, snapshot))),
+            Records::Observations(v) => v.iter().for_each(|m| taken.add(hot.apply_metar(m, known, snapshot))),
+            Records::OneMinute(v) => v.iter().for_each(|o| taken.add(hot.apply_onemin(o, known))),
+            Records::Reports(v) => v.iter().for_each(|r| taken.add(hot.apply_report(r, known, snapshot))),
             // Not in the hot state: the lake's natural keys drop a stored row at flush.
             Records::Forecasts(_) | Records::NwsHourly(_) => taken.accepted = records.len(),
         }
@@ -502,6 +504,11 @@ impl WriteService {
         t: DateTime<Utc>,
         onemin: bool,
     ) -> Result<(Vec<Metar>, Vec<OneMinute>, Vec<DailyReport>), LakeError> {
+        // Within the hot state's horizon it holds every input with its known time: no
+        // lake read (the acknowledged inputs not yet flushed are in it too).
+        if let Some(known) = self.hot.known(station, from, to, t, self.clock.now(), onemin) {
+            return Ok(known);
+        }
         let pending: Vec<Received> = self.pending_lock().values().filter(|r| r.at <= t).cloned().collect();
         let (mut obs, mut mins, mut reports) = if onemin {
             load_window(&self.ctx, Some(station), from, to, Some(t)).await?
@@ -542,11 +549,12 @@ impl WriteService {
     /// Loads the lake's observations, one-minute data and reports of the last days.
     async fn rebuild_from_lake(&self, now: DateTime<Utc>) -> Result<usize, WriteError> {
         let from = now - super::hot::REBUILD_WINDOW;
-        let (obs, onemin, reports) = load_window(&self.ctx, None, from, now + Duration::hours(1), None).await?;
+        let (obs, onemin, reports) = load_known_window(&self.ctx, from, now + Duration::hours(1)).await?;
         let n = obs.len() + onemin.len() + reports.len();
-        obs.iter().for_each(|m| drop(self.hot.apply_metar(m, Snapshot::Skip)));
-        onemin.iter().for_each(|o| drop(self.hot.apply_onemin(o)));
-        reports.iter().for_each(|r| drop(self.hot.apply_report(r, Snapshot::Skip)));
+        obs.iter().for_each(|(m, at)| drop(self.hot.apply_metar(m, *at, Snapshot::Skip)));
+        onemin.iter().for_each(|(o, at)| drop(self.hot.apply_onemin(o, *at)));
+        reports.iter().for_each(|(r, at)| drop(self.hot.apply_report(r, *at, Snapshot::Skip)));
+        self.hot.mark_complete_from(from);
         Ok(n)
     }
 }
@@ -572,6 +580,7 @@ mod tests {
 
     use super::*;
     use crate::clock::ManualClock;
+    use crate::write::hot::KnownInputs;
 
     async fn open(dir: &std::path::Path) -> Arc<WriteService> {
         let lake = Lake::open(&format!("file://{}", dir.join("lake").display())).await.unwrap();
@@ -586,6 +595,78 @@ mod tests {
             .await
             .unwrap(),
         )
+    }
+
+    /// What the service knew at a time, answered from the hot state, equals what the lake
+    /// says with `as_of` (inputs acknowledged at different times, some flushed and some
+    /// not), and equals it again after a restart rebuilt the state from the lake's stamps.
+    #[tokio::test]
+    async fn the_hot_state_knows_what_the_lake_knew_at_each_time() {
+        use crate::decode::onemin::encode_onemin_csv;
+        let dir = tempfile::tempdir().unwrap();
+        let at = |h: u32, m: u32| Utc.with_ymd_and_hms(2026, 3, 8, h, m, 0).unwrap();
+        let lake = Lake::open(&format!("file://{}", dir.path().join("lake").display())).await.unwrap();
+        let ctx = crate::lake::query::session(&lake).await.unwrap();
+        let clock = Arc::new(ManualClock::new(at(18, 0)));
+        let svc = Arc::new(
+            WriteService::open(lake.clone(), ctx.clone(), &dir.path().join("state"), clock.clone()).await.unwrap(),
+        );
+        let march = IngestOptions { month: Some((2026, 3)), ..Default::default() };
+        let metar = |text: &str| (Format::Metar, march.clone(), text.to_string());
+        let minutes: Vec<OneMinute> = (0..10)
+            .map(|i| OneMinute {
+                station: "KNYC".into(),
+                time: at(18, i),
+                temp_f: (i != 4).then_some(41.0 + f64::from(i)),
+            })
+            .collect();
+        let inputs = [
+            (at(18, 0), metar("KNYC 081751Z AUTO 27008KT 10SM CLR 05/M02 A3012 RMK T00501017")),
+            (at(18, 30), (Format::Onemin, IngestOptions::default(), encode_onemin_csv(&minutes))),
+            (at(19, 0), metar("KNYC 081851Z AUTO 27008KT 10SM CLR 06/M02 A3012 RMK T00561017")),
+            // A correction of the 17:51 report, an hour later.
+            (at(19, 5), metar("KNYC 081751Z COR AUTO 27008KT 10SM CLR 05/M02 A3012 RMK T00521017")),
+        ];
+        for (i, (when, (format, opts, body))) in inputs.iter().enumerate() {
+            clock.set(*when);
+            svc.ingest(*format, opts.clone(), body.clone().into_bytes()).await.unwrap();
+            if i == 1 {
+                svc.flush().await.unwrap();
+            }
+        }
+        let (from, to) = (at(12, 0), at(23, 0));
+        let times = [at(17, 59), at(18, 0), at(18, 29), at(18, 30), at(19, 0), at(19, 4), at(19, 5)];
+        let sorted = |(mut o, mut m, r): KnownInputs| {
+            o.sort_by_key(|x| (x.time, x.raw.clone()));
+            m.sort_by_key(|x| x.time);
+            (
+                o.iter().map(|x| x.raw.clone()).collect::<Vec<_>>(),
+                m.iter().map(|x| (x.time, x.temp_f)).collect::<Vec<_>>(),
+                r.len(),
+            )
+        };
+        let mut hot = Vec::new();
+        for t in times {
+            let known = svc.hot.known("KNYC", from, to, t, clock.now(), true).expect("within the hot horizon");
+            hot.push(sorted(known));
+        }
+        let counts: Vec<(usize, usize)> = hot.iter().map(|(o, m, _)| (o.len(), m.len())).collect();
+        assert_eq!(counts, [(0, 0), (1, 0), (1, 0), (1, 10), (2, 10), (2, 10), (3, 10)]);
+        // The lake alone, once everything is flushed, says the same at each time.
+        svc.flush().await.unwrap();
+        for (t, want) in times.iter().zip(&hot) {
+            let lake_said = load_window(&ctx, Some("KNYC"), from, to, Some(*t)).await.unwrap();
+            assert_eq!(&sorted(lake_said), want, "{t}");
+        }
+        // A window reaching before the hot horizon is left to the lake.
+        assert!(svc.hot.known("KNYC", at(18, 0) - Duration::days(3), to, at(19, 0), clock.now(), true).is_none());
+        drop(svc);
+        let svc =
+            WriteService::open(lake.clone(), ctx.clone(), &dir.path().join("state"), clock.clone()).await.unwrap();
+        for (t, want) in times.iter().zip(&hot) {
+            let known = svc.hot.known("KNYC", from, to, *t, clock.now(), true).expect("rebuilt");
+            assert_eq!(&sorted(known), want, "after a restart, {t}");
+        }
     }
 
     async fn lake_counts(svc: &WriteService) -> (i64, i64) {

@@ -248,8 +248,10 @@ async fn as_of_plans_read_only_the_partitions_a_time_can_see() {
 async fn a_job_output_that_gains_a_column_is_recomputed_whole() {
     let (_d, lake) = temp_lake().await;
     let runs = [t("2026-09-01T00:00:00Z"), t("2026-09-05T00:00:00Z")];
-    let points: Vec<_> =
-        runs.iter().flat_map(|r| (0..=72).map(|lead| knyc_forecast("GFS", *r, lead, 60.0 + lead as f64 / 4.0))).collect();
+    let points: Vec<_> = runs
+        .iter()
+        .flat_map(|r| (0..=72).map(|lead| knyc_forecast("GFS", *r, lead, 60.0 + lead as f64 / 4.0)))
+        .collect();
     lake.write(points).await.unwrap();
     let specs = wxlake::jobs::embedded_specs().unwrap();
     let spec = specs.iter().find(|s| s.name == "forecast_daily").unwrap();
