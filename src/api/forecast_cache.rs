@@ -47,7 +47,8 @@ pub const MAX_ROWS: usize = 2_000_000;
 pub struct Entry {
     /// Runs on or after this date are all here.
     pub from_date: NaiveDate,
-    /// Sorted by run_time, valid_time; the columns of spec 2.5.
+    /// Sorted by run_time, valid_time; the columns of spec 2.5, then `available_at` (for
+    /// answers as of a time; [`Entry::select`] leaves it out).
     pub rows: RecordBatch,
     /// The model's live version these rows include.
     version: u64,
@@ -65,31 +66,48 @@ impl Entry {
         (start - reach).date_naive() >= self.from_date
     }
 
-    /// Rows with `valid_time` in `[start, end]` and `run_time <= end`, optionally of one run.
+    /// Rows with `valid_time` in `[start, end]` and `run_time <= end`, optionally of one run,
+    /// optionally only those available by a time, in the columns of spec 2.5.
     pub fn select(
         &self,
         window: Option<(DateTime<Utc>, DateTime<Utc>)>,
         run: Option<DateTime<Utc>>,
+        as_of: Option<DateTime<Utc>>,
     ) -> ApiResult<RecordBatch> {
         let (Some(valid), Some(runs)) = (self.times("valid_time"), self.times("run_time")) else {
             return Err(ApiError::internal("cached forecast rows lack run_time/valid_time"));
         };
+        let known = self.known(as_of)?;
         let run_us = run.map(|r| r.timestamp_micros());
         let win = window.map(|(s, e)| (s.timestamp_micros(), e.timestamp_micros()));
         let mask: BooleanArray = (0..self.rows.num_rows())
             .map(|i| {
                 let (v, r) = (valid.value(i), runs.value(i));
                 let in_window = win.is_none_or(|(s, e)| s <= v && v <= e && r <= e);
-                Some(in_window && run_us.is_none_or(|x| x == r))
+                Some(in_window && run_us.is_none_or(|x| x == r) && known(i))
             })
             .collect();
-        filter_record_batch(&self.rows, &mask).map_err(ApiError::internal)
+        let rows = filter_record_batch(&self.rows, &mask).map_err(ApiError::internal)?;
+        rows.project(&(0..rows.num_columns() - 1).collect::<Vec<_>>()).map_err(ApiError::internal)
     }
 
-    /// The latest run held, if any.
-    pub fn latest_run(&self) -> Option<DateTime<Utc>> {
-        let runs = self.times("run_time")?;
-        (runs.len() > runs.null_count()).then(|| runs.value(runs.len() - 1)).and_then(DateTime::from_timestamp_micros)
+    /// The latest run held (with `as_of`: the latest with a row available by then), if any.
+    pub fn latest_run(&self, as_of: Option<DateTime<Utc>>) -> ApiResult<Option<DateTime<Utc>>> {
+        let Some(runs) = self.times("run_time") else {
+            return Err(ApiError::internal("cached forecast rows lack run_time"));
+        };
+        let known = self.known(as_of)?;
+        // Sorted by run time: the last admitted row has the latest run.
+        Ok((0..runs.len()).rev().find(|&i| known(i)).and_then(|i| DateTime::from_timestamp_micros(runs.value(i))))
+    }
+
+    /// Whether row `i` was available at `as_of` (every row without one).
+    fn known(&self, as_of: Option<DateTime<Utc>>) -> ApiResult<impl Fn(usize) -> bool + '_> {
+        let Some(available) = self.times("available_at") else {
+            return Err(ApiError::internal("cached forecast rows lack available_at"));
+        };
+        let t = as_of.map(|t| t.timestamp_micros());
+        Ok(move |i: usize| t.is_none_or(|t| available.is_valid(i) && available.value(i) <= t))
     }
 }
 
@@ -155,7 +173,7 @@ async fn load(live: &WriteService, location: &str, model: &str, version: u64) ->
 async fn read(live: &WriteService, location: &str, model: &str, from_date: NaiveDate) -> ApiResult<RecordBatch> {
     let mut b = Bindings::new();
     let sql = format!(
-        "SELECT {} FROM forecasts WHERE location_name = {} AND model = {} AND run_date >= {} \
+        "SELECT {}, available_at FROM forecasts WHERE location_name = {} AND model = {} AND run_date >= {} \
          ORDER BY run_time, valid_time",
         RAW_COLUMNS.as_str(),
         b.str(location),

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
-use datafusion::arrow::array::AsArray;
+use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::{Float64Type, TimestampMicrosecondType};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -34,25 +34,87 @@ pub const HELD: usize = 2_000;
 /// The cache (one per server).
 #[derive(Default)]
 pub struct NwsCache {
-    entries: LoadingCache<(String, NaiveDate), Vec<NwsVersion>>,
+    entries: LoadingCache<(String, NaiveDate), NwsDay>,
 }
 
 impl NwsCache {
-    /// The versions of (station, date), oldest first, loading them when missing or stale.
-    pub async fn get(
-        &self,
-        live: &WriteService,
-        station: &Station,
-        date: NaiveDate,
-    ) -> ApiResult<Arc<Vec<NwsVersion>>> {
+    /// The versions of (station, date), loading them when missing or stale.
+    pub async fn get(&self, live: &WriteService, station: &Station, date: NaiveDate) -> ApiResult<Arc<NwsDay>> {
         let version = live.table_version(NWS_HOURLY.name);
         self.entries
             .get_or_load(&(station.code.clone(), date), version, TTL, || async {
-                let found = versions(live, station, date, None).await?;
+                let found = NwsDay::load(live, station, date).await?;
                 self.entries.evict(|_| 1, HELD - 1);
                 Ok(found)
             })
             .await
+    }
+}
+
+/// The stored periods of one (station, date): every version's temperatures with the moment
+/// each became available, and the versions as answered now.
+pub struct NwsDay {
+    /// The date's Local Standard Time window start (slot 0).
+    window_start: DateTime<Utc>,
+    /// generated_at → start time → (°F, available_at; `None` for a row without one).
+    periods: BTreeMap<DateTime<Utc>, BTreeMap<DateTime<Utc>, (f64, Option<DateTime<Utc>>)>>,
+    /// Every distinct version, oldest first.
+    pub current: Vec<NwsVersion>,
+}
+
+impl NwsDay {
+    async fn load(live: &WriteService, station: &Station, date: NaiveDate) -> ApiResult<NwsDay> {
+        let w = day_window(station.timezone, DayClock::Standard, date);
+        let mut p = Bindings::new();
+        let sql = format!(
+            "SELECT generated_at, start_time, temperature_f, available_at FROM nws_hourly WHERE station_code = {} \
+             AND date >= {} AND date <= {} AND start_time >= {} AND start_time <= {} \
+             AND generated_at < {} ORDER BY generated_at, start_time",
+            p.str(&station.code),
+            p.partition_date(date - Duration::days(8)),
+            p.partition_date(date + Duration::days(1)),
+            p.time(w.start),
+            p.time(w.start + Duration::hours(24)),
+            p.time(w.end),
+        );
+        let mut periods: BTreeMap<DateTime<Utc>, BTreeMap<DateTime<Utc>, _>> = BTreeMap::new();
+        for b in p.collect(&live.ctx, &sql).await? {
+            let g = b.column(0).as_primitive::<TimestampMicrosecondType>();
+            let s = b.column(1).as_primitive::<TimestampMicrosecondType>();
+            let f = b.column(2).as_primitive::<Float64Type>();
+            let a = b.column(3).as_primitive::<TimestampMicrosecondType>();
+            for i in 0..b.num_rows() {
+                if let (Some(g), Some(s)) =
+                    (DateTime::from_timestamp_micros(g.value(i)), DateTime::from_timestamp_micros(s.value(i)))
+                {
+                    let available = a.is_valid(i).then(|| a.value(i)).and_then(DateTime::from_timestamp_micros);
+                    periods.entry(g).or_default().insert(s, (f.value(i), available));
+                }
+            }
+        }
+        let mut day = NwsDay { window_start: w.start, periods, current: Vec::new() };
+        day.current = day.versions(None);
+        Ok(day)
+    }
+
+    /// Every distinct version covering the date, oldest first (a version identical to the
+    /// one before it is not a new version); with `as_of`, of the rows available by then
+    /// (the repeats dropped and the numbers given among those).
+    pub fn versions(&self, as_of: Option<DateTime<Utc>>) -> Vec<NwsVersion> {
+        let mut out: Vec<NwsVersion> = Vec::new();
+        for (g, rows) in &self.periods {
+            let known: BTreeMap<DateTime<Utc>, f64> = rows
+                .iter()
+                .filter(|(_, (_, a))| as_of.is_none_or(|t| a.is_some_and(|a| a <= t)))
+                .map(|(s, (f, _))| (*s, *f))
+                .collect();
+            let temps = slots(self.window_start, *g, &known);
+            if temps.iter().all(Option::is_none) || out.last().is_some_and(|v| v.hourly_temps == temps) {
+                continue;
+            }
+            out.push(version(out.len() + 1, *g, temps));
+        }
+        out
     }
 }
 
@@ -95,54 +157,4 @@ fn version(n: usize, generated_at: DateTime<Utc>, temps: Vec<Option<i64>>) -> Nw
         low: vals.iter().min().copied(),
         hourly_temps: temps,
     }
-}
-
-/// Every distinct version covering `date`, oldest first (a version identical to the one
-/// before it is not a new version); with `as_of`, of the versions available by then (the
-/// repeats dropped and the numbers given among those).
-pub async fn versions(
-    live: &WriteService,
-    station: &Station,
-    date: NaiveDate,
-    as_of: Option<DateTime<Utc>>,
-) -> ApiResult<Vec<NwsVersion>> {
-    let w = day_window(station.timezone, DayClock::Standard, date);
-    let mut p = Bindings::new();
-    let available = match as_of {
-        Some(t) => format!(" AND available_at <= {}", p.time(t)),
-        None => String::new(),
-    };
-    let sql = format!(
-        "SELECT generated_at, start_time, temperature_f FROM nws_hourly WHERE station_code = {} \
-         AND date >= {} AND date <= {} AND start_time >= {} AND start_time <= {} \
-         AND generated_at < {}{available} ORDER BY generated_at, start_time",
-        p.str(&station.code),
-        p.partition_date(date - Duration::days(8)),
-        p.partition_date(date + Duration::days(1)),
-        p.time(w.start),
-        p.time(w.start + Duration::hours(24)),
-        p.time(w.end),
-    );
-    let mut by_version: BTreeMap<DateTime<Utc>, BTreeMap<DateTime<Utc>, f64>> = BTreeMap::new();
-    for b in p.collect(&live.ctx, &sql).await? {
-        let g = b.column(0).as_primitive::<TimestampMicrosecondType>();
-        let s = b.column(1).as_primitive::<TimestampMicrosecondType>();
-        let f = b.column(2).as_primitive::<Float64Type>();
-        for i in 0..b.num_rows() {
-            if let (Some(g), Some(s)) =
-                (DateTime::from_timestamp_micros(g.value(i)), DateTime::from_timestamp_micros(s.value(i)))
-            {
-                by_version.entry(g).or_default().insert(s, f.value(i));
-            }
-        }
-    }
-    let mut out: Vec<NwsVersion> = Vec::new();
-    for (g, periods) in by_version {
-        let temps = slots(w.start, g, &periods);
-        if temps.iter().all(Option::is_none) || out.last().is_some_and(|v| v.hourly_temps == temps) {
-            continue;
-        }
-        out.push(version(out.len() + 1, g, temps));
-    }
-    Ok(out)
 }

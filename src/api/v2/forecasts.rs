@@ -195,10 +195,9 @@ pub async fn handler(
     }
     let win = window(&q, run.is_some())?;
     let loc = known_location(&state, loc).await?;
-    // The cache holds what is stored now; an answer as of a time reads the lake.
-    if let (Some(m), None) = (model, as_of.0) {
-        if let Some(resp) = from_cache(&state, &loc, m, run, win).await? {
-            return Ok(resp);
+    if let Some(m) = model {
+        if let Some(resp) = from_cache(&state, &loc, m, run, win, as_of.0).await? {
+            return Ok(as_of.echo(resp));
         }
     }
     let mut b = Bindings::new();
@@ -262,6 +261,7 @@ async fn from_cache(
     model: &str,
     run: Option<&str>,
     win: Option<Range>,
+    as_of: Option<DateTime<Utc>>,
 ) -> ApiResult<Option<Response>> {
     let entry = state.forecasts.get(&state.live, loc, model).await?;
     let pinned = match run {
@@ -269,7 +269,9 @@ async fn from_cache(
             Some((s, _)) if entry.covers_window(s, Duration::days(MAX_REACH_DAYS)) => None,
             _ => return Ok(None),
         },
-        Some("latest") => match entry.latest_run() {
+        // Every run dated from the entry's first date on is held, so the latest held (as
+        // of a time: with a row available then) is the latest there is; none, the lake.
+        Some("latest") => match entry.latest_run(as_of)? {
             Some(rt) => Some(rt),
             None => return Ok(None),
         },
@@ -278,7 +280,7 @@ async fn from_cache(
             _ => return Ok(None),
         },
     };
-    let mut resp = crate::api::json_stream::stream_batch(entry.select(win, pinned)?);
+    let mut resp = crate::api::json_stream::stream_batch(entry.select(win, pinned, as_of)?);
     if run == Some("latest") {
         if let Some(v) = pinned.and_then(|rt| HeaderValue::from_str(&fmt_iso_utc(rt)).ok()) {
             resp.headers_mut().insert("x-run-time", v);

@@ -153,10 +153,14 @@ pub async fn handler(
             ),
         ));
     }
+    let stored = state.nws_versions.get(&state.live, station, date).await?;
+    let as_of_versions;
     let versions = match as_of.0 {
-        None => state.nws_versions.get(&state.live, station, date).await?,
-        // The versions available then; the cache holds what is stored now.
-        Some(t) => std::sync::Arc::new(crate::api::nws_cache::versions(&state.live, station, date, Some(t)).await?),
+        None => &stored.current,
+        Some(t) => {
+            as_of_versions = stored.versions(Some(t));
+            &as_of_versions
+        }
     };
     let day = NwsForecastDay {
         station_code: station.code.clone(),
