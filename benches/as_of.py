@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """What answering "as of" a time costs (issue 31), as ratios in one run on one server:
-each REST request plain and with `as_of` a minute before now (today's answers: the plain
-ones come from the hot state and caches, the as_of ones recompute from the lake and the
-acknowledged inputs), and each SQL query over a past day plain and through `as_of(...)`,
+each REST request plain and with `as_of` a minute before now (today's answers: both come
+from memory, the as_of ones replaying the hot state's inputs known by then or filtering the
+caches' rows on their available_at), and each SQL query over a past day plain and through `as_of(...)`,
 over the PostgreSQL wire. Median of ROUNDS requests each, the two forms alternated.
 
 The lake is a demo lake of DAYS days for two stations (`wxlake demo`), built first.

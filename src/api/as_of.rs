@@ -66,7 +66,8 @@ impl AsOf {
     /// `response` with the `X-As-Of` header when a time was asked.
     pub fn echo(&self, mut response: Response) -> Response {
         if let Some(t) = self.0 {
-            if let Ok(v) = HeaderValue::from_str(&fmt_iso_utc(t)) {
+            // Microseconds when the time has them (an input's receipt stamp can).
+            if let Ok(v) = HeaderValue::from_str(&t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)) {
                 response.headers_mut().insert(AS_OF_HEADER, v);
             }
         }

@@ -176,6 +176,12 @@ impl HotState {
         *self.complete_from.write() = Some(from);
     }
 
+    /// The earliest observation time from which the state holds every input (`None`
+    /// before the rebuild): [`HotState::known`] answers for windows starting there or later.
+    pub fn horizon(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        Some((*self.complete_from.read())?.max(now - RECENT))
+    }
+
     /// What the service knew at `t` of station `code` in `[from, to)` (observation time;
     /// reports of the window's days and the day before, as the lake window reads them),
     /// from memory: the inputs it holds whose known time is at or before `t`. `None` when
@@ -191,8 +197,7 @@ impl HotState {
         now: DateTime<Utc>,
         onemin: bool,
     ) -> Option<KnownInputs> {
-        let complete = (*self.complete_from.read())?.max(now - RECENT);
-        if from < complete {
+        if from < self.horizon(now)? {
             return None;
         }
         self.read(code, |h| {

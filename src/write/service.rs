@@ -111,6 +111,10 @@ pub struct WriteService {
     pub hot: HotState,
     pub clock: Arc<dyn Clock>,
     wal: Arc<Wal>,
+    /// The last receipt stamp given: each input gets a later one (by 1 µs when the clock
+    /// has not moved), so two inputs are never known at the same instant and an answer as
+    /// of one input's stamp never includes the next (see [`WriteService::known_window`]).
+    last_received: Mutex<DateTime<Utc>>,
     /// Logged but not yet in the lake, by WAL seq: the inputs' decoded records.
     pending: Mutex<BTreeMap<u64, Received>>,
     flush_lock: tokio::sync::Mutex<()>,
@@ -190,6 +194,7 @@ impl WriteService {
             stored_runs: Mutex::new(std::collections::HashMap::new()),
             new_runs,
             flush_soon: tokio::sync::Notify::new(),
+            last_received: Mutex::new(DateTime::<Utc>::MIN_UTC),
             derived_version: std::sync::atomic::AtomicU64::new(0),
             probes: Probes::default(),
         };
@@ -199,6 +204,9 @@ impl WriteService {
         // No publisher is attached yet: replayed inputs were streamed by the run that
         // acknowledged them.
         for e in entries {
+            let mut last = svc.last_received.lock();
+            *last = (*last).max(e.timestamp);
+            drop(last);
             let records = Arc::new(decode_entry(&e).records);
             drop(svc.hot_apply(&records, e.timestamp, Snapshot::Skip));
             svc.pending_lock().insert(e.seq, Received { at: e.timestamp, records });
@@ -339,7 +347,11 @@ impl WriteService {
         }
         // The one time these rows were received: the WAL keeps it for a replay, the lake
         // stores it as `received_at` and `available_at`.
-        let received = self.clock.now();
+        let received = {
+            let mut last = self.last_received.lock();
+            *last = self.clock.now().max(*last + Duration::microseconds(1));
+            *last
+        };
         let seq = self.wal.append_async(received, format.as_str().to_string(), opts_json, bytes).await?;
         let records = Arc::new(decoded.records);
         self.pending_lock().insert(seq, Received { at: received, records: Arc::clone(&records) });

@@ -714,3 +714,114 @@ async fn a_climate_report_stating_no_issuance_takes_its_sources() {
     let got = rows(&lake, "SELECT issued_at, available_at FROM reports").await;
     assert_eq!(got, [["2013-01-03T06:40:00Z", "2013-01-03T06:40:00Z"]]);
 }
+
+/// The stream and REST say the same thing (issue 31, item 5): each `observation` event's
+/// extremes and data quality, computed when the report was applied, are what `svc_high`
+/// answers as of the event's time, under both logics. A day of KNYC reports to 16:00 (two
+/// minutes after each observation) and one-minute batches (three minutes after each ten).
+#[tokio::test]
+async fn each_stream_event_says_what_svc_high_answers_as_of_its_time() {
+    use wxlake::decode::onemin::{decode_onemin, encode_onemin_csv};
+    let day = chrono::NaiveDate::from_ymd_opt(2026, 3, 10).unwrap();
+    let lst_midnight = Utc.with_ymd_and_hms(2026, 3, 10, 5, 0, 0).unwrap();
+    let cfg = wxlake::demo::DemoConfig {
+        end_date: day,
+        days: 1,
+        stations: vec!["KNYC".into()],
+        seed: 11,
+        now: lst_midnight + Duration::hours(36),
+        forecasts: false,
+        onemin: true,
+    };
+    let inputs = wxlake::demo::generate_station(&cfg, "KNYC");
+    let march = IngestOptions { month: Some((2026, 3)), ..Default::default() };
+    let until = lst_midnight + Duration::hours(16);
+    let mut plan: Vec<(DateTime<Utc>, Format, IngestOptions, String)> = Vec::new();
+    let wxlake::ingest::Records::Observations(reports) =
+        Format::Metar.decode(inputs.metar_tsv.as_bytes(), &march).records
+    else {
+        panic!("observations")
+    };
+    for m in reports.iter().filter(|m| m.time >= lst_midnight && m.time < until) {
+        let body = if m.raw.starts_with("METAR") || m.raw.starts_with("SPECI") {
+            m.raw.clone()
+        } else {
+            format!("METAR {}", m.raw)
+        };
+        plan.push((m.time + Duration::minutes(2), Format::Metar, march.clone(), body));
+    }
+    let minutes = decode_onemin(inputs.onemin_csv.as_deref().unwrap().as_bytes()).records;
+    let morning: Vec<_> = minutes.into_iter().filter(|o| o.time >= lst_midnight && o.time < until).collect();
+    for batch in morning.chunk_by(|a, b| a.time.timestamp() / 600 == b.time.timestamp() / 600) {
+        let at = batch.last().unwrap().time + Duration::minutes(3);
+        plan.push((at, Format::Onemin, IngestOptions::default(), encode_onemin_csv(batch)));
+    }
+    plan.sort_by_key(|p| p.0);
+
+    let (dir, lake) = temp_lake().await;
+    let clock = Arc::new(ManualClock::new(lst_midnight - Duration::hours(1)));
+    let live = Arc::new(open_live(&lake, &dir.path().join("state"), clock.clone() as Arc<dyn Clock>).await);
+    let log = Arc::new(wxlake::stream::EventLog::open(&dir.path().join("events"), Duration::hours(48)).unwrap());
+    let _publisher =
+        wxlake::stream_bridge::spawn_publisher(Arc::clone(&live), Arc::clone(&log), wxlake::stream::Hub::new(64)).await;
+    let mut observed: Vec<serde_json::Value> = Vec::new();
+    for (at, format, opts, body) in &plan {
+        clock.set(*at);
+        let before = log.last_id();
+        // Returns once the publisher logged the input's events.
+        live.ingest(*format, opts.clone(), body.clone().into_bytes()).await.unwrap();
+        let wxlake::stream::Replay::Events { events, .. } =
+            log.replay_after(&before.to_string(), &["KNYC".to_string()].into())
+        else {
+            panic!("the log replays")
+        };
+        observed.extend(events.iter().filter(|e| &*e.name == "observation").map(|e| e.data().unwrap()));
+    }
+    assert!(observed.len() >= 20, "{} observation events", observed.len());
+    // Each report's receipt stamp, as stored: the moment its event was computed.
+    live.flush().await.unwrap();
+    let stamps: std::collections::HashMap<(String, String), String> = rows(
+        &lake,
+        "SELECT CAST(observation_time AS VARCHAR), report_type, \
+         to_char(received_at, '%Y-%m-%dT%H:%M:%S%.6fZ') FROM observations",
+    )
+    .await
+    .into_iter()
+    .map(|r| ((r[0].clone(), r[1].clone()), r[2].clone()))
+    .collect();
+
+    let api = crate::support::Api::over(Arc::clone(&live), dir.path());
+    clock.set(until + Duration::hours(1));
+    let mut highs = std::collections::BTreeSet::new();
+    for (i, data) in observed.iter().enumerate() {
+        let time = data["observation_time_utc"].as_str().unwrap().to_string();
+        let at = &stamps[&(time, data["product"].as_str().unwrap().to_string())];
+        let obs = DateTime::parse_from_rfc3339(data["observation_time_utc"].as_str().unwrap()).unwrap().to_utc();
+        for (logic, date) in [
+            ("nws", (obs - Duration::hours(5)).date_naive().to_string()),
+            ("wu", data["local_date"].as_str().unwrap().to_string()),
+        ] {
+            clock.set(until + Duration::hours(1) + Duration::seconds(2 * i as i64 + 1));
+            let uri = format!(
+                "/api/v2/observations.php?station_code=KNYC&mode=svc_high&logic={logic}&date={date}&as_of={at}"
+            );
+            let (status, _, rest) = api.get_any(&uri).await;
+            assert!(status.is_success(), "{uri}: {rest}");
+            // REST writes times as `YYYY-MM-DD HH:MM:SS` (spec 2.3), the stream in ISO 8601.
+            let iso = |v: &serde_json::Value| match v.as_str() {
+                Some(t) => serde_json::json!(format!("{}Z", t.replace(' ', "T"))),
+                None => v.clone(),
+            };
+            let said = (&data["svc_high"][logic]["value_f"], &data["svc_high"][logic]["time_utc"]);
+            assert_eq!(said, (&rest["svc_high"], &iso(&rest["time_of_high_utc"])), "{uri}");
+            let said_low = (&data["svc_low"][logic]["value_f"], &data["svc_low"][logic]["time_utc"]);
+            assert_eq!(said_low, (&rest["svc_low"], &iso(&rest["time_of_low_utc"])), "{uri}");
+            assert_eq!(data["data_quality"][logic], rest["data_quality"][logic], "{uri}");
+            if logic == "nws" {
+                assert_eq!(data["high_valid_through_utc"], rest["high_valid_through_utc"], "{uri}");
+                highs.insert(rest["svc_high"].to_string());
+            }
+        }
+    }
+    assert!(highs.len() >= 3, "the morning's high rose: {highs:?}");
+}

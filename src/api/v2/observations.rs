@@ -266,8 +266,9 @@ async fn latest_as_of(
             None => Err(no_observation(station)),
         };
     };
-    for back in [Duration::days(2), Duration::days(10)] {
-        let obs = history_as_of(state, station, t - back, t + Duration::hours(1), t).await?;
+    let hot = state.live.hot.horizon(state.now()).filter(|h| *h < t);
+    for from in hot.into_iter().chain([t - Duration::days(2), t - Duration::days(10)]) {
+        let obs = history_as_of(state, station, from, t + Duration::hours(1), t).await?;
         if let Some(o) = newest(station, obs, |o| kind.present(o)) {
             return Ok(o);
         }
@@ -297,8 +298,10 @@ pub async fn latest_observation_as_of(
     t: DateTime<Utc>,
 ) -> ApiResult<Option<(Metar, WithReports)>> {
     let best = |obs: Vec<(Metar, WithReports)>| obs.into_iter().max_by(|a, b| latest_key(&a.0).cmp(&latest_key(&b.0)));
-    for back in [Duration::days(2), Duration::days(10)] {
-        if let Some(found) = best(history_as_of(state, station, t - back, t + Duration::hours(1), t).await?) {
+    // What the hot state holds first (from memory): the newest there is the newest of all.
+    let hot = state.live.hot.horizon(state.now()).filter(|h| *h < t);
+    for from in hot.into_iter().chain([t - Duration::days(2), t - Duration::days(10)]) {
+        if let Some(found) = best(history_as_of(state, station, from, t + Duration::hours(1), t).await?) {
             return Ok(Some(found));
         }
     }
