@@ -10,7 +10,8 @@
 //! answers what the world could have known, and reaches as far back as the rows do: a
 //! backtest over years of backfilled data sees each run from its publication on.
 //!
-//! The result is a view (filter, window, filter, project over the table's own scan), so
+//! The result is a view (a filter over the table's own scan, then a window or a semi join
+//! choosing the versions, then the table's columns), so
 //! predicates on the key and partition columns still prune files; only the partitions that
 //! can hold a row available at the time are read ([`AsOfBound`]).
 
@@ -22,8 +23,9 @@ use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::common::{plan_err, Column, ScalarValue};
 use datafusion::datasource::{provider_as_source, ViewTable};
 use datafusion::error::Result;
-use datafusion::functions_window::expr_fn::{rank, row_number};
-use datafusion::logical_expr::{col, lit, Expr, ExprFunctionExt, LogicalPlanBuilder, SortExpr};
+use datafusion::functions_aggregate::expr_fn::max;
+use datafusion::functions_window::expr_fn::row_number;
+use datafusion::logical_expr::{col, lit, Expr, ExprFunctionExt, JoinType, LogicalPlanBuilder, SortExpr};
 use datafusion::prelude::SessionContext;
 
 use super::schema::{self, AsOfBound, TableDef, Versions};
@@ -92,13 +94,25 @@ fn view(name: &str, table: &SnapshotTable, def: &TableDef, at: DateTime<Utc>) ->
         let order: Vec<SortExpr> = order.iter().map(|(c, desc)| col(*c).sort(!desc, false)).collect();
         Ok(f.partition_by(key.iter().map(|c| col(*c)).collect()).order_by(order).build()?.alias(VERSION))
     };
-    let window = match def.versions {
-        Versions::Rows => None,
-        Versions::Latest { key, order } => Some(ranked(row_number(), key, order)?),
-        Versions::Document { key, order } => Some(ranked(rank(), key, order)?),
-    };
-    if let Some(w) = window {
-        plan = plan.window(vec![w])?.filter(col(VERSION).eq(lit(1u64)))?;
+    match def.versions {
+        Versions::Rows => {}
+        Versions::Latest { key, order } => {
+            plan = plan.window(vec![ranked(row_number(), key, order)?])?.filter(col(VERSION).eq(lit(1u64)))?;
+        }
+        // The newest document per key as an aggregate joined back (a semi join), not a
+        // window: the window sorted every period of eight days of versions, the aggregate
+        // reads three columns of them (benches/README.md, "As of").
+        Versions::Document { key, newest } => {
+            const NEWEST: &str = "__as_of_newest";
+            let newest_rows = plan
+                .clone()
+                .aggregate(key.iter().map(|c| col(*c)), vec![max(col(newest)).alias(NEWEST)])?
+                .alias(NEWEST)?
+                .build()?;
+            let left: Vec<Column> = key.iter().chain([&newest]).map(|c| Column::new(Some(name), *c)).collect();
+            let right: Vec<Column> = key.iter().chain([&NEWEST]).map(|c| Column::new(Some(NEWEST), *c)).collect();
+            plan = plan.join(newest_rows, JoinType::LeftSemi, (left, right), None)?;
+        }
     }
     Ok(ViewTable::new(plan.project(columns)?.build()?, None))
 }

@@ -47,8 +47,8 @@ pub enum Versions {
     /// `order` (column, descending), nulls last.
     Latest { key: &'static [&'static str], order: &'static [(&'static str, bool)] },
     /// Rows equal in `key` hold documents (all the periods of one forecast version); the
-    /// rows that tie for first in `order` are the current document.
-    Document { key: &'static [&'static str], order: &'static [(&'static str, bool)] },
+    /// rows whose `newest` column holds its greatest value are the current document.
+    Document { key: &'static [&'static str], newest: &'static str },
 }
 
 /// Which partitions `as_of` reads for a time t (`TableDef::as_of_bound`).
@@ -298,7 +298,7 @@ pub const NWS_HOURLY: TableDef = TableDef {
     sort_cols: &["station_code", "generated_at", "start_time"],
     key_cols: &["station_code", "generated_at", "start_time"],
     // The version in force: every period of each station's newest available document.
-    versions: Versions::Document { key: &["station_code"], order: &[("generated_at", true)] },
+    versions: Versions::Document { key: &["station_code"], newest: "generated_at" },
     // A version older than the 7-day forecast it covers is in force for nothing.
     as_of_bound: AsOfBound::Within("date", 8),
     schema: nws_hourly_schema,
