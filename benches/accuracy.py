@@ -49,7 +49,7 @@ STEPS = ["accuracy_pairs", "model_accuracy", "accuracy_trends", "accuracy_daily_
 # SHA-256 of the sql/*.sql files this port follows: a mismatch means the jobs' SQL changed
 # since and the port (below) needs the same change, or the results will differ.
 PORTED_SQL = {
-    "accuracy_pairs": "9a1ecfdc15fdba82227e4dfddd04d3ec8914c6619480f660746f2f89a5a97e35",
+    "accuracy_pairs": "c0f015c9c647a0a5c06a33228b5454ebb66256ee61595c0cb8ba4deacd408a7e",
     "model_accuracy": "7012ff85bebbde33a28d782b4128c9598a44a933e6fd35b9022d8c1ae746fb8a",
     "accuracy_trends": "b4a52c8abb8a6d8700f9b90ea4561467fe074192b831c3d878d367d025daea77",
     "accuracy_daily_detail": "c44a7e19f472f0fee6173ab5562e1afd22dd6f88a0dc3087b99754bb320ce1da",
@@ -76,6 +76,15 @@ SELECT * FROM read_parquet({daily_extremes}, hive_partitioning = true,
 CREATE OR REPLACE TEMP VIEW nws_hourly AS
 SELECT * FROM read_parquet({nws_hourly}, hive_partitioning = true,
                            hive_types = {{'date': VARCHAR}});
+CREATE OR REPLACE TEMP VIEW reports AS
+SELECT * FROM read_parquet({reports}, hive_partitioning = true,
+                           hive_types = {{'kind': VARCHAR}});
+CREATE OR REPLACE TEMP VIEW observations AS
+SELECT * FROM read_parquet({observations}, hive_partitioning = true,
+                           hive_types = {{'date': VARCHAR}});
+CREATE OR REPLACE TEMP VIEW onemin AS
+SELECT * FROM read_parquet({onemin}, hive_partitioning = true,
+                           hive_types = {{'date': VARCHAR}});
 """
 
 # sql/accuracy_pairs.sql; {frm} / {to} are DATE literals. Leaves the chunk's rows in
@@ -95,6 +104,38 @@ WHERE logic = 'nws'
   AND (cli_high IS NOT NULL OR cli_low IS NOT NULL OR observations >= 20)
   AND date BETWEEN {frm} AND {to};
 
+CREATE OR REPLACE TEMP TABLE ap_cli_known AS
+SELECT station_code, report_date AS date, max(available_at) AS known_at
+FROM reports
+WHERE kind = 'cli' AND report_date BETWEEN {frm} AND {to}
+GROUP BY station_code, report_date;
+
+CREATE OR REPLACE TEMP TABLE ap_readings_known AS
+SELECT station_code, date, max(known_at) AS known_at
+FROM (
+    SELECT station_code, local_date_standard AS date, max(available_at) AS known_at
+    FROM observations
+    WHERE date BETWEEN CAST({frm} - 1 AS VARCHAR) AND CAST({to} + 1 AS VARCHAR)
+      AND local_date_standard BETWEEN {frm} AND {to}
+    GROUP BY station_code, local_date_standard
+    UNION ALL
+    SELECT station_code, local_date_standard AS date, max(available_at) AS known_at
+    FROM onemin
+    WHERE date BETWEEN CAST({frm} - 1 AS VARCHAR) AND CAST({to} + 1 AS VARCHAR)
+      AND local_date_standard BETWEEN {frm} AND {to}
+    GROUP BY station_code, local_date_standard
+) r
+GROUP BY station_code, date;
+
+CREATE OR REPLACE TEMP TABLE ap_verified AS
+SELECT
+    o.*,
+    CASE WHEN o.high_source = 'cli' THEN c.known_at ELSE r.known_at END AS high_known_at,
+    CASE WHEN o.low_source = 'cli' THEN c.known_at ELSE r.known_at END AS low_known_at
+FROM ap_observed o
+LEFT JOIN ap_cli_known c ON c.station_code = o.station_code AND c.date = o.date
+LEFT JOIN ap_readings_known r ON r.station_code = o.station_code AND r.date = o.date;
+
 CREATE OR REPLACE TEMP TABLE ap_runs AS
 SELECT
     f.model,
@@ -104,7 +145,8 @@ SELECT
     lpad(CAST(CAST(hour(f.run_time) AS INT) AS VARCHAR), 2, '0') || 'z' AS run_label,
     CASE WHEN s.units = 'fahrenheit' THEN f.high_f ELSE f.high_c END AS forecast_high,
     CASE WHEN s.units = 'fahrenheit' THEN f.low_f ELSE f.low_c END AS forecast_low,
-    epoch(CAST(f.date AS TIMESTAMP)) - 60 * s.standard_offset_minutes AS day_start
+    epoch(CAST(f.date AS TIMESTAMP)) - 60 * s.standard_offset_minutes AS day_start,
+    f.available_at
 FROM forecast_daily f
 JOIN stations s ON s.station_code = f.location_name
 WHERE f.tz_mode = 'standard'
@@ -120,7 +162,8 @@ SELECT
     lpad(CAST(CAST(6 * floor(hour(run_time) / 6) AS INT) AS VARCHAR), 2, '0') || 'z' AS run_label,
     CASE WHEN units = 'fahrenheit' THEN max_f ELSE round((max_f - 32) * 5 / 9, 1) END AS forecast_high,
     CASE WHEN units = 'fahrenheit' THEN min_f ELSE round((min_f - 32) * 5 / 9, 1) END AS forecast_low,
-    86400.0 * day_num - 60 * standard_offset_minutes AS day_start
+    86400.0 * day_num - 60 * standard_offset_minutes AS day_start,
+    available_at
 FROM (
     SELECT
         n.station_code,
@@ -130,7 +173,8 @@ FROM (
         n.generated_at AS run_time,
         max(n.temperature_f) AS max_f,
         min(n.temperature_f) AS min_f,
-        count(DISTINCT n.start_time) AS hours
+        count(DISTINCT n.start_time) AS hours,
+        max(n.available_at) AS available_at
     FROM nws_hourly n
     JOIN stations s ON s.station_code = n.station_code
     WHERE n.date >= CAST({frm} - 8 AS VARCHAR)
@@ -161,17 +205,21 @@ INSERT INTO ap_out
 SELECT
     l.station_code, l.date, l.model, l.run_label, l.run_time, l.lead_days,
     'high' AS target, l.forecast_high AS forecast, o.observed_high AS observed,
-    o.observed_high - l.forecast_high AS error, o.high_source AS observed_source
+    o.observed_high - l.forecast_high AS error, o.high_source AS observed_source,
+    CASE WHEN l.available_at IS NOT NULL AND o.high_known_at IS NOT NULL
+         THEN greatest(l.available_at, o.high_known_at) END AS available_at
 FROM ap_leads l
-JOIN ap_observed o ON o.station_code = l.station_code AND o.date = l.date
+JOIN ap_verified o ON o.station_code = l.station_code AND o.date = l.date
 WHERE l.forecast_high IS NOT NULL AND o.observed_high IS NOT NULL
 UNION ALL
 SELECT
     l.station_code, l.date, l.model, l.run_label, l.run_time, l.lead_days,
     'low' AS target, l.forecast_low AS forecast, o.observed_low AS observed,
-    o.observed_low - l.forecast_low AS error, o.low_source AS observed_source
+    o.observed_low - l.forecast_low AS error, o.low_source AS observed_source,
+    CASE WHEN l.available_at IS NOT NULL AND o.low_known_at IS NOT NULL
+         THEN greatest(l.available_at, o.low_known_at) END AS available_at
 FROM ap_leads l
-JOIN ap_observed o ON o.station_code = l.station_code AND o.date = l.date
+JOIN ap_verified o ON o.station_code = l.station_code AND o.date = l.date
 WHERE l.forecast_low IS NOT NULL AND o.observed_low IS NOT NULL;
 """
 
@@ -179,7 +227,7 @@ PAIRS_OUT = """
 CREATE OR REPLACE TEMP TABLE ap_out (
     station_code VARCHAR, date DATE, model VARCHAR, run_label VARCHAR, run_time TIMESTAMPTZ,
     lead_days INTEGER, target VARCHAR, forecast DOUBLE, observed DOUBLE, error DOUBLE,
-    observed_source VARCHAR);
+    observed_source VARCHAR, available_at TIMESTAMPTZ);
 """
 
 PAIRS_COPY = """
@@ -328,7 +376,10 @@ def duck_step(step, lake, helpers, out_root, pair_chunks):
     con = duckdb.connect()
     con.execute(INPUT_VIEWS.format(h=helpers, forecast_daily=duck_list(f"{lake}/derived/forecast_daily"),
                                    daily_extremes=duck_list(f"{lake}/derived/daily_extremes"),
-                                   nws_hourly=duck_list(f"{lake}/nws_hourly")))
+                                   nws_hourly=duck_list(f"{lake}/nws_hourly"),
+                                   reports=duck_list(f"{lake}/reports"),
+                                   observations=duck_list(f"{lake}/observations"),
+                                   onemin=duck_list(f"{lake}/onemin")))
     if step == "accuracy_pairs":
         con.execute(PAIRS_OUT)
         for a, b in pair_chunks:
@@ -371,7 +422,7 @@ def timed(fn):
 TABLES = {
     "accuracy_pairs": ("{'date': DATE}",
                        ["station_code", "date", "model", "run_label", "lead_days", "target"],
-                       ["run_time", "observed_source"], ["forecast", "observed", "error"]),
+                       ["run_time", "observed_source", "available_at"], ["forecast", "observed", "error"]),
     "model_accuracy": ("{'station_code': VARCHAR}",
                        ["station_code", "window", "lead_days", "target", "scope", "model", "run_label"],
                        ["window_days", "as_of", "n", "day_bits_lo", "day_bits_hi"],

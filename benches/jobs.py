@@ -33,7 +33,7 @@ SELECT model, run_date, location_name, run_time, valid_date_civil, valid_date_st
        count(*) AS points, min(valid_time) AS first_valid, max(valid_time) AS last_valid,
        min(forecast_hour) AS first_lead, max(forecast_hour) AS last_lead,
        max(temperature_f) AS high_f, min(temperature_f) AS low_f,
-       max(temperature_c) AS high_c, min(temperature_c) AS low_c
+       max(temperature_c) AS high_c, min(temperature_c) AS low_c, max(available_at) AS available_at
 FROM read_parquet({forecasts}, hive_partitioning = true,
                   hive_types = {{'model': VARCHAR, 'run_date': VARCHAR}})
 WHERE valid_date_civil IS NOT NULL AND valid_date_standard IS NOT NULL
@@ -43,12 +43,13 @@ CREATE OR REPLACE TEMP VIEW fd_days AS
 SELECT model, run_date, location_name, run_time, 'civil' AS tz_mode, valid_date_civil AS date,
        sum(points) AS points, min(first_valid) AS first_valid, max(last_valid) AS last_valid,
        min(first_lead) AS first_lead, max(last_lead) AS last_lead,
-       max(high_f) AS high_f, min(low_f) AS low_f, max(high_c) AS high_c, min(low_c) AS low_c
+       max(high_f) AS high_f, min(low_f) AS low_f, max(high_c) AS high_c, min(low_c) AS low_c,
+       max(available_at) AS available_at
 FROM fd_pieces GROUP BY model, run_date, location_name, run_time, valid_date_civil
 UNION ALL
 SELECT model, run_date, location_name, run_time, 'standard', valid_date_standard,
        sum(points), min(first_valid), max(last_valid), min(first_lead), max(last_lead),
-       max(high_f), min(low_f), max(high_c), min(low_c)
+       max(high_f), min(low_f), max(high_c), min(low_c), max(available_at)
 FROM fd_pieces GROUP BY model, run_date, location_name, run_time, valid_date_standard;
 COPY (
 SELECT d.model, d.run_date, d.location_name, d.tz_mode, d.date, s.timezone, d.run_time,
@@ -56,7 +57,7 @@ SELECT d.model, d.run_date, d.location_name, d.tz_mode, d.date, s.timezone, d.ru
        CASE WHEN s.units = 'fahrenheit' THEN d.high_f END AS high_f,
        CASE WHEN s.units = 'fahrenheit' THEN d.low_f END AS low_f,
        CASE WHEN s.units = 'celsius' THEN d.high_c END AS high_c,
-       CASE WHEN s.units = 'celsius' THEN d.low_c END AS low_c
+       CASE WHEN s.units = 'celsius' THEN d.low_c END AS low_c, d.available_at
 FROM fd_days d
 JOIN stations s ON s.station_code = d.location_name
 JOIN day_windows w ON w.timezone = s.timezone AND w.tz_mode = d.tz_mode AND w.date = d.date
@@ -88,13 +89,14 @@ def run_polars(lake, helpers, out):
         .agg(points=pl.len(), first_valid=pl.col("valid_time").min(), last_valid=pl.col("valid_time").max(),
              first_lead=pl.col("forecast_hour").min(), last_lead=pl.col("forecast_hour").max(),
              high_f=pl.col("temperature_f").max(), low_f=pl.col("temperature_f").min(),
-             high_c=pl.col("temperature_c").max(), low_c=pl.col("temperature_c").min())
+             high_c=pl.col("temperature_c").max(), low_c=pl.col("temperature_c").min(),
+             available_at=pl.col("available_at").max())
         .collect()
         .lazy()
     )
     aggs = [pl.col("points").sum(), pl.col("first_valid").min(), pl.col("last_valid").max(),
             pl.col("first_lead").min(), pl.col("last_lead").max(), pl.col("high_f").max(),
-            pl.col("low_f").min(), pl.col("high_c").max(), pl.col("low_c").min()]
+            pl.col("low_f").min(), pl.col("high_c").max(), pl.col("low_c").min(), pl.col("available_at").max()]
     keys = ["model", "run_date", "location_name", "run_time"]
     days = pl.concat([
         pieces.group_by(keys + ["valid_date_civil"]).agg(aggs)
@@ -125,7 +127,7 @@ def run_polars(lake, helpers, out):
                 pl.when(fahrenheit).then(pl.col("high_f")).alias("high_f"),
                 pl.when(fahrenheit).then(pl.col("low_f")).alias("low_f"),
                 pl.when(celsius).then(pl.col("high_c")).alias("high_c"),
-                pl.when(celsius).then(pl.col("low_c")).alias("low_c"))
+                pl.when(celsius).then(pl.col("low_c")).alias("low_c"), "available_at")
         .collect()
     )
     os.makedirs(out, exist_ok=True)
@@ -153,10 +155,10 @@ def timed(fn, repeat):
 
 COMPARE = """
 WITH w AS (SELECT model, run_date::VARCHAR AS run_date, location_name, tz_mode, date, timezone, run_time,
-                  points_used, high_f, low_f, high_c, low_c
+                  points_used, high_f, low_f, high_c, low_c, available_at
            FROM read_parquet({a}, hive_partitioning = true, hive_types_autocast = false)),
      o AS (SELECT model, run_date::VARCHAR AS run_date, location_name, tz_mode, date, timezone, run_time,
-                  points_used, high_f, low_f, high_c, low_c
+                  points_used, high_f, low_f, high_c, low_c, available_at
            FROM read_parquet({b}, hive_partitioning = true, hive_types_autocast = false))
 SELECT (SELECT count(*) FROM w), (SELECT count(*) FROM o),
        (SELECT count(*) FROM (SELECT * FROM w EXCEPT ALL SELECT * FROM o)),

@@ -51,13 +51,16 @@ impl NwsCache {
     }
 }
 
+/// One version's periods: start time → (°F, available_at; `None` for a row without one).
+type Periods = BTreeMap<DateTime<Utc>, (f64, Option<DateTime<Utc>>)>;
+
 /// The stored periods of one (station, date): every version's temperatures with the moment
 /// each became available, and the versions as answered now.
 pub struct NwsDay {
     /// The date's Local Standard Time window start (slot 0).
     window_start: DateTime<Utc>,
-    /// generated_at → start time → (°F, available_at; `None` for a row without one).
-    periods: BTreeMap<DateTime<Utc>, BTreeMap<DateTime<Utc>, (f64, Option<DateTime<Utc>>)>>,
+    /// generated_at → its periods.
+    periods: BTreeMap<DateTime<Utc>, Periods>,
     /// Every distinct version, oldest first.
     pub current: Vec<NwsVersion>,
 }
@@ -77,7 +80,7 @@ impl NwsDay {
             p.time(w.start + Duration::hours(24)),
             p.time(w.end),
         );
-        let mut periods: BTreeMap<DateTime<Utc>, BTreeMap<DateTime<Utc>, _>> = BTreeMap::new();
+        let mut periods: BTreeMap<DateTime<Utc>, Periods> = BTreeMap::new();
         for b in p.collect(&live.ctx, &sql).await? {
             let g = b.column(0).as_primitive::<TimestampMicrosecondType>();
             let s = b.column(1).as_primitive::<TimestampMicrosecondType>();
