@@ -49,7 +49,7 @@ STEPS = ["accuracy_pairs", "model_accuracy", "accuracy_trends", "accuracy_daily_
 # SHA-256 of the sql/*.sql files this port follows: a mismatch means the jobs' SQL changed
 # since and the port (below) needs the same change, or the results will differ.
 PORTED_SQL = {
-    "accuracy_pairs": "c0f015c9c647a0a5c06a33228b5454ebb66256ee61595c0cb8ba4deacd408a7e",
+    "accuracy_pairs": "a4ddda41736aa6d60ba3b5a838392765ff0cef2eca489302daf44c867649a1e5",
     "model_accuracy": "7012ff85bebbde33a28d782b4128c9598a44a933e6fd35b9022d8c1ae746fb8a",
     "accuracy_trends": "b4a52c8abb8a6d8700f9b90ea4561467fe074192b831c3d878d367d025daea77",
     "accuracy_daily_detail": "c44a7e19f472f0fee6173ab5562e1afd22dd6f88a0dc3087b99754bb320ce1da",
@@ -110,31 +110,50 @@ FROM reports
 WHERE kind = 'cli' AND report_date BETWEEN {frm} AND {to}
 GROUP BY station_code, report_date;
 
-CREATE OR REPLACE TEMP TABLE ap_readings_known AS
-SELECT station_code, date, max(known_at) AS known_at
+CREATE OR REPLACE TEMP TABLE ap_observations_known AS
+SELECT b.station_code,
+       DATE '1970-01-01' + CAST(floor((epoch(b.bucket) + 60 * s.standard_offset_minutes + x.shift) / 86400) AS INT) AS date,
+       max(b.known_at) AS known_at
 FROM (
-    SELECT station_code, local_date_standard AS date, max(available_at) AS known_at
+    SELECT station_code, time_bucket(INTERVAL '15 minutes', observation_time) AS bucket, max(available_at) AS known_at
     FROM observations
-    WHERE date BETWEEN CAST({frm} - 1 AS VARCHAR) AND CAST({to} + 1 AS VARCHAR)
-      AND local_date_standard BETWEEN {frm} AND {to}
-    GROUP BY station_code, local_date_standard
-    UNION ALL
-    SELECT station_code, local_date_standard AS date, max(available_at) AS known_at
+    WHERE date BETWEEN CAST({frm} - 1 AS VARCHAR) AND CAST({to} + 2 AS VARCHAR)
+    GROUP BY 1, 2
+) b
+JOIN stations s ON s.station_code = b.station_code
+CROSS JOIN (VALUES (-7200), (25200)) AS x(shift)
+GROUP BY 1, 2;
+
+CREATE OR REPLACE TEMP TABLE ap_onemin_known AS
+SELECT b.station_code,
+       DATE '1970-01-01' + CAST(floor((epoch(b.bucket) + 60 * s.standard_offset_minutes + x.shift) / 86400) AS INT) AS date,
+       max(b.known_at) AS known_at
+FROM (
+    SELECT station_code, time_bucket(INTERVAL '15 minutes', observation_time) AS bucket, max(available_at) AS known_at
     FROM onemin
-    WHERE date BETWEEN CAST({frm} - 1 AS VARCHAR) AND CAST({to} + 1 AS VARCHAR)
-      AND local_date_standard BETWEEN {frm} AND {to}
-    GROUP BY station_code, local_date_standard
-) r
-GROUP BY station_code, date;
+    WHERE date BETWEEN CAST({frm} - 1 AS VARCHAR) AND CAST({to} + 2 AS VARCHAR)
+    GROUP BY 1, 2
+) b
+JOIN stations s ON s.station_code = b.station_code
+CROSS JOIN (VALUES (-7200), (25200)) AS x(shift)
+GROUP BY 1, 2;
+
+CREATE OR REPLACE TEMP TABLE ap_dsm_known AS
+SELECT station_code, report_date AS date, max(available_at) AS known_at
+FROM reports
+WHERE kind = 'dsm' AND report_date BETWEEN {frm} AND {to}
+GROUP BY station_code, report_date;
 
 CREATE OR REPLACE TEMP TABLE ap_verified AS
 SELECT
     o.*,
-    CASE WHEN o.high_source = 'cli' THEN c.known_at ELSE r.known_at END AS high_known_at,
-    CASE WHEN o.low_source = 'cli' THEN c.known_at ELSE r.known_at END AS low_known_at
+    CASE WHEN o.high_source = 'cli' THEN c.known_at ELSE greatest(r.known_at, m.known_at, d.known_at) END AS high_known_at,
+    CASE WHEN o.low_source = 'cli' THEN c.known_at ELSE greatest(r.known_at, m.known_at, d.known_at) END AS low_known_at
 FROM ap_observed o
 LEFT JOIN ap_cli_known c ON c.station_code = o.station_code AND c.date = o.date
-LEFT JOIN ap_readings_known r ON r.station_code = o.station_code AND r.date = o.date;
+LEFT JOIN ap_observations_known r ON r.station_code = o.station_code AND r.date = o.date
+LEFT JOIN ap_onemin_known m ON m.station_code = o.station_code AND m.date = o.date
+LEFT JOIN ap_dsm_known d ON d.station_code = o.station_code AND d.date = o.date;
 
 CREATE OR REPLACE TEMP TABLE ap_runs AS
 SELECT

@@ -22,9 +22,9 @@
 -- * available_at: when the pair could first have been scored (issue 31, `as_of` on
 --   model_accuracy): the later of its forecast's available_at and the moment its verifying
 --   value was known, the latest available_at of what that value is computed from (the
---   day's CLI reports when the CLI gives it, else the day's observations and one-minute
---   readings). A value revised later (a corrected CLI, late readings) counts only from
---   the revision on: a pair is never scored before its value could be known.
+--   day's CLI reports when the CLI gives it, else the readings the engine replays for the
+--   day and its DSM). A value revised later (a corrected CLI, late readings) counts only
+--   from the revision on: a pair is never scored before its value could be known.
 
 -- 1. Verifying values.
 CREATE OR REPLACE TABLE ap_observed AS
@@ -48,31 +48,57 @@ FROM reports
 WHERE kind = 'cli' AND report_date BETWEEN $from AND $to
 GROUP BY station_code, report_date;
 
-CREATE OR REPLACE TABLE ap_readings_known AS
-SELECT station_code, date, max(known_at) AS known_at
+-- The readings a computed value comes from are those the live engine replays for the
+-- day: [start - 7 h, end + 2 h) of the LST day (extremes::REPLAY_BEFORE/REPLAY_AFTER:
+-- the groups reported after the day closes count), so a reading at LST second e counts
+-- for days floor((e - 7200) / 86400) and floor((e + 25200) / 86400). Grouped in
+-- 15-minute buckets first (every zone offset is a multiple of 15 minutes, so a bucket
+-- never straddles a boundary). One table per input, joined below rather than stacked
+-- with UNION ALL: on a Ballista cluster a UNION ALL over an empty table (a lake without
+-- one-minute data) never finishes.
+CREATE OR REPLACE TABLE ap_observations_known AS
+SELECT b.station_code, CAST(CAST(floor((date_part('epoch', b.bucket) + 60 * s.standard_offset_minutes + x.shift) / 86400) AS INT) AS DATE) AS date,
+       max(b.known_at) AS known_at
 FROM (
-    SELECT station_code, local_date_standard AS date, max(available_at) AS known_at
+    SELECT station_code, date_bin(INTERVAL '15 minutes', observation_time) AS bucket, max(available_at) AS known_at
     FROM observations
-    WHERE date BETWEEN CAST($from - INTERVAL '1 day' AS VARCHAR) AND CAST($to + INTERVAL '1 day' AS VARCHAR)
-      AND local_date_standard BETWEEN $from AND $to
-    GROUP BY station_code, local_date_standard
-    UNION ALL
-    SELECT station_code, local_date_standard AS date, max(available_at) AS known_at
+    WHERE date BETWEEN CAST($from - INTERVAL '1 day' AS VARCHAR) AND CAST($to + INTERVAL '2 days' AS VARCHAR)
+    GROUP BY 1, 2
+) b
+JOIN stations s ON s.station_code = b.station_code
+CROSS JOIN (VALUES (-7200), (25200)) AS x(shift)
+GROUP BY 1, 2;
+
+CREATE OR REPLACE TABLE ap_onemin_known AS
+SELECT b.station_code, CAST(CAST(floor((date_part('epoch', b.bucket) + 60 * s.standard_offset_minutes + x.shift) / 86400) AS INT) AS DATE) AS date,
+       max(b.known_at) AS known_at
+FROM (
+    SELECT station_code, date_bin(INTERVAL '15 minutes', observation_time) AS bucket, max(available_at) AS known_at
     FROM onemin
-    WHERE date BETWEEN CAST($from - INTERVAL '1 day' AS VARCHAR) AND CAST($to + INTERVAL '1 day' AS VARCHAR)
-      AND local_date_standard BETWEEN $from AND $to
-    GROUP BY station_code, local_date_standard
-) r
-GROUP BY station_code, date;
+    WHERE date BETWEEN CAST($from - INTERVAL '1 day' AS VARCHAR) AND CAST($to + INTERVAL '2 days' AS VARCHAR)
+    GROUP BY 1, 2
+) b
+JOIN stations s ON s.station_code = b.station_code
+CROSS JOIN (VALUES (-7200), (25200)) AS x(shift)
+GROUP BY 1, 2;
+
+-- The day's DSM: a computed value can come from it.
+CREATE OR REPLACE TABLE ap_dsm_known AS
+SELECT station_code, report_date AS date, max(available_at) AS known_at
+FROM reports
+WHERE kind = 'dsm' AND report_date BETWEEN $from AND $to
+GROUP BY station_code, report_date;
 
 CREATE OR REPLACE TABLE ap_verified AS
 SELECT
     o.*,
-    CASE WHEN o.high_source = 'cli' THEN c.known_at ELSE r.known_at END AS high_known_at,
-    CASE WHEN o.low_source = 'cli' THEN c.known_at ELSE r.known_at END AS low_known_at
+    CASE WHEN o.high_source = 'cli' THEN c.known_at ELSE greatest(r.known_at, m.known_at, d.known_at) END AS high_known_at,
+    CASE WHEN o.low_source = 'cli' THEN c.known_at ELSE greatest(r.known_at, m.known_at, d.known_at) END AS low_known_at
 FROM ap_observed o
 LEFT JOIN ap_cli_known c ON c.station_code = o.station_code AND c.date = o.date
-LEFT JOIN ap_readings_known r ON r.station_code = o.station_code AND r.date = o.date;
+LEFT JOIN ap_observations_known r ON r.station_code = o.station_code AND r.date = o.date
+LEFT JOIN ap_onemin_known m ON m.station_code = o.station_code AND m.date = o.date
+LEFT JOIN ap_dsm_known d ON d.station_code = o.station_code AND d.date = o.date;
 
 -- 2. Every run's forecast of those days, with the start of the LST day (Unix seconds).
 CREATE OR REPLACE TABLE ap_runs AS

@@ -106,8 +106,9 @@ async fn day_from_lake(
 
 /// The trading day of `date` (default: the day in progress at `t`) as the service would
 /// have answered at `t` (REST `as_of`): `t` is now, and the day is recomputed by the same
-/// engine from what the service knew then ([`WriteService::known_window`]: the lake's rows
-/// available by `t`, the inputs acknowledged by `t`). The engine is a function of its
+/// engine from what the service knew then ([`WriteService::known_window`]: the inputs it
+/// held by `t` with when each became known, from memory for recent windows, else the
+/// lake's rows available by `t` and the inputs acknowledged by `t`). The engine is a function of its
 /// input set, so this is the answer the hot state gave at `t`; a gap open then is open here.
 pub async fn extremes_as_of(
     svc: &WriteService,

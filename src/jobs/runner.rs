@@ -242,14 +242,17 @@ async fn execute(
     if let Err(e) = lake.clean_staging(Duration::days(1)).await {
         tracing::warn!(error = %e, "could not clean old staged files");
     }
-    // A column the declaration gained is declared in the table's schema first; the rows
-    // already published lack it, so such a run recomputes every partition once.
-    let range = match lake.declare_columns(&spec.output.shape()).await? {
-        0 => range,
-        added => {
-            tracing::info!(job = %spec.name, added, "the output gained columns: recomputing every partition");
-            None
-        }
+    // A column the declaration gained: the rows already published lack it, so the run
+    // recomputes every partition, and the column is declared in the table's schema once
+    // that run is published (a run that fails leaves it undeclared: the next one widens
+    // again). A job reading another job's output widens only once that output declares all
+    // its columns, so its full run reads them filled.
+    let widen = lake.undeclared_columns(&spec.output.shape()).await? > 0 && inputs_declared(lake, spec).await?;
+    let range = if widen {
+        tracing::info!(job = %spec.name, "the output gained columns: recomputing every partition");
+        None
+    } else {
+        range
     };
     let plan = plan(lake, spec, range).await?;
     let total = plan.chunks.len();
@@ -313,9 +316,22 @@ async fn execute(
     p.step = Step::Publish { files: publication.len(), replaced: removes.len() };
     progress(&p);
     publication.commit(&snapshot, removes, read).await?;
+    if widen {
+        lake.declare_columns(&spec.output.shape()).await?;
+    }
     p.step = Step::Finish;
     progress(&p);
     Ok(Outcome { rows: p.rows, partitions, range: plan.range })
+}
+
+/// Whether every job output `spec` reads declares all its columns.
+async fn inputs_declared(lake: &Lake, spec: &JobSpec) -> Result<bool, JobError> {
+    for input in &spec.derived_inputs {
+        if lake.undeclared_columns(&input.shape()).await? > 0 {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ use std::time::Duration;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use deltalake::kernel::engine::arrow_conversion::TryIntoKernel;
 use deltalake::kernel::transaction::{CommitBuilder, TransactionError};
-use deltalake::kernel::{Action, Add, Remove, StructType, Transaction};
+use deltalake::kernel::{Action, Add, Remove, StructField, StructType, Transaction};
 use deltalake::logstore::{default_logstore, logstore_factories, LogStore, LogStoreFactory, StorageConfig};
 use deltalake::operations::create::CreateBuilder;
 use deltalake::operations::vacuum::VacuumMode;
@@ -390,11 +390,7 @@ impl Lake {
     /// many were added; none, and no commit, when the table has them all or does not
     /// exist.
     pub async fn declare_columns(&self, shape: &TableShape) -> Result<usize, LakeError> {
-        let url = self.table_location(&shape.dir)?;
-        let Some(table) = self.tables.latest(self.store(), &url).await? else { return Ok(0) };
-        let declared = table.snapshot()?.schema();
-        let missing: Vec<_> =
-            shape.delta_schema()?.fields().filter(|f| !declared.contains(f.name())).cloned().collect();
+        let Some((table, missing)) = self.undeclared(shape).await? else { return Ok(0) };
         if missing.is_empty() {
             return Ok(0);
         }
@@ -403,8 +399,23 @@ impl Lake {
         }
         let added = missing.len();
         let table = table.add_columns().with_fields(missing).await?;
-        self.tables.remember(&url, &table);
+        self.tables.remember(&self.table_location(&shape.dir)?, &table);
         Ok(added)
+    }
+
+    /// How many columns of the table `shape` describes its Delta schema lacks (none when
+    /// the table does not exist yet: it will be created with them all).
+    pub async fn undeclared_columns(&self, shape: &TableShape) -> Result<usize, LakeError> {
+        Ok(self.undeclared(shape).await?.map_or(0, |(_, missing)| missing.len()))
+    }
+
+    /// The table's latest snapshot and the fields of `shape` its schema lacks.
+    async fn undeclared(&self, shape: &TableShape) -> Result<Option<(DeltaTable, Vec<StructField>)>, LakeError> {
+        let url = self.table_location(&shape.dir)?;
+        let Some(table) = self.tables.latest(self.store(), &url).await? else { return Ok(None) };
+        let declared = table.snapshot()?.schema();
+        let missing = shape.delta_schema()?.fields().filter(|f| !declared.contains(f.name())).cloned().collect();
+        Ok(Some((table, missing)))
     }
 
     /// Creates an empty table; another process creating it at the same moment wins or

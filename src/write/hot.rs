@@ -1,7 +1,8 @@
 //! The hot in-memory state of every catalog station: its live extremes engine, its recent
 //! observations (for history and the latest observation) and its recent daily reports.
-//! One lock per station, held only for an O(1) apply or a short read, so readers of one
-//! station never wait on ingest of another, and never long on their own.
+//! One lock per station, held only for an O(1) apply or a short read (the longest: an
+//! answer as of a moment copying up to [`RECENT`] of one station's inputs), so readers of
+//! one station never wait on ingest of another, and never long on their own.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -46,6 +47,15 @@ struct KnownLog {
     onemin: BTreeMap<DateTime<Utc>, (Option<f64>, DateTime<Utc>)>,
     /// By report row key.
     reports: HashMap<u64, DateTime<Utc>>,
+    /// Observation times before this were pruned (observations and one-minute readings).
+    pruned_before: Option<DateTime<Utc>>,
+}
+
+impl KnownLog {
+    /// Where the log is complete, given the rebuild's start `complete`.
+    fn horizon(&self, complete: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        Some(self.pruned_before.map_or(complete, |p| p.max(complete)))
+    }
 }
 
 /// The inputs of one station known by a time, as [`crate::lake::window::load_window`]
@@ -176,31 +186,36 @@ impl HotState {
         *self.complete_from.write() = Some(from);
     }
 
-    /// The earliest observation time from which the state holds every input (`None`
-    /// before the rebuild): [`HotState::known`] answers for windows starting there or later.
-    pub fn horizon(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        Some((*self.complete_from.read())?.max(now - RECENT))
+    /// The earliest observation time from which the state holds every input of station
+    /// `code` (`None` before the rebuild, or outside the catalog): [`HotState::known`]
+    /// answers for windows starting there or later. It moves only when [`HotState::prune`]
+    /// runs.
+    pub fn horizon(&self, code: &str) -> Option<DateTime<Utc>> {
+        let complete = (*self.complete_from.read())?;
+        self.read(code, |h| h.known.horizon(complete)).flatten()
     }
 
     /// What the service knew at `t` of station `code` in `[from, to)` (observation time;
     /// reports of the window's days and the day before, as the lake window reads them),
     /// from memory: the inputs it holds whose known time is at or before `t`. `None` when
     /// the state cannot tell: a station outside the catalog, or a window reaching before
-    /// what it holds completely (the rebuild's start, or what [`RECENT`] has pruned by
-    /// `now`). The inputs are copied under the read lock; the caller replays them outside.
+    /// what it holds completely (the rebuild's start, or what [`HotState::prune`] dropped;
+    /// checked under the station's lock, so a prune cannot cut the window while it is
+    /// copied). The inputs are copied under the read lock (at most [`RECENT`] of one
+    /// station's inputs); the caller replays them outside.
     pub fn known(
         &self,
         code: &str,
         from: DateTime<Utc>,
         to: DateTime<Utc>,
         t: DateTime<Utc>,
-        now: DateTime<Utc>,
         onemin: bool,
     ) -> Option<KnownInputs> {
-        if from < self.horizon(now)? {
-            return None;
-        }
+        let complete = (*self.complete_from.read())?;
         self.read(code, |h| {
+            if h.known.horizon(complete).is_none_or(|horizon| from < horizon) {
+                return None;
+            }
             let admitted = |k: Option<&DateTime<Utc>>| k.is_some_and(|at| *at <= t);
             let obs = h
                 .recent
@@ -225,8 +240,9 @@ impl HotState {
                 .filter(|r| first <= r.date && r.date <= last && admitted(h.known.reports.get(&r.row_key())))
                 .cloned()
                 .collect();
-            (obs, mins, reports)
+            Some((obs, mins, reports))
         })
+        .flatten()
     }
 
     /// Runs `f` with read access to one station's state; `None` for stations outside the
@@ -272,7 +288,9 @@ impl HotState {
             if h.live.holds_one_minute(o.time) {
                 return Take::Held;
             }
-            h.known.onemin.insert(o.time, (o.temp_f, known));
+            // The first one stored wins, as in the lake (a suspect reading is not held by the
+            // engine, so the same minute can come again).
+            h.known.onemin.entry(o.time).or_insert((o.temp_f, known));
             Take::New(Box::new(Applied::OneMinute {
                 station: o.station.clone(),
                 events: h.live.apply(LiveInput::OneMinute(o)),
@@ -347,6 +365,7 @@ impl HotState {
             let h = &mut *h;
             h.known.metars.retain(|k, _| k.0 >= cutoff);
             h.known.onemin = h.known.onemin.split_off(&cutoff);
+            h.known.pruned_before = h.known.pruned_before.max(Some(cutoff));
             let kept: BTreeSet<u64> = h.reports.iter().map(LakeRecord::row_key).collect();
             h.known.reports.retain(|k, _| kept.contains(k));
         }

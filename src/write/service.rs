@@ -503,10 +503,12 @@ impl WriteService {
         self.pending_lock().values().cloned().collect()
     }
 
-    /// What the service knew at `t` of `station` in `[from, to)`: the lake's rows available
-    /// by `t` and the inputs it had acknowledged by `t` but not yet flushed (read first: an
-    /// input flushed meanwhile is in the lake by the time the lake is read, so none is
-    /// missed; one seen twice is dropped here). `to` bounds observations and one-minute
+    /// What the service knew at `t` of `station` in `[from, to)`: from memory when the hot
+    /// state holds the window ([`HotState::known`]: every input it acknowledged or loaded
+    /// at start, with when each became known); else the lake's rows available by `t` and
+    /// the inputs it had acknowledged by `t` but not yet flushed (read first: an input
+    /// flushed meanwhile is in the lake by the time the lake is read, so none is missed;
+    /// one seen twice is dropped here). `to` bounds observations and one-minute
     /// readings; reports are those the lake window holds (its days and the day before).
     pub async fn known_window(
         &self,
@@ -518,7 +520,7 @@ impl WriteService {
     ) -> Result<(Vec<Metar>, Vec<OneMinute>, Vec<DailyReport>), LakeError> {
         // Within the hot state's horizon it holds every input with its known time: no
         // lake read (the acknowledged inputs not yet flushed are in it too).
-        if let Some(known) = self.hot.known(station, from, to, t, self.clock.now(), onemin) {
+        if let Some(known) = self.hot.known(station, from, to, t, onemin) {
             return Ok(known);
         }
         let pending: Vec<Received> = self.pending_lock().values().filter(|r| r.at <= t).cloned().collect();
@@ -659,7 +661,7 @@ mod tests {
         };
         let mut hot = Vec::new();
         for t in times {
-            let known = svc.hot.known("KNYC", from, to, t, clock.now(), true).expect("within the hot horizon");
+            let known = svc.hot.known("KNYC", from, to, t, true).expect("within the hot horizon");
             hot.push(sorted(known));
         }
         let counts: Vec<(usize, usize)> = hot.iter().map(|(o, m, _)| (o.len(), m.len())).collect();
@@ -671,14 +673,20 @@ mod tests {
             assert_eq!(&sorted(lake_said), want, "{t}");
         }
         // A window reaching before the hot horizon is left to the lake.
-        assert!(svc.hot.known("KNYC", at(18, 0) - Duration::days(3), to, at(19, 0), clock.now(), true).is_none());
+        assert!(svc.hot.known("KNYC", at(18, 0) - Duration::days(3), to, at(19, 0), true).is_none());
         drop(svc);
         let svc =
             WriteService::open(lake.clone(), ctx.clone(), &dir.path().join("state"), clock.clone()).await.unwrap();
         for (t, want) in times.iter().zip(&hot) {
-            let known = svc.hot.known("KNYC", from, to, *t, clock.now(), true).expect("rebuilt");
+            let known = svc.hot.known("KNYC", from, to, *t, true).expect("rebuilt");
             assert_eq!(&sorted(known), want, "after a restart, {t}");
         }
+        // Pruning moves the horizon: the pruned part is the lake's to answer.
+        let later = at(19, 0) + Duration::hours(60);
+        svc.hot.prune(later);
+        assert_eq!(svc.hot.horizon("KNYC"), Some(later - crate::write::hot::RECENT));
+        assert!(svc.hot.known("KNYC", from, to, at(19, 5), true).is_none());
+        assert!(svc.hot.known("KNYC", later - Duration::hours(1), later, later, true).is_some());
     }
 
     async fn lake_counts(svc: &WriteService) -> (i64, i64) {

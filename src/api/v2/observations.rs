@@ -255,9 +255,9 @@ pub async fn history_as_of(
 /// observation known at `t`, each window from the returned start to `t`: from memory first
 /// (the last three hours, then all the hot state holds: the newest there is the newest of
 /// all), then the lake's last two and ten days.
-fn as_of_windows(state: &AppState, t: DateTime<Utc>) -> Vec<DateTime<Utc>> {
+fn as_of_windows(state: &AppState, station: &Station, t: DateTime<Utc>) -> Vec<DateTime<Utc>> {
     let mut starts = Vec::new();
-    if let Some(h) = state.live.hot.horizon(state.now()).filter(|h| *h < t) {
+    if let Some(h) = state.live.hot.horizon(&station.code).filter(|h| *h < t) {
         starts.extend([(t - Duration::hours(3)).max(h), h]);
     }
     starts.extend([t - Duration::days(2), t - Duration::days(10)]);
@@ -280,7 +280,7 @@ async fn latest_as_of(
             None => Err(no_observation(station)),
         };
     };
-    for from in as_of_windows(state, t) {
+    for from in as_of_windows(state, station, t) {
         let obs = history_as_of(state, station, from, t + Duration::hours(1), t).await?;
         if let Some(o) = newest(station, obs, |o| kind.present(o)) {
             return Ok(o);
@@ -311,7 +311,7 @@ pub async fn latest_observation_as_of(
     t: DateTime<Utc>,
 ) -> ApiResult<Option<(Metar, WithReports)>> {
     let best = |obs: Vec<(Metar, WithReports)>| obs.into_iter().max_by(|a, b| latest_key(&a.0).cmp(&latest_key(&b.0)));
-    for from in as_of_windows(state, t) {
+    for from in as_of_windows(state, station, t) {
         if let Some(found) = best(history_as_of(state, station, from, t + Duration::hours(1), t).await?) {
             return Ok(Some(found));
         }
