@@ -87,6 +87,25 @@ SELECT * FROM read_parquet({onemin}, hive_partitioning = true,
                            hive_types = {{'date': VARCHAR}});
 """
 
+# The readings' known times of sql/accuracy_pairs.sql, one table per input (joined, not
+# stacked: see the SQL); {table} is observations or onemin, {{frm}} / {{to}} as below.
+READINGS_KNOWN = """
+CREATE OR REPLACE TEMP TABLE ap_{table}_known AS
+SELECT b.station_code,
+       DATE '1970-01-01' + CAST(floor((epoch(b.bucket) + 60 * s.standard_offset_minutes + x.shift) / 86400) AS INT) AS date,
+       max(b.known_at) AS known_at
+FROM (
+    SELECT station_code, time_bucket(INTERVAL '15 minutes', observation_time) AS bucket, max(available_at) AS known_at
+    FROM {table}
+    WHERE date BETWEEN CAST({{frm}} - 1 AS VARCHAR) AND CAST({{to}} + 2 AS VARCHAR)
+    GROUP BY 1, 2
+) b
+JOIN stations s ON s.station_code = b.station_code
+CROSS JOIN (VALUES (-7200), (25200)) AS x(shift)
+GROUP BY 1, 2;
+
+"""
+
 # sql/accuracy_pairs.sql; {frm} / {to} are DATE literals. Leaves the chunk's rows in
 # the temp table ap_out (appended to, so chunks accumulate).
 PAIRS_SQL = """
@@ -110,35 +129,7 @@ FROM reports
 WHERE kind = 'cli' AND report_date BETWEEN {frm} AND {to}
 GROUP BY station_code, report_date;
 
-CREATE OR REPLACE TEMP TABLE ap_observations_known AS
-SELECT b.station_code,
-       DATE '1970-01-01' + CAST(floor((epoch(b.bucket) + 60 * s.standard_offset_minutes + x.shift) / 86400) AS INT) AS date,
-       max(b.known_at) AS known_at
-FROM (
-    SELECT station_code, time_bucket(INTERVAL '15 minutes', observation_time) AS bucket, max(available_at) AS known_at
-    FROM observations
-    WHERE date BETWEEN CAST({frm} - 1 AS VARCHAR) AND CAST({to} + 2 AS VARCHAR)
-    GROUP BY 1, 2
-) b
-JOIN stations s ON s.station_code = b.station_code
-CROSS JOIN (VALUES (-7200), (25200)) AS x(shift)
-GROUP BY 1, 2;
-
-CREATE OR REPLACE TEMP TABLE ap_onemin_known AS
-SELECT b.station_code,
-       DATE '1970-01-01' + CAST(floor((epoch(b.bucket) + 60 * s.standard_offset_minutes + x.shift) / 86400) AS INT) AS date,
-       max(b.known_at) AS known_at
-FROM (
-    SELECT station_code, time_bucket(INTERVAL '15 minutes', observation_time) AS bucket, max(available_at) AS known_at
-    FROM onemin
-    WHERE date BETWEEN CAST({frm} - 1 AS VARCHAR) AND CAST({to} + 2 AS VARCHAR)
-    GROUP BY 1, 2
-) b
-JOIN stations s ON s.station_code = b.station_code
-CROSS JOIN (VALUES (-7200), (25200)) AS x(shift)
-GROUP BY 1, 2;
-
-CREATE OR REPLACE TEMP TABLE ap_dsm_known AS
+""" + "".join(READINGS_KNOWN.format(table=t) for t in ("observations", "onemin")) + """CREATE OR REPLACE TEMP TABLE ap_dsm_known AS
 SELECT station_code, report_date AS date, max(available_at) AS known_at
 FROM reports
 WHERE kind = 'dsm' AND report_date BETWEEN {frm} AND {to}
