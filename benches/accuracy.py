@@ -49,7 +49,7 @@ STEPS = ["accuracy_pairs", "model_accuracy", "accuracy_trends", "accuracy_daily_
 # SHA-256 of the sql/*.sql files this port follows: a mismatch means the jobs' SQL changed
 # since and the port (below) needs the same change, or the results will differ.
 PORTED_SQL = {
-    "accuracy_pairs": "a4ddda41736aa6d60ba3b5a838392765ff0cef2eca489302daf44c867649a1e5",
+    "accuracy_pairs": "d06933cfa8f64248a5d317c1f444d7fb76ded52f413731967a3680347cb489ea",
     "model_accuracy": "7012ff85bebbde33a28d782b4128c9598a44a933e6fd35b9022d8c1ae746fb8a",
     "accuracy_trends": "b4a52c8abb8a6d8700f9b90ea4561467fe074192b831c3d878d367d025daea77",
     "accuracy_daily_detail": "c44a7e19f472f0fee6173ab5562e1afd22dd6f88a0dc3087b99754bb320ce1da",
@@ -123,28 +123,25 @@ WHERE logic = 'nws'
   AND (cli_high IS NOT NULL OR cli_low IS NOT NULL OR observations >= 20)
   AND date BETWEEN {frm} AND {to};
 
-CREATE OR REPLACE TEMP TABLE ap_cli_known AS
-SELECT station_code, report_date AS date, max(available_at) AS known_at
+CREATE OR REPLACE TEMP TABLE ap_reports_known AS
+SELECT
+    station_code,
+    report_date AS date,
+    max(CASE WHEN kind = 'cli' THEN available_at END) AS cli_at,
+    max(CASE WHEN kind = 'dsm' THEN available_at END) AS dsm_at
 FROM reports
-WHERE kind = 'cli' AND report_date BETWEEN {frm} AND {to}
+WHERE report_date BETWEEN {frm} AND {to}
 GROUP BY station_code, report_date;
 
-""" + "".join(READINGS_KNOWN.format(table=t) for t in ("observations", "onemin")) + """CREATE OR REPLACE TEMP TABLE ap_dsm_known AS
-SELECT station_code, report_date AS date, max(available_at) AS known_at
-FROM reports
-WHERE kind = 'dsm' AND report_date BETWEEN {frm} AND {to}
-GROUP BY station_code, report_date;
-
-CREATE OR REPLACE TEMP TABLE ap_verified AS
+""" + "".join(READINGS_KNOWN.format(table=t) for t in ("observations", "onemin")) + """CREATE OR REPLACE TEMP TABLE ap_verified AS
 SELECT
     o.*,
-    CASE WHEN o.high_source = 'cli' THEN c.known_at ELSE greatest(r.known_at, m.known_at, d.known_at) END AS high_known_at,
-    CASE WHEN o.low_source = 'cli' THEN c.known_at ELSE greatest(r.known_at, m.known_at, d.known_at) END AS low_known_at
+    CASE WHEN o.high_source = 'cli' THEN c.cli_at ELSE greatest(r.known_at, m.known_at, c.dsm_at) END AS high_known_at,
+    CASE WHEN o.low_source = 'cli' THEN c.cli_at ELSE greatest(r.known_at, m.known_at, c.dsm_at) END AS low_known_at
 FROM ap_observed o
-LEFT JOIN ap_cli_known c ON c.station_code = o.station_code AND c.date = o.date
+LEFT JOIN ap_reports_known c ON c.station_code = o.station_code AND c.date = o.date
 LEFT JOIN ap_observations_known r ON r.station_code = o.station_code AND r.date = o.date
-LEFT JOIN ap_onemin_known m ON m.station_code = o.station_code AND m.date = o.date
-LEFT JOIN ap_dsm_known d ON d.station_code = o.station_code AND d.date = o.date;
+LEFT JOIN ap_onemin_known m ON m.station_code = o.station_code AND m.date = o.date;
 
 CREATE OR REPLACE TEMP TABLE ap_runs AS
 SELECT

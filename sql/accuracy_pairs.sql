@@ -42,10 +42,16 @@ WHERE logic = 'nws'
   AND date BETWEEN $from AND $to;
 
 -- 1b. When the verifying values were known (see available_at above).
-CREATE OR REPLACE TABLE ap_cli_known AS
-SELECT station_code, report_date AS date, max(available_at) AS known_at
+-- The day's reports: its CLI gives the value when it has one, its DSM can give a
+-- computed one.
+CREATE OR REPLACE TABLE ap_reports_known AS
+SELECT
+    station_code,
+    report_date AS date,
+    max(CASE WHEN kind = 'cli' THEN available_at END) AS cli_at,
+    max(CASE WHEN kind = 'dsm' THEN available_at END) AS dsm_at
 FROM reports
-WHERE kind = 'cli' AND report_date BETWEEN $from AND $to
+WHERE report_date BETWEEN $from AND $to
 GROUP BY station_code, report_date;
 
 -- The readings a computed value comes from are those the live engine replays for the
@@ -82,23 +88,15 @@ JOIN stations s ON s.station_code = b.station_code
 CROSS JOIN (VALUES (-7200), (25200)) AS x(shift)
 GROUP BY 1, 2;
 
--- The day's DSM: a computed value can come from it.
-CREATE OR REPLACE TABLE ap_dsm_known AS
-SELECT station_code, report_date AS date, max(available_at) AS known_at
-FROM reports
-WHERE kind = 'dsm' AND report_date BETWEEN $from AND $to
-GROUP BY station_code, report_date;
-
 CREATE OR REPLACE TABLE ap_verified AS
 SELECT
     o.*,
-    CASE WHEN o.high_source = 'cli' THEN c.known_at ELSE greatest(r.known_at, m.known_at, d.known_at) END AS high_known_at,
-    CASE WHEN o.low_source = 'cli' THEN c.known_at ELSE greatest(r.known_at, m.known_at, d.known_at) END AS low_known_at
+    CASE WHEN o.high_source = 'cli' THEN c.cli_at ELSE greatest(r.known_at, m.known_at, c.dsm_at) END AS high_known_at,
+    CASE WHEN o.low_source = 'cli' THEN c.cli_at ELSE greatest(r.known_at, m.known_at, c.dsm_at) END AS low_known_at
 FROM ap_observed o
-LEFT JOIN ap_cli_known c ON c.station_code = o.station_code AND c.date = o.date
+LEFT JOIN ap_reports_known c ON c.station_code = o.station_code AND c.date = o.date
 LEFT JOIN ap_observations_known r ON r.station_code = o.station_code AND r.date = o.date
-LEFT JOIN ap_onemin_known m ON m.station_code = o.station_code AND m.date = o.date
-LEFT JOIN ap_dsm_known d ON d.station_code = o.station_code AND d.date = o.date;
+LEFT JOIN ap_onemin_known m ON m.station_code = o.station_code AND m.date = o.date;
 
 -- 2. Every run's forecast of those days, with the start of the LST day (Unix seconds).
 CREATE OR REPLACE TABLE ap_runs AS
