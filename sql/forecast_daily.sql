@@ -28,6 +28,9 @@
 -- leaves that day out; Asia/Kolkata works (hourly points fall at :30 local) because the
 -- rule compares instants, not clock readings.
 
+-- Each point's current values: a re-published run keeps the values it replaced beside
+-- them, with superseded_at set (src/lake/versions.rs).
+--
 -- 1. One pass over the files: each run's points cut by (civil day, standard day). A day
 --    of one clock overlaps at most two days of the other, so both tz_modes are rolled up
 --    from this table (about a twelfth of the rows) instead of scanning the forecasts
@@ -52,6 +55,7 @@ SELECT
     max(available_at) AS available_at
 FROM forecasts
 WHERE run_date BETWEEN $from AND $to
+  AND superseded_at IS NULL
   AND valid_date_civil IS NOT NULL
   AND valid_date_standard IS NOT NULL
   AND (temperature_f IS NOT NULL OR temperature_c IS NOT NULL)

@@ -16,9 +16,11 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
+use super::bound_sql::Bindings;
 use super::error::ApiError;
 use super::params;
 use super::state::AppState;
+use crate::lake::schema::{CURRENT, SUPERSEDED_AT};
 use crate::time::fmt_iso_utc;
 
 /// The parameter's name, in queries and the `X-As-Of` header.
@@ -72,6 +74,19 @@ impl AsOf {
             }
         }
         response
+    }
+}
+
+/// The SQL condition keeping the `forecasts` rows a reader sees (with `alias` before each
+/// column, like `f.`): now, each fact's current version; as of t, the rows available then
+/// and not yet replaced by a re-published run's other values (`lake::versions`).
+pub fn forecast_rows(b: &mut Bindings, as_of: Option<DateTime<Utc>>, alias: &str) -> String {
+    match as_of {
+        None => format!("{alias}{CURRENT}"),
+        Some(t) => {
+            let t = b.time(t);
+            format!("{alias}available_at <= {t} AND ({alias}{SUPERSEDED_AT} IS NULL OR {alias}{SUPERSEDED_AT} > {t})")
+        }
     }
 }
 

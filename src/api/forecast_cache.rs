@@ -29,6 +29,7 @@ use super::bound_sql::Bindings;
 use super::error::{ApiError, ApiResult};
 use super::loading_cache::LoadingCache;
 use crate::decode::forecast_rows::COLUMNS;
+use crate::lake::schema::SUPERSEDED_AT;
 use crate::write::WriteService;
 
 /// The spec 2.5 columns, in order, as SQL: `id` (from the natural-key hash), the columns
@@ -47,8 +48,9 @@ pub const MAX_ROWS: usize = 2_000_000;
 pub struct Entry {
     /// Runs on or after this date are all here.
     pub from_date: NaiveDate,
-    /// Sorted by run_time, valid_time; the columns of spec 2.5, then `available_at` (for
-    /// answers as of a time; [`Entry::select`] leaves it out).
+    /// Sorted by run_time, valid_time; the columns of spec 2.5, then `available_at` and
+    /// `superseded_at` (which rows an answer as of a time sees, and which are current:
+    /// `lake::versions`; [`Entry::select`] leaves them out).
     pub rows: RecordBatch,
     /// The model's live version these rows include.
     version: u64,
@@ -88,7 +90,7 @@ impl Entry {
             })
             .collect();
         let rows = filter_record_batch(&self.rows, &mask).map_err(ApiError::internal)?;
-        rows.project(&(0..rows.num_columns() - 1).collect::<Vec<_>>()).map_err(ApiError::internal)
+        rows.project(&(0..rows.num_columns() - 2).collect::<Vec<_>>()).map_err(ApiError::internal)
     }
 
     /// The latest run held (with `as_of`: the latest with a row available by then), if any.
@@ -101,13 +103,19 @@ impl Entry {
         Ok((0..runs.len()).rev().find(|&i| known(i)).and_then(|i| DateTime::from_timestamp_micros(runs.value(i))))
     }
 
-    /// Whether row `i` was available at `as_of` (every row without one).
+    /// Whether row `i` is what a reader saw at `as_of`: available then and not replaced yet
+    /// by other values of a re-published run (without a time: current).
     fn known(&self, as_of: Option<DateTime<Utc>>) -> ApiResult<impl Fn(usize) -> bool + '_> {
-        let Some(available) = self.times("available_at") else {
-            return Err(ApiError::internal("cached forecast rows lack available_at"));
+        let (Some(available), Some(superseded)) = (self.times("available_at"), self.times(SUPERSEDED_AT)) else {
+            return Err(ApiError::internal("cached forecast rows lack available_at/superseded_at"));
         };
         let t = as_of.map(|t| t.timestamp_micros());
-        Ok(move |i: usize| t.is_none_or(|t| available.is_valid(i) && available.value(i) <= t))
+        Ok(move |i: usize| match t {
+            None => superseded.is_null(i),
+            Some(t) => {
+                available.is_valid(i) && available.value(i) <= t && (superseded.is_null(i) || superseded.value(i) > t)
+            }
+        })
     }
 }
 
@@ -173,7 +181,7 @@ async fn load(live: &WriteService, location: &str, model: &str, version: u64) ->
 async fn read(live: &WriteService, location: &str, model: &str, from_date: NaiveDate) -> ApiResult<RecordBatch> {
     let mut b = Bindings::new();
     let sql = format!(
-        "SELECT {}, available_at FROM forecasts WHERE location_name = {} AND model = {} AND run_date >= {} \
+        "SELECT {}, available_at, {SUPERSEDED_AT} FROM forecasts WHERE location_name = {} AND model = {} AND run_date >= {} \
          ORDER BY run_time, valid_time",
         RAW_COLUMNS.as_str(),
         b.str(location),

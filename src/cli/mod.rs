@@ -98,6 +98,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         if rewritten > 0 {
             tracing::warn!(partitions = rewritten, "gave the lake's rows received_at and available_at");
         }
+        if done.versions > 0 {
+            tracing::warn!("declared forecasts.superseded_at (the versions of re-published runs)");
+        }
     }
     let counted = lake.clone();
     let code = match cli.command {

@@ -28,7 +28,7 @@ use datafusion::functions_window::expr_fn::row_number;
 use datafusion::logical_expr::{col, lit, Expr, ExprFunctionExt, JoinType, LogicalPlanBuilder, SortExpr};
 use datafusion::prelude::SessionContext;
 
-use super::schema::{self, AsOfBound, TableDef, Versions};
+use super::schema::{self, AsOfBound, TableDef, Versions, SUPERSEDED_AT};
 use super::snapshot_table::SnapshotTable;
 use super::time_travel::{lake_tables, moment_ms};
 
@@ -89,13 +89,18 @@ fn view(name: &str, table: &SnapshotTable, def: &TableDef, at: DateTime<Utc>) ->
         provider.schema().fields().iter().map(|f| Expr::Column(Column::from_name(f.name()))).collect();
     let at_us = ScalarValue::TimestampMicrosecond(Some(at.timestamp_micros()), Some("UTC".into()));
     let mut plan = LogicalPlanBuilder::scan(name, provider_as_source(provider), None)?
-        .filter(col("available_at").lt_eq(lit(at_us)).and(bound(def.as_of_bound, at)))?;
+        .filter(col("available_at").lt_eq(lit(at_us.clone())).and(bound(def.as_of_bound, at)))?;
     let ranked = |f: Expr, key: &[&str], order: &[(&str, bool)]| -> Result<Expr> {
         let order: Vec<SortExpr> = order.iter().map(|(c, desc)| col(*c).sort(!desc, false)).collect();
         Ok(f.partition_by(key.iter().map(|c| col(*c)).collect()).order_by(order).build()?.alias(VERSION))
     };
     match def.versions {
         Versions::Rows => {}
+        // The row current at t: not yet replaced then.
+        Versions::Superseded => {
+            let current = col(SUPERSEDED_AT).is_null().or(col(SUPERSEDED_AT).gt(lit(at_us)));
+            plan = plan.filter(current)?;
+        }
         Versions::Latest { key, order } => {
             plan = plan.window(vec![ranked(row_number(), key, order)?])?.filter(col(VERSION).eq(lit(1u64)))?;
         }

@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use datafusion::arrow::array::{AsArray, RecordBatch, UInt64Array};
+use datafusion::arrow::array::{new_null_array, AsArray, RecordBatch, UInt64Array};
 use datafusion::arrow::compute::{concat_batches, lexsort_to_indices, take_record_batch, SortColumn};
 use datafusion::arrow::datatypes::{TimestampMicrosecondType, UInt64Type};
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
@@ -60,6 +60,28 @@ pub async fn read_file(store: &Arc<dyn ObjectStore>, path: &Path) -> Result<Vec<
     let bytes = store.get(path).await?.bytes().await?;
     let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)?.build()?;
     Ok(reader.collect::<Result<Vec<_>, _>>()?)
+}
+
+/// A stored batch in the table's file schema: a file written before the two times
+/// existed gets them (`availability::fill_times`, `model` the forecasts partition's), and
+/// a later nullable column it lacks (forecasts' `superseded_at`) is NULL, so the batches of
+/// one partition concatenate.
+pub fn conform(table: &TableDef, model: Option<&str>, batch: &RecordBatch) -> Result<RecordBatch, LakeError> {
+    let batch = fill_times(table, model, batch)?;
+    let schema = table.file_schema();
+    if batch.num_columns() == schema.fields().len() {
+        return Ok(batch);
+    }
+    let cols = schema
+        .fields()
+        .iter()
+        .map(|f| match batch.schema().index_of(f.name()) {
+            Ok(i) => Ok(Arc::clone(batch.column(i))),
+            Err(_) if f.is_nullable() => Ok(new_null_array(f.data_type(), batch.num_rows())),
+            Err(e) => Err(e.into()),
+        })
+        .collect::<Result<Vec<_>, LakeError>>()?;
+    Ok(RecordBatch::try_new(schema, cols)?)
 }
 
 /// Sorts a batch by the table's sort columns (then row_key, so the order is total).
@@ -146,9 +168,9 @@ impl Lake {
             for f in &files {
                 let model = f.partition_values.get("model").cloned().flatten();
                 for b in read_file(&store, &f.location).await? {
-                    // A file written before the two times existed gets them here, so one
-                    // merged file has one schema (`availability::fill_times`).
-                    let adapted = fill_times(table, model.as_deref(), &b)?;
+                    // A file written before a column existed gets it here, so one merged
+                    // file has one schema.
+                    let adapted = conform(table, model.as_deref(), &b)?;
                     filled |= adapted.num_columns() != b.num_columns();
                     batches.push(adapted);
                 }

@@ -554,13 +554,21 @@ pub(crate) const FORMAT_MARKER: &str = "_lake_format";
 /// `available_at` (upgrade.rs, `add_times`).
 pub(crate) const FORMAT_TIMES: &str = "times";
 
+/// The line of [`FORMAT_MARKER`] that says `forecasts` declares `superseded_at`
+/// (`lake::versions`; upgrade.rs declares it on a lake that lacks the line).
+pub(crate) const FORMAT_VERSIONS: &str = "versions";
+
+/// The marker of a lake with every column.
+fn marker_text() -> String {
+    format!("delta\n{FORMAT_TIMES}\n{FORMAT_VERSIONS}\n")
+}
+
 /// Writes [`FORMAT_MARKER`] unless it exists: a lake whose first table is created now has
 /// every column from the start, so it says so; a lake marked before keeps its mark
 /// (`upgrade_if_needed` adds what it lacks).
 pub(crate) async fn mark_created(lake: &Lake) -> Result<(), LakeError> {
     let opts = object_store::PutOptions::from(object_store::PutMode::Create);
-    let text = format!("delta\n{FORMAT_TIMES}\n");
-    match lake.store().put_opts(&lake.location.root.clone().join(FORMAT_MARKER), text.into(), opts).await {
+    match lake.store().put_opts(&lake.location.root.clone().join(FORMAT_MARKER), marker_text().into(), opts).await {
         Ok(_) | Err(object_store::Error::AlreadyExists { .. }) => Ok(()),
         Err(e) => Err(e.into()),
     }
@@ -572,10 +580,9 @@ pub(crate) async fn mark_converted(lake: &Lake) -> Result<(), LakeError> {
     Ok(())
 }
 
-/// Writes [`FORMAT_MARKER`] of a lake converted and given the times.
+/// Writes [`FORMAT_MARKER`] of a lake converted and given every column.
 pub(crate) async fn mark_upgraded(lake: &Lake) -> Result<(), LakeError> {
-    let text = format!("delta\n{FORMAT_TIMES}\n");
-    lake.store().put(&lake.location.root.clone().join(FORMAT_MARKER), text.into()).await?;
+    lake.store().put(&lake.location.root.clone().join(FORMAT_MARKER), marker_text().into()).await?;
     Ok(())
 }
 

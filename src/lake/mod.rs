@@ -14,6 +14,7 @@ pub mod snapshot_table;
 pub mod store;
 pub mod time_travel;
 pub mod upgrade;
+pub mod versions;
 pub mod window;
 pub mod writer;
 

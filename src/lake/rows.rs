@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, Utc};
 use datafusion::arrow::array::{
-    ArrayRef, BooleanBuilder, Date32Builder, Float64Builder, Int32Builder, RecordBatch, StringBuilder,
+    new_null_array, ArrayRef, BooleanBuilder, Date32Builder, Float64Builder, Int32Builder, RecordBatch, StringBuilder,
     TimestampMicrosecondBuilder, UInt64Builder,
 };
 use datafusion::arrow::error::ArrowError;
 
-use super::availability;
 use super::schema::{KeyHasher, TableDef, FORECASTS, NWS_HOURLY, OBSERVATIONS, ONEMIN, REPORTS};
+use super::{availability, versions};
 use crate::catalog::{lst_to_utc, Catalog};
 use crate::decode::metar::{report_body, temperature_fields};
 use crate::decode::swar::load_le;
@@ -40,6 +40,13 @@ pub trait LakeRecord: Send + Sync {
     /// When the source published it (`lake::availability`): the `available_at` of a
     /// backfilled row, bounded by when wxlake received it. `None`: unknown.
     fn published_at(&self) -> Option<DateTime<Utc>>;
+    /// The `row_key` this row gets when its natural key is stored with other values: a
+    /// version of a re-published fact, for a table that keeps them
+    /// ([`Versions::Superseded`](super::schema::Versions::Superseded), `lake::versions`).
+    /// Other tables never ask.
+    fn version_key(&self) -> u64 {
+        self.row_key()
+    }
     /// Builds a batch of the table's file schema from rows already sorted.
     fn to_batch(rows: &[&Self], keys: &[u64], times: RowTimes) -> Result<RecordBatch, ArrowError>;
 }
@@ -153,8 +160,15 @@ impl RowTimes {
 }
 
 fn finish(table: &TableDef, mut cols: Vec<ArrayRef>, times: RowTimes) -> Result<RecordBatch, ArrowError> {
+    let n = times.received_at.len();
     cols.extend(times.into_columns());
-    RecordBatch::try_new(table.file_schema(), cols)
+    let schema = table.file_schema();
+    // A column after the times (forecasts' `superseded_at`) is NULL in a new row: it is
+    // current.
+    let rest = schema.fields().get(cols.len()..).unwrap_or_default();
+    let nulls: Vec<ArrayRef> = rest.iter().map(|f| new_null_array(f.data_type(), n)).collect();
+    cols.extend(nulls);
+    RecordBatch::try_new(schema, cols)
 }
 fn opt_i32(v: Option<u16>) -> Option<i32> {
     v.map(i32::from)
@@ -459,12 +473,15 @@ impl LakeRecord for ForecastRow {
         KeyHasher::default().str(self.model).i64(utc_day(self.run_time) as i64).finish()
     }
     fn row_key(&self) -> u64 {
-        KeyHasher::default()
-            .str(self.model)
-            .str(&self.location_name)
-            .i64(micros(self.run_time))
-            .i64(micros(self.valid_time))
-            .finish()
+        forecast_key(self.model, &self.location_name, micros(self.run_time), micros(self.valid_time))
+    }
+    fn version_key(&self) -> u64 {
+        let floats = self.floats();
+        versions::version_key(
+            self.row_key(),
+            floats[2..].iter().map(|v| v.get()),
+            [self.wind_direction_deg, self.weather_code],
+        )
     }
     type SortKey<'a> = (StrKey<'a>, i64, i64);
     fn sort_key(&self) -> Self::SortKey<'_> {
@@ -517,6 +534,12 @@ impl LakeRecord for ForecastRow {
         cols.push(Arc::new(key.finish()));
         finish(&FORECASTS, cols, times)
     }
+}
+
+/// The natural key of a forecast row (`FORECASTS.key_cols`), from its fields or from its
+/// stored columns (`lake::versions`).
+pub fn forecast_key(model: &str, location: &str, run_us: i64, valid_us: i64) -> u64 {
+    KeyHasher::default().str(model).str(location).i64(run_us).i64(valid_us).finish()
 }
 
 /// One period of one NWS hourly forecast version, flattened for storage.

@@ -49,7 +49,18 @@ pub enum Versions {
     /// Rows equal in `key` hold documents (all the periods of one forecast version); the
     /// rows whose `newest` column holds its greatest value are the current document.
     Document { key: &'static [&'static str], newest: &'static str },
+    /// A row says when a newer version of its fact replaced it ([`SUPERSEDED_AT`], set by
+    /// the writer when it stores the newer one: `lake::versions`): the row is current at t
+    /// while that is NULL or after t, so choosing needs no window over the table.
+    Superseded,
 }
+
+/// The column of a table with [`Versions::Superseded`]: when the row stopped being current.
+pub const SUPERSEDED_AT: &str = "superseded_at";
+
+/// The SQL condition that keeps the current rows of such a table (every reader of
+/// `forecasts` that wants one row per model, place, run and valid time adds it).
+pub const CURRENT: &str = "superseded_at IS NULL";
 
 /// Which partitions `as_of` reads for a time t (`TableDef::as_of_bound`).
 #[derive(Debug, Clone, Copy)]
@@ -212,6 +223,9 @@ cached_schema!(
         f("inserted_at", ts(), false),
         f("received_at", ts(), true),
         f("available_at", ts(), true),
+        // When a re-published run's other values for this row became available: NULL
+        // while the row is current (`lake::versions`).
+        f(SUPERSEDED_AT, ts(), true),
     ]
 );
 
@@ -285,8 +299,8 @@ pub const FORECASTS: TableDef = TableDef {
     partition_cols: &["model", "run_date"],
     sort_cols: &["location_name", "run_time", "valid_time"],
     key_cols: &["model", "location_name", "run_time", "valid_time"],
-    // One row per model, place, run and valid time: the first stored is kept.
-    versions: Versions::Rows,
+    // A re-published run's other values are kept beside the first (`lake::versions`).
+    versions: Versions::Superseded,
     as_of_bound: AsOfBound::UpTo("run_date"),
     schema: forecasts_schema,
 };
@@ -325,6 +339,10 @@ impl Default for KeyHasher {
 }
 
 impl KeyHasher {
+    /// Goes on hashing after a key already computed (a version's key after its natural key).
+    pub fn from_key(key: u64) -> Self {
+        KeyHasher(key)
+    }
     pub fn bytes(self, b: &[u8]) -> Self {
         let mut h = FnvHasher::with_key(self.0);
         h.write(b);

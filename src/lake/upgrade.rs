@@ -16,7 +16,10 @@
 //! columns), then the Delta schema declares them. Run again after an interruption it
 //! rewrites what is left; on a lake that has them it rewrites nothing.
 //!
-//! The CLI runs both on every open of a lake ([`upgrade_if_needed`]: a lake already
+//! A lake marked with the times but written before forecasts kept the versions of a
+//! re-published run declares `superseded_at` ([`add_versions`]: a schema commit only).
+//!
+//! The CLI runs these on every open of a lake ([`upgrade_if_needed`]: a lake already
 //! upgraded says so in one object, `_lake_format`, so this costs one request), and
 //! `wxlake lake upgrade` runs them explicitly and prints what they did.
 
@@ -33,8 +36,8 @@ use object_store::ObjectStoreExt;
 use serde::Deserialize;
 
 use super::compact::{CompactStats, Rewrite};
-use super::delta::{mark_converted, mark_upgraded, TableShape, FORMAT_MARKER, FORMAT_TIMES};
-use super::schema::TABLES;
+use super::delta::{mark_converted, mark_upgraded, TableShape, FORMAT_MARKER, FORMAT_TIMES, FORMAT_VERSIONS};
+use super::schema::{FORECASTS, TABLES};
 use super::store::delete_if_present;
 use super::{Lake, LakeError};
 
@@ -49,6 +52,8 @@ pub struct Upgrade {
     pub deleted: usize,
     /// Raw tables given `received_at` and `available_at` now: what the rewrite did.
     pub times: Vec<(String, CompactStats)>,
+    /// Columns `forecasts` declared now for the versions of re-published runs.
+    pub versions: usize,
 }
 
 /// A record of the former protocol (only what the conversion needs).
@@ -78,14 +83,28 @@ pub async fn upgrade_if_needed(lake: &Lake, shapes: &[TableShape]) -> Result<Upg
     match lake.store().get(&marker).await {
         Ok(got) => {
             let text = got.bytes().await?;
-            if String::from_utf8_lossy(&text).lines().any(|l| l == FORMAT_TIMES) {
-                return Ok(Upgrade::default());
+            let text = String::from_utf8_lossy(&text);
+            let has = |line: &str| text.lines().any(|l| l == line);
+            if !has(FORMAT_TIMES) {
+                return Ok(Upgrade { times: add_times(lake).await?, ..Default::default() });
             }
-            Ok(Upgrade { times: add_times(lake).await?, ..Default::default() })
+            if !has(FORMAT_VERSIONS) {
+                return Ok(Upgrade { versions: add_versions(lake).await?, ..Default::default() });
+            }
+            Ok(Upgrade::default())
         }
         Err(object_store::Error::NotFound { .. }) => upgrade(lake, shapes).await,
         Err(e) => Err(e.into()),
     }
+}
+
+/// Declares `superseded_at` in the Delta schema of `forecasts` (`lake::versions`): one
+/// schema commit, no file rewritten (a file without the column reads it as NULL: current),
+/// then marks the lake so. Returns how many columns were declared.
+pub async fn add_versions(lake: &Lake) -> Result<usize, LakeError> {
+    let declared = lake.declare_columns(&TableShape::lake_table(&FORECASTS)).await?;
+    mark_upgraded(lake).await?;
+    Ok(declared)
 }
 
 /// Gives every raw table of `lake` the columns `received_at` and `available_at` (module

@@ -25,7 +25,7 @@ use rayon::prelude::*;
 use super::availability;
 use super::delta::{backoff, partitions_predicate, Change, NewFile, TableShape, COMMIT_ATTEMPTS};
 use super::rows::{LakeRecord, RowTimes};
-use super::schema::TableDef;
+use super::schema::{TableDef, Versions};
 use super::{blocking, Lake, LakeError};
 
 /// Hash containers for row keys and partition keys (already hashes of trusted fields,
@@ -165,7 +165,7 @@ impl Lake {
             Arc::new(Rows { chunks, slices, parts: parts.into_iter().collect(), _rows: std::marker::PhantomData });
         let shape = TableShape::lake_table(table);
         let mut attempt = 0;
-        let outcome = loop {
+        let mut outcome = loop {
             attempt += 1;
             match self.store_once(&shape, table, &rows, inserted_at).await {
                 Err(LakeError::Conflict(why)) if attempt < COMMIT_ATTEMPTS => {
@@ -177,11 +177,20 @@ impl Lake {
                 done => break done,
             }
         };
+        let versions = match &mut outcome {
+            Ok(Stored { republished, .. }) if !republished.is_empty() => {
+                let (shared, republished) = (Arc::clone(&rows), std::mem::take(republished));
+                let candidates = blocking(move || republished_batches(&shared, republished, inserted_at)).await??;
+                self.store_versions(table, &candidates).await
+            }
+            _ => Ok(0),
+        };
         if let Ok(rows) = Arc::try_unwrap(rows) {
             blocking(move || rows.chunks.into_par_iter().for_each(Chunk::free)).await?;
         }
-        let (stored, files) = outcome?;
-        Ok(WriteStats { stored, duplicate: total - stored, files })
+        let (Stored { rows: stored, files, .. }, versions) = (outcome?, versions?);
+        let stored = stored + versions;
+        Ok(WriteStats { stored, duplicate: total - stored, files: files + usize::from(versions > 0) })
     }
 
     /// One attempt of a write on the table's latest snapshot: drops the keys stored in the
@@ -194,7 +203,7 @@ impl Lake {
         table: &'static TableDef,
         rows: &Arc<Rows<R, C>>,
         inserted_at: DateTime<Utc>,
-    ) -> Result<(usize, usize), LakeError> {
+    ) -> Result<Stored, LakeError> {
         let store = self.store();
         let (snapshot, active) = self.table_files(shape).await?;
         let mut by_dir: FastMap<&str, Vec<Path>> = FastMap::default();
@@ -228,9 +237,11 @@ impl Lake {
                 .into_par_iter()
                 .map(|(i, seen)| {
                     let (dir, part) = &rows.parts[i];
-                    let Some((file, n)) = encode_partition(table, &rows.chunks, &rows.slices, part, seen, inserted_at)?
-                    else {
-                        return Ok(None);
+                    let (file, republished) =
+                        encode_partition(table, &rows.chunks, &rows.slices, part, seen, inserted_at)?;
+                    let republished = (!republished.is_empty()).then_some((i, republished));
+                    let Some((file, n)) = file else {
+                        return Ok((None, republished));
                     };
                     let name = new_file_name();
                     let size = file.len() as u64;
@@ -241,16 +252,19 @@ impl Lake {
                     let at = at.join(name.as_str());
                     // A closed channel means a put failed; `put_all` reports why.
                     tx.blocking_send((at, file)).map_err(|_| LakeError::PutAborted)?;
-                    Ok(Some(NewFile { partition_dir: dir.clone(), name, size, rows: n as u64 }))
+                    Ok((Some(NewFile { partition_dir: dir.clone(), name, size, rows: n as u64 }), republished))
                 })
-                .collect::<Result<Vec<Option<NewFile>>, LakeError>>();
+                .collect::<Result<Vec<_>, LakeError>>();
             drop(tx);
             encoded
         })
         .await?;
         let put = puts.await.map_err(LakeError::Join)?;
-        let new: Vec<NewFile> = match (put, encoded) {
-            (Ok(()), Ok(files)) => files.into_iter().flatten().collect(),
+        let (new, republished): (Vec<NewFile>, Vec<_>) = match (put, encoded) {
+            (Ok(()), Ok(parts)) => {
+                let (files, republished): (Vec<_>, Vec<_>) = parts.into_iter().unzip();
+                (files.into_iter().flatten().collect(), republished.into_iter().flatten().collect())
+            }
             // A failed put explains an aborted encode better than the abort does.
             (Err(e), _) | (Ok(()), Err(e)) => return Err(e),
         };
@@ -270,8 +284,43 @@ impl Lake {
             }
             return Err(e);
         }
-        Ok((stored, count))
+        Ok(Stored { rows: stored, files: count, republished })
     }
+}
+
+/// What one attempt of a write stored.
+struct Stored {
+    rows: usize,
+    files: usize,
+    /// Per partition (index in the write's parts), the rows whose natural key was stored
+    /// already, for a table that keeps versions: (slice, row) pairs.
+    republished: Vec<(usize, Vec<(u32, u32)>)>,
+}
+
+/// The rows of `republished` as one batch per partition, keyed by their values
+/// ([`LakeRecord::version_key`]) and known when received (`lake::versions`).
+fn republished_batches<R: LakeRecord, C: Chunk<R>>(
+    rows: &Rows<R, C>,
+    republished: Vec<(usize, Vec<(u32, u32)>)>,
+    inserted_at: DateTime<Utc>,
+) -> Result<Vec<(String, RecordBatch)>, LakeError> {
+    republished
+        .into_iter()
+        .map(|(part, picked)| {
+            let mut refs = Vec::with_capacity(picked.len());
+            let mut times = RowTimes { inserted_at: inserted_at.timestamp_micros(), ..Default::default() };
+            for (s, i) in picked {
+                let slice = &rows.slices[s as usize];
+                let chunk = &rows.chunks[slice.chunk];
+                refs.push(&chunk.rows()[slice.start + i as usize]);
+                let received = chunk.received_at().unwrap_or(inserted_at).timestamp_micros();
+                times.received_at.push(received);
+                times.available_at.push(received);
+            }
+            let keys: Vec<u64> = refs.iter().map(|r| r.version_key()).collect();
+            Ok((rows.parts[part].0.clone(), R::to_batch(&refs, &keys, times)?))
+        })
+        .collect()
 }
 
 /// A write's rows, kept until it commits (a retried attempt reads them again).
@@ -356,7 +405,11 @@ fn group_rows<R: LakeRecord>(rows: &[R]) -> (Vec<u64>, Vec<Group>) {
 
 /// One partition's new file: drops keys already stored or seen earlier in this write (the
 /// first occurrence wins; a natural key includes its partition's fields), sorts, builds
-/// and encodes. `None` when every row was a duplicate; else the file and its row count.
+/// and encodes. The file is `None` when every row was a duplicate; else it comes with its
+/// row count. Beside it, for a table that keeps versions ([`Versions::Superseded`]), the
+/// first row of each natural key already stored, as (slice, row): maybe a re-publication
+/// (`lake::versions` decides).
+#[allow(clippy::type_complexity)]
 fn encode_partition<R: LakeRecord>(
     table: &TableDef,
     chunks: &[impl Chunk<R>],
@@ -364,8 +417,11 @@ fn encode_partition<R: LakeRecord>(
     rows: &PartRows,
     mut seen: FastSet<u64>,
     inserted_at: DateTime<Utc>,
-) -> Result<Option<(Bytes, usize)>, LakeError> {
+) -> Result<(Option<(Bytes, usize)>, Vec<(u32, u32)>), LakeError> {
     let n: usize = rows.iter().map(|(_, r)| r.len()).sum();
+    // Only a table keeping versions tells a stored key from one repeated in this write.
+    let mut stored = matches!(table.versions, Versions::Superseded).then(|| seen.clone());
+    let mut republished = Vec::new();
     seen.reserve(n);
     // Sort compact (sort key, row key, row) entries rather than the rows; the stable sort
     // merges the already-sorted runs inputs usually arrive in (one per station file) in
@@ -379,11 +435,13 @@ fn encode_partition<R: LakeRecord>(
             if seen.insert(key) {
                 let r = &records[i as usize];
                 order.push((r.sort_key(), key, r, slice.chunk as u32));
+            } else if stored.as_mut().is_some_and(|stored| stored.remove(&key)) {
+                republished.push((*s, i));
             }
         }
     }
     if order.is_empty() {
-        return Ok(None);
+        return Ok((None, republished));
     }
     order.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
     let refs: Vec<&R> = order.iter().map(|o| o.2).collect();
@@ -401,7 +459,7 @@ fn encode_partition<R: LakeRecord>(
         .unzip();
     drop(order);
     let batch = R::to_batch(&refs, &row_keys, times)?;
-    Ok(Some((encode_parquet(table, &batch)?, refs.len())))
+    Ok((Some((encode_parquet(table, &batch)?, refs.len())), republished))
 }
 
 /// Puts every file that arrives, several at once, until the sender is done. On the first

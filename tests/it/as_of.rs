@@ -361,7 +361,7 @@ async fn a_lake_written_before_the_times_gets_them_by_the_backfill_rules_once() 
     assert!(schema.contains("received_at") && schema.contains("available_at"));
     assert_eq!(files.len(), 1, "the two legacy files merged into one");
     let text = lake.store().get(&marker).await.unwrap().bytes().await.unwrap();
-    assert_eq!(String::from_utf8_lossy(&text), "delta\ntimes\n");
+    assert_eq!(String::from_utf8_lossy(&text), "delta\ntimes\nversions\n");
 
     // Idempotent: the marker skips it, and run anyway it rewrites nothing.
     let again = upgrade_if_needed(&lake, &[]).await.unwrap();
@@ -381,6 +381,72 @@ async fn compaction_merges_files_written_before_and_after_the_times() {
     assert_eq!((stats.files_before, stats.files_after, stats.rows), (2, 1, day.len()));
     let q = "SELECT count(*) FROM observations WHERE received_at IS NULL OR available_at IS NULL";
     assert_eq!(scalar(&lake, q).await, "0");
+}
+
+#[tokio::test]
+async fn a_republished_run_is_kept_beside_the_first_and_current_from_its_receipt() {
+    use wxlake::lake::schema::FORECASTS;
+    let (_d, lake) = temp_lake().await;
+    let run = t("2026-01-10T00:00:00Z");
+    let version = |offset: f64| -> Vec<_> {
+        (0..6).map(|lead| knyc_forecast("GFS", run, lead, 40.0 + offset + lead as f64 / 2.0)).collect()
+    };
+    let state = |q: &str| {
+        let (lake, q) = (lake.clone(), format!("SELECT count(*), min(temperature_f), max(temperature_f) FROM {q}"));
+        async move { rows(&lake, &q).await }
+    };
+    let first = lake.write(version(0.0)).await.unwrap();
+    assert_eq!(first.stored, 6);
+    // The same values again (a re-fetch, or the same run in another format): nothing.
+    assert_eq!(lake.write(version(0.0)).await.unwrap().stored, 0);
+    let mut recoded = version(0.0);
+    recoded.iter_mut().for_each(|r| r.temperature_k = r.temperature_k.get().map(|k| k + 1e-6).into());
+    assert_eq!(lake.write(recoded).await.unwrap().stored, 0, "a thousandth of a unit is the same value");
+
+    // Re-published with other values: stored beside, the first ones superseded.
+    let before = Utc::now();
+    let second = lake.write(version(3.0)).await.unwrap();
+    assert_eq!((second.stored, second.duplicate), (6, 0));
+    assert_eq!(state("forecasts").await, [["12", "40.0", "45.5"]]);
+    assert_eq!(state("forecasts WHERE superseded_at IS NULL").await, [["6", "43.0", "45.5"]]);
+    // The new values are known from their receipt; the old ones until then.
+    let q = "SELECT count(*) FROM forecasts WHERE superseded_at IS NOT NULL \
+             AND superseded_at = (SELECT min(available_at) FROM forecasts WHERE temperature_f >= 43) \
+             AND available_at < superseded_at";
+    assert_eq!(scalar(&lake, q).await, "6");
+    let republished = t(&scalar(&lake, "SELECT min(available_at) FROM forecasts WHERE superseded_at IS NULL").await);
+    assert!(republished >= before - Duration::seconds(1), "{republished}");
+    let as_of = |at: DateTime<Utc>| format!("as_of('forecasts', '{}')", wxlake::time::fmt_iso_utc(at));
+    let published = t(&scalar(&lake, "SELECT min(available_at) FROM forecasts").await);
+    assert_eq!(state(&as_of(published - Duration::seconds(1))).await, [["0", "", ""]]);
+    assert_eq!(state(&as_of(published)).await, [["6", "40.0", "42.5"]]);
+    assert_eq!(state(&as_of(republished - Duration::seconds(1))).await, [["6", "40.0", "42.5"]]);
+    assert_eq!(state(&as_of(republished + Duration::seconds(1))).await, [["6", "43.0", "45.5"]]);
+    // Each version has its own id.
+    assert_eq!(scalar(&lake, "SELECT count(DISTINCT row_key) FROM forecasts").await, "12");
+
+    // The first values once more: already stored (as a version), so nothing changes.
+    assert_eq!(lake.write(version(0.0)).await.unwrap().stored, 0);
+    assert_eq!(state("forecasts WHERE superseded_at IS NULL").await, [["6", "43.0", "45.5"]]);
+    // A third version supersedes the second; one write repeating a fact keeps its first row.
+    let mut third = version(6.0);
+    third.extend(version(9.0));
+    assert_eq!(lake.write(third).await.unwrap().stored, 6);
+    assert_eq!(state("forecasts WHERE superseded_at IS NULL").await, [["6", "46.0", "48.5"]]);
+    assert_eq!(state("forecasts").await, [["18", "40.0", "48.5"]]);
+    // A new fact of the same partition beside a version is stored as usual.
+    let mut mixed = version(12.0);
+    mixed.push(knyc_forecast("GFS", run, 6, 50.0));
+    assert_eq!(lake.write(mixed).await.unwrap().stored, 7);
+    assert_eq!(state("forecasts WHERE superseded_at IS NULL").await, [["7", "50.0", "54.5"]]);
+
+    // Compaction keeps every version and when each was superseded.
+    let superseded = "SELECT count(*), count(superseded_at), count(DISTINCT superseded_at) FROM forecasts";
+    let kept = rows(&lake, superseded).await;
+    assert_eq!(kept, [["25", "18", "3"]]);
+    lake.compact(&FORECASTS).await.unwrap();
+    assert_eq!(rows(&lake, superseded).await, kept);
+    assert_eq!(lake.snapshot_files("forecasts").await.unwrap().unwrap().1.len(), 1);
 }
 
 /// The backtest query of the README, as written there.
@@ -505,8 +571,9 @@ async fn answers_as_of_a_time_equal_what_the_service_said_then() {
         let opts = IngestOptions { station: Some("KNYC".into()), ..Default::default() };
         plan.push(Delivery { at, format: Format::NwsHourly, opts, body: doc.clone(), flush: true });
     }
-    // Two GFS runs, published mid-morning and mid-afternoon.
-    for (run_h, published_h, base) in [(6, 15, 40.0), (12, 21, 44.0)] {
+    // Two GFS runs, published mid-morning and mid-afternoon; the first re-published with
+    // other values in between (kept beside the first ones: `lake::versions`).
+    for (run_h, published_h, base) in [(6, 15, 40.0), (6, 18, 42.0), (12, 21, 44.0)] {
         let run = lst_midnight.date_naive().and_hms_opt(run_h, 0, 0).unwrap().and_utc();
         let rows: Vec<_> =
             (0..48).map(|lead| knyc_forecast("GFS", run, lead, base + (lead % 24) as f64 / 3.0)).collect();
@@ -615,7 +682,7 @@ async fn answers_as_of_a_time_equal_what_the_service_said_then() {
     assert!(sources.len() >= 2, "{sources:?}");
     assert!(versions.len() >= 2, "{versions:?}");
     assert_eq!(runs.len(), 3, "no run, then the 06Z, then the 12Z: {runs:?}");
-    for endpoint in ["pacing", "precipitation", "nearby", "mode=daily&run"] {
+    for endpoint in ["pacing", "precipitation", "nearby", "mode=daily&run", "model=GFS&run=latest"] {
         let answered: std::collections::BTreeSet<String> = recorded
             .iter()
             .filter(|(_, u, s, _, _)| u.contains(endpoint) && s.is_success())

@@ -74,6 +74,7 @@ pub async fn handler(
         filters.push(format!("model = {}", b.str(m)));
     }
     filters.push(format!("valid_time >= {} AND valid_time <= {}", b.time(s), b.time(e)));
+    filters.push(crate::lake::schema::CURRENT.to_string());
     filters.push(format!(
         "run_date >= {} AND run_date <= {}",
         b.partition_date((s - Duration::days(17)).date_naive()),

@@ -11,7 +11,7 @@ use datafusion::arrow::datatypes::{Date32Type, Float64Type, Int64Type, Timestamp
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::api::as_of::{AsOf, AsOfQuery};
+use crate::api::as_of::{forecast_rows, AsOf, AsOfQuery};
 use crate::api::auth::Caller;
 use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
@@ -205,9 +205,10 @@ pub async fn handler(
     if let Some(m) = model {
         filters.push(format!("model = {}", b.str(m)));
     }
+    filters.push(forecast_rows(&mut b, as_of.0, ""));
     if let Some(t) = as_of.0 {
-        // Rows available by then; no run can be dated after it (`available_at >= run_time`).
-        filters.push(format!("available_at <= {} AND run_date <= {}", b.time(t), b.partition_date(t.date_naive())));
+        // No run can be dated after the time (`available_at >= run_time`).
+        filters.push(format!("run_date <= {}", b.partition_date(t.date_naive())));
     }
     let mut run_time_header = None;
     let pinned = match run {
@@ -377,7 +378,12 @@ async fn daily(
         "SELECT model, date, timezone, tz_mode, run_time, points_used, high_f, low_f, high_c, low_c \
          FROM forecast_daily d WHERE {base} AND {run_filter} ORDER BY model, date"
     );
-    let batches = b.collect(&state.live.ctx, &sql).await?;
+    // A run re-published since `as_of` is summarised as it was then (api/daily_as_of.rs).
+    let scratch = match as_of {
+        Some(t) => crate::api::daily_as_of::session(&state.live.ctx, &station.code, model, t).await?,
+        None => None,
+    };
+    let batches = b.collect(scratch.as_ref().unwrap_or(&state.live.ctx), &sql).await?;
     let us = station.is_us();
     let mut rows = Vec::new();
     let mut runs: Vec<String> = Vec::new();

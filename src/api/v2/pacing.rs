@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::observations::{history, history_as_of, logic_param};
+use crate::api::as_of::forecast_rows;
 use crate::api::auth::{require_premium, Caller};
 use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
@@ -181,10 +182,11 @@ pub async fn handler(
     let (loc, recent, now_) =
         (p.str(&station.code), p.partition_date((now - Duration::days(3)).date_naive()), p.time(now));
     // A run can arrive in pieces: as of a time, only the rows available then, in both parts.
-    let (avail, f_avail) = match as_of.0 {
-        Some(_) => (format!(" AND available_at <= {now_}"), format!(" AND f.available_at <= {now_}")),
-        None => (String::new(), String::new()),
+    let avail = match as_of.0 {
+        Some(_) => format!(" AND available_at <= {now_}"),
+        None => String::new(),
     };
+    let f_avail = format!(" AND {}", forecast_rows(&mut p, as_of.0, "f."));
     let sql = format!(
         "WITH latest AS (SELECT model, max(run_time) AS rt FROM forecasts WHERE location_name = {loc} \
            AND run_date >= {recent} AND run_time <= {now_}{avail} GROUP BY model) \
