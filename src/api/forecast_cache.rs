@@ -32,7 +32,8 @@ use crate::decode::forecast_rows::COLUMNS;
 use crate::lake::schema::SUPERSEDED_AT;
 use crate::write::WriteService;
 
-/// The spec 2.5 columns, in order, as SQL: `id` (from the natural-key hash), the columns
+/// The spec 2.5 columns, in order, as SQL: `id` (from `row_key`: the natural key's hash, and
+/// for a re-published run's other values their own, `lake::versions`), the columns
 /// the forecast decoders read and write (one list: [`COLUMNS`]), and `inserted_at`.
 pub static RAW_COLUMNS: LazyLock<String> =
     LazyLock::new(|| format!("CAST(row_key / 2048 AS BIGINT) AS id, {}, inserted_at", COLUMNS.join(", ")));

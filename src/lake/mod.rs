@@ -5,6 +5,7 @@ pub mod as_of;
 pub mod availability;
 pub mod compact;
 pub mod delta;
+pub mod keys;
 pub mod publish;
 pub mod query;
 pub mod requests;

@@ -11,8 +11,9 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::error::ArrowError;
 
+use super::availability;
+use super::keys::{forecast_key, version_key};
 use super::schema::{KeyHasher, TableDef, FORECASTS, NWS_HOURLY, OBSERVATIONS, ONEMIN, REPORTS};
-use super::{availability, versions};
 use crate::catalog::{lst_to_utc, Catalog};
 use crate::decode::metar::{report_body, temperature_fields};
 use crate::decode::swar::load_le;
@@ -477,11 +478,7 @@ impl LakeRecord for ForecastRow {
     }
     fn version_key(&self) -> u64 {
         let floats = self.floats();
-        versions::version_key(
-            self.row_key(),
-            floats[2..].iter().map(|v| v.get()),
-            [self.wind_direction_deg, self.weather_code],
-        )
+        version_key(self.row_key(), floats[2..].iter().map(|v| v.get()), [self.wind_direction_deg, self.weather_code])
     }
     type SortKey<'a> = (StrKey<'a>, i64, i64);
     fn sort_key(&self) -> Self::SortKey<'_> {
@@ -534,12 +531,6 @@ impl LakeRecord for ForecastRow {
         cols.push(Arc::new(key.finish()));
         finish(&FORECASTS, cols, times)
     }
-}
-
-/// The natural key of a forecast row (`FORECASTS.key_cols`), from its fields or from its
-/// stored columns (`lake::versions`).
-pub fn forecast_key(model: &str, location: &str, run_us: i64, valid_us: i64) -> u64 {
-    KeyHasher::default().str(model).str(location).i64(run_us).i64(valid_us).finish()
 }
 
 /// One period of one NWS hourly forecast version, flattened for storage.

@@ -4,7 +4,8 @@
 //! Conventions: times are `timestamp[us, UTC]`; temperatures are stored in Celsius with
 //! their native precision (see `has_tenths`), plus integer-°F probable ranges; each row
 //! carries its local dates (Local Standard Time and civil) computed once at ingest, and a
-//! `row_key` (FNV-1a 64 of the natural key) that makes re-ingest a no-op.
+//! `row_key` (FNV-1a 64 of the natural key; a re-published forecast's other values hash
+//! them too, `lake::versions`) that makes re-ingest a no-op.
 //!
 //! Every table ends with three times: `inserted_at` (the lake write), `received_at` (when
 //! the write path received the row) and `available_at` (when the world could first have
@@ -386,7 +387,15 @@ mod tests {
     #[test]
     fn forecast_files_hold_the_decoders_columns() {
         let file: Vec<String> = FORECASTS.file_schema().fields().iter().map(|f| f.name().clone()).collect();
-        let own = ["valid_date_standard", "valid_date_civil", "row_key", "inserted_at", "received_at", "available_at"];
+        let own = [
+            "valid_date_standard",
+            "valid_date_civil",
+            "row_key",
+            "inserted_at",
+            "received_at",
+            "available_at",
+            SUPERSEDED_AT,
+        ];
         let mut expected: Vec<&str> = crate::decode::forecast_rows::COLUMNS
             .iter()
             .copied()

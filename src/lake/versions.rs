@@ -21,8 +21,9 @@
 //! are stored again on a new snapshot). Re-publications are rare (the live feeds never
 //! re-fetch a stored run: only `wxlake ingest` and `POST /api/v2/ingest` bring them), so
 //! the cost of reading a partition whole falls on the re-ingest that causes it. Within one
-//! write, the first row of a natural key wins as for every table: a file contradicting
-//! itself is not a re-publication.
+//! input the first row of a natural key wins, as for every table: a file contradicting
+//! itself is not a re-publication; a later input of the same write is, as if ingested
+//! after it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -34,8 +35,8 @@ use object_store::{ObjectStoreExt, PutPayload};
 
 use super::compact::{conform, read_file, sort_batch};
 use super::delta::{backoff, partitions_predicate, Change, NewFile, TableShape, COMMIT_ATTEMPTS};
-use super::rows::forecast_key;
-use super::schema::{KeyHasher, TableDef, SUPERSEDED_AT};
+use super::keys::{forecast_key, version_key};
+use super::schema::{TableDef, SUPERSEDED_AT};
 use super::store::delete_if_present;
 use super::writer::{encode_parquet, new_file_name};
 use super::{Lake, LakeError};
@@ -44,20 +45,6 @@ use super::{Lake, LakeError};
 /// place's, not the forecast's, so they are left out of the values.
 const INTS: [&str; 2] = ["wind_direction_deg", "weather_code"];
 const PLACE: [&str; 2] = ["latitude", "longitude"];
-
-/// The `row_key` of a version: its natural key, then its values rounded to a thousandth of
-/// their unit, so the same run decoded from another format (°F derived from °C, say) is
-/// the same version. `floats` are the forecast values in the file schema's order, the
-/// coordinates left out; `ints` the wind direction and weather code.
-pub fn version_key(natural: u64, floats: impl IntoIterator<Item = Option<f64>>, ints: [Option<i32>; 2]) -> u64 {
-    let tagged = |h: KeyHasher, v: Option<i64>| match v {
-        Some(v) => h.bytes(&[&[1u8][..], &v.to_le_bytes()].concat()),
-        None => h.bytes(&[0]),
-    };
-    let h =
-        floats.into_iter().fold(KeyHasher::from_key(natural), |h, v| tagged(h, v.map(|v| (v * 1000.0).round() as i64)));
-    ints.into_iter().fold(h, |h, v| tagged(h, v.map(i64::from))).finish()
-}
 
 /// The natural key and the version key of each stored forecast row of `model` (the
 /// partition's), computed from its columns the way the writer computes them from a row.
@@ -99,13 +86,13 @@ fn model_of(dir: &str) -> &str {
 impl Lake {
     /// Stores the rows of `candidates` (per partition directory, built with their
     /// [`version_key`] as `row_key`) whose natural key is stored with other values, and
-    /// marks the versions they replace (module docs). Returns how many it stored. The
-    /// caller holds the write lock.
+    /// marks the versions they replace (module docs). Returns how many it stored, and in
+    /// how many new files. The caller holds the write lock.
     pub(super) async fn store_versions(
         &self,
         table: &'static TableDef,
         candidates: &[(String, RecordBatch)],
-    ) -> Result<usize, LakeError> {
+    ) -> Result<(usize, usize), LakeError> {
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -123,7 +110,7 @@ impl Lake {
         &self,
         table: &'static TableDef,
         candidates: &[(String, RecordBatch)],
-    ) -> Result<usize, LakeError> {
+    ) -> Result<(usize, usize), LakeError> {
         let store = self.store();
         let shape = TableShape::lake_table(table);
         let (snapshot, active) = self.table_files(&shape).await?;
@@ -138,7 +125,7 @@ impl Lake {
                 }
             }
             let old = concat_batches(&table.file_schema(), &batches)?;
-            let Some(merged) = supersede(&old, new, model)? else { continue };
+            let Some(merged) = supersede(&old, &conform(table, Some(model), new)?, model)? else { continue };
             stored += merged.num_rows() - old.num_rows();
             let merged = sort_batch(table, &merged)?;
             let name = new_file_name();
@@ -151,8 +138,9 @@ impl Lake {
             removed.extend(files);
         }
         if added.is_empty() {
-            return Ok(0);
+            return Ok((0, 0));
         }
+        let files = added.len();
         let first = shape.partition_cols.first().map_or("", |(c, _)| c.as_str());
         let read = partitions_predicate(first, added.iter().map(|f| model_of(&f.partition_dir)));
         if let Err(e) = self.commit(&shape, &snapshot, Change::Replace { files: added, remove: removed, read }).await {
@@ -161,55 +149,54 @@ impl Lake {
             }
             return Err(e);
         }
-        Ok(stored)
+        Ok((stored, files))
     }
 }
 
-/// A partition's stored rows `old` with the rows of `new` that are versions of them: the
-/// current version of each natural key gets `superseded_at`, the new one is appended.
-/// `None` when no row of `new` is one (all were stored already with the same values).
+/// A partition's stored rows `old` with the rows of `new` that are versions of them, in
+/// order: each replaces the version current before it (stored or earlier in `new`), which
+/// gets `superseded_at`. A row of `new` whose values some version of its fact already has
+/// is dropped. `None` when that leaves none.
 fn supersede(old: &RecordBatch, new: &RecordBatch, model: &str) -> Result<Option<RecordBatch>, LakeError> {
-    let (old_natural, old_version) = keys_of(old, model)?;
-    let (new_natural, new_version) = keys_of(new, model)?;
-    let times = |b: &RecordBatch, name: &str| -> Result<TimestampMicrosecondArray, LakeError> {
-        Ok(b.column(b.schema().index_of(name)?).as_primitive::<TimestampMicrosecondType>().clone())
+    let both = concat_batches(&old.schema(), [old, new])?;
+    let (natural, version) = keys_of(&both, model)?;
+    let column = |name: &str| -> Result<TimestampMicrosecondArray, LakeError> {
+        Ok(both.column(both.schema().index_of(name)?).as_primitive::<TimestampMicrosecondType>().clone())
     };
-    let (old_available, new_available) = (times(old, "available_at")?, times(new, "available_at")?);
-    let superseded_idx = old.schema().index_of(SUPERSEDED_AT)?;
-    let mut superseded: Vec<Option<i64>> = times(old, SUPERSEDED_AT)?.iter().collect();
-    // Per natural key: the version keys stored, and the row current now (if stored here).
+    let available = column("available_at")?;
+    let mut superseded: Vec<Option<i64>> = column(SUPERSEDED_AT)?.iter().collect();
+    // Per natural key: the version keys stored, and the row current now.
     let mut facts: HashMap<u64, (Vec<u64>, Option<usize>)> = HashMap::new();
-    for (i, (&n, &v)) in old_natural.iter().zip(&old_version).enumerate() {
-        let fact = facts.entry(n).or_default();
-        fact.0.push(v);
+    for i in 0..old.num_rows() {
+        let fact = facts.entry(natural[i]).or_default();
+        fact.0.push(version[i]);
         if superseded[i].is_none() {
             fact.1 = Some(i);
         }
     }
-    let (mut keep, mut kept) = (Vec::new(), std::collections::HashSet::new());
-    for (i, (&n, &v)) in new_natural.iter().zip(&new_version).enumerate() {
-        let fact = facts.entry(n).or_default();
-        // Stored with these values already, or a second row of one fact in this write.
-        if fact.0.contains(&v) || !kept.insert(n) {
+    let mut keep: Vec<u64> = (0..old.num_rows() as u64).collect();
+    for i in old.num_rows()..both.num_rows() {
+        let fact = facts.entry(natural[i]).or_default();
+        if fact.0.contains(&version[i]) {
             continue;
         }
-        let at = new_available.is_valid(i).then(|| new_available.value(i));
-        if let Some(current) = fact.1.take() {
+        let at = available.is_valid(i).then(|| available.value(i));
+        if let Some(current) = fact.1.replace(i) {
             // Never before the replaced version became available: it was current then.
-            let since = old_available.is_valid(current).then(|| old_available.value(current));
-            superseded[current] = at.max(since).or(at);
+            let since = available.is_valid(current).then(|| available.value(current));
+            superseded[current] = at.max(since);
         }
-        fact.0.push(v);
+        fact.0.push(version[i]);
         keep.push(i as u64);
     }
-    if keep.is_empty() {
+    if keep.len() == old.num_rows() {
         return Ok(None);
     }
-    let mut cols = old.columns().to_vec();
-    cols[superseded_idx] = Arc::new(TimestampMicrosecondArray::from(superseded).with_timezone("UTC"));
-    let old = RecordBatch::try_new(old.schema(), cols)?;
-    let new = take_record_batch(new, &UInt64Array::from(keep))?;
-    Ok(Some(concat_batches(&old.schema(), [&old, &new])?))
+    let mut cols = both.columns().to_vec();
+    cols[both.schema().index_of(SUPERSEDED_AT)?] =
+        Arc::new(TimestampMicrosecondArray::from(superseded).with_timezone("UTC"));
+    let both = RecordBatch::try_new(both.schema(), cols)?;
+    Ok(Some(take_record_batch(&both, &UInt64Array::from(keep))?))
 }
 
 #[cfg(test)]

@@ -183,14 +183,14 @@ impl Lake {
                 let candidates = blocking(move || republished_batches(&shared, republished, inserted_at)).await??;
                 self.store_versions(table, &candidates).await
             }
-            _ => Ok(0),
+            _ => Ok((0, 0)),
         };
         if let Ok(rows) = Arc::try_unwrap(rows) {
             blocking(move || rows.chunks.into_par_iter().for_each(Chunk::free)).await?;
         }
-        let (Stored { rows: stored, files, .. }, versions) = (outcome?, versions?);
-        let stored = stored + versions;
-        Ok(WriteStats { stored, duplicate: total - stored, files: files + usize::from(versions > 0) })
+        let (Stored { rows, files, .. }, (versions, version_files)) = (outcome?, versions?);
+        let stored = rows + versions;
+        Ok(WriteStats { stored, duplicate: total - stored, files: files + version_files })
     }
 
     /// One attempt of a write on the table's latest snapshot: drops the keys stored in the
@@ -407,8 +407,8 @@ fn group_rows<R: LakeRecord>(rows: &[R]) -> (Vec<u64>, Vec<Group>) {
 /// first occurrence wins; a natural key includes its partition's fields), sorts, builds
 /// and encodes. The file is `None` when every row was a duplicate; else it comes with its
 /// row count. Beside it, for a table that keeps versions ([`Versions::Superseded`]), the
-/// first row of each natural key already stored, as (slice, row): maybe a re-publication
-/// (`lake::versions` decides).
+/// rows whose natural key is stored or came in an earlier chunk, the first of each chunk,
+/// as (slice, row) in input order: maybe re-publications (`lake::versions` decides).
 #[allow(clippy::type_complexity)]
 fn encode_partition<R: LakeRecord>(
     table: &TableDef,
@@ -419,8 +419,12 @@ fn encode_partition<R: LakeRecord>(
     inserted_at: DateTime<Utc>,
 ) -> Result<(Option<(Bytes, usize)>, Vec<(u32, u32)>), LakeError> {
     let n: usize = rows.iter().map(|(_, r)| r.len()).sum();
-    // Only a table keeping versions tells a stored key from one repeated in this write.
-    let mut stored = matches!(table.versions, Versions::Superseded).then(|| seen.clone());
+    // A table keeping versions tells a stored key, or one an earlier chunk (input) of
+    // this write holds, from one repeated within an input: the first two may be
+    // re-publications, offered once per key and chunk; the last is a duplicate.
+    let stored = matches!(table.versions, Versions::Superseded).then(|| seen.clone());
+    let mut origin: FastMap<u64, u32> = FastMap::default();
+    let mut offered: FastSet<(u64, u32)> = FastSet::default();
     let mut republished = Vec::new();
     seen.reserve(n);
     // Sort compact (sort key, row key, row) entries rather than the rows; the stable sort
@@ -431,12 +435,18 @@ fn encode_partition<R: LakeRecord>(
         let slice = &slices[*s as usize];
         let records = &chunks[slice.chunk].rows()[slice.start..];
         for &i in idx {
-            let key = slice.keys[i as usize];
+            let (key, chunk) = (slice.keys[i as usize], slice.chunk as u32);
             if seen.insert(key) {
                 let r = &records[i as usize];
-                order.push((r.sort_key(), key, r, slice.chunk as u32));
-            } else if stored.as_mut().is_some_and(|stored| stored.remove(&key)) {
-                republished.push((*s, i));
+                order.push((r.sort_key(), key, r, chunk));
+                if stored.is_some() {
+                    origin.insert(key, chunk);
+                }
+            } else if let Some(stored) = &stored {
+                let earlier = stored.contains(&key) || origin.get(&key).is_some_and(|&c| c < chunk);
+                if earlier && offered.insert((key, chunk)) {
+                    republished.push((*s, i));
+                }
             }
         }
     }

@@ -8,7 +8,7 @@ use wxlake::lake::delta::TableShape;
 use wxlake::lake::schema::{TableDef, FORECASTS, OBSERVATIONS};
 use wxlake::lake::Lake;
 
-use crate::support::{fixture, scalar, sql, temp_lake};
+use crate::support::{fixture, rows, scalar, sql, temp_lake};
 
 /// How many files the latest snapshot of `table` has in `partition`.
 async fn files_in(lake: &Lake, table: &TableDef, partition: &str) -> usize {
@@ -122,8 +122,9 @@ async fn forecasts_partition_by_model_and_run_date_and_prune() {
 }
 
 /// Several inputs ingested together: one file per touched partition, every input's
-/// rejects named under that input, and where inputs repeat a natural key the earlier
-/// input's row is stored, the same rows as ingesting the inputs one by one.
+/// rejects named under that input, and where a later input repeats a natural key at other
+/// values it is a re-published run, kept beside the earlier values and current
+/// (`lake::versions`): the same rows as ingesting the inputs one by one.
 #[tokio::test]
 async fn inputs_ingested_together_match_one_by_one() {
     let csv = |rows: Vec<ForecastRow>| encode_forecast_csv(&rows).into_bytes();
@@ -148,12 +149,15 @@ async fn inputs_ingested_together_match_one_by_one() {
     let mut s = Summary::default();
     let stats =
         ingest_inputs(&together, Format::Forecasts, inputs.clone(), &IngestOptions::default(), &mut s).await.unwrap();
-    assert_eq!((s.inputs, s.read, s.stored, s.duplicate, s.rejected), (3, 20 + 10 + 2 + 3, 26, 5, 1), "{s}");
+    assert_eq!((s.inputs, s.read, s.stored, s.duplicate, s.rejected), (3, 20 + 10 + 2 + 3, 31, 0, 1), "{s}");
     assert_eq!((s.first_rejects[0].input.as_str(), s.first_rejects[0].line), ("c.csv", 2), "{s}");
-    // GFS Mar 7, HRRR Mar 7, GFS Mar 8, NAM Mar 7: one file each.
-    assert_eq!(stats.files, 4);
+    // GFS Mar 7, HRRR Mar 7, GFS Mar 8, NAM Mar 7: one file each; GFS Mar 7 once more
+    // with the versions beside the first values, replacing the first file.
+    assert_eq!(stats.files, 5);
     assert_eq!(files_in(&together, &FORECASTS, "model=GFS/run_date=2026-03-07").await, 1);
-    assert_eq!(scalar(&together, "SELECT max(temperature_c) FROM forecasts WHERE model = 'GFS' AND forecast_hour < 5 AND run_date = '2026-03-07'").await, "1.0");
+    let early = "SELECT superseded_at IS NULL, max(temperature_c) FROM forecasts \
+                 WHERE model = 'GFS' AND forecast_hour < 5 AND run_date = '2026-03-07' GROUP BY 1 ORDER BY 1";
+    assert_eq!(rows(&together, early).await, [["false", "1.0"], ["true", "9.0"]]);
 
     let (_d2, one_by_one) = temp_lake().await;
     let mut t = Summary::default();
@@ -163,7 +167,8 @@ async fn inputs_ingested_together_match_one_by_one() {
             .unwrap();
     }
     assert_eq!(t, s);
-    let q = "SELECT model, run_time, valid_time, temperature_c FROM forecasts ORDER BY 1, 2, 3";
+    let q = "SELECT model, run_time, valid_time, temperature_c, superseded_at IS NULL FROM forecasts \
+             ORDER BY 1, 2, 3, 4";
     let show = |b: Vec<_>| datafusion::arrow::util::pretty::pretty_format_batches(&b).unwrap().to_string();
     assert_eq!(show(sql(&together, q).await), show(sql(&one_by_one, q).await));
 

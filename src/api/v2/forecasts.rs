@@ -161,8 +161,9 @@ pub struct ForecastsQuery {
                    `mode=daily`: per model and local day (`tz_mode` civil or standard), each model at its latest \
                    run (or the pinned `run`), only fully covered days; header `X-Run-Signature` identifies the set \
                    of runs, and with `run=latest` `X-Run-Time` names the newest of them (the run itself when \
-                   `model` is given). With `as_of`: only rows available by then; `run=latest` is the latest run \
-                   available then, and `mode=daily` gives the days whose every point was available then. \
+                   `model` is given). A re-published run answers with its current values (its first ones are \
+                   kept). With `as_of`: only rows available by then, a re-published run with the values in force \
+                   then; `run=latest` is the latest run available then, and `mode=daily` gives the days whose every point was available then. \
                    `location_name` must be a catalog station or a location with recent forecasts; anything else \
                    is a 400.",
     params(ForecastsQuery, AsOfQuery),
