@@ -58,9 +58,8 @@ impl AsOf {
             None => Ok(()),
             Some(_) => Err(ApiError::bad_request(
                 format!("as_of is not supported by {what}"),
-                "as_of works on observations (every mode), forecasts (every mode), nws_forecasts, \
-                 precipitation, model_accuracy, nearby and pacing; this answer would be today's, so it is \
-                 refused rather than given",
+                "as_of works on every v2 endpoint that reads observations or forecasts; this answer would \
+                 be today's, so it is refused rather than given",
             )),
         }
     }

@@ -70,6 +70,33 @@ impl LatestRuns {
         Ok(out)
     }
 
+    /// [`of`](Self::of) as the service would have answered at `t`: the latest run of each
+    /// model with rows for `location` available by `t`, dated from the window's first day
+    /// counted from `t` (read from the lake, not the index: a past moment is not cached).
+    pub async fn of_as_of(
+        &self,
+        live: &WriteService,
+        location: &str,
+        t: DateTime<Utc>,
+    ) -> ApiResult<HashMap<String, DateTime<Utc>>> {
+        let from = t.date_naive() - Duration::days(RECENT_DAYS);
+        let mut b = Bindings::new();
+        let sql = format!(
+            "SELECT location_name, model, max(run_time) FROM forecasts WHERE location_name = {} \
+             AND available_at <= {} AND run_date >= {} AND run_date <= {} GROUP BY location_name, model",
+            b.str(location),
+            b.time(t),
+            b.partition_date(from),
+            b.partition_date(t.date_naive())
+        );
+        let from = from.and_time(chrono::NaiveTime::MIN).and_utc();
+        Ok(index_of(b.collect(&live.ctx, &sql).await?)?
+            .into_iter()
+            .filter_map(|((_, model), t)| Some((model, DateTime::from_timestamp_micros(t)?)))
+            .filter(|(_, t)| *t >= from)
+            .collect())
+    }
+
     async fn current(&self, live: &WriteService) -> ApiResult<Arc<Index>> {
         let mut built = self.built.lock().await;
         let today = live.clock.now().date_naive();
@@ -104,8 +131,13 @@ async fn query(live: &WriteService, from: NaiveDate) -> ApiResult<Index> {
          GROUP BY location_name, model",
         b.partition_date(from)
     );
+    index_of(b.collect(&live.ctx, &sql).await?)
+}
+
+/// The rows (location, model, latest run) as an index.
+fn index_of(batches: Vec<datafusion::arrow::array::RecordBatch>) -> ApiResult<Index> {
     let mut out = Index::new();
-    for batch in b.collect(&live.ctx, &sql).await? {
+    for batch in batches {
         let (locations, models) = (utf8_column(&batch, 0)?, utf8_column(&batch, 1)?);
         let (locations, models) = (locations.as_string::<i32>(), models.as_string::<i32>());
         let runs = batch.column(2).as_primitive::<TimestampMicrosecondType>();

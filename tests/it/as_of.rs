@@ -609,6 +609,12 @@ async fn answers_as_of_a_time_equal_what_the_service_said_then() {
             "/api/v2/precipitation.php?station_code=KNYC".to_string(),
             "/api/v2/pacing.php?station_code=KNYC".to_string(),
             "/api/v2/nearby.php?stations=KNYC".to_string(),
+            "/api/v2/stations.php?station_code=KNYC&include=latest_runs".to_string(),
+            format!(
+                "/api/v2/daily_extremes.php?station_code=KNYC&logic=nws&start_date={}&end_date={}",
+                day - chrono::Days::new(2),
+                day + chrono::Days::new(1)
+            ),
         ]
     };
     let specs = wxlake::jobs::embedded_specs().unwrap();
@@ -682,7 +688,9 @@ async fn answers_as_of_a_time_equal_what_the_service_said_then() {
     assert!(sources.len() >= 2, "{sources:?}");
     assert!(versions.len() >= 2, "{versions:?}");
     assert_eq!(runs.len(), 3, "no run, then the 06Z, then the 12Z: {runs:?}");
-    for endpoint in ["pacing", "precipitation", "nearby", "mode=daily&run", "model=GFS&run=latest"] {
+    for endpoint in
+        ["pacing", "precipitation", "nearby", "mode=daily&run", "model=GFS&run=latest", "stations", "daily_extremes"]
+    {
         let answered: std::collections::BTreeSet<String> = recorded
             .iter()
             .filter(|(_, u, s, _, _)| u.contains(endpoint) && s.is_success())
@@ -706,7 +714,11 @@ async fn as_of_is_refused_for_the_future_and_where_it_cannot_be_honoured() {
             "/api/v2/observations.php?station_code=KNYC&as_of=2026-03-10T01:00:00Z&as_of=2026-03-10T02:00:00Z",
             "Repeated",
         ),
-        ("/api/v2/daily_extremes.php?station_code=KNYC&as_of=2026-03-10T12:00:00Z", "not supported by daily_extremes"),
+        (
+            "/api/v2/daily_extremes.php?station_code=KNYC&logic=nws&start_date=2026-03-09&end_date=2026-03-10\
+             &as_of=2026-03-10T18:00:01Z",
+            "in the future",
+        ),
         ("/api/v1/observations.php?station_code=KNYC&as_of=2026-03-10T12:00:00Z", "v2 parameter"),
     ];
     for (uri, says) in cases {

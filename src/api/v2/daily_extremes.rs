@@ -56,8 +56,9 @@ pub struct DailyExtremesQuery {
     description = "One `svc_high` object per trading day from `start_date` to `end_date` (days after today are left \
                    out) under `logic`. Finished days come from the `daily_extremes` job's table; today, yesterday \
                    and any day the job has not stored are computed like observations.php `mode=svc_high`, by the \
-                   same engine.",
-    params(DailyExtremesQuery),
+                   same engine. With `as_of`, every day is computed by that engine from the readings and reports \
+                   available then (days after that moment's trading day are left out).",
+    params(DailyExtremesQuery, crate::api::as_of::AsOfQuery),
     responses(
         (status = 200, description = "one SvcHigh object per day, oldest first", body = [SvcHigh]),
         (status = 400, description = "invalid or missing parameter, unknown station, or a parameter given twice", body = crate::api::error::ErrorBody),
@@ -70,7 +71,6 @@ pub async fn handler(
     as_of: crate::api::as_of::AsOf,
     QueryParams(q): QueryParams<DailyExtremesQuery>,
 ) -> ApiResult<Response> {
-    as_of.unsupported("daily_extremes")?;
     let station = params::station("station_code", &q.station_code)?;
     let logic = logic_param(&q.logic)?;
     let start =
@@ -82,8 +82,19 @@ pub async fn handler(
             format!("end_date must be on or after start_date and at most {MAX_DAYS} days in all"),
         ));
     }
-    let today = crate::time::local_date(station.timezone, logic.clock(), state.now());
+    let today = crate::time::local_date(station.timezone, logic.clock(), as_of.now(&state));
     let last = end.min(today);
+    if let Some(t) = as_of.0 {
+        // Every day recomputed by the engine from what the service knew at `t` (the stored
+        // table holds the days as finished now).
+        let mut out = Vec::new();
+        let mut d = start;
+        while d <= last {
+            out.push(SvcHigh::from(&trading_day::extremes_as_of(&state.live, station, logic, Some(d), t).await?));
+            d += Duration::days(1);
+        }
+        return Ok(as_of.echo(Json(out).into_response()));
+    }
     let mut stored = if start < today - Duration::days(1) {
         stored_days(&state, station, logic, start, last.min(today - Duration::days(2))).await?
     } else {

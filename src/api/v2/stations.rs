@@ -14,11 +14,11 @@
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use chrono::NaiveDate;
+use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::observations::latest_observation;
+use super::observations::{latest_observation, latest_observation_as_of};
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::observation_json::{ObservationV2, SvcHigh};
@@ -126,8 +126,9 @@ pub struct StationDay {
                    its name, timezone and native units, its trading day under each logic, its latest observation \
                    (as observations.php `mode=latest`) and its `svc_high` answer under `nws` and `wu`: one request \
                    for a board of all stations. `include=latest_runs` adds each covering model's latest run. This \
-                   is the list of valid `station_code` values.",
-    params(StationsQuery),
+                   is the list of valid `station_code` values. With `as_of`, that moment is now: the trading days, \
+                   latest observation, svc_high and latest runs the service would have answered then.",
+    params(StationsQuery, crate::api::as_of::AsOfQuery),
     responses(
         (status = 200, description = "the stations in catalog order (or in the order asked), each with its trading days, latest observation and svc_high under both logics", body = Vec<StationDay>),
         (status = 400, description = "unknown station, invalid date or include, or a parameter given twice", body = crate::api::error::ErrorBody),
@@ -139,7 +140,6 @@ pub async fn handler(
     as_of: crate::api::as_of::AsOf,
     QueryParams(q): QueryParams<StationsQuery>,
 ) -> ApiResult<Response> {
-    as_of.unsupported("stations")?;
     let stations = stations_param(&q.station_code)?;
     let date = params::date("date", &q.date)?;
     let runs = params::choice::<StationsInclude>("include", &q.include)?.is_some();
@@ -149,13 +149,13 @@ pub async fn handler(
         // the handler's future fail axum's `Send` bound (a higher-ranked lifetime).
         let mut pending = Vec::with_capacity(group.len());
         for &st in group {
-            pending.push(Box::pin(station_day(&state, st, date, runs)));
+            pending.push(Box::pin(station_day(&state, st, date, runs, as_of.0)));
         }
         for answer in futures::future::join_all(pending).await {
             out.push(answer?);
         }
     }
-    Ok(Json(out).into_response())
+    Ok(as_of.echo(Json(out).into_response()))
 }
 
 /// The `station_code` list (unknown codes are a 400 naming the code), or the whole catalog.
@@ -173,14 +173,16 @@ fn stations_param(raw: &Option<String>) -> Result<Vec<&'static Station>, ApiErro
     Ok(out)
 }
 
-/// One station's answer for `date` (default: each logic's today).
+/// One station's answer for `date` (default: each logic's today), as of `as_of` when given:
+/// then that moment is now, and each part is the answer its own endpoint gives as of it.
 async fn station_day(
     state: &AppState,
     st: &'static Station,
     date: Option<NaiveDate>,
     runs: bool,
+    as_of: Option<DateTime<Utc>>,
 ) -> ApiResult<StationDay> {
-    let now = state.now();
+    let now = as_of.unwrap_or_else(|| state.now());
     let day_of = |logic: Logic| {
         let today = local_date(st.timezone, logic.clock(), now);
         date.map_or(today, |d| d.min(today))
@@ -190,8 +192,19 @@ async fn station_day(
         let w = day_window(st.timezone, logic.clock(), d);
         TradingDay { date: d.to_string(), start_utc: fmt_utc(w.start), end_utc: fmt_utc(w.end) }
     };
-    let latest = latest_observation(state, st).await?.map(|(m, r)| ObservationV2::new(&m, st, r.as_ref_pair()));
-    let latest_runs = if runs { Some(latest_runs(state, st).await?) } else { None };
+    let latest = match as_of {
+        None => latest_observation(state, st).await?,
+        Some(t) => latest_observation_as_of(state, st, t).await?,
+    };
+    let latest = latest.map(|(m, r)| ObservationV2::new(&m, st, r.as_ref_pair()));
+    let latest_runs = if runs { Some(latest_runs(state, st, as_of).await?) } else { None };
+    let svc = |logic: Logic, d: NaiveDate| async move {
+        let day = match as_of {
+            None => crate::trading_day::extremes(&state.live, st, logic, Some(d)).await?,
+            Some(t) => crate::trading_day::extremes_as_of(&state.live, st, logic, Some(d), t).await?,
+        };
+        ApiResult::Ok(SvcHigh::from(&day))
+    };
     Ok(StationDay {
         station_code: st.code.clone(),
         name: st.name.clone(),
@@ -201,18 +214,19 @@ async fn station_day(
         units: st.units.as_str().to_string(),
         days: Days { nws: trading_day(Logic::Nws, nws_date), wu: trading_day(Logic::Wu, wu_date) },
         latest,
-        svc: SvcPerLogic {
-            nws: SvcHigh::from(&crate::trading_day::extremes(&state.live, st, Logic::Nws, Some(nws_date)).await?),
-            wu: SvcHigh::from(&crate::trading_day::extremes(&state.live, st, Logic::Wu, Some(wu_date)).await?),
-        },
+        svc: SvcPerLogic { nws: svc(Logic::Nws, nws_date).await?, wu: svc(Logic::Wu, wu_date).await? },
         latest_runs,
     })
 }
 
 /// The latest run of each model covering `st` (the catalog's coverage: a station gets only
-/// its models), in the models' order, from the latest-runs index.
-async fn latest_runs(state: &AppState, st: &'static Station) -> ApiResult<Vec<LatestRun>> {
-    let runs = state.latest_runs.of(&state.live, &st.code).await?;
+/// its models), in the models' order, from the latest-runs index (as of a time: among the
+/// runs with rows available then, dated as the index counts from that day).
+async fn latest_runs(state: &AppState, st: &'static Station, as_of: Option<DateTime<Utc>>) -> ApiResult<Vec<LatestRun>> {
+    let runs = match as_of {
+        None => state.latest_runs.of(&state.live, &st.code).await?,
+        Some(t) => state.latest_runs.of_as_of(&state.live, &st.code, t).await?,
+    };
     Ok(MODELS
         .iter()
         .filter(|m| st.has_forecasts_from(m.name))
