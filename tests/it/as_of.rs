@@ -750,13 +750,15 @@ async fn as_of_is_refused_for_the_future_and_where_it_cannot_be_honoured() {
     assert_eq!(
         taking,
         [
+            "daily_extremes.php",
             "forecasts.php",
             "model_accuracy.php",
             "nearby.php",
             "nws_forecasts.php",
             "observations.php",
             "pacing.php",
-            "precipitation.php"
+            "precipitation.php",
+            "stations.php"
         ]
     );
 

@@ -222,7 +222,11 @@ async fn station_day(
 /// The latest run of each model covering `st` (the catalog's coverage: a station gets only
 /// its models), in the models' order, from the latest-runs index (as of a time: among the
 /// runs with rows available then, dated as the index counts from that day).
-async fn latest_runs(state: &AppState, st: &'static Station, as_of: Option<DateTime<Utc>>) -> ApiResult<Vec<LatestRun>> {
+async fn latest_runs(
+    state: &AppState,
+    st: &'static Station,
+    as_of: Option<DateTime<Utc>>,
+) -> ApiResult<Vec<LatestRun>> {
     let runs = match as_of {
         None => state.latest_runs.of(&state.live, &st.code).await?,
         Some(t) => state.latest_runs.of_as_of(&state.live, &st.code, t).await?,
