@@ -12,6 +12,7 @@
 //!   for every front door.
 //! - [`lake`]: the Parquet lake (schemas, writer, reads, compaction, query session).
 //! - [`jobs`]: the SQL jobs that compute derived tables.
+//! - [`brackets`]: the probability of every settlement value and bracket, and its scores.
 //! - [`access`]: who may use the service: API keys, tiers and rate limits, for every
 //!   front door (REST, the PostgreSQL wire, Flight SQL, the stream).
 //! - [`api`]: the REST API (and the stream's same-origin relay).
@@ -28,6 +29,7 @@
 
 pub mod access;
 pub mod api;
+pub mod brackets;
 pub mod catalog;
 pub mod clock;
 pub mod cluster;

@@ -1,0 +1,333 @@
+//! From forecasts of one settlement day and the verified errors of their sources to the
+//! probability of every whole settlement value (`kde-season`).
+//!
+//! 1. Each verified past day weighs by season and age: a Gaussian in the distance of its
+//!    day of the year (sources err differently in summer and winter: Los Angeles' marine
+//!    layer, Miami's gridded point), times an exponential decay over a year, plus a small
+//!    share decaying over two months (a source that just changed shows quickly).
+//! 2. Per source: its weighted mean error (bias) and mean squared error around it, each
+//!    shrunk toward the pool of every source asked about by a few days' weight, so a source
+//!    with little history is neither trusted nor ignored.
+//! 3. The sources combine with weights ∝ 1 / their error variance (the minimum-variance
+//!    blend of bias-corrected forecasts when errors are independent; correlated sources are
+//!    over-weighted a little, which step 4 absorbs): the centre.
+//! 4. The combination's own past errors (each past day's sources blended the same way)
+//!    make the spread and the shape: a weighted Gaussian kernel density (Silverman's
+//!    bandwidth on the effective number of days), so skewed or heavy-tailed errors stay
+//!    so, rather than a Gaussian's guess.
+//! 5. Rounded to whole values, and mixed with a small uniform share over ±`span`: no
+//!    value a day could plausibly settle on gets zero (ignorance punishes zero without
+//!    bound).
+//!
+//! The caller passes only history that was verified at the asked time (`as_of`): nothing
+//! here looks at dates beyond using them for weights.
+
+use chrono::{Datelike, NaiveDate};
+
+use super::distribution::{phi, Distribution};
+use super::BracketsError;
+
+/// The method's name and version, as the API reports it.
+pub const METHOD: &str = "kde-season-v1";
+
+/// One verified past day: the forecasts each source made for it (at the same lead as the
+/// asked one) and the settled value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verified {
+    pub date: NaiveDate,
+    pub forecasts: Vec<(String, f64)>,
+    pub settled: f64,
+}
+
+/// The method's settings (defaults: see the module docs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Method {
+    /// Width (days of the year) of the season weight.
+    pub season_days: f64,
+    /// Decay (days) of the age weight.
+    pub memory_days: f64,
+    /// Decay (days) and share of the recent weight.
+    pub recent_days: f64,
+    pub recent_share: f64,
+    /// Days' weight of the pool in each source's bias and error.
+    pub shrink: f64,
+    /// Values either side of the centre with a probability.
+    pub span: i32,
+    /// Share spread uniformly over the support.
+    pub floor_share: f64,
+    /// Effective days below which the spread is a Gaussian of the sources' errors.
+    pub min_days: f64,
+}
+
+impl Default for Method {
+    fn default() -> Self {
+        Method {
+            season_days: 45.0,
+            memory_days: 365.0,
+            recent_days: 60.0,
+            recent_share: 0.05,
+            shrink: 5.0,
+            span: 40,
+            floor_share: 0.005,
+            min_days: 10.0,
+        }
+    }
+}
+
+/// What a source contributed (the API's `inputs`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SourceFit {
+    pub source: String,
+    pub forecast: f64,
+    /// Share of the centre.
+    pub weight: f64,
+    /// Mean error (settled − forecast) added to its forecast.
+    pub bias: f64,
+    /// Root mean squared error around the bias.
+    pub spread: f64,
+    /// Effective verified days behind the bias and spread.
+    pub n: f64,
+}
+
+/// How a distribution was made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fit {
+    pub sources: Vec<SourceFit>,
+    pub center: f64,
+    /// Kernel bandwidth (whole units); `None` when too few days made a Gaussian instead.
+    pub bandwidth: Option<f64>,
+    /// Effective verified days behind the shape.
+    pub n: f64,
+}
+
+/// Weighted sums of one error series.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sums {
+    w: f64,
+    we: f64,
+    wee: f64,
+}
+
+impl Sums {
+    fn add(&mut self, w: f64, e: f64) {
+        self.w += w;
+        self.we += w * e;
+        self.wee += w * e * e;
+    }
+    fn mean(&self) -> f64 {
+        if self.w > 0.0 {
+            self.we / self.w
+        } else {
+            0.0
+        }
+    }
+    /// Mean squared deviation around `center`.
+    fn mse_around(&self, center: f64) -> f64 {
+        if self.w > 0.0 {
+            (self.wee - 2.0 * center * self.we + center * center * self.w) / self.w
+        } else {
+            0.0
+        }
+    }
+}
+
+impl Method {
+    /// The weight of a verified day `past` for a forecast of `day`.
+    fn weight(&self, day: NaiveDate, past: NaiveDate) -> f64 {
+        let age = (day - past).num_days().max(0) as f64;
+        let d = (i64::from(day.ordinal()) - i64::from(past.ordinal())).abs() as f64;
+        let season = d.min(365.0 - d).max(0.0) / self.season_days;
+        (-season * season).exp() * (-age / self.memory_days).exp() + self.recent_share * (-age / self.recent_days).exp()
+    }
+
+    /// The distribution of `day`'s settled value given `forecasts` (source, value) and the
+    /// verified `history` of those sources (module docs).
+    pub fn distribution(
+        &self,
+        history: &[Verified],
+        day: NaiveDate,
+        forecasts: &[(String, f64)],
+    ) -> Result<(Distribution, Fit), BracketsError> {
+        if forecasts.is_empty() {
+            return Err(BracketsError::NoInput("no forecast of the day".into()));
+        }
+        let weights: Vec<f64> = history.iter().map(|h| self.weight(day, h.date)).collect();
+        // Errors per asked source, and pooled.
+        let mut per: Vec<Sums> = vec![Sums::default(); forecasts.len()];
+        let mut pool = Sums::default();
+        for (h, &w) in history.iter().zip(&weights) {
+            for (s, (name, _)) in forecasts.iter().enumerate() {
+                if let Some((_, f)) = h.forecasts.iter().find(|(n, _)| n == name) {
+                    per[s].add(w, h.settled - f);
+                    pool.add(w, h.settled - f);
+                }
+            }
+        }
+        if pool.w <= 0.0 {
+            return Err(BracketsError::NoInput("no verified history of any source asked about".into()));
+        }
+        let (pool_bias, pool_mse) = (pool.mean(), pool.mse_around(pool.mean()).max(0.25));
+        let k = self.shrink;
+        let mut fits: Vec<SourceFit> = forecasts
+            .iter()
+            .zip(&per)
+            .map(|((name, f), s)| {
+                let bias = (s.we + k * pool_bias) / (s.w + k);
+                let mse = (s.mse_around(bias) * s.w + k * pool_mse) / (s.w + k);
+                SourceFit {
+                    source: name.clone(),
+                    forecast: *f,
+                    weight: 1.0 / mse.max(0.25),
+                    bias,
+                    spread: mse.max(0.0).sqrt(),
+                    n: s.w,
+                }
+            })
+            .collect();
+        let total: f64 = fits.iter().map(|s| s.weight).sum();
+        fits.iter_mut().for_each(|s| s.weight /= total);
+        let center: f64 = fits.iter().map(|s| s.weight * (s.forecast + s.bias)).sum();
+
+        // The blend's own past errors, each day blending the sources it had.
+        let mut residuals: Vec<(f64, f64)> = Vec::with_capacity(history.len());
+        for (h, &w) in history.iter().zip(&weights) {
+            let (mut num, mut den) = (0.0, 0.0);
+            for s in &fits {
+                if let Some((_, f)) = h.forecasts.iter().find(|(n, _)| *n == s.source) {
+                    num += s.weight * (f + s.bias);
+                    den += s.weight;
+                }
+            }
+            if den > 0.0 && w > 1e-6 {
+                residuals.push((w, h.settled - num / den));
+            }
+        }
+        let (sw, sw2): (f64, f64) = residuals.iter().fold((0.0, 0.0), |(a, b), (w, _)| (a + w, b + w * w));
+        let n_eff = if sw2 > 0.0 { sw * sw / sw2 } else { 0.0 };
+        let lo = center.round() as i32 - self.span;
+        let len = (2 * self.span + 1) as usize;
+        let (mut p, bandwidth) = if n_eff < self.min_days {
+            let spread = fits.iter().map(|s| s.spread).fold(f64::INFINITY, f64::min).max(0.5);
+            (Distribution::normal(center, spread, self.span)?.values().map(|(_, p)| p).collect::<Vec<f64>>(), None)
+        } else {
+            let mean = residuals.iter().map(|(w, r)| w * r).sum::<f64>() / sw;
+            let var = residuals.iter().map(|(w, r)| w * (r - mean).powi(2)).sum::<f64>() / sw;
+            let h = (1.06 * var.sqrt() * n_eff.powf(-0.2)).max(0.5);
+            let mut p = vec![0.0; len];
+            for &(w, r) in &residuals {
+                let at = center + r;
+                let mut below = phi((f64::from(lo) - 0.5 - at) / h);
+                for (i, slot) in p.iter_mut().enumerate() {
+                    let z = (f64::from(lo + i as i32) + 0.5 - at) / h;
+                    // Past eight bandwidths the kernel adds nothing measurable.
+                    if z < -8.0 {
+                        continue;
+                    }
+                    let upto = if z > 8.0 { 1.0 } else { phi(z) };
+                    *slot += w * (upto - below);
+                    below = upto;
+                    if z > 8.0 {
+                        break;
+                    }
+                }
+            }
+            (p, Some(h))
+        };
+        let mass: f64 = p.iter().sum();
+        let share = self.floor_share;
+        p.iter_mut().for_each(|v| *v = (1.0 - share) * *v / mass.max(f64::MIN_POSITIVE) + share / len as f64);
+        let d = Distribution::new(lo, p)?;
+        Ok((d, Fit { sources: fits, center, bandwidth, n: n_eff }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Duration;
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+    use crate::brackets::scores::{ignorance, Reliability};
+
+    /// A normal draw (Box-Muller).
+    fn normal(rng: &mut SmallRng) -> f64 {
+        let (u, v): (f64, f64) = (rng.random::<f64>().max(1e-12), rng.random());
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    }
+
+    /// Two years of days: a truth, a good source (bias +2, sd 2) and a poor one (bias −1,
+    /// sd 5).
+    fn synthetic() -> Vec<Verified> {
+        let mut rng = SmallRng::seed_from_u64(7);
+        let start = NaiveDate::from_ymd_opt(2024, 1, 1).unwrap();
+        (0..730)
+            .map(|i| {
+                let truth = (60.0 + 20.0 * (f64::from(i) / 58.0).sin() + 3.0 * normal(&mut rng)).round();
+                let good = truth - 2.0 + 2.0 * normal(&mut rng);
+                let poor = truth + 1.0 + 5.0 * normal(&mut rng);
+                Verified {
+                    date: start + Duration::days(i64::from(i)),
+                    forecasts: vec![("GOOD".into(), good), ("POOR".into(), poor)],
+                    settled: truth,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn biases_and_weights_come_from_the_errors() {
+        let days = synthetic();
+        let (last, history) = days.split_last().unwrap();
+        let (_, fit) = Method::default().distribution(history, last.date, &last.forecasts).unwrap();
+        let good = &fit.sources[0];
+        let poor = &fit.sources[1];
+        assert!((good.bias - 2.0).abs() < 0.6, "{good:?}");
+        assert!((poor.bias + 1.0).abs() < 1.5, "{poor:?}");
+        assert!((good.spread - 2.0).abs() < 0.6 && (poor.spread - 5.0).abs() < 1.2, "{fit:?}");
+        // Inverse error variance: about 25 / 4 to one.
+        assert!(good.weight > 0.8 && (good.weight + poor.weight - 1.0).abs() < 1e-12, "{fit:?}");
+    }
+
+    #[test]
+    fn calibrated_and_sharper_than_either_source_alone_without_look_ahead() {
+        let days = synthetic();
+        let m = Method::default();
+        let (mut ours, mut good_alone) = (0.0, 0.0);
+        let mut rel = Reliability::default();
+        let mut n = 0;
+        for i in 120..days.len() {
+            let day = &days[i];
+            // Verified by the day before: everything before it.
+            let history = &days[..i];
+            let (d, _) = m.distribution(history, day.date, &day.forecasts).unwrap();
+            let alone: Vec<(String, f64)> = day.forecasts[..1].to_vec();
+            let (g, _) = m.distribution(history, day.date, &alone).unwrap();
+            let settled = day.settled as i32;
+            ours += ignorance(&d, settled);
+            good_alone += ignorance(&g, settled);
+            for v in d.lo()..=d.hi() {
+                rel.add(d.cdf(v), settled <= v);
+            }
+            n += 1;
+        }
+        assert!(ours / f64::from(n) < good_alone / f64::from(n), "{ours} vs {good_alone}");
+        for b in rel.bins().iter().filter(|b| b.n >= 200) {
+            assert!((b.observed - b.forecast).abs() < 0.05, "{b:?}");
+        }
+    }
+
+    #[test]
+    fn without_history_there_is_no_answer_and_little_history_is_a_gaussian() {
+        let m = Method::default();
+        let day = NaiveDate::from_ymd_opt(2026, 5, 1).unwrap();
+        let f = vec![("GFS".to_string(), 70.0)];
+        assert!(matches!(m.distribution(&[], day, &f), Err(BracketsError::NoInput(_))));
+        assert!(matches!(m.distribution(&[], day, &[]), Err(BracketsError::NoInput(_))));
+        let few: Vec<Verified> =
+            (1..4).map(|i| Verified { date: day - Duration::days(i), forecasts: f.clone(), settled: 72.0 }).collect();
+        let (d, fit) = m.distribution(&few, day, &f).unwrap();
+        assert_eq!(fit.bandwidth, None);
+        assert!((d.mean() - 72.0).abs() < 0.5, "the source's bias corrected: {}", d.mean());
+    }
+}

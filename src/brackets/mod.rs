@@ -1,0 +1,29 @@
+//! The probability of every settlement bracket (issue 32): traders trade brackets ("80–81 °F
+//! today?"), so the answer they want is a distribution over whole settlement degrees,
+//! calibrated and verified.
+//!
+//! - [`distribution`]: a probability per whole value; brackets, mean, quantiles, the floor
+//!   (ceiling) today's observations put under (over) it.
+//! - [`ladder`]: bracket ladders (`<=79,80-81,...,>=88`), parsed and around a median.
+//! - [`method`]: forecasts and their sources' verified errors to a distribution.
+//! - [`scores`]: ignorance, ranked probability score, Brier of a ladder, PIT, reliability.
+
+pub mod distribution;
+pub mod ladder;
+pub mod method;
+pub mod scores;
+
+pub use distribution::Distribution;
+pub use ladder::{Bracket, Ladder};
+pub use method::{Method, Verified, METHOD};
+
+/// Why a distribution could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum BracketsError {
+    /// A caller's value is wrong (a ladder, a probability).
+    #[error("{0}")]
+    Invalid(String),
+    /// Nothing to make it from (no forecast, no verified history).
+    #[error("{0}")]
+    NoInput(String),
+}
