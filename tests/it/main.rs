@@ -3,6 +3,7 @@
 mod accuracy_http;
 mod analyst_tools;
 mod as_of;
+mod brackets;
 mod cli;
 mod cluster;
 mod contract_cli;

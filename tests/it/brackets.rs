@@ -1,0 +1,205 @@
+//! The bracket distributions judged on real history (data/real/history, SOURCES.md): real
+//! official highs with real forecasts issued before each day. Each day is forecast at
+//! D−1 18:00 local from what was known then (forecasts issued by then, highs settled by
+//! then: days up to D−2), never later, and scored against the settled high.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+
+use chrono::{Duration, NaiveDate};
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::datatypes::{Date32Type, Float64Type, Int64Type};
+use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use wxlake::brackets::scores::{ignorance, Reliability};
+use wxlake::brackets::{Distribution, Ladder, Method, Verified};
+
+use crate::support::fixture;
+
+const CITIES: [&str; 5] = ["austin", "denver", "los_angeles", "miami", "philadelphia"];
+
+fn read(rel: &str) -> Vec<RecordBatch> {
+    let file = File::open(fixture(&format!("history/{rel}"))).unwrap();
+    ParquetRecordBatchReaderBuilder::try_new(file).unwrap().build().unwrap().map(Result::unwrap).collect()
+}
+
+fn date(a: &dyn Array, i: usize) -> NaiveDate {
+    Date32Type::to_naive_date_opt(a.as_primitive::<Date32Type>().value(i)).unwrap()
+}
+
+fn column<'a>(b: &'a RecordBatch, name: &str) -> &'a dyn Array {
+    b.column(b.schema().index_of(name).unwrap()).as_ref()
+}
+
+/// The official high of each day (`tmax_final`, whole °F).
+fn settlements(city: &str) -> BTreeMap<NaiveDate, f64> {
+    let mut out = BTreeMap::new();
+    for b in read(&format!("halsted_5city/{city}/settlements.parquet")) {
+        let highs = column(&b, "tmax_final").as_primitive::<Int64Type>();
+        for i in (0..b.num_rows()).filter(|&i| highs.is_valid(i)) {
+            out.insert(date(column(&b, "date_local"), i), highs.value(i) as f64);
+        }
+    }
+    out
+}
+
+/// Each day's forecasts available at D−1 18:00 local: Visual Crossing's daily high issued
+/// on D−1 (`lead_days` 1: a basis date with no hour, taken as issued by the evening), and
+/// for Austin NBM and HRRR of D−1 12Z (published by about 14Z, before 18:00 CST).
+fn forecasts(city: &str) -> BTreeMap<NaiveDate, Vec<(String, f64)>> {
+    let mut out: BTreeMap<NaiveDate, Vec<(String, f64)>> = BTreeMap::new();
+    for b in read(&format!("halsted_5city/{city}/forecasts_daily.parquet")) {
+        let (lead, high) = (
+            column(&b, "lead_days").as_primitive::<Int64Type>(),
+            column(&b, "tempmax_f").as_primitive::<Float64Type>(),
+        );
+        for i in (0..b.num_rows()).filter(|&i| lead.value(i) == 1 && high.is_valid(i)) {
+            let day = date(column(&b, "target_date"), i);
+            assert_eq!(date(column(&b, "forecast_basis_date"), i), day - Duration::days(1));
+            out.entry(day).or_default().push(("VISUAL-CROSSING".into(), high.value(i)));
+        }
+    }
+    if city == "austin" {
+        for b in read("halsted_5city/austin/noaa_guidance.parquet") {
+            let (model, high) = (column(&b, "model").as_string::<i32>(), column(&b, "peak_window_max_f"));
+            let high = high.as_primitive::<Float64Type>();
+            for i in (0..b.num_rows()).filter(|&i| high.is_valid(i)) {
+                out.entry(date(column(&b, "target_date"), i))
+                    .or_default()
+                    .push((model.value(i).to_uppercase(), high.value(i)));
+            }
+        }
+    }
+    out
+}
+
+/// The Gaussian of the best single source at the time: the source with the lowest mean
+/// absolute error over its last 30 verified days, centred on its forecast plus its mean
+/// error over them, with their standard deviation.
+fn best_single_gaussian(history: &[Verified], today: &[(String, f64)]) -> Option<Distribution> {
+    let mut best: Option<(f64, f64, f64, f64)> = None; // (mae, forecast, bias, sd)
+    for (name, f) in today {
+        let errors: Vec<f64> = history
+            .iter()
+            .rev()
+            .filter_map(|h| h.forecasts.iter().find(|(n, _)| n == name).map(|(_, v)| h.settled - v))
+            .take(30)
+            .collect();
+        if errors.len() < 30 {
+            continue;
+        }
+        let n = errors.len() as f64;
+        let mae = errors.iter().map(|e| e.abs()).sum::<f64>() / n;
+        let bias = errors.iter().sum::<f64>() / n;
+        let sd = (errors.iter().map(|e| (e - bias).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+        if best.is_none_or(|b| mae < b.0) {
+            best = Some((mae, *f, bias, sd));
+        }
+    }
+    best.map(|(_, f, bias, sd)| Distribution::normal(f + bias, sd.max(0.5), 40).unwrap())
+}
+
+#[test]
+fn on_real_highs_the_distribution_beats_the_best_single_source_and_is_reliable() {
+    let method = Method::default();
+    let mut reliability = Reliability::default();
+    let mut report = Vec::new();
+    for city in CITIES {
+        let settled = settlements(city);
+        let issued = forecasts(city);
+        let days: Vec<Verified> = issued
+            .iter()
+            .filter_map(|(d, f)| Some(Verified { date: *d, forecasts: f.clone(), settled: *settled.get(d)? }))
+            .collect();
+        let (mut ours, mut baseline, mut n) = (0.0, 0.0, 0usize);
+        for (i, day) in days.iter().enumerate() {
+            // Known at D−1 18:00: highs settled up to D−2.
+            let known = days[..i].partition_point(|h| h.date <= day.date - Duration::days(2));
+            let history = &days[..known];
+            if history.len() < 60 {
+                continue;
+            }
+            let Some(gauss) = best_single_gaussian(history, &day.forecasts) else { continue };
+            let (d, _) = method.distribution(history, day.date, &day.forecasts).unwrap();
+            let high = day.settled as i32;
+            ours += ignorance(&d, high);
+            baseline += ignorance(&gauss, high);
+            n += 1;
+            reliability.add_ladder(&d, &Ladder::around(d.quantile(0.5), 2, 4), high);
+        }
+        let (ours, baseline) = (ours / n as f64, baseline / n as f64);
+        report.push(format!("{city}: {n} days, ignorance {ours:.3} bits against {baseline:.3}"));
+        assert!(n > 900, "{city}: {n} days scored");
+        assert!(ours < baseline, "{}", report.join("; "));
+    }
+    let bins = reliability.bins();
+    for b in bins.iter().filter(|b| b.n >= 100) {
+        assert!((b.observed - b.forecast).abs() <= 0.07, "{b:?} ({})", report.join("; "));
+    }
+    assert!(bins.iter().filter(|b| b.n >= 100).count() >= 4, "{bins:?}");
+    println!("{}", report.join("\n"));
+}
+
+/// The api.weather.gov point forecast for Los Angeles ("High near N"), logged by a trader
+/// several times a day, against the CLILAX high. The log's `forecast_time` carries no zone:
+/// read as Pacific local time, which errs early whatever zone it was written in (UTC
+/// readings are later than Pacific ones), so no fetch after the cutoff is used.
+#[test]
+fn on_the_nws_point_forecast_for_los_angeles_too() {
+    let path = fixture("history/nws_point_forecast_lax/lax_nws_forecast_log.csv");
+    let mut reader = csv::Reader::from_path(path).unwrap();
+    let headers = reader.headers().unwrap().clone();
+    let at = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let (kind, target, fetched, predicted, actual) =
+        (at("forecast_or_actual"), at("target_date"), at("forecast_time"), at("predicted_high"), at("actual_high"));
+    let mut highs: BTreeMap<NaiveDate, f64> = BTreeMap::new();
+    // Per target day: the latest fetch by 18:00 the day before.
+    let mut latest: BTreeMap<NaiveDate, (chrono::NaiveDateTime, f64)> = BTreeMap::new();
+    for row in reader.records() {
+        let row = row.unwrap();
+        let Ok(day) = NaiveDate::parse_from_str(&row[target], "%Y-%m-%d") else { continue };
+        match &row[kind] {
+            "actual" => {
+                if let Ok(v) = row[actual].parse::<f64>() {
+                    highs.insert(day, v);
+                }
+            }
+            "forecast" => {
+                let (Ok(t), Ok(v)) = (
+                    chrono::NaiveDateTime::parse_from_str(&row[fetched], "%Y-%m-%d %H:%M:%S"),
+                    row[predicted].parse::<f64>(),
+                ) else {
+                    continue;
+                };
+                let cutoff = (day - Duration::days(1)).and_hms_opt(18, 0, 0).unwrap();
+                if t <= cutoff && latest.get(&day).is_none_or(|(held, _)| t > *held) {
+                    latest.insert(day, (t, v));
+                }
+            }
+            _ => {}
+        }
+    }
+    let days: Vec<Verified> = latest
+        .iter()
+        .filter_map(|(d, (_, f))| {
+            Some(Verified { date: *d, forecasts: vec![("NWS-POINT".into(), *f)], settled: *highs.get(d)? })
+        })
+        .collect();
+    let method = Method::default();
+    let (mut ours, mut baseline, mut n) = (0.0, 0.0, 0usize);
+    for (i, day) in days.iter().enumerate() {
+        let known = days[..i].partition_point(|h| h.date <= day.date - Duration::days(2));
+        let history = &days[..known];
+        let Some(gauss) = best_single_gaussian(history, &day.forecasts) else { continue };
+        let (d, _) = method.distribution(history, day.date, &day.forecasts).unwrap();
+        ours += ignorance(&d, day.settled as i32);
+        baseline += ignorance(&gauss, day.settled as i32);
+        n += 1;
+    }
+    println!(
+        "los angeles, NWS point forecast: {n} days, ignorance {:.3} against {:.3}",
+        ours / n as f64,
+        baseline / n as f64
+    );
+    assert!(n >= 60, "{n} days scored of {}", days.len());
+    assert!(ours < baseline, "{ours} against {baseline} over {n} days");
+}
