@@ -108,13 +108,17 @@ pub async fn session(
         run_statements(&scratch, spec, Some((from, to)), Intermediates::Tables).await.map_err(ApiError::internal)?;
     register(&scratch, "fd_replaced", summaries).await?;
 
-    // Every other run of the place as stored.
+    // Every other run of the place as stored (none dated after t can have been available).
     let mut b = Bindings::new();
-    let sql = format!(
-        "SELECT * FROM forecast_daily WHERE location_name = {} AND NOT {}",
+    let mut sql = format!(
+        "SELECT * FROM forecast_daily WHERE location_name = {} AND run_date <= {} AND NOT {}",
         b.str(location),
+        b.partition_date(t.date_naive()),
         runs_filter(&mut b, &runs)
     );
+    if let Some(m) = model {
+        sql += &format!(" AND model = {}", b.str(m));
+    }
     register(&scratch, "fd_stored", b.frame(ctx, &sql).await?).await?;
     let columns = "model, CAST(run_date AS VARCHAR) AS run_date, location_name, tz_mode, date, timezone, run_time, \
                    CAST(points_used AS BIGINT) AS points_used, high_f, low_f, high_c, low_c, available_at";

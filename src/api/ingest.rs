@@ -52,7 +52,7 @@ pub struct IngestQuery {
                    observations go out on the push stream); it reaches the lake at the next flush. Records the \
                    service already holds are counted as duplicate, not stored again.",
     params(
-        ("format" = String, Path, description = "metar, onemin, cli, dsm, forecasts, open-meteo, mos, nws-hourly"),
+        ("format" = String, Path, description = "metar, onemin, cli, dsm, forecasts, open-meteo, mos, nws-hourly, daily-forecasts"),
         IngestQuery,
     ),
     request_body(content = crate::api::schemas::RawInput, description = "the raw input, as `wxlake ingest` reads it (text or Parquet bytes; any Content-Type is read as bytes); at most 2 MiB (2,097,152 bytes) per request", content_type = "application/octet-stream"),

@@ -12,7 +12,7 @@ use wxlake::lake::Lake;
 
 #[derive(Debug, Args)]
 pub struct IngestArgs {
-    /// metar, onemin, cli, dsm, forecasts, open-meteo, mos, nws-hourly
+    /// metar, onemin, cli, dsm, forecasts, open-meteo, mos, nws-hourly, daily-forecasts
     pub format: Format,
     /// Files or directories (read recursively); `-` reads stdin.
     #[arg(required = true)]

@@ -2,6 +2,7 @@
 //! pure (bytes in, typed records plus per-line errors out) and never panics on input.
 
 pub mod climate_report;
+pub mod daily_forecasts;
 pub mod dsm;
 pub mod forecast_parquet;
 pub mod forecast_rows;

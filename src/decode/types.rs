@@ -398,6 +398,22 @@ pub struct NwsHourlyForecast {
     pub periods: Vec<NwsHourlyPeriod>,
 }
 
+/// A forecast published as a day's high and low only (`decode::daily_forecasts`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DailyForecast {
+    /// Who issued it: capitals, digits and `-`, not a model name.
+    pub source: String,
+    pub station: String,
+    /// When it was issued, which is when it became available.
+    pub issued_at: DateTime<Utc>,
+    /// The settlement day it forecasts.
+    pub date: NaiveDate,
+    pub high: Option<f64>,
+    pub low: Option<f64>,
+    /// The unit of `high` and `low`.
+    pub units: crate::units::Units,
+}
+
 /// One hourly period of an NWS forecast, temperature in °F.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NwsHourlyPeriod {

@@ -33,6 +33,8 @@ impl Gathered {
             Records::Reports(v) => self.reports.extend(v),
             Records::Forecasts(v) => self.forecasts.extend(v),
             Records::NwsHourly(v) => self.nws.extend(v),
+            // The generator writes no daily forecasts (yet).
+            Records::DailyForecasts(_) => {}
         }
     }
 

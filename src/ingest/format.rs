@@ -9,7 +9,8 @@ use chrono::{TimeZone, Utc};
 use super::{DecodedInput, IngestOptions, Records};
 use crate::decode::types::{Decoded, LineError};
 use crate::decode::{
-    climate_report, dsm, forecast_parquet, forecast_rows, metar_container, mos, nws_hourly, onemin, open_meteo,
+    climate_report, daily_forecasts, dsm, forecast_parquet, forecast_rows, metar_container, mos, nws_hourly, onemin,
+    open_meteo,
 };
 use crate::lake::rows::NwsHourlyRow;
 
@@ -32,10 +33,12 @@ pub enum Format {
     Mos,
     /// api.weather.gov hourly point forecast JSON.
     NwsHourly,
+    /// Daily high/low forecasts CSV (`source,station_code,issued_at,date,high,low,units`).
+    DailyForecasts,
 }
 
 /// Every format, for help texts and the API's error details.
-pub const ALL_FORMATS: [Format; 8] = [
+pub const ALL_FORMATS: [Format; 9] = [
     Format::Metar,
     Format::Onemin,
     Format::Cli,
@@ -44,6 +47,7 @@ pub const ALL_FORMATS: [Format; 8] = [
     Format::OpenMeteo,
     Format::Mos,
     Format::NwsHourly,
+    Format::DailyForecasts,
 ];
 
 impl Format {
@@ -57,6 +61,7 @@ impl Format {
             Format::OpenMeteo => "open-meteo",
             Format::Mos => "mos",
             Format::NwsHourly => "nws-hourly",
+            Format::DailyForecasts => "daily-forecasts",
         }
     }
 
@@ -110,6 +115,7 @@ impl Format {
             }
             Format::Mos => wrap(mos::decode_mos(bytes), Records::Forecasts),
             Format::NwsHourly => decode_nws_hourly(bytes, opts),
+            Format::DailyForecasts => wrap(daily_forecasts::decode_daily_forecasts(bytes), Records::DailyForecasts),
         }
     }
 }

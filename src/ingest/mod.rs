@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 pub use format::Format;
 pub use summary::Summary;
 
-use crate::decode::types::{DailyReport, ForecastRow, LineError, Metar, OneMinute};
+use crate::decode::types::{DailyForecast, DailyReport, ForecastRow, LineError, Metar, OneMinute};
 use crate::lake::rows::{LakeRecord, NwsHourlyRow};
 use crate::lake::writer::{Chunk, WriteStats};
 use crate::lake::{Lake, LakeError};
@@ -44,6 +44,7 @@ pub enum Records {
     Reports(Vec<DailyReport>),
     Forecasts(Vec<ForecastRow>),
     NwsHourly(Vec<NwsHourlyRow>),
+    DailyForecasts(Vec<DailyForecast>),
 }
 
 impl Records {
@@ -54,6 +55,7 @@ impl Records {
             Records::Reports(v) => v.len(),
             Records::Forecasts(v) => v.len(),
             Records::NwsHourly(v) => v.len(),
+            Records::DailyForecasts(v) => v.len(),
         }
     }
     pub fn is_empty(&self) -> bool {
@@ -67,6 +69,7 @@ impl Records {
             Records::Reports(_) => crate::lake::schema::REPORTS.name,
             Records::Forecasts(_) => crate::lake::schema::FORECASTS.name,
             Records::NwsHourly(_) => crate::lake::schema::NWS_HOURLY.name,
+            Records::DailyForecasts(_) => crate::lake::schema::DAILY_FORECASTS.name,
         }
     }
 }
@@ -101,7 +104,7 @@ macro_rules! of_records {
         }
     )*};
 }
-of_records!(Metar => Observations, OneMinute => OneMinute, DailyReport => Reports, ForecastRow => Forecasts, NwsHourlyRow => NwsHourly);
+of_records!(Metar => Observations, OneMinute => OneMinute, DailyReport => Reports, ForecastRow => Forecasts, NwsHourlyRow => NwsHourly, DailyForecast => DailyForecasts);
 
 /// An input the write path received live, at `at` by its clock (the WAL record's time),
 /// held until it is in the lake: `at` is both its rows' `received_at` and `available_at`.
@@ -143,6 +146,7 @@ pub async fn store_held(lake: &Lake, inputs: &[Received]) -> Result<Vec<(&'stati
         one::<DailyReport>(lake, inputs).await?,
         one::<ForecastRow>(lake, inputs).await?,
         one::<NwsHourlyRow>(lake, inputs).await?,
+        one::<DailyForecast>(lake, inputs).await?,
     ])
 }
 
@@ -154,6 +158,7 @@ enum Chunks {
     Reports(Vec<Vec<DailyReport>>),
     Forecasts(Vec<Vec<ForecastRow>>),
     NwsHourly(Vec<Vec<NwsHourlyRow>>),
+    DailyForecasts(Vec<Vec<DailyForecast>>),
 }
 
 impl From<Records> for Chunks {
@@ -164,6 +169,7 @@ impl From<Records> for Chunks {
             Records::Reports(v) => Chunks::Reports(vec![v]),
             Records::Forecasts(v) => Chunks::Forecasts(vec![v]),
             Records::NwsHourly(v) => Chunks::NwsHourly(vec![v]),
+            Records::DailyForecasts(v) => Chunks::DailyForecasts(vec![v]),
         }
     }
 }
@@ -177,6 +183,7 @@ impl Chunks {
             (Chunks::Reports(c), Records::Reports(v)) => c.push(v),
             (Chunks::Forecasts(c), Records::Forecasts(v)) => c.push(v),
             (Chunks::NwsHourly(c), Records::NwsHourly(v)) => c.push(v),
+            (Chunks::DailyForecasts(c), Records::DailyForecasts(v)) => c.push(v),
             (_, other) => return Err(other),
         }
         Ok(())
@@ -189,6 +196,7 @@ impl Chunks {
             Chunks::Reports(c) => lake.write_chunks(c).await,
             Chunks::Forecasts(c) => lake.write_chunks(c).await,
             Chunks::NwsHourly(c) => lake.write_chunks(c).await,
+            Chunks::DailyForecasts(c) => lake.write_chunks(c).await,
         }
     }
 }

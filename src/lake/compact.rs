@@ -171,7 +171,9 @@ impl Lake {
                     // A file written before a column existed gets it here, so one merged
                     // file has one schema.
                     let adapted = conform(table, model.as_deref(), &b)?;
-                    filled |= adapted.num_columns() != b.num_columns();
+                    // Only the times are worth a repair: a missing `superseded_at` reads as
+                    // NULL (current) from the file as it is.
+                    filled |= b.schema().index_of("available_at").is_err();
                     batches.push(adapted);
                 }
             }

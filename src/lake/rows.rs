@@ -13,11 +13,11 @@ use datafusion::arrow::error::ArrowError;
 
 use super::availability;
 use super::keys::{forecast_key, version_key};
-use super::schema::{KeyHasher, TableDef, FORECASTS, NWS_HOURLY, OBSERVATIONS, ONEMIN, REPORTS};
+use super::schema::{KeyHasher, TableDef, DAILY_FORECASTS, FORECASTS, NWS_HOURLY, OBSERVATIONS, ONEMIN, REPORTS};
 use crate::catalog::{lst_to_utc, Catalog};
 use crate::decode::metar::{report_body, temperature_fields};
 use crate::decode::swar::load_le;
-use crate::decode::types::{DailyReport, ForecastRow, Metar, NwsHourlyPeriod, OneMinute};
+use crate::decode::types::{DailyForecast, DailyReport, ForecastRow, Metar, NwsHourlyPeriod, OneMinute};
 use crate::time::{DateMemo, DayClock};
 use crate::units::relative_humidity;
 
@@ -41,6 +41,13 @@ pub trait LakeRecord: Send + Sync {
     /// When the source published it (`lake::availability`): the `available_at` of a
     /// backfilled row, bounded by when wxlake received it. `None`: unknown.
     fn published_at(&self) -> Option<DateTime<Utc>>;
+    /// Whether [`published_at`](Self::published_at) is the row's own statement of when it
+    /// became known, so it is the `available_at` of a live row too (a daily forecast's
+    /// `issued_at`), still never after wxlake received it. Else a live row is known when
+    /// received.
+    fn states_its_availability() -> bool {
+        false
+    }
     /// The `row_key` this row gets when its natural key is stored with other values: a
     /// version of a re-published fact, for a table that keeps them
     /// ([`Versions::Superseded`](super::schema::Versions::Superseded), `lake::versions`).
@@ -587,6 +594,67 @@ impl LakeRecord for NwsHourlyRow {
                 Arc::new(start.finish()),
                 Arc::new(end.finish()),
                 Arc::new(temp.finish()),
+                Arc::new(key.finish()),
+            ],
+            times,
+        )
+    }
+}
+
+impl LakeRecord for DailyForecast {
+    fn table() -> &'static TableDef {
+        &DAILY_FORECASTS
+    }
+    fn partition(&self) -> String {
+        format!("source={}", self.source)
+    }
+    fn partition_key(&self) -> u64 {
+        KeyHasher::default().str(&self.source).finish()
+    }
+    fn row_key(&self) -> u64 {
+        KeyHasher::default()
+            .str(&self.source)
+            .str(&self.station)
+            .i64(micros(self.issued_at))
+            .i64(i64::from(date32(self.date)))
+            .finish()
+    }
+    type SortKey<'a> = (&'a str, NaiveDate, DateTime<Utc>);
+    fn sort_key(&self) -> Self::SortKey<'_> {
+        (&self.station, self.date, self.issued_at)
+    }
+    fn published_at(&self) -> Option<DateTime<Utc>> {
+        Some(self.issued_at)
+    }
+    fn states_its_availability() -> bool {
+        true
+    }
+    fn to_batch(rows: &[&Self], keys: &[u64], times: RowTimes) -> Result<RecordBatch, ArrowError> {
+        let n = rows.len();
+        let mut station = StringBuilder::with_capacity(n, n * 4);
+        let mut issued = ts_builder(n);
+        let mut date = Date32Builder::with_capacity(n);
+        let (mut high, mut low) = (Float64Builder::with_capacity(n), Float64Builder::with_capacity(n));
+        let mut units = StringBuilder::with_capacity(n, n);
+        let mut key = UInt64Builder::with_capacity(n);
+        for (r, k) in rows.iter().zip(keys) {
+            station.append_value(&r.station);
+            issued.append_value(micros(r.issued_at));
+            date.append_value(date32(r.date));
+            high.append_option(r.high);
+            low.append_option(r.low);
+            units.append_value(if r.units == crate::units::Units::Fahrenheit { "f" } else { "c" });
+            key.append_value(*k);
+        }
+        finish(
+            &DAILY_FORECASTS,
+            vec![
+                Arc::new(station.finish()),
+                Arc::new(issued.finish()),
+                Arc::new(date.finish()),
+                Arc::new(high.finish()),
+                Arc::new(low.finish()),
+                Arc::new(units.finish()),
                 Arc::new(key.finish()),
             ],
             times,

@@ -231,6 +231,25 @@ cached_schema!(
 );
 
 cached_schema!(
+    daily_forecasts_schema,
+    vec![
+        f("station_code", DataType::Utf8, false),
+        // When the source issued it, which is when it became available (`available_at`).
+        f("issued_at", ts(), false),
+        // The settlement day it forecasts.
+        f("date", DataType::Date32, false),
+        f("high", DataType::Float64, true),
+        f("low", DataType::Float64, true),
+        // `f` or `c`: the unit of `high` and `low`, as issued.
+        f("units", DataType::Utf8, false),
+        f("row_key", DataType::UInt64, false),
+        f("inserted_at", ts(), false),
+        f("received_at", ts(), true),
+        f("available_at", ts(), true),
+    ]
+);
+
+cached_schema!(
     nws_hourly_schema,
     vec![
         f("station_code", DataType::Utf8, false),
@@ -319,8 +338,20 @@ pub const NWS_HOURLY: TableDef = TableDef {
     schema: nws_hourly_schema,
 };
 
+/// Forecasts published as a day's high and low only (`decode::daily_forecasts`), by source.
+pub const DAILY_FORECASTS: TableDef = TableDef {
+    name: "daily_forecasts",
+    partition_cols: &["source"],
+    sort_cols: &["station_code", "date", "issued_at"],
+    key_cols: &["source", "station_code", "issued_at", "date"],
+    // Each issuance is a fact of its own: a reader takes the latest issued by its time.
+    versions: Versions::Rows,
+    as_of_bound: AsOfBound::All,
+    schema: daily_forecasts_schema,
+};
+
 /// Every ingested table.
-pub const TABLES: [&TableDef; 5] = [&OBSERVATIONS, &ONEMIN, &REPORTS, &FORECASTS, &NWS_HOURLY];
+pub const TABLES: [&TableDef; 6] = [&OBSERVATIONS, &ONEMIN, &REPORTS, &FORECASTS, &NWS_HOURLY, &DAILY_FORECASTS];
 
 /// Looks a table up by name.
 pub fn table(name: &str) -> Option<&'static TableDef> {

@@ -18,7 +18,12 @@
 //!
 //! Setting `superseded_at` rewrites the files of the partitions concerned, in one commit
 //! that replaces them (a concurrent writer or compaction there conflicts and the versions
-//! are stored again on a new snapshot). Re-publications are rare (the live feeds never
+//! are stored again on a new snapshot). That is the write's second commit, after the one
+//! appending its new facts: a failure between them leaves the first values current and
+//! the write failed, so the write path keeps the input in its WAL and the retry stores the
+//! versions (its new facts are then duplicates). Every process writing a lake must run a
+//! binary that knows `superseded_at`: an older one's compaction would drop the column and
+//! make every version current again. Re-publications are rare (the live feeds never
 //! re-fetch a stored run: only `wxlake ingest` and `POST /api/v2/ingest` bring them), so
 //! the cost of reading a partition whole falls on the re-ingest that causes it. Within one
 //! input the first row of a natural key wins, as for every table: a file contradicting

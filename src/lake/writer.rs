@@ -461,6 +461,7 @@ fn encode_partition<R: LakeRecord>(
         .iter()
         .map(|&(_, _, r, chunk)| {
             let (received, available) = match chunks[chunk as usize].received_at() {
+                Some(live) if R::states_its_availability() => (live, availability::settle(r.published_at(), live)),
                 Some(live) => (live, live),
                 None => (inserted_at, availability::settle(r.published_at(), inserted_at)),
             };

@@ -411,7 +411,9 @@ impl WriteService {
             Records::OneMinute(v) => v.iter().for_each(|o| taken.add(hot.apply_onemin(o, known))),
             Records::Reports(v) => v.iter().for_each(|r| taken.add(hot.apply_report(r, known, snapshot))),
             // Not in the hot state: the lake's natural keys drop a stored row at flush.
-            Records::Forecasts(_) | Records::NwsHourly(_) => taken.accepted = records.len(),
+            Records::Forecasts(_) | Records::NwsHourly(_) | Records::DailyForecasts(_) => {
+                taken.accepted = records.len()
+            }
         }
         taken
     }
@@ -423,7 +425,7 @@ impl WriteService {
             Records::Observations(v) => v.iter().all(|m| self.hot.holds_metar(m)),
             Records::OneMinute(v) => v.iter().all(|o| self.hot.holds_onemin(o)),
             Records::Reports(v) => v.iter().all(|r| self.hot.holds_report(r)),
-            Records::Forecasts(_) | Records::NwsHourly(_) => false,
+            Records::Forecasts(_) | Records::NwsHourly(_) | Records::DailyForecasts(_) => false,
         }
     }
 

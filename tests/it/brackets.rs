@@ -203,3 +203,51 @@ fn on_the_nws_point_forecast_for_los_angeles_too() {
     assert!(n >= 60, "{n} days scored of {}", days.len());
     assert!(ours < baseline, "{ours} against {baseline} over {n} days");
 }
+
+/// Daily high/low forecasts reach the lake by `wxlake ingest` and by POST, each row
+/// available from its `issued_at` (never after wxlake had it), and `as_of` sees them so.
+#[tokio::test]
+async fn daily_forecasts_are_known_from_their_issuance_by_either_door() {
+    use wxlake::ingest::{ingest_bytes, Format, IngestOptions, Summary};
+    let app = crate::http::App::new().await; // its clock: 2026-03-08T18:00:00Z
+    let lake = app.state.live.lake.clone();
+    let csv = "source,station_code,issued_at,date,high,low,units\n\
+               NWS-POINT,KNYC,2026-03-07T20:05:00Z,2026-03-09,51,38,f\n\
+               ACME,EGLC,2026-03-08T06:00:00+01:00,2026-03-09,12.5,,c\n\
+               GFS,KNYC,2026-03-07T20:05:00Z,2026-03-09,51,38,f\n";
+    // The backfill: a file of two good rows and a model's name refused on its line.
+    let mut s = Summary::default();
+    ingest_bytes(&lake, Format::DailyForecasts, "daily.csv", csv.as_bytes(), &IngestOptions::default(), &mut s)
+        .await
+        .unwrap();
+    assert_eq!((s.stored, s.rejected, s.first_rejects[0].line), (2, 1, 4), "{s}");
+    assert!(s.first_rejects[0].reason.contains("is a model"), "{s}");
+    // Over HTTP: one more issuance (at 17:30, received at 18:00) and one claiming a time
+    // after its receipt (known only from then), and the first row again (a duplicate).
+    let live = "source,station_code,issued_at,date,high,low,units\n\
+                NWS-POINT,KNYC,2026-03-08T17:30:00Z,2026-03-09,53,39,f\n\
+                NWS-POINT,KNYC,2026-03-08T19:00:00Z,2026-03-10,55,40,f\n\
+                NWS-POINT,KNYC,2026-03-07T20:05:00Z,2026-03-09,51,38,f\n";
+    let (status, body) = app.ingest("daily-forecasts", "", live).await;
+    assert!(status.is_success(), "{status}: {body}");
+    app.state.live.flush().await.unwrap();
+    let got = crate::support::rows(
+        &lake,
+        "SELECT source, issued_at, date, high, low, units, available_at FROM daily_forecasts ORDER BY issued_at",
+    )
+    .await;
+    let expected = [
+        ["NWS-POINT", "2026-03-07T20:05:00Z", "2026-03-09", "51.0", "38.0", "f", "2026-03-07T20:05:00Z"],
+        ["ACME", "2026-03-08T05:00:00Z", "2026-03-09", "12.5", "", "c", "2026-03-08T05:00:00Z"],
+        ["NWS-POINT", "2026-03-08T17:30:00Z", "2026-03-09", "53.0", "39.0", "f", "2026-03-08T17:30:00Z"],
+        ["NWS-POINT", "2026-03-08T19:00:00Z", "2026-03-10", "55.0", "40.0", "f", "2026-03-08T18:00:00Z"],
+    ];
+    assert_eq!(got, expected);
+    let at = |t: &str| {
+        let (lake, q) = (lake.clone(), format!("SELECT count(*) FROM as_of('daily_forecasts', '{t}')"));
+        async move { crate::support::scalar(&lake, &q).await }
+    };
+    assert_eq!(at("2026-03-07T20:04:59Z").await, "0");
+    assert_eq!(at("2026-03-08T17:30:00Z").await, "3");
+    assert_eq!(at("2026-03-08T18:00:00Z").await, "4");
+}
