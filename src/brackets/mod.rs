@@ -5,11 +5,13 @@
 //! - [`distribution`]: a probability per whole value; brackets, mean, quantiles, the floor
 //!   (ceiling) today's observations put under (over) it.
 //! - [`ladder`]: bracket ladders (`<=79,80-81,...,>=88`), parsed and around a median.
+//! - [`markets`]: the settlement markets on the catalog's stations (data/markets.csv).
 //! - [`method`]: forecasts and their sources' verified errors to a distribution.
 //! - [`scores`]: ignorance, ranked probability score, Brier of a ladder, PIT, reliability.
 
 pub mod distribution;
 pub mod ladder;
+pub mod markets;
 pub mod method;
 pub mod scores;
 
