@@ -2,6 +2,8 @@
 //! today?"), so the answer they want is a distribution over whole settlement degrees,
 //! calibrated and verified.
 //!
+//! - [`baselines`]: climatology, the best single source's Gaussian, the equal-weight
+//!   fraction of sources: what the distribution must beat.
 //! - [`distribution`]: a probability per whole value; brackets, mean, quantiles, the floor
 //!   (ceiling) today's observations put under (over) it.
 //! - [`ladder`]: bracket ladders (`<=79,80-81,...,>=88`), parsed and around a median.
@@ -9,6 +11,7 @@
 //! - [`method`]: forecasts and their sources' verified errors to a distribution.
 //! - [`scores`]: ignorance, ranked probability score, Brier of a ladder, PIT, reliability.
 
+pub mod baselines;
 pub mod distribution;
 pub mod ladder;
 pub mod markets;

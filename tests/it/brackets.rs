@@ -10,8 +10,9 @@ use chrono::{Duration, NaiveDate};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{Date32Type, Float64Type, Int64Type};
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use wxlake::brackets::baselines::{best_single_gaussian, climatology, equal_weight_fraction};
 use wxlake::brackets::scores::{ignorance, Reliability};
-use wxlake::brackets::{Distribution, Ladder, Method, Verified};
+use wxlake::brackets::{Ladder, Method, Verified};
 
 use crate::support::fixture;
 
@@ -72,32 +73,6 @@ fn forecasts(city: &str) -> BTreeMap<NaiveDate, Vec<(String, f64)>> {
     out
 }
 
-/// The Gaussian of the best single source at the time: the source with the lowest mean
-/// absolute error over its last 30 verified days, centred on its forecast plus its mean
-/// error over them, with their standard deviation.
-fn best_single_gaussian(history: &[Verified], today: &[(String, f64)]) -> Option<Distribution> {
-    let mut best: Option<(f64, f64, f64, f64)> = None; // (mae, forecast, bias, sd)
-    for (name, f) in today {
-        let errors: Vec<f64> = history
-            .iter()
-            .rev()
-            .filter_map(|h| h.forecasts.iter().find(|(n, _)| n == name).map(|(_, v)| h.settled - v))
-            .take(30)
-            .collect();
-        if errors.len() < 30 {
-            continue;
-        }
-        let n = errors.len() as f64;
-        let mae = errors.iter().map(|e| e.abs()).sum::<f64>() / n;
-        let bias = errors.iter().sum::<f64>() / n;
-        let sd = (errors.iter().map(|e| (e - bias).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
-        if best.is_none_or(|b| mae < b.0) {
-            best = Some((mae, *f, bias, sd));
-        }
-    }
-    best.map(|(_, f, bias, sd)| Distribution::normal(f + bias, sd.max(0.5), 40).unwrap())
-}
-
 #[test]
 fn on_real_highs_the_distribution_beats_the_best_single_source_and_is_reliable() {
     let method = Method::default();
@@ -110,26 +85,41 @@ fn on_real_highs_the_distribution_beats_the_best_single_source_and_is_reliable()
             .iter()
             .filter_map(|(d, f)| Some(Verified { date: *d, forecasts: f.clone(), settled: *settled.get(d)? }))
             .collect();
-        let (mut ours, mut baseline, mut n) = (0.0, 0.0, 0usize);
+        let settled_days: Vec<(NaiveDate, f64)> = settled.iter().map(|(d, v)| (*d, *v)).collect();
+        // Mean ignorance of: ours, the best single source's Gaussian, climatology, the
+        // equal-weight fraction.
+        let (mut sums, mut n) = ([0.0f64; 4], 0usize);
         for (i, day) in days.iter().enumerate() {
             // Known at D−1 18:00: highs settled up to D−2.
-            let known = days[..i].partition_point(|h| h.date <= day.date - Duration::days(2));
+            let cut = day.date - Duration::days(2);
+            let known = days[..i].partition_point(|h| h.date <= cut);
             let history = &days[..known];
             if history.len() < 60 {
                 continue;
             }
-            let Some(gauss) = best_single_gaussian(history, &day.forecasts) else { continue };
+            let seen = &settled_days[..settled_days.partition_point(|(d, _)| *d <= cut)];
+            let (Some(gauss), Some(clim), Some(fraction)) = (
+                best_single_gaussian(history, &day.forecasts),
+                climatology(seen, day.date, 15),
+                equal_weight_fraction(&day.forecasts),
+            ) else {
+                continue;
+            };
             let (d, _) = method.distribution(history, day.date, &day.forecasts).unwrap();
             let high = day.settled as i32;
-            ours += ignorance(&d, high);
-            baseline += ignorance(&gauss, high);
+            for (sum, dist) in sums.iter_mut().zip([&d, &gauss, &clim, &fraction]) {
+                *sum += ignorance(dist, high);
+            }
             n += 1;
             reliability.add_ladder(&d, &Ladder::around(d.quantile(0.5), 2, 4), high);
         }
-        let (ours, baseline) = (ours / n as f64, baseline / n as f64);
-        report.push(format!("{city}: {n} days, ignorance {ours:.3} bits against {baseline:.3}"));
+        let [ours, gauss, clim, fraction] = sums.map(|s| s / n as f64);
+        report.push(format!(
+            "{city}: {n} days, ignorance {ours:.3} bits; best single source's Gaussian {gauss:.3}, \
+             climatology {clim:.3}, equal-weight fraction {fraction:.3}"
+        ));
         assert!(n > 900, "{city}: {n} days scored");
-        assert!(ours < baseline, "{}", report.join("; "));
+        assert!(ours < gauss && ours < clim && ours < fraction, "{}", report.join("; "));
     }
     let bins = reliability.bins();
     for b in bins.iter().filter(|b| b.n >= 100) {

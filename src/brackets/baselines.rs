@@ -1,0 +1,152 @@
+//! The three baselines a bracket distribution must beat to be worth anything, made from the
+//! same inputs at the same moment (issue 32, "Verification"):
+//!
+//! - **climatology**: the station's settled values of the same season in past years,
+//!   nothing about the day's weather;
+//! - **the best single source's Gaussian**: what a careful trader does by hand: the source
+//!   with the lowest recent mean absolute error, centred on its forecast plus its recent
+//!   mean error, spread by its recent errors' standard deviation;
+//! - **the equal-weight fraction of sources**: each source's forecast, rounded, counts the
+//!   same (the raw "member fraction" read off a multi-model list).
+//!
+//! Each gets the method's small uniform share over the support, so a score compares
+//! judgement rather than whether a value was ruled out.
+
+use chrono::{Datelike, NaiveDate};
+
+use super::distribution::{phi, Distribution};
+use super::method::Verified;
+use super::BracketsError;
+
+/// Verified days the recent baselines read.
+pub const RECENT: usize = 30;
+/// Share spread uniformly over each baseline's support (as the method's).
+pub const FLOOR_SHARE: f64 = 0.005;
+/// Values either side of the centre with a probability.
+pub const SPAN: i32 = 40;
+
+/// Mixes `FLOOR_SHARE` uniformly into `p` (weights over values from `lo`).
+fn floored(lo: i32, p: Vec<f64>) -> Result<Distribution, BracketsError> {
+    let d = Distribution::new(lo, p)?;
+    let n = (d.hi() - d.lo() + 1) as f64;
+    Distribution::new(lo, d.values().map(|(_, p)| (1.0 - FLOOR_SHARE) * p + FLOOR_SHARE / n).collect())
+}
+
+/// The settled values of `settled` within `window` days of `day`'s day of the year (any
+/// earlier year, or earlier this year), as a Gaussian kernel density rounded to whole
+/// values. `None` with fewer than ten such days.
+pub fn climatology(settled: &[(NaiveDate, f64)], day: NaiveDate, window: u32) -> Option<Distribution> {
+    let near = |d: NaiveDate| {
+        let gap = (i64::from(d.ordinal()) - i64::from(day.ordinal())).unsigned_abs();
+        gap.min(365 - gap.min(365)) <= u64::from(window)
+    };
+    let values: Vec<f64> = settled.iter().filter(|(d, _)| *d < day && near(*d)).map(|(_, v)| *v).collect();
+    if values.len() < 10 {
+        return None;
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+    let h = (1.06 * sd * n.powf(-0.2)).max(0.5);
+    let lo = mean.round() as i32 - SPAN;
+    let p: Vec<f64> = (lo..=lo + 2 * SPAN)
+        .map(|k| values.iter().map(|v| phi((f64::from(k) + 0.5 - v) / h) - phi((f64::from(k) - 0.5 - v) / h)).sum())
+        .collect();
+    floored(lo, p).ok()
+}
+
+/// The best single source's Gaussian (module docs): `None` when no source asked about has
+/// [`RECENT`] verified days.
+pub fn best_single_gaussian(history: &[Verified], forecasts: &[(String, f64)]) -> Option<Distribution> {
+    let mut best: Option<(f64, f64, f64, f64)> = None; // (mae, forecast, bias, sd)
+    for (name, f) in forecasts {
+        let errors: Vec<f64> = history
+            .iter()
+            .rev()
+            .filter_map(|h| h.forecasts.iter().find(|(n, _)| n == name).map(|(_, v)| h.settled - v))
+            .take(RECENT)
+            .collect();
+        if errors.len() < RECENT {
+            continue;
+        }
+        let n = errors.len() as f64;
+        let mae = errors.iter().map(|e| e.abs()).sum::<f64>() / n;
+        let bias = errors.iter().sum::<f64>() / n;
+        let sd = (errors.iter().map(|e| (e - bias).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+        if best.is_none_or(|b| mae < b.0) {
+            best = Some((mae, *f, bias, sd));
+        }
+    }
+    let (_, f, bias, sd) = best?;
+    let g = Distribution::normal(f + bias, sd.max(0.5), SPAN).ok()?;
+    floored(g.lo(), g.values().map(|(_, p)| p).collect()).ok()
+}
+
+/// The equal-weight fraction of sources (module docs): `None` without a forecast.
+pub fn equal_weight_fraction(forecasts: &[(String, f64)]) -> Option<Distribution> {
+    let values: Vec<i32> = forecasts.iter().map(|(_, f)| f.round() as i32).collect();
+    let mid = (values.iter().map(|&v| f64::from(v)).sum::<f64>() / values.len().max(1) as f64).round() as i32;
+    if values.is_empty() {
+        return None;
+    }
+    let lo = mid - SPAN;
+    let p: Vec<f64> = (lo..=lo + 2 * SPAN).map(|k| values.iter().filter(|&&v| v == k).count() as f64).collect();
+    // A source far outside ±SPAN of the mean counts nowhere; all of them so: uniform.
+    if p.iter().all(|&w| w == 0.0) {
+        return floored(lo, vec![1.0; p.len()]).ok();
+    }
+    floored(lo, p).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Duration;
+
+    use super::*;
+
+    fn d(s: &str) -> NaiveDate {
+        NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
+    }
+
+    #[test]
+    fn climatology_reads_the_same_season_of_earlier_years_only() {
+        // Summers at 90, winters at 40, over two years; asked for a July day.
+        let start = d("2024-01-01");
+        let settled: Vec<(NaiveDate, f64)> = (0..730)
+            .map(|i| {
+                let day = start + Duration::days(i);
+                (day, if (5..=8).contains(&day.month()) { 90.0 } else { 40.0 })
+            })
+            .collect();
+        let c = climatology(&settled, d("2025-07-10"), 15).unwrap();
+        assert!((c.mean() - 90.0).abs() < 1.0, "{}", c.mean());
+        assert!(c.p(40) < 0.001);
+        // Nothing after the day itself: asked in early 2024, only January 2024 is there.
+        assert!(climatology(&settled, d("2024-01-05"), 15).is_none());
+    }
+
+    #[test]
+    fn the_best_source_is_the_recently_most_accurate_one() {
+        let start = d("2026-01-01");
+        let history: Vec<Verified> = (0..40)
+            .map(|i| Verified {
+                date: start + Duration::days(i),
+                forecasts: vec![("A".into(), 70.0 + (i % 3) as f64), ("B".into(), 62.0)],
+                settled: 72.0,
+            })
+            .collect();
+        let g = best_single_gaussian(&history, &[("A".into(), 71.0), ("B".into(), 60.0)]).unwrap();
+        // A's recent errors are 2, 1, 0: bias about 1, so centred near 72.
+        assert!((g.mean() - 72.0).abs() < 0.3, "{}", g.mean());
+        assert!(best_single_gaussian(&history[..10], &[("A".into(), 71.0)]).is_none());
+    }
+
+    #[test]
+    fn the_fraction_counts_each_source_once() {
+        let f = vec![("A".to_string(), 70.2), ("B".to_string(), 69.6), ("C".to_string(), 74.0)];
+        let e = equal_weight_fraction(&f).unwrap();
+        assert!((e.p(70) - (2.0 / 3.0 * (1.0 - FLOOR_SHARE) + FLOOR_SHARE / 81.0)).abs() < 1e-9);
+        assert!(e.p(72) > 0.0 && e.p(72) < 0.001);
+        assert!(equal_weight_fraction(&[]).is_none());
+    }
+}
