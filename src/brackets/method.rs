@@ -10,12 +10,18 @@
 //!    with little history is neither trusted nor ignored.
 //! 3. The sources combine with weights ∝ 1 / their error variance (the minimum-variance
 //!    blend of bias-corrected forecasts when errors are independent; correlated sources are
-//!    over-weighted a little, which step 4 absorbs): the centre.
-//! 4. The combination's own past errors (each past day's sources blended the same way)
+//!    over-weighted a little, which step 5 absorbs): the centre.
+//! 4. With a year of settled history, the blend leans toward the station's seasonal normal
+//!    (a two-harmonic fit of the settled values over the day of the year) by the slope of
+//!    the blend's past errors on its distance to the normal (weighted least squares, the
+//!    slope held in [0, 1] and shrunk by a ridge): a source that keeps overshooting the
+//!    season's usual values (Los Angeles' marine layer) is pulled back by as much as its
+//!    errors show, a good one is left alone.
+//! 5. The combination's own past errors (each past day's sources blended the same way)
 //!    make the spread and the shape: a weighted Gaussian kernel density (Silverman's
 //!    bandwidth on the effective number of days), so skewed or heavy-tailed errors stay
 //!    so, rather than a Gaussian's guess.
-//! 5. Rounded to whole values, and mixed with a small uniform share over ±`span`: no
+//! 6. Rounded to whole values, and mixed with a small uniform share over ±`span`: no
 //!    value a day could plausibly settle on gets zero (ignorance punishes zero without
 //!    bound).
 //!
@@ -28,7 +34,7 @@ use super::distribution::{phi, Distribution};
 use super::BracketsError;
 
 /// The method's name and version, as the API reports it.
-pub const METHOD: &str = "kde-season-v1";
+pub const METHOD: &str = "kde-season-v2";
 
 /// One verified past day: the forecasts each source made for it (at the same lead as the
 /// asked one) and the settled value.
@@ -57,6 +63,11 @@ pub struct Method {
     pub floor_share: f64,
     /// Effective days below which the spread is a Gaussian of the sources' errors.
     pub min_days: f64,
+    /// Verified days from which the seasonal normal is fitted and leaned toward.
+    pub normal_days: usize,
+    /// Days' weight of the ridge that keeps the lean toward the normal at 0 until the
+    /// errors show it.
+    pub lean_ridge: f64,
 }
 
 impl Default for Method {
@@ -70,6 +81,8 @@ impl Default for Method {
             span: 40,
             floor_share: 0.005,
             min_days: 10.0,
+            normal_days: 300,
+            lean_ridge: 5.0,
         }
     }
 }
@@ -140,6 +153,49 @@ impl Method {
         (-season * season).exp() * (-age / self.memory_days).exp() + self.recent_share * (-age / self.recent_days).exp()
     }
 
+    /// The station's seasonal normal from its settled history (a two-harmonic fit over the
+    /// day of the year, weighted by age over two years), as a function of the day of the
+    /// year; `None` with less than [`Method::normal_days`] of history.
+    fn normal(&self, history: &[Verified], day: NaiveDate) -> Option<impl Fn(u32) -> f64> {
+        if history.len() < self.normal_days {
+            return None;
+        }
+        let features = |doy: u32| {
+            let t = 2.0 * std::f64::consts::PI * f64::from(doy) / 365.25;
+            [1.0, t.cos(), t.sin(), (2.0 * t).cos(), (2.0 * t).sin()]
+        };
+        let (mut a, mut b) = ([[0.0f64; 5]; 5], [0.0f64; 5]);
+        for h in history {
+            let w = (-((day - h.date).num_days().max(0) as f64) / 730.0).exp();
+            let x = features(h.date.ordinal());
+            for i in 0..5 {
+                b[i] += w * x[i] * h.settled;
+                for j in 0..5 {
+                    a[i][j] += w * x[i] * x[j];
+                }
+            }
+        }
+        let beta = solve(a, b)?;
+        Some(move |doy: u32| features(doy).iter().zip(&beta).map(|(x, c)| x * c).sum())
+    }
+
+    /// The weighted least-squares line of the blend's error on the distance from the blend
+    /// to the normal, its slope shrunk by [`Method::lean_ridge`] days' weight: (intercept,
+    /// slope). A blend that has been too far from the normal on days like this one leans
+    /// back toward it by the slope.
+    fn lean(&self, points: impl Iterator<Item = (f64, f64, f64)>) -> (f64, f64) {
+        let (mut sw, mut sx, mut sy, mut sxx, mut sxy) = (0.0, 0.0, 0.0, 0.0, 0.0);
+        for (w, x, y) in points {
+            (sw, sx, sy, sxx, sxy) = (sw + w, sx + w * x, sy + w * y, sxx + w * x * x, sxy + w * x * y);
+        }
+        let det = sw * (sxx + self.lean_ridge) - sx * sx;
+        if sw <= 0.0 || det.abs() < 1e-12 {
+            return (if sw > 0.0 { sy / sw } else { 0.0 }, 0.0);
+        }
+        let slope = (sw * sxy - sx * sy) / det;
+        ((sy - slope * sx) / sw, slope.clamp(0.0, 1.0))
+    }
+
     /// The distribution of `day`'s settled value given `forecasts` (source, value) and the
     /// verified `history` of those sources (module docs).
     pub fn distribution(
@@ -188,8 +244,9 @@ impl Method {
         fits.iter_mut().for_each(|s| s.weight /= total);
         let center: f64 = fits.iter().map(|s| s.weight * (s.forecast + s.bias)).sum();
 
-        // The blend's own past errors, each day blending the sources it had.
-        let mut residuals: Vec<(f64, f64)> = Vec::with_capacity(history.len());
+        // The blend's own past errors, each day blending the sources it had: (weight, the
+        // day's blend, its settled value, its day of the year).
+        let mut past: Vec<(f64, f64, f64, u32)> = Vec::with_capacity(history.len());
         for (h, &w) in history.iter().zip(&weights) {
             let (mut num, mut den) = (0.0, 0.0);
             for s in &fits {
@@ -199,9 +256,19 @@ impl Method {
                 }
             }
             if den > 0.0 && w > 1e-6 {
-                residuals.push((w, h.settled - num / den));
+                past.push((w, num / den, h.settled, h.date.ordinal()));
             }
         }
+        // Toward the season's normal by as much as the blend's past errors lean to it.
+        let (center, residuals) = match self.normal(history, day) {
+            Some(normal) => {
+                let toward = |doy: u32, blend: f64| normal(doy) - blend;
+                let (b0, b1) = self.lean(past.iter().map(|&(w, c, o, d)| (w, toward(d, c), o - c)));
+                let residuals = past.iter().map(|&(w, c, o, d)| (w, o - c - b0 - b1 * toward(d, c))).collect();
+                (center + b0 + b1 * toward(day.ordinal(), center), residuals)
+            }
+            None => (center, past.iter().map(|&(w, c, o, _)| (w, o - c)).collect::<Vec<_>>()),
+        };
         let (sw, sw2): (f64, f64) = residuals.iter().fold((0.0, 0.0), |(a, b), (w, _)| (a + w, b + w * w));
         let n_eff = if sw2 > 0.0 { sw * sw / sw2 } else { 0.0 };
         let lo = center.round() as i32 - self.span;
@@ -239,6 +306,32 @@ impl Method {
         let d = Distribution::new(lo, p)?;
         Ok((d, Fit { sources: fits, center, bandwidth, n: n_eff }))
     }
+}
+
+/// Solves `a x = b` for a small symmetric system by Gaussian elimination with partial
+/// pivoting; `None` when it is singular (a history of one season only).
+fn solve<const N: usize>(mut a: [[f64; N]; N], mut b: [f64; N]) -> Option<[f64; N]> {
+    for col in 0..N {
+        let pivot = (col..N).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
+        if a[pivot][col].abs() < 1e-9 {
+            return None;
+        }
+        a.swap(col, pivot);
+        b.swap(col, pivot);
+        for row in col + 1..N {
+            let f = a[row][col] / a[col][col];
+            for k in col..N {
+                a[row][k] -= f * a[col][k];
+            }
+            b[row] -= f * b[col];
+        }
+    }
+    let mut x = [0.0; N];
+    for row in (0..N).rev() {
+        let rest: f64 = (row + 1..N).map(|k| a[row][k] * x[k]).sum();
+        x[row] = (b[row] - rest) / a[row][row];
+    }
+    Some(x)
 }
 
 #[cfg(test)]
