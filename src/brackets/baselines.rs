@@ -12,10 +12,10 @@
 //! Each gets the method's small uniform share over the support, so a score compares
 //! judgement rather than whether a value was ruled out.
 
-use chrono::{Datelike, NaiveDate};
+use chrono::NaiveDate;
 
 use super::distribution::{phi, Distribution};
-use super::method::Verified;
+use super::method::{season_gap, Verified};
 use super::BracketsError;
 
 /// Verified days the recent baselines read.
@@ -36,10 +36,7 @@ fn floored(lo: i32, p: Vec<f64>) -> Result<Distribution, BracketsError> {
 /// earlier year, or earlier this year), as a Gaussian kernel density rounded to whole
 /// values. `None` with fewer than ten such days.
 pub fn climatology(settled: &[(NaiveDate, f64)], day: NaiveDate, window: u32) -> Option<Distribution> {
-    let near = |d: NaiveDate| {
-        let gap = (i64::from(d.ordinal()) - i64::from(day.ordinal())).unsigned_abs();
-        gap.min(365 - gap.min(365)) <= u64::from(window)
-    };
+    let near = |d: NaiveDate| season_gap(d, day) <= f64::from(window);
     let values: Vec<f64> = settled.iter().filter(|(d, _)| *d < day && near(*d)).map(|(_, v)| *v).collect();
     if values.len() < 10 {
         return None;
@@ -100,7 +97,7 @@ pub fn equal_weight_fraction(forecasts: &[(String, f64)]) -> Option<Distribution
 
 #[cfg(test)]
 mod tests {
-    use chrono::Duration;
+    use chrono::{Datelike, Duration};
 
     use super::*;
 

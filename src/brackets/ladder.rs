@@ -101,7 +101,7 @@ impl FromStr for Ladder {
             let (Some(hi), Some(lo)) = (w[0].hi, w[1].lo) else {
                 return Err(bad("only the first bracket is open below and only the last above".into()));
             };
-            if lo != hi + 1 {
+            if hi.checked_add(1) != Some(lo) {
                 return Err(bad(format!("`{}` and `{}` must meet: a value would be in none or two", w[0], w[1])));
             }
         }

@@ -63,6 +63,10 @@ pub struct Method {
     pub floor_share: f64,
     /// Effective days below which the spread is a Gaussian of the sources' errors.
     pub min_days: f64,
+    /// The error spread (whole units) assumed before any history: the pool's error variance
+    /// is shrunk toward its square by `shrink` days' weight, so a source with three lucky
+    /// days is not trusted to a degree.
+    pub prior_spread: f64,
     /// Verified days from which the seasonal normal is fitted and leaned toward.
     pub normal_days: usize,
     /// Days' weight of the ridge that keeps the lean toward the normal at 0 until the
@@ -81,6 +85,7 @@ impl Default for Method {
             span: 40,
             floor_share: 0.005,
             min_days: 10.0,
+            prior_spread: 3.0,
             normal_days: 300,
             lean_ridge: 5.0,
         }
@@ -148,16 +153,20 @@ impl Method {
     /// The weight of a verified day `past` for a forecast of `day`.
     fn weight(&self, day: NaiveDate, past: NaiveDate) -> f64 {
         let age = (day - past).num_days().max(0) as f64;
-        let d = (i64::from(day.ordinal()) - i64::from(past.ordinal())).abs() as f64;
-        let season = d.min(365.0 - d).max(0.0) / self.season_days;
+        let season = season_gap(day, past) / self.season_days;
         (-season * season).exp() * (-age / self.memory_days).exp() + self.recent_share * (-age / self.recent_days).exp()
     }
 
     /// The station's seasonal normal from its settled history (a two-harmonic fit over the
     /// day of the year, weighted by age over two years), as a function of the day of the
     /// year; `None` with less than [`Method::normal_days`] of history.
-    fn normal(&self, history: &[Verified], day: NaiveDate) -> Option<impl Fn(u32) -> f64> {
-        if history.len() < self.normal_days {
+    fn normal(&self, history: &[&Verified], day: NaiveDate) -> Option<impl Fn(u32) -> f64> {
+        let span = match (history.iter().map(|h| h.date).min(), history.iter().map(|h| h.date).max()) {
+            (Some(first), Some(last)) => (last - first).num_days(),
+            _ => 0,
+        };
+        // A year at least, so every season is in the fit rather than extrapolated.
+        if history.len() < self.normal_days || span < 365 {
             return None;
         }
         let features = |doy: u32| {
@@ -188,12 +197,14 @@ impl Method {
         for (w, x, y) in points {
             (sw, sx, sy, sxx, sxy) = (sw + w, sx + w * x, sy + w * y, sxx + w * x * x, sxy + w * x * y);
         }
-        let det = sw * (sxx + self.lean_ridge) - sx * sx;
-        if sw <= 0.0 || det.abs() < 1e-12 {
-            return (if sw > 0.0 { sy / sw } else { 0.0 }, 0.0);
+        if sw <= 0.0 {
+            return (0.0, 0.0);
         }
-        let slope = (sw * sxy - sx * sy) / det;
-        ((sy - slope * sx) / sw, slope.clamp(0.0, 1.0))
+        // The ridge in days' weight of a typical squared distance.
+        let ridge = self.lean_ridge * sxx / sw;
+        let det = sw * (sxx + ridge) - sx * sx;
+        let slope = if det.abs() < 1e-12 { 0.0 } else { ((sw * sxy - sx * sy) / det).clamp(0.0, 1.0) };
+        ((sy - slope * sx) / sw, slope)
     }
 
     /// The distribution of `day`'s settled value given `forecasts` (source, value) and the
@@ -207,6 +218,16 @@ impl Method {
         if forecasts.is_empty() {
             return Err(BracketsError::NoInput("no forecast of the day".into()));
         }
+        if let Some((name, _)) = forecasts.iter().find(|(_, f)| !f.is_finite()) {
+            return Err(BracketsError::Invalid(format!("the forecast of {name} is not a number")));
+        }
+        // Only days before the asked one, with finite values, count (the caller passes
+        // what was verified by its time; this keeps a mistake from looking ahead).
+        let history: Vec<&Verified> = history
+            .iter()
+            .filter(|h| h.date < day && h.settled.is_finite() && h.forecasts.iter().all(|(_, f)| f.is_finite()))
+            .collect();
+        let history = history.as_slice();
         let weights: Vec<f64> = history.iter().map(|h| self.weight(day, h.date)).collect();
         // Errors per asked source, and pooled.
         let mut per: Vec<Sums> = vec![Sums::default(); forecasts.len()];
@@ -222,7 +243,9 @@ impl Method {
         if pool.w <= 0.0 {
             return Err(BracketsError::NoInput("no verified history of any source asked about".into()));
         }
-        let (pool_bias, pool_mse) = (pool.mean(), pool.mse_around(pool.mean()).max(0.25));
+        let prior = self.prior_spread * self.prior_spread;
+        let pool_bias = pool.mean();
+        let pool_mse = (pool.mse_around(pool_bias) * pool.w + self.shrink * prior) / (pool.w + self.shrink);
         let k = self.shrink;
         let mut fits: Vec<SourceFit> = forecasts
             .iter()
@@ -308,20 +331,30 @@ impl Method {
     }
 }
 
+/// Days between two dates' days of the year, around the year (31 December and 1 January
+/// are a day apart, whatever the year's length).
+pub(crate) fn season_gap(a: NaiveDate, b: NaiveDate) -> f64 {
+    let gap = (f64::from(a.ordinal()) - f64::from(b.ordinal())).abs();
+    gap.min(365.25 - gap).max(0.0)
+}
+
 /// Solves `a x = b` for a small symmetric system by Gaussian elimination with partial
 /// pivoting; `None` when it is singular (a history of one season only).
 fn solve<const N: usize>(mut a: [[f64; N]; N], mut b: [f64; N]) -> Option<[f64; N]> {
+    let scale = a.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs())).max(f64::MIN_POSITIVE);
     for col in 0..N {
         let pivot = (col..N).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
-        if a[pivot][col].abs() < 1e-9 {
+        // Relative to the system's scale: a history of one season is singular here.
+        if a[pivot][col].abs() < 1e-9 * scale {
             return None;
         }
         a.swap(col, pivot);
         b.swap(col, pivot);
+        let pivot_row = a[col];
         for row in col + 1..N {
-            let f = a[row][col] / a[col][col];
-            for k in col..N {
-                a[row][k] -= f * a[col][k];
+            let f = a[row][col] / pivot_row[col];
+            for (x, p) in a[row][col..].iter_mut().zip(&pivot_row[col..]) {
+                *x -= f * p;
             }
             b[row] -= f * b[col];
         }
@@ -422,5 +455,14 @@ mod tests {
         let (d, fit) = m.distribution(&few, day, &f).unwrap();
         assert_eq!(fit.bandwidth, None);
         assert!((d.mean() - 72.0).abs() < 0.5, "the source's bias corrected: {}", d.mean());
+        // Three lucky days do not make a source exact: the prior spread keeps it humble.
+        let mode = d.p(d.quantile(0.5));
+        assert!(mode < 0.3, "{mode}");
+        // Days after the asked one never count.
+        let later: Vec<Verified> =
+            (1..40).map(|i| Verified { date: day + Duration::days(i), forecasts: f.clone(), settled: 90.0 }).collect();
+        assert!(matches!(m.distribution(&later, day, &f), Err(BracketsError::NoInput(_))));
+        let nan = vec![("GFS".to_string(), f64::NAN)];
+        assert!(matches!(m.distribution(&few, day, &nan), Err(BracketsError::Invalid(_))));
     }
 }

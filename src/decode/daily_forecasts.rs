@@ -15,10 +15,10 @@
 
 use std::borrow::Cow;
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Days, NaiveDate, Utc};
 
 use super::metar_container::decode_rows;
-use super::timestamp::parse_timestamp;
+use super::timestamp::{parse_local, parse_timestamp};
 use crate::decode::limits::FORECAST_ROW;
 use crate::decode::text::input_text;
 use crate::decode::types::{DailyForecast, Decoded};
@@ -30,6 +30,9 @@ pub const HEADER: [&str; 7] = ["source", "station_code", "issued_at", "date", "h
 
 /// Longest source name.
 const SOURCE_MAX: usize = 32;
+
+/// Furthest ahead of its issuance a forecast's day may be.
+const MAX_AHEAD_DAYS: i64 = 366;
 
 /// Plausible daily extremes (°F and °C): anything else is a broken file, not weather.
 const PLAUSIBLE_F: std::ops::RangeInclusive<f64> = -100.0..=150.0;
@@ -72,10 +75,8 @@ fn row(fields: &[Cow<'_, str>]) -> Result<DailyForecast, String> {
     if station.is_empty() || station.len() > 12 || !station.bytes().all(|b| b.is_ascii_alphanumeric()) {
         return Err(format!("station_code `{}`: a station code such as KNYC", f(1)));
     }
-    let issued_at: DateTime<Utc> = match (f(2).contains(['Z', 'z', '+']) || f(2).rfind('-').is_some_and(|i| i > 10))
-        .then(|| parse_timestamp(f(2)))
-        .flatten()
-    {
+    // An offset must be written: a time without one names no instant.
+    let issued_at: DateTime<Utc> = match parse_local(f(2)).and_then(|(_, offset)| offset).and(parse_timestamp(f(2))) {
         Some(t) => t,
         None => return Err(format!("issued_at `{}`: ISO 8601 with its offset, e.g. 2026-03-09T20:05:00Z", f(2))),
     };
@@ -101,8 +102,13 @@ fn row(fields: &[Cow<'_, str>]) -> Result<DailyForecast, String> {
         (Some(h), Some(l)) if h < l => return Err(format!("high {h} below low {l}")),
         _ => {}
     }
-    // A forecast issued after the end of the day it forecasts is an observation.
-    if issued_at.date_naive() > date + chrono::Duration::days(1) {
+    // A forecast issued after its day ended everywhere (12:00 UTC the next day: the last
+    // zone's midnight) is an observation; one issued more than a year ahead is no forecast.
+    if (date - issued_at.date_naive()).num_days() > MAX_AHEAD_DAYS {
+        return Err(format!("date {date} is more than {MAX_AHEAD_DAYS} days after issued_at {issued_at}"));
+    }
+    let ended = date.checked_add_days(Days::new(1)).and_then(|d| d.and_hms_opt(12, 0, 0)).map(|t| t.and_utc());
+    if ended.is_none_or(|end| issued_at >= end) {
         return Err(format!("issued_at {issued_at} is after the day {date} it forecasts"));
     }
     Ok(DailyForecast { source: source.to_string(), station, issued_at, date, high, low, units })
@@ -168,7 +174,9 @@ mod tests {
             ("NWS,KNYC,2026-03-09T20:05:00Z,2026-03-10,75,58,k", "f or c"),
             ("NWS,KNYC,2026-03-09T20:05:00Z,2026-03-10,750,58,f", "a temperature in"),
             ("NWS,KNYC,2026-03-09T20:05:00Z,2026-03-10,warm,58,f", "a temperature in"),
-            ("NWS,KNYC,2026-03-12T20:05:00Z,2026-03-10,75,58,f", "after the day"),
+            ("NWS,KNYC,2026-03-11T12:00:00Z,2026-03-10,75,58,f", "after the day"),
+            ("NWS,KNYC,2026-03-09T20:05:00Z,+262142-12-31,75,58,f", "days after issued_at"),
+            ("NWS,KNYC,2026-03-09T20:05:00 UTC,2027-06-10,75,58,f", "days after issued_at"),
             ("NWS,KNYC,2026-03-09T20:05:00Z,2026-03-10,75,58", "expected 7 fields"),
         ];
         for (line, says) in cases {

@@ -107,7 +107,8 @@ macro_rules! of_records {
 of_records!(Metar => Observations, OneMinute => OneMinute, DailyReport => Reports, ForecastRow => Forecasts, NwsHourlyRow => NwsHourly, DailyForecast => DailyForecasts);
 
 /// An input the write path received live, at `at` by its clock (the WAL record's time),
-/// held until it is in the lake: `at` is both its rows' `received_at` and `available_at`.
+/// held until it is in the lake: `at` is its rows' `received_at` and their `available_at`
+/// (a row that states its own, a daily forecast's `issued_at`, keeps that if earlier).
 #[derive(Debug, Clone)]
 pub struct Received {
     pub at: DateTime<Utc>,

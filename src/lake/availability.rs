@@ -19,7 +19,7 @@ use chrono::{DateTime, Duration, NaiveDate, NaiveDateTime, NaiveTime, Utc};
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, TimestampMicrosecondArray};
 use datafusion::arrow::datatypes::{Date32Type, TimestampMicrosecondType};
 
-use super::schema::{TableDef, DAILY_FORECASTS, FORECASTS, NWS_HOURLY, OBSERVATIONS, ONEMIN, REPORTS};
+use super::schema::{TableDef, FORECASTS, NWS_HOURLY, OBSERVATIONS, ONEMIN, REPORTS};
 use super::LakeError;
 use crate::catalog::lst_to_utc;
 use crate::decode::types::PUBLICATION_UNKNOWN;
@@ -169,9 +169,6 @@ pub fn fill_times(table: &TableDef, model: Option<&str>, batch: &RecordBatch) ->
     } else if table.name == NWS_HOURLY.name {
         let g = time("generated_at")?;
         (0..n).map(|i| Some(nws_hourly(at(g.value(i))).timestamp_micros())).collect()
-    } else if table.name == DAILY_FORECASTS.name {
-        let issued = time("issued_at")?;
-        (0..n).map(|i| Some(issued.value(i))).collect()
     } else {
         return Err(LakeError::Config(format!("table {} carries no availability times", table.name)));
     };

@@ -8,7 +8,7 @@ use std::fs::File;
 
 use chrono::{Duration, NaiveDate};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
-use datafusion::arrow::datatypes::{Date32Type, Float64Type, Int64Type};
+use datafusion::arrow::datatypes::{Date32Type, Float64Type, Int64Type, TimestampNanosecondType};
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use wxlake::brackets::baselines::{best_single_gaussian, climatology, equal_weight_fraction};
 use wxlake::brackets::scores::{ignorance, Reliability};
@@ -63,10 +63,15 @@ fn forecasts(city: &str) -> BTreeMap<NaiveDate, Vec<(String, f64)>> {
         for b in read("halsted_5city/austin/noaa_guidance.parquet") {
             let (model, high) = (column(&b, "model").as_string::<i32>(), column(&b, "peak_window_max_f"));
             let high = high.as_primitive::<Float64Type>();
+            let run = column(&b, "run_datetime_utc").as_primitive::<TimestampNanosecondType>();
             for i in (0..b.num_rows()).filter(|&i| high.is_valid(i)) {
-                out.entry(date(column(&b, "target_date"), i))
-                    .or_default()
-                    .push((model.value(i).to_uppercase(), high.value(i)));
+                let day = date(column(&b, "target_date"), i);
+                // Only the D−1 12Z run, published before the evening cutoff.
+                let d_1_12z = (day - Duration::days(1)).and_hms_opt(12, 0, 0).unwrap().and_utc();
+                if run.value(i) != d_1_12z.timestamp_nanos_opt().unwrap() {
+                    continue;
+                }
+                out.entry(day).or_default().push((model.value(i).to_uppercase(), high.value(i)));
             }
         }
     }
