@@ -139,6 +139,23 @@ fn dedup(batch: &RecordBatch) -> Result<RecordBatch, LakeError> {
 }
 
 impl Lake {
+    /// Sorts `rows` by the table's order and puts them as a new file of the partition `dir`
+    /// (named by no snapshot until a commit adds it): where it went and the file to add.
+    pub(super) async fn put_partition_file(
+        &self,
+        table: &TableDef,
+        dir: &str,
+        rows: &RecordBatch,
+    ) -> Result<(Path, NewFile), LakeError> {
+        let sorted = sort_batch(table, rows)?;
+        let name = new_file_name();
+        let out = self.table_path(&format!("{}/{dir}", table.name)).join(name.as_str());
+        let bytes = encode_parquet(table, &sorted)?;
+        let size = bytes.len() as u64;
+        self.store().put(&out, PutPayload::from(bytes)).await?;
+        Ok((out, NewFile { partition_dir: dir.to_string(), name, size, rows: sorted.num_rows() as u64 }))
+    }
+
     /// Merges every partition of `table` that has more than one file.
     pub async fn compact(&self, table: &TableDef) -> Result<CompactStats, LakeError> {
         self.rewrite(table, Rewrite::Merge).await
@@ -186,18 +203,13 @@ impl Lake {
                 stats.files_after += files.len();
                 continue;
             }
-            let merged = sort_batch(table, &unique)?;
-            let name = new_file_name();
-            let out = self.table_path(&format!("{}/{dir}", table.name)).join(name.as_str());
-            let bytes = encode_parquet(table, &merged)?;
-            let size = bytes.len() as u64;
-            store.put(&out, PutPayload::from(bytes)).await?;
+            let (out, file) = self.put_partition_file(table, &dir, &unique).await?;
             written.push(out);
-            added.push(NewFile { partition_dir: dir, name, size, rows: merged.num_rows() as u64 });
+            stats.rows += file.rows as usize;
+            added.push(file);
             removed.extend(files);
             stats.partitions += 1;
             stats.files_after += 1;
-            stats.rows += merged.num_rows();
             stats.duplicates += dropped;
         }
         if added.is_empty() {

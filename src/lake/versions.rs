@@ -36,14 +36,12 @@ use std::sync::Arc;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, TimestampMicrosecondArray, UInt64Array};
 use datafusion::arrow::compute::{concat_batches, take_record_batch};
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int32Type, TimestampMicrosecondType};
-use object_store::{ObjectStoreExt, PutPayload};
 
-use super::compact::{conform, read_file, sort_batch};
-use super::delta::{backoff, partitions_predicate, Change, NewFile, TableShape, COMMIT_ATTEMPTS};
+use super::compact::{conform, read_file};
+use super::delta::{backoff, partitions_predicate, Change, TableShape, COMMIT_ATTEMPTS};
 use super::keys::{forecast_key, version_key};
 use super::schema::{TableDef, SUPERSEDED_AT};
 use super::store::delete_if_present;
-use super::writer::{encode_parquet, new_file_name};
 use super::{Lake, LakeError};
 
 /// The columns a re-publication can change, besides the floats: the coordinates are the
@@ -132,14 +130,9 @@ impl Lake {
             let old = concat_batches(&table.file_schema(), &batches)?;
             let Some(merged) = supersede(&old, &conform(table, Some(model), new)?, model)? else { continue };
             stored += merged.num_rows() - old.num_rows();
-            let merged = sort_batch(table, &merged)?;
-            let name = new_file_name();
-            let out = self.table_path(&format!("{}/{dir}", table.name)).join(name.as_str());
-            let bytes = encode_parquet(table, &merged)?;
-            let size = bytes.len() as u64;
-            store.put(&out, PutPayload::from(bytes)).await?;
+            let (out, file) = self.put_partition_file(table, dir, &merged).await?;
             written.push(out);
-            added.push(NewFile { partition_dir: dir.clone(), name, size, rows: merged.num_rows() as u64 });
+            added.push(file);
             removed.extend(files);
         }
         if added.is_empty() {
