@@ -148,6 +148,11 @@ mod tests {
         assert_eq!(of_station("KMDW", Quantity::High, d("2026-11-28")).len(), 1);
         assert!(of_station("KMDW", Quantity::Low, d("2026-11-28")).is_empty());
         assert!(on("KXNOPE", d("2026-11-28")).is_none());
+        // Polymarket's city markets settle on Wunderground's civil-day high, London in whole
+        // degrees Celsius with a one-degree ladder.
+        let london = on("highest-temperature-in-london", d("2026-05-10")).unwrap();
+        assert_eq!((london.station_code.as_str(), london.unit.as_str(), london.logic()), ("EGLC", "c", Logic::Wu));
+        assert_eq!(london.ladder(14).to_string(), "<=9,10,11,12,13,14,15,16,17,18,>=19");
     }
 
     #[test]
