@@ -25,11 +25,9 @@ pub const FLOOR_SHARE: f64 = 0.005;
 /// Values either side of the centre with a probability.
 pub const SPAN: i32 = 40;
 
-/// Mixes `FLOOR_SHARE` uniformly into `p` (weights over values from `lo`).
+/// `p` (weights over values from `lo`) with `FLOOR_SHARE` spread over its support.
 fn floored(lo: i32, p: Vec<f64>) -> Result<Distribution, BracketsError> {
-    let d = Distribution::new(lo, p)?;
-    let n = (d.hi() - d.lo() + 1) as f64;
-    Distribution::new(lo, d.values().map(|(_, p)| (1.0 - FLOOR_SHARE) * p + FLOOR_SHARE / n).collect())
+    Ok(Distribution::new(lo, p)?.with_uniform_share(FLOOR_SHARE))
 }
 
 /// The settled values of `settled` within `window` days of `day`'s day of the year (any

@@ -34,6 +34,15 @@ impl Distribution {
         Self::new(lo, cdf.windows(2).map(|w| w[1] - w[0]).collect())
     }
 
+    /// This distribution with `share` of its mass spread evenly over its support: no value
+    /// of the support keeps a zero (a score must not meet an impossible value it could
+    /// have allowed for).
+    pub fn with_uniform_share(&self, share: f64) -> Self {
+        let share = share.clamp(0.0, 1.0);
+        let even = share / self.p.len() as f64;
+        Distribution { lo: self.lo, p: self.p.iter().map(|p| (1.0 - share) * p + even).collect() }
+    }
+
     /// The lowest value with a probability (0 or more).
     pub fn lo(&self) -> i32 {
         self.lo

@@ -296,7 +296,7 @@ impl Method {
         let n_eff = if sw2 > 0.0 { sw * sw / sw2 } else { 0.0 };
         let lo = center.round() as i32 - self.span;
         let len = (2 * self.span + 1) as usize;
-        let (mut p, bandwidth) = if n_eff < self.min_days {
+        let (p, bandwidth) = if n_eff < self.min_days {
             let spread = fits.iter().map(|s| s.spread).fold(f64::INFINITY, f64::min).max(0.5);
             (Distribution::normal(center, spread, self.span)?.values().map(|(_, p)| p).collect::<Vec<f64>>(), None)
         } else {
@@ -323,10 +323,7 @@ impl Method {
             }
             (p, Some(h))
         };
-        let mass: f64 = p.iter().sum();
-        let share = self.floor_share;
-        p.iter_mut().for_each(|v| *v = (1.0 - share) * *v / mass.max(f64::MIN_POSITIVE) + share / len as f64);
-        let d = Distribution::new(lo, p)?;
+        let d = Distribution::new(lo, p)?.with_uniform_share(self.floor_share);
         Ok((d, Fit { sources: fits, center, bandwidth, n: n_eff }))
     }
 }
