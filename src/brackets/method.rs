@@ -28,6 +28,8 @@
 //! The caller passes only history that was verified at the asked time (`as_of`): nothing
 //! here looks at dates beyond using them for weights.
 
+use std::collections::HashMap;
+
 use chrono::{Datelike, NaiveDate};
 
 use super::distribution::{phi, Distribution};
@@ -229,12 +231,26 @@ impl Method {
             .collect();
         let history = history.as_slice();
         let weights: Vec<f64> = history.iter().map(|h| self.weight(day, h.date)).collect();
+        // Each past day's forecast of each asked source (its first, as named), found once.
+        let index: HashMap<&str, usize> = forecasts.iter().enumerate().map(|(i, (n, _))| (n.as_str(), i)).collect();
+        let by_source: Vec<Vec<Option<f64>>> = history
+            .iter()
+            .map(|h| {
+                let mut row = vec![None; forecasts.len()];
+                for (name, f) in &h.forecasts {
+                    if let Some(&i) = index.get(name.as_str()) {
+                        row[i].get_or_insert(*f);
+                    }
+                }
+                row
+            })
+            .collect();
         // Errors per asked source, and pooled.
         let mut per: Vec<Sums> = vec![Sums::default(); forecasts.len()];
         let mut pool = Sums::default();
-        for (h, &w) in history.iter().zip(&weights) {
-            for (s, (name, _)) in forecasts.iter().enumerate() {
-                if let Some((_, f)) = h.forecasts.iter().find(|(n, _)| n == name) {
+        for ((h, row), &w) in history.iter().zip(&by_source).zip(&weights) {
+            for (s, f) in row.iter().enumerate() {
+                if let Some(f) = f {
                     per[s].add(w, h.settled - f);
                     pool.add(w, h.settled - f);
                 }
@@ -270,10 +286,10 @@ impl Method {
         // The blend's own past errors, each day blending the sources it had: (weight, the
         // day's blend, its settled value, its day of the year).
         let mut past: Vec<(f64, f64, f64, u32)> = Vec::with_capacity(history.len());
-        for (h, &w) in history.iter().zip(&weights) {
+        for ((h, row), &w) in history.iter().zip(&by_source).zip(&weights) {
             let (mut num, mut den) = (0.0, 0.0);
-            for s in &fits {
-                if let Some((_, f)) = h.forecasts.iter().find(|(n, _)| *n == s.source) {
+            for (s, f) in fits.iter().zip(row) {
+                if let Some(f) = f {
                     num += s.weight * (f + s.bias);
                     den += s.weight;
                 }
