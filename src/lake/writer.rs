@@ -422,7 +422,8 @@ fn encode_partition<R: LakeRecord>(
     // A table keeping versions tells a stored key, or one an earlier chunk (input) of
     // this write holds, from one repeated within an input: the first two may be
     // re-publications, offered once per key and chunk; the last is a duplicate.
-    let stored = matches!(table.versions, Versions::Superseded).then(|| seen.clone());
+    // A key in `seen` without an `origin` (the chunk that brought it here) is stored.
+    let versions = matches!(table.versions, Versions::Superseded);
     let mut origin: FastMap<u64, u32> = FastMap::default();
     let mut offered: FastSet<(u64, u32)> = FastSet::default();
     let mut republished = Vec::new();
@@ -439,11 +440,11 @@ fn encode_partition<R: LakeRecord>(
             if seen.insert(key) {
                 let r = &records[i as usize];
                 order.push((r.sort_key(), key, r, chunk));
-                if stored.is_some() {
+                if versions {
                     origin.insert(key, chunk);
                 }
-            } else if let Some(stored) = &stored {
-                let earlier = stored.contains(&key) || origin.get(&key).is_some_and(|&c| c < chunk);
+            } else if versions {
+                let earlier = origin.get(&key).is_none_or(|&c| c < chunk);
                 if earlier && offered.insert((key, chunk)) {
                     republished.push((*s, i));
                 }
