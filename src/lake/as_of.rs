@@ -10,33 +10,41 @@
 //! answers what the world could have known, and reaches as far back as the rows do: a
 //! backtest over years of backfilled data sees each run from its publication on.
 //!
-//! The result is a view (a filter over the table's own scan, then a window or a semi join
-//! choosing the versions, then the table's columns), so
-//! predicates on the key and partition columns still prune files; only the partitions that
-//! can hold a row available at the time are read ([`AsOfBound`]).
+//! The result is the table's own scan of the partitions that can hold a row available at
+//! the time ([`AsOfBound`]), filtered to the rows known then; for a table of versions,
+//! sorted by the version key and newest first and thinned to the current version by
+//! `lake::newest` (a window cost more to plan than the plain query costs to run). Filters
+//! on the key and partition columns go below the choice, so they still prune files; any
+//! other filter applies to the chosen rows.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
-use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
-use datafusion::common::{plan_err, Column, ScalarValue};
-use datafusion::datasource::{provider_as_source, ViewTable};
+use datafusion::arrow::compute::SortOptions;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
+use datafusion::common::{plan_err, DFSchema, ScalarValue};
+use datafusion::datasource::TableType;
 use datafusion::error::Result;
-use datafusion::functions_aggregate::expr_fn::max;
-use datafusion::functions_window::expr_fn::row_number;
-use datafusion::logical_expr::{col, lit, Expr, ExprFunctionExt, JoinType, LogicalPlanBuilder, SortExpr};
+use datafusion::logical_expr::{col, lit, utils::conjunction, Expr, TableProviderFilterPushDown};
+use datafusion::physical_expr::expressions::col as physical_col;
+use datafusion::physical_expr::{LexOrdering, PhysicalSortExpr};
+use datafusion::physical_plan::filter::FilterExec;
+use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::sorts::sort::SortExec;
+use datafusion::physical_plan::sorts::sort_preserving_merge::SortPreservingMergeExec;
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::SessionContext;
 
+use super::newest::{Keep, NewestExec};
 use super::schema::{self, AsOfBound, TableDef, Versions, SUPERSEDED_AT};
 use super::snapshot_table::SnapshotTable;
 use super::time_travel::{lake_tables, moment_ms};
 
 /// The SQL name of the function.
 pub const AS_OF: &str = "as_of";
-
-/// The window column naming each row's version rank (dropped from the answer).
-const VERSION: &str = "__as_of_version";
 
 /// `as_of` over the raw lake tables registered in a session (module docs).
 #[derive(Debug)]
@@ -78,48 +86,124 @@ impl TableFunctionImpl for AsOf {
                 "{AS_OF}: the second argument is a time ('2026-11-28T14:00:00Z', UTC unless it says otherwise)"
             );
         };
-        Ok(Arc::new(view(&name, table, def, at)?))
+        Ok(Arc::new(AsOfTable { table: table.clone(), def, at }))
     }
 }
 
-/// The view `as_of(name, at)` reads.
-fn view(name: &str, table: &SnapshotTable, def: &TableDef, at: DateTime<Utc>) -> Result<ViewTable> {
-    let provider: Arc<dyn TableProvider> = Arc::new(table.clone());
-    let columns: Vec<Expr> =
-        provider.schema().fields().iter().map(|f| Expr::Column(Column::from_name(f.name()))).collect();
-    let at_us = ScalarValue::TimestampMicrosecond(Some(at.timestamp_micros()), Some("UTC".into()));
-    let mut plan = LogicalPlanBuilder::scan(name, provider_as_source(provider), None)?
-        .filter(col("available_at").lt_eq(lit(at_us.clone())).and(bound(def.as_of_bound, at)))?;
-    let ranked = |f: Expr, key: &[&str], order: &[(&str, bool)]| -> Result<Expr> {
-        let order: Vec<SortExpr> = order.iter().map(|(c, desc)| col(*c).sort(!desc, false)).collect();
-        Ok(f.partition_by(key.iter().map(|c| col(*c)).collect()).order_by(order).build()?.alias(VERSION))
-    };
-    match def.versions {
-        Versions::Rows => {}
-        // The row current at t: not yet replaced then.
-        Versions::Superseded => {
-            let current = col(SUPERSEDED_AT).is_null().or(col(SUPERSEDED_AT).gt(lit(at_us)));
-            plan = plan.filter(current)?;
-        }
-        Versions::Latest { key, order } => {
-            plan = plan.window(vec![ranked(row_number(), key, order)?])?.filter(col(VERSION).eq(lit(1u64)))?;
-        }
-        // The newest document per key as an aggregate joined back (a semi join), not a
-        // window: the window sorted every period of eight days of versions, the aggregate
-        // reads three columns of them (benches/README.md, "As of").
-        Versions::Document { key, newest } => {
-            const NEWEST: &str = "__as_of_newest";
-            let newest_rows = plan
-                .clone()
-                .aggregate(key.iter().map(|c| col(*c)), vec![max(col(newest)).alias(NEWEST)])?
-                .alias(NEWEST)?
-                .build()?;
-            let left: Vec<Column> = key.iter().chain([&newest]).map(|c| Column::new(Some(name), *c)).collect();
-            let right: Vec<Column> = key.iter().chain([&NEWEST]).map(|c| Column::new(Some(NEWEST), *c)).collect();
-            plan = plan.join(newest_rows, JoinType::LeftSemi, (left, right), None)?;
+/// The table `as_of(name, at)` reads (module docs).
+#[derive(Debug)]
+struct AsOfTable {
+    table: SnapshotTable,
+    def: &'static TableDef,
+    at: DateTime<Utc>,
+}
+
+impl AsOfTable {
+    /// The key whose versions compete, and the order putting the current one first
+    /// (column, descending); empty for tables whose rows are chosen one by one.
+    fn choice(&self) -> (&'static [&'static str], Vec<(&'static str, bool)>) {
+        match self.def.versions {
+            Versions::Rows | Versions::Superseded => (&[], vec![]),
+            Versions::Latest { key, order } => (key, order.to_vec()),
+            Versions::Document { key, newest } => (key, vec![(newest, true)]),
         }
     }
-    Ok(ViewTable::new(plan.project(columns)?.build()?, None))
+
+    /// Whether `filter` can be applied before the versions are chosen: one on other
+    /// columns would hide the current version of a fact and let an older one stand in.
+    fn below_choice(&self, filter: &Expr) -> bool {
+        let (key, _) = self.choice();
+        key.is_empty() || filter.column_refs().iter().all(|c| key.contains(&c.name.as_str()))
+    }
+
+    /// The conditions of the rows known at `at`, before any choice.
+    fn known(&self) -> Vec<Expr> {
+        let at_us = ScalarValue::TimestampMicrosecond(Some(self.at.timestamp_micros()), Some("UTC".into()));
+        let mut known = vec![col("available_at").lt_eq(lit(at_us.clone())), bound(self.def.as_of_bound, self.at)];
+        // The row current at t: not yet replaced then.
+        if matches!(self.def.versions, Versions::Superseded) {
+            known.push(col(SUPERSEDED_AT).is_null().or(col(SUPERSEDED_AT).gt(lit(at_us))));
+        }
+        known
+    }
+}
+
+#[async_trait]
+impl TableProvider for AsOfTable {
+    fn schema(&self) -> SchemaRef {
+        self.table.schema()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::View
+    }
+
+    fn supports_filters_pushdown(&self, filters: &[&Expr]) -> Result<Vec<TableProviderFilterPushDown>> {
+        Ok(filters
+            .iter()
+            .map(|f| match self.below_choice(f) {
+                true => TableProviderFilterPushDown::Inexact,
+                false => TableProviderFilterPushDown::Unsupported,
+            })
+            .collect())
+    }
+
+    /// The table's scan of the columns asked and those the choice reads, filtered to the
+    /// rows known at the time (and the pushed filters, all on the key), then for a table
+    /// of versions sorted by key and newest first and thinned by [`NewestExec`].
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let schema = self.table.schema();
+        let conditions: Vec<Expr> = self.known().into_iter().chain(filters.iter().cloned()).collect();
+        let (key, order) = self.choice();
+        let asked: Vec<usize> = projection.cloned().unwrap_or_else(|| (0..schema.fields().len()).collect());
+        let mut read: BTreeSet<usize> = asked.iter().copied().collect();
+        let named = conditions
+            .iter()
+            .flat_map(|c| c.column_refs().into_iter().map(|c| c.name.clone()).collect::<Vec<_>>())
+            .chain(key.iter().chain(order.iter().map(|(c, _)| c)).map(|c| c.to_string()));
+        for name in named {
+            read.insert(schema.index_of(&name)?);
+        }
+        let read: Vec<usize> = read.into_iter().collect();
+        let scan = self.table.scan(state, Some(&read), &conditions, None).await?;
+        let scanned = scan.schema();
+        let predicate = conjunction(conditions).expect("the time's conditions are never empty");
+        let predicate = state.create_physical_expr(predicate, &DFSchema::try_from(Arc::clone(&scanned))?)?;
+        let mut plan: Arc<dyn ExecutionPlan> = Arc::new(FilterExec::try_new(predicate, scan)?);
+        if !key.is_empty() {
+            let sort = |name: &str, descending: bool| -> Result<PhysicalSortExpr> {
+                Ok(PhysicalSortExpr::new(physical_col(name, &scanned)?, SortOptions { descending, nulls_first: false }))
+            };
+            let exprs: Vec<PhysicalSortExpr> = key
+                .iter()
+                .map(|c| sort(c, false))
+                .chain(order.iter().map(|(c, d)| sort(c, *d)))
+                .collect::<Result<_>>()?;
+            let ordering = LexOrdering::new(exprs).expect("a version key is never empty");
+            let sorted = SortExec::new(ordering.clone(), plan).with_preserve_partitioning(true);
+            let merged = SortPreservingMergeExec::new(ordering.clone(), Arc::new(sorted));
+            let key_at: Vec<usize> = key.iter().map(|c| scanned.index_of(c)).collect::<Result<_, _>>()?;
+            let keep = match self.def.versions {
+                Versions::Document { newest, .. } => Keep::TiedOn(scanned.index_of(newest)?),
+                _ => Keep::First,
+            };
+            plan = Arc::new(NewestExec::new(Arc::new(merged), ordering, key_at, keep));
+        }
+        let columns = asked
+            .iter()
+            .map(|&i| {
+                let name = schema.field(i).name();
+                Ok((physical_col(name, &scanned)?, name.clone()))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Arc::new(ProjectionExec::try_new(columns, plan)?))
+    }
 }
 
 /// The partition predicate of `b` for a time `at` (date partitions are `YYYY-MM-DD`

@@ -6,6 +6,7 @@ pub mod availability;
 pub mod compact;
 pub mod delta;
 pub mod keys;
+pub mod newest;
 pub mod publish;
 pub mod query;
 pub mod requests;

@@ -155,6 +155,15 @@ async fn live_rows_are_known_when_the_service_received_them_even_after_a_restart
     assert!(knyc(t0 - Duration::seconds(1)).await.is_empty());
     assert_eq!(knyc(t0 + Duration::minutes(39)).await, [["false", "13.9"]]);
     assert_eq!(knyc(t0 + Duration::minutes(40)).await, [["true", "14.4"]]);
+    // A filter on another column applies to the version chosen: it never lets the
+    // corrected report stand in for its correction.
+    let original_value = format!(
+        "SELECT count(*) FROM as_of('observations', '{}') WHERE station_code = 'KNYC' \
+         AND observation_time = TIMESTAMP '2026-09-25T05:51:00Z' AND temperature = 13.9",
+        wxlake::time::fmt_iso_utc(t0 + Duration::minutes(40))
+    );
+    assert_eq!(scalar(&lake, &original_value).await, "0");
+    assert_eq!(scalar(&lake, &original_value.replace("13.9", "14.4")).await, "1");
 }
 
 #[tokio::test]
