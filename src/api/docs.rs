@@ -56,6 +56,7 @@ use crate::extremes::Logic;
         super::v2::precipitation::handler,
         super::v2::nearby::handler,
         super::v2::pacing::handler,
+        super::v2::brackets::handler,
         super::v2::model_accuracy::handler,
         super::v2::stations::handler,
         super::v1::observations::handler,
@@ -77,7 +78,7 @@ use crate::extremes::Logic;
         (name = "ingest", description = "Live ingest (admin keys)"),
         (name = "operations", description = "Feeds and stations health (admin keys): JSON status, Prometheus metrics"),
         (name = "stream", description = "Push stream (HTTPS, its own listener)"),
-        (name = "analytics", description = "Developer and Enterprise: model accuracy; beta: nearby stations, pacing"),
+        (name = "analytics", description = "Developer and Enterprise: model accuracy, settlement bracket probabilities; beta: nearby stations, pacing"),
         (name = "v1", description = "Legacy v1 interface"),
     )
 )]

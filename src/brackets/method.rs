@@ -256,9 +256,8 @@ impl Method {
                 }
             }
         }
-        if pool.w <= 0.0 {
-            return Err(BracketsError::NoInput("no verified history of any source asked about".into()));
-        }
+        // Without any verified day, every source is unbiased with the prior spread (the
+        // pool's sums are empty, so the shrinking below gives exactly that).
         let prior = self.prior_spread * self.prior_spread;
         let pool_bias = pool.mean();
         let pool_mse = (pool.mse_around(pool_bias) * pool.w + self.shrink * prior) / (pool.w + self.shrink);
@@ -497,11 +496,16 @@ mod tests {
     }
 
     #[test]
-    fn without_history_there_is_no_answer_and_little_history_is_a_gaussian() {
+    fn without_history_the_prior_spread_and_little_history_is_a_gaussian() {
         let m = Method::default();
         let day = NaiveDate::from_ymd_opt(2026, 5, 1).unwrap();
         let f = vec![("GFS".to_string(), 70.0)];
-        assert!(matches!(m.distribution(&[], day, &f), Err(BracketsError::NoInput(_))));
+        // No verified day: the forecast, unbiased, with the prior spread.
+        let (prior, fit) = m.distribution(&[], day, &f).unwrap();
+        assert_eq!((fit.sources[0].bias, fit.sources[0].spread, fit.n), (0.0, m.prior_spread, 0.0));
+        assert!((prior.mean() - 70.0).abs() < 1e-6, "{}", prior.mean());
+        let (sd, normal) = (m.prior_spread, Distribution::normal(70.0, m.prior_spread, m.span).unwrap());
+        assert!((prior.p(70) - normal.p(70) * (1.0 - m.floor_share)).abs() < 1e-3, "{sd}: {}", prior.p(70));
         assert!(matches!(m.distribution(&[], day, &[]), Err(BracketsError::NoInput(_))));
         let few: Vec<Verified> =
             (1..4).map(|i| Verified { date: day - Duration::days(i), forecasts: f.clone(), settled: 72.0 }).collect();
@@ -514,7 +518,7 @@ mod tests {
         // Days after the asked one never count.
         let later: Vec<Verified> =
             (1..40).map(|i| Verified { date: day + Duration::days(i), forecasts: f.clone(), settled: 90.0 }).collect();
-        assert!(matches!(m.distribution(&later, day, &f), Err(BracketsError::NoInput(_))));
+        assert_eq!(m.distribution(&later, day, &f).unwrap().0, prior);
         let nan = vec![("GFS".to_string(), f64::NAN)];
         assert!(matches!(m.distribution(&few, day, &nan), Err(BracketsError::Invalid(_))));
     }

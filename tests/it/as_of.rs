@@ -759,6 +759,7 @@ async fn as_of_is_refused_for_the_future_and_where_it_cannot_be_honoured() {
     assert_eq!(
         taking,
         [
+            "brackets.php",
             "daily_extremes.php",
             "forecasts.php",
             "model_accuracy.php",

@@ -246,3 +246,282 @@ async fn daily_forecasts_are_known_from_their_issuance_by_either_door() {
     assert_eq!(at("2026-03-08T17:30:00Z").await, "3");
     assert_eq!(at("2026-03-08T18:00:00Z").await, "4");
 }
+
+/// The LAX point-forecast log as the lake would hold it: each fetch a daily forecast
+/// issued when it was logged (read as Pacific time), each actual a final CLI issued the
+/// next morning (07:00 PST).
+struct LaxLog {
+    /// (target day, issued at, high)
+    forecasts: Vec<(NaiveDate, chrono::DateTime<chrono::Utc>, f64)>,
+    highs: BTreeMap<NaiveDate, i32>,
+}
+
+fn lax_log() -> LaxLog {
+    use chrono::TimeZone;
+    let path = fixture("history/nws_point_forecast_lax/lax_nws_forecast_log.csv");
+    let mut reader = csv::Reader::from_path(path).unwrap();
+    let headers = reader.headers().unwrap().clone();
+    let at = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let (kind, target, fetched, predicted, actual) =
+        (at("forecast_or_actual"), at("target_date"), at("forecast_time"), at("predicted_high"), at("actual_high"));
+    let mut log = LaxLog { forecasts: Vec::new(), highs: BTreeMap::new() };
+    for row in reader.records() {
+        let row = row.unwrap();
+        let Ok(day) = NaiveDate::parse_from_str(&row[target], "%Y-%m-%d") else { continue };
+        match &row[kind] {
+            "actual" => {
+                if let Ok(v) = row[actual].parse::<i32>() {
+                    log.highs.insert(day, v);
+                }
+            }
+            "forecast" => {
+                let (Ok(t), Ok(v)) = (
+                    chrono::NaiveDateTime::parse_from_str(&row[fetched], "%Y-%m-%d %H:%M:%S"),
+                    row[predicted].parse::<f64>(),
+                ) else {
+                    continue;
+                };
+                let issued = chrono_tz::America::Los_Angeles.from_local_datetime(&t).earliest().unwrap();
+                log.forecasts.push((day, issued.with_timezone(&chrono::Utc), v));
+            }
+            _ => {}
+        }
+    }
+    log
+}
+
+/// Midnight Pacific Standard Time starting `day`, in UTC.
+fn lst_midnight(day: NaiveDate) -> chrono::DateTime<chrono::Utc> {
+    day.and_hms_opt(8, 0, 0).unwrap().and_utc()
+}
+
+/// `brackets.php` as of D−1 18:00 LST answers from exactly what was known then: the same
+/// distribution the method gives on the log read independently here (the latest fetch by
+/// then; each past day's latest fetch by its own D−1 18:00; only days whose CLI was out),
+/// never a later fetch or settlement.
+#[tokio::test]
+async fn brackets_php_answers_from_what_was_known_at_the_asked_time() {
+    use wxlake::decode::types::{DailyKind, DailyReport};
+    use wxlake::ingest::{ingest_bytes, Format, IngestOptions, Summary};
+    let app = crate::http::App::new().await;
+    app.clock.set(chrono::TimeZone::with_ymd_and_hms(&chrono::Utc, 2026, 9, 1, 0, 0, 0).unwrap());
+    let lake = app.state.live.lake.clone();
+    let log = lax_log();
+    let mut csv = String::from("source,station_code,issued_at,date,high,low,units\n");
+    for (day, issued, high) in &log.forecasts {
+        csv += &format!("NWS-POINT,KLAX,{},{day},{high},,f\n", wxlake::time::fmt_iso_utc(*issued));
+    }
+    let mut s = Summary::default();
+    ingest_bytes(&lake, Format::DailyForecasts, "lax.csv", csv.as_bytes(), &IngestOptions::default(), &mut s)
+        .await
+        .unwrap();
+    assert_eq!(s.rejected, 0, "{s}");
+    let cli_issued = |day: NaiveDate| lst_midnight(day) + Duration::hours(31);
+    let reports: Vec<DailyReport> = log
+        .highs
+        .iter()
+        .map(|(day, high)| {
+            let mut r = DailyReport::blank(DailyKind::Cli, "KLAX", *day);
+            r.max_f = Some(*high);
+            r.issued_at = Some(cli_issued(*day));
+            r.raw = format!("CLILAX {day} MAXIMUM {high}");
+            r
+        })
+        .collect();
+    lake.write(reports).await.unwrap();
+
+    // Independently: what was known at D−1 18:00 LST.
+    let known = |day: NaiveDate, t: chrono::DateTime<chrono::Utc>| {
+        log.forecasts.iter().filter(|(d, i, _)| *d == day && *i <= t).max_by_key(|(_, i, _)| *i).map(|f| f.2)
+    };
+    let days: Vec<NaiveDate> = log.highs.keys().copied().filter(|d| known(*d, lst_midnight(*d)).is_some()).collect();
+    let asked: Vec<NaiveDate> = days.iter().rev().take(12).copied().collect();
+    for day in asked {
+        let t = lst_midnight(day) - Duration::hours(6);
+        let Some(today) = known(day, t) else { continue };
+        let history: Vec<Verified> = days
+            .iter()
+            .filter(|d| **d < day && cli_issued(**d) <= t)
+            .filter_map(|d| {
+                let f = known(*d, lst_midnight(*d) - Duration::hours(6))?;
+                Some(Verified { date: *d, forecasts: vec![("NWS-POINT".into(), f)], settled: f64::from(log.highs[d]) })
+            })
+            .collect();
+        let (expected, fit) = Method::default().distribution(&history, day, &[("NWS-POINT".into(), today)]).unwrap();
+        let uri = format!(
+            "/api/v2/brackets.php?station_code=KLAX&date={day}&target=high&as_of={}",
+            wxlake::time::fmt_iso_utc(t)
+        );
+        let (status, v) = app.get(&uri).await;
+        assert_eq!(status, 200, "{uri}: {v}");
+        let got: Vec<(i64, f64)> = v["distribution"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e["value"].as_i64().unwrap(), e["p"].as_f64().unwrap()))
+            .collect();
+        let want: Vec<(i64, f64)> = expected.values().map(|(v, p)| (i64::from(v), p)).collect();
+        assert_eq!(got.len(), want.len(), "{day}");
+        for (g, w) in got.iter().zip(&want) {
+            assert!(g.0 == w.0 && (g.1 - w.1).abs() < 1e-12, "{day}: {g:?} against {w:?}");
+        }
+        assert_eq!(v["history_days"], history.len(), "{day}");
+        assert_eq!(v["lead_days"], 1);
+        assert_eq!(v["inputs"][0]["source"], "NWS-POINT");
+        assert_eq!(v["inputs"][0]["forecast"], today);
+        assert!((v["inputs"][0]["bias"].as_f64().unwrap() - fit.sources[0].bias).abs() < 1e-12);
+        assert_eq!(v["as_of"], wxlake::time::fmt_iso_utc(t));
+        let total: f64 = v["brackets"].as_array().unwrap().iter().map(|b| b["p"].as_f64().unwrap()).sum();
+        assert!((total - 1.0).abs() < 1e-9, "{v}");
+        assert_eq!(v["brackets"].as_array().unwrap().len(), 6, "two tails and four 2-degree brackets: {v}");
+        assert!(v["floor"].is_null() && v["settled"].is_null(), "{v}");
+        let q: Vec<i64> = ["p5", "p10", "p25", "p50", "p75", "p90", "p95"]
+            .iter()
+            .map(|k| v["quantiles"][k].as_i64().unwrap())
+            .collect();
+        assert!(q.windows(2).all(|w| w[0] <= w[1]), "{q:?}");
+    }
+    // Before any fetch of a day: nothing to answer from.
+    let first = log.forecasts.iter().map(|f| f.1).min().unwrap();
+    let day = log.forecasts.iter().find(|f| f.1 == first).unwrap().0;
+    let uri = format!(
+        "/api/v2/brackets.php?station_code=KLAX&date={day}&target=high&as_of={}",
+        wxlake::time::fmt_iso_utc(first - Duration::seconds(1))
+    );
+    let (status, v) = app.get(&uri).await;
+    assert_eq!(status, 404, "{v}");
+    assert!(v["error"].as_str().unwrap().starts_with("No forecast of KLAX"), "{v}");
+    // A bad ladder, a missing target, a tier without the analytics endpoints.
+    for (uri, error) in [
+        ("/api/v2/brackets.php?station_code=KLAX&target=high&brackets=80-81,%3E%3D82", "Invalid brackets"),
+        ("/api/v2/brackets.php?station_code=KLAX", "Missing"),
+        ("/api/v2/brackets.php?station_code=KLAX&target=middle", "Invalid target: middle"),
+    ] {
+        let (status, v) = app.get(uri).await;
+        assert_eq!(status, 400, "{uri}: {v}");
+        assert!(v["error"].as_str().unwrap().starts_with(error), "{uri}: {v}");
+    }
+    let (s, _, _) = app
+        .call(
+            "GET",
+            "/api/v2/brackets.php?station_code=KLAX&target=high",
+            Some(app.key(wxlake::access::keys::Tier::Professional)),
+            "",
+        )
+        .await;
+    assert_eq!(s, 403);
+}
+
+/// Today, the running high is a floor and the running low a ceiling: no settlement value
+/// beyond them keeps any probability, whatever the forecasts said; the ladder follows.
+#[tokio::test]
+async fn todays_running_extremes_bound_the_distribution() {
+    let app = crate::http::App::new().await; // 2026-03-08T18:00:00Z
+                                             // Forecasts far on the other side of the day's readings (a high of 40 °F against 50).
+    let csv = "source,station_code,issued_at,date,high,low,units\n\
+               ACME,KNYC,2026-03-07T20:00:00Z,2026-03-08,40,,f\n\
+               ACME,KNYC,2026-03-07T20:00:01Z,2026-03-08,,55,f\n";
+    let (status, body) = app.ingest("daily-forecasts", "", csv).await;
+    assert!(status.is_success(), "{status}: {body}");
+    let metars = "KNYC 081451Z 27008KT 10SM FEW250 08/M06 A3021 RMK AO2 SLP231 T00781061\n\
+                  KNYC 081551Z 28010KT 10SM CLR 10/M06 A3020 RMK AO2 SLP228 T01001061\n";
+    let (status, body) = app.ingest("metar", "month=2026-03", metars).await;
+    assert!(status.is_success(), "{status}: {body}");
+    // The forecasts are read from the lake: a live input counts from the flush on.
+    app.state.live.flush().await.unwrap();
+    let (_, svc) = app.get("/api/v2/observations.php?station_code=KNYC&mode=svc_high&logic=nws").await;
+    for (target, bound) in [("high", "floor"), ("low", "ceiling")] {
+        let uri = format!(
+            "/api/v2/brackets.php?station_code=KNYC&target={target}&logic=nws&brackets=%3C%3D45,46-49,50-53,%3E%3D54"
+        );
+        let (status, v) = app.get(&uri).await;
+        assert_eq!(status, 200, "{uri}: {v}");
+        let observed = svc[format!("svc_{target}")].as_f64().unwrap_or_else(|| panic!("{svc}")) as i64;
+        assert_eq!(v[bound].as_i64(), Some(observed), "{v}");
+        for e in v["distribution"].as_array().unwrap() {
+            let (value, p) = (e["value"].as_i64().unwrap(), e["p"].as_f64().unwrap());
+            let beyond = if target == "high" { value < observed } else { value > observed };
+            assert!(!beyond || p == 0.0, "{target}: {value} has {p} beyond {observed}");
+        }
+        let labels: Vec<&str> =
+            v["brackets"].as_array().unwrap().iter().map(|b| b["label"].as_str().unwrap()).collect();
+        assert_eq!(labels, ["<=45", "46-49", "50-53", ">=54"]);
+        // As of a moment: before the reports were received nothing bounded the day; a
+        // second after, the same bound as live.
+        app.clock.set(chrono::TimeZone::with_ymd_and_hms(&chrono::Utc, 2026, 3, 8, 18, 5, 0).unwrap());
+        for (at, expected) in [("2026-03-08T17:59:59Z", None), ("2026-03-08T18:00:01Z", Some(observed))] {
+            let (status, v) = app.get(&format!("{uri}&as_of={at}")).await;
+            assert_eq!(status, 200, "{v}");
+            assert_eq!(v[bound].as_i64(), expected, "{at}: {v}");
+        }
+    }
+}
+
+/// Over a demo lake (models' runs through forecast_daily, their verified pairs): each
+/// model's input is its latest run of the day available at the asked time, with that run's
+/// summary of the day; a run published after an `as_of` is not used, the one before it is.
+#[tokio::test]
+async fn brackets_php_takes_each_models_latest_run_known_at_the_time() {
+    use crate::support::{open_live, rows, stderr, wxlake, Api};
+    let dir = tempfile::tempdir().unwrap();
+    let lake_dir = dir.path().join("lake");
+    let out = wxlake(&lake_dir, &["demo", "--days", "6", "--stations", "KNYC", "--no-onemin"]);
+    assert!(out.status.success(), "demo: {}", stderr(&out));
+    let lake = wxlake::lake::Lake::open(&format!("file://{}", lake_dir.display())).await.unwrap();
+    let clock: std::sync::Arc<dyn wxlake::clock::Clock> =
+        std::sync::Arc::new(wxlake::clock::ManualClock::new(chrono::Utc::now()));
+    let live = std::sync::Arc::new(open_live(&lake, &dir.path().join("state"), clock.clone()).await);
+    let api = Api::over(live, &dir.path().join("state"));
+    let now = clock.now();
+    // Tomorrow in Local Standard Time (UTC−5 all year).
+    let day = (now - Duration::hours(5)).date_naive() + Duration::days(1);
+    let latest = |t: chrono::DateTime<chrono::Utc>| {
+        let lake = lake.clone();
+        async move {
+            rows(
+                &lake,
+                &format!(
+                    "SELECT model, run_time, high_f, available_at FROM forecast_daily f WHERE location_name = 'KNYC' \
+                     AND tz_mode = 'standard' AND date = DATE '{day}' AND high_f IS NOT NULL \
+                     AND available_at <= TIMESTAMP '{}' AND run_time = (SELECT max(run_time) FROM forecast_daily g \
+                       WHERE g.model = f.model AND g.location_name = 'KNYC' AND g.tz_mode = 'standard' \
+                       AND g.date = DATE '{day}' AND g.high_f IS NOT NULL AND g.available_at <= TIMESTAMP '{}') \
+                     ORDER BY model",
+                    wxlake::time::fmt_iso_utc(t),
+                    wxlake::time::fmt_iso_utc(t)
+                ),
+            )
+            .await
+        }
+    };
+    let inputs = |v: &serde_json::Value| -> BTreeMap<String, (String, f64)> {
+        v["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["source"] != "NWS")
+            .map(|i| {
+                let source = i["source"].as_str().unwrap().to_string();
+                (source, (i["run"].as_str().unwrap().to_string(), i["forecast"].as_f64().unwrap()))
+            })
+            .collect()
+    };
+    let expected = |rows: &[Vec<String>]| -> BTreeMap<String, (String, f64)> {
+        rows.iter().map(|r| (r[0].clone(), (r[1].clone(), r[2].parse::<f64>().unwrap()))).collect()
+    };
+    let uri = format!("/api/v2/brackets.php?station_code=KNYC&target=high&date={day}");
+    let (_, live_answer) = api.get(&uri).await;
+    let now_rows = latest(now).await;
+    assert!(now_rows.len() >= 5, "the demo's models forecast tomorrow: {now_rows:?}");
+    assert_eq!(inputs(&live_answer), expected(&now_rows), "{live_answer}");
+    assert!(live_answer["history_days"].as_u64().unwrap() > 0, "{live_answer}");
+    assert!(live_answer["inputs"].as_array().unwrap().iter().any(|i| i["n"].as_f64().unwrap() > 0.0), "{live_answer}");
+    assert_eq!(live_answer["market"]["series"], "KXHIGHNY");
+    // A second before the newest run became available, that model's previous run answers.
+    let newest = now_rows.iter().max_by_key(|r| r[3].clone()).unwrap();
+    let before = wxlake::time::parse_utc(&newest[3]).unwrap() - Duration::seconds(1);
+    let (_, earlier) = api.get(&format!("{uri}&as_of={}", wxlake::time::fmt_iso_utc(before))).await;
+    let then = expected(&latest(before).await);
+    assert_eq!(inputs(&earlier), then, "{earlier}");
+    assert_ne!(then.get(&newest[0]).map(|r| &r.0), Some(&newest[1]), "{then:?}");
+}

@@ -578,7 +578,7 @@ mod in_process {
         }
         let items = component(&doc, &ok_schema(&doc, "/api/v2/forecasts.php")["items"]);
         assert_eq!(items["oneOf"].as_array().map(Vec::len), Some(2), "raw row or daily row: {items}");
-        for p in ["/api/v2/nearby.php", "/api/v2/pacing.php"] {
+        for p in ["/api/v2/nearby.php", "/api/v2/pacing.php", "/api/v2/brackets.php"] {
             let s = component(&doc, ok_schema(&doc, p));
             assert_eq!(s["type"], "object", "{p}: {s}");
         }
@@ -639,7 +639,7 @@ mod in_process {
         let app = App::new().await;
         let doc = document(&app).await;
         let ops = super::operations(&doc);
-        assert_eq!(ops.len(), 16, "{:?}", ops.iter().map(|(m, p, _)| format!("{m} {p}")).collect::<Vec<_>>());
+        assert_eq!(ops.len(), 17, "{:?}", ops.iter().map(|(m, p, _)| format!("{m} {p}")).collect::<Vec<_>>());
         let mut ids = std::collections::BTreeSet::new();
         for (method, path, op) in &ops {
             let id = op["operationId"].as_str().unwrap_or_else(|| panic!("{method} {path}: no operationId"));

@@ -1,0 +1,365 @@
+//! What a bracket distribution (`brackets.php`) is made from, as the service knew it at a
+//! time t: nothing published or verified after t is read, so `as_of` answers a backtest's
+//! question and the live answer is the same computation at now.
+//!
+//! - Today's forecasts of the settlement day: each model's latest run with a
+//!   `forecast_daily` row available by t (the day's window in the logic's clock:
+//!   `standard` for `nws`, `civil` for `wu`); the NWS hourly version in force at t
+//!   (`as_of('nws_hourly', t)`), when its periods cover the whole day; each daily-forecasts
+//!   source's latest issuance by t.
+//! - The verified history of those sources: `accuracy_pairs` available by t at the lead of
+//!   the asked time (whole days from t to the day's start, 1 to 3; a time within the day
+//!   uses lead 1, as no pair has a same-day run yet), each model at the run label of its
+//!   run used today; a daily-forecasts source by its latest issuance as long before each
+//!   past day's start as t is before the asked day's. A past day's settled value is its
+//!   full-day climate report's available by t, else its pairs' verifying value (the
+//!   engine's day under `nws`).
+//!
+//! Values are in the settlement unit (°F or °C): pairs and forecasts in the station's
+//! other unit are converted.
+
+use std::collections::{BTreeMap, HashMap};
+
+use chrono::{DateTime, Duration, NaiveDate, Utc};
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::datatypes::{Date32Type, Float64Type, TimestampMicrosecondType};
+use datafusion::prelude::SessionContext;
+
+use super::bound_sql::{utf8_column, Bindings};
+use super::error::{ApiError, ApiResult};
+use crate::brackets::markets::Quantity;
+use crate::brackets::Verified;
+use crate::catalog::Station;
+use crate::extremes::Logic;
+use crate::time::{fmt_iso_utc, Window};
+use crate::units::{c_to_f, f_to_c, Units};
+
+/// The name of the NWS hourly forecast as a source (as in `accuracy_pairs`).
+pub const NWS: &str = "NWS";
+
+/// Years of verified history read.
+const HISTORY_YEARS: i64 = 3;
+
+/// Days before the settlement day a model run can be (forecast_daily's horizon).
+const RUN_HORIZON_DAYS: i64 = 20;
+
+/// The question.
+#[derive(Debug, Clone, Copy)]
+pub struct Ask<'a> {
+    pub station: &'a Station,
+    pub date: NaiveDate,
+    pub target: Quantity,
+    pub logic: Logic,
+    /// The settlement unit.
+    pub unit: Units,
+    /// What was known then counts.
+    pub t: DateTime<Utc>,
+}
+
+impl Ask<'_> {
+    /// The settlement day's UTC window.
+    pub fn window(&self) -> Window {
+        crate::time::day_window(self.station.timezone, self.logic.clock(), self.date)
+    }
+
+    /// The lead whose verified errors fit the asked time (module docs).
+    pub fn lead_days(&self) -> i64 {
+        let ahead = self.window().start - self.t;
+        let days = (ahead.num_seconds() as f64 / 86_400.0).ceil() as i64;
+        days.clamp(1, 3)
+    }
+
+    /// `v` in the station's units, in the settlement unit.
+    fn of_station_units(&self, v: f64) -> f64 {
+        match (self.station.units, self.unit) {
+            (Units::Fahrenheit, Units::Celsius) => f_to_c(v),
+            (Units::Celsius, Units::Fahrenheit) => c_to_f(v),
+            _ => v,
+        }
+    }
+
+    /// `v` in °F, in the settlement unit.
+    fn of_f(&self, v: f64) -> f64 {
+        if self.unit == Units::Celsius {
+            f_to_c(v)
+        } else {
+            v
+        }
+    }
+
+    fn column(&self) -> &'static str {
+        match (self.target, self.unit) {
+            (Quantity::High, Units::Fahrenheit) => "high_f",
+            (Quantity::High, Units::Celsius) => "high_c",
+            (Quantity::Low, Units::Fahrenheit) => "low_f",
+            (Quantity::Low, Units::Celsius) => "low_c",
+        }
+    }
+
+    fn target_name(&self) -> &'static str {
+        match self.target {
+            Quantity::High => "high",
+            Quantity::Low => "low",
+        }
+    }
+}
+
+/// One source's forecast of the settlement day.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceForecast {
+    pub source: String,
+    /// The run, the NWS version's generation time, or the daily forecast's issuance.
+    pub run: DateTime<Utc>,
+    pub forecast: f64,
+}
+
+/// What the distribution is made from.
+#[derive(Debug, Clone)]
+pub struct Inputs {
+    pub forecasts: Vec<SourceForecast>,
+    pub history: Vec<Verified>,
+    pub lead_days: i64,
+}
+
+/// The inputs of `ask` (module docs).
+pub async fn gather(ctx: &SessionContext, ask: &Ask<'_>) -> ApiResult<Inputs> {
+    let mut forecasts = model_runs(ctx, ask).await?;
+    if let Some(nws) = nws_version(ctx, ask).await? {
+        forecasts.push(nws);
+    }
+    // The run label `accuracy_pairs` gives each: a model's run hour, the NWS version's
+    // 6-hour block.
+    let labels: HashMap<String, String> = forecasts
+        .iter()
+        .map(|f| {
+            let hour = chrono::Timelike::hour(&f.run);
+            let label = if f.source == NWS { 6 * (hour / 6) } else { hour };
+            (f.source.clone(), format!("{label:02}z"))
+        })
+        .collect();
+    let daily = daily_forecasts(ctx, ask).await?;
+    let lead_days = ask.lead_days();
+    let mut days = settled_by_cli(ctx, ask).await?;
+    verified_pairs(ctx, ask, lead_days, &labels, &mut days).await?;
+    // Daily forecasts: today's latest issuance of each source, and for each past day its
+    // latest issuance as long before that day's start as t is before this one's.
+    let ahead = ask.window().start - ask.t;
+    let mut latest: BTreeMap<&str, &DailyIssue> = BTreeMap::new();
+    for d in daily.iter().filter(|d| d.date == ask.date) {
+        latest.entry(&d.source).and_modify(|l| *l = if d.issued_at > l.issued_at { d } else { l }).or_insert(d);
+    }
+    for d in latest.values() {
+        forecasts.push(SourceForecast { source: d.source.clone(), run: d.issued_at, forecast: d.value });
+    }
+    let mut past: BTreeMap<(NaiveDate, &str), &DailyIssue> = BTreeMap::new();
+    for d in daily.iter().filter(|d| d.date < ask.date && latest.contains_key(d.source.as_str())) {
+        let start = crate::time::day_window(ask.station.timezone, ask.logic.clock(), d.date).start;
+        if d.issued_at > start - ahead {
+            continue;
+        }
+        past.entry((d.date, &d.source)).and_modify(|l| *l = if d.issued_at > l.issued_at { d } else { l }).or_insert(d);
+    }
+    for ((date, source), d) in past {
+        if let Some(day) = days.get_mut(&date) {
+            day.forecasts.push((source.to_string(), d.value));
+        }
+    }
+    let history = days.into_values().filter(|d| !d.forecasts.is_empty()).collect();
+    Ok(Inputs { forecasts, history, lead_days })
+}
+
+/// Each model's latest run with a row of the day available by t.
+async fn model_runs(ctx: &SessionContext, ask: &Ask<'_>) -> ApiResult<Vec<SourceForecast>> {
+    let mut b = Bindings::new();
+    let tz_mode = if ask.logic == Logic::Nws { "standard" } else { "civil" };
+    let sql = format!(
+        "SELECT model, run_time, {col} FROM forecast_daily WHERE location_name = {loc} AND tz_mode = {mode} \
+         AND date = {date} AND available_at <= {t} AND run_date >= {from} AND run_date <= {to} \
+         AND {col} IS NOT NULL",
+        col = ask.column(),
+        loc = b.str(&ask.station.code),
+        mode = b.str(tz_mode),
+        date = b.date(ask.date),
+        t = b.time(ask.t),
+        from = b.partition_date(ask.date - Duration::days(RUN_HORIZON_DAYS)),
+        to = b.partition_date(ask.t.date_naive()),
+    );
+    let mut latest: BTreeMap<String, SourceForecast> = BTreeMap::new();
+    for batch in b.collect(ctx, &sql).await? {
+        let models = utf8_column(&batch, 0)?;
+        let (models, runs, values) = (models.as_string::<i32>(), times(&batch, 1)?, floats(&batch, 2)?);
+        for (i, run) in runs.into_iter().enumerate() {
+            let Some(run) = run else { continue };
+            let f = SourceForecast { source: models.value(i).to_string(), run, forecast: values.value(i) };
+            match latest.get(&f.source) {
+                Some(l) if l.run >= run => {}
+                _ => {
+                    latest.insert(f.source.clone(), f);
+                }
+            }
+        }
+    }
+    Ok(latest.into_values().collect())
+}
+
+/// The NWS hourly version in force at t, when its periods cover the day's window.
+async fn nws_version(ctx: &SessionContext, ask: &Ask<'_>) -> ApiResult<Option<SourceForecast>> {
+    let w = ask.window();
+    let mut b = Bindings::new();
+    // The time is the service's own (formatted here, not the caller's text).
+    let sql = format!(
+        "SELECT max(generated_at), max(temperature_f), min(temperature_f), min(start_time), max(end_time) \
+         FROM as_of('nws_hourly', '{at}') WHERE station_code = {st} AND start_time >= {from} AND start_time < {to}",
+        at = fmt_iso_utc(ask.t),
+        st = b.str(&ask.station.code),
+        from = b.time(w.start),
+        to = b.time(w.end),
+    );
+    let batches = b.collect(ctx, &sql).await?;
+    let Some(batch) = batches.iter().find(|b| b.num_rows() > 0) else { return Ok(None) };
+    let (generated, first, last) = (times(batch, 0)?[0], times(batch, 3)?[0], times(batch, 4)?[0]);
+    let (high, low) = (floats(batch, 1)?, floats(batch, 2)?);
+    let (Some(generated), Some(first), Some(last)) = (generated, first, last) else { return Ok(None) };
+    if first > w.start || last < w.end || high.is_null(0) {
+        return Ok(None);
+    }
+    let value = match ask.target {
+        Quantity::High => high.value(0),
+        Quantity::Low => low.value(0),
+    };
+    Ok(Some(SourceForecast { source: NWS.to_string(), run: generated, forecast: ask.of_f(value) }))
+}
+
+/// A daily forecast's value of the asked quantity.
+#[derive(Debug)]
+struct DailyIssue {
+    source: String,
+    date: NaiveDate,
+    issued_at: DateTime<Utc>,
+    value: f64,
+}
+
+/// Every daily forecast of the station issued by t for the asked day and the history's.
+async fn daily_forecasts(ctx: &SessionContext, ask: &Ask<'_>) -> ApiResult<Vec<DailyIssue>> {
+    let mut b = Bindings::new();
+    let value = ask.target_name();
+    let sql = format!(
+        "SELECT source, date, issued_at, {value}, units FROM as_of('daily_forecasts', '{at}') \
+         WHERE station_code = {st} AND date <= {to} AND date >= {from} AND {value} IS NOT NULL",
+        at = fmt_iso_utc(ask.t),
+        st = b.str(&ask.station.code),
+        to = b.date(ask.date),
+        from = b.date(ask.date - Duration::days(365 * HISTORY_YEARS)),
+    );
+    let mut out = Vec::new();
+    for batch in b.collect(ctx, &sql).await? {
+        let (sources, units) = (utf8_column(&batch, 0)?, utf8_column(&batch, 4)?);
+        let (sources, units) = (sources.as_string::<i32>(), units.as_string::<i32>());
+        let (dates, issued, values) = (dates(&batch, 1)?, times(&batch, 2)?, floats(&batch, 3)?);
+        for i in 0..batch.num_rows() {
+            let (Some(date), Some(issued_at)) = (dates[i], issued[i]) else { continue };
+            let v = values.value(i);
+            let v = match (units.value(i), ask.unit) {
+                ("f", Units::Celsius) => f_to_c(v),
+                ("c", Units::Fahrenheit) => c_to_f(v),
+                _ => v,
+            };
+            out.push(DailyIssue { source: sources.value(i).to_string(), date, issued_at, value: v });
+        }
+    }
+    Ok(out)
+}
+
+/// The past days a full-day climate report available by t settled (the report a reader
+/// of the day settles on, `as_of('reports', t)`), without forecasts yet.
+async fn settled_by_cli(ctx: &SessionContext, ask: &Ask<'_>) -> ApiResult<BTreeMap<NaiveDate, Verified>> {
+    let mut b = Bindings::new();
+    let sql = format!(
+        "SELECT report_date, CAST({value}_f AS DOUBLE) FROM as_of('reports', '{at}') WHERE kind = 'cli' \
+         AND station_code = {st} AND is_final AND report_date < {to} AND report_date >= {from} \
+         AND {value}_f IS NOT NULL",
+        value = ask.target_name(),
+        at = fmt_iso_utc(ask.t),
+        st = b.str(&ask.station.code),
+        to = b.date(ask.date),
+        from = b.date(ask.date - Duration::days(365 * HISTORY_YEARS)),
+    );
+    let mut days = BTreeMap::new();
+    for batch in b.collect(ctx, &sql).await? {
+        let (dates, values) = (dates(&batch, 0)?, floats(&batch, 1)?);
+        for (i, date) in dates.into_iter().enumerate() {
+            if let Some(date) = date {
+                days.insert(date, Verified { date, forecasts: Vec::new(), settled: ask.of_f(values.value(i)) });
+            }
+        }
+    }
+    Ok(days)
+}
+
+/// The verified days of the asked sources at `lead` (each model at its label) added to
+/// `days`; a day no climate report settled takes its pairs' verifying value.
+async fn verified_pairs(
+    ctx: &SessionContext,
+    ask: &Ask<'_>,
+    lead: i64,
+    labels: &HashMap<String, String>,
+    days: &mut BTreeMap<NaiveDate, Verified>,
+) -> ApiResult<()> {
+    let mut b = Bindings::new();
+    let sql = format!(
+        "SELECT date, model, run_label, forecast, observed FROM accuracy_pairs WHERE station_code = {st} \
+         AND target = {target} AND lead_days = {lead} AND available_at <= {t} AND date < {to} AND date >= {from}",
+        st = b.str(&ask.station.code),
+        target = b.str(ask.target_name()),
+        t = b.time(ask.t),
+        to = b.date(ask.date),
+        from = b.date(ask.date - Duration::days(365 * HISTORY_YEARS)),
+    );
+    for batch in b.collect(ctx, &sql).await? {
+        let (models, run_labels) = (utf8_column(&batch, 1)?, utf8_column(&batch, 2)?);
+        let (models, run_labels) = (models.as_string::<i32>(), run_labels.as_string::<i32>());
+        let (dates, forecasts, observed) = (dates(&batch, 0)?, floats(&batch, 3)?, floats(&batch, 4)?);
+        for (i, date) in dates.into_iter().enumerate() {
+            let Some(date) = date else { continue };
+            let model = models.value(i);
+            // Each source at the run label of its run used today.
+            let wanted = labels.get(model).is_some_and(|l| l == run_labels.value(i));
+            if !wanted || forecasts.is_null(i) || observed.is_null(i) {
+                continue;
+            }
+            let day = days.entry(date).or_insert_with(|| Verified {
+                date,
+                forecasts: Vec::new(),
+                settled: ask.of_station_units(observed.value(i)),
+            });
+            if !day.forecasts.iter().any(|(s, _)| s == model) {
+                day.forecasts.push((model.to_string(), ask.of_station_units(forecasts.value(i))));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn internal(what: &str) -> ApiError {
+    ApiError::internal(format!("bracket inputs: unexpected type of {what}"))
+}
+
+fn floats(batch: &RecordBatch, i: usize) -> ApiResult<&datafusion::arrow::array::PrimitiveArray<Float64Type>> {
+    batch.column(i).as_primitive_opt::<Float64Type>().ok_or_else(|| internal(batch.schema().field(i).name()))
+}
+
+fn times(batch: &RecordBatch, i: usize) -> ApiResult<Vec<Option<DateTime<Utc>>>> {
+    let a = batch
+        .column(i)
+        .as_primitive_opt::<TimestampMicrosecondType>()
+        .ok_or_else(|| internal(batch.schema().field(i).name()))?;
+    Ok((0..a.len()).map(|r| a.is_valid(r).then(|| DateTime::from_timestamp_micros(a.value(r))).flatten()).collect())
+}
+
+fn dates(batch: &RecordBatch, i: usize) -> ApiResult<Vec<Option<NaiveDate>>> {
+    let a = batch.column(i).as_primitive_opt::<Date32Type>().ok_or_else(|| internal(batch.schema().field(i).name()))?;
+    let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).expect("a valid date");
+    Ok((0..a.len())
+        .map(|r| a.is_valid(r).then(|| epoch.checked_add_signed(Duration::days(i64::from(a.value(r))))).flatten())
+        .collect())
+}

@@ -1,0 +1,361 @@
+//! `GET /api/v2/brackets.php` (Developer and Enterprise): the probability of every whole
+//! settlement value of a station's day high or low, and of each bracket of a ladder, from
+//! the sources' latest forecasts and their verified errors as known at the asked time
+//! (`api::bracket_inputs`, `brackets::Method`), bounded by what the day's observations
+//! already settled: under the logic, the high cannot end below the running high (the
+//! `svc_high` engine's, as of the time), nor the low above the running low; a final climate
+//! report settles it.
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use chrono::{DateTime, Duration, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::model_accuracy::AccuracyTarget;
+use super::observations::logic_param;
+use crate::api::as_of::AsOf;
+use crate::api::auth::{require_premium, Caller};
+use crate::api::bracket_inputs::{gather, Ask, Inputs};
+use crate::api::error::{ApiError, ApiResult};
+use crate::api::json::Json;
+use crate::api::params::{self, QueryParams};
+use crate::api::state::AppState;
+use crate::brackets::markets::{self, Market, Quantity};
+use crate::brackets::{BracketsError, Distribution, Ladder, Method, METHOD};
+use crate::catalog::Station;
+use crate::extremes::Logic;
+use crate::time::fmt_iso_utc;
+use crate::trading_day::{extremes, extremes_as_of, DayError};
+use crate::units::{round_half_away, Units};
+
+/// Days ahead of the station's current day a distribution is asked for at most (the
+/// models' horizon).
+const MAX_DAYS_AHEAD: i64 = 16;
+
+/// The quantiles reported.
+const QUANTILES: [u8; 7] = [5, 10, 25, 50, 75, 90, 95];
+
+/// Query of `GET /api/v2/brackets.php`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct BracketsQuery {
+    /// Station code (GET /api/v2/stations.php lists the catalog)
+    #[param(required = true, value_type = String)]
+    pub station_code: Option<String>,
+    /// The settlement day YYYY-MM-DD in the logic's clock (default: the station's current day)
+    pub date: Option<String>,
+    /// `high` or `low`
+    #[param(required = true, value_type = AccuracyTarget)]
+    pub target: Option<String>,
+    /// `nws` (Local Standard Time day, as the climate report) or `wu` (civil day); default: the
+    /// station's market's logic (data/markets.csv), else `nws`
+    #[param(value_type = Option<Logic>)]
+    pub logic: Option<String>,
+    /// A ladder such as `<=79,80-81,82-83,84-85,86-87,>=88` (every whole value in exactly one
+    /// bracket); default: the market's usual ladder around the median, else 2-degree
+    /// brackets (1-degree in °C)
+    pub brackets: Option<String>,
+}
+
+/// One whole settlement value.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub struct ValueP {
+    pub value: i32,
+    pub p: f64,
+}
+
+/// One bracket of the ladder.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub struct BracketP {
+    /// As in the ladder: `<=79`, `80-81`, `>=88`.
+    pub label: String,
+    /// Lowest and highest whole value included; null for an open tail.
+    pub lo: Option<i32>,
+    pub hi: Option<i32>,
+    pub p: f64,
+}
+
+/// A source the distribution used.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub struct BracketInput {
+    /// A model, `NWS` (the hourly forecast), or a daily-forecasts source.
+    pub source: String,
+    /// Its run (the NWS version's generation time, a daily forecast's issuance), ISO 8601 UTC.
+    pub run: String,
+    /// Its forecast of the day's value, settlement unit.
+    pub forecast: f64,
+    /// Its share of the combined centre.
+    pub weight: f64,
+    /// Its mean error (settled − forecast) over its verified days, added to its forecast.
+    pub bias: f64,
+    /// Root mean squared error around the bias.
+    pub spread: f64,
+    /// Effective verified days behind bias and spread (season- and age-weighted).
+    pub n: f64,
+}
+
+/// The market the day settles, when the catalog has one.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub struct MarketRef {
+    pub venue: String,
+    pub series: String,
+    /// Who publishes the settlement value for this day.
+    pub source: String,
+}
+
+/// The 200 body.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
+pub struct Brackets {
+    pub station_code: String,
+    /// The settlement day.
+    pub date: String,
+    /// `high` or `low`.
+    pub target: String,
+    pub logic: String,
+    /// `fahrenheit` or `celsius`: the settlement unit of every value.
+    pub units: String,
+    pub market: Option<MarketRef>,
+    /// Every whole value with a probability, lowest first; they sum to 1.
+    pub distribution: Vec<ValueP>,
+    /// The ladder's brackets, lowest first; they sum to 1.
+    pub brackets: Vec<BracketP>,
+    pub mean: f64,
+    /// Quantiles 5, 10, 25, 50, 75, 90, 95 (whole values), keyed `p5` ... `p95`.
+    pub quantiles: std::collections::BTreeMap<String, i32>,
+    /// Target high: the running high so far (the value cannot settle below it); null before the day.
+    pub floor: Option<i32>,
+    /// Target low: the running low so far (the value cannot settle above it); null before the day.
+    pub ceiling: Option<i32>,
+    /// A final climate report settled the value: the distribution is that value.
+    pub settled: Option<i32>,
+    pub inputs: Vec<BracketInput>,
+    /// The lead (days) whose verified errors were used.
+    pub lead_days: i64,
+    /// Verified past days behind the fit.
+    pub history_days: usize,
+    /// The method and its version.
+    pub method: String,
+    /// When this answer was computed (ISO 8601 UTC).
+    pub computed_at: String,
+    /// The moment answered for: `as_of` when given, else now.
+    pub as_of: String,
+}
+
+#[utoipa::path(
+    get,
+    path = "/api/v2/brackets.php",
+    tag = "analytics",
+    operation_id = "getBrackets",
+    summary = "The probability of every settlement value and bracket of a station's day high or low",
+    description = "Developer and Enterprise. From each source's latest forecast of the day known at the time (models' \
+                   runs through forecast_daily, the NWS hourly version in force, daily forecasts) and each source's \
+                   verified errors at that lead (accuracy_pairs known then), combined by the method named in `method` \
+                   (docs/brackets.md); for the current or a past day the running high (low) under the logic is a \
+                   floor (ceiling), and a final climate report settles the value. With `as_of`, only what was \
+                   published and verified by then counts.",
+    params(BracketsQuery, crate::api::as_of::AsOfQuery),
+    responses(
+        (status = 200, description = "the distribution, the ladder's brackets and the inputs", body = Brackets),
+        (status = 400, description = "invalid or missing parameter, unknown station, a bad ladder, a day too far ahead, or a parameter given twice", body = crate::api::error::ErrorBody),
+        (status = 403, description = "Professional and Testing keys: Access Denied", body = crate::api::error::ErrorBody),
+        (status = 404, description = "no forecast of the day was known at the time", body = crate::api::error::ErrorBody),
+    ),
+    security(("bearer" = []), ("api_key" = []))
+)]
+pub async fn handler(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    as_of: AsOf,
+    QueryParams(q): QueryParams<BracketsQuery>,
+) -> ApiResult<Response> {
+    require_premium(&caller)?;
+    let station = params::station("station_code", &q.station_code)?;
+    let target = target_param(&q.target)?;
+    let t = as_of.now(&state);
+    let given_logic = if params::value(&q.logic).is_some() { Some(logic_param(&q.logic)?) } else { None };
+    let probe_date = params::date("date", &q.date)?;
+    // The market settles the logic and unit; the day is the station's in that logic.
+    let logic = given_logic
+        .or_else(|| {
+            let day = probe_date.unwrap_or_else(|| crate::time::local_date(station.timezone, Logic::Nws.clock(), t));
+            market(station, target, day).map(Market::logic)
+        })
+        .unwrap_or(Logic::Nws);
+    let today = crate::time::local_date(station.timezone, logic.clock(), t);
+    let date = probe_date.unwrap_or(today);
+    if date > today + Duration::days(MAX_DAYS_AHEAD) {
+        return Err(ApiError::bad_request(
+            format!("date {date} is more than {MAX_DAYS_AHEAD} days after {today}"),
+            "no model forecasts that far; ask for a day within the forecasts' horizon",
+        ));
+    }
+    let market = market(station, target, date).filter(|m| m.logic() == logic);
+    let unit = match market.map(|m| m.unit.as_str()) {
+        Some("c") => Units::Celsius,
+        Some(_) => Units::Fahrenheit,
+        None => station.units,
+    };
+    let ladder: Option<Ladder> = match params::value(&q.brackets) {
+        Some(text) => Some(text.parse().map_err(|e: BracketsError| {
+            ApiError::bad_request(
+                format!("Invalid brackets: {e}"),
+                "a comma-separated ladder such as <=79,80-81,82-83,84-85,86-87,>=88: an open lower tail, \
+                 contiguous brackets, an open upper tail",
+            )
+        })?),
+        None => None,
+    };
+
+    let ask = Ask { station, date, target, logic, unit, t };
+    let inputs = gather(&state.live.ctx, &ask).await?;
+    let observed = observed_bound(&state, &ask, today, as_of.0.is_some()).await?;
+    let body = answer(&ask, &inputs, observed, market, ladder, state.now())?;
+    Ok(as_of.echo(Json(body).into_response()))
+}
+
+/// The `target` parameter (required; the same closed set as model accuracy's).
+fn target_param(raw: &Option<String>) -> Result<Quantity, ApiError> {
+    let missing = || ApiError::missing("target", "valid values for target are high, low");
+    match params::choice::<AccuracyTarget>("target", raw)? {
+        Some(AccuracyTarget::High) => Ok(Quantity::High),
+        Some(AccuracyTarget::Low) => Ok(Quantity::Low),
+        None => Err(missing()),
+    }
+}
+
+/// The catalog's market on the station's `target` settling `day`, if any.
+fn market(station: &Station, target: Quantity, day: NaiveDate) -> Option<&'static Market> {
+    markets::of_station(&station.code, target, day).into_iter().next()
+}
+
+/// What the day's observations settled by t: the running extreme, and whether a final
+/// climate report fixed it (none before the day begins).
+#[derive(Debug, Clone, Copy)]
+struct Observed {
+    value: i32,
+    is_final: bool,
+}
+
+/// Without `as_of`, the live engine's day (what `svc_high` answers now); with it, the day
+/// as the service knew it then.
+async fn observed_bound(state: &AppState, ask: &Ask<'_>, today: NaiveDate, as_of: bool) -> ApiResult<Option<Observed>> {
+    if ask.date > today {
+        return Ok(None);
+    }
+    let day = match as_of {
+        true => extremes_as_of(&state.live, ask.station, ask.logic, Some(ask.date), ask.t).await,
+        false => extremes(&state.live, ask.station, ask.logic, Some(ask.date)).await,
+    };
+    let day = match day {
+        Ok(day) => day,
+        Err(DayError::Future { .. }) => return Ok(None),
+        Err(DayError::Lake(e)) => return Err(ApiError::internal(e)),
+    };
+    let Some(x) = day.extremes else { return Ok(None) };
+    let extreme = match ask.target {
+        Quantity::High => x.high,
+        Quantity::Low => x.low,
+    };
+    Ok(extreme.map(|e| {
+        let v = if ask.unit == Units::Fahrenheit { e.value_f } else { e.value_c };
+        Observed { value: round_half_away(v) as i32, is_final: x.is_final }
+    }))
+}
+
+/// The answer from the inputs and what the observations settled.
+fn answer(
+    ask: &Ask<'_>,
+    inputs: &Inputs,
+    observed: Option<Observed>,
+    market: Option<&Market>,
+    ladder: Option<Ladder>,
+    computed_at: DateTime<Utc>,
+) -> ApiResult<Brackets> {
+    let forecasts: Vec<(String, f64)> = inputs.forecasts.iter().map(|f| (f.source.clone(), f.forecast)).collect();
+    let no_forecast = || {
+        ApiError::not_found(
+            format!("No forecast of {} {} known at {}", ask.station.code, ask.date, fmt_iso_utc(ask.t)),
+            "no model run, NWS version or daily forecast of the day was available then",
+        )
+    };
+    let settled = observed.filter(|o| o.is_final).map(|o| o.value);
+    let (dist, fit) = match (settled, forecasts.is_empty()) {
+        (Some(v), _) => (Distribution::new(v, vec![1.0]).map_err(ApiError::internal)?, None),
+        (None, true) => return Err(no_forecast()),
+        (None, false) => {
+            let (d, fit) =
+                Method::default().distribution(&inputs.history, ask.date, &forecasts).map_err(|e| match e {
+                    BracketsError::NoInput(_) => no_forecast(),
+                    e => ApiError::internal(e),
+                })?;
+            (d, Some(fit))
+        }
+    };
+    let dist = match (observed, ask.target) {
+        (Some(o), Quantity::High) => dist.at_least(o.value),
+        (Some(o), Quantity::Low) => dist.at_most(o.value),
+        (None, _) => dist,
+    };
+    let median = dist.quantile(0.5);
+    let ladder = ladder.unwrap_or_else(|| match market {
+        Some(m) => m.ladder(median),
+        None if ask.unit == Units::Celsius => Ladder::around(median, 1, 4),
+        None => Ladder::around(median, 2, 4),
+    });
+    let brackets = ladder
+        .brackets()
+        .iter()
+        .zip(dist.brackets(&ladder))
+        .map(|(b, p)| BracketP { label: b.to_string(), lo: b.lo, hi: b.hi, p })
+        .collect();
+    let inputs_used = match &fit {
+        Some(fit) => fit
+            .sources
+            .iter()
+            .map(|s| {
+                let run = inputs.forecasts.iter().find(|f| f.source == s.source).map(|f| fmt_iso_utc(f.run));
+                BracketInput {
+                    source: s.source.clone(),
+                    run: run.unwrap_or_default(),
+                    forecast: s.forecast,
+                    weight: s.weight,
+                    bias: s.bias,
+                    spread: s.spread,
+                    n: s.n,
+                }
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    Ok(Brackets {
+        station_code: ask.station.code.clone(),
+        date: ask.date.to_string(),
+        target: match ask.target {
+            Quantity::High => "high",
+            Quantity::Low => "low",
+        }
+        .to_string(),
+        logic: ask.logic.as_str().to_string(),
+        units: ask.unit.as_str().to_string(),
+        market: market.map(|m| MarketRef {
+            venue: m.venue.clone(),
+            series: m.series.clone(),
+            source: m.source.clone(),
+        }),
+        distribution: dist.values().map(|(value, p)| ValueP { value, p }).collect(),
+        brackets,
+        mean: dist.mean(),
+        quantiles: QUANTILES.iter().map(|&q| (format!("p{q}"), dist.quantile(f64::from(q) / 100.0))).collect(),
+        floor: observed.filter(|_| ask.target == Quantity::High).map(|o| o.value),
+        ceiling: observed.filter(|_| ask.target == Quantity::Low).map(|o| o.value),
+        settled,
+        inputs: inputs_used,
+        lead_days: inputs.lead_days,
+        history_days: inputs.history.len(),
+        method: METHOD.to_string(),
+        computed_at: fmt_iso_utc(computed_at),
+        as_of: fmt_iso_utc(ask.t),
+    })
+}
