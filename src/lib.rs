@@ -13,6 +13,8 @@
 //! - [`lake`]: the Parquet lake (schemas, writer, reads, compaction, query session).
 //! - [`jobs`]: the SQL jobs that compute derived tables.
 //! - [`brackets`]: the probability of every settlement value and bracket, and its scores.
+//! - [`bracket_odds`]: one station-day's bracket odds as the service answers them at a time
+//!   (the REST endpoint and the stream event format it).
 //! - [`access`]: who may use the service: API keys, tiers and rate limits, for every
 //!   front door (REST, the PostgreSQL wire, Flight SQL, the stream).
 //! - [`api`]: the REST API (and the stream's same-origin relay).
@@ -29,6 +31,7 @@
 
 pub mod access;
 pub mod api;
+pub mod bracket_odds;
 pub mod brackets;
 pub mod catalog;
 pub mod clock;

@@ -14,11 +14,11 @@ use datafusion::prelude::SessionContext;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::bound_sql::{utf8_column, Bindings};
 use super::error::{ApiError, ApiResult};
 use super::loading_cache::LoadingCache;
 use crate::jobs::embedded_specs;
 use crate::jobs::statements::{run_statements, Intermediates};
+use crate::lake::bound_sql::{utf8_column, Bindings};
 
 /// How long a station's accuracy tables stay in memory before they are read again.
 pub const CACHE_TTL: StdDuration = StdDuration::from_secs(60);
@@ -161,7 +161,7 @@ pub async fn load_as_of(ctx: &SessionContext, code: &str, t: DateTime<Utc>) -> A
 async fn query(ctx: &SessionContext, code: &str, sql: &str) -> ApiResult<Vec<RecordBatch>> {
     let mut b = Bindings::new();
     b.str(code);
-    b.collect(ctx, sql).await
+    Ok(b.collect(ctx, sql).await?)
 }
 
 fn date_of(days: i32) -> NaiveDate {

@@ -16,10 +16,10 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::bound_sql::Bindings;
 use super::error::ApiError;
 use super::params;
 use super::state::AppState;
+use crate::lake::bound_sql::Bindings;
 use crate::lake::schema::{CURRENT, SUPERSEDED_AT};
 use crate::time::fmt_iso_utc;
 

@@ -17,10 +17,10 @@ use datafusion::datasource::MemTable;
 use datafusion::prelude::{DataFrame, SessionContext};
 
 use super::as_of::forecast_rows;
-use super::bound_sql::{utf8_column, Bindings};
 use super::error::{ApiError, ApiResult};
 use crate::jobs::statements::{run_statements, Intermediates};
 use crate::jobs::{embedded_specs, rust_tables};
+use crate::lake::bound_sql::{utf8_column, Bindings};
 use crate::lake::query::{models_table, stations_table};
 use crate::lake::schema::SUPERSEDED_AT;
 

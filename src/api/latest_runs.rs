@@ -26,9 +26,9 @@ use chrono::{DateTime, Duration, NaiveDate, Utc};
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::TimestampMicrosecondType;
 
-use super::bound_sql::{utf8_column, Bindings};
 use super::error::ApiResult;
 use super::forecast_cache::{RECENT_DAYS, TTL};
+use crate::lake::bound_sql::{utf8_column, Bindings};
 use crate::write::WriteService;
 
 /// Longest the index goes without a full rebuild over the whole window.

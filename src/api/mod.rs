@@ -12,8 +12,6 @@
 pub mod accuracy_cache;
 pub mod as_of;
 pub mod auth;
-pub mod bound_sql;
-pub mod bracket_inputs;
 pub mod daily_as_of;
 pub mod docs;
 pub mod error;

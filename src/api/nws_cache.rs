@@ -18,10 +18,10 @@ use datafusion::arrow::datatypes::{Float64Type, TimestampMicrosecondType};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::bound_sql::Bindings;
 use super::error::ApiResult;
 use super::loading_cache::LoadingCache;
 use crate::catalog::Station;
+use crate::lake::bound_sql::Bindings;
 use crate::lake::schema::NWS_HOURLY;
 use crate::time::{day_window, fmt_iso_utc, DayClock};
 use crate::write::WriteService;

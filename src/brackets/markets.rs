@@ -18,7 +18,7 @@ use crate::extremes::Logic;
 const MARKETS_CSV: &str = include_str!("../../data/markets.csv");
 
 /// High or low of the day.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Quantity {
     High,

@@ -3,6 +3,7 @@
 
 pub mod as_of;
 pub mod availability;
+pub mod bound_sql;
 pub mod compact;
 pub mod delta;
 pub mod keys;

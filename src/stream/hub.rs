@@ -307,6 +307,12 @@ impl Hub {
         queued
     }
 
+    /// The stations someone subscribes to now (work done per station is done for them only).
+    pub fn subscribed_stations(&self) -> Vec<String> {
+        let reg = self.inner.registry.read();
+        reg.by_station.iter().filter(|(_, clients)| !clients.is_empty()).map(|(s, _)| s.clone()).collect()
+    }
+
     /// Ends every subscription (server shutdown): streams end without a final event, and
     /// clients reconnect with their last id.
     pub fn close_all(&self) {

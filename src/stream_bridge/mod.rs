@@ -2,12 +2,14 @@
 //! module; this is where it meets the rest of the server (the REST port's relay is
 //! `api::stream_relay`):
 //! - [`auth`]: who may stream what, checked against [`crate::access`];
+//! - [`brackets`]: the `brackets` event, when a bracket's probability of a station's day moves;
 //! - [`payloads`]: the JSON of each event of spec 6 (`observation`, `dsm` / `cli`,
 //!   `new_high` / `new_low`);
 //! - [`publisher`]: every record the hot state applies becomes stream events, appended to the
 //!   event log and published, in one task so ids go out in order;
 
 pub mod auth;
+pub mod brackets;
 #[cfg(test)]
 mod log_memory;
 pub mod payloads;

@@ -2,11 +2,15 @@
 
 use serde_json::{json, Value};
 
+use crate::bracket_odds::{Ask, Odds};
+use crate::brackets::markets::Quantity;
+use crate::brackets::METHOD;
 use crate::catalog::Station;
 use crate::decode::types::{DailyKind, DailyReport, Metar};
 use crate::extremes::{suspect_temperature, DayExtremes, LiveEvent};
 use crate::time::{civil_date, fmt_iso_utc};
 use crate::units::{c_to_f, hpa_to_inhg, kt_to_kmh, kt_to_mph, relative_humidity, round1};
+use chrono::{DateTime, Utc};
 
 fn extreme_obj(x: Option<&DayExtremes>, high: bool) -> Value {
     let e = x.and_then(|x| if high { x.high } else { x.low });
@@ -92,5 +96,38 @@ pub fn change_payload(station: &str, e: &LiveEvent) -> Value {
         "observation_time_utc": fmt_iso_utc(c.observation_time),
         "date": c.date.to_string(),
         "source": c.source.as_str(),
+    })
+}
+
+/// The `brackets` event: the ladder of a station's day with each bracket's probability
+/// now, what moved it (`moved`: the largest change of a bracket since the last event of
+/// the day, null for the day's first), and the running extreme bounding it.
+pub fn brackets_payload(ask: &Ask<'_>, odds: &Odds, moved: Option<f64>, at: DateTime<Utc>) -> Value {
+    let brackets: Vec<Value> = odds
+        .ladder
+        .brackets()
+        .iter()
+        .zip(&odds.brackets)
+        .map(|(b, p)| json!({"label": b.to_string(), "lo": b.lo, "hi": b.hi, "p": p}))
+        .collect();
+    let (target, bound) = match ask.target {
+        Quantity::High => ("high", "floor"),
+        Quantity::Low => ("low", "ceiling"),
+    };
+    json!({
+        "station_code": ask.station.code,
+        "date": ask.date.to_string(),
+        "target": target,
+        "logic": ask.logic.as_str(),
+        "units": ask.unit.as_str(),
+        "series": ask.market.map(|m| m.series.as_str()),
+        "brackets": brackets,
+        "mean": odds.distribution.mean(),
+        "median": odds.distribution.quantile(0.5),
+        bound: odds.observed.map(|o| o.value),
+        "settled": odds.settled(),
+        "moved": moved,
+        "method": METHOD,
+        "computed_at": fmt_iso_utc(at),
     })
 }

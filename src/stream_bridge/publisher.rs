@@ -7,6 +7,9 @@ use std::sync::Arc;
 use chrono::Utc;
 use serde_json::Value;
 
+use tokio::sync::mpsc;
+
+use super::brackets::{spawn_watch, Computed};
 use super::payloads::{change_payload, observation_payload, report_payload};
 use crate::catalog::Catalog;
 use crate::decode::types::DailyKind;
@@ -89,28 +92,41 @@ pub fn events_for(live: &WriteService, applied: &Applied) -> Vec<(String, &'stat
 pub const PUBLISHER_INBOX: usize = 4096;
 
 /// Attaches to the live path and publishes the events of everything it applies until the
-/// live service goes away. Append, then publish, from this one task: ids reach clients in
-/// order. Nothing is skipped: the live path waits when this task falls behind, and an
-/// ingest is acknowledged once this task has logged its events.
+/// live service goes away, and the `brackets` events its watcher computes
+/// ([`super::brackets`], handed the station of each applied record). Append, then publish,
+/// from this one task: ids reach clients in order. Nothing is skipped: the live path waits
+/// when this task falls behind, and an ingest is acknowledged once this task has logged
+/// its events.
 pub async fn spawn_publisher(live: Arc<WriteService>, log: Arc<EventLog>, hub: Hub) -> tokio::task::JoinHandle<()> {
     let mut rx = live.attach_publisher(PUBLISHER_INBOX).await;
-    tokio::spawn(async move {
-        while let Some(notice) = rx.recv().await {
-            for (station, name, data) in events_for(&live, &notice.applied) {
-                // Emission (wall-clock) time: the log's retention and the payload
-                // `timestamp` are about when the event went out.
-                match log.append(&station, name, data, Utc::now()) {
-                    Ok(event) => {
-                        hub.publish(event);
-                    }
-                    Err(e) => {
-                        tracing::error!(error = %e, station, event = name, "event log append failed; event not streamed")
-                    }
-                }
+    let (computed_tx, mut computed) = mpsc::channel::<Computed>(256);
+    let watch = spawn_watch(Arc::clone(&live), hub.clone(), computed_tx);
+    let emit = move |station: &str, name: &'static str, data: Value| {
+        // Emission (wall-clock) time: the log's retention and the payload `timestamp` are
+        // about when the event went out.
+        match log.append(station, name, data, Utc::now()) {
+            Ok(event) => {
+                hub.publish(event);
             }
-            if let Some(logged) = notice.logged {
-                // The ingest waiting for it may have given up: nothing to do then.
-                let _ = logged.send(());
+            Err(e) => tracing::error!(error = %e, station, event = name, "event log append failed; event not streamed"),
+        }
+    };
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                notice = rx.recv() => {
+                    let Some(notice) = notice else { break };
+                    for (station, name, data) in events_for(&live, &notice.applied) {
+                        emit(&station, name, data);
+                    }
+                    if let Some(logged) = notice.logged {
+                        // The ingest waiting for it may have given up: nothing to do then.
+                        let _ = logged.send(());
+                    }
+                    // Full: the watcher's next sweep covers the station.
+                    let _ = watch.try_send(notice.applied.station().to_string());
+                }
+                Some((station, name, data)) = computed.recv() => emit(&station, name, data),
             }
         }
     })

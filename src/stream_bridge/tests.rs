@@ -55,7 +55,7 @@ async fn rig_at(heartbeat: Duration, hub_queue: usize, now: chrono::DateTime<Utc
     let live = Arc::new(
         WriteService::open(
             lake.clone(),
-            crate::lake::query::session(&lake).await.unwrap(),
+            crate::jobs::analyst_session(&lake).await.unwrap(),
             &state_dir,
             Arc::clone(&clock),
         )
@@ -331,4 +331,66 @@ async fn burst_reaches_the_fast_client_whole_while_a_slow_one_is_dropped() {
     }
     assert_eq!(slow.status, 200);
     assert!(slow_observations < 20 * MINUTES, "the slow client was not dropped");
+}
+
+/// The `brackets` event: the day's first odds when a report comes in for a subscribed
+/// station, again when a report moves a bracket by 2 points or more (a new running high),
+/// not when nothing moved; its brackets are what the odds are then (`brackets.php`'s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn brackets_event_when_a_bracket_moves_two_points() {
+    use crate::bracket_odds::{odds, Ask};
+    use crate::brackets::markets::Quantity;
+    let rig = rig_at(Duration::from_secs(30), 256, Utc.with_ymd_and_hms(2026, 3, 8, 16, 0, 0).unwrap()).await;
+    let csv = "source,station_code,issued_at,date,high,low,units\n\
+               ACME,KNYC,2026-03-07T20:00:00Z,2026-03-08,48,35,f\n";
+    rig.live.ingest(Format::DailyForecasts, IngestOptions::default(), csv.as_bytes().to_vec()).await.unwrap();
+    rig.live.flush().await.unwrap();
+    let mut c = rig.open(&rig.dev, "KNYC", None).await;
+    assert_eq!(c.next_event().await.unwrap().name, "connected");
+
+    rig.ingest("KNYC 081451Z 27008KT 10SM FEW250 08/M06 A3021 RMK AO2 SLP231 T00781061").await;
+    let high = next_named(&mut c, "brackets").await;
+    assert_eq!(
+        (high.data["target"].as_str(), high.data["floor"].as_i64()),
+        (Some("high"), Some(46)),
+        "{:?}",
+        high.data
+    );
+    assert!(high.data["moved"].is_null(), "the day's first: {:?}", high.data);
+    assert_eq!(high.data["series"], "KXHIGHNY");
+    let low = next_named(&mut c, "brackets").await;
+    assert_eq!((low.data["target"].as_str(), low.data["ceiling"].as_i64()), (Some("low"), Some(46)), "{:?}", low.data);
+    // The event's brackets are the odds now, on its ladder.
+    let station = crate::catalog::Catalog::global().get("KNYC").unwrap();
+    let ask = Ask::settling(station, Quantity::High, None, None, rig.live.clock.now());
+    let now = odds(&rig.live, &ask, None, false).await.unwrap();
+    let sent: Vec<f64> = high.data["brackets"].as_array().unwrap().iter().map(|b| b["p"].as_f64().unwrap()).collect();
+    assert_eq!(sent, now.brackets);
+    let labels: Vec<String> = now.ladder.brackets().iter().map(|b| b.to_string()).collect();
+    let sent_labels: Vec<&str> =
+        high.data["brackets"].as_array().unwrap().iter().map(|b| b["label"].as_str().unwrap()).collect();
+    assert_eq!(sent_labels, labels);
+
+    // 10 °C = 50 °F: the running high jumps past most of the forecast's mass.
+    rig.ingest("KNYC 081551Z 28010KT 10SM CLR 10/M06 A3020 RMK AO2 SLP228 T01001061").await;
+    let moved = next_named(&mut c, "brackets").await;
+    assert_eq!((moved.data["target"].as_str(), moved.data["floor"].as_i64()), (Some("high"), Some(50)));
+    assert!(moved.data["moved"].as_f64().unwrap() >= 0.02, "{:?}", moved.data);
+    assert_eq!(moved.data["brackets"].as_array().unwrap().len(), sent.len(), "the same ladder all day");
+
+    // Another report at 50 °F moves nothing: an observation event, and no brackets event.
+    rig.ingest("KNYC 081651Z 28010KT 10SM CLR 10/M06 A3020 RMK AO2 SLP228 T01001061").await;
+    let obs = next_named(&mut c, "observation").await;
+    assert_eq!(obs.data["temperature_celsius"], 10.0);
+    let quiet = tokio::time::timeout(Duration::from_millis(1500), async {
+        loop {
+            match c.next_event().await {
+                Some(e) if e.name == "brackets" => return Some(e),
+                Some(_) => continue,
+                None => return None,
+            }
+        }
+    })
+    .await;
+    assert!(quiet.is_err(), "no bracket moved, yet: {:?}", quiet.ok().flatten().map(|e| e.data));
 }

@@ -145,6 +145,15 @@ pub enum Snapshot {
 }
 
 impl Applied {
+    /// The station the record is about.
+    pub fn station(&self) -> &str {
+        match self {
+            Applied::Observation { station, .. }
+            | Applied::OneMinute { station, .. }
+            | Applied::Report { station, .. } => station,
+        }
+    }
+
     /// How many new-high / new-low changes the record caused.
     pub fn event_count(&self) -> usize {
         match self {

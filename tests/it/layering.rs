@@ -146,6 +146,12 @@ const RULES: &[Rule] = &[
         reach: Reach::Not(FRONT_DOORS),
         crates: HTTP_CRATES,
     },
+    Rule {
+        says: "the bracket odds are below every front door",
+        modules: &["bracket_odds", "brackets"],
+        reach: Reach::Not(FRONT_DOORS),
+        crates: HTTP_CRATES,
+    },
 ];
 
 /// The breaks of `rules` among `refs` and the crate uses of `files`, one line each,

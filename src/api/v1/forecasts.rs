@@ -8,12 +8,12 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::api::auth::Caller;
-use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json_stream::stream_array;
 use crate::api::params::{self, QueryParams};
 use crate::api::state::AppState;
 use crate::api::v2::forecasts::{known_location, location_param, model_param};
+use crate::lake::bound_sql::Bindings;
 
 /// Query of `GET /api/v1/forecasts.php`.
 #[derive(Debug, Default, Deserialize, IntoParams)]

@@ -1,15 +1,11 @@
 //! `GET /api/v2/brackets.php` (Developer and Enterprise): the probability of every whole
-//! settlement value of a station's day high or low, and of each bracket of a ladder, from
-//! the sources' latest forecasts and their verified errors as known at the asked time
-//! (`api::bracket_inputs`, `brackets::Method`), bounded by what the day's observations
-//! already settled: under the logic, the high cannot end below the running high (the
-//! `svc_high` engine's, as of the time), nor the low above the running low; a final climate
-//! report settles it.
+//! settlement value of a station's day high or low, and of each bracket of a ladder, as
+//! `bracket_odds` computes it at the asked time (its docs say from what); this formats it.
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
-use chrono::{DateTime, Duration, NaiveDate, Utc};
+use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -17,18 +13,15 @@ use super::model_accuracy::AccuracyTarget;
 use super::observations::logic_param;
 use crate::api::as_of::AsOf;
 use crate::api::auth::{require_premium, Caller};
-use crate::api::bracket_inputs::{gather, Ask, Inputs};
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::params::{self, QueryParams};
 use crate::api::state::AppState;
-use crate::brackets::markets::{self, Market, Quantity};
-use crate::brackets::{BracketsError, Distribution, Ladder, Method, METHOD};
-use crate::catalog::Station;
+use crate::bracket_odds::{odds, Ask, Odds, OddsError};
+use crate::brackets::markets::Quantity;
+use crate::brackets::{BracketsError, Ladder, METHOD};
 use crate::extremes::Logic;
 use crate::time::fmt_iso_utc;
-use crate::trading_day::{extremes, extremes_as_of, DayError};
-use crate::units::{round_half_away, Units};
 
 /// Days ahead of the station's current day a distribution is asked for at most (the
 /// models' horizon).
@@ -174,29 +167,15 @@ pub async fn handler(
     let station = params::station("station_code", &q.station_code)?;
     let target = target_param(&q.target)?;
     let t = as_of.now(&state);
-    let given_logic = if params::value(&q.logic).is_some() { Some(logic_param(&q.logic)?) } else { None };
-    let probe_date = params::date("date", &q.date)?;
-    // The market settles the logic and unit; the day is the station's in that logic.
-    let logic = given_logic
-        .or_else(|| {
-            let day = probe_date.unwrap_or_else(|| crate::time::local_date(station.timezone, Logic::Nws.clock(), t));
-            market(station, target, day).map(Market::logic)
-        })
-        .unwrap_or(Logic::Nws);
-    let today = crate::time::local_date(station.timezone, logic.clock(), t);
-    let date = probe_date.unwrap_or(today);
-    if date > today + Duration::days(MAX_DAYS_AHEAD) {
+    let logic = if params::value(&q.logic).is_some() { Some(logic_param(&q.logic)?) } else { None };
+    let ask = Ask::settling(station, target, params::date("date", &q.date)?, logic, t);
+    let today = ask.today();
+    if ask.date > today + Duration::days(MAX_DAYS_AHEAD) {
         return Err(ApiError::bad_request(
-            format!("date {date} is more than {MAX_DAYS_AHEAD} days after {today}"),
+            format!("date {} is more than {MAX_DAYS_AHEAD} days after {today}", ask.date),
             "no model forecasts that far; ask for a day within the forecasts' horizon",
         ));
     }
-    let market = market(station, target, date).filter(|m| m.logic() == logic);
-    let unit = match market.map(|m| m.unit.as_str()) {
-        Some("c") => Units::Celsius,
-        Some(_) => Units::Fahrenheit,
-        None => station.units,
-    };
     let ladder: Option<Ladder> = match params::value(&q.brackets) {
         Some(text) => Some(text.parse().map_err(|e: BracketsError| {
             ApiError::bad_request(
@@ -207,12 +186,14 @@ pub async fn handler(
         })?),
         None => None,
     };
-
-    let ask = Ask { station, date, target, logic, unit, t };
-    let inputs = gather(&state.live.ctx, &ask).await?;
-    let observed = observed_bound(&state, &ask, today, as_of.0.is_some()).await?;
-    let body = answer(&ask, &inputs, observed, market, ladder, state.now())?;
-    Ok(as_of.echo(Json(body).into_response()))
+    let odds = odds(&state.live, &ask, ladder, as_of.0.is_some()).await.map_err(|e| match e {
+        OddsError::NoForecast { .. } => ApiError::not_found(
+            e.to_string(),
+            "no model run, NWS version or daily forecast of the day was available then",
+        ),
+        e => ApiError::internal(e),
+    })?;
+    Ok(as_of.echo(Json(Brackets::new(&ask, &odds, state.now())).into_response()))
 }
 
 /// The `target` parameter (required; the same closed set as model accuracy's).
@@ -225,137 +206,57 @@ fn target_param(raw: &Option<String>) -> Result<Quantity, ApiError> {
     }
 }
 
-/// The catalog's market on the station's `target` settling `day`, if any.
-fn market(station: &Station, target: Quantity, day: NaiveDate) -> Option<&'static Market> {
-    markets::of_station(&station.code, target, day).into_iter().next()
-}
-
-/// What the day's observations settled by t: the running extreme, and whether a final
-/// climate report fixed it (none before the day begins).
-#[derive(Debug, Clone, Copy)]
-struct Observed {
-    value: i32,
-    is_final: bool,
-}
-
-/// Without `as_of`, the live engine's day (what `svc_high` answers now); with it, the day
-/// as the service knew it then.
-async fn observed_bound(state: &AppState, ask: &Ask<'_>, today: NaiveDate, as_of: bool) -> ApiResult<Option<Observed>> {
-    if ask.date > today {
-        return Ok(None);
+impl Brackets {
+    /// The body for `ask`'s `odds`, computed at `computed_at`.
+    fn new(ask: &Ask<'_>, odds: &Odds, computed_at: DateTime<Utc>) -> Self {
+        let dist = &odds.distribution;
+        let bound = |target: Quantity| odds.observed.filter(|_| ask.target == target).map(|o| o.value);
+        Brackets {
+            station_code: ask.station.code.clone(),
+            date: ask.date.to_string(),
+            target: match ask.target {
+                Quantity::High => "high",
+                Quantity::Low => "low",
+            }
+            .to_string(),
+            logic: ask.logic.as_str().to_string(),
+            units: ask.unit.as_str().to_string(),
+            market: ask.market.map(|m| MarketRef {
+                venue: m.venue.clone(),
+                series: m.series.clone(),
+                source: m.source.clone(),
+            }),
+            distribution: dist.values().map(|(value, p)| ValueP { value, p }).collect(),
+            brackets: odds
+                .ladder
+                .brackets()
+                .iter()
+                .zip(&odds.brackets)
+                .map(|(b, p)| BracketP { label: b.to_string(), lo: b.lo, hi: b.hi, p: *p })
+                .collect(),
+            mean: dist.mean(),
+            quantiles: QUANTILES.iter().map(|&q| (format!("p{q}"), dist.quantile(f64::from(q) / 100.0))).collect(),
+            floor: bound(Quantity::High),
+            ceiling: bound(Quantity::Low),
+            settled: odds.settled(),
+            inputs: odds
+                .inputs
+                .iter()
+                .map(|i| BracketInput {
+                    source: i.fit.source.clone(),
+                    run: i.run.map(fmt_iso_utc).unwrap_or_default(),
+                    forecast: i.fit.forecast,
+                    weight: i.fit.weight,
+                    bias: i.fit.bias,
+                    spread: i.fit.spread,
+                    n: i.fit.n,
+                })
+                .collect(),
+            lead_days: odds.lead_days,
+            history_days: odds.history_days,
+            method: METHOD.to_string(),
+            computed_at: fmt_iso_utc(computed_at),
+            as_of: fmt_iso_utc(ask.t),
+        }
     }
-    let day = match as_of {
-        true => extremes_as_of(&state.live, ask.station, ask.logic, Some(ask.date), ask.t).await,
-        false => extremes(&state.live, ask.station, ask.logic, Some(ask.date)).await,
-    };
-    let day = match day {
-        Ok(day) => day,
-        Err(DayError::Future { .. }) => return Ok(None),
-        Err(DayError::Lake(e)) => return Err(ApiError::internal(e)),
-    };
-    let Some(x) = day.extremes else { return Ok(None) };
-    let extreme = match ask.target {
-        Quantity::High => x.high,
-        Quantity::Low => x.low,
-    };
-    Ok(extreme.map(|e| {
-        let v = if ask.unit == Units::Fahrenheit { e.value_f } else { e.value_c };
-        Observed { value: round_half_away(v) as i32, is_final: x.is_final }
-    }))
-}
-
-/// The answer from the inputs and what the observations settled.
-fn answer(
-    ask: &Ask<'_>,
-    inputs: &Inputs,
-    observed: Option<Observed>,
-    market: Option<&Market>,
-    ladder: Option<Ladder>,
-    computed_at: DateTime<Utc>,
-) -> ApiResult<Brackets> {
-    let forecasts: Vec<(String, f64)> = inputs.forecasts.iter().map(|f| (f.source.clone(), f.forecast)).collect();
-    let no_forecast = || {
-        ApiError::not_found(
-            format!("No forecast of {} {} known at {}", ask.station.code, ask.date, fmt_iso_utc(ask.t)),
-            "no model run, NWS version or daily forecast of the day was available then",
-        )
-    };
-    let settled = observed.filter(|o| o.is_final).map(|o| o.value);
-    let (dist, fit) = match (settled, forecasts.is_empty()) {
-        (Some(v), _) => (Distribution::new(v, vec![1.0]).map_err(ApiError::internal)?, None),
-        (None, true) => return Err(no_forecast()),
-        (None, false) => {
-            let (d, fit) =
-                Method::default().distribution(&inputs.history, ask.date, &forecasts).map_err(|e| match e {
-                    BracketsError::NoInput(_) => no_forecast(),
-                    e => ApiError::internal(e),
-                })?;
-            (d, Some(fit))
-        }
-    };
-    let dist = match (observed, ask.target) {
-        (Some(o), Quantity::High) => dist.at_least(o.value),
-        (Some(o), Quantity::Low) => dist.at_most(o.value),
-        (None, _) => dist,
-    };
-    let median = dist.quantile(0.5);
-    let ladder = ladder.unwrap_or_else(|| match market {
-        Some(m) => m.ladder(median),
-        None if ask.unit == Units::Celsius => Ladder::around(median, 1, 4),
-        None => Ladder::around(median, 2, 4),
-    });
-    let brackets = ladder
-        .brackets()
-        .iter()
-        .zip(dist.brackets(&ladder))
-        .map(|(b, p)| BracketP { label: b.to_string(), lo: b.lo, hi: b.hi, p })
-        .collect();
-    let inputs_used = match &fit {
-        Some(fit) => fit
-            .sources
-            .iter()
-            .map(|s| {
-                let run = inputs.forecasts.iter().find(|f| f.source == s.source).map(|f| fmt_iso_utc(f.run));
-                BracketInput {
-                    source: s.source.clone(),
-                    run: run.unwrap_or_default(),
-                    forecast: s.forecast,
-                    weight: s.weight,
-                    bias: s.bias,
-                    spread: s.spread,
-                    n: s.n,
-                }
-            })
-            .collect(),
-        None => Vec::new(),
-    };
-    Ok(Brackets {
-        station_code: ask.station.code.clone(),
-        date: ask.date.to_string(),
-        target: match ask.target {
-            Quantity::High => "high",
-            Quantity::Low => "low",
-        }
-        .to_string(),
-        logic: ask.logic.as_str().to_string(),
-        units: ask.unit.as_str().to_string(),
-        market: market.map(|m| MarketRef {
-            venue: m.venue.clone(),
-            series: m.series.clone(),
-            source: m.source.clone(),
-        }),
-        distribution: dist.values().map(|(value, p)| ValueP { value, p }).collect(),
-        brackets,
-        mean: dist.mean(),
-        quantiles: QUANTILES.iter().map(|&q| (format!("p{q}"), dist.quantile(f64::from(q) / 100.0))).collect(),
-        floor: observed.filter(|_| ask.target == Quantity::High).map(|o| o.value),
-        ceiling: observed.filter(|_| ask.target == Quantity::Low).map(|o| o.value),
-        settled,
-        inputs: inputs_used,
-        lead_days: inputs.lead_days,
-        history_days: inputs.history.len(),
-        method: METHOD.to_string(),
-        computed_at: fmt_iso_utc(computed_at),
-        as_of: fmt_iso_utc(ask.t),
-    })
 }

@@ -16,13 +16,13 @@ use utoipa::IntoParams;
 
 use super::observations::{logic_param, SvcHigh};
 use crate::api::auth::Caller;
-use crate::api::bound_sql::{utf8_column, Bindings};
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::params::{self, QueryParams};
 use crate::api::state::AppState;
 use crate::catalog::Station;
 use crate::extremes::Logic;
+use crate::lake::bound_sql::{utf8_column, Bindings};
 use crate::time::fmt_utc;
 use crate::trading_day;
 

@@ -13,13 +13,13 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::api::as_of::{forecast_rows, AsOf, AsOfQuery};
 use crate::api::auth::Caller;
-use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::json_stream::stream_array;
 use crate::api::params::{self, ClosedSet, QueryParams};
 use crate::api::schemas::DailyForecastRow;
 use crate::api::state::AppState;
+use crate::lake::bound_sql::Bindings;
 
 /// The spec 2.5 columns as SQL (the hot cache reads the same).
 pub use crate::api::forecast_cache::RAW_COLUMNS;

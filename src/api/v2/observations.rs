@@ -32,7 +32,6 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::api::as_of::{AsOf, AsOfQuery};
 use crate::api::auth::Caller;
-use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 pub use crate::api::observation_json::SvcHigh;
@@ -42,6 +41,7 @@ use crate::api::state::AppState;
 use crate::catalog::Station;
 use crate::decode::types::{DailyKind, DailyReport, Metar};
 use crate::extremes::Logic;
+use crate::lake::bound_sql::Bindings;
 use crate::lake::rows::LakeRecord;
 use crate::lake::window::load_reported_window;
 use crate::time::standard_date;

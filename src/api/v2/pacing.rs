@@ -18,13 +18,13 @@ use utoipa::{IntoParams, ToSchema};
 use super::observations::{history, history_as_of, logic_param};
 use crate::api::as_of::forecast_rows;
 use crate::api::auth::{require_premium, Caller};
-use crate::api::bound_sql::Bindings;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::observation_json::ObservationV2;
 use crate::api::params::{self, QueryParams};
 use crate::api::state::AppState;
 use crate::extremes::Logic;
+use crate::lake::bound_sql::Bindings;
 use crate::time::{fmt_iso_utc, Window};
 use crate::units::{f_to_c, Units};
 

@@ -1,6 +1,6 @@
 //! SQL with request values bound as parameters, never spliced into the text.
 //!
-//! A handler writes its query with `$1`, `$2`, ... where a value from the request goes and
+//! A reader (a REST handler, the bracket odds) writes its query with `$1`, `$2`, ... where a value from the request goes and
 //! binds the values here (DataFusion replaces each placeholder by a typed literal after
 //! parsing): a station code or model name is data even when it holds a quote, `--` or `;`,
 //! so no escaping rule has to be right. The parameters' types are those of the columns they
@@ -13,7 +13,7 @@ use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::prelude::{DataFrame, SessionContext};
 use datafusion::scalar::ScalarValue;
 
-use super::error::{ApiError, ApiResult};
+use datafusion::error::Result;
 
 /// Values bound so far, in placeholder order.
 #[derive(Debug, Default)]
@@ -51,21 +51,17 @@ impl Bindings {
     }
 
     /// Plans `sql` with the bound values in place of its placeholders.
-    pub async fn frame(self, ctx: &SessionContext, sql: &str) -> ApiResult<DataFrame> {
-        Ok(ctx.sql(sql).await?.with_param_values(self.0)?)
+    pub async fn frame(self, ctx: &SessionContext, sql: &str) -> Result<DataFrame> {
+        ctx.sql(sql).await?.with_param_values(self.0)
     }
 
     /// Plans and runs `sql`, all result batches.
-    pub async fn collect(self, ctx: &SessionContext, sql: &str) -> ApiResult<Vec<RecordBatch>> {
+    pub async fn collect(self, ctx: &SessionContext, sql: &str) -> Result<Vec<RecordBatch>> {
         Ok(self.collect_with_schema(ctx, sql).await?.1)
     }
 
     /// [`collect`](Self::collect), with the result's schema (an empty result has no batch).
-    pub async fn collect_with_schema(
-        self,
-        ctx: &SessionContext,
-        sql: &str,
-    ) -> ApiResult<(SchemaRef, Vec<RecordBatch>)> {
+    pub async fn collect_with_schema(self, ctx: &SessionContext, sql: &str) -> Result<(SchemaRef, Vec<RecordBatch>)> {
         let df = ctx.sql(sql).await?.with_param_values(self.0)?;
         let schema = SchemaRef::clone(df.schema().inner());
         Ok((schema, df.collect().await?))
@@ -74,8 +70,8 @@ impl Bindings {
 
 /// Column `i` of a query result as `Utf8`, whichever string type the plan gave it (lake
 /// columns read as `Utf8View`, literals and casts as `Utf8`), for `as_string::<i32>()`.
-pub fn utf8_column(b: &RecordBatch, i: usize) -> ApiResult<ArrayRef> {
-    cast(b.column(i), &DataType::Utf8).map_err(ApiError::internal)
+pub fn utf8_column(b: &RecordBatch, i: usize) -> Result<ArrayRef> {
+    Ok(cast(b.column(i), &DataType::Utf8)?)
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
-//! What a bracket distribution (`brackets.php`) is made from, as the service knew it at a
-//! time t: nothing published or verified after t is read, so `as_of` answers a backtest's
-//! question and the live answer is the same computation at now.
+//! What a bracket distribution is made from, as the service knew it at a time t: nothing
+//! published or verified after t is read, so an answer as of t is the one given then and
+//! a backtest cannot peek; the live answer is the same computation at now.
 //!
 //! - Today's forecasts of the settlement day: each model's latest run with a
 //!   `forecast_daily` row available by t (the day's window in the logic's clock:
@@ -16,7 +16,8 @@
 //!   engine's day under `nws`).
 //!
 //! Values are in the settlement unit (°F or °C): pairs and forecasts in the station's
-//! other unit are converted.
+//! other unit are converted. Everything is read from the lake: a live input counts from
+//! the flush that stores it.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -25,13 +26,14 @@ use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{Date32Type, Float64Type, TimestampMicrosecondType};
 use datafusion::prelude::SessionContext;
 
-use super::bound_sql::{utf8_column, Bindings};
-use super::error::{ApiError, ApiResult};
+use datafusion::error::{DataFusionError, Result};
+
+use super::Ask;
 use crate::brackets::markets::Quantity;
 use crate::brackets::Verified;
-use crate::catalog::Station;
 use crate::extremes::Logic;
-use crate::time::{fmt_iso_utc, Window};
+use crate::lake::bound_sql::{utf8_column, Bindings};
+use crate::time::fmt_iso_utc;
 use crate::units::{c_to_f, f_to_c, Units};
 
 /// The name of the NWS hourly forecast as a source (as in `accuracy_pairs`).
@@ -43,32 +45,7 @@ const HISTORY_YEARS: i64 = 3;
 /// Days before the settlement day a model run can be (forecast_daily's horizon).
 const RUN_HORIZON_DAYS: i64 = 20;
 
-/// The question.
-#[derive(Debug, Clone, Copy)]
-pub struct Ask<'a> {
-    pub station: &'a Station,
-    pub date: NaiveDate,
-    pub target: Quantity,
-    pub logic: Logic,
-    /// The settlement unit.
-    pub unit: Units,
-    /// What was known then counts.
-    pub t: DateTime<Utc>,
-}
-
 impl Ask<'_> {
-    /// The settlement day's UTC window.
-    pub fn window(&self) -> Window {
-        crate::time::day_window(self.station.timezone, self.logic.clock(), self.date)
-    }
-
-    /// The lead whose verified errors fit the asked time (module docs).
-    pub fn lead_days(&self) -> i64 {
-        let ahead = self.window().start - self.t;
-        let days = (ahead.num_seconds() as f64 / 86_400.0).ceil() as i64;
-        days.clamp(1, 3)
-    }
-
     /// `v` in the station's units, in the settlement unit.
     fn of_station_units(&self, v: f64) -> f64 {
         match (self.station.units, self.unit) {
@@ -87,6 +64,7 @@ impl Ask<'_> {
         }
     }
 
+    /// The `forecast_daily` column of the target in the settlement unit.
     fn column(&self) -> &'static str {
         match (self.target, self.unit) {
             (Quantity::High, Units::Fahrenheit) => "high_f",
@@ -122,7 +100,7 @@ pub struct Inputs {
 }
 
 /// The inputs of `ask` (module docs).
-pub async fn gather(ctx: &SessionContext, ask: &Ask<'_>) -> ApiResult<Inputs> {
+pub async fn gather(ctx: &SessionContext, ask: &Ask<'_>) -> Result<Inputs> {
     let mut forecasts = model_runs(ctx, ask).await?;
     if let Some(nws) = nws_version(ctx, ask).await? {
         forecasts.push(nws);
@@ -169,7 +147,7 @@ pub async fn gather(ctx: &SessionContext, ask: &Ask<'_>) -> ApiResult<Inputs> {
 }
 
 /// Each model's latest run with a row of the day available by t.
-async fn model_runs(ctx: &SessionContext, ask: &Ask<'_>) -> ApiResult<Vec<SourceForecast>> {
+async fn model_runs(ctx: &SessionContext, ask: &Ask<'_>) -> Result<Vec<SourceForecast>> {
     let mut b = Bindings::new();
     let tz_mode = if ask.logic == Logic::Nws { "standard" } else { "civil" };
     let sql = format!(
@@ -203,7 +181,7 @@ async fn model_runs(ctx: &SessionContext, ask: &Ask<'_>) -> ApiResult<Vec<Source
 }
 
 /// The NWS hourly version in force at t, when its periods cover the day's window.
-async fn nws_version(ctx: &SessionContext, ask: &Ask<'_>) -> ApiResult<Option<SourceForecast>> {
+async fn nws_version(ctx: &SessionContext, ask: &Ask<'_>) -> Result<Option<SourceForecast>> {
     let w = ask.window();
     let mut b = Bindings::new();
     // The time is the service's own (formatted here, not the caller's text).
@@ -240,7 +218,7 @@ struct DailyIssue {
 }
 
 /// Every daily forecast of the station issued by t for the asked day and the history's.
-async fn daily_forecasts(ctx: &SessionContext, ask: &Ask<'_>) -> ApiResult<Vec<DailyIssue>> {
+async fn daily_forecasts(ctx: &SessionContext, ask: &Ask<'_>) -> Result<Vec<DailyIssue>> {
     let mut b = Bindings::new();
     let value = ask.target_name();
     let sql = format!(
@@ -272,7 +250,7 @@ async fn daily_forecasts(ctx: &SessionContext, ask: &Ask<'_>) -> ApiResult<Vec<D
 
 /// The past days a full-day climate report available by t settled (the report a reader
 /// of the day settles on, `as_of('reports', t)`), without forecasts yet.
-async fn settled_by_cli(ctx: &SessionContext, ask: &Ask<'_>) -> ApiResult<BTreeMap<NaiveDate, Verified>> {
+async fn settled_by_cli(ctx: &SessionContext, ask: &Ask<'_>) -> Result<BTreeMap<NaiveDate, Verified>> {
     let mut b = Bindings::new();
     let sql = format!(
         "SELECT report_date, CAST({value}_f AS DOUBLE) FROM as_of('reports', '{at}') WHERE kind = 'cli' \
@@ -304,7 +282,7 @@ async fn verified_pairs(
     lead: i64,
     labels: &HashMap<String, String>,
     days: &mut BTreeMap<NaiveDate, Verified>,
-) -> ApiResult<()> {
+) -> Result<()> {
     let mut b = Bindings::new();
     let sql = format!(
         "SELECT date, model, run_label, forecast, observed FROM accuracy_pairs WHERE station_code = {st} \
@@ -340,15 +318,15 @@ async fn verified_pairs(
     Ok(())
 }
 
-fn internal(what: &str) -> ApiError {
-    ApiError::internal(format!("bracket inputs: unexpected type of {what}"))
+fn internal(what: &str) -> DataFusionError {
+    DataFusionError::Internal(format!("bracket inputs: unexpected type of {what}"))
 }
 
-fn floats(batch: &RecordBatch, i: usize) -> ApiResult<&datafusion::arrow::array::PrimitiveArray<Float64Type>> {
+fn floats(batch: &RecordBatch, i: usize) -> Result<&datafusion::arrow::array::PrimitiveArray<Float64Type>> {
     batch.column(i).as_primitive_opt::<Float64Type>().ok_or_else(|| internal(batch.schema().field(i).name()))
 }
 
-fn times(batch: &RecordBatch, i: usize) -> ApiResult<Vec<Option<DateTime<Utc>>>> {
+fn times(batch: &RecordBatch, i: usize) -> Result<Vec<Option<DateTime<Utc>>>> {
     let a = batch
         .column(i)
         .as_primitive_opt::<TimestampMicrosecondType>()
@@ -356,7 +334,7 @@ fn times(batch: &RecordBatch, i: usize) -> ApiResult<Vec<Option<DateTime<Utc>>>>
     Ok((0..a.len()).map(|r| a.is_valid(r).then(|| DateTime::from_timestamp_micros(a.value(r))).flatten()).collect())
 }
 
-fn dates(batch: &RecordBatch, i: usize) -> ApiResult<Vec<Option<NaiveDate>>> {
+fn dates(batch: &RecordBatch, i: usize) -> Result<Vec<Option<NaiveDate>>> {
     let a = batch.column(i).as_primitive_opt::<Date32Type>().ok_or_else(|| internal(batch.schema().field(i).name()))?;
     let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).expect("a valid date");
     Ok((0..a.len())

@@ -1,0 +1,215 @@
+//! The probability of every settlement value and bracket of one station's day, as the
+//! service answers it at a time (issue 32): the sources' forecasts and verified errors
+//! known then ([`inputs`]), combined by [`Method`], bounded by what the day's
+//! observations settled (the `svc_high` engine's running high or low; a final climate
+//! report settles the value).
+//!
+//! One computation below the front doors, like `trading_day`: `brackets.php` and the
+//! stream's `brackets` event format the typed [`Odds`], so they cannot disagree.
+
+pub mod inputs;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use thiserror::Error;
+
+use crate::brackets::markets::{self, Market, Quantity};
+use crate::brackets::method::SourceFit;
+use crate::brackets::{BracketsError, Distribution, Ladder, Method};
+use crate::catalog::Station;
+use crate::extremes::Logic;
+use crate::lake::LakeError;
+use crate::time::{fmt_iso_utc, Window};
+use crate::trading_day::{extremes, extremes_as_of, DayError};
+use crate::units::{round_half_away, Units};
+use crate::write::WriteService;
+
+/// Why a station-day has no odds.
+#[derive(Debug, Error)]
+pub enum OddsError {
+    /// No source had forecast the day by the time asked about.
+    #[error("No forecast of {station} {date} known at {at}")]
+    NoForecast { station: String, date: NaiveDate, at: String },
+    #[error(transparent)]
+    Lake(#[from] LakeError),
+    #[error(transparent)]
+    Query(#[from] datafusion::error::DataFusionError),
+    #[error(transparent)]
+    Method(#[from] BracketsError),
+}
+
+/// The question: a station's day high or low, settled under a logic in a unit, as known
+/// at `t`.
+#[derive(Debug, Clone, Copy)]
+pub struct Ask<'a> {
+    pub station: &'a Station,
+    pub date: NaiveDate,
+    pub target: Quantity,
+    pub logic: Logic,
+    /// The settlement unit.
+    pub unit: Units,
+    /// What was known then counts.
+    pub t: DateTime<Utc>,
+    /// The catalog's market settling the day, when there is one.
+    pub market: Option<&'static Market>,
+}
+
+impl<'a> Ask<'a> {
+    /// The question for `station`'s `target` on `date` (default: the station's day in
+    /// progress at `t`) under `logic` (default: the market's, else `nws`): the unit is the
+    /// market's, else the station's.
+    pub fn settling(
+        station: &'a Station,
+        target: Quantity,
+        date: Option<NaiveDate>,
+        logic: Option<Logic>,
+        t: DateTime<Utc>,
+    ) -> Self {
+        let market_on = |day: NaiveDate| markets::of_station(&station.code, target, day).into_iter().next();
+        let logic = logic
+            .or_else(|| {
+                let day = date.unwrap_or_else(|| crate::time::local_date(station.timezone, Logic::Nws.clock(), t));
+                market_on(day).map(Market::logic)
+            })
+            .unwrap_or(Logic::Nws);
+        let date = date.unwrap_or_else(|| crate::time::local_date(station.timezone, logic.clock(), t));
+        let market = market_on(date).filter(|m| m.logic() == logic);
+        let unit = match market.map(|m| m.unit.as_str()) {
+            Some("c") => Units::Celsius,
+            Some(_) => Units::Fahrenheit,
+            None => station.units,
+        };
+        Ask { station, date, target, logic, unit, t, market }
+    }
+
+    /// The settlement day's UTC window.
+    pub fn window(&self) -> Window {
+        crate::time::day_window(self.station.timezone, self.logic.clock(), self.date)
+    }
+
+    /// The lead whose verified errors fit the asked time ([`inputs`]).
+    pub fn lead_days(&self) -> i64 {
+        let ahead = self.window().start - self.t;
+        let days = (ahead.num_seconds() as f64 / 86_400.0).ceil() as i64;
+        days.clamp(1, 3)
+    }
+
+    /// The station's day in progress at `t` under the logic.
+    pub fn today(&self) -> NaiveDate {
+        crate::time::local_date(self.station.timezone, self.logic.clock(), self.t)
+    }
+
+    /// The usual ladder around `median`: the market's, else four 2-degree brackets
+    /// (1-degree in °C) and two tails.
+    pub fn usual_ladder(&self, median: i32) -> Ladder {
+        match self.market {
+            Some(m) => m.ladder(median),
+            None if self.unit == Units::Celsius => Ladder::around(median, 1, 4),
+            None => Ladder::around(median, 2, 4),
+        }
+    }
+}
+
+/// The day's running extreme under the logic, whole in the settlement unit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Observed {
+    pub value: i32,
+    /// A final climate report fixed it.
+    pub is_final: bool,
+}
+
+/// A source the distribution used.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputUsed {
+    pub fit: SourceFit,
+    /// Its run (the NWS version's generation time, a daily forecast's issuance).
+    pub run: Option<DateTime<Utc>>,
+}
+
+/// The answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Odds {
+    pub distribution: Distribution,
+    pub ladder: Ladder,
+    /// The probability of each bracket of `ladder`, in its order.
+    pub brackets: Vec<f64>,
+    /// The running extreme (a floor for the high, a ceiling for the low).
+    pub observed: Option<Observed>,
+    pub inputs: Vec<InputUsed>,
+    pub lead_days: i64,
+    pub history_days: usize,
+}
+
+impl Odds {
+    /// The value a final climate report settled, if one did.
+    pub fn settled(&self) -> Option<i32> {
+        self.observed.filter(|o| o.is_final).map(|o| o.value)
+    }
+}
+
+/// The odds of `ask` on `ladder` (default: the usual one around the median). `as_of`: `t`
+/// is a past moment (the day's extremes as the service knew them then), else now (the
+/// live engine's, what `svc_high` answers).
+pub async fn odds(live: &WriteService, ask: &Ask<'_>, ladder: Option<Ladder>, as_of: bool) -> Result<Odds, OddsError> {
+    let inputs = inputs::gather(&live.ctx, ask).await?;
+    let observed = observed(live, ask, as_of).await?;
+    let settled = observed.filter(|o| o.is_final).map(|o| o.value);
+    let forecasts: Vec<(String, f64)> = inputs.forecasts.iter().map(|f| (f.source.clone(), f.forecast)).collect();
+    let no_forecast =
+        || OddsError::NoForecast { station: ask.station.code.clone(), date: ask.date, at: fmt_iso_utc(ask.t) };
+    let (dist, fits) = match settled {
+        Some(v) => (Distribution::new(v, vec![1.0])?, Vec::new()),
+        None if forecasts.is_empty() => return Err(no_forecast()),
+        None => {
+            let (d, fit) = Method::default().distribution(&inputs.history, ask.date, &forecasts)?;
+            (d, fit.sources)
+        }
+    };
+    let dist = match (observed, ask.target) {
+        (Some(o), Quantity::High) => dist.at_least(o.value),
+        (Some(o), Quantity::Low) => dist.at_most(o.value),
+        (None, _) => dist,
+    };
+    let ladder = ladder.unwrap_or_else(|| ask.usual_ladder(dist.quantile(0.5)));
+    let brackets = dist.brackets(&ladder);
+    let inputs_used = fits
+        .into_iter()
+        .map(|fit| {
+            let run = inputs.forecasts.iter().find(|f| f.source == fit.source).map(|f| f.run);
+            InputUsed { fit, run }
+        })
+        .collect();
+    Ok(Odds {
+        distribution: dist,
+        ladder,
+        brackets,
+        observed,
+        inputs: inputs_used,
+        lead_days: inputs.lead_days,
+        history_days: inputs.history.len(),
+    })
+}
+
+/// What the day's observations settled by `ask.t` (none before the day begins).
+async fn observed(live: &WriteService, ask: &Ask<'_>, as_of: bool) -> Result<Option<Observed>, OddsError> {
+    if ask.date > ask.today() {
+        return Ok(None);
+    }
+    let day = match as_of {
+        true => extremes_as_of(live, ask.station, ask.logic, Some(ask.date), ask.t).await,
+        false => extremes(live, ask.station, ask.logic, Some(ask.date)).await,
+    };
+    let day = match day {
+        Ok(day) => day,
+        Err(DayError::Future { .. }) => return Ok(None),
+        Err(DayError::Lake(e)) => return Err(e.into()),
+    };
+    let Some(x) = day.extremes else { return Ok(None) };
+    let extreme = match ask.target {
+        Quantity::High => x.high,
+        Quantity::Low => x.low,
+    };
+    Ok(extreme.map(|e| {
+        let v = if ask.unit == Units::Fahrenheit { e.value_f } else { e.value_c };
+        Observed { value: round_half_away(v) as i32, is_final: x.is_final }
+    }))
+}

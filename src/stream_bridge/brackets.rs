@@ -1,0 +1,116 @@
+//! The `brackets` stream event: when the probability of a bracket of a station's day moves
+//! by [`MOVE`] (2 percentage points) or more, the day's ladder goes out again to the
+//! station's subscribers; the day's first odds go out when first computed.
+//!
+//! A watcher task recomputes the odds of both targets of a station's day in progress
+//! (`bracket_odds`, what `brackets.php` answers now) when the publisher hands it the
+//! station of an applied record (a new observation moves the floor, a climate report can
+//! settle the day), and for every subscribed station every [`SWEEP`]: a new model run
+//! reaches `forecast_daily` through a job and a daily forecast through a flush, and no
+//! applied record marks either. Each target keeps the ladder of its day's first event, so
+//! "moved" compares the same brackets. Only stations someone subscribes to are computed;
+//! the events go back to the publisher, which logs and sends them in id order.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::NaiveDate;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::payloads::brackets_payload;
+use crate::bracket_odds::{odds, Ask, OddsError};
+use crate::brackets::markets::Quantity;
+use crate::brackets::Ladder;
+use crate::catalog::Catalog;
+use crate::stream::Hub;
+use crate::write::WriteService;
+
+/// The move of one bracket's probability that makes an event.
+pub const MOVE: f64 = 0.02;
+
+/// How often every subscribed station is checked.
+pub const SWEEP: Duration = Duration::from_secs(300);
+
+/// Stations waiting to be checked before a sender waits (the publisher never does: it
+/// drops a notice when full, and the next sweep covers it).
+const INBOX: usize = 1024;
+
+/// An event for the publisher: station, name, data.
+pub type Computed = (String, &'static str, Value);
+
+/// What went out last for a station's target.
+struct Sent {
+    date: NaiveDate,
+    ladder: Ladder,
+    p: Vec<f64>,
+}
+
+/// Starts the watcher; its events go to `out`. Returns the sender the publisher hands
+/// stations to; the watcher ends when that sender or `out` is dropped.
+pub fn spawn_watch(live: Arc<WriteService>, hub: Hub, out: mpsc::Sender<Computed>) -> mpsc::Sender<String> {
+    let (tx, mut rx) = mpsc::channel::<String>(INBOX);
+    tokio::spawn(async move {
+        let mut sent: HashMap<(String, Quantity), Sent> = HashMap::new();
+        let mut sweep = tokio::time::interval(SWEEP);
+        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            let mut stations: Vec<String> = tokio::select! {
+                station = rx.recv() => match station {
+                    Some(s) => {
+                        let mut v = vec![s];
+                        while let Ok(more) = rx.try_recv() {
+                            v.push(more);
+                        }
+                        v
+                    }
+                    None => return,
+                },
+                _ = sweep.tick() => hub.subscribed_stations(),
+            };
+            stations.sort();
+            stations.dedup();
+            let subscribed: HashSet<String> = hub.subscribed_stations().into_iter().collect();
+            for code in stations.iter().filter(|s| subscribed.contains(*s)) {
+                for target in [Quantity::High, Quantity::Low] {
+                    if let Some(event) = check(&live, code, target, &mut sent).await {
+                        if out.send(event).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    });
+    tx
+}
+
+/// The event of `code`'s `target` now, when it is the day's first or a bracket moved.
+async fn check(
+    live: &WriteService,
+    code: &str,
+    target: Quantity,
+    sent: &mut HashMap<(String, Quantity), Sent>,
+) -> Option<Computed> {
+    let station = Catalog::global().get(code)?;
+    let now = live.clock.now();
+    let ask = Ask::settling(station, target, None, None, now);
+    let key = (code.to_string(), target);
+    let previous = sent.get(&key).filter(|s| s.date == ask.date);
+    let odds = match odds(live, &ask, previous.map(|s| s.ladder.clone()), false).await {
+        Ok(o) => o,
+        Err(OddsError::NoForecast { .. }) => return None,
+        Err(e) => {
+            tracing::warn!(error = %e, station = code, "brackets event: odds not computed");
+            return None;
+        }
+    };
+    let moved = previous.map(|s| s.p.iter().zip(&odds.brackets).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max));
+    if moved.is_some_and(|m| m < MOVE) {
+        return None;
+    }
+    let payload = brackets_payload(&ask, &odds, moved, now);
+    sent.insert(key, Sent { date: ask.date, ladder: odds.ladder, p: odds.brackets });
+    Some((code.to_string(), "brackets", payload))
+}
