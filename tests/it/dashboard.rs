@@ -369,6 +369,26 @@ const DEBUG_RENDER_BOUND_MS: f64 = 1000.0;
 const FEED_MODE: &str =
     "const m = document.querySelector('#feeds [data-mode]'); return m ? m.dataset.mode : document.getElementById('main').innerHTML";
 
+/// The day high's bracket odds the day view shows (label, probability), checked to sum to 1.
+async fn bracket_odds_shown(c: &Client) -> Vec<(String, f64)> {
+    let rows = js(
+        c,
+        "return [...document.querySelectorAll('#brackets-high tbody tr')].map(r => [r.dataset.label, Number(r.dataset.p)])",
+    )
+    .await;
+    let rows: Vec<(String, f64)> = rows
+        .as_array()
+        .map(|a| {
+            a.iter().map(|r| (r[0].as_str().unwrap_or("").to_string(), r[1].as_f64().unwrap_or(f64::NAN))).collect()
+        })
+        .unwrap_or_default();
+    if !rows.is_empty() {
+        let total: f64 = rows.iter().map(|r| r.1).sum();
+        assert!((total - 1.0).abs() < 1e-6, "the brackets sum to {total}: {rows:?}");
+    }
+    rows
+}
+
 /// Waits until the day view has filled in what follows the first paint (every model, pacing).
 async fn filled(c: &Client) {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -776,6 +796,8 @@ async fn dashboard_in_a_real_browser() {
     }
     assert!(agreed, "the day view's high/low differ from observations.php");
     day_layers_match_the_api(&c, &addr, &enterprise).await;
+    let odds = bracket_odds_shown(&c).await;
+    assert!(odds.len() >= 3, "the day's high and low ladders are shown: {odds:?}");
     screenshot(&c, &shots, "day.png").await;
     figures_read_cleanly(&c, "day").await;
     the_legend_reads_latest_values(&c).await;
@@ -812,6 +834,20 @@ async fn dashboard_in_a_real_browser() {
     let (_, rest) =
         http(&addr, "GET", "/api/v2/observations.php?station_code=KNYC&mode=svc_high&logic=nws", &enterprise, "");
     assert_eq!(rest["svc_high"].as_f64(), Some(104.0), "{rest}");
+    // The bracket odds follow (the stream's `brackets` event, or the view's next read of
+    // brackets.php): the floor is the new high, and no bracket wholly below it keeps a chance.
+    let followed = "const t = document.getElementById('brackets-high'); \
+         return !!t && t.dataset.bound === '104' && [...t.querySelectorAll('tbody tr')] \
+           .every(r => r.dataset.hi === '' || Number(r.dataset.hi) >= 104 || Number(r.dataset.p) === 0)";
+    let mut ok = false;
+    while posted.elapsed() < Duration::from_secs(10) && !ok {
+        ok = js(&c, followed).await.as_bool() == Some(true);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let note = js(&c, "return document.getElementById('brackets').innerText").await;
+    assert!(ok, "the bracket odds did not follow the new high: {note}");
+    eprintln!("bracket odds followed the new high {} ms after the ingest", posted.elapsed().as_millis());
+    assert!(note.as_str().unwrap_or("").contains("floor 104"), "{note}");
     screenshot(&c, &shots, "day-live.png").await;
     a_past_day_shows_the_runs_it_was_traded_on(&c, &base, &addr, &enterprise).await;
     a_past_day_status_follows_its_data(&c).await;

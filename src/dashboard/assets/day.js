@@ -53,7 +53,7 @@ WX.day = (() => {
       if (plot) plot.destroy();
       plot = WX.dayChart.draw(d, chartBox);
       panels.replaceChildren(el('section', { class: 'panel wide' }, el('h2', {}, 'Settlement'), el('div', { class: 'scroll' }, WX.dayPanels.settlement(d))),
-        WX.dayPanels.alertsPanel(d), WX.dayPanels.observationsTable(d), WX.dayPanels.forecastsPanel(d));
+        WX.dayPanels.alertsPanel(d), WX.dayPanels.bracketsPanel(d), WX.dayPanels.observationsTable(d), WX.dayPanels.forecastsPanel(d));
       freshness();
     };
 

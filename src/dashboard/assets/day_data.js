@@ -54,6 +54,12 @@ WX.dayData = (() => {
   const fetchPacing = (d, logic) => WX.api.get('/api/v2/pacing.php', { station_code: d.st.station_code, logic })
     .then((r) => ({ ...r.body, checked: now() }), (e) => ({ error: e, checked: now() }));
 
+  /** The odds of the day's high and low (brackets.php, Developer and Enterprise). */
+  const fetchBrackets = (d) => Promise.all(['high', 'low'].map((target) => WX.api.get('/api/v2/brackets.php', {
+    station_code: d.st.station_code, target, date: d.today ? null : d.st.days.nws.date,
+  }).then((r) => ({ ...r.body, checked: now() }), (e) => ({ error: e, checked: now() }))))
+    .then(([high, low]) => ({ high, low }));
+
   /** The station's days, svc values and latest runs (`date` omitted: each logic's today). */
   const station = async (code, date) => (await WX.api.get('/api/v2/stations.php', { station_code: code, date, include: 'latest_runs' })).body[0];
 
@@ -71,7 +77,7 @@ WX.dayData = (() => {
     performance.mark('wx-station');
     const { start, end } = span(st);
     const us = st.units === 'fahrenheit';
-    const d = { st, start, end, us, today: !date, obs: [], runs: new Map(), nws: null, pacing: {}, alerts: [], reports: {}, loadedAt: now() };
+    const d = { st, start, end, us, today: !date, obs: [], runs: new Map(), nws: null, pacing: {}, brackets: null, alerts: [], reports: {}, loadedAt: now() };
     const available = (st.latest_runs || []).map((r) => r.model);
     const wanted = shownModels(us).filter((m) => available.includes(m));
     // Nothing the user asked for exists here: the first available defaults, then any.
@@ -98,13 +104,15 @@ WX.dayData = (() => {
   /** After the first paint: every other model with a run, and pacing under both logics. */
   const loadRest = async (d) => {
     const others = (d.st.latest_runs || []).map((r) => r.model).filter((m) => !d.runs.has(m));
-    const [runs, nws, wu] = await Promise.all([
+    const [runs, nws, wu, brackets] = await Promise.all([
       Promise.all(others.map((m) => fetchRun(d, m))),
       d.today ? fetchPacing(d, 'nws') : null,
       d.today ? fetchPacing(d, 'wu') : null,
+      fetchBrackets(d),
     ]);
     runs.forEach((r) => d.runs.set(r.model, r));
     if (nws) d.pacing = { nws, wu };
+    d.brackets = brackets;
   };
 
   /**
@@ -120,12 +128,14 @@ WX.dayData = (() => {
       return !have || have.error || have.run !== r.run_time;
     }).map((r) => r.model);
     const premium = !(d.pacing.nws && d.pacing.nws.error && d.pacing.nws.error.status === 403);
-    const [runs, nws, pn, pw] = await Promise.all([
+    const [runs, nws, pn, pw, brackets] = await Promise.all([
       Promise.all(changed.map((m) => fetchRun(d, m))),
       fetchNws(d),
       premium ? fetchPacing(d, 'nws') : null,
       premium ? fetchPacing(d, 'wu') : null,
+      premium ? fetchBrackets(d) : null,
     ]);
+    if (brackets) d.brackets = brackets;
     // The stream's values may be newer than this answer's by a few seconds: keep the
     // higher high and lower low of the two for the same day (unless a CLI made it final).
     for (const logic of ['nws', 'wu']) {

@@ -77,6 +77,18 @@ WX.dayLive = (() => {
   };
 
   /**
+   * A `brackets` event: the day's ladder with each bracket's probability now (the same odds
+   * as brackets.php), written over that target's odds.
+   */
+  const brackets = (d, p) => {
+    const have = d.brackets && d.brackets[p.target];
+    if (!have || have.error || have.date !== p.date) return false;
+    const bound = p.target === 'high' ? 'floor' : 'ceiling';
+    d.brackets[p.target] = { ...have, brackets: p.brackets, mean: p.mean, [bound]: p[bound], settled: p.settled, computed_at: p.computed_at, live: true };
+    return 'draw';
+  };
+
+  /**
    * Applies one event to a today view; says what the view should do: 'draw', 'poll' (draw,
    * then re-read the station), 'rollover' (reload the new day), or false (nothing).
    */
@@ -85,6 +97,7 @@ WX.dayLive = (() => {
     if (name === 'observation') return observation(d, p);
     if (name === 'new_high' || name === 'new_low') return extreme(d, name, p);
     if (name === 'dsm' || name === 'cli') return report(d, name, p);
+    if (name === 'brackets') return brackets(d, p);
     return false;
   };
 

@@ -182,6 +182,36 @@ WX.dayPanels = (() => {
       : el('p', { class: 'sub' }, 'New highs and lows, DSM and CLI releases, anomalies and data gaps appear here as they happen.'));
 
   /** One line under the chart: how old each layer is. */
+  /**
+   * The settlement brackets' odds of the day's high and low (brackets.php, then the stream's
+   * `brackets` events): each bracket's probability as a bar, the running bound, the mean.
+   */
+  const bracketsPanel = (d) => {
+    const odds = (target) => {
+      const b = d.brackets && d.brackets[target];
+      if (!b) return el('p', { class: 'sub' }, 'loading…');
+      if (b.error) {
+        return el('p', { class: 'sub', dataset: { state: 'error' } },
+          `${b.error.message}${b.error.status === 403 ? ' (Developer/Enterprise)' : ''}`);
+      }
+      const bound = target === 'high' ? b.floor : b.ceiling;
+      const rows = b.brackets.map((k) => el('tr', { dataset: { label: k.label, p: k.p, lo: k.lo === null ? '' : k.lo, hi: k.hi === null ? '' : k.hi } },
+        el('td', {}, k.label),
+        el('td', { class: 'num' }, `${(100 * k.p).toFixed(1)}%`),
+        el('td', { class: 'oddsbar' }, el('span', { style: `width:${Math.round(100 * k.p)}%` }))));
+      const unit = b.units === 'celsius' ? '°C' : '°F';
+      return el('div', {},
+        el('table', { id: `brackets-${target}`, class: 'odds', dataset: { bound: bound === null || bound === undefined ? '' : bound, live: b.live ? 'yes' : 'no' } },
+          el('thead', {}, el('tr', {}, el('th', {}, `${target} ${unit}`), el('th', { class: 'num' }, 'p'), el('th', {}, ''))),
+          el('tbody', {}, ...rows)),
+        el('p', { class: 'sub' }, `mean ${b.mean.toFixed(1)}`,
+          bound !== null && bound !== undefined ? ` · ${target === 'high' ? 'floor' : 'ceiling'} ${bound}` : '',
+          b.settled !== null && b.settled !== undefined ? ` · settled ${b.settled}` : '',
+          b.market ? ` · ${b.market.series}` : '', ` · ${b.method}`, b.live ? ' · live' : ''));
+    };
+    return el('section', { class: 'panel', id: 'brackets' }, el('h2', {}, 'Bracket odds'), odds('high'), odds('low'));
+  };
+
   const layersLine = (d) => {
     const tz = d.st.timezone;
     const last = d.obs.length ? epoch(d.obs[d.obs.length - 1].observation_time) : null;
@@ -194,5 +224,5 @@ WX.dayPanels = (() => {
     return { text: parts.join(' · '), stale: last !== null && d.today && Date.now() / 1000 - last > 75 * 60 };
   };
 
-  return { settlement, forecastsPanel, observationsTable, alertsPanel, layersLine };
+  return { settlement, forecastsPanel, observationsTable, alertsPanel, bracketsPanel, layersLine };
 })();
