@@ -81,7 +81,7 @@ pub async fn handler(
         Ok(grant) => grant,
         Err(refusal) => return refusal.into_response(),
     };
-    let grant = StreamGrant { user: format!("{}{RELAY_USER_SUFFIX}", grant.user), stations: grant.stations };
+    let grant = StreamGrant { user: format!("{}{RELAY_USER_SUFFIX}", grant.user), ..grant };
     let stream = StreamState { hub: feed.hub, log: feed.log, auth: Arc::new(access), heartbeat: feed.heartbeat };
     stream_response(&stream, grant, &headers, q.last_event_id.as_deref(), None)
 }

@@ -83,6 +83,9 @@ pub struct StreamGrant {
     pub user: String,
     /// Stations the connection receives, in the order listed in `connected`.
     pub stations: Vec<String>,
+    /// Event names this connection is not sent (live or replayed): what the key's tier may
+    /// not have.
+    pub withheld: Vec<String>,
 }
 
 /// A refused stream request, rendered as `{"error": ..., "details": ...}` with `status`.
@@ -282,6 +285,7 @@ fn open_stream(
         position: head,
         done: false,
         user: grant.user,
+        withheld: grant.withheld.into_iter().collect(),
         displaced_retry: state.hub.reconnect_policy().displaced_retry,
     }
 }
@@ -315,6 +319,8 @@ struct SseBody {
     position: u64,
     done: bool,
     user: String,
+    /// Event names not sent to this connection ([`StreamGrant::withheld`]).
+    withheld: HashSet<String>,
     /// What a displaced connection is told to wait before reconnecting.
     displaced_retry: Duration,
 }
@@ -391,7 +397,9 @@ impl SseBody {
                 }
                 for event in &events {
                     self.skip_through = self.skip_through.max(event.id);
-                    self.prelude.push_back(event.sse_frame());
+                    if !self.withheld.contains(&*event.name) {
+                        self.prelude.push_back(event.sse_frame());
+                    }
                 }
                 self.position = self.skip_through;
                 cursor.replayed += events.len();
@@ -428,7 +436,9 @@ impl SseBody {
                         continue;
                     }
                     self.position = self.position.max(event.id);
-                    out.extend_from_slice(&event.sse_frame());
+                    if !self.withheld.contains(&*event.name) {
+                        out.extend_from_slice(&event.sse_frame());
+                    }
                 }
                 Poll::Ready(Some(Delivery::Closed(reason))) => {
                     info!(user = %self.user, ?reason, last_event_id = self.position, "stream: closed by hub");

@@ -40,7 +40,7 @@ impl StreamAuth for Auth {
         if stations.len() > 5 {
             return Err(StreamRefusal::new(403, "too many stations", "Professional tier allows 5"));
         }
-        Ok(StreamGrant { user: user.to_string(), stations: stations.to_vec() })
+        Ok(StreamGrant { user: user.to_string(), stations: stations.to_vec(), withheld: Vec::new() })
     }
 }
 

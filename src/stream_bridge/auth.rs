@@ -8,6 +8,9 @@ use crate::catalog::{unknown_station_message, Catalog};
 use crate::echo::cut_echoes;
 use crate::stream::{StreamAuth, StreamGrant, StreamRefusal};
 
+/// Events only the tiers with the analytics endpoints receive.
+pub const PREMIUM_EVENTS: [&str; 1] = ["brackets"];
+
 /// Stations a Professional key may stream at once (spec 8).
 pub const PROFESSIONAL_MAX_STATIONS: usize = 5;
 
@@ -48,7 +51,11 @@ impl StreamAuth for Access {
                 ),
             ));
         }
+        // The analytics of the Developer and Enterprise tiers (brackets.php) stay theirs on
+        // the stream too.
+        let withheld =
+            if key.tier.has_premium_endpoints() { Vec::new() } else { PREMIUM_EVENTS.map(String::from).to_vec() };
         // One connection per user account (spec 5 item 7), not per key.
-        Ok(StreamGrant { user: key.user.clone(), stations: stations.to_vec() })
+        Ok(StreamGrant { user: key.user.clone(), stations: stations.to_vec(), withheld })
     }
 }

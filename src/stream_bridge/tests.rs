@@ -347,6 +347,9 @@ async fn brackets_event_when_a_bracket_moves_two_points() {
     rig.live.flush().await.unwrap();
     let mut c = rig.open(&rig.dev, "KNYC", None).await;
     assert_eq!(c.next_event().await.unwrap().name, "connected");
+    // A Professional key streams observations, not the analytics tiers' odds.
+    let mut pro = rig.open(&rig.pro, "KNYC", None).await;
+    assert_eq!(pro.next_event().await.unwrap().name, "connected");
 
     rig.ingest("KNYC 081451Z 27008KT 10SM FEW250 08/M06 A3021 RMK AO2 SLP231 T00781061").await;
     let high = next_named(&mut c, "brackets").await;
@@ -393,4 +396,14 @@ async fn brackets_event_when_a_bracket_moves_two_points() {
     })
     .await;
     assert!(quiet.is_err(), "no bracket moved, yet: {:?}", quiet.ok().flatten().map(|e| e.data));
+    // The Professional connection got the three observations and none of the odds.
+    let mut names = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_millis(500), async {
+        while let Some(e) = pro.next_event().await {
+            names.push(e.name);
+        }
+    })
+    .await;
+    assert_eq!(names.iter().filter(|n| *n == "observation").count(), 3, "{names:?}");
+    assert!(!names.iter().any(|n| n == "brackets"), "{names:?}");
 }
