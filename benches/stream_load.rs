@@ -106,7 +106,9 @@ struct BenchAuth;
 impl StreamAuth for BenchAuth {
     fn authorize(&self, api_key: &str, stations: &[String]) -> Result<StreamGrant, StreamRefusal> {
         match api_key.strip_prefix('k') {
-            Some(user) => Ok(StreamGrant { user: format!("u{user}"), stations: stations.to_vec() }),
+            Some(user) => {
+                Ok(StreamGrant { user: format!("u{user}"), stations: stations.to_vec(), withheld: Vec::new() })
+            }
             None => Err(StreamRefusal::new(401, "invalid api_key", "bench keys are k<n>")),
         }
     }
