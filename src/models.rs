@@ -57,6 +57,10 @@ pub const MODELS: [ModelSpec; 18] = [
     spec("UKMO", SYNOPTIC, 168, 54, &[(54, 1), (168, 3)], 6, false, -0.2, 0.5),
 ];
 
+/// The api.weather.gov hourly forecast's name where it counts as a source beside the
+/// models (`accuracy_pairs`, the bracket odds): no daily-forecasts source may take it.
+pub const NWS_HOURLY_SOURCE: &str = "NWS";
+
 /// The 18 model names alone, in the same order: the one list decoders check forecast rows
 /// against (case-sensitive; a row naming any other model is rejected).
 pub const MODEL_NAMES: [&str; 18] = {

@@ -97,6 +97,14 @@ impl Units {
             Units::Celsius => c,
         }
     }
+    /// `v` in these units, in `to`, unrounded.
+    pub fn convert(self, v: f64, to: Units) -> f64 {
+        match (self, to) {
+            (Units::Fahrenheit, Units::Celsius) => f_to_c(v),
+            (Units::Celsius, Units::Fahrenheit) => c_to_f(v),
+            _ => v,
+        }
+    }
 }
 
 /// Knots → mph and km/h.

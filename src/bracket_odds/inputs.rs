@@ -34,10 +34,10 @@ use crate::brackets::Verified;
 use crate::extremes::Logic;
 use crate::lake::bound_sql::{utf8_column, Bindings};
 use crate::time::fmt_iso_utc;
-use crate::units::{c_to_f, f_to_c, Units};
+use crate::units::Units;
 
 /// The name of the NWS hourly forecast as a source (as in `accuracy_pairs`).
-pub const NWS: &str = "NWS";
+pub const NWS: &str = crate::models::NWS_HOURLY_SOURCE;
 
 /// Years of verified history read.
 const HISTORY_YEARS: i64 = 3;
@@ -46,24 +46,6 @@ const HISTORY_YEARS: i64 = 3;
 const RUN_HORIZON_DAYS: i64 = 20;
 
 impl Ask<'_> {
-    /// `v` in the station's units, in the settlement unit.
-    fn of_station_units(&self, v: f64) -> f64 {
-        match (self.station.units, self.unit) {
-            (Units::Fahrenheit, Units::Celsius) => f_to_c(v),
-            (Units::Celsius, Units::Fahrenheit) => c_to_f(v),
-            _ => v,
-        }
-    }
-
-    /// `v` in °F, in the settlement unit.
-    fn of_f(&self, v: f64) -> f64 {
-        if self.unit == Units::Celsius {
-            f_to_c(v)
-        } else {
-            v
-        }
-    }
-
     /// The `forecast_daily` column of the target in the settlement unit.
     fn column(&self) -> &'static str {
         match (self.target, self.unit) {
@@ -71,13 +53,6 @@ impl Ask<'_> {
             (Quantity::High, Units::Celsius) => "high_c",
             (Quantity::Low, Units::Fahrenheit) => "low_f",
             (Quantity::Low, Units::Celsius) => "low_c",
-        }
-    }
-
-    fn target_name(&self) -> &'static str {
-        match self.target {
-            Quantity::High => "high",
-            Quantity::Low => "low",
         }
     }
 }
@@ -124,7 +99,7 @@ pub async fn gather(ctx: &SessionContext, ask: &Ask<'_>) -> Result<Inputs> {
     let ahead = ask.window().start - ask.t;
     let mut latest: BTreeMap<&str, &DailyIssue> = BTreeMap::new();
     for d in daily.iter().filter(|d| d.date == ask.date) {
-        latest.entry(&d.source).and_modify(|l| *l = if d.issued_at > l.issued_at { d } else { l }).or_insert(d);
+        keep_latest(&mut latest, d.source.as_str(), d);
     }
     for d in latest.values() {
         forecasts.push(SourceForecast { source: d.source.clone(), run: d.issued_at, forecast: d.value });
@@ -135,7 +110,7 @@ pub async fn gather(ctx: &SessionContext, ask: &Ask<'_>) -> Result<Inputs> {
         if d.issued_at > start - ahead {
             continue;
         }
-        past.entry((d.date, &d.source)).and_modify(|l| *l = if d.issued_at > l.issued_at { d } else { l }).or_insert(d);
+        keep_latest(&mut past, (d.date, d.source.as_str()), d);
     }
     for ((date, source), d) in past {
         if let Some(day) = days.get_mut(&date) {
@@ -144,6 +119,14 @@ pub async fn gather(ctx: &SessionContext, ask: &Ask<'_>) -> Result<Inputs> {
     }
     let history = days.into_values().filter(|d| !d.forecasts.is_empty()).collect();
     Ok(Inputs { forecasts, history, lead_days })
+}
+
+/// Holds in `map` the latest issuance under `key`.
+fn keep_latest<'a, K: Ord>(map: &mut BTreeMap<K, &'a DailyIssue>, key: K, d: &'a DailyIssue) {
+    let held = map.entry(key).or_insert(d);
+    if d.issued_at > held.issued_at {
+        *held = d;
+    }
 }
 
 /// Each model's latest run with a row of the day available by t.
@@ -180,15 +163,18 @@ async fn model_runs(ctx: &SessionContext, ask: &Ask<'_>) -> Result<Vec<SourceFor
     Ok(latest.into_values().collect())
 }
 
-/// The NWS hourly version in force at t, when its periods cover the day's window.
+/// The NWS hourly version in force at t, when its periods cover the day's window; once
+/// the day has begun, the one in force at its start (a later version covers only the hours
+/// left, and the lead-1 history scores the version before the day).
 async fn nws_version(ctx: &SessionContext, ask: &Ask<'_>) -> Result<Option<SourceForecast>> {
     let w = ask.window();
+    let at = ask.t.min(w.start);
     let mut b = Bindings::new();
     // The time is the service's own (formatted here, not the caller's text).
     let sql = format!(
         "SELECT max(generated_at), max(temperature_f), min(temperature_f), min(start_time), max(end_time) \
          FROM as_of('nws_hourly', '{at}') WHERE station_code = {st} AND start_time >= {from} AND start_time < {to}",
-        at = fmt_iso_utc(ask.t),
+        at = fmt_iso_utc(at),
         st = b.str(&ask.station.code),
         from = b.time(w.start),
         to = b.time(w.end),
@@ -205,7 +191,11 @@ async fn nws_version(ctx: &SessionContext, ask: &Ask<'_>) -> Result<Option<Sourc
         Quantity::High => high.value(0),
         Quantity::Low => low.value(0),
     };
-    Ok(Some(SourceForecast { source: NWS.to_string(), run: generated, forecast: ask.of_f(value) }))
+    Ok(Some(SourceForecast {
+        source: NWS.to_string(),
+        run: generated,
+        forecast: Units::Fahrenheit.convert(value, ask.unit),
+    }))
 }
 
 /// A daily forecast's value of the asked quantity.
@@ -220,7 +210,7 @@ struct DailyIssue {
 /// Every daily forecast of the station issued by t for the asked day and the history's.
 async fn daily_forecasts(ctx: &SessionContext, ask: &Ask<'_>) -> Result<Vec<DailyIssue>> {
     let mut b = Bindings::new();
-    let value = ask.target_name();
+    let value = ask.target.as_str();
     let sql = format!(
         "SELECT source, date, issued_at, {value}, units FROM as_of('daily_forecasts', '{at}') \
          WHERE station_code = {st} AND date <= {to} AND date >= {from} AND {value} IS NOT NULL",
@@ -236,12 +226,8 @@ async fn daily_forecasts(ctx: &SessionContext, ask: &Ask<'_>) -> Result<Vec<Dail
         let (dates, issued, values) = (dates(&batch, 1)?, times(&batch, 2)?, floats(&batch, 3)?);
         for i in 0..batch.num_rows() {
             let (Some(date), Some(issued_at)) = (dates[i], issued[i]) else { continue };
-            let v = values.value(i);
-            let v = match (units.value(i), ask.unit) {
-                ("f", Units::Celsius) => f_to_c(v),
-                ("c", Units::Fahrenheit) => c_to_f(v),
-                _ => v,
-            };
+            let Some(unit) = Units::parse(units.value(i)) else { continue };
+            let v = unit.convert(values.value(i), ask.unit);
             out.push(DailyIssue { source: sources.value(i).to_string(), date, issued_at, value: v });
         }
     }
@@ -256,7 +242,7 @@ async fn settled_by_cli(ctx: &SessionContext, ask: &Ask<'_>) -> Result<BTreeMap<
         "SELECT report_date, CAST({value}_f AS DOUBLE) FROM as_of('reports', '{at}') WHERE kind = 'cli' \
          AND station_code = {st} AND is_final AND report_date < {to} AND report_date >= {from} \
          AND {value}_f IS NOT NULL",
-        value = ask.target_name(),
+        value = ask.target.as_str(),
         at = fmt_iso_utc(ask.t),
         st = b.str(&ask.station.code),
         to = b.date(ask.date),
@@ -267,7 +253,14 @@ async fn settled_by_cli(ctx: &SessionContext, ask: &Ask<'_>) -> Result<BTreeMap<
         let (dates, values) = (dates(&batch, 0)?, floats(&batch, 1)?);
         for (i, date) in dates.into_iter().enumerate() {
             if let Some(date) = date {
-                days.insert(date, Verified { date, forecasts: Vec::new(), settled: ask.of_f(values.value(i)) });
+                days.insert(
+                    date,
+                    Verified {
+                        date,
+                        forecasts: Vec::new(),
+                        settled: Units::Fahrenheit.convert(values.value(i), ask.unit),
+                    },
+                );
             }
         }
     }
@@ -288,7 +281,7 @@ async fn verified_pairs(
         "SELECT date, model, run_label, forecast, observed FROM accuracy_pairs WHERE station_code = {st} \
          AND target = {target} AND lead_days = {lead} AND available_at <= {t} AND date < {to} AND date >= {from}",
         st = b.str(&ask.station.code),
-        target = b.str(ask.target_name()),
+        target = b.str(ask.target.as_str()),
         t = b.time(ask.t),
         to = b.date(ask.date),
         from = b.date(ask.date - Duration::days(365 * HISTORY_YEARS)),
@@ -308,11 +301,10 @@ async fn verified_pairs(
             let day = days.entry(date).or_insert_with(|| Verified {
                 date,
                 forecasts: Vec::new(),
-                settled: ask.of_station_units(observed.value(i)),
+                settled: ask.station.units.convert(observed.value(i), ask.unit),
             });
-            if !day.forecasts.iter().any(|(s, _)| s == model) {
-                day.forecasts.push((model.to_string(), ask.of_station_units(forecasts.value(i))));
-            }
+            // One pair per station, day, model, label, lead and target.
+            day.forecasts.push((model.to_string(), ask.station.units.convert(forecasts.value(i), ask.unit)));
         }
     }
     Ok(())
@@ -336,8 +328,5 @@ fn times(batch: &RecordBatch, i: usize) -> Result<Vec<Option<DateTime<Utc>>>> {
 
 fn dates(batch: &RecordBatch, i: usize) -> Result<Vec<Option<NaiveDate>>> {
     let a = batch.column(i).as_primitive_opt::<Date32Type>().ok_or_else(|| internal(batch.schema().field(i).name()))?;
-    let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).expect("a valid date");
-    Ok((0..a.len())
-        .map(|r| a.is_valid(r).then(|| epoch.checked_add_signed(Duration::days(i64::from(a.value(r))))).flatten())
-        .collect())
+    Ok((0..a.len()).map(|r| a.is_valid(r).then(|| Date32Type::to_naive_date_opt(a.value(r))).flatten()).collect())
 }

@@ -5,7 +5,9 @@
 //! report settles the value).
 //!
 //! One computation below the front doors, like `trading_day`: `brackets.php` and the
-//! stream's `brackets` event format the typed [`Odds`], so they cannot disagree.
+//! stream's `brackets` event format the typed [`Odds`], so on the same ladder at the same
+//! time they cannot disagree (the stream keeps the day's first ladder; `brackets.php`
+//! centres the usual one on the median unless given one).
 
 pub mod inputs;
 
@@ -22,6 +24,21 @@ use crate::time::{fmt_iso_utc, Window};
 use crate::trading_day::{extremes, extremes_as_of, DayError};
 use crate::units::{round_half_away, Units};
 use crate::write::WriteService;
+
+/// The longest lead `accuracy_pairs` verifies: odds further ahead would borrow its errors
+/// and be too sure.
+pub const MAX_LEAD_DAYS: i64 = 3;
+
+/// A bracket and its probability, as the API and the stream send it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct BracketP {
+    /// As in the ladder: `<=79`, `80-81`, `>=88`.
+    pub label: String,
+    /// Lowest and highest whole value included; null for an open tail.
+    pub lo: Option<i32>,
+    pub hi: Option<i32>,
+    pub p: f64,
+}
 
 /// Why a station-day has no odds.
 #[derive(Debug, Error)]
@@ -86,11 +103,17 @@ impl<'a> Ask<'a> {
         crate::time::day_window(self.station.timezone, self.logic.clock(), self.date)
     }
 
-    /// The lead whose verified errors fit the asked time ([`inputs`]).
-    pub fn lead_days(&self) -> i64 {
+    /// Whole days from the asked time to the day's start, rounded up (as `accuracy_pairs`
+    /// counts a run's lead); 0 or less within or after the day.
+    pub fn days_ahead(&self) -> i64 {
         let ahead = self.window().start - self.t;
-        let days = (ahead.num_seconds() as f64 / 86_400.0).ceil() as i64;
-        days.clamp(1, 3)
+        (ahead.num_seconds() as f64 / 86_400.0).ceil() as i64
+    }
+
+    /// The lead whose verified errors fit the asked time ([`inputs`]): a time within the day
+    /// takes lead 1, as no pair has a same-day run yet.
+    pub fn lead_days(&self) -> i64 {
+        self.days_ahead().clamp(1, MAX_LEAD_DAYS)
     }
 
     /// The station's day in progress at `t` under the logic.
@@ -140,6 +163,12 @@ pub struct Odds {
 }
 
 impl Odds {
+    /// The ladder's brackets with their probabilities, lowest first.
+    pub fn bracket_rows(&self) -> Vec<BracketP> {
+        let labelled = self.ladder.brackets().iter().zip(&self.brackets);
+        labelled.map(|(b, p)| BracketP { label: b.to_string(), lo: b.lo, hi: b.hi, p: *p }).collect()
+    }
+
     /// The value a final climate report settled, if one did.
     pub fn settled(&self) -> Option<i32> {
         self.observed.filter(|o| o.is_final).map(|o| o.value)

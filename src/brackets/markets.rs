@@ -25,6 +25,16 @@ pub enum Quantity {
     Low,
 }
 
+impl Quantity {
+    /// `high` or `low`, as the API and the stream name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Quantity::High => "high",
+            Quantity::Low => "low",
+        }
+    }
+}
+
 /// One market over one settlement source's date range.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Market {

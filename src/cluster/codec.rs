@@ -104,6 +104,13 @@ impl LogicalExtensionCodec for LakeLogicalCodec {
             buf.extend_from_slice(SNAPSHOT_TABLE_TAG);
             return serde_json::to_writer(buf, &wire).map_err(|e| DataFusionError::External(e.into()));
         }
+        if node.downcast_ref::<crate::lake::as_of::AsOfTable>().is_some() {
+            return Err(DataFusionError::NotImplemented(format!(
+                "'{table_ref}': {} runs in the local engine only (its choice of versions is an operator the \
+                 executors do not have): run the query without --cluster",
+                crate::lake::as_of::AS_OF
+            )));
+        }
         let Some(table) = node.downcast_ref::<MemTable>() else {
             return self.ballista.try_encode_table_provider(table_ref, node, buf).map_err(|e| {
                 DataFusionError::NotImplemented(format!(

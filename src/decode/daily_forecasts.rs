@@ -22,7 +22,7 @@ use super::timestamp::{parse_local, parse_timestamp};
 use crate::decode::limits::FORECAST_ROW;
 use crate::decode::text::input_text;
 use crate::decode::types::{DailyForecast, Decoded};
-use crate::models::MODEL_NAMES;
+use crate::models::{MODEL_NAMES, NWS_HOURLY_SOURCE};
 use crate::units::Units;
 
 /// The header, in order.
@@ -70,6 +70,11 @@ fn row(fields: &[Cow<'_, str>]) -> Result<DailyForecast, String> {
     }
     if MODEL_NAMES.contains(&source) {
         return Err(format!("source `{source}` is a model: its runs are forecast rows, not daily forecasts"));
+    }
+    if source == NWS_HOURLY_SOURCE {
+        return Err(format!(
+            "source `{source}` names the NWS hourly forecast: name a daily one otherwise (NWS-POINT, MOS-GFS)"
+        ));
     }
     let station = f(1).to_ascii_uppercase();
     if station.is_empty() || station.len() > 12 || !station.bytes().all(|b| b.is_ascii_alphanumeric()) {
@@ -166,18 +171,19 @@ mod tests {
         let cases = [
             ("nws,KNYC,2026-03-09T20:05:00Z,2026-03-10,75,58,f", "capitals"),
             ("GFS,KNYC,2026-03-09T20:05:00Z,2026-03-10,75,58,f", "is a model"),
-            ("NWS,K NYC,2026-03-09T20:05:00Z,2026-03-10,75,58,f", "station_code"),
-            ("NWS,KNYC,2026-03-09 20:05,2026-03-10,75,58,f", "with its offset"),
-            ("NWS,KNYC,2026-03-09T20:05:00Z,10/03/2026,75,58,f", "YYYY-MM-DD"),
-            ("NWS,KNYC,2026-03-09T20:05:00Z,2026-03-10,,,f", "neither"),
-            ("NWS,KNYC,2026-03-09T20:05:00Z,2026-03-10,50,58,f", "below low"),
-            ("NWS,KNYC,2026-03-09T20:05:00Z,2026-03-10,75,58,k", "f or c"),
-            ("NWS,KNYC,2026-03-09T20:05:00Z,2026-03-10,750,58,f", "a temperature in"),
-            ("NWS,KNYC,2026-03-09T20:05:00Z,2026-03-10,warm,58,f", "a temperature in"),
-            ("NWS,KNYC,2026-03-11T12:00:00Z,2026-03-10,75,58,f", "after the day"),
-            ("NWS,KNYC,2026-03-09T20:05:00Z,+262142-12-31,75,58,f", "days after issued_at"),
-            ("NWS,KNYC,2026-03-09T20:05:00 UTC,2027-06-10,75,58,f", "days after issued_at"),
-            ("NWS,KNYC,2026-03-09T20:05:00Z,2026-03-10,75,58", "expected 7 fields"),
+            ("NWS,KNYC,2026-03-09T20:05:00Z,2026-03-10,75,58,f", "names the NWS hourly forecast"),
+            ("NWS-POINT,K NYC,2026-03-09T20:05:00Z,2026-03-10,75,58,f", "station_code"),
+            ("NWS-POINT,KNYC,2026-03-09 20:05,2026-03-10,75,58,f", "with its offset"),
+            ("NWS-POINT,KNYC,2026-03-09T20:05:00Z,10/03/2026,75,58,f", "YYYY-MM-DD"),
+            ("NWS-POINT,KNYC,2026-03-09T20:05:00Z,2026-03-10,,,f", "neither"),
+            ("NWS-POINT,KNYC,2026-03-09T20:05:00Z,2026-03-10,50,58,f", "below low"),
+            ("NWS-POINT,KNYC,2026-03-09T20:05:00Z,2026-03-10,75,58,k", "f or c"),
+            ("NWS-POINT,KNYC,2026-03-09T20:05:00Z,2026-03-10,750,58,f", "a temperature in"),
+            ("NWS-POINT,KNYC,2026-03-09T20:05:00Z,2026-03-10,warm,58,f", "a temperature in"),
+            ("NWS-POINT,KNYC,2026-03-11T12:00:00Z,2026-03-10,75,58,f", "after the day"),
+            ("NWS-POINT,KNYC,2026-03-09T20:05:00Z,+262142-12-31,75,58,f", "days after issued_at"),
+            ("NWS-POINT,KNYC,2026-03-09T20:05:00 UTC,2027-06-10,75,58,f", "days after issued_at"),
+            ("NWS-POINT,KNYC,2026-03-09T20:05:00Z,2026-03-10,75,58", "expected 7 fields"),
         ];
         for (line, says) in cases {
             let d = decode_daily_forecasts(format!("{header}{line}\n").as_bytes());

@@ -13,9 +13,10 @@
 //! The result is the table's own scan of the partitions that can hold a row available at
 //! the time ([`AsOfBound`]), filtered to the rows known then; for a table of versions,
 //! sorted by the version key and newest first and thinned to the current version by
-//! `lake::newest` (a window cost more to plan than the plain query costs to run). Filters
-//! on the key and partition columns go below the choice, so they still prune files; any
-//! other filter applies to the chosen rows.
+//! `lake::newest` (a window cost more to plan than the plain query costs to run). For a
+//! table of versions, filters on the version key's columns go below the choice (and prune
+//! files when the key holds the partition column, as `observations`' does), any other
+//! filter applies to the chosen rows; for the others every filter goes below.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -90,9 +91,10 @@ impl TableFunctionImpl for AsOf {
     }
 }
 
-/// The table `as_of(name, at)` reads (module docs).
+/// The table `as_of(name, at)` reads (module docs). Local only: the cluster's codec
+/// refuses it by name (src/cluster/codec.rs).
 #[derive(Debug)]
-struct AsOfTable {
+pub struct AsOfTable {
     table: SnapshotTable,
     def: &'static TableDef,
     at: DateTime<Utc>,
@@ -141,16 +143,18 @@ impl TableProvider for AsOfTable {
     fn supports_filters_pushdown(&self, filters: &[&Expr]) -> Result<Vec<TableProviderFilterPushDown>> {
         Ok(filters
             .iter()
+            // Applied exactly by the scan's filter below the choice (`scan`).
             .map(|f| match self.below_choice(f) {
-                true => TableProviderFilterPushDown::Inexact,
+                true => TableProviderFilterPushDown::Exact,
                 false => TableProviderFilterPushDown::Unsupported,
             })
             .collect())
     }
 
     /// The table's scan of the columns asked and those the choice reads, filtered to the
-    /// rows known at the time (and the pushed filters, all on the key), then for a table
-    /// of versions sorted by key and newest first and thinned by [`NewestExec`].
+    /// rows known at the time and by the pushed filters (for a table of versions, those on
+    /// its key only), then for a table of versions sorted by key and newest first and
+    /// thinned by [`NewestExec`].
     async fn scan(
         &self,
         state: &dyn Session,

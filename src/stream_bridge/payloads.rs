@@ -103,25 +103,18 @@ pub fn change_payload(station: &str, e: &LiveEvent) -> Value {
 /// now, what moved it (`moved`: the largest change of a bracket since the last event of
 /// the day, null for the day's first), and the running extreme bounding it.
 pub fn brackets_payload(ask: &Ask<'_>, odds: &Odds, moved: Option<f64>, at: DateTime<Utc>) -> Value {
-    let brackets: Vec<Value> = odds
-        .ladder
-        .brackets()
-        .iter()
-        .zip(&odds.brackets)
-        .map(|(b, p)| json!({"label": b.to_string(), "lo": b.lo, "hi": b.hi, "p": p}))
-        .collect();
-    let (target, bound) = match ask.target {
-        Quantity::High => ("high", "floor"),
-        Quantity::Low => ("low", "ceiling"),
+    let bound = match ask.target {
+        Quantity::High => "floor",
+        Quantity::Low => "ceiling",
     };
     json!({
         "station_code": ask.station.code,
         "date": ask.date.to_string(),
-        "target": target,
+        "target": ask.target.as_str(),
         "logic": ask.logic.as_str(),
         "units": ask.unit.as_str(),
         "series": ask.market.map(|m| m.series.as_str()),
-        "brackets": brackets,
+        "brackets": odds.bracket_rows(),
         "mean": odds.distribution.mean(),
         "median": odds.distribution.quantile(0.5),
         bound: odds.observed.map(|o| o.value),

@@ -123,8 +123,12 @@ pub async fn spawn_publisher(live: Arc<WriteService>, log: Arc<EventLog>, hub: H
                         // The ingest waiting for it may have given up: nothing to do then.
                         let _ = logged.send(());
                     }
+                    // Only a new high or low, or a report, moves a day's odds between sweeps.
                     // Full: the watcher's next sweep covers the station.
-                    let _ = watch.try_send(notice.applied.station().to_string());
+                    let moves = notice.applied.event_count() > 0 || matches!(notice.applied, Applied::Report { .. });
+                    if moves {
+                        let _ = watch.try_send(notice.applied.station().to_string());
+                    }
                 }
                 Some((station, name, data)) = computed.recv() => emit(&station, name, data),
             }

@@ -396,6 +396,12 @@ async fn brackets_php_answers_from_what_was_known_at_the_asked_time() {
         ("/api/v2/brackets.php?station_code=KLAX&target=high&brackets=80-81,%3E%3D82", "Invalid brackets"),
         ("/api/v2/brackets.php?station_code=KLAX", "Missing"),
         ("/api/v2/brackets.php?station_code=KLAX&target=middle", "Invalid target: middle"),
+        // The clock stands at 2026-09-01: the 5th starts more than 3 days (the verified
+        // leads) later.
+        (
+            "/api/v2/brackets.php?station_code=KLAX&target=high&date=2026-09-05",
+            "date 2026-09-05 starts more than 3 days",
+        ),
     ] {
         let (status, v) = app.get(uri).await;
         assert_eq!(status, 400, "{uri}: {v}");

@@ -230,6 +230,12 @@ fn the_cluster_answers_the_same_sql_as_a_local_session() {
     let remote = wxlake(&lake, &["sql", insert, "--cluster", &cluster.url]);
     assert_eq!(remote.status.code(), Some(2), "{}", stderr(&remote));
     assert_eq!(stderr(&remote), stderr(&local));
+    // `as_of` answers locally only, and says so on the cluster.
+    let as_of = "SELECT count(*) FROM as_of('observations', '2030-01-01T00:00:00Z')";
+    ok(&wxlake(&lake, &["sql", as_of]), "as_of locally");
+    let remote = wxlake(&lake, &["sql", as_of, "--cluster", &cluster.url]);
+    assert!(!remote.status.success(), "{}", stdout(&remote));
+    assert!(stderr(&remote).contains("runs in the local engine only"), "{}", stderr(&remote));
 }
 
 /// A `--cluster` whose scheduler is not there fails at once, naming the address.

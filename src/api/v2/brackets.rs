@@ -5,7 +5,7 @@
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -17,15 +17,11 @@ use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::params::{self, QueryParams};
 use crate::api::state::AppState;
-use crate::bracket_odds::{odds, Ask, Odds, OddsError};
+use crate::bracket_odds::{odds, Ask, BracketP, Odds, OddsError, MAX_LEAD_DAYS};
 use crate::brackets::markets::Quantity;
 use crate::brackets::{BracketsError, Ladder, METHOD};
 use crate::extremes::Logic;
 use crate::time::fmt_iso_utc;
-
-/// Days ahead of the station's current day a distribution is asked for at most (the
-/// models' horizon).
-const MAX_DAYS_AHEAD: i64 = 16;
 
 /// The quantiles reported.
 const QUANTILES: [u8; 7] = [5, 10, 25, 50, 75, 90, 95];
@@ -37,7 +33,8 @@ pub struct BracketsQuery {
     /// Station code (GET /api/v2/stations.php lists the catalog)
     #[param(required = true, value_type = String)]
     pub station_code: Option<String>,
-    /// The settlement day YYYY-MM-DD in the logic's clock (default: the station's current day)
+    /// The settlement day YYYY-MM-DD in the logic's clock (default: the station's current day;
+    /// at most 3 days ahead, the leads the odds are verified on)
     pub date: Option<String>,
     /// `high` or `low`
     #[param(required = true, value_type = AccuracyTarget)]
@@ -56,17 +53,6 @@ pub struct BracketsQuery {
 #[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
 pub struct ValueP {
     pub value: i32,
-    pub p: f64,
-}
-
-/// One bracket of the ladder.
-#[derive(Debug, Clone, Serialize, ToSchema, PartialEq)]
-pub struct BracketP {
-    /// As in the ladder: `<=79`, `80-81`, `>=88`.
-    pub label: String,
-    /// Lowest and highest whole value included; null for an open tail.
-    pub lo: Option<i32>,
-    pub hi: Option<i32>,
     pub p: f64,
 }
 
@@ -151,7 +137,7 @@ pub struct Brackets {
     params(BracketsQuery, crate::api::as_of::AsOfQuery),
     responses(
         (status = 200, description = "the distribution, the ladder's brackets and the inputs", body = Brackets),
-        (status = 400, description = "invalid or missing parameter, unknown station, a bad ladder, a day too far ahead, or a parameter given twice", body = crate::api::error::ErrorBody),
+        (status = 400, description = "invalid or missing parameter, unknown station, a bad ladder, a day more than 3 days ahead, or a parameter given twice", body = crate::api::error::ErrorBody),
         (status = 403, description = "Professional and Testing keys: Access Denied", body = crate::api::error::ErrorBody),
         (status = 404, description = "no forecast of the day was known at the time", body = crate::api::error::ErrorBody),
     ),
@@ -169,11 +155,13 @@ pub async fn handler(
     let t = as_of.now(&state);
     let logic = if params::value(&q.logic).is_some() { Some(logic_param(&q.logic)?) } else { None };
     let ask = Ask::settling(station, target, params::date("date", &q.date)?, logic, t);
-    let today = ask.today();
-    if ask.date > today + Duration::days(MAX_DAYS_AHEAD) {
+    if ask.days_ahead() > MAX_LEAD_DAYS {
         return Err(ApiError::bad_request(
-            format!("date {} is more than {MAX_DAYS_AHEAD} days after {today}", ask.date),
-            "no model forecasts that far; ask for a day within the forecasts' horizon",
+            format!("date {} starts more than {MAX_LEAD_DAYS} days after {}", ask.date, fmt_iso_utc(t)),
+            format!(
+                "the odds are verified up to {MAX_LEAD_DAYS} days ahead (the leads accuracy_pairs scores); ask for a \
+                 nearer day"
+            ),
         ));
     }
     let ladder: Option<Ladder> = match params::value(&q.brackets) {
@@ -214,11 +202,7 @@ impl Brackets {
         Brackets {
             station_code: ask.station.code.clone(),
             date: ask.date.to_string(),
-            target: match ask.target {
-                Quantity::High => "high",
-                Quantity::Low => "low",
-            }
-            .to_string(),
+            target: ask.target.as_str().to_string(),
             logic: ask.logic.as_str().to_string(),
             units: ask.unit.as_str().to_string(),
             market: ask.market.map(|m| MarketRef {
@@ -227,13 +211,7 @@ impl Brackets {
                 source: m.source.clone(),
             }),
             distribution: dist.values().map(|(value, p)| ValueP { value, p }).collect(),
-            brackets: odds
-                .ladder
-                .brackets()
-                .iter()
-                .zip(&odds.brackets)
-                .map(|(b, p)| BracketP { label: b.to_string(), lo: b.lo, hi: b.hi, p: *p })
-                .collect(),
+            brackets: odds.bracket_rows(),
             mean: dist.mean(),
             quantiles: QUANTILES.iter().map(|&q| (format!("p{q}"), dist.quantile(f64::from(q) / 100.0))).collect(),
             floor: bound(Quantity::High),

@@ -54,11 +54,19 @@ WX.dayData = (() => {
   const fetchPacing = (d, logic) => WX.api.get('/api/v2/pacing.php', { station_code: d.st.station_code, logic })
     .then((r) => ({ ...r.body, checked: now() }), (e) => ({ error: e, checked: now() }));
 
-  /** The odds of the day's high and low (brackets.php, Developer and Enterprise). */
-  const fetchBrackets = (d) => Promise.all(['high', 'low'].map((target) => WX.api.get('/api/v2/brackets.php', {
-    station_code: d.st.station_code, target, date: d.today ? null : d.st.days.nws.date,
-  }).then((r) => ({ ...r.body, checked: now() }), (e) => ({ error: e, checked: now() }))))
-    .then(([high, low]) => ({ high, low }));
+  /**
+   * The odds of the day's high and low (brackets.php, Developer and Enterprise), on the
+   * ladder already shown (the first answer's, or a stream event's): a re-read never moves
+   * the brackets under the reader.
+   */
+  const fetchBrackets = (d) => Promise.all(['high', 'low'].map((target) => {
+    const shown = d.brackets && d.brackets[target] && !d.brackets[target].error ? d.brackets[target] : null;
+    const ladder = shown && shown.date === (d.today ? shown.date : d.st.days.nws.date)
+      ? shown.brackets.map((b) => b.label).join(',') : null;
+    return WX.api.get('/api/v2/brackets.php', {
+      station_code: d.st.station_code, target, date: d.today ? null : d.st.days.nws.date, brackets: ladder,
+    }).then((r) => ({ ...r.body, checked: now() }), (e) => ({ error: e, checked: now() }));
+  })).then(([high, low]) => ({ high, low }));
 
   /** The station's days, svc values and latest runs (`date` omitted: each logic's today). */
   const station = async (code, date) => (await WX.api.get('/api/v2/stations.php', { station_code: code, date, include: 'latest_runs' })).body[0];

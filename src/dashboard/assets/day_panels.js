@@ -181,7 +181,6 @@ WX.dayPanels = (() => {
       el('b', {}, a.title), ` ${a.text}`)))
       : el('p', { class: 'sub' }, 'New highs and lows, DSM and CLI releases, anomalies and data gaps appear here as they happen.'));
 
-  /** One line under the chart: how old each layer is. */
   /**
    * The settlement brackets' odds of the day's high and low (brackets.php, then the stream's
    * `brackets` events): each bracket's probability as a bar, the running bound, the mean.
@@ -212,6 +211,7 @@ WX.dayPanels = (() => {
     return el('section', { class: 'panel', id: 'brackets' }, el('h2', {}, 'Bracket odds'), odds('high'), odds('low'));
   };
 
+  /** One line under the chart: how old each layer is. */
   const layersLine = (d) => {
     const tz = d.st.timezone;
     const last = d.obs.length ? epoch(d.obs[d.obs.length - 1].observation_time) : null;
