@@ -140,39 +140,20 @@ fn on_real_highs_the_distribution_beats_the_best_single_source_and_is_reliable()
 /// readings are later than Pacific ones), so no fetch after the cutoff is used.
 #[test]
 fn on_the_nws_point_forecast_for_los_angeles_too() {
-    let path = fixture("history/nws_point_forecast_lax/lax_nws_forecast_log.csv");
-    let mut reader = csv::Reader::from_path(path).unwrap();
-    let headers = reader.headers().unwrap().clone();
-    let at = |name: &str| headers.iter().position(|h| h == name).unwrap();
-    let (kind, target, fetched, predicted, actual) =
-        (at("forecast_or_actual"), at("target_date"), at("forecast_time"), at("predicted_high"), at("actual_high"));
-    let mut highs: BTreeMap<NaiveDate, f64> = BTreeMap::new();
-    // Per target day: the latest fetch by 18:00 the day before.
-    let mut latest: BTreeMap<NaiveDate, (chrono::NaiveDateTime, f64)> = BTreeMap::new();
-    for row in reader.records() {
-        let row = row.unwrap();
-        let Ok(day) = NaiveDate::parse_from_str(&row[target], "%Y-%m-%d") else { continue };
-        match &row[kind] {
-            "actual" => {
-                if let Ok(v) = row[actual].parse::<f64>() {
-                    highs.insert(day, v);
-                }
-            }
-            "forecast" => {
-                let (Ok(t), Ok(v)) = (
-                    chrono::NaiveDateTime::parse_from_str(&row[fetched], "%Y-%m-%d %H:%M:%S"),
-                    row[predicted].parse::<f64>(),
-                ) else {
-                    continue;
-                };
-                let cutoff = (day - Duration::days(1)).and_hms_opt(18, 0, 0).unwrap();
-                if t <= cutoff && latest.get(&day).is_none_or(|(held, _)| t > *held) {
-                    latest.insert(day, (t, v));
-                }
-            }
-            _ => {}
+    use chrono::TimeZone;
+    let log = lax_log();
+    // Per target day: the latest fetch by 18:00 Pacific the day before.
+    let cutoff = |day: NaiveDate| {
+        let evening = (day - Duration::days(1)).and_hms_opt(18, 0, 0).unwrap();
+        chrono_tz::America::Los_Angeles.from_local_datetime(&evening).earliest().unwrap().with_timezone(&chrono::Utc)
+    };
+    let mut latest: BTreeMap<NaiveDate, (chrono::DateTime<chrono::Utc>, f64)> = BTreeMap::new();
+    for (day, issued, v) in &log.forecasts {
+        if *issued <= cutoff(*day) && latest.get(day).is_none_or(|(held, _)| issued > held) {
+            latest.insert(*day, (*issued, *v));
         }
     }
+    let highs: BTreeMap<NaiveDate, f64> = log.highs.iter().map(|(d, h)| (*d, f64::from(*h))).collect();
     let days: Vec<Verified> = latest
         .iter()
         .filter_map(|(d, (_, f))| {
