@@ -460,6 +460,66 @@ pub fn nws_hourly(site: &Site, from: DateTime<Utc>, to: DateTime<Utc>, now: Date
         .collect()
 }
 
+/// The NWS point forecast's source name in the demo's daily forecasts.
+pub const POINT_SOURCE: &str = "NWS-POINT";
+
+/// Local Standard Time hours a day's point forecast is issued at: the afternoon before
+/// and the early morning of the day.
+const POINT_ISSUES: [(i64, u32); 2] = [(-1, 16), (0, 4)];
+
+/// The NWS point forecast's "High near N" and "Low around N" for each LST day whose
+/// window starts from `from` through two days after `to`, as daily forecasts issued by
+/// `now` (whole °F: truth's extremes sampled every ten minutes, plus an error that leans
+/// warm in summer and cold in winter and is wider the day before than the morning of).
+pub fn daily_forecasts(site: &Site, from: DateTime<Utc>, to: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    use crate::decode::daily_forecasts::encode_daily_forecasts_csv;
+    use crate::decode::types::DailyForecast;
+    use crate::time::{day_window, standard_date, DayClock};
+    let tz = site.station.timezone;
+    let key = site.climate.key();
+    let (first, last) = (standard_date(tz, from), standard_date(tz, to) + Duration::days(2));
+    let mut rows = Vec::new();
+    let mut day = first;
+    while day <= last {
+        let w = day_window(tz, DayClock::Standard, day);
+        let (m0, m1) = (w.start.timestamp().div_euclid(60), (w.end.timestamp() - 1).div_euclid(60));
+        let (mut hi, mut lo) = (f64::MIN, f64::MAX);
+        for m in (m0..=m1).step_by(10) {
+            let f = c_to_f(site.truth_at(m));
+            hi = hi.max(f);
+            lo = lo.min(f);
+        }
+        let season = (2.0 * std::f64::consts::PI * f64::from(day.ordinal()) / 365.25).cos();
+        for (i, (offset, hour)) in POINT_ISSUES.iter().enumerate() {
+            let local = (day + Duration::days(*offset)).and_hms_opt(*hour, 0, 0).unwrap_or_default();
+            let off = site.station.standard_offset_on(local.date()).local_minus_utc();
+            let issued_at = (local - Duration::seconds(i64::from(off))).and_utc()
+                + Duration::minutes(
+                    (noise::unit(key, Stream::DailyForecast, day.num_days_from_ce().into()) * 30.0) as i64,
+                );
+            if issued_at > now {
+                continue;
+            }
+            let sd = if *offset < 0 { 2.6 } else { 1.9 };
+            let index = i64::from(day.num_days_from_ce()) * 8 + i as i64 * 2;
+            let high = hi - 0.8 * season + sd * noise::gauss(key, Stream::DailyForecast, index);
+            let low = lo + 0.6 * season + sd * noise::gauss(key, Stream::DailyForecast, index + 1);
+            let (high, low) = (high.round(), low.round().min(high.round()));
+            rows.push(DailyForecast {
+                source: POINT_SOURCE.to_string(),
+                station: site.station.code.clone(),
+                issued_at,
+                date: day,
+                high: Some(high),
+                low: Some(low),
+                units: crate::units::Units::Fahrenheit,
+            });
+        }
+        day += Duration::days(1);
+    }
+    encode_daily_forecasts_csv(&rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@
 use chrono::Datelike;
 
 use super::{generate_station, DemoConfig, StationInputs};
-use crate::decode::types::{DailyReport, ForecastRow, LineError, Metar, OneMinute};
+use crate::decode::types::{DailyForecast, DailyReport, ForecastRow, LineError, Metar, OneMinute};
 use crate::ingest::{store, DecodedInput, Format, IngestOptions, Records, Summary};
 use crate::lake::rows::NwsHourlyRow;
 use crate::lake::{Lake, LakeError};
@@ -20,6 +20,7 @@ struct Gathered {
     reports: Vec<DailyReport>,
     forecasts: Vec<ForecastRow>,
     nws: Vec<NwsHourlyRow>,
+    daily: Vec<DailyForecast>,
     /// (input name, lines read, errors) per decoded product.
     outcomes: Vec<(String, usize, Vec<LineError>)>,
 }
@@ -33,13 +34,17 @@ impl Gathered {
             Records::Reports(v) => self.reports.extend(v),
             Records::Forecasts(v) => self.forecasts.extend(v),
             Records::NwsHourly(v) => self.nws.extend(v),
-            // The generator writes no daily forecasts (yet).
-            Records::DailyForecasts(_) => {}
+            Records::DailyForecasts(v) => self.daily.extend(v),
         }
     }
 
     fn rows(&self) -> usize {
-        self.obs.len() + self.onemin.len() + self.reports.len() + self.forecasts.len() + self.nws.len()
+        self.obs.len()
+            + self.onemin.len()
+            + self.reports.len()
+            + self.forecasts.len()
+            + self.nws.len()
+            + self.daily.len()
     }
 }
 
@@ -68,6 +73,7 @@ fn decode_station(cfg: &DemoConfig, inputs: &StationInputs) -> Gathered {
     for (model, text) in &inputs.mos {
         one(format!("{code}/{model}.txt"), Format::Mos, text.as_bytes());
     }
+    one(format!("{code}/daily_forecasts.csv"), Format::DailyForecasts, inputs.daily_forecasts_csv.as_bytes());
     for (i, doc) in inputs.nws_hourly.iter().enumerate() {
         one(format!("{code}/nws_hourly_{i}.json"), Format::NwsHourly, doc.as_bytes());
     }
@@ -99,6 +105,7 @@ pub async fn load(
                     a.reports.extend(b.reports);
                     a.forecasts.extend(b.forecasts);
                     a.nws.extend(b.nws);
+                    a.daily.extend(b.daily);
                     a.outcomes.extend(b.outcomes);
                     a
                 },
@@ -111,6 +118,7 @@ pub async fn load(
         stats += store(lake, Records::Reports(std::mem::take(&mut g.reports))).await?;
         stats += store(lake, Records::Forecasts(std::mem::take(&mut g.forecasts))).await?;
         stats += store(lake, Records::NwsHourly(std::mem::take(&mut g.nws))).await?;
+        stats += store(lake, Records::DailyForecasts(std::mem::take(&mut g.daily))).await?;
         for (name, read, errors) in &g.outcomes {
             summary.add(name, *read, errors, Default::default());
         }

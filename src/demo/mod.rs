@@ -140,6 +140,8 @@ pub struct StationInputs {
     pub mos: Vec<(String, String)>,
     /// One api.weather.gov hourly forecast JSON document per version.
     pub nws_hourly: Vec<String>,
+    /// The NWS point forecast's daily highs and lows (`daily-forecasts` CSV), US stations.
+    pub daily_forecasts_csv: String,
 }
 
 /// The time span generated for one station.
@@ -208,6 +210,7 @@ pub fn generate_station(cfg: &DemoConfig, code: &str) -> StationInputs {
         out.mos = mos;
         if station.is_us() {
             out.nws_hourly = forecasts::nws_hourly(&site, runs_from, sp.obs_to, cfg.now);
+            out.daily_forecasts_csv = forecasts::daily_forecasts(&site, sp.obs_from, sp.obs_to, cfg.now);
         }
     }
     out

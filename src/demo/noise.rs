@@ -42,6 +42,7 @@ pub enum Stream {
     NwsVersion,
     NwsIssue,
     Issue,
+    DailyForecast,
 }
 
 /// SplitMix64 finaliser: a fast, well-mixed 64-bit hash step.

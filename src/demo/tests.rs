@@ -333,3 +333,36 @@ fn precipitation_groups_add_up() {
     }
     assert!(groups > 10 && wet > 3, "{groups} groups, {wet} with rain");
 }
+
+#[test]
+fn daily_point_forecasts_decode_come_before_their_day_and_err_like_forecasts() {
+    use crate::decode::daily_forecasts::decode_daily_forecasts;
+    let cfg = config(&["KMSP", "EGLC"], 30, true);
+    let inputs = generate_station(&cfg, "EGLC");
+    assert!(inputs.daily_forecasts_csv.is_empty(), "the NWS point forecast is a US product");
+    let st = station("KMSP");
+    let inputs = generate_station(&cfg, "KMSP");
+    let d = decode_daily_forecasts(inputs.daily_forecasts_csv.as_bytes());
+    assert!(d.errors.is_empty(), "{:?}", d.errors);
+    let cli = decode_cli(inputs.cli.as_bytes());
+    let settled: BTreeMap<NaiveDate, i32> =
+        cli.records.iter().filter(|r| r.is_final).filter_map(|r| Some((r.date, r.max_f?))).collect();
+    let mut errors = Vec::new();
+    for f in &d.records {
+        assert_eq!((f.source.as_str(), f.station.as_str()), (forecasts::POINT_SOURCE, "KMSP"));
+        assert!(f.issued_at <= cfg.now, "{f:?}");
+        // Issued the afternoon before or the early morning of the day, never after noon.
+        let day = day_window(st.timezone, DayClock::Standard, f.date);
+        assert!(f.issued_at < day.start + Duration::hours(12), "{f:?}");
+        assert!(f.high >= f.low, "{f:?}");
+        if let (Some(high), Some(cli)) = (f.high, settled.get(&f.date)) {
+            errors.push(high - f64::from(*cli));
+        }
+    }
+    // Both issuances of the settled days: a forecast, not the answer, and not a guess.
+    assert!(errors.len() >= 50, "{}", errors.len());
+    let mae = errors.iter().map(|e| e.abs()).sum::<f64>() / errors.len() as f64;
+    let exact = errors.iter().filter(|e| **e == 0.0).count();
+    assert!((1.0..4.0).contains(&mae), "mean absolute error {mae}");
+    assert!(exact < errors.len() / 3, "{exact} of {} exact", errors.len());
+}

@@ -7,7 +7,8 @@
 //! station of an applied record (a new observation moves the floor, a climate report can
 //! settle the day), and for every subscribed station every [`SWEEP`]: a new model run
 //! reaches `forecast_daily` through a job and a daily forecast through a flush, and no
-//! applied record marks either. Each target keeps the ladder of its day's first event, so
+//! applied record marks either; a station is checked at most every [`MIN_GAP`]. Each
+//! target keeps the ladder of its day's first event, so
 //! "moved" compares the same brackets. Only stations someone subscribes to are computed;
 //! the events go back to the publisher, which logs and sends them in id order.
 
@@ -18,6 +19,7 @@ use std::time::Duration;
 use chrono::NaiveDate;
 use serde_json::Value;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use super::payloads::brackets_payload;
 use crate::bracket_odds::{odds, Ask, OddsError};
@@ -32,6 +34,10 @@ pub const MOVE: f64 = 0.02;
 
 /// How often every subscribed station is checked.
 pub const SWEEP: Duration = Duration::from_secs(300);
+
+/// The shortest time between two checks of one station: a burst of reports (a backlog
+/// replayed, a feed catching up) moves its odds once, not once per report.
+pub const MIN_GAP: Duration = Duration::from_secs(5);
 
 /// Stations waiting to be checked before a sender waits (the publisher never does: it
 /// drops a notice when full, and the next sweep covers it).
@@ -53,28 +59,40 @@ pub fn spawn_watch(live: Arc<WriteService>, hub: Hub, out: mpsc::Sender<Computed
     let (tx, mut rx) = mpsc::channel::<String>(INBOX);
     tokio::spawn(async move {
         let mut sent: HashMap<(String, Quantity), Sent> = HashMap::new();
+        // Stations to check, and when each was last checked ([`MIN_GAP`]).
+        let mut waiting: HashSet<String> = HashSet::new();
+        let mut checked: HashMap<String, Instant> = HashMap::new();
         let mut sweep = tokio::time::interval(SWEEP);
         sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
-            let mut stations: Vec<String> = tokio::select! {
+            // When a waiting station may be checked (`None`: at once, never checked yet).
+            let due_at = |s: &String| checked.get(s).map(|t| *t + MIN_GAP);
+            let next = waiting.iter().map(due_at).min().map(|d| d.unwrap_or_else(Instant::now));
+            tokio::select! {
                 station = rx.recv() => match station {
                     Some(s) => {
-                        let mut v = vec![s];
+                        waiting.insert(s);
                         while let Ok(more) = rx.try_recv() {
-                            v.push(more);
+                            waiting.insert(more);
                         }
-                        v
                     }
                     None => return,
                 },
-                _ = sweep.tick() => hub.subscribed_stations(),
-            };
-            stations.sort();
-            stations.dedup();
+                _ = sweep.tick() => waiting.extend(hub.subscribed_stations()),
+                _ = tokio::time::sleep_until(next.unwrap_or_else(Instant::now)), if next.is_some() => {}
+            }
+            let now = Instant::now();
+            let mut due: Vec<String> = waiting.iter().filter(|s| due_at(s).is_none_or(|d| d <= now)).cloned().collect();
+            due.sort();
             let subscribed: HashSet<String> = hub.subscribed_stations().into_iter().collect();
-            for code in stations.iter().filter(|s| subscribed.contains(*s)) {
+            for code in due {
+                waiting.remove(&code);
+                checked.insert(code.clone(), now);
+                if !subscribed.contains(&code) {
+                    continue;
+                }
                 for target in [Quantity::High, Quantity::Low] {
-                    if let Some(event) = check(&live, code, target, &mut sent).await {
+                    if let Some(event) = check(&live, &code, target, &mut sent).await {
                         if out.send(event).await.is_err() {
                             return;
                         }
