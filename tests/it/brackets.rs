@@ -486,7 +486,8 @@ async fn brackets_php_takes_each_models_latest_run_known_at_the_time() {
             .as_array()
             .unwrap()
             .iter()
-            .filter(|i| i["source"] != "NWS")
+            // The models' inputs (the NWS hourly and the demo's point forecast are others).
+            .filter(|i| wxlake::models::MODEL_NAMES.contains(&i["source"].as_str().unwrap_or("")))
             .map(|i| {
                 let source = i["source"].as_str().unwrap().to_string();
                 (source, (i["run"].as_str().unwrap().to_string(), i["forecast"].as_f64().unwrap()))
@@ -504,6 +505,9 @@ async fn brackets_php_takes_each_models_latest_run_known_at_the_time() {
     assert!(live_answer["history_days"].as_u64().unwrap() > 0, "{live_answer}");
     assert!(live_answer["inputs"].as_array().unwrap().iter().any(|i| i["n"].as_f64().unwrap() > 0.0), "{live_answer}");
     assert_eq!(live_answer["market"]["series"], "KXHIGHNY");
+    // The demo's NWS point forecast counts as a source of its own, with its verified days.
+    let point = live_answer["inputs"].as_array().unwrap().iter().find(|i| i["source"] == "NWS-POINT");
+    assert!(point.is_some_and(|p| p["n"].as_f64().unwrap() > 0.0), "{live_answer}");
     // A second before the newest run became available, that model's previous run answers.
     let newest = now_rows.iter().max_by_key(|r| r[3].clone()).unwrap();
     let before = wxlake::time::parse_utc(&newest[3]).unwrap() - Duration::seconds(1);
