@@ -76,10 +76,16 @@ pub struct Inputs {
 
 /// The inputs of `ask` (module docs).
 pub async fn gather(ctx: &SessionContext, ask: &Ask<'_>) -> Result<Inputs> {
-    let mut forecasts = model_runs(ctx, ask).await?;
-    if let Some(nws) = nws_version(ctx, ask).await? {
-        forecasts.push(nws);
-    }
+    // The five reads are independent: planned and scanned together.
+    let lead_days = ask.lead_days();
+    let (mut forecasts, nws, daily, mut days, pairs) = futures::try_join!(
+        model_runs(ctx, ask),
+        nws_version(ctx, ask),
+        daily_forecasts(ctx, ask),
+        settled_by_cli(ctx, ask),
+        pair_rows(ctx, ask, lead_days),
+    )?;
+    forecasts.extend(nws);
     // The run label `accuracy_pairs` gives each: a model's run hour, the NWS version's
     // 6-hour block.
     let labels: HashMap<String, String> = forecasts
@@ -90,10 +96,7 @@ pub async fn gather(ctx: &SessionContext, ask: &Ask<'_>) -> Result<Inputs> {
             (f.source.clone(), format!("{label:02}z"))
         })
         .collect();
-    let daily = daily_forecasts(ctx, ask).await?;
-    let lead_days = ask.lead_days();
-    let mut days = settled_by_cli(ctx, ask).await?;
-    verified_pairs(ctx, ask, lead_days, &labels, &mut days).await?;
+    add_pairs(ask, &pairs, &labels, &mut days)?;
     // Daily forecasts: today's latest issuance of each source, and for each past day its
     // latest issuance as long before that day's start as t is before this one's.
     let ahead = ask.window().start - ask.t;
@@ -267,15 +270,8 @@ async fn settled_by_cli(ctx: &SessionContext, ask: &Ask<'_>) -> Result<BTreeMap<
     Ok(days)
 }
 
-/// The verified days of the asked sources at `lead` (each model at its label) added to
-/// `days`; a day no climate report settled takes its pairs' verifying value.
-async fn verified_pairs(
-    ctx: &SessionContext,
-    ask: &Ask<'_>,
-    lead: i64,
-    labels: &HashMap<String, String>,
-    days: &mut BTreeMap<NaiveDate, Verified>,
-) -> Result<()> {
+/// The `accuracy_pairs` rows of the station and target at `lead` available by t.
+async fn pair_rows(ctx: &SessionContext, ask: &Ask<'_>, lead: i64) -> Result<Vec<RecordBatch>> {
     let mut b = Bindings::new();
     let sql = format!(
         "SELECT date, model, run_label, forecast, observed FROM accuracy_pairs WHERE station_code = {st} \
@@ -286,10 +282,21 @@ async fn verified_pairs(
         to = b.date(ask.date),
         from = b.date(ask.date - Duration::days(365 * HISTORY_YEARS)),
     );
-    for batch in b.collect(ctx, &sql).await? {
-        let (models, run_labels) = (utf8_column(&batch, 1)?, utf8_column(&batch, 2)?);
+    b.collect(ctx, &sql).await
+}
+
+/// The verified days of the asked sources in `pairs` (each model at its run label)
+/// added to `days`; a day no climate report settled takes its pairs' verifying value.
+fn add_pairs(
+    ask: &Ask<'_>,
+    pairs: &[RecordBatch],
+    labels: &HashMap<String, String>,
+    days: &mut BTreeMap<NaiveDate, Verified>,
+) -> Result<()> {
+    for batch in pairs {
+        let (models, run_labels) = (utf8_column(batch, 1)?, utf8_column(batch, 2)?);
         let (models, run_labels) = (models.as_string::<i32>(), run_labels.as_string::<i32>());
-        let (dates, forecasts, observed) = (dates(&batch, 0)?, floats(&batch, 3)?, floats(&batch, 4)?);
+        let (dates, forecasts, observed) = (dates(batch, 0)?, floats(batch, 3)?, floats(batch, 4)?);
         for (i, date) in dates.into_iter().enumerate() {
             let Some(date) = date else { continue };
             let model = models.value(i);
