@@ -116,11 +116,6 @@ impl<'a> Ask<'a> {
         self.days_ahead().clamp(1, MAX_LEAD_DAYS)
     }
 
-    /// The station's day in progress at `t` under the logic.
-    pub fn today(&self) -> NaiveDate {
-        crate::time::local_date(self.station.timezone, self.logic.clock(), self.t)
-    }
-
     /// The usual ladder around `median`: the market's, else four 2-degree brackets
     /// (1-degree in °C) and two tails.
     pub fn usual_ladder(&self, median: i32) -> Ladder {
@@ -218,11 +213,9 @@ pub async fn odds(live: &WriteService, ask: &Ask<'_>, ladder: Option<Ladder>, as
     })
 }
 
-/// What the day's observations settled by `ask.t` (none before the day begins).
+/// What the day's observations settled by `ask.t` (none before the day begins: the
+/// trading day's own future check says so).
 async fn observed(live: &WriteService, ask: &Ask<'_>, as_of: bool) -> Result<Option<Observed>, OddsError> {
-    if ask.date > ask.today() {
-        return Ok(None);
-    }
     let day = match as_of {
         true => extremes_as_of(live, ask.station, ask.logic, Some(ask.date), ask.t).await,
         false => extremes(live, ask.station, ask.logic, Some(ask.date)).await,
