@@ -57,6 +57,7 @@ use crate::extremes::Logic;
         super::v2::nearby::handler,
         super::v2::pacing::handler,
         super::v2::brackets::handler,
+        super::v2::bracket_accuracy::handler,
         super::v2::model_accuracy::handler,
         super::v2::stations::handler,
         super::v1::observations::handler,

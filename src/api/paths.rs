@@ -14,6 +14,7 @@ pub const V2_DAILY_EXTREMES: &str = "/api/v2/daily_extremes.php";
 pub const V2_NEARBY: &str = "/api/v2/nearby.php";
 pub const V2_PACING: &str = "/api/v2/pacing.php";
 pub const V2_BRACKETS: &str = "/api/v2/brackets.php";
+pub const V2_BRACKET_ACCURACY: &str = "/api/v2/bracket_accuracy.php";
 pub const V2_INGEST: &str = "/api/v2/ingest/{format}";
 pub const V2_STREAM: &str = "/api/v2/stream";
 pub const V2_STATUS: &str = "/api/v2/status";

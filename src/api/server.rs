@@ -54,6 +54,7 @@ pub fn router_with(state: AppState, limits: HttpLimits) -> Router {
         .route(paths::V2_NEARBY, get(v2::nearby::handler))
         .route(paths::V2_PACING, get(v2::pacing::handler))
         .route(paths::V2_BRACKETS, get(v2::brackets::handler))
+        .route(paths::V2_BRACKET_ACCURACY, get(v2::bracket_accuracy::handler))
         .route(paths::V2_MODEL_ACCURACY, get(v2::model_accuracy::handler))
         .route(paths::V2_STATIONS, get(v2::stations::handler))
         .route(paths::V2_STREAM_RELAY, get(stream_relay::handler))

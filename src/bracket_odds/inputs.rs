@@ -4,26 +4,34 @@
 //!
 //! - Today's forecasts of the settlement day: each model's latest run with a
 //!   `forecast_daily` row available by t (the day's window in the logic's clock:
-//!   `standard` for `nws`, `civil` for `wu`); the NWS hourly version in force at t
-//!   (`as_of('nws_hourly', t)`), when its periods cover the whole day; each daily-forecasts
-//!   source's latest issuance by t.
+//!   `standard` for `nws`, `civil` for `wu`), run at most [`RUN_HORIZON_DAYS`] before the
+//!   day (an older run's errors are past the leads `accuracy_pairs` verifies); the NWS
+//!   hourly version in force at t (the newest available then with periods on the day), when
+//!   its periods cover the whole day; each daily-forecasts source's latest issuance by t.
 //! - The verified history of those sources: `accuracy_pairs` available by t at the lead of
 //!   the asked time (whole days from t to the day's start, 1 to 3; a time within the day
 //!   uses lead 1, as no pair has a same-day run yet), each model at the run label of its
 //!   run used today; a daily-forecasts source by its latest issuance as long before each
 //!   past day's start as t is before the asked day's. A past day's settled value is its
-//!   full-day climate report's available by t, else its pairs' verifying value (the
-//!   engine's day under `nws`).
+//!   full-day climate report's available by t (the version a reader settles on, as
+//!   `as_of('reports', t)` chooses it), else its pairs' verifying value (the engine's day
+//!   under `nws`).
+//!
+//! Two steps, so one reading serves many times: [`Rows::read`] reads a station's rows for a
+//! span of settlement days, each with the moment it became known, and [`Rows::inputs`]
+//! chooses what was known at an [`Ask`]'s time. `brackets.php` reads one day's rows known
+//! by its time; the `bracket_scores` job reads a span once and asks at every checkpoint.
 //!
 //! Values are in the settlement unit (°F or °C): pairs and forecasts in the station's
 //! other unit are converted. Everything is read from the lake: a live input counts from
 //! the flush that stores it.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::RangeInclusive;
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
-use datafusion::arrow::datatypes::{Date32Type, Float64Type, TimestampMicrosecondType};
+use datafusion::arrow::datatypes::{Date32Type, Float64Type, TimestampMicrosecondType, UInt64Type};
 use datafusion::prelude::SessionContext;
 
 use datafusion::error::{DataFusionError, Result};
@@ -33,7 +41,7 @@ use crate::brackets::markets::Quantity;
 use crate::brackets::Verified;
 use crate::extremes::Logic;
 use crate::lake::bound_sql::{utf8_column, Bindings};
-use crate::time::fmt_iso_utc;
+use crate::time::DayClock;
 use crate::units::Units;
 
 /// The name of the NWS hourly forecast as a source (as in `accuracy_pairs`).
@@ -42,8 +50,13 @@ pub const NWS: &str = crate::models::NWS_HOURLY_SOURCE;
 /// Years of verified history read.
 const HISTORY_YEARS: i64 = 3;
 
-/// Days before the settlement day a model run can be (forecast_daily's horizon).
-const RUN_HORIZON_DAYS: i64 = 20;
+/// Days before the settlement day a model run used can be: the longest lead
+/// `accuracy_pairs` verifies, and one for the runs of the day before.
+pub const RUN_HORIZON_DAYS: i64 = super::MAX_LEAD_DAYS + 1;
+
+/// Days an NWS hourly version reaches ahead of its generation (seven days of periods),
+/// and one of margin: an older version covers no hour of the day.
+const NWS_REACH_DAYS: i64 = 8;
 
 impl Ask<'_> {
     /// The `forecast_daily` column of the target in the settlement unit.
@@ -54,6 +67,11 @@ impl Ask<'_> {
             (Quantity::Low, Units::Fahrenheit) => "low_f",
             (Quantity::Low, Units::Celsius) => "low_c",
         }
+    }
+
+    /// The first day of the verified history.
+    fn history_from(&self) -> NaiveDate {
+        self.date - Duration::days(365 * HISTORY_YEARS)
     }
 }
 
@@ -70,58 +88,270 @@ pub struct SourceForecast {
 #[derive(Debug, Clone)]
 pub struct Inputs {
     pub forecasts: Vec<SourceForecast>,
+    /// Past days the asked sources forecast, with their settled values.
     pub history: Vec<Verified>,
+    /// Every past day's settled value known then (the climatology baseline's sample).
+    pub settled: Vec<(NaiveDate, f64)>,
     pub lead_days: i64,
 }
 
-/// The inputs of `ask` (module docs).
+impl Inputs {
+    /// The forecasts as (source, value), as the method takes them.
+    pub fn forecast_values(&self) -> Vec<(String, f64)> {
+        self.forecasts.iter().map(|f| (f.source.clone(), f.forecast)).collect()
+    }
+}
+
+/// The inputs of `ask` (module docs): its day's rows known by its time, chosen.
 pub async fn gather(ctx: &SessionContext, ask: &Ask<'_>) -> Result<Inputs> {
-    // The five reads are independent: planned and scanned together.
-    let lead_days = ask.lead_days();
-    let (mut forecasts, nws, daily, mut days, pairs) = futures::try_join!(
-        model_runs(ctx, ask),
-        nws_version(ctx, ask),
-        daily_forecasts(ctx, ask),
-        settled_by_cli(ctx, ask),
-        pair_rows(ctx, ask, lead_days),
-    )?;
-    forecasts.extend(nws);
-    // The run label `accuracy_pairs` gives each: a model's run hour, the NWS version's
-    // 6-hour block.
-    let labels: HashMap<String, String> = forecasts
-        .iter()
-        .map(|f| {
-            let hour = chrono::Timelike::hour(&f.run);
-            let label = if f.source == NWS { 6 * (hour / 6) } else { hour };
-            (f.source.clone(), format!("{label:02}z"))
+    let lead = ask.lead_days();
+    Ok(Rows::read(ctx, ask, ask.date, lead..=lead).await?.inputs(ask))
+}
+
+/// A model run's value of one day.
+#[derive(Debug, Clone)]
+struct RunRow {
+    model: String,
+    run: DateTime<Utc>,
+    available: DateTime<Utc>,
+    value: f64,
+}
+
+/// One NWS hourly version's periods on one day.
+#[derive(Debug, Clone)]
+struct NwsDay {
+    generated: DateTime<Utc>,
+    available: DateTime<Utc>,
+    first: DateTime<Utc>,
+    last: DateTime<Utc>,
+    high: f64,
+    low: f64,
+}
+
+/// A daily forecast's value of the asked quantity.
+#[derive(Debug)]
+struct DailyIssue {
+    source: String,
+    date: NaiveDate,
+    issued_at: DateTime<Utc>,
+    available: DateTime<Utc>,
+    value: f64,
+}
+
+/// The order `as_of('reports', t)` puts a day's climate reports in, the one a reader
+/// settles on greatest: final, then latest issued, then correction, then latest
+/// available, received, row key (a missing time ranks below any).
+type CliOrder = (bool, Option<DateTime<Utc>>, bool, Option<DateTime<Utc>>, Option<DateTime<Utc>>, u64);
+
+/// One climate report of a day.
+#[derive(Debug)]
+struct CliVersion {
+    order: CliOrder,
+    available: DateTime<Utc>,
+    /// The target's value, settlement unit.
+    value: Option<f64>,
+}
+
+/// One verified pair: a source's forecast at a lead and run label, and the settled value.
+#[derive(Debug, Clone, Copy)]
+struct PairRow {
+    date: NaiveDate,
+    available: DateTime<Utc>,
+    forecast: f64,
+    observed: f64,
+}
+
+/// A station's rows for a span of settlement days (one target, unit and logic), each with
+/// when it became known (module docs).
+#[derive(Debug, Default)]
+pub struct Rows {
+    runs: BTreeMap<NaiveDate, Vec<RunRow>>,
+    nws: BTreeMap<NaiveDate, Vec<NwsDay>>,
+    /// By date.
+    daily: Vec<DailyIssue>,
+    cli: BTreeMap<NaiveDate, Vec<CliVersion>>,
+    /// By (lead, model, run label), each by date.
+    pairs: HashMap<(i64, String, String), Vec<PairRow>>,
+}
+
+impl Rows {
+    /// The rows of `ask`'s station, target, unit and logic for settlement days
+    /// `first..=ask.date` known by `ask.t`, with pairs at `leads`. A span of more than a day
+    /// needs the `nws` logic (its days are 24 hours: the NWS versions are grouped by day in
+    /// the query).
+    pub async fn read(
+        ctx: &SessionContext,
+        ask: &Ask<'_>,
+        first: NaiveDate,
+        leads: RangeInclusive<i64>,
+    ) -> Result<Self> {
+        if first != ask.date && ask.logic.clock() != DayClock::Standard {
+            return Err(DataFusionError::Plan("bracket inputs: a span of days is read under the nws logic".into()));
+        }
+        let (runs, nws, mut daily, cli, pairs) = futures::try_join!(
+            model_runs(ctx, ask, first),
+            nws_days(ctx, ask, first),
+            daily_forecasts(ctx, ask, first),
+            climate_reports(ctx, ask, first),
+            pair_rows(ctx, ask, first, leads),
+        )?;
+        daily.sort_by_key(|d| d.date);
+        Ok(Rows { runs, nws, daily, cli, pairs })
+    }
+
+    /// What `ask` is made from (module docs): its day's rows and the history before it,
+    /// as known at `ask.t`. `ask` is on the read's station, target, unit and logic.
+    pub fn inputs(&self, ask: &Ask<'_>) -> Inputs {
+        let t = ask.t;
+        let lead_days = ask.lead_days();
+        let mut forecasts = self.model_runs(ask);
+        forecasts.extend(self.nws_version(ask));
+        // The run label `accuracy_pairs` gives each: a model's run hour, the NWS version's
+        // 6-hour block.
+        let labels: BTreeMap<String, String> = forecasts
+            .iter()
+            .map(|f| {
+                let hour = chrono::Timelike::hour(&f.run);
+                let label = if f.source == NWS { 6 * (hour / 6) } else { hour };
+                (f.source.clone(), format!("{label:02}z"))
+            })
+            .collect();
+        let from = ask.history_from();
+        let mut days = self.settled_by_cli(from, ask.date, t);
+        for (source, label) in &labels {
+            let Some(pairs) = self.pairs.get(&(lead_days, source.clone(), label.clone())) else { continue };
+            let lo = pairs.partition_point(|p| p.date < from);
+            let hi = pairs.partition_point(|p| p.date < ask.date);
+            for p in pairs[lo..hi].iter().filter(|p| p.available <= t) {
+                let day = days.entry(p.date).or_insert_with(|| Verified {
+                    date: p.date,
+                    forecasts: Vec::new(),
+                    settled: p.observed,
+                });
+                // One pair per station, day, model, label, lead and target.
+                day.forecasts.push((source.clone(), p.forecast));
+            }
+        }
+        // Daily forecasts: today's latest issuance of each source, and for each past day its
+        // latest issuance as long before that day's start as t is before this one's.
+        let ahead = ask.window().start - t;
+        let known = |d: &&DailyIssue| d.available <= t;
+        let on = |date: NaiveDate| {
+            let (lo, hi) =
+                (self.daily.partition_point(|d| d.date < date), self.daily.partition_point(|d| d.date <= date));
+            self.daily[lo..hi].iter()
+        };
+        let mut latest: BTreeMap<&str, &DailyIssue> = BTreeMap::new();
+        for d in on(ask.date).filter(known) {
+            keep_latest(&mut latest, d.source.as_str(), d);
+        }
+        for d in latest.values() {
+            forecasts.push(SourceForecast { source: d.source.clone(), run: d.issued_at, forecast: d.value });
+        }
+        let past_lo = self.daily.partition_point(|d| d.date < from);
+        let past_hi = self.daily.partition_point(|d| d.date < ask.date);
+        let mut past: BTreeMap<(NaiveDate, &str), &DailyIssue> = BTreeMap::new();
+        for d in self.daily[past_lo..past_hi].iter().filter(known).filter(|d| latest.contains_key(d.source.as_str())) {
+            let start = crate::time::day_window(ask.station.timezone, ask.logic.clock(), d.date).start;
+            if d.issued_at > start - ahead {
+                continue;
+            }
+            keep_latest(&mut past, (d.date, d.source.as_str()), d);
+        }
+        for ((date, source), d) in past {
+            if let Some(day) = days.get_mut(&date) {
+                day.forecasts.push((source.to_string(), d.value));
+            }
+        }
+        let settled = days.values().map(|d| (d.date, d.settled)).collect();
+        let history = days.into_values().filter(|d| !d.forecasts.is_empty()).collect();
+        Inputs { forecasts, history, settled, lead_days }
+    }
+
+    /// The value `date` settled on as known at t, and when it became known: its final
+    /// climate report's (the version a reader settles on), else its pairs' verifying value.
+    pub fn settled(&self, date: NaiveDate, t: DateTime<Utc>) -> Option<(f64, DateTime<Utc>)> {
+        if let Some(r) = self.cli.get(&date).and_then(|versions| final_report(versions, t)) {
+            return r.value.map(|v| (v, r.available));
+        }
+        self.pairs
+            .values()
+            .filter_map(|pairs| {
+                let at = pairs.partition_point(|p| p.date < date);
+                pairs[at..]
+                    .iter()
+                    .take_while(|p| p.date == date)
+                    .filter(|p| p.available <= t)
+                    .min_by_key(|p| p.available)
+            })
+            .min_by_key(|p| p.available)
+            .map(|p| (p.observed, p.available))
+    }
+
+    /// Each model's latest run of the day available by t, run at most
+    /// [`RUN_HORIZON_DAYS`] before it.
+    fn model_runs(&self, ask: &Ask<'_>) -> Vec<SourceForecast> {
+        let oldest = ask.date - Duration::days(RUN_HORIZON_DAYS);
+        let mut latest: BTreeMap<&str, &RunRow> = BTreeMap::new();
+        let rows = self.runs.get(&ask.date).into_iter().flatten();
+        for r in rows.filter(|r| r.available <= ask.t && r.run.date_naive() >= oldest) {
+            let held = latest.entry(r.model.as_str()).or_insert(r);
+            if r.run > held.run {
+                *held = r;
+            }
+        }
+        latest
+            .into_values()
+            .map(|r| SourceForecast { source: r.model.clone(), run: r.run, forecast: r.value })
+            .collect()
+    }
+
+    /// The NWS hourly version in force at t, when its periods cover the day's window; once
+    /// the day has begun, the one in force at its start (a later version covers only the
+    /// hours left, and the lead-1 history scores the version before the day).
+    fn nws_version(&self, ask: &Ask<'_>) -> Option<SourceForecast> {
+        let w = ask.window();
+        let at = ask.t.min(w.start);
+        // As `as_of('nws_hourly', at)` bounds it: versions generated within 8 days of `at`.
+        let (newest_day, oldest_day) = (at.date_naive(), at.date_naive() - Duration::days(NWS_REACH_DAYS));
+        let in_force = self
+            .nws
+            .get(&ask.date)?
+            .iter()
+            .filter(|v| v.available <= at && (oldest_day..=newest_day).contains(&v.generated.date_naive()))
+            .max_by_key(|v| v.generated)?;
+        if in_force.first > w.start || in_force.last < w.end {
+            return None;
+        }
+        let value = match ask.target {
+            Quantity::High => in_force.high,
+            Quantity::Low => in_force.low,
+        };
+        Some(SourceForecast {
+            source: NWS.to_string(),
+            run: in_force.generated,
+            forecast: Units::Fahrenheit.convert(value, ask.unit),
         })
-        .collect();
-    add_pairs(ask, &pairs, &labels, &mut days)?;
-    // Daily forecasts: today's latest issuance of each source, and for each past day its
-    // latest issuance as long before that day's start as t is before this one's.
-    let ahead = ask.window().start - ask.t;
-    let mut latest: BTreeMap<&str, &DailyIssue> = BTreeMap::new();
-    for d in daily.iter().filter(|d| d.date == ask.date) {
-        keep_latest(&mut latest, d.source.as_str(), d);
     }
-    for d in latest.values() {
-        forecasts.push(SourceForecast { source: d.source.clone(), run: d.issued_at, forecast: d.value });
-    }
-    let mut past: BTreeMap<(NaiveDate, &str), &DailyIssue> = BTreeMap::new();
-    for d in daily.iter().filter(|d| d.date < ask.date && latest.contains_key(d.source.as_str())) {
-        let start = crate::time::day_window(ask.station.timezone, ask.logic.clock(), d.date).start;
-        if d.issued_at > start - ahead {
-            continue;
+
+    /// The past days `from..to` a final climate report available by t settled, without
+    /// forecasts yet.
+    fn settled_by_cli(&self, from: NaiveDate, to: NaiveDate, t: DateTime<Utc>) -> BTreeMap<NaiveDate, Verified> {
+        let mut days = BTreeMap::new();
+        for (&date, versions) in self.cli.range(from..to) {
+            if let Some(settled) = final_report(versions, t).and_then(|r| r.value) {
+                days.insert(date, Verified { date, forecasts: Vec::new(), settled });
+            }
         }
-        keep_latest(&mut past, (d.date, d.source.as_str()), d);
+        days
     }
-    for ((date, source), d) in past {
-        if let Some(day) = days.get_mut(&date) {
-            day.forecasts.push((source.to_string(), d.value));
-        }
-    }
-    let history = days.into_values().filter(|d| !d.forecasts.is_empty()).collect();
-    Ok(Inputs { forecasts, history, lead_days })
+}
+
+/// The climate report a reader settles on among `versions` known at t, when it is final
+/// and has the value.
+fn final_report(versions: &[CliVersion], t: DateTime<Utc>) -> Option<&CliVersion> {
+    let chosen = versions.iter().filter(|v| v.available <= t).max_by_key(|v| v.order)?;
+    (chosen.order.0 && chosen.value.is_some()).then_some(chosen)
 }
 
 /// Holds in `map` the latest issuance under `key`.
@@ -132,189 +362,210 @@ fn keep_latest<'a, K: Ord>(map: &mut BTreeMap<K, &'a DailyIssue>, key: K, d: &'a
     }
 }
 
-/// Each model's latest run with a row of the day available by t.
-async fn model_runs(ctx: &SessionContext, ask: &Ask<'_>) -> Result<Vec<SourceForecast>> {
+/// Every model run's row of the days `first..=ask.date` available by t, run at most
+/// [`RUN_HORIZON_DAYS`] before the first.
+async fn model_runs(ctx: &SessionContext, ask: &Ask<'_>, first: NaiveDate) -> Result<BTreeMap<NaiveDate, Vec<RunRow>>> {
     let mut b = Bindings::new();
     let tz_mode = if ask.logic == Logic::Nws { "standard" } else { "civil" };
     let sql = format!(
-        "SELECT model, run_time, {col} FROM forecast_daily WHERE location_name = {loc} AND tz_mode = {mode} \
-         AND date = {date} AND available_at <= {t} AND run_date >= {from} AND run_date <= {to} \
-         AND {col} IS NOT NULL",
+        "SELECT model, run_time, available_at, date, {col} FROM forecast_daily WHERE location_name = {loc} \
+         AND tz_mode = {mode} AND date >= {first} AND date <= {last} AND available_at <= {t} \
+         AND run_date >= {from} AND run_date <= {to} AND {col} IS NOT NULL",
         col = ask.column(),
         loc = b.str(&ask.station.code),
         mode = b.str(tz_mode),
-        date = b.date(ask.date),
+        first = b.date(first),
+        last = b.date(ask.date),
         t = b.time(ask.t),
-        from = b.partition_date(ask.date - Duration::days(RUN_HORIZON_DAYS)),
-        to = b.partition_date(ask.t.date_naive()),
+        from = b.partition_date(first - Duration::days(RUN_HORIZON_DAYS)),
+        to = b.partition_date(ask.t.date_naive().min(ask.date)),
     );
-    let mut latest: BTreeMap<String, SourceForecast> = BTreeMap::new();
+    let mut out: BTreeMap<NaiveDate, Vec<RunRow>> = BTreeMap::new();
     for batch in b.collect(ctx, &sql).await? {
         let models = utf8_column(&batch, 0)?;
-        let (models, runs, values) = (models.as_string::<i32>(), times(&batch, 1)?, floats(&batch, 2)?);
-        for (i, run) in runs.into_iter().enumerate() {
-            let Some(run) = run else { continue };
-            let f = SourceForecast { source: models.value(i).to_string(), run, forecast: values.value(i) };
-            match latest.get(&f.source) {
-                Some(l) if l.run >= run => {}
-                _ => {
-                    latest.insert(f.source.clone(), f);
-                }
-            }
-        }
-    }
-    Ok(latest.into_values().collect())
-}
-
-/// The NWS hourly version in force at t, when its periods cover the day's window; once
-/// the day has begun, the one in force at its start (a later version covers only the hours
-/// left, and the lead-1 history scores the version before the day).
-async fn nws_version(ctx: &SessionContext, ask: &Ask<'_>) -> Result<Option<SourceForecast>> {
-    let w = ask.window();
-    let at = ask.t.min(w.start);
-    let mut b = Bindings::new();
-    // The time is the service's own (formatted here, not the caller's text).
-    let sql = format!(
-        "SELECT max(generated_at), max(temperature_f), min(temperature_f), min(start_time), max(end_time) \
-         FROM as_of('nws_hourly', '{at}') WHERE station_code = {st} AND start_time >= {from} AND start_time < {to}",
-        at = fmt_iso_utc(at),
-        st = b.str(&ask.station.code),
-        from = b.time(w.start),
-        to = b.time(w.end),
-    );
-    let batches = b.collect(ctx, &sql).await?;
-    let Some(batch) = batches.iter().find(|b| b.num_rows() > 0) else { return Ok(None) };
-    let (generated, first, last) = (times(batch, 0)?[0], times(batch, 3)?[0], times(batch, 4)?[0]);
-    let (high, low) = (floats(batch, 1)?, floats(batch, 2)?);
-    let (Some(generated), Some(first), Some(last)) = (generated, first, last) else { return Ok(None) };
-    if first > w.start || last < w.end || high.is_null(0) {
-        return Ok(None);
-    }
-    let value = match ask.target {
-        Quantity::High => high.value(0),
-        Quantity::Low => low.value(0),
-    };
-    Ok(Some(SourceForecast {
-        source: NWS.to_string(),
-        run: generated,
-        forecast: Units::Fahrenheit.convert(value, ask.unit),
-    }))
-}
-
-/// A daily forecast's value of the asked quantity.
-#[derive(Debug)]
-struct DailyIssue {
-    source: String,
-    date: NaiveDate,
-    issued_at: DateTime<Utc>,
-    value: f64,
-}
-
-/// Every daily forecast of the station issued by t for the asked day and the history's.
-async fn daily_forecasts(ctx: &SessionContext, ask: &Ask<'_>) -> Result<Vec<DailyIssue>> {
-    let mut b = Bindings::new();
-    let value = ask.target.as_str();
-    let sql = format!(
-        "SELECT source, date, issued_at, {value}, units FROM as_of('daily_forecasts', '{at}') \
-         WHERE station_code = {st} AND date <= {to} AND date >= {from} AND {value} IS NOT NULL",
-        at = fmt_iso_utc(ask.t),
-        st = b.str(&ask.station.code),
-        to = b.date(ask.date),
-        from = b.date(ask.date - Duration::days(365 * HISTORY_YEARS)),
-    );
-    let mut out = Vec::new();
-    for batch in b.collect(ctx, &sql).await? {
-        let (sources, units) = (utf8_column(&batch, 0)?, utf8_column(&batch, 4)?);
-        let (sources, units) = (sources.as_string::<i32>(), units.as_string::<i32>());
-        let (dates, issued, values) = (dates(&batch, 1)?, times(&batch, 2)?, floats(&batch, 3)?);
+        let models = models.as_string::<i32>();
+        let (runs, available, dates, values) =
+            (times(&batch, 1)?, times(&batch, 2)?, dates(&batch, 3)?, floats(&batch, 4)?);
         for i in 0..batch.num_rows() {
-            let (Some(date), Some(issued_at)) = (dates[i], issued[i]) else { continue };
-            let Some(unit) = Units::parse(units.value(i)) else { continue };
-            let v = unit.convert(values.value(i), ask.unit);
-            out.push(DailyIssue { source: sources.value(i).to_string(), date, issued_at, value: v });
+            let (Some(run), Some(available), Some(date)) = (runs[i], available[i], dates[i]) else { continue };
+            out.entry(date).or_default().push(RunRow {
+                model: models.value(i).to_string(),
+                run,
+                available,
+                value: values.value(i),
+            });
         }
     }
     Ok(out)
 }
 
-/// The past days a full-day climate report available by t settled (the report a reader
-/// of the day settles on, `as_of('reports', t)`), without forecasts yet.
-async fn settled_by_cli(ctx: &SessionContext, ask: &Ask<'_>) -> Result<BTreeMap<NaiveDate, Verified>> {
+/// Every NWS hourly version's periods on the days `first..=ask.date`, per version and day,
+/// available by t (the versions that can be in force for them: generated from 8 days
+/// before the first day's start).
+async fn nws_days(ctx: &SessionContext, ask: &Ask<'_>, first: NaiveDate) -> Result<BTreeMap<NaiveDate, Vec<NwsDay>>> {
+    let (w_first, w_last) = (crate::time::day_window(ask.station.timezone, ask.logic.clock(), first), ask.window());
     let mut b = Bindings::new();
+    // One day: the version's periods in its window. More: 24-hour days from the first's
+    // start (the read checks the clock).
+    let day = match first == ask.date {
+        true => "CAST(0 AS BIGINT)".to_string(),
+        // The service's own time, written as a number.
+        false => format!("CAST((to_unixtime(start_time) - {}) / 86400 AS BIGINT)", w_first.start.timestamp()),
+    };
     let sql = format!(
-        "SELECT report_date, CAST({value}_f AS DOUBLE) FROM as_of('reports', '{at}') WHERE kind = 'cli' \
-         AND station_code = {st} AND is_final AND report_date < {to} AND report_date >= {from} \
-         AND {value}_f IS NOT NULL",
-        value = ask.target.as_str(),
-        at = fmt_iso_utc(ask.t),
+        "SELECT generated_at, max(available_at), min(start_time), max(end_time), max(temperature_f), \
+         min(temperature_f), {day} AS day FROM nws_hourly WHERE station_code = {st} AND start_time >= {from} \
+         AND start_time < {to} AND available_at <= {t} AND date >= {p_from} AND date <= {p_to} \
+         GROUP BY generated_at, day",
         st = b.str(&ask.station.code),
-        to = b.date(ask.date),
-        from = b.date(ask.date - Duration::days(365 * HISTORY_YEARS)),
-    );
-    let mut days = BTreeMap::new();
-    for batch in b.collect(ctx, &sql).await? {
-        let (dates, values) = (dates(&batch, 0)?, floats(&batch, 1)?);
-        for (i, date) in dates.into_iter().enumerate() {
-            if let Some(date) = date {
-                days.insert(
-                    date,
-                    Verified {
-                        date,
-                        forecasts: Vec::new(),
-                        settled: Units::Fahrenheit.convert(values.value(i), ask.unit),
-                    },
-                );
-            }
-        }
-    }
-    Ok(days)
-}
-
-/// The `accuracy_pairs` rows of the station and target at `lead` available by t.
-async fn pair_rows(ctx: &SessionContext, ask: &Ask<'_>, lead: i64) -> Result<Vec<RecordBatch>> {
-    let mut b = Bindings::new();
-    let sql = format!(
-        "SELECT date, model, run_label, forecast, observed FROM accuracy_pairs WHERE station_code = {st} \
-         AND target = {target} AND lead_days = {lead} AND available_at <= {t} AND date < {to} AND date >= {from}",
-        st = b.str(&ask.station.code),
-        target = b.str(ask.target.as_str()),
+        from = b.time(w_first.start),
+        to = b.time(w_last.end),
         t = b.time(ask.t),
-        to = b.date(ask.date),
-        from = b.date(ask.date - Duration::days(365 * HISTORY_YEARS)),
+        p_from = b.partition_date((w_first.start - Duration::days(NWS_REACH_DAYS)).date_naive()),
+        p_to = b.partition_date(ask.t.min(w_last.start).date_naive()),
     );
-    b.collect(ctx, &sql).await
-}
-
-/// The verified days of the asked sources in `pairs` (each model at its run label)
-/// added to `days`; a day no climate report settled takes its pairs' verifying value.
-fn add_pairs(
-    ask: &Ask<'_>,
-    pairs: &[RecordBatch],
-    labels: &HashMap<String, String>,
-    days: &mut BTreeMap<NaiveDate, Verified>,
-) -> Result<()> {
-    for batch in pairs {
-        let (models, run_labels) = (utf8_column(batch, 1)?, utf8_column(batch, 2)?);
-        let (models, run_labels) = (models.as_string::<i32>(), run_labels.as_string::<i32>());
-        let (dates, forecasts, observed) = (dates(batch, 0)?, floats(batch, 3)?, floats(batch, 4)?);
-        for (i, date) in dates.into_iter().enumerate() {
-            let Some(date) = date else { continue };
-            let model = models.value(i);
-            // Each source at the run label of its run used today.
-            let wanted = labels.get(model).is_some_and(|l| l == run_labels.value(i));
-            if !wanted || forecasts.is_null(i) || observed.is_null(i) {
+    let mut out: BTreeMap<NaiveDate, Vec<NwsDay>> = BTreeMap::new();
+    for batch in b.collect(ctx, &sql).await? {
+        let (generated, available, firsts, lasts) =
+            (times(&batch, 0)?, times(&batch, 1)?, times(&batch, 2)?, times(&batch, 3)?);
+        let (high, low) = (floats(&batch, 4)?, floats(&batch, 5)?);
+        let days = batch
+            .column(6)
+            .as_primitive_opt::<datafusion::arrow::datatypes::Int64Type>()
+            .ok_or_else(|| internal("day"))?;
+        for i in 0..batch.num_rows() {
+            let (Some(generated), Some(available), Some(first_t), Some(last_t)) =
+                (generated[i], available[i], firsts[i], lasts[i])
+            else {
+                continue;
+            };
+            if high.is_null(i) || low.is_null(i) || days.is_null(i) {
                 continue;
             }
-            let day = days.entry(date).or_insert_with(|| Verified {
-                date,
-                forecasts: Vec::new(),
-                settled: ask.station.units.convert(observed.value(i), ask.unit),
+            let date = first + Duration::days(days.value(i));
+            out.entry(date).or_default().push(NwsDay {
+                generated,
+                available,
+                first: first_t,
+                last: last_t,
+                high: high.value(i),
+                low: low.value(i),
             });
-            // One pair per station, day, model, label, lead and target.
-            day.forecasts.push((model.to_string(), ask.station.units.convert(forecasts.value(i), ask.unit)));
         }
     }
-    Ok(())
+    Ok(out)
+}
+
+/// Every daily forecast of the station known by t for the days and their history.
+async fn daily_forecasts(ctx: &SessionContext, ask: &Ask<'_>, first: NaiveDate) -> Result<Vec<DailyIssue>> {
+    let mut b = Bindings::new();
+    let value = ask.target.as_str();
+    let sql = format!(
+        "SELECT source, date, issued_at, available_at, {value}, units FROM daily_forecasts \
+         WHERE station_code = {st} AND date <= {to} AND date >= {from} AND available_at <= {t} AND {value} IS NOT NULL",
+        st = b.str(&ask.station.code),
+        to = b.date(ask.date),
+        from = b.date(first - Duration::days(365 * HISTORY_YEARS)),
+        t = b.time(ask.t),
+    );
+    let mut out = Vec::new();
+    for batch in b.collect(ctx, &sql).await? {
+        let (sources, units) = (utf8_column(&batch, 0)?, utf8_column(&batch, 5)?);
+        let (sources, units) = (sources.as_string::<i32>(), units.as_string::<i32>());
+        let (dates, issued, available, values) =
+            (dates(&batch, 1)?, times(&batch, 2)?, times(&batch, 3)?, floats(&batch, 4)?);
+        for i in 0..batch.num_rows() {
+            let (Some(date), Some(issued_at), Some(available)) = (dates[i], issued[i], available[i]) else { continue };
+            let Some(unit) = Units::parse(units.value(i)) else { continue };
+            let v = unit.convert(values.value(i), ask.unit);
+            out.push(DailyIssue { source: sources.value(i).to_string(), date, issued_at, available, value: v });
+        }
+    }
+    Ok(out)
+}
+
+/// Every climate report of the history's days known by t, each with what `as_of` chooses
+/// it by (the choice and the `is_final` test come after: a filter before it would let an
+/// older version stand in).
+async fn climate_reports(
+    ctx: &SessionContext,
+    ask: &Ask<'_>,
+    first: NaiveDate,
+) -> Result<BTreeMap<NaiveDate, Vec<CliVersion>>> {
+    let mut b = Bindings::new();
+    let sql = format!(
+        "SELECT report_date, CAST({value}_f AS DOUBLE), is_final, issued_at, correction, available_at, \
+         received_at, row_key FROM reports WHERE kind = 'cli' AND station_code = {st} AND report_date <= {to} \
+         AND report_date >= {from} AND available_at <= {t}",
+        value = ask.target.as_str(),
+        st = b.str(&ask.station.code),
+        to = b.date(ask.date),
+        from = b.date(first - Duration::days(365 * HISTORY_YEARS)),
+        t = b.time(ask.t),
+    );
+    let mut out: BTreeMap<NaiveDate, Vec<CliVersion>> = BTreeMap::new();
+    for batch in b.collect(ctx, &sql).await? {
+        let (dates, values) = (dates(&batch, 0)?, floats(&batch, 1)?);
+        let (finals, corrections) = (bools(&batch, 2)?, bools(&batch, 4)?);
+        let (issued, available, received) = (times(&batch, 3)?, times(&batch, 5)?, times(&batch, 6)?);
+        let keys = batch.column(7).as_primitive_opt::<UInt64Type>().ok_or_else(|| internal("row_key"))?;
+        for i in 0..batch.num_rows() {
+            let (Some(date), Some(at)) = (dates[i], available[i]) else { continue };
+            let order = (finals.value(i), issued[i], corrections.value(i), available[i], received[i], keys.value(i));
+            let value = values.is_valid(i).then(|| Units::Fahrenheit.convert(values.value(i), ask.unit));
+            out.entry(date).or_default().push(CliVersion { order, available: at, value });
+        }
+    }
+    Ok(out)
+}
+
+/// The `accuracy_pairs` rows of the station and target at `leads` known by t, for the
+/// history of the days.
+async fn pair_rows(
+    ctx: &SessionContext,
+    ask: &Ask<'_>,
+    first: NaiveDate,
+    leads: RangeInclusive<i64>,
+) -> Result<HashMap<(i64, String, String), Vec<PairRow>>> {
+    let mut b = Bindings::new();
+    let sql = format!(
+        "SELECT date, model, run_label, CAST(lead_days AS BIGINT), forecast, observed, available_at FROM accuracy_pairs \
+         WHERE station_code = {st} AND target = {target} AND lead_days >= {l1} AND lead_days <= {l2} \
+         AND available_at <= {t} AND date <= {to} AND date >= {from} AND forecast IS NOT NULL AND observed IS NOT NULL",
+        st = b.str(&ask.station.code),
+        target = b.str(ask.target.as_str()),
+        l1 = leads.start(),
+        l2 = leads.end(),
+        t = b.time(ask.t),
+        to = b.date(ask.date),
+        from = b.date(first - Duration::days(365 * HISTORY_YEARS)),
+    );
+    let mut out: HashMap<(i64, String, String), Vec<PairRow>> = HashMap::new();
+    for batch in b.collect(ctx, &sql).await? {
+        let (models, run_labels) = (utf8_column(&batch, 1)?, utf8_column(&batch, 2)?);
+        let (models, run_labels) = (models.as_string::<i32>(), run_labels.as_string::<i32>());
+        let leads = batch
+            .column(3)
+            .as_primitive_opt::<datafusion::arrow::datatypes::Int64Type>()
+            .ok_or_else(|| internal("lead_days"))?;
+        let (dates, forecasts, observed, available) =
+            (dates(&batch, 0)?, floats(&batch, 4)?, floats(&batch, 5)?, times(&batch, 6)?);
+        let unit = |v: f64| ask.station.units.convert(v, ask.unit);
+        for i in 0..batch.num_rows() {
+            let (Some(date), Some(available)) = (dates[i], available[i]) else { continue };
+            let key = (leads.value(i), models.value(i).to_string(), run_labels.value(i).to_string());
+            out.entry(key).or_default().push(PairRow {
+                date,
+                available,
+                forecast: unit(forecasts.value(i)),
+                observed: unit(observed.value(i)),
+            });
+        }
+    }
+    for pairs in out.values_mut() {
+        pairs.sort_by_key(|p| p.date);
+    }
+    Ok(out)
 }
 
 fn internal(what: &str) -> DataFusionError {
@@ -336,4 +587,8 @@ fn times(batch: &RecordBatch, i: usize) -> Result<Vec<Option<DateTime<Utc>>>> {
 fn dates(batch: &RecordBatch, i: usize) -> Result<Vec<Option<NaiveDate>>> {
     let a = batch.column(i).as_primitive_opt::<Date32Type>().ok_or_else(|| internal(batch.schema().field(i).name()))?;
     Ok((0..a.len()).map(|r| a.is_valid(r).then(|| Date32Type::to_naive_date_opt(a.value(r))).flatten()).collect())
+}
+
+fn bools(batch: &RecordBatch, i: usize) -> Result<&datafusion::arrow::array::BooleanArray> {
+    batch.column(i).as_boolean_opt().ok_or_else(|| internal(batch.schema().field(i).name()))
 }

@@ -11,6 +11,8 @@
 
 pub mod inputs;
 
+pub use inputs::Inputs;
+
 use chrono::{DateTime, NaiveDate, Utc};
 use thiserror::Error;
 
@@ -18,7 +20,7 @@ use crate::brackets::markets::{self, Market, Quantity};
 use crate::brackets::method::SourceFit;
 use crate::brackets::{BracketsError, Distribution, Ladder, Method};
 use crate::catalog::Station;
-use crate::extremes::Logic;
+use crate::extremes::{DayExtremes, Logic};
 use crate::lake::LakeError;
 use crate::time::{fmt_iso_utc, Window};
 use crate::trading_day::{extremes, extremes_as_of, DayError};
@@ -176,8 +178,20 @@ impl Odds {
 pub async fn odds(live: &WriteService, ask: &Ask<'_>, ladder: Option<Ladder>, as_of: bool) -> Result<Odds, OddsError> {
     let inputs = inputs::gather(&live.ctx, ask).await?;
     let observed = observed(live, ask, as_of).await?;
+    compose(ask, &inputs, observed, ladder)
+}
+
+/// The odds of `ask` from its `inputs` and the day's running extreme `observed` (a final
+/// climate report's value settles it): what [`odds`] answers, and what the
+/// `bracket_scores` job scores at each checkpoint from the same inputs.
+pub fn compose(
+    ask: &Ask<'_>,
+    inputs: &Inputs,
+    observed: Option<Observed>,
+    ladder: Option<Ladder>,
+) -> Result<Odds, OddsError> {
     let settled = observed.filter(|o| o.is_final).map(|o| o.value);
-    let forecasts: Vec<(String, f64)> = inputs.forecasts.iter().map(|f| (f.source.clone(), f.forecast)).collect();
+    let forecasts = inputs.forecast_values();
     let no_forecast =
         || OddsError::NoForecast { station: ask.station.code.clone(), date: ask.date, at: fmt_iso_utc(ask.t) };
     let (dist, fits) = match settled {
@@ -188,11 +202,7 @@ pub async fn odds(live: &WriteService, ask: &Ask<'_>, ladder: Option<Ladder>, as
             (d, fit.sources)
         }
     };
-    let dist = match (observed, ask.target) {
-        (Some(o), Quantity::High) => dist.at_least(o.value),
-        (Some(o), Quantity::Low) => dist.at_most(o.value),
-        (None, _) => dist,
-    };
+    let dist = bounded(dist, ask.target, observed);
     let ladder = ladder.unwrap_or_else(|| ask.usual_ladder(dist.quantile(0.5)));
     let brackets = dist.brackets(&ladder);
     let inputs_used = fits
@@ -213,6 +223,15 @@ pub async fn odds(live: &WriteService, ask: &Ask<'_>, ladder: Option<Ladder>, as
     })
 }
 
+/// `dist` with no probability below the running high (above the running low).
+pub fn bounded(dist: Distribution, target: Quantity, observed: Option<Observed>) -> Distribution {
+    match (observed, target) {
+        (Some(o), Quantity::High) => dist.at_least(o.value),
+        (Some(o), Quantity::Low) => dist.at_most(o.value),
+        (None, _) => dist,
+    }
+}
+
 /// What the day's observations settled by `ask.t` (none before the day begins: the
 /// trading day's own future check says so).
 async fn observed(live: &WriteService, ask: &Ask<'_>, as_of: bool) -> Result<Option<Observed>, OddsError> {
@@ -220,18 +239,25 @@ async fn observed(live: &WriteService, ask: &Ask<'_>, as_of: bool) -> Result<Opt
         true => extremes_as_of(live, ask.station, ask.logic, Some(ask.date), ask.t).await,
         false => extremes(live, ask.station, ask.logic, Some(ask.date)).await,
     };
-    let day = match day {
-        Ok(day) => day,
-        Err(DayError::Future { .. }) => return Ok(None),
-        Err(DayError::Lake(e)) => return Err(e.into()),
-    };
-    let Some(x) = day.extremes else { return Ok(None) };
-    let extreme = match ask.target {
-        Quantity::High => x.high,
-        Quantity::Low => x.low,
-    };
-    Ok(extreme.map(|e| {
-        let v = if ask.unit == Units::Fahrenheit { e.value_f } else { e.value_c };
-        Observed { value: round_half_away(v) as i32, is_final: x.is_final }
-    }))
+    match day {
+        Ok(day) => Ok(Observed::of(ask, day.extremes.as_ref())),
+        Err(DayError::Future { .. }) => Ok(None),
+        Err(DayError::Lake(e)) => Err(e.into()),
+    }
+}
+
+impl Observed {
+    /// The running extreme of `ask`'s target in the engine's day `x`, whole in the
+    /// settlement unit.
+    pub fn of(ask: &Ask<'_>, x: Option<&DayExtremes>) -> Option<Observed> {
+        let x = x?;
+        let extreme = match ask.target {
+            Quantity::High => x.high.as_ref(),
+            Quantity::Low => x.low.as_ref(),
+        };
+        extreme.map(|e| {
+            let v = if ask.unit == Units::Fahrenheit { e.value_f } else { e.value_c };
+            Observed { value: round_half_away(v) as i32, is_final: x.is_final }
+        })
+    }
 }

@@ -12,6 +12,8 @@ pub const FILES: &[(&str, &str)] = &[
     ("sql/accuracy_pairs.sql", include_str!("../../sql/accuracy_pairs.sql")),
     ("jobs/accuracy_trends.toml", include_str!("../../jobs/accuracy_trends.toml")),
     ("sql/accuracy_trends.sql", include_str!("../../sql/accuracy_trends.sql")),
+    ("jobs/bracket_scores.toml", include_str!("../../jobs/bracket_scores.toml")),
+    ("sql/bracket_scores.sql", include_str!("../../sql/bracket_scores.sql")),
     ("jobs/daily_extremes.toml", include_str!("../../jobs/daily_extremes.toml")),
     ("sql/daily_extremes.sql", include_str!("../../sql/daily_extremes.sql")),
     ("jobs/forecast_daily.toml", include_str!("../../jobs/forecast_daily.toml")),

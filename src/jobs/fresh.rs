@@ -56,7 +56,7 @@ pub fn plan_refresh<'a>(
         let spec = &specs[i];
         let root = spec.inputs.iter().any(|t| t == FORECASTS.name);
         let downstream = spec.depends_on.iter().any(|d| chosen.contains(d.as_str()));
-        if !(root || downstream) {
+        if !(root || downstream) || !spec.schedule.on_new_run {
             continue;
         }
         chosen.insert(spec.name.as_str());
@@ -195,6 +195,7 @@ mod tests {
             assert!(i > pairs, "{n} after accuracy_pairs");
         }
         assert!(names.iter().all(|(n, _)| *n != "daily_extremes"), "observations are not changed by a run");
+        assert!(names.iter().all(|(n, _)| *n != "bracket_scores"), "past checkpoints never saw a new run");
         assert!(plan_refresh(&specs, &[], d("2026-09-25")).unwrap().is_empty());
     }
 }

@@ -12,7 +12,8 @@
 //!   [`statements`] (the SQL run in a session, with [`params`] `$from`/`$to` bound as
 //!   values), [`encode`] (sorted Parquet per output partition).
 //! - [`rust_tables`]: tables computed in Rust for the SQL (local day windows, model
-//!   cadences, and [`observed`]: the live engine's daily extremes), declared as `helpers`.
+//!   cadences, [`observed`]: the live engine's daily extremes, and [`bracket_scores`]: the
+//!   bracket odds at each checkpoint, scored), declared as `helpers`.
 //! - [`runs`]: `job_runs`, the record of every run.
 //! - [`tables`]: registering derived tables in any session ([`register_derived`]) and the
 //!   session a job runs in.
@@ -22,6 +23,7 @@
 //!
 //! The command line (`wxlake jobs ...`) is in the binary, `src/cli/jobs.rs`.
 
+pub mod bracket_scores;
 pub mod embedded;
 pub mod encode;
 pub mod error;

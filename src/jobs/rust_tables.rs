@@ -16,6 +16,8 @@
 //!   its leads (NBS-MOS leads are 5, 8, 11 ... for a 01Z run).
 //! - `observed_extremes`: the live engine's high/low per station, trading day and logic for
 //!   the run's dates (see [`super::observed`]).
+//! - `bracket_forecasts`: the bracket odds each settled station-day had at each checkpoint,
+//!   and the baselines', scored (see [`super::bracket_scores`]).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -28,6 +30,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 
+use super::bracket_scores::bracket_forecasts;
 use super::error::JobError;
 use super::observed::observed_extremes;
 use crate::catalog::Catalog;
@@ -42,10 +45,13 @@ pub enum RustTable {
     ModelLeads,
     /// The live engine's daily extremes (observed.rs); needs observations, onemin, reports.
     ObservedExtremes,
+    /// The bracket odds at each checkpoint and their baselines, scored (bracket_scores.rs).
+    BracketForecasts,
 }
 
 impl RustTable {
-    pub const ALL: [RustTable; 3] = [RustTable::DayWindows, RustTable::ModelLeads, RustTable::ObservedExtremes];
+    pub const ALL: [RustTable; 4] =
+        [RustTable::DayWindows, RustTable::ModelLeads, RustTable::ObservedExtremes, RustTable::BracketForecasts];
 
     /// The SQL name (and the name in a declaration's `helpers`).
     pub fn name(self) -> &'static str {
@@ -53,6 +59,7 @@ impl RustTable {
             RustTable::DayWindows => "day_windows",
             RustTable::ModelLeads => "model_leads",
             RustTable::ObservedExtremes => "observed_extremes",
+            RustTable::BracketForecasts => "bracket_forecasts",
         }
     }
 
@@ -180,6 +187,7 @@ pub async fn register(
             RustTable::DayWindows => day_windows(from - Duration::days(2), to + Duration::days(reach_days()))?,
             RustTable::ModelLeads => model_leads()?,
             RustTable::ObservedExtremes => observed_extremes(ctx, from, to, chrono::Utc::now()).await?,
+            RustTable::BracketForecasts => bracket_forecasts(ctx, from, to, chrono::Utc::now()).await?,
         };
         // What the client computes outside the SQL (on a cluster too), per chunk, at debug level.
         tracing::debug!(table = t.name(), %from, %to, elapsed_ms = started.elapsed().as_millis() as u64, "helper table computed");

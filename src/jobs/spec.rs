@@ -28,6 +28,7 @@
 //! on_new_data = ["forecasts"]             # run when these tables get new data
 //! lookback_days = 2                       # scheduled runs recompute [today-2, today]
 //! debounce_seconds = 60                   # wait for new data to settle
+//! on_new_run = true                       # refreshed after a new model run (fresh.rs)
 //! ```
 //!
 //! Column types: `string`, `date`, `timestamp` (µs, UTC), `int` (32-bit), `bigint`,
@@ -224,6 +225,10 @@ pub struct Schedule {
     /// Scheduled runs recompute `[today - lookback_days, today]` (UTC); `None` = full run.
     pub lookback_days: Option<u32>,
     pub debounce: Duration,
+    /// Whether a new model run's refresh (fresh.rs) runs it when it is downstream of the
+    /// run's tables (`on_new_run`, default true): false for a job a new run cannot change,
+    /// as `bracket_scores`, which reads only what was known at past checkpoints.
+    pub on_new_run: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -290,6 +295,7 @@ struct RawSchedule {
     on_new_data: Vec<String>,
     lookback_days: Option<u32>,
     debounce_seconds: Option<u64>,
+    on_new_run: Option<bool>,
 }
 
 /// Default days per chunk of an incremental run.
@@ -429,7 +435,10 @@ pub fn parse_spec(
     if uses_range && incremental.is_none() {
         return Err(bad("the SQL uses $from/$to but the job declares no [incremental] key".into()));
     }
-    if let Some(h) = helpers.iter().find(|h| matches!(h, RustTable::DayWindows | RustTable::ObservedExtremes)) {
+    if let Some(h) = helpers
+        .iter()
+        .find(|h| matches!(h, RustTable::DayWindows | RustTable::ObservedExtremes | RustTable::BracketForecasts))
+    {
         if incremental.is_none() {
             return Err(bad(format!(
                 "helper {} is computed for the run's range: declare an [incremental] key",
@@ -448,6 +457,7 @@ pub fn parse_spec(
         on_new_data: s.on_new_data,
         lookback_days: s.lookback_days,
         debounce: s.debounce_seconds.map(Duration::from_secs).unwrap_or(DEFAULT_DEBOUNCE),
+        on_new_run: s.on_new_run.unwrap_or(true),
     };
 
     Ok(JobSpec {

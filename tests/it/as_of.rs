@@ -759,6 +759,7 @@ async fn as_of_is_refused_for_the_future_and_where_it_cannot_be_honoured() {
     assert_eq!(
         taking,
         [
+            "bracket_accuracy.php",
             "brackets.php",
             "daily_extremes.php",
             "forecasts.php",

@@ -516,3 +516,119 @@ async fn brackets_php_takes_each_models_latest_run_known_at_the_time() {
     assert_eq!(inputs(&earlier), then, "{earlier}");
     assert_ne!(then.get(&newest[0]).map(|r| &r.0), Some(&newest[1]), "{then:?}");
 }
+
+/// The `bracket_scores` job scores exactly what `brackets.php` would have answered at each
+/// checkpoint (no look-ahead: the same inputs chosen as known then, the same floor from the
+/// observations known then), against the day's settled value; `bracket_accuracy.php` is
+/// the table summed, and as of a moment before any day settled it counts nothing.
+#[tokio::test]
+async fn bracket_scores_are_what_brackets_php_answered_at_each_checkpoint() {
+    use crate::support::{open_live, rows, stderr, wxlake, Api};
+    let dir = tempfile::tempdir().unwrap();
+    let lake_dir = dir.path().join("lake");
+    let out = wxlake(&lake_dir, &["demo", "--days", "8", "--stations", "KNYC", "--no-onemin"]);
+    assert!(out.status.success(), "demo: {}", stderr(&out));
+    let lake = wxlake::lake::Lake::open(&format!("file://{}", lake_dir.display())).await.unwrap();
+    let clock: std::sync::Arc<dyn wxlake::clock::Clock> =
+        std::sync::Arc::new(wxlake::clock::ManualClock::new(chrono::Utc::now()));
+    let live = std::sync::Arc::new(open_live(&lake, &dir.path().join("state"), clock.clone()).await);
+    let api = Api::over(live, &dir.path().join("state"));
+
+    // Every forecast's ladder sums to 1 and holds the settled value in exactly one bracket.
+    let forecasts = rows(
+        &lake,
+        "SELECT date, target, checkpoint, forecaster, sum(p), sum(CAST(hit AS INT)), count(ignorance), \
+         min(settled), max(settled) FROM bracket_scores GROUP BY date, target, checkpoint, forecaster",
+    )
+    .await;
+    assert!(forecasts.len() >= 40, "days × targets × checkpoints × forecasters: {forecasts:?}");
+    for f in &forecasts {
+        assert!((f[4].parse::<f64>().unwrap() - 1.0).abs() < 1e-9, "{f:?}");
+        assert_eq!((f[5].as_str(), f[6].as_str()), ("1", "1"), "one bracket settles, one row scores: {f:?}");
+        assert_eq!(f[7], f[8], "{f:?}");
+    }
+    let checkpoints: std::collections::BTreeSet<&str> = forecasts.iter().map(|f| f[2].as_str()).collect();
+    assert_eq!(checkpoints.len(), 6, "{checkpoints:?}");
+    let baselines: std::collections::BTreeSet<&str> = forecasts.iter().map(|f| f[3].as_str()).collect();
+    assert!(baselines.contains("wxlake") && baselines.contains("equal_weight"), "{baselines:?}");
+
+    // The settled value is the final climate report's.
+    let settled = rows(
+        &lake,
+        "SELECT s.date, s.target, min(s.settled), min(CAST(CASE WHEN s.target = 'high' THEN r.high_f ELSE r.low_f END AS INT)) \
+         FROM bracket_scores s JOIN as_of('reports', now()) r ON r.station_code = s.station_code \
+         AND r.report_date = s.date AND r.kind = 'cli' AND r.is_final GROUP BY s.date, s.target",
+    )
+    .await;
+    assert!(!settled.is_empty());
+    for s in &settled {
+        assert_eq!(s[2], s[3], "{s:?}");
+    }
+
+    // Each of our forecasts is brackets.php's as of its checkpoint, on the same ladder
+    // (the day's floor at the same-day checkpoints included).
+    let ours = rows(
+        &lake,
+        "SELECT date, target, checkpoint, checkpoint_at, string_agg(bracket, ',' ORDER BY bracket_lo NULLS FIRST), \
+         string_agg(CAST(p AS VARCHAR), ',' ORDER BY bracket_lo NULLS FIRST) FROM bracket_scores \
+         WHERE forecaster = 'wxlake' GROUP BY date, target, checkpoint, checkpoint_at ORDER BY date, target, checkpoint",
+    )
+    .await;
+    let mut floors = 0;
+    for r in &ours {
+        let at = wxlake::time::parse_utc(&r[3]).unwrap();
+        let ladder = r[4].replace('<', "%3C").replace('>', "%3E").replace('=', "%3D");
+        let uri = format!(
+            "/api/v2/brackets.php?station_code=KNYC&date={}&target={}&logic=nws&brackets={ladder}&as_of={}",
+            r[0],
+            r[1],
+            wxlake::time::fmt_iso_utc(at)
+        );
+        let (_, v) = api.get(&uri).await;
+        let served: Vec<f64> = v["brackets"].as_array().unwrap().iter().map(|b| b["p"].as_f64().unwrap()).collect();
+        let scored: Vec<f64> = r[5].split(',').map(|p| p.parse().unwrap()).collect();
+        assert_eq!(served.len(), scored.len(), "{uri}: {v}");
+        for (a, b) in served.iter().zip(&scored) {
+            assert!((a - b).abs() < 1e-9, "{uri}: served {served:?}, scored {scored:?}");
+        }
+        floors += usize::from(!v["floor"].is_null() || !v["ceiling"].is_null());
+    }
+    assert!(floors > 0, "the same-day checkpoints had a running extreme");
+
+    // bracket_accuracy.php: the table summed.
+    let (_, v) = api.get("/api/v2/bracket_accuracy.php?station_code=KNYC").await;
+    let ours_n = forecasts.iter().filter(|f| f[3] == "wxlake").count() as i64;
+    assert_eq!(v["forecasts"].as_i64(), Some(ours_n), "{v}");
+    assert_eq!(v["checkpoints"].as_array().unwrap().len(), 6, "{v}");
+    for c in v["checkpoints"].as_array().unwrap() {
+        let fs = c["forecasters"].as_array().unwrap();
+        assert_eq!(fs[0]["forecaster"], "wxlake");
+        assert!(fs[0]["skill"].is_null() && fs.len() >= 2, "{c}");
+        for f in &fs[1..] {
+            let (ours, theirs) = (fs[0]["ignorance"].as_f64().unwrap(), f["ignorance"].as_f64().unwrap());
+            // On the forecasts both made; ours is the same set when the baseline made all of them.
+            if f["n"] == fs[0]["n"] {
+                assert!((f["skill"]["ignorance_bits"].as_f64().unwrap() - (theirs - ours)).abs() < 1e-9, "{c}");
+            }
+        }
+    }
+    let wx = v["calibration"].as_array().unwrap().iter().find(|c| c["forecaster"] == "wxlake").unwrap();
+    let brackets: i64 = wx["reliability"].as_array().unwrap().iter().map(|b| b["n"].as_i64().unwrap()).sum();
+    let table = rows(&lake, "SELECT count(*) FROM bracket_scores WHERE forecaster = 'wxlake'").await;
+    assert_eq!(brackets.to_string(), table[0][0], "{wx}");
+    let pit: i64 = wx["pit_histogram"].as_array().unwrap().iter().map(|n| n.as_i64().unwrap()).sum();
+    assert_eq!(pit, ours_n, "{wx}");
+    // As of a moment before the first day settled: nothing.
+    let first = rows(&lake, "SELECT min(settled_at) FROM bracket_scores").await;
+    let before = wxlake::time::parse_utc(&first[0][0]).unwrap() - Duration::seconds(1);
+    let (_, v) = api.get(&format!("/api/v2/bracket_accuracy.php?as_of={}", wxlake::time::fmt_iso_utc(before))).await;
+    assert_eq!((v["forecasts"].as_i64(), v["checkpoints"].as_array().map(Vec::len)), (Some(0), Some(0)), "{v}");
+    for (uri, error) in [
+        ("/api/v2/bracket_accuracy.php?target=middle", "Invalid target: middle"),
+        ("/api/v2/bracket_accuracy.php?from=2026-05-02&to=2026-05-01", "from 2026-05-02 is after to 2026-05-01"),
+        ("/api/v2/bracket_accuracy.php?from=May", "Invalid from: May"),
+    ] {
+        let (status, _, v) = api.get_any(uri).await;
+        assert_eq!((status.as_u16(), v["error"].as_str()), (400, Some(error)), "{uri}: {v}");
+    }
+}

@@ -290,6 +290,7 @@ async fn openapi_describes_every_route() {
         "/api/v2/nearby.php",
         "/api/v2/pacing.php",
         "/api/v2/brackets.php",
+        "/api/v2/bracket_accuracy.php",
         "/api/v2/model_accuracy.php",
     ] {
         assert!(v["paths"].get(p).is_some(), "{p} missing from OpenAPI");
@@ -325,6 +326,7 @@ async fn sql_in_a_code_or_model_is_a_400_not_sql() {
             ),
             (format!("/api/v2/pacing.php?station_code={enc}"), format!("Unknown station: {raw}")),
             (format!("/api/v2/brackets.php?station_code={enc}&target=high"), format!("Unknown station: {raw}")),
+            (format!("/api/v2/bracket_accuracy.php?station_code={enc}"), format!("Unknown station: {raw}")),
             (format!("/api/v2/nearby.php?stations={enc}"), format!("Unknown station: {raw}")),
             (format!("/api/v2/model_accuracy.php?station_code={enc}"), {
                 // The code is cut to 24 characters in the message.
@@ -373,6 +375,7 @@ async fn unknown_stations_and_repeated_parameters_are_400_everywhere() {
         ("/api/v2/nws_forecasts.php?", "station_code", ""),
         ("/api/v2/pacing.php?", "station_code", ""),
         ("/api/v2/brackets.php?target=high", "station_code", ""),
+        ("/api/v2/bracket_accuracy.php?", "station_code", ""),
         ("/api/v2/nearby.php?radius_km=500", "station_code", ""),
         ("/api/v2/nearby.php?", "stations", ""),
         ("/api/v2/stations.php?", "station_code", ""),

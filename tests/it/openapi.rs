@@ -578,7 +578,7 @@ mod in_process {
         }
         let items = component(&doc, &ok_schema(&doc, "/api/v2/forecasts.php")["items"]);
         assert_eq!(items["oneOf"].as_array().map(Vec::len), Some(2), "raw row or daily row: {items}");
-        for p in ["/api/v2/nearby.php", "/api/v2/pacing.php", "/api/v2/brackets.php"] {
+        for p in ["/api/v2/nearby.php", "/api/v2/pacing.php", "/api/v2/brackets.php", "/api/v2/bracket_accuracy.php"] {
             let s = component(&doc, ok_schema(&doc, p));
             assert_eq!(s["type"], "object", "{p}: {s}");
         }

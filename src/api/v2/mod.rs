@@ -1,5 +1,6 @@
 //! v2 endpoints, one module each.
 
+pub mod bracket_accuracy;
 pub mod brackets;
 pub mod daily_extremes;
 pub mod forecasts;

@@ -1,0 +1,334 @@
+//! The `bracket_forecasts` helper table of the `bracket_scores` job (issue 32,
+//! "Verification"): for every settled station-day of the run's dates, both targets, and each
+//! checkpoint (D−1 12:00 and 18:00, D 06:00, 10:00, 13:00 and 16:00 on the station's local
+//! clock), the distribution the service would have answered then and the three baselines
+//! made from the same inputs, scored against the settled value.
+//!
+//! No look-ahead: each checkpoint's inputs are chosen by [`Rows::inputs`] from what was
+//! known at it (the rows `brackets.php` reads, read once per station and span), its
+//! distribution is made by [`compose`] as `brackets.php` makes it, and a same-day
+//! checkpoint's floor (ceiling) is the running high (low) of the observations known then,
+//! replayed through the live engine. Only the settled value each forecast is scored
+//! against is today's (the final climate report known now, else the engine's day that
+//! `accuracy_pairs` verifies against).
+//!
+//! The settlement is the `nws` logic's (the climate report's day, what `accuracy_pairs`
+//! verifies) in the settlement unit of the station's `nws` market, else the station's.
+//!
+//! One row per forecast and bracket of the ladder it is scored on (the usual ladder around
+//! the distribution's median, the same for the baselines): `station_code, date, target,
+//! logic, units, checkpoint, checkpoint_at, forecaster, settled, settled_at (when the
+//! settled value became known: `bracket_accuracy.php`'s `as_of`), bracket, bracket_lo,
+//! bracket_hi, p, hit`, and on the ladder's first row only (null on the others, so `avg()`
+//! over the table weighs each forecast once) `ignorance` (bits), `rps` (over whole values),
+//! `brier` (of the ladder), `pit` (mid-point), `mean`. Forecasters: `wxlake`, and the
+//! baselines `climatology`, `best_source`, `equal_weight` (`brackets::baselines`), each
+//! bounded by the same running extreme; a baseline without enough history that day has no
+//! rows.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, NaiveDate, NaiveTime, TimeZone, Utc};
+use datafusion::arrow::array::{
+    ArrayRef, BooleanArray, Date32Array, Float64Array, Int32Array, RecordBatch, StringArray, TimestampMicrosecondArray,
+};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::datasource::MemTable;
+use datafusion::prelude::SessionContext;
+use rayon::prelude::*;
+
+use super::error::JobError;
+use crate::bracket_odds::inputs::Rows;
+use crate::bracket_odds::{bounded, compose, Ask, Observed, OddsError, MAX_LEAD_DAYS};
+use crate::brackets::baselines::{best_single_gaussian, climatology, equal_weight_fraction};
+use crate::brackets::markets::Quantity;
+use crate::brackets::scores::{brier, ignorance, pit, rps};
+use crate::brackets::{Distribution, Ladder};
+use crate::catalog::{Catalog, Station};
+use crate::decode::types::{DailyReport, Metar, OneMinute};
+use crate::extremes::{Logic, StationExtremes, REPLAY_AFTER, REPLAY_BEFORE};
+use crate::lake::rows::date32;
+use crate::lake::window::{load_known_window, Known};
+use crate::units::round_half_away;
+
+/// The checkpoints: days from the settlement day, local hour, label.
+pub const CHECKPOINTS: [(i64, u32, &str); 6] = [
+    (-1, 12, "D-1 12:00"),
+    (-1, 18, "D-1 18:00"),
+    (0, 6, "D 06:00"),
+    (0, 10, "D 10:00"),
+    (0, 13, "D 13:00"),
+    (0, 16, "D 16:00"),
+];
+
+/// The forecasters scored: ours, then the baselines.
+pub const FORECASTERS: [&str; 4] = ["wxlake", "climatology", "best_source", "equal_weight"];
+
+/// Days either side of the day of the year the climatology baseline reads.
+const CLIMATOLOGY_WINDOW_DAYS: u32 = 15;
+
+/// The settled day's logic.
+const LOGIC: Logic = Logic::Nws;
+
+/// One scored forecast.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scored {
+    pub station_code: String,
+    pub date: NaiveDate,
+    pub target: Quantity,
+    pub units: &'static str,
+    pub checkpoint: &'static str,
+    pub checkpoint_at: DateTime<Utc>,
+    pub forecaster: &'static str,
+    pub settled: i32,
+    /// When the settled value became known.
+    pub settled_at: DateTime<Utc>,
+    pub ladder: Ladder,
+    /// Per bracket of the ladder.
+    pub p: Vec<f64>,
+    pub ignorance: f64,
+    pub rps: f64,
+    pub brier: f64,
+    pub pit: f64,
+    pub mean: f64,
+}
+
+/// A checkpoint's moment for `date` at `station`: the local civil time, UTC (the earliest
+/// reading of a repeated hour; a skipped hour's next one).
+pub fn checkpoint_at(station: &Station, date: NaiveDate, days: i64, hour: u32) -> Option<DateTime<Utc>> {
+    let local = (date + Duration::days(days)).and_time(NaiveTime::from_hms_opt(hour, 0, 0)?);
+    let tz = station.timezone;
+    tz.from_local_datetime(&local)
+        .earliest()
+        .or_else(|| tz.from_local_datetime(&(local + Duration::hours(1))).earliest())
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// One station's observations, one-minute data and reports, each with when it was known.
+#[derive(Default)]
+struct Observations<'a> {
+    metars: Vec<&'a Known<Metar>>,
+    onemin: Vec<&'a Known<OneMinute>>,
+    reports: Vec<&'a Known<DailyReport>>,
+}
+
+impl Observations<'_> {
+    /// The running extreme of `ask`'s day from what was known at `ask.t` (none before the
+    /// day starts), as `brackets.php` as of `ask.t` finds it.
+    fn observed(&self, ask: &Ask<'_>) -> Option<Observed> {
+        let w = ask.window();
+        if ask.t < w.start {
+            return None;
+        }
+        let (from, to) = (w.start - REPLAY_BEFORE, w.end + REPLAY_AFTER);
+        let known = |time: DateTime<Utc>, at: DateTime<Utc>| time >= from && time < to && at <= ask.t;
+        let metars = self.metars.iter().filter(|(m, at)| known(m.time, *at)).map(|(m, _)| m);
+        let onemin = self.onemin.iter().filter(|(o, at)| known(o.time, *at)).map(|(o, _)| o);
+        let reports = self.reports.iter().filter(|(r, at)| r.date == ask.date && *at <= ask.t).map(|(r, _)| r);
+        let live = StationExtremes::replay(ask.station, metars, onemin, reports);
+        Observed::of(ask, live.extremes(ask.logic, ask.date, ask.t).as_ref())
+    }
+}
+
+/// The scored forecasts of `station`'s `target` for settled days `from..=to` (module docs),
+/// from `rows` read for that span and known by `now`.
+fn station_scores(
+    station: &Station,
+    target: Quantity,
+    rows: &Rows,
+    obs: &Observations<'_>,
+    from: NaiveDate,
+    to: NaiveDate,
+    now: DateTime<Utc>,
+) -> Vec<Scored> {
+    let days: Vec<NaiveDate> = from.iter_days().take_while(|d| *d <= to).collect();
+    days.par_iter()
+        .flat_map_iter(|&date| {
+            let settled = rows.settled(date, now).map(|(v, at)| (round_half_away(v) as i32, at));
+            let checkpoints = CHECKPOINTS.iter().filter_map(move |&(days, hour, label)| {
+                let t = checkpoint_at(station, date, days, hour).filter(|t| *t <= now)?;
+                Some((label, t))
+            });
+            let scored: Vec<Scored> = match settled {
+                None => Vec::new(),
+                Some(settled) => checkpoints
+                    .flat_map(|(label, t)| {
+                        let ask = Ask::settling(station, target, Some(date), Some(LOGIC), t);
+                        checkpoint_scores(&ask, rows, obs, settled, label)
+                    })
+                    .collect(),
+            };
+            scored
+        })
+        .collect()
+}
+
+/// Ours and the baselines at one checkpoint (none when nothing had forecast the day, or a
+/// final report had already settled it).
+fn checkpoint_scores(
+    ask: &Ask<'_>,
+    rows: &Rows,
+    obs: &Observations<'_>,
+    settled: (i32, DateTime<Utc>),
+    label: &'static str,
+) -> Vec<Scored> {
+    let inputs = rows.inputs(ask);
+    let observed = obs.observed(ask);
+    if observed.is_some_and(|o| o.is_final) {
+        return Vec::new();
+    }
+    let odds = match compose(ask, &inputs, observed, None) {
+        Ok(odds) => odds,
+        Err(OddsError::NoForecast { .. }) => return Vec::new(),
+        Err(e) => {
+            tracing::warn!(station = %ask.station.code, date = %ask.date, error = %e, "bracket_scores: no distribution");
+            return Vec::new();
+        }
+    };
+    let forecasts = inputs.forecast_values();
+    let baselines = [
+        climatology(&inputs.settled, ask.date, CLIMATOLOGY_WINDOW_DAYS),
+        best_single_gaussian(&inputs.history, &forecasts),
+        equal_weight_fraction(&forecasts),
+    ];
+    let dists = std::iter::once(Some(odds.distribution.clone()))
+        .chain(baselines.into_iter().map(|b| b.map(|d| bounded(d, ask.target, observed))));
+    FORECASTERS
+        .iter()
+        .zip(dists)
+        .filter_map(|(name, d)| Some(score(ask, name, label, &d?, &odds.ladder, settled)))
+        .collect()
+}
+
+fn score(
+    ask: &Ask<'_>,
+    forecaster: &'static str,
+    label: &'static str,
+    d: &Distribution,
+    ladder: &Ladder,
+    (settled, settled_at): (i32, DateTime<Utc>),
+) -> Scored {
+    Scored {
+        station_code: ask.station.code.clone(),
+        date: ask.date,
+        target: ask.target,
+        units: ask.unit.as_str(),
+        checkpoint: label,
+        checkpoint_at: ask.t,
+        forecaster,
+        settled,
+        settled_at,
+        ladder: ladder.clone(),
+        p: d.brackets(ladder),
+        ignorance: ignorance(d, settled),
+        rps: rps(d, settled),
+        brier: brier(d, ladder, settled),
+        pit: pit(d, settled),
+        mean: d.mean(),
+    }
+}
+
+/// Computes `bracket_forecasts` for settled days `from..=to` of every catalog station from
+/// the tables registered in `ctx` (`forecast_daily`, `accuracy_pairs`, `nws_hourly`,
+/// `daily_forecasts`, `reports`, `observations`, `onemin`), as known at `now`.
+pub async fn bracket_forecasts(
+    ctx: &SessionContext,
+    from: NaiveDate,
+    to: NaiveDate,
+    now: DateTime<Utc>,
+) -> Result<MemTable, JobError> {
+    // The same-day checkpoints' observations: every zone's window of `from` starts after
+    // (from - 1 day) 00:00 UTC and every window of `to` ends before (to + 2 days) 00:00 UTC.
+    let start = (from - Duration::days(1)).and_time(NaiveTime::MIN).and_utc() - REPLAY_BEFORE;
+    let end = (to + Duration::days(2)).and_time(NaiveTime::MIN).and_utc() + REPLAY_AFTER;
+    let (metars, onemin, reports) = load_known_window(ctx, start, end).await?;
+    let mut by_station: HashMap<&str, Observations<'_>> = HashMap::new();
+    for m in &metars {
+        by_station.entry(m.0.station.as_str()).or_default().metars.push(m);
+    }
+    for o in &onemin {
+        by_station.entry(o.0.station.as_str()).or_default().onemin.push(o);
+    }
+    for r in reports.iter().filter(|r| from <= r.0.date && r.0.date <= to) {
+        by_station.entry(r.0.station.as_str()).or_default().reports.push(r);
+    }
+    let none = Observations::default();
+    let mut scored = Vec::new();
+    for station in Catalog::global().all() {
+        let obs = by_station.get(station.code.as_str()).unwrap_or(&none);
+        for target in [Quantity::High, Quantity::Low] {
+            // The span's template: its last day, everything known now.
+            let last = Ask::settling(station, target, Some(to), Some(LOGIC), now);
+            let rows = Rows::read(ctx, &last, from, 1..=MAX_LEAD_DAYS).await?;
+            scored.extend(station_scores(station, target, &rows, obs, from, to, now));
+        }
+    }
+    let batch = to_batch(&scored)?;
+    Ok(MemTable::try_new(batch.schema(), vec![vec![batch]])?)
+}
+
+/// The helper's schema.
+pub fn schema() -> SchemaRef {
+    let ts = DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()));
+    let f = |n: &str, t: DataType, null: bool| Field::new(n, t, null);
+    Arc::new(Schema::new(vec![
+        f("station_code", DataType::Utf8, false),
+        f("date", DataType::Date32, false),
+        f("target", DataType::Utf8, false),
+        f("logic", DataType::Utf8, false),
+        f("units", DataType::Utf8, false),
+        f("checkpoint", DataType::Utf8, false),
+        f("checkpoint_at", ts.clone(), false),
+        f("forecaster", DataType::Utf8, false),
+        f("settled", DataType::Int32, false),
+        f("settled_at", ts.clone(), false),
+        f("bracket", DataType::Utf8, false),
+        f("bracket_lo", DataType::Int32, true),
+        f("bracket_hi", DataType::Int32, true),
+        f("p", DataType::Float64, false),
+        f("hit", DataType::Boolean, false),
+        f("ignorance", DataType::Float64, true),
+        f("rps", DataType::Float64, true),
+        f("brier", DataType::Float64, true),
+        f("pit", DataType::Float64, true),
+        f("mean", DataType::Float64, true),
+    ]))
+}
+
+fn to_batch(scored: &[Scored]) -> Result<RecordBatch, JobError> {
+    // One row per forecast and bracket.
+    let rows: Vec<(&Scored, usize)> = scored.iter().flat_map(|s| (0..s.p.len()).map(move |i| (s, i))).collect();
+    let text = |f: fn(&Scored) -> &str| StringArray::from_iter_values(rows.iter().map(|(s, _)| f(s)));
+    let first = |f: fn(&Scored) -> f64| Float64Array::from_iter(rows.iter().map(|(s, i)| (*i == 0).then(|| f(s))));
+    let bracket = |s: &Scored, i: usize| s.ladder.brackets()[i];
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(text(|s| &s.station_code)),
+        Arc::new(Date32Array::from_iter_values(rows.iter().map(|(s, _)| date32(s.date)))),
+        Arc::new(text(|s| s.target.as_str())),
+        Arc::new(StringArray::from_iter_values(rows.iter().map(|_| LOGIC.as_str()))),
+        Arc::new(text(|s| s.units)),
+        Arc::new(text(|s| s.checkpoint)),
+        Arc::new(
+            TimestampMicrosecondArray::from_iter_values(rows.iter().map(|(s, _)| s.checkpoint_at.timestamp_micros()))
+                .with_timezone("UTC"),
+        ),
+        Arc::new(text(|s| s.forecaster)),
+        Arc::new(Int32Array::from_iter_values(rows.iter().map(|(s, _)| s.settled))),
+        Arc::new(
+            TimestampMicrosecondArray::from_iter_values(rows.iter().map(|(s, _)| s.settled_at.timestamp_micros()))
+                .with_timezone("UTC"),
+        ),
+        Arc::new(StringArray::from_iter_values(rows.iter().map(|(s, i)| bracket(s, *i).to_string()))),
+        Arc::new(Int32Array::from_iter(rows.iter().map(|(s, i)| bracket(s, *i).lo))),
+        Arc::new(Int32Array::from_iter(rows.iter().map(|(s, i)| bracket(s, *i).hi))),
+        Arc::new(Float64Array::from_iter_values(rows.iter().map(|(s, i)| s.p[*i]))),
+        Arc::new(BooleanArray::from_iter(rows.iter().map(|(s, i)| Some(bracket(s, *i).contains(s.settled))))),
+        Arc::new(first(|s| s.ignorance)),
+        Arc::new(first(|s| s.rps)),
+        Arc::new(first(|s| s.brier)),
+        Arc::new(first(|s| s.pit)),
+        Arc::new(first(|s| s.mean)),
+    ];
+    Ok(RecordBatch::try_new(schema(), cols)?)
+}
