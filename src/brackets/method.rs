@@ -20,7 +20,10 @@
 //! 5. The combination's own past errors (each past day's sources blended the same way)
 //!    make the spread and the shape: a weighted Gaussian kernel density (Silverman's
 //!    bandwidth on the effective number of days), so skewed or heavy-tailed errors stay
-//!    so, rather than a Gaussian's guess.
+//!    so, rather than a Gaussian's guess. The errors are drawn toward their mean by
+//!    √(σ² / (σ² + h²)) first, so the kernels' width h adds no spread of its own (Jones'
+//!    variance-corrected estimate; v2 without it was under-confident: its 0.8 bin's
+//!    brackets settled in 92 % of the time on the demo's history).
 //! 6. Rounded to whole values, and mixed with a small uniform share over ±`span`: no
 //!    value a day could plausibly settle on gets zero (ignorance punishes zero without
 //!    bound).
@@ -36,7 +39,7 @@ use super::distribution::{phi, Distribution};
 use super::BracketsError;
 
 /// The method's name and version, as the API reports it.
-pub const METHOD: &str = "kde-season-v2";
+pub const METHOD: &str = "kde-season-v3";
 
 /// One verified past day: the forecasts each source made for it (at the same lead as the
 /// asked one) and the settled value.
@@ -318,6 +321,11 @@ impl Method {
             let mean = residuals.iter().map(|(w, r)| w * r).sum::<f64>() / sw;
             let var = residuals.iter().map(|(w, r)| w * (r - mean).powi(2)).sum::<f64>() / sw;
             let h = (1.06 * var.sqrt() * n_eff.powf(-0.2)).max(0.5);
+            // Each kernel adds h² to the spread: the residuals are drawn toward their mean
+            // so the density keeps the errors' own variance (Jones' variance-corrected
+            // kernel estimate), else the odds come out too wide.
+            let pull = (var / (var + h * h)).sqrt();
+            let residuals: Vec<(f64, f64)> = residuals.iter().map(|&(w, r)| (w, mean + pull * (r - mean))).collect();
             (kernel_masses(&residuals, center, h, lo, len), Some(h))
         };
         let d = Distribution::new(lo, p)?.with_uniform_share(self.floor_share);

@@ -260,8 +260,18 @@ pub async fn bracket_forecasts(
         for target in [Quantity::High, Quantity::Low] {
             // The span's template: its last day, everything known now.
             let last = Ask::settling(station, target, Some(to), Some(LOGIC), now);
+            let started = std::time::Instant::now();
             let rows = Rows::read(ctx, &last, from, 1..=MAX_LEAD_DAYS).await?;
+            let read = started.elapsed();
             scored.extend(station_scores(station, target, &rows, obs, from, to, now));
+            // Where the job's time goes (benches/README.md, "Brackets").
+            tracing::debug!(
+                station = %station.code,
+                target = target.as_str(),
+                read_ms = read.as_millis() as u64,
+                scored_ms = (started.elapsed() - read).as_millis() as u64,
+                "bracket_scores: station done"
+            );
         }
     }
     let batch = to_batch(&scored)?;

@@ -132,6 +132,12 @@ fn on_real_highs_the_distribution_beats_the_best_single_source_and_is_reliable()
     }
     assert!(bins.iter().filter(|b| b.n >= 100).count() >= 4, "{bins:?}");
     println!("{}", report.join("\n"));
+    for b in &bins {
+        println!(
+            "reliability {:.1}-{:.1}: n {}, forecast {:.3}, observed {:.3}",
+            b.lo, b.hi, b.n, b.forecast, b.observed
+        );
+    }
 }
 
 /// The api.weather.gov point forecast for Los Angeles ("High near N"), logged by a trader

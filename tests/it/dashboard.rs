@@ -883,6 +883,27 @@ async fn dashboard_in_a_real_browser() {
     )
     .await;
     assert_eq!(charts, json!([true, true]), "MAE and bias trend charts");
+    // The bracket odds' verification: the skill table per checkpoint and the reliability
+    // diagram, each dot one of the API's bins.
+    let (s, odds) = http(&addr, "GET", "/api/v2/bracket_accuracy.php?station_code=KNYC&target=high", &developer, "");
+    assert_eq!(s, 200, "{odds}");
+    assert!(odds["forecasts"].as_i64().unwrap_or(0) > 0, "the demo's settled days are scored: {odds}");
+    let table =
+        js(&c, "return [...document.querySelectorAll('#bracket-skill tbody tr')].map(r => r.dataset.checkpoint)").await;
+    let checkpoints: Vec<Value> =
+        odds["checkpoints"].as_array().unwrap().iter().map(|c| c["checkpoint"].clone()).collect();
+    assert_eq!(table, json!(checkpoints), "{odds}");
+    let dots = js(
+        &c,
+        "return [...document.querySelectorAll('#bracket-reliability circle[data-forecaster=wxlake]')] \
+           .map(d => [Number(d.dataset.forecast), Number(d.dataset.observed), Number(d.dataset.n)])",
+    )
+    .await;
+    let ours = odds["calibration"].as_array().unwrap().iter().find(|c| c["forecaster"] == "wxlake").unwrap();
+    let bins: Vec<Value> =
+        ours["reliability"].as_array().unwrap().iter().map(|b| json!([b["forecast"], b["observed"], b["n"]])).collect();
+    assert_eq!(dots, json!(bins), "the diagram's dots are the API's bins");
+    screenshot(&c, &shots, "accuracy-brackets.png").await;
     let rounded = js(
         &c,
         "return [-0.04, -0, -0.06, null, 0.04].map(v => WX.accuracy.num(v)).concat([WX.fmt.temp(-0.04, 'celsius'), WX.fmt.temp(-0.3, 'celsius', 0)])",

@@ -1,6 +1,8 @@
 // The accuracy view: which model has been right lately, readable in ten seconds. One
 // `model_accuracy.php` call (trends and daily detail included); a tier the API refuses
-// sees the API's own refusal.
+// sees the API's own refusal. Below it, how good the bracket odds have been
+// (`bracket_accuracy.php`): skill against the baselines per checkpoint and the reliability
+// diagram.
 'use strict';
 
 WX.accuracy = (() => {
@@ -123,10 +125,83 @@ WX.accuracy = (() => {
         })))));
   };
 
+  const SVG = 'http://www.w3.org/2000/svg';
+  /** An SVG element with attributes. */
+  const svg = (tag, attrs, ...children) => {
+    const e = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+    children.forEach((c) => e.append(c));
+    return e;
+  };
+
+  /** Our skill per checkpoint against each baseline: bits saved, and RPS skill in percent. */
+  const bracketSkill = (b) => {
+    const baselines = [...new Set(b.checkpoints.flatMap((c) => c.forecasters.slice(1).map((f) => f.forecaster)))];
+    const cell = (c, name) => {
+      const f = c.forecasters.find((x) => x.forecaster === name);
+      if (!f || !f.skill) return el('td', {});
+      const good = f.skill.ignorance_bits > 0 && f.skill.rps > 0;
+      return el('td', { class: `num ${good ? 'ok' : 'bad'}`, title: `${name}: n = ${f.n}, ignorance ${num(f.ignorance, 2)} bits`, dataset: { baseline: name, bits: f.skill.ignorance_bits, rps: f.skill.rps } },
+        `${num(f.skill.ignorance_bits, 2)} bits · ${num(100 * f.skill.rps, 0)}%`);
+    };
+    return el('table', { class: 'board', id: 'bracket-skill' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'checkpoint'), el('th', { class: 'num' }, 'forecasts'), el('th', { class: 'num' }, 'ignorance'), baselines.map((n) => el('th', { class: 'num' }, `vs ${n.replace('_', ' ')}`)))),
+      el('tbody', {}, b.checkpoints.map((c) => {
+        const ours = c.forecasters[0];
+        return el('tr', { dataset: { checkpoint: c.checkpoint } }, el('th', {}, c.checkpoint), el('td', { class: 'num' }, ours.n), el('td', { class: 'num' }, `${num(ours.ignorance, 2)} bits`), baselines.map((n) => cell(c, n)));
+      })));
+  };
+
+  /**
+   * The reliability diagram: each bin's mean forecast probability against how often its
+   * brackets settled in, ours and the best single source's; the diagonal is perfect
+   * calibration, the band ±5 points. A dot's area grows with its count.
+   */
+  const reliability = (b) => {
+    const size = 280;
+    const pad = 34;
+    const span = size - 2 * pad;
+    const x = (p) => pad + p * span;
+    const y = (p) => size - pad - p * span;
+    const plot = svg('svg', { id: 'bracket-reliability', viewBox: `0 0 ${size} ${size}`, width: size, height: size, role: 'img', 'aria-label': 'reliability diagram' });
+    plot.append(svg('rect', { x: pad, y: pad, width: span, height: span, fill: '#fff', stroke: '#ccc' }));
+    plot.append(svg('polygon', { points: `${x(0)},${y(0.05)} ${x(0.95)},${y(1)} ${x(1)},${y(1)} ${x(1)},${y(0.95)} ${x(0.05)},${y(0)} ${x(0)},${y(0)}`, fill: '#e8f1e8' }));
+    plot.append(svg('line', { x1: x(0), y1: y(0), x2: x(1), y2: y(1), stroke: '#999', 'stroke-dasharray': '4 3' }));
+    for (const t of [0, 0.5, 1]) {
+      plot.append(svg('text', { x: x(t), y: size - pad + 14, 'text-anchor': 'middle', 'font-size': 10 }, String(t)));
+      plot.append(svg('text', { x: pad - 6, y: y(t) + 3, 'text-anchor': 'end', 'font-size': 10 }, String(t)));
+    }
+    plot.append(svg('text', { x: size / 2, y: size - 4, 'text-anchor': 'middle', 'font-size': 11 }, 'forecast probability'));
+    plot.append(svg('text', { x: 10, y: size / 2, 'text-anchor': 'middle', 'font-size': 11, transform: `rotate(-90 10 ${size / 2})` }, 'observed frequency'));
+    const shownAs = [['wxlake', '#1f77b4'], ['best_source', '#ff7f0e']];
+    const most = Math.max(1, ...b.calibration.flatMap((c) => c.reliability.map((r) => r.n)));
+    for (const [name, color] of shownAs) {
+      const c = b.calibration.find((k) => k.forecaster === name);
+      if (!c) continue;
+      plot.append(svg('polyline', { points: c.reliability.map((r) => `${x(r.forecast)},${y(r.observed)}`).join(' '), fill: 'none', stroke: color, 'stroke-width': 1.5 }));
+      for (const r of c.reliability) {
+        plot.append(svg('circle', { cx: x(r.forecast), cy: y(r.observed), r: 2 + 5 * Math.sqrt(r.n / most), fill: color, 'fill-opacity': 0.75, 'data-forecaster': name, 'data-forecast': r.forecast, 'data-observed': r.observed, 'data-n': r.n },
+          svg('title', {}, `${name}: ${r.n} brackets at ${num(100 * r.forecast, 0)}%, settled in ${num(100 * r.observed, 0)}%`)));
+      }
+    }
+    const legend = el('p', { class: 'sub' }, shownAs.map(([n, c]) => el('span', { style: `color:${c}` }, `● ${n.replace('_', ' ')} `)), '· green band: within 5 points');
+    return el('div', {}, plot, legend);
+  };
+
+  /** The bracket odds' verification section, or why there is none. */
+  const brackets = (b) => {
+    if (!b.forecasts) return el('p', { class: 'sub', id: 'bracket-none' }, 'no settled day scored yet (the bracket_scores job runs daily)');
+    return el('div', { id: 'bracket-accuracy' },
+      el('p', { class: 'sub' }, `${b.forecasts} forecasts of ${b.from} to ${b.to} · ${b.method} · skill: bits saved per forecast and RPS skill against each baseline (positive: ours is better)`),
+      bracketSkill(b),
+      reliability(b));
+  };
+
   const render = (main, code, params) => {
     const q = { window: params.get('window') || '7d', target: params.get('target') || 'high', lead_days: params.get('lead_days') || '1' };
     let plots = [];
     let a = null;
+    let odds = null;
     const body = el('div', {}, el('p', { class: 'sub' }, 'loading…'));
     main.replaceChildren(el('h1', {}, `${code} `, el('span', { class: 'sub' }, 'model accuracy'), ' ', el('a', { href: `/station/${code}`, class: 'sub' }, 'day view')), controls(code, q), body);
     const draw = () => {
@@ -137,13 +212,16 @@ WX.accuracy = (() => {
         summary(a),
         el('div', { class: 'trends' }, el('div', {}, el('h2', {}, '7-day MAE trend'), maeBox), el('div', {}, el('h2', {}, '7-day bias trend (> 0: ran cold)'), biasBox)),
         el('h2', {}, 'Per run time: MAE / bias / RMSE'), perRun(a),
-        el('h2', {}, 'Forecast vs actual, per day'), detail(a));
+        el('h2', {}, 'Forecast vs actual, per day'), detail(a),
+        el('h2', {}, 'Bracket odds: verified at six checkpoints'), odds ? brackets(odds) : el('p', { class: 'sub' }, '–'));
       plots.forEach((p) => p && p.destroy());
       plots = [trendChart(a, maeBox, 'mae_7d', '7-day MAE'), trendChart(a, biasBox, 'bias_7d', '7-day bias')];
       document.body.dataset.rendered = 'accuracy';
     };
-    WX.api.get('/api/v2/model_accuracy.php', { station_code: code, include: 'trends,daily_detail', ...q }).then((r) => {
+    const scored = WX.api.get('/api/v2/bracket_accuracy.php', { station_code: code, target: q.target }).then((r) => r.body, () => null);
+    WX.api.get('/api/v2/model_accuracy.php', { station_code: code, include: 'trends,daily_detail', ...q }).then(async (r) => {
       a = r.body;
+      odds = await scored;
       draw();
     }, (e) => {
       body.replaceChildren(el('div', { class: 'denied', id: 'denied', dataset: { status: e.status } },
