@@ -6,7 +6,7 @@
 -- them as `bracket_forecasts` (src/jobs/bracket_scores.rs documents every column). This
 -- statement only stamps the run time and keeps the run's dates.
 SELECT
-    station_code, date, target, logic, units, checkpoint, checkpoint_at, forecaster, settled,
+    station_code, date, target, logic, units, checkpoint, checkpoint_at, forecaster, method, settled,
     settled_at, bracket, bracket_lo, bracket_hi, p, hit, ignorance, rps, brier, pit, mean,
     now() AS computed_at
 FROM bracket_forecasts

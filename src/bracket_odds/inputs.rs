@@ -6,8 +6,9 @@
 //!   `forecast_daily` row available by t (the day's window in the logic's clock:
 //!   `standard` for `nws`, `civil` for `wu`), run at most [`RUN_HORIZON_DAYS`] before the
 //!   day (an older run's errors are past the leads `accuracy_pairs` verifies); the NWS
-//!   hourly version in force at t (the newest available then with periods on the day), when
-//!   its periods cover the whole day; each daily-forecasts source's latest issuance by t.
+//!   hourly version in force at t (the station's newest version available then, as
+//!   `as_of('nws_hourly', t)` chooses it; a version is available once all its rows are),
+//!   when its periods cover the whole day; each daily-forecasts source's latest issuance by t.
 //! - The verified history of those sources: `accuracy_pairs` available by t at the lead of
 //!   the asked time (whole days from t to the day's start, 1 to 3; a time within the day
 //!   uses lead 1, as no pair has a same-day run yet), each model at the run label of its
@@ -121,7 +122,6 @@ struct RunRow {
 #[derive(Debug, Clone)]
 struct NwsDay {
     generated: DateTime<Utc>,
-    available: DateTime<Utc>,
     first: DateTime<Utc>,
     last: DateTime<Utc>,
     high: f64,
@@ -146,10 +146,16 @@ type CliOrder = (bool, Option<DateTime<Utc>>, bool, Option<DateTime<Utc>>, Optio
 /// One climate report of a day.
 #[derive(Debug)]
 struct CliVersion {
+    /// Its `available_at` is the fourth.
     order: CliOrder,
-    available: DateTime<Utc>,
     /// The target's value, settlement unit.
     value: Option<f64>,
+}
+
+impl CliVersion {
+    fn known_by(&self, t: DateTime<Utc>) -> bool {
+        self.order.3.is_some_and(|at| at <= t)
+    }
 }
 
 /// One verified pair: a source's forecast at a lead and run label, and the settled value.
@@ -166,12 +172,16 @@ struct PairRow {
 #[derive(Debug, Default)]
 pub struct Rows {
     runs: BTreeMap<NaiveDate, Vec<RunRow>>,
+    /// Every NWS hourly version (generated, available), and each one's periods per day.
+    nws_versions: Vec<(DateTime<Utc>, DateTime<Utc>)>,
     nws: BTreeMap<NaiveDate, Vec<NwsDay>>,
     /// By date.
     daily: Vec<DailyIssue>,
     cli: BTreeMap<NaiveDate, Vec<CliVersion>>,
     /// By (lead, model, run label), each by date.
     pairs: HashMap<(i64, String, String), Vec<PairRow>>,
+    /// Per day with pairs, their verifying value and when the first of them was known.
+    pair_settled: BTreeMap<NaiveDate, (f64, DateTime<Utc>)>,
 }
 
 impl Rows {
@@ -188,15 +198,23 @@ impl Rows {
         if first != ask.date && ask.logic.clock() != DayClock::Standard {
             return Err(DataFusionError::Plan("bracket inputs: a span of days is read under the nws logic".into()));
         }
-        let (runs, nws, mut daily, cli, pairs) = futures::try_join!(
+        let (runs, nws_versions, nws, mut daily, cli, pairs) = futures::try_join!(
             model_runs(ctx, ask, first),
+            nws_versions(ctx, ask, first),
             nws_days(ctx, ask, first),
             daily_forecasts(ctx, ask, first),
             climate_reports(ctx, ask, first),
             pair_rows(ctx, ask, first, leads),
         )?;
         daily.sort_by_key(|d| d.date);
-        Ok(Rows { runs, nws, daily, cli, pairs })
+        let mut pair_settled: BTreeMap<NaiveDate, (f64, DateTime<Utc>)> = BTreeMap::new();
+        for p in pairs.values().flatten() {
+            let held = pair_settled.entry(p.date).or_insert((p.observed, p.available));
+            if p.available < held.1 {
+                *held = (p.observed, p.available);
+            }
+        }
+        Ok(Rows { runs, nws_versions, nws, daily, cli, pairs, pair_settled })
     }
 
     /// What `ask` is made from (module docs): its day's rows and the history before it,
@@ -263,7 +281,7 @@ impl Rows {
                 day.forecasts.push((source.to_string(), d.value));
             }
         }
-        let settled = days.values().map(|d| (d.date, d.settled)).collect();
+        let settled = self.settled_days(from, ask.date, t);
         let history = days.into_values().filter(|d| !d.forecasts.is_empty()).collect();
         Inputs { forecasts, history, settled, lead_days }
     }
@@ -271,21 +289,22 @@ impl Rows {
     /// The value `date` settled on as known at t, and when it became known: its final
     /// climate report's (the version a reader settles on), else its pairs' verifying value.
     pub fn settled(&self, date: NaiveDate, t: DateTime<Utc>) -> Option<(f64, DateTime<Utc>)> {
-        if let Some(r) = self.cli.get(&date).and_then(|versions| final_report(versions, t)) {
-            return r.value.map(|v| (v, r.available));
+        if let Some((v, at)) = self.cli.get(&date).and_then(|versions| final_report(versions, t)) {
+            return Some((v, at));
         }
-        self.pairs
-            .values()
-            .filter_map(|pairs| {
-                let at = pairs.partition_point(|p| p.date < date);
-                pairs[at..]
-                    .iter()
-                    .take_while(|p| p.date == date)
-                    .filter(|p| p.available <= t)
-                    .min_by_key(|p| p.available)
-            })
-            .min_by_key(|p| p.available)
-            .map(|p| (p.observed, p.available))
+        self.pair_settled.get(&date).copied().filter(|(_, at)| *at <= t)
+    }
+
+    /// Every day `from..to` settled as known at t (its final report's value, else its
+    /// pairs'), whatever source forecast it: the climatology baseline's sample.
+    fn settled_days(&self, from: NaiveDate, to: NaiveDate, t: DateTime<Utc>) -> Vec<(NaiveDate, f64)> {
+        let dates: std::collections::BTreeSet<NaiveDate> = self
+            .cli
+            .range(from..to)
+            .map(|(d, _)| *d)
+            .chain(self.pair_settled.range(from..to).map(|(d, _)| *d))
+            .collect();
+        dates.into_iter().filter_map(|d| self.settled(d, t).map(|(v, _)| (d, v))).collect()
     }
 
     /// Each model's latest run of the day available by t, run at most
@@ -312,14 +331,16 @@ impl Rows {
     fn nws_version(&self, ask: &Ask<'_>) -> Option<SourceForecast> {
         let w = ask.window();
         let at = ask.t.min(w.start);
-        // As `as_of('nws_hourly', at)` bounds it: versions generated within 8 days of `at`.
+        // As `as_of('nws_hourly', at)` chooses: the station's newest version available then
+        // (generated within 8 days of `at`), whether or not it has periods on the day.
         let (newest_day, oldest_day) = (at.date_naive(), at.date_naive() - Duration::days(NWS_REACH_DAYS));
-        let in_force = self
-            .nws
-            .get(&ask.date)?
+        let generated = self
+            .nws_versions
             .iter()
-            .filter(|v| v.available <= at && (oldest_day..=newest_day).contains(&v.generated.date_naive()))
-            .max_by_key(|v| v.generated)?;
+            .filter(|(g, available)| *available <= at && (oldest_day..=newest_day).contains(&g.date_naive()))
+            .map(|(g, _)| *g)
+            .max()?;
+        let in_force = self.nws.get(&ask.date)?.iter().find(|v| v.generated == generated)?;
         if in_force.first > w.start || in_force.last < w.end {
             return None;
         }
@@ -339,7 +360,7 @@ impl Rows {
     fn settled_by_cli(&self, from: NaiveDate, to: NaiveDate, t: DateTime<Utc>) -> BTreeMap<NaiveDate, Verified> {
         let mut days = BTreeMap::new();
         for (&date, versions) in self.cli.range(from..to) {
-            if let Some(settled) = final_report(versions, t).and_then(|r| r.value) {
+            if let Some((settled, _)) = final_report(versions, t) {
                 days.insert(date, Verified { date, forecasts: Vec::new(), settled });
             }
         }
@@ -347,11 +368,12 @@ impl Rows {
     }
 }
 
-/// The climate report a reader settles on among `versions` known at t, when it is final
-/// and has the value.
-fn final_report(versions: &[CliVersion], t: DateTime<Utc>) -> Option<&CliVersion> {
-    let chosen = versions.iter().filter(|v| v.available <= t).max_by_key(|v| v.order)?;
-    (chosen.order.0 && chosen.value.is_some()).then_some(chosen)
+/// The value of the climate report a reader settles on among `versions` known at t, and
+/// when it became known, when that report is final and has the value.
+fn final_report(versions: &[CliVersion], t: DateTime<Utc>) -> Option<(f64, DateTime<Utc>)> {
+    let chosen = versions.iter().filter(|v| v.known_by(t)).max_by_key(|v| v.order)?;
+    let (is_final, .., available, _, _) = chosen.order;
+    chosen.value.filter(|_| is_final).zip(available)
 }
 
 /// Holds in `map` the latest issuance under `key`.
@@ -399,6 +421,33 @@ async fn model_runs(ctx: &SessionContext, ask: &Ask<'_>, first: NaiveDate) -> Re
     Ok(out)
 }
 
+/// Every NWS hourly version of the station available by t that can be in force at a time
+/// the days are asked about (from 3 days before the first day's start, the farthest
+/// `brackets.php` answers, less the 8 days a version is in force), with when it became
+/// available (its last row's).
+async fn nws_versions(
+    ctx: &SessionContext,
+    ask: &Ask<'_>,
+    first: NaiveDate,
+) -> Result<Vec<(DateTime<Utc>, DateTime<Utc>)>> {
+    let start = crate::time::day_window(ask.station.timezone, ask.logic.clock(), first).start;
+    let mut b = Bindings::new();
+    let sql = format!(
+        "SELECT generated_at, max(available_at) FROM nws_hourly WHERE station_code = {st} AND available_at <= {t} \
+         AND date >= {p_from} AND date <= {p_to} GROUP BY generated_at",
+        st = b.str(&ask.station.code),
+        t = b.time(ask.t),
+        p_from = b.partition_date((start - Duration::days(super::MAX_LEAD_DAYS + NWS_REACH_DAYS)).date_naive()),
+        p_to = b.partition_date(ask.t.min(ask.window().start).date_naive()),
+    );
+    let mut out = Vec::new();
+    for batch in b.collect(ctx, &sql).await? {
+        let (generated, available) = (times(&batch, 0)?, times(&batch, 1)?);
+        out.extend(generated.into_iter().zip(available).filter_map(|(g, a)| g.zip(a)));
+    }
+    Ok(out)
+}
+
 /// Every NWS hourly version's periods on the days `first..=ask.date`, per version and day,
 /// available by t (the versions that can be in force for them: generated from 8 days
 /// before the first day's start).
@@ -413,30 +462,27 @@ async fn nws_days(ctx: &SessionContext, ask: &Ask<'_>, first: NaiveDate) -> Resu
         false => format!("CAST((to_unixtime(start_time) - {}) / 86400 AS BIGINT)", w_first.start.timestamp()),
     };
     let sql = format!(
-        "SELECT generated_at, max(available_at), min(start_time), max(end_time), max(temperature_f), \
-         min(temperature_f), {day} AS day FROM nws_hourly WHERE station_code = {st} AND start_time >= {from} \
+        "SELECT generated_at, min(start_time), max(end_time), max(temperature_f), min(temperature_f), \
+         {day} AS day FROM nws_hourly WHERE station_code = {st} AND start_time >= {from} \
          AND start_time < {to} AND available_at <= {t} AND date >= {p_from} AND date <= {p_to} \
          GROUP BY generated_at, day",
         st = b.str(&ask.station.code),
         from = b.time(w_first.start),
         to = b.time(w_last.end),
         t = b.time(ask.t),
-        p_from = b.partition_date((w_first.start - Duration::days(NWS_REACH_DAYS)).date_naive()),
+        p_from = b.partition_date((w_first.start - Duration::days(super::MAX_LEAD_DAYS + NWS_REACH_DAYS)).date_naive()),
         p_to = b.partition_date(ask.t.min(w_last.start).date_naive()),
     );
     let mut out: BTreeMap<NaiveDate, Vec<NwsDay>> = BTreeMap::new();
     for batch in b.collect(ctx, &sql).await? {
-        let (generated, available, firsts, lasts) =
-            (times(&batch, 0)?, times(&batch, 1)?, times(&batch, 2)?, times(&batch, 3)?);
-        let (high, low) = (floats(&batch, 4)?, floats(&batch, 5)?);
+        let (generated, firsts, lasts) = (times(&batch, 0)?, times(&batch, 1)?, times(&batch, 2)?);
+        let (high, low) = (floats(&batch, 3)?, floats(&batch, 4)?);
         let days = batch
-            .column(6)
+            .column(5)
             .as_primitive_opt::<datafusion::arrow::datatypes::Int64Type>()
             .ok_or_else(|| internal("day"))?;
         for i in 0..batch.num_rows() {
-            let (Some(generated), Some(available), Some(first_t), Some(last_t)) =
-                (generated[i], available[i], firsts[i], lasts[i])
-            else {
+            let (Some(generated), Some(first_t), Some(last_t)) = (generated[i], firsts[i], lasts[i]) else {
                 continue;
             };
             if high.is_null(i) || low.is_null(i) || days.is_null(i) {
@@ -445,7 +491,6 @@ async fn nws_days(ctx: &SessionContext, ask: &Ask<'_>, first: NaiveDate) -> Resu
             let date = first + Duration::days(days.value(i));
             out.entry(date).or_default().push(NwsDay {
                 generated,
-                available,
                 first: first_t,
                 last: last_t,
                 high: high.value(i),
@@ -510,10 +555,10 @@ async fn climate_reports(
         let (issued, available, received) = (times(&batch, 3)?, times(&batch, 5)?, times(&batch, 6)?);
         let keys = batch.column(7).as_primitive_opt::<UInt64Type>().ok_or_else(|| internal("row_key"))?;
         for i in 0..batch.num_rows() {
-            let (Some(date), Some(at)) = (dates[i], available[i]) else { continue };
+            let Some(date) = dates[i] else { continue };
             let order = (finals.value(i), issued[i], corrections.value(i), available[i], received[i], keys.value(i));
             let value = values.is_valid(i).then(|| Units::Fahrenheit.convert(values.value(i), ask.unit));
-            out.entry(date).or_default().push(CliVersion { order, available: at, value });
+            out.entry(date).or_default().push(CliVersion { order, value });
         }
     }
     Ok(out)

@@ -7,8 +7,9 @@
 //! No look-ahead: each checkpoint's inputs are chosen by [`Rows::inputs`] from what was
 //! known at it (the rows `brackets.php` reads, read once per station and span), its
 //! distribution is made by [`compose`] as `brackets.php` makes it, and a same-day
-//! checkpoint's floor (ceiling) is the running high (low) of the observations known then,
-//! replayed through the live engine. Only the settled value each forecast is scored
+//! checkpoint's floor (ceiling) is the running high (low) of the lake's observations
+//! available then, replayed through the live engine (`brackets.php` as of a time reads
+//! the same rows, or the server's in-memory copy of them with their receipt times). Only the settled value each forecast is scored
 //! against is today's (the final climate report known now, else the engine's day that
 //! `accuracy_pairs` verifies against).
 //!
@@ -17,7 +18,8 @@
 //!
 //! One row per forecast and bracket of the ladder it is scored on (the usual ladder around
 //! the distribution's median, the same for the baselines): `station_code, date, target,
-//! logic, units, checkpoint, checkpoint_at, forecaster, settled, settled_at (when the
+//! logic, units, checkpoint, checkpoint_at, forecaster, method (ours, as `brackets.php`
+//! names it: the baselines' rows name it too), settled, settled_at (when the
 //! settled value became known: `bracket_accuracy.php`'s `as_of`), bracket, bracket_lo,
 //! bracket_hi, p, hit`, and on the ladder's first row only (null on the others, so `avg()`
 //! over the table weighs each forecast once) `ignorance` (bits), `rps` (over whole values),
@@ -46,7 +48,7 @@ use crate::bracket_odds::{bounded, compose, Ask, Observed, OddsError, MAX_LEAD_D
 use crate::brackets::baselines::{best_single_gaussian, climatology, equal_weight_fraction};
 use crate::brackets::markets::Quantity;
 use crate::brackets::scores::{brier, ignorance, pit, rps};
-use crate::brackets::{Distribution, Ladder};
+use crate::brackets::{Distribution, Ladder, METHOD};
 use crate::catalog::{Catalog, Station};
 use crate::decode::types::{DailyReport, Metar, OneMinute};
 use crate::extremes::{Logic, StationExtremes, REPLAY_AFTER, REPLAY_BEFORE};
@@ -77,7 +79,8 @@ const LOGIC: Logic = Logic::Nws;
 /// Stations whose inputs are read at once.
 const CONCURRENT_READS: usize = 4;
 
-/// One scored forecast.
+/// One scored forecast (with the method it was made by: a row keeps it when the method
+/// changes and the row is not recomputed).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scored {
     pub station_code: String,
@@ -344,6 +347,7 @@ pub fn schema() -> SchemaRef {
         f("checkpoint", DataType::Utf8, false),
         f("checkpoint_at", ts.clone(), false),
         f("forecaster", DataType::Utf8, false),
+        f("method", DataType::Utf8, false),
         f("settled", DataType::Int32, false),
         f("settled_at", ts.clone(), false),
         f("bracket", DataType::Utf8, false),
@@ -377,6 +381,7 @@ fn to_batch(scored: &[Scored]) -> Result<RecordBatch, JobError> {
                 .with_timezone("UTC"),
         ),
         Arc::new(text(|s| s.forecaster)),
+        Arc::new(StringArray::from_iter_values(rows.iter().map(|_| METHOD))),
         Arc::new(Int32Array::from_iter_values(rows.iter().map(|(s, _)| s.settled))),
         Arc::new(
             TimestampMicrosecondArray::from_iter_values(rows.iter().map(|(s, _)| s.settled_at.timestamp_micros()))

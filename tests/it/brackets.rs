@@ -580,7 +580,7 @@ async fn bracket_scores_are_what_brackets_php_answered_at_each_checkpoint() {
          WHERE forecaster = 'wxlake' GROUP BY date, target, checkpoint, checkpoint_at ORDER BY date, target, checkpoint",
     )
     .await;
-    let mut floors = 0;
+    let (mut floors, mut nws_checked) = (0, 0);
     for r in &ours {
         let at = wxlake::time::parse_utc(&r[3]).unwrap();
         let ladder = r[4].replace('<', "%3C").replace('>', "%3E").replace('=', "%3D");
@@ -598,13 +598,47 @@ async fn bracket_scores_are_what_brackets_php_answered_at_each_checkpoint() {
             assert!((a - b).abs() < 1e-9, "{uri}: served {served:?}, scored {scored:?}");
         }
         floors += usize::from(!v["floor"].is_null() || !v["ceiling"].is_null());
+        // The NWS input is the version `as_of('nws_hourly', ...)` has in force at the time
+        // (or at the day's start, once the day began), its max (min) over the day.
+        let day: chrono::NaiveDate = r[0].parse().unwrap();
+        let w = wxlake::time::day_window(chrono_tz::America::New_York, wxlake::time::DayClock::Standard, day);
+        let at = wxlake::time::fmt_iso_utc(at.min(w.start));
+        let agg = if r[1] == "high" { "max" } else { "min" };
+        let version = rows(
+            &lake,
+            &format!(
+                "SELECT max(generated_at), {agg}(temperature_f), min(start_time) <= TIMESTAMP '{}' \
+                 AND max(end_time) >= TIMESTAMP '{}' FROM as_of('nws_hourly', '{at}') WHERE station_code = 'KNYC' \
+                 AND start_time >= TIMESTAMP '{}' AND start_time < TIMESTAMP '{}'",
+                wxlake::time::fmt_iso_utc(w.start),
+                wxlake::time::fmt_iso_utc(w.end),
+                wxlake::time::fmt_iso_utc(w.start),
+                wxlake::time::fmt_iso_utc(w.end)
+            ),
+        )
+        .await;
+        let nws = v["inputs"].as_array().unwrap().iter().find(|i| i["source"] == "NWS");
+        match (&version[0][..], nws) {
+            ([generated, value, covered], Some(i)) if covered == "true" => {
+                assert_eq!(
+                    wxlake::time::parse_utc(generated),
+                    wxlake::time::parse_utc(i["run"].as_str().unwrap()),
+                    "{uri}"
+                );
+                assert!((value.parse::<f64>().unwrap() - i["forecast"].as_f64().unwrap()).abs() < 1e-9, "{uri}: {v}");
+                nws_checked += 1;
+            }
+            (found, i) => assert!(i.is_none() && found[2] != "true", "{uri}: as_of {found:?}, brackets.php {i:?}"),
+        }
     }
     assert!(floors > 0, "the same-day checkpoints had a running extreme");
+    assert!(nws_checked > 0, "the demo's NWS versions were inputs");
 
     // bracket_accuracy.php: the table summed.
     let (_, v) = api.get("/api/v2/bracket_accuracy.php?station_code=KNYC").await;
     let ours_n = forecasts.iter().filter(|f| f[3] == "wxlake").count() as i64;
     assert_eq!(v["forecasts"].as_i64(), Some(ours_n), "{v}");
+    assert_eq!(v["methods"], serde_json::json!([wxlake::brackets::METHOD]), "{v}");
     assert_eq!(v["checkpoints"].as_array().unwrap().len(), 6, "{v}");
     for c in v["checkpoints"].as_array().unwrap() {
         let fs = c["forecasters"].as_array().unwrap();

@@ -252,13 +252,14 @@ fn an_absent_scheduler_is_a_clear_error() {
 }
 
 /// The jobs' output tables.
-const DERIVED: [&str; 6] = [
+const DERIVED: [&str; 7] = [
     "forecast_daily",
     "daily_extremes",
     "accuracy_pairs",
     "accuracy_daily_detail",
     "accuracy_trends",
     "model_accuracy",
+    "bracket_scores",
 ];
 
 /// Every derived table as CSV lines, header first, rows sorted (partitions are read in

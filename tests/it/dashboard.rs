@@ -899,10 +899,14 @@ async fn dashboard_in_a_real_browser() {
            .map(d => [Number(d.dataset.forecast), Number(d.dataset.observed), Number(d.dataset.n)])",
     )
     .await;
+    let numbers = |v: &Value| -> Vec<Vec<f64>> {
+        let row = |r: &Value| r.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        v.as_array().unwrap().iter().map(row).collect()
+    };
     let ours = odds["calibration"].as_array().unwrap().iter().find(|c| c["forecaster"] == "wxlake").unwrap();
     let bins: Vec<Value> =
         ours["reliability"].as_array().unwrap().iter().map(|b| json!([b["forecast"], b["observed"], b["n"]])).collect();
-    assert_eq!(dots, json!(bins), "the diagram's dots are the API's bins");
+    assert_eq!(numbers(&dots), numbers(&json!(bins)), "the diagram's dots are the API's bins");
     screenshot(&c, &shots, "accuracy-brackets.png").await;
     let rounded = js(
         &c,

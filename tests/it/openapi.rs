@@ -639,7 +639,7 @@ mod in_process {
         let app = App::new().await;
         let doc = document(&app).await;
         let ops = super::operations(&doc);
-        assert_eq!(ops.len(), 17, "{:?}", ops.iter().map(|(m, p, _)| format!("{m} {p}")).collect::<Vec<_>>());
+        assert_eq!(ops.len(), 18, "{:?}", ops.iter().map(|(m, p, _)| format!("{m} {p}")).collect::<Vec<_>>());
         let mut ids = std::collections::BTreeSet::new();
         for (method, path, op) in &ops {
             let id = op["operationId"].as_str().unwrap_or_else(|| panic!("{method} {path}: no operationId"));

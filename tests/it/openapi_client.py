@@ -181,6 +181,10 @@ def calls(m):
             (dict(station_code="KNYC", target=m.AccuracyTarget("high")), "Brackets"),
             (dict(station_code="EGLC", target=m.AccuracyTarget("low"), logic=m.Logic("wu")), "Brackets"),
         ],
+        "getBracketAccuracy": [
+            (dict(station_code="KNYC", target=m.AccuracyTarget("high")), "BracketAccuracy"),
+            (dict(), "BracketAccuracy"),
+        ],
         "getModelAccuracy": [
             (dict(station_code="KNYC", include="trends,daily_detail"), "ModelAccuracy"),
             (dict(station_code="EGLC", window=m.AccuracyWindow("30d"), target=m.AccuracyTarget("low")), "ModelAccuracy"),

@@ -685,7 +685,7 @@ fn every_job_gives_on_s3_what_it_gives_on_local_files() {
     let o = local_cmd(&["jobs", "run", "--all"]);
     assert!(o.status.success(), "local jobs: {}", err(&o));
     let specs = wxlake::jobs::embedded_specs().unwrap();
-    assert_eq!(specs.len(), 6, "a new job belongs in this comparison");
+    assert_eq!(specs.len(), 7, "a new job belongs in this comparison");
     for spec in &specs {
         let table = &spec.output.table;
         let on_s3 = table_lines(|a| lake.run(a), table);

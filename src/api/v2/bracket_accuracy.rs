@@ -6,8 +6,8 @@
 //!
 //! Skill: ignorance as bits saved per forecast (the baseline's mean minus ours: positive is
 //! better), RPS and Brier as 1 − ours / the baseline's (positive is better, 1 is perfect).
-//! With `as_of`, only the forecasts whose day had settled by then count (each row's
-//! `settled_at`).
+//! With `as_of`, only the rows computed by then whose day had settled by then count (each
+//! row's `computed_at` and `settled_at`).
 
 use std::collections::BTreeMap;
 
@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use chrono::NaiveDate;
 use datafusion::arrow::array::{Array, AsArray};
-use datafusion::arrow::datatypes::{Float64Type, Int64Type};
+use datafusion::arrow::datatypes::{Date32Type, Float64Type, Int64Type};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -27,7 +27,6 @@ use crate::api::error::{ApiError, ApiResult};
 use crate::api::json::Json;
 use crate::api::params::{self, QueryParams};
 use crate::api::state::AppState;
-use crate::brackets::METHOD;
 use crate::jobs::bracket_scores::{CHECKPOINTS, FORECASTERS};
 use crate::lake::bound_sql::{utf8_column, Bindings};
 use crate::time::fmt_iso_utc;
@@ -123,8 +122,9 @@ pub struct BracketAccuracy {
     pub forecasts: i64,
     pub checkpoints: Vec<CheckpointScores>,
     pub calibration: Vec<Calibration>,
-    /// The method of the odds (as `brackets.php`'s).
-    pub method: String,
+    /// The methods the counted forecasts were made by (`brackets.php`'s `method`; a row keeps
+    /// its method until the job recomputes it).
+    pub methods: Vec<String>,
     pub computed_at: String,
 }
 
@@ -169,7 +169,7 @@ pub async fn handler(
         }
     }
     let filter = Filter { station: station.map(|s| s.code.as_str()), target, from, to, as_of };
-    let (checkpoints, calibration, span) =
+    let (checkpoints, calibration, (span, methods)) =
         futures::try_join!(scores(&state, &filter), calibration(&state, &filter), span(&state, &filter))?;
     let forecasts = checkpoints
         .iter()
@@ -183,7 +183,7 @@ pub async fn handler(
         forecasts,
         checkpoints,
         calibration,
-        method: METHOD.to_string(),
+        methods,
         computed_at: fmt_iso_utc(state.now()),
     };
     Ok(as_of.echo(Json(body).into_response()))
@@ -215,7 +215,8 @@ impl Filter<'_> {
             c.push(format!("date <= {}", b.date(d)));
         }
         if let Some(t) = self.as_of.0 {
-            c.push(format!("settled_at <= {}", b.time(t)));
+            let t = b.time(t);
+            c.push(format!("settled_at <= {t} AND computed_at <= {t}"));
         }
         c.join(" AND ")
     }
@@ -240,11 +241,7 @@ async fn scores(state: &AppState, f: &Filter<'_>) -> ApiResult<Vec<CheckpointSco
         let n = batch.column(2).as_primitive::<Int64Type>();
         let mean = |i: usize, r: usize| {
             let a = batch.column(i).as_primitive::<Float64Type>();
-            if a.is_null(r) {
-                f64::NAN
-            } else {
-                a.value(r)
-            }
+            a.is_valid(r).then(|| a.value(r)).filter(|v| v.is_finite())
         };
         for r in 0..batch.num_rows() {
             let (Some(ci), Some(fi)) = (
@@ -253,8 +250,16 @@ async fn scores(state: &AppState, f: &Filter<'_>) -> ApiResult<Vec<CheckpointSco
             ) else {
                 continue;
             };
-            let (ours, theirs) = ((mean(3, r), mean(5, r), mean(7, r)), (mean(4, r), mean(6, r), mean(8, r)));
-            let skill = (fi > 0).then(|| Skill {
+            // Means of non-null scores over at least one forecast: never missing, but a row
+            // without them is left out rather than sent as a number it is not.
+            let (Some(o0), Some(o1), Some(o2), Some(t0), Some(t1), Some(t2)) =
+                (mean(3, r), mean(5, r), mean(7, r), mean(4, r), mean(6, r), mean(8, r))
+            else {
+                continue;
+            };
+            let (ours, theirs) = ((o0, o1, o2), (t0, t1, t2));
+            // A ratio needs the baseline's score above zero (null against a perfect one).
+            let skill = (fi > 0 && theirs.1 > 0.0 && theirs.2 > 0.0).then(|| Skill {
                 ignorance_bits: theirs.0 - ours.0,
                 rps: 1.0 - ours.1 / theirs.1,
                 brier: 1.0 - ours.2 / theirs.2,
@@ -332,15 +337,26 @@ async fn calibration(state: &AppState, f: &Filter<'_>) -> ApiResult<Vec<Calibrat
     Ok(out)
 }
 
-/// The first and last settlement day of the rows asked about.
-async fn span(state: &AppState, f: &Filter<'_>) -> ApiResult<Option<(NaiveDate, NaiveDate)>> {
+/// The first and last settlement day of the rows asked about, and their methods.
+async fn span(state: &AppState, f: &Filter<'_>) -> ApiResult<(Option<(NaiveDate, NaiveDate)>, Vec<String>)> {
     let mut b = Bindings::new();
-    let sql = format!("SELECT min(date), max(date) FROM bracket_scores WHERE {}", f.sql(&mut b));
-    let batches = b.collect(&state.live.ctx, &sql).await?;
-    let Some(batch) = batches.iter().find(|b| b.num_rows() > 0) else { return Ok(None) };
-    let dates = |i: usize| {
-        let a = batch.column(i).as_primitive::<datafusion::arrow::datatypes::Date32Type>();
-        a.is_valid(0).then(|| datafusion::arrow::datatypes::Date32Type::to_naive_date_opt(a.value(0))).flatten()
-    };
-    Ok(dates(0).zip(dates(1)))
+    let sql = format!(
+        "SELECT min(date), max(date), method FROM bracket_scores WHERE {} GROUP BY method ORDER BY method",
+        f.sql(&mut b)
+    );
+    let (mut span, mut methods): (Option<(NaiveDate, NaiveDate)>, Vec<String>) = (None, Vec::new());
+    for batch in b.collect(&state.live.ctx, &sql).await? {
+        let (first, last) =
+            (batch.column(0).as_primitive::<Date32Type>(), batch.column(1).as_primitive::<Date32Type>());
+        let names = utf8_column(&batch, 2)?;
+        let names = names.as_string::<i32>();
+        for r in 0..batch.num_rows() {
+            methods.push(names.value(r).to_string());
+            let dates = Date32Type::to_naive_date_opt(first.value(r)).zip(Date32Type::to_naive_date_opt(last.value(r)));
+            if let Some((a, z)) = dates {
+                span = Some(span.map_or((a, z), |(x, y)| (x.min(a), y.max(z))));
+            }
+        }
+    }
+    Ok((span, methods))
 }

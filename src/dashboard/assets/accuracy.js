@@ -192,7 +192,7 @@ WX.accuracy = (() => {
   const brackets = (b) => {
     if (!b.forecasts) return el('p', { class: 'sub', id: 'bracket-none' }, 'no settled day scored yet (the bracket_scores job runs daily)');
     return el('div', { id: 'bracket-accuracy' },
-      el('p', { class: 'sub' }, `${b.forecasts} forecasts of ${b.from} to ${b.to} · ${b.method} · skill: bits saved per forecast and RPS skill against each baseline (positive: ours is better)`),
+      el('p', { class: 'sub' }, `${b.forecasts} forecasts of ${b.from} to ${b.to} · ${b.methods.join(', ')} · skill: bits saved per forecast and RPS skill against each baseline (positive: ours is better)`),
       bracketSkill(b),
       reliability(b));
   };
