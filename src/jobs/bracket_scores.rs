@@ -43,6 +43,7 @@ use futures::{FutureExt, StreamExt};
 use rayon::prelude::*;
 
 use super::error::JobError;
+use super::observed::replay_span;
 use crate::bracket_odds::inputs::Rows;
 use crate::bracket_odds::{bounded, compose, Ask, Observed, OddsError, MAX_LEAD_DAYS};
 use crate::brackets::baselines::{best_single_gaussian, climatology, equal_weight_fraction};
@@ -247,10 +248,8 @@ pub async fn bracket_forecasts(
     to: NaiveDate,
     now: DateTime<Utc>,
 ) -> Result<MemTable, JobError> {
-    // The same-day checkpoints' observations: every zone's window of `from` starts after
-    // (from - 1 day) 00:00 UTC and every window of `to` ends before (to + 2 days) 00:00 UTC.
-    let start = (from - Duration::days(1)).and_time(NaiveTime::MIN).and_utc() - REPLAY_BEFORE;
-    let end = (to + Duration::days(2)).and_time(NaiveTime::MIN).and_utc() + REPLAY_AFTER;
+    // The same-day checkpoints' observations.
+    let (start, end) = replay_span(from, to);
     let (metars, onemin, reports) = load_known_window(ctx, start, end).await?;
     let mut by_station: HashMap<&str, Observations<'_>> = HashMap::new();
     for m in &metars {

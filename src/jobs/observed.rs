@@ -116,6 +116,16 @@ fn cli_values(reports: &[&DailyReport], date: NaiveDate, units: Units) -> (Optio
     best.map_or((None, None), |r| (native(r.max_f), native(r.min_f)))
 }
 
+/// The UTC span of the rows a replay of trading days `from..=to` of any station reads:
+/// every zone's window of `from` starts after (from - 1 day) 00:00 UTC (UTC+14 at most)
+/// and every window of `to` ends before (to + 2 days) 00:00 UTC (UTC-12 at least), widened
+/// by the engine's replay margins.
+pub(super) fn replay_span(from: NaiveDate, to: NaiveDate) -> (DateTime<Utc>, DateTime<Utc>) {
+    let start = (from - Duration::days(1)).and_time(NaiveTime::MIN).and_utc() - REPLAY_BEFORE;
+    let end = (to + Duration::days(2)).and_time(NaiveTime::MIN).and_utc() + REPLAY_AFTER;
+    (start, end)
+}
+
 /// One station's stored rows.
 type StationInputs<'a> = (Vec<&'a Metar>, Vec<&'a OneMinute>, Vec<&'a DailyReport>);
 
@@ -127,10 +137,7 @@ pub async fn observed_extremes(
     to: NaiveDate,
     now: DateTime<Utc>,
 ) -> Result<MemTable, JobError> {
-    // Every zone's window of `from` starts after (from - 1 day) 00:00 UTC (UTC+14 at most)
-    // and every window of `to` ends before (to + 2 days) 00:00 UTC (UTC-12 at least).
-    let start = (from - Duration::days(1)).and_time(NaiveTime::MIN).and_utc() - REPLAY_BEFORE;
-    let end = (to + Duration::days(2)).and_time(NaiveTime::MIN).and_utc() + REPLAY_AFTER;
+    let (start, end) = replay_span(from, to);
     let (metars, onemin, reports) = load_window(ctx, None, start, end, None).await?;
     let mut by_station: HashMap<&str, StationInputs<'_>> = HashMap::new();
     for m in &metars {

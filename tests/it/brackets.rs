@@ -450,21 +450,31 @@ async fn todays_running_extremes_bound_the_distribution() {
     }
 }
 
-/// Over a demo lake (models' runs through forecast_daily, their verified pairs): each
-/// model's input is its latest run of the day available at the asked time, with that run's
-/// summary of the day; a run published after an `as_of` is not used, the one before it is.
-#[tokio::test]
-async fn brackets_php_takes_each_models_latest_run_known_at_the_time() {
-    use crate::support::{open_live, rows, stderr, wxlake, Api};
+/// A demo lake of `days` days of KNYC without one-minute data, and the API over it on a
+/// manual clock set to now.
+async fn knyc_demo(
+    days: &str,
+) -> (tempfile::TempDir, wxlake::lake::Lake, std::sync::Arc<dyn wxlake::clock::Clock>, crate::support::Api) {
+    use crate::support::{open_live, stderr, wxlake, Api};
     let dir = tempfile::tempdir().unwrap();
     let lake_dir = dir.path().join("lake");
-    let out = wxlake(&lake_dir, &["demo", "--days", "6", "--stations", "KNYC", "--no-onemin"]);
+    let out = wxlake(&lake_dir, &["demo", "--days", days, "--stations", "KNYC", "--no-onemin"]);
     assert!(out.status.success(), "demo: {}", stderr(&out));
     let lake = wxlake::lake::Lake::open(&format!("file://{}", lake_dir.display())).await.unwrap();
     let clock: std::sync::Arc<dyn wxlake::clock::Clock> =
         std::sync::Arc::new(wxlake::clock::ManualClock::new(chrono::Utc::now()));
     let live = std::sync::Arc::new(open_live(&lake, &dir.path().join("state"), clock.clone()).await);
     let api = Api::over(live, &dir.path().join("state"));
+    (dir, lake, clock, api)
+}
+
+/// Over a demo lake (models' runs through forecast_daily, their verified pairs): each
+/// model's input is its latest run of the day available at the asked time, with that run's
+/// summary of the day; a run published after an `as_of` is not used, the one before it is.
+#[tokio::test]
+async fn brackets_php_takes_each_models_latest_run_known_at_the_time() {
+    use crate::support::rows;
+    let (_dir, lake, clock, api) = knyc_demo("6").await;
     let now = clock.now();
     // Tomorrow in Local Standard Time (UTC−5 all year).
     let day = (now - Duration::hours(5)).date_naive() + Duration::days(1);
@@ -529,16 +539,8 @@ async fn brackets_php_takes_each_models_latest_run_known_at_the_time() {
 /// the table summed, and as of a moment before any day settled it counts nothing.
 #[tokio::test]
 async fn bracket_scores_are_what_brackets_php_answered_at_each_checkpoint() {
-    use crate::support::{open_live, rows, stderr, wxlake, Api};
-    let dir = tempfile::tempdir().unwrap();
-    let lake_dir = dir.path().join("lake");
-    let out = wxlake(&lake_dir, &["demo", "--days", "8", "--stations", "KNYC", "--no-onemin"]);
-    assert!(out.status.success(), "demo: {}", stderr(&out));
-    let lake = wxlake::lake::Lake::open(&format!("file://{}", lake_dir.display())).await.unwrap();
-    let clock: std::sync::Arc<dyn wxlake::clock::Clock> =
-        std::sync::Arc::new(wxlake::clock::ManualClock::new(chrono::Utc::now()));
-    let live = std::sync::Arc::new(open_live(&lake, &dir.path().join("state"), clock.clone()).await);
-    let api = Api::over(live, &dir.path().join("state"));
+    use crate::support::rows;
+    let (_dir, lake, _clock, api) = knyc_demo("8").await;
 
     // Every forecast's ladder sums to 1 and holds the settled value in exactly one bracket.
     let forecasts = rows(
