@@ -124,8 +124,9 @@ struct Observations<'a> {
 }
 
 impl Observations<'_> {
-    /// The running extreme of `ask`'s day from what was known at `ask.t` (none before the
-    /// day starts), as `brackets.php` as of `ask.t` finds it.
+    /// The running extreme of `ask`'s day from the lake's rows available at `ask.t` (none
+    /// before the day starts): the engine's replay `brackets.php` as of `ask.t` makes from
+    /// the same rows (or from the server's in-memory copy of them).
     fn observed(&self, ask: &Ask<'_>) -> Option<Observed> {
         let w = ask.window();
         if ask.t < w.start {
