@@ -29,6 +29,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::RangeInclusive;
+use std::sync::Arc;
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
@@ -59,14 +60,17 @@ pub const RUN_HORIZON_DAYS: i64 = super::MAX_LEAD_DAYS + 1;
 /// and one of margin: an older version covers no hour of the day.
 const NWS_REACH_DAYS: i64 = 8;
 
+/// The `forecast_daily` value columns a run row carries, in [`RunRow::values`]' order.
+const RUN_VALUES: [&str; 4] = ["high_f", "high_c", "low_f", "low_c"];
+
 impl Ask<'_> {
-    /// The `forecast_daily` column of the target in the settlement unit.
-    fn column(&self) -> &'static str {
+    /// The index in [`RUN_VALUES`] of the target in the settlement unit.
+    fn run_value(&self) -> usize {
         match (self.target, self.unit) {
-            (Quantity::High, Units::Fahrenheit) => "high_f",
-            (Quantity::High, Units::Celsius) => "high_c",
-            (Quantity::Low, Units::Fahrenheit) => "low_f",
-            (Quantity::Low, Units::Celsius) => "low_c",
+            (Quantity::High, Units::Fahrenheit) => 0,
+            (Quantity::High, Units::Celsius) => 1,
+            (Quantity::Low, Units::Fahrenheit) => 2,
+            (Quantity::Low, Units::Celsius) => 3,
         }
     }
 
@@ -111,12 +115,17 @@ pub async fn gather(ctx: &SessionContext, ask: &Ask<'_>) -> Result<Inputs> {
 
 /// A model run's value of one day.
 #[derive(Debug, Clone)]
-struct RunRow {
-    model: String,
+pub struct RunRow {
+    model: Arc<str>,
     run: DateTime<Utc>,
     available: DateTime<Utc>,
-    value: f64,
+    /// The day's high and low in both units ([`RUN_VALUES`]; NaN where the run has none),
+    /// so one read serves either target and unit.
+    values: [f64; 4],
 }
+
+/// One station's model-run rows of a span of days, by day.
+pub type StationRuns = BTreeMap<NaiveDate, Vec<RunRow>>;
 
 /// One NWS hourly version's periods on one day.
 #[derive(Debug, Clone)]
@@ -171,7 +180,7 @@ struct PairRow {
 /// when it became known (module docs).
 #[derive(Debug, Default)]
 pub struct Rows {
-    runs: BTreeMap<NaiveDate, Vec<RunRow>>,
+    runs: Arc<StationRuns>,
     /// Every NWS hourly version (generated, available), and each one's periods per day.
     nws_versions: Vec<(DateTime<Utc>, DateTime<Utc>)>,
     nws: BTreeMap<NaiveDate, Vec<NwsDay>>,
@@ -195,11 +204,32 @@ impl Rows {
         first: NaiveDate,
         leads: RangeInclusive<i64>,
     ) -> Result<Self> {
+        Self::read_with(ctx, ask, first, leads, None).await
+    }
+
+    /// [`Rows::read`], with the station's model-run rows given when they were read for many
+    /// stations at once ([`model_runs`] without a station: `forecast_daily` is not
+    /// partitioned by station, so each station's own read scans every file).
+    pub async fn read_with(
+        ctx: &SessionContext,
+        ask: &Ask<'_>,
+        first: NaiveDate,
+        leads: RangeInclusive<i64>,
+        runs: Option<Arc<StationRuns>>,
+    ) -> Result<Self> {
         if first != ask.date && ask.logic.clock() != DayClock::Standard {
             return Err(DataFusionError::Plan("bracket inputs: a span of days is read under the nws logic".into()));
         }
+        let station_runs = async {
+            if let Some(runs) = runs {
+                return Ok(runs);
+            }
+            let code = ask.station.code.as_str();
+            let mut all = model_runs(ctx, Some(code), ask.logic, first, ask.date, ask.t).await?;
+            Ok(Arc::new(all.remove(code).unwrap_or_default()))
+        };
         let (runs, nws_versions, nws, mut daily, cli, pairs) = futures::try_join!(
-            model_runs(ctx, ask, first),
+            station_runs,
             nws_versions(ctx, ask, first),
             nws_days(ctx, ask, first),
             daily_forecasts(ctx, ask, first),
@@ -311,17 +341,19 @@ impl Rows {
     /// [`RUN_HORIZON_DAYS`] before it.
     fn model_runs(&self, ask: &Ask<'_>) -> Vec<SourceForecast> {
         let oldest = ask.date - Duration::days(RUN_HORIZON_DAYS);
+        let value = ask.run_value();
         let mut latest: BTreeMap<&str, &RunRow> = BTreeMap::new();
         let rows = self.runs.get(&ask.date).into_iter().flatten();
-        for r in rows.filter(|r| r.available <= ask.t && r.run.date_naive() >= oldest) {
-            let held = latest.entry(r.model.as_str()).or_insert(r);
+        let known = |r: &&RunRow| r.available <= ask.t && r.run.date_naive() >= oldest && !r.values[value].is_nan();
+        for r in rows.filter(known) {
+            let held = latest.entry(&*r.model).or_insert(r);
             if r.run > held.run {
                 *held = r;
             }
         }
         latest
             .into_values()
-            .map(|r| SourceForecast { source: r.model.clone(), run: r.run, forecast: r.value })
+            .map(|r| SourceForecast { source: r.model.to_string(), run: r.run, forecast: r.values[value] })
             .collect()
     }
 
@@ -384,38 +416,48 @@ fn keep_latest<'a, K: Ord>(map: &mut BTreeMap<K, &'a DailyIssue>, key: K, d: &'a
     }
 }
 
-/// Every model run's row of the days `first..=ask.date` available by t, run at most
-/// [`RUN_HORIZON_DAYS`] before the first.
-async fn model_runs(ctx: &SessionContext, ask: &Ask<'_>, first: NaiveDate) -> Result<BTreeMap<NaiveDate, Vec<RunRow>>> {
+/// Every model run's rows of the days `first..=last` in the day clock of `logic`, available
+/// by t, run at most [`RUN_HORIZON_DAYS`] before `first`: of `station`, or of every station
+/// (by station code).
+pub async fn model_runs(
+    ctx: &SessionContext,
+    station: Option<&str>,
+    logic: Logic,
+    first: NaiveDate,
+    last: NaiveDate,
+    t: DateTime<Utc>,
+) -> Result<HashMap<String, StationRuns>> {
     let mut b = Bindings::new();
-    let tz_mode = if ask.logic == Logic::Nws { "standard" } else { "civil" };
+    let tz_mode = if logic == Logic::Nws { "standard" } else { "civil" };
+    let of_station = station.map(|s| format!("location_name = {} AND", b.str(s))).unwrap_or_default();
     let sql = format!(
-        "SELECT model, run_time, available_at, date, {col} FROM forecast_daily WHERE location_name = {loc} \
-         AND tz_mode = {mode} AND date >= {first} AND date <= {last} AND available_at <= {t} \
-         AND run_date >= {from} AND run_date <= {to} AND {col} IS NOT NULL",
-        col = ask.column(),
-        loc = b.str(&ask.station.code),
+        "SELECT location_name, model, run_time, available_at, date, {values} FROM forecast_daily WHERE {of_station} \
+         tz_mode = {mode} AND date >= {first} AND date <= {last} AND available_at <= {t} \
+         AND run_date >= {from} AND run_date <= {to}",
+        values = RUN_VALUES.join(", "),
         mode = b.str(tz_mode),
         first = b.date(first),
-        last = b.date(ask.date),
-        t = b.time(ask.t),
+        last = b.date(last),
+        t = b.time(t),
         from = b.partition_date(first - Duration::days(RUN_HORIZON_DAYS)),
-        to = b.partition_date(ask.t.date_naive().min(ask.date)),
+        to = b.partition_date(t.date_naive().min(last)),
     );
-    let mut out: BTreeMap<NaiveDate, Vec<RunRow>> = BTreeMap::new();
+    let mut out: HashMap<String, StationRuns> = HashMap::new();
+    let mut names: HashMap<String, Arc<str>> = HashMap::new();
     for batch in b.collect(ctx, &sql).await? {
-        let models = utf8_column(&batch, 0)?;
-        let models = models.as_string::<i32>();
-        let (runs, available, dates, values) =
-            (times(&batch, 1)?, times(&batch, 2)?, dates(&batch, 3)?, floats(&batch, 4)?);
+        let (codes, models) = (utf8_column(&batch, 0)?, utf8_column(&batch, 1)?);
+        let (codes, models) = (codes.as_string::<i32>(), models.as_string::<i32>());
+        let (runs, available, dates) = (times(&batch, 2)?, times(&batch, 3)?, dates(&batch, 4)?);
+        let values = [floats(&batch, 5)?, floats(&batch, 6)?, floats(&batch, 7)?, floats(&batch, 8)?];
         for i in 0..batch.num_rows() {
             let (Some(run), Some(available), Some(date)) = (runs[i], available[i], dates[i]) else { continue };
-            out.entry(date).or_default().push(RunRow {
-                model: models.value(i).to_string(),
-                run,
-                available,
-                value: values.value(i),
-            });
+            let values = values.map(|v| if v.is_valid(i) { v.value(i) } else { f64::NAN });
+            if values.iter().all(|v| v.is_nan()) {
+                continue;
+            }
+            let model = names.entry(models.value(i).to_string()).or_insert_with(|| Arc::from(models.value(i)));
+            let row = RunRow { model: Arc::clone(model), run, available, values };
+            out.entry(codes.value(i).to_string()).or_default().entry(date).or_default().push(row);
         }
     }
     Ok(out)

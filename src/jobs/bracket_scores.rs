@@ -44,7 +44,7 @@ use rayon::prelude::*;
 
 use super::error::JobError;
 use super::observed::replay_span;
-use crate::bracket_odds::inputs::Rows;
+use crate::bracket_odds::inputs::{model_runs, Rows, StationRuns};
 use crate::bracket_odds::{bounded, compose, Ask, Observed, OddsError, MAX_LEAD_DAYS};
 use crate::brackets::baselines::{best_single_gaussian, climatology, equal_weight_fraction};
 use crate::brackets::markets::Quantity;
@@ -271,12 +271,20 @@ pub async fn bracket_forecasts(
         .filter(|s| verified.contains(s.code.as_str()))
         .flat_map(|s| [(s, Quantity::High), (s, Quantity::Low)])
         .collect();
-    // The reads are most of the time (planning and scanning, benches/README.md): a few
-    // run together; each station's scoring spreads over the cores.
-    // Collected (and boxed) first: a stream over a lazy map's closure is not `Send` for
-    // every lifetime, which the job's spawned task needs.
-    let reads: Vec<_> =
-        asks.into_iter().map(|(station, target)| read_span(ctx, station, target, from, to, now).boxed()).collect();
+    // The models' runs of every station in one read: `forecast_daily` is not partitioned by
+    // station, so each station's own read would scan every file (benches/README.md).
+    let runs: HashMap<String, Arc<StationRuns>> =
+        model_runs(ctx, None, LOGIC, from, to, now).await?.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
+    // The other reads are per station: a few run together; each station's scoring spreads
+    // over the cores. Collected (and boxed) first: a stream over a lazy map's closure is not
+    // `Send` for every lifetime, which the job's spawned task needs.
+    let reads: Vec<_> = asks
+        .into_iter()
+        .map(|(station, target)| {
+            let station_runs = runs.get(&station.code).cloned().unwrap_or_default();
+            read_span(ctx, station, target, from, to, now, station_runs).boxed()
+        })
+        .collect();
     let mut reads = futures::stream::iter(reads).buffer_unordered(CONCURRENT_READS);
     let mut scored = Vec::new();
     while let Some((station, target, rows, read)) = reads.next().await {
@@ -306,11 +314,12 @@ async fn read_span(
     from: NaiveDate,
     to: NaiveDate,
     now: DateTime<Utc>,
+    runs: Arc<StationRuns>,
 ) -> (&'static Station, Quantity, datafusion::error::Result<Rows>, std::time::Duration) {
     // The span's template: its last day, everything known now.
     let last = Ask::settling(station, target, Some(to), Some(LOGIC), now);
     let started = std::time::Instant::now();
-    let rows = Rows::read(ctx, &last, from, 1..=MAX_LEAD_DAYS).await;
+    let rows = Rows::read_with(ctx, &last, from, 1..=MAX_LEAD_DAYS, Some(runs)).await;
     (station, target, rows, started.elapsed())
 }
 
