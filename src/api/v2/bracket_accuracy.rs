@@ -351,7 +351,10 @@ async fn span(state: &AppState, f: &Filter<'_>) -> ApiResult<(Option<(NaiveDate,
         let names = utf8_column(&batch, 2)?;
         let names = names.as_string::<i32>();
         for r in 0..batch.num_rows() {
-            methods.push(names.value(r).to_string());
+            // Null only in rows written before the column existed.
+            if names.is_valid(r) {
+                methods.push(names.value(r).to_string());
+            }
             let dates = Date32Type::to_naive_date_opt(first.value(r)).zip(Date32Type::to_naive_date_opt(last.value(r)));
             if let Some((a, z)) = dates {
                 span = Some(span.map_or((a, z), |(x, y)| (x.min(a), y.max(z))));
