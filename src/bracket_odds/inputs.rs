@@ -33,7 +33,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
-use datafusion::arrow::datatypes::{Date32Type, Float64Type, TimestampMicrosecondType, UInt64Type};
+use datafusion::arrow::datatypes::{Date32Type, Float64Type, Int64Type, TimestampMicrosecondType, UInt64Type};
 use datafusion::prelude::SessionContext;
 
 use datafusion::error::{DataFusionError, Result};
@@ -76,7 +76,7 @@ impl Ask<'_> {
 
     /// The first day of the verified history.
     fn history_from(&self) -> NaiveDate {
-        self.date - Duration::days(365 * HISTORY_YEARS)
+        history_start(self.date)
     }
 }
 
@@ -284,22 +284,16 @@ impl Rows {
         // latest issuance as long before that day's start as t is before this one's.
         let ahead = ask.window().start - t;
         let known = |d: &&DailyIssue| d.available <= t;
-        let on = |date: NaiveDate| {
-            let (lo, hi) =
-                (self.daily.partition_point(|d| d.date < date), self.daily.partition_point(|d| d.date <= date));
-            self.daily[lo..hi].iter()
-        };
         let mut latest: BTreeMap<&str, &DailyIssue> = BTreeMap::new();
-        for d in on(ask.date).filter(known) {
+        for d in self.daily_of(ask.date..=ask.date).iter().filter(known) {
             keep_latest(&mut latest, d.source.as_str(), d);
         }
         for d in latest.values() {
             forecasts.push(SourceForecast { source: d.source.clone(), run: d.issued_at, forecast: d.value });
         }
-        let past_lo = self.daily.partition_point(|d| d.date < from);
-        let past_hi = self.daily.partition_point(|d| d.date < ask.date);
         let mut past: BTreeMap<(NaiveDate, &str), &DailyIssue> = BTreeMap::new();
-        for d in self.daily[past_lo..past_hi].iter().filter(known).filter(|d| latest.contains_key(d.source.as_str())) {
+        let before = self.daily_of(from..=ask.date - Duration::days(1));
+        for d in before.iter().filter(known).filter(|d| latest.contains_key(d.source.as_str())) {
             let start = crate::time::day_window(ask.station.timezone, ask.logic.clock(), d.date).start;
             if d.issued_at > start - ahead {
                 continue;
@@ -314,6 +308,13 @@ impl Rows {
         let settled = self.settled_days(from, ask.date, t);
         let history = days.into_values().filter(|d| !d.forecasts.is_empty()).collect();
         Inputs { forecasts, history, settled, lead_days }
+    }
+
+    /// The daily forecasts of the days in `dates` (`daily` is sorted by date).
+    fn daily_of(&self, dates: RangeInclusive<NaiveDate>) -> &[DailyIssue] {
+        let lo = self.daily.partition_point(|d| d.date < *dates.start());
+        let hi = self.daily.partition_point(|d| d.date <= *dates.end());
+        &self.daily[lo..hi.max(lo)]
     }
 
     /// The value `date` settled on as known at t, and when it became known: its final
@@ -406,6 +407,11 @@ fn final_report(versions: &[CliVersion], t: DateTime<Utc>) -> Option<(f64, DateT
     let chosen = versions.iter().filter(|v| v.known_by(t)).max_by_key(|v| v.order)?;
     let (is_final, .., available, _, _) = chosen.order;
     chosen.value.filter(|_| is_final).zip(available)
+}
+
+/// The first day of the verified history read for days from `first` on.
+fn history_start(first: NaiveDate) -> NaiveDate {
+    first - Duration::days(365 * HISTORY_YEARS)
 }
 
 /// Holds in `map` the latest issuance under `key`.
@@ -519,10 +525,7 @@ async fn nws_days(ctx: &SessionContext, ask: &Ask<'_>, first: NaiveDate) -> Resu
     for batch in b.collect(ctx, &sql).await? {
         let (generated, firsts, lasts) = (times(&batch, 0)?, times(&batch, 1)?, times(&batch, 2)?);
         let (high, low) = (floats(&batch, 3)?, floats(&batch, 4)?);
-        let days = batch
-            .column(5)
-            .as_primitive_opt::<datafusion::arrow::datatypes::Int64Type>()
-            .ok_or_else(|| internal("day"))?;
+        let days = ints(&batch, 5)?;
         for i in 0..batch.num_rows() {
             let (Some(generated), Some(first_t), Some(last_t)) = (generated[i], firsts[i], lasts[i]) else {
                 continue;
@@ -552,7 +555,7 @@ async fn daily_forecasts(ctx: &SessionContext, ask: &Ask<'_>, first: NaiveDate) 
          WHERE station_code = {st} AND date <= {to} AND date >= {from} AND available_at <= {t} AND {value} IS NOT NULL",
         st = b.str(&ask.station.code),
         to = b.date(ask.date),
-        from = b.date(first - Duration::days(365 * HISTORY_YEARS)),
+        from = b.date(history_start(first)),
         t = b.time(ask.t),
     );
     let mut out = Vec::new();
@@ -587,7 +590,7 @@ async fn climate_reports(
         value = ask.target.as_str(),
         st = b.str(&ask.station.code),
         to = b.date(ask.date),
-        from = b.date(first - Duration::days(365 * HISTORY_YEARS)),
+        from = b.date(history_start(first)),
         t = b.time(ask.t),
     );
     let mut out: BTreeMap<NaiveDate, Vec<CliVersion>> = BTreeMap::new();
@@ -625,16 +628,13 @@ async fn pair_rows(
         l2 = leads.end(),
         t = b.time(ask.t),
         to = b.date(ask.date),
-        from = b.date(first - Duration::days(365 * HISTORY_YEARS)),
+        from = b.date(history_start(first)),
     );
     let mut out: HashMap<(i64, String, String), Vec<PairRow>> = HashMap::new();
     for batch in b.collect(ctx, &sql).await? {
         let (models, run_labels) = (utf8_column(&batch, 1)?, utf8_column(&batch, 2)?);
         let (models, run_labels) = (models.as_string::<i32>(), run_labels.as_string::<i32>());
-        let leads = batch
-            .column(3)
-            .as_primitive_opt::<datafusion::arrow::datatypes::Int64Type>()
-            .ok_or_else(|| internal("lead_days"))?;
+        let leads = ints(&batch, 3)?;
         let (dates, forecasts, observed, available) =
             (dates(&batch, 0)?, floats(&batch, 4)?, floats(&batch, 5)?, times(&batch, 6)?);
         let unit = |v: f64| ask.station.units.convert(v, ask.unit);
@@ -678,4 +678,8 @@ fn dates(batch: &RecordBatch, i: usize) -> Result<Vec<Option<NaiveDate>>> {
 
 fn bools(batch: &RecordBatch, i: usize) -> Result<&datafusion::arrow::array::BooleanArray> {
     batch.column(i).as_boolean_opt().ok_or_else(|| internal(batch.schema().field(i).name()))
+}
+
+fn ints(batch: &RecordBatch, i: usize) -> Result<&datafusion::arrow::array::PrimitiveArray<Int64Type>> {
+    batch.column(i).as_primitive_opt::<Int64Type>().ok_or_else(|| internal(batch.schema().field(i).name()))
 }
