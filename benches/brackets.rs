@@ -1,5 +1,5 @@
 //! One station-day's bracket distribution from memory (issue 32's bar: under 5 ms): the
-//! `kde-season-v3` method over three years of verified days of 20 sources (18 models, the
+//! `kde-season-v4` method over three years of verified days of 20 sources (18 models, the
 //! NWS point forecast, one daily forecast), then the ladder's brackets, as the API would.
 //! Run: `cargo bench --bench brackets`.
 
@@ -20,7 +20,7 @@ fn history() -> (Vec<Verified>, Vec<(String, f64)>, NaiveDate) {
             let truth = (60.0 + 20.0 * (f64::from(i) * std::f64::consts::TAU / 365.0).sin() + noise(4.0)).round();
             let forecasts =
                 sources.iter().enumerate().map(|(s, n)| (n.clone(), truth + noise(1.5 + s as f64 / 4.0))).collect();
-            Verified { date: start + Duration::days(i64::from(i)), forecasts, settled: truth }
+            Verified { date: start + Duration::days(i64::from(i)), forecasts, settled: truth, running: None }
         })
         .collect();
     let (last, history) = days.split_last().unwrap();

@@ -11,6 +11,7 @@ SELECT
     high_sources, low_sources,
     cli_high, cli_low, is_final, anomaly, day_complete, high_valid_through, low_valid_through,
     observations, suspect, onemin, missing_minutes, held, quality_ok, data_quality,
+    high_by_hour, low_by_hour,
     now() AS computed_at
 FROM observed_extremes
 WHERE date BETWEEN $from AND $to

@@ -17,6 +17,12 @@
 //!   full-day climate report's available by t (the version a reader settles on, as
 //!   `as_of('reports', t)` chooses it), else its pairs' verifying value (the engine's day
 //!   under `nws`).
+//! - Asked within the settlement day: each past day's running extreme after as many whole
+//!   hours of its day as have passed of this one (`daily_extremes`' `high_by_hour` /
+//!   `low_by_hour` under the logic, from the observations made by then), for the same-day
+//!   step (`brackets::intraday`). Past days ended before the asked day began; like
+//!   `accuracy_pairs`, the table holds current values, so an observation stored late for a
+//!   past day counts.
 //!
 //! Two steps, so one reading serves many times: [`Rows::read`] reads a station's rows for a
 //! span of settlement days, each with the moment it became known, and [`Rows::inputs`]
@@ -41,10 +47,10 @@ use datafusion::error::{DataFusionError, Result};
 use super::Ask;
 use crate::brackets::markets::Quantity;
 use crate::brackets::Verified;
-use crate::extremes::Logic;
+use crate::extremes::{after_hours, parse_hours_column, Logic};
 use crate::lake::bound_sql::{utf8_column, Bindings};
 use crate::time::DayClock;
-use crate::units::Units;
+use crate::units::{round_half_away, Units};
 
 /// The name of the NWS hourly forecast as a source (as in `accuracy_pairs`).
 pub const NWS: &str = crate::models::NWS_HOURLY_SOURCE;
@@ -191,6 +197,10 @@ pub struct Rows {
     pairs: HashMap<(i64, String, String), Vec<PairRow>>,
     /// Per day with pairs, their verifying value and when the first of them was known.
     pair_settled: BTreeMap<NaiveDate, (f64, DateTime<Utc>)>,
+    /// Per past day, the target's running extreme after each hour (`daily_extremes`'
+    /// `high_by_hour`/`low_by_hour`, native units); read only when a time within a day can
+    /// be asked.
+    by_hour: BTreeMap<NaiveDate, Vec<Option<f64>>>,
 }
 
 impl Rows {
@@ -228,13 +238,16 @@ impl Rows {
             let mut all = model_runs(ctx, Some(code), ask.logic, first, ask.date, ask.t).await?;
             Ok(Arc::new(all.remove(code).unwrap_or_default()))
         };
-        let (runs, nws_versions, nws, mut daily, cli, pairs) = futures::try_join!(
+        // The hours of past days serve a time within a day: a span's, or one day's from its start.
+        let within_day = first != ask.date || ask.t >= ask.window().start;
+        let (runs, nws_versions, nws, mut daily, cli, pairs, by_hour) = futures::try_join!(
             station_runs,
             nws_versions(ctx, ask, first),
             nws_days(ctx, ask, first),
             daily_forecasts(ctx, ask, first),
             climate_reports(ctx, ask, first),
             pair_rows(ctx, ask, first, leads),
+            hours_by_day(ctx, ask, first, within_day),
         )?;
         daily.sort_by_key(|d| d.date);
         let mut pair_settled: BTreeMap<NaiveDate, (f64, DateTime<Utc>)> = BTreeMap::new();
@@ -244,7 +257,7 @@ impl Rows {
                 *held = (p.observed, p.available);
             }
         }
-        Ok(Rows { runs, nws_versions, nws, daily, cli, pairs, pair_settled })
+        Ok(Rows { runs, nws_versions, nws, daily, cli, pairs, pair_settled, by_hour })
     }
 
     /// What `ask` is made from (module docs): its day's rows and the history before it,
@@ -275,6 +288,7 @@ impl Rows {
                     date: p.date,
                     forecasts: Vec::new(),
                     settled: p.observed,
+                    running: None,
                 });
                 // One pair per station, day, model, label, lead and target.
                 day.forecasts.push((source.clone(), p.forecast));
@@ -303,6 +317,16 @@ impl Rows {
         for ((date, source), d) in past {
             if let Some(day) = days.get_mut(&date) {
                 day.forecasts.push((source.to_string(), d.value));
+            }
+        }
+        // Within the day: each past day's running extreme after as many whole hours of its
+        // day as have passed of this one.
+        let w = ask.window();
+        let hours = (w.start <= t && t < w.end).then(|| ((t - w.start).num_seconds() / 3600) as usize);
+        if let Some(k) = hours {
+            for day in days.values_mut() {
+                let native = self.by_hour.get(&day.date).and_then(|hours| after_hours(hours, k));
+                day.running = native.map(|v| round_half_away(ask.station.units.convert(v, ask.unit)));
             }
         }
         let settled = self.settled_days(from, ask.date, t);
@@ -394,7 +418,7 @@ impl Rows {
         let mut days = BTreeMap::new();
         for (&date, versions) in self.cli.range(from..to) {
             if let Some((settled, _)) = final_report(versions, t) {
-                days.insert(date, Verified { date, forecasts: Vec::new(), settled });
+                days.insert(date, Verified { date, forecasts: Vec::new(), settled, running: None });
             }
         }
         days
@@ -651,6 +675,41 @@ async fn pair_rows(
     }
     for pairs in out.values_mut() {
         pairs.sort_by_key(|p| p.date);
+    }
+    Ok(out)
+}
+
+/// The target's running extreme after each hour (`daily_extremes`, the logic's rows) of the
+/// history's days, when `wanted`; none from a lake whose `daily_extremes` has no such
+/// column yet (written before it existed, until the job runs again) or no table.
+async fn hours_by_day(
+    ctx: &SessionContext,
+    ask: &Ask<'_>,
+    first: NaiveDate,
+    wanted: bool,
+) -> Result<BTreeMap<NaiveDate, Vec<Option<f64>>>> {
+    let mut out = BTreeMap::new();
+    let column = format!("{}_by_hour", ask.target.as_str());
+    let Ok(table) = ctx.table_provider("daily_extremes").await else { return Ok(out) };
+    if !wanted || table.schema().field_with_name(&column).is_err() {
+        return Ok(out);
+    }
+    let mut b = Bindings::new();
+    let sql = format!(
+        "SELECT date, {column} FROM daily_extremes WHERE station_code = {st} AND logic = {logic} \
+         AND date >= {from} AND date < {to} AND {column} IS NOT NULL",
+        st = b.str(&ask.station.code),
+        logic = b.str(ask.logic.as_str()),
+        from = b.date(history_start(first)),
+        to = b.date(ask.date),
+    );
+    for batch in b.collect(ctx, &sql).await? {
+        let (dates, hours) = (dates(&batch, 0)?, utf8_column(&batch, 1)?);
+        for (date, hours) in dates.into_iter().zip(hours.as_string::<i32>().iter()) {
+            if let (Some(date), Some(hours)) = (date, hours) {
+                out.insert(date, parse_hours_column(hours));
+            }
+        }
     }
     Ok(out)
 }

@@ -13,12 +13,15 @@ pub mod inputs;
 
 pub use inputs::Inputs;
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, NaiveDate, Utc};
 use thiserror::Error;
 
 use crate::brackets::markets::{self, Market, Quantity};
-use crate::brackets::method::SourceFit;
-use crate::brackets::{BracketsError, Distribution, Ladder, Method};
+use crate::brackets::intraday::{Intraday, PastDay};
+use crate::brackets::method::{Fit, SourceFit};
+use crate::brackets::{BracketsError, Distribution, Ladder, Method, Verified};
 use crate::catalog::Station;
 use crate::extremes::{DayExtremes, Logic};
 use crate::lake::LakeError;
@@ -157,6 +160,9 @@ pub struct Odds {
     pub inputs: Vec<InputUsed>,
     pub lead_days: i64,
     pub history_days: usize,
+    /// Effective past days at the same hour the same-day step rests on (none when it did
+    /// not apply: before the day, a settled day, too little history).
+    pub same_day_days: Option<f64>,
 }
 
 impl Odds {
@@ -194,15 +200,22 @@ pub fn compose(
     let forecasts = inputs.forecast_values();
     let no_forecast =
         || OddsError::NoForecast { station: ask.station.code.clone(), date: ask.date, at: fmt_iso_utc(ask.t) };
-    let (dist, fits) = match settled {
-        Some(v) => (Distribution::new(v, vec![1.0])?, Vec::new()),
+    let (dist, fit) = match settled {
+        Some(v) => (Distribution::new(v, vec![1.0])?, None),
         None if forecasts.is_empty() => return Err(no_forecast()),
         None => {
             let (d, fit) = Method::default().distribution(&inputs.history, ask.date, &forecasts)?;
-            (d, fit.sources)
+            (d, Some(fit))
         }
     };
-    let dist = bounded(dist, ask.target, observed);
+    let mut dist = bounded(dist, ask.target, observed);
+    let mut same_day_days = None;
+    if let (Some(o), Some(fit)) = (observed, &fit) {
+        if let Some((d, n)) = within_day(inputs, fit, &dist, o, ask.target) {
+            (dist, same_day_days) = (d, Some(n));
+        }
+    }
+    let fits = fit.map(|f| f.sources).unwrap_or_default();
     let ladder = ladder.unwrap_or_else(|| ask.usual_ladder(dist.quantile(0.5)));
     let brackets = dist.brackets(&ladder);
     let inputs_used = fits
@@ -220,7 +233,31 @@ pub fn compose(
         inputs: inputs_used,
         lead_days: inputs.lead_days,
         history_days: inputs.history.len(),
+        same_day_days,
     })
+}
+
+/// Within the day: the forecast's distribution `bounded` by the running extreme `o`,
+/// sharpened by what past days still added after the same hour (`brackets::intraday`), and
+/// the effective past days behind it; `None` when too few past days have that hour's
+/// running extreme.
+fn within_day(
+    inputs: &Inputs,
+    fit: &Fit,
+    bounded: &Distribution,
+    o: Observed,
+    target: Quantity,
+) -> Option<(Distribution, f64)> {
+    let by_date: HashMap<NaiveDate, &Verified> = inputs.history.iter().map(|h| (h.date, h)).collect();
+    let past: Vec<PastDay> = fit
+        .past
+        .iter()
+        .filter_map(|&(date, weight, center)| {
+            let day = by_date.get(&date)?;
+            Some(PastDay { weight, center, settled: day.settled, running: day.running? })
+        })
+        .collect();
+    Intraday::default().distribution(bounded, fit.center, o.value, target, &past)
 }
 
 /// `dist` with no probability below the running high (above the running low).

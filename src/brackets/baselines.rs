@@ -128,6 +128,7 @@ mod tests {
                 date: start + Duration::days(i),
                 forecasts: vec![("A".into(), 70.0 + (i % 3) as f64), ("B".into(), 62.0)],
                 settled: 72.0,
+                running: None,
             })
             .collect();
         let g = best_single_gaussian(&history, &[("A".into(), 71.0), ("B".into(), 60.0)]).unwrap();

@@ -108,6 +108,14 @@ impl Distribution {
         Distribution { lo, p: weights.into_iter().map(|(_, p)| p / total).collect() }
     }
 
+    /// `share` of this distribution and the rest of `other`, over both supports.
+    pub fn mix(&self, other: &Distribution, share: f64) -> Self {
+        let share = share.clamp(0.0, 1.0);
+        let (lo, hi) = (self.lo.min(other.lo), self.hi().max(other.hi()));
+        let p = (lo..=hi).map(|v| share * self.p(v) + (1.0 - share) * other.p(v)).collect();
+        Distribution { lo, p }
+    }
+
     /// The probability of each bracket of `ladder`, in its order (they sum to 1: a ladder
     /// covers every value).
     pub fn brackets(&self, ladder: &Ladder) -> Vec<f64> {
@@ -151,6 +159,15 @@ mod tests {
         assert_eq!((far.lo(), far.p(200)), (200, 1.0));
         let c = d.at_most(65);
         assert_eq!((c.hi(), c.p(66)), (65, 0.0));
+    }
+
+    #[test]
+    fn a_mix_weighs_both_over_both_supports() {
+        let a = Distribution::new(10, vec![1.0, 1.0]).unwrap();
+        let b = Distribution::new(12, vec![1.0]).unwrap();
+        let m = a.mix(&b, 0.75);
+        assert_eq!((m.lo(), m.hi()), (10, 12));
+        assert!((m.p(10) - 0.375).abs() < 1e-12 && (m.p(11) - 0.375).abs() < 1e-12 && (m.p(12) - 0.25).abs() < 1e-12);
     }
 
     #[test]

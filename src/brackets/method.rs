@@ -27,6 +27,9 @@
 //! 6. Rounded to whole values, and mixed with a small uniform share over ±`span`: no
 //!    value a day could plausibly settle on gets zero (ignorance punishes zero without
 //!    bound).
+//! 7. Within the settlement day the caller cuts it at the running extreme and sharpens it
+//!    with what past days still added after the same hour ([`super::intraday`]; new in v4,
+//!    which changes nothing before the day).
 //!
 //! The caller passes only history that was verified at the asked time (`as_of`): nothing
 //! here looks at dates beyond using them for weights.
@@ -39,7 +42,7 @@ use super::distribution::{phi, Distribution};
 use super::BracketsError;
 
 /// The method's name and version, as the API reports it.
-pub const METHOD: &str = "kde-season-v3";
+pub const METHOD: &str = "kde-season-v4";
 
 /// One verified past day: the forecasts each source made for it (at the same lead as the
 /// asked one) and the settled value.
@@ -48,6 +51,9 @@ pub struct Verified {
     pub date: NaiveDate,
     pub forecasts: Vec<(String, f64)>,
     pub settled: f64,
+    /// The day's running extreme (settlement unit, whole) at the hour of the asked day the
+    /// odds are asked at, when they are asked within the day (`brackets::intraday`).
+    pub running: Option<f64>,
 }
 
 /// The method's settings (defaults: see the module docs).
@@ -121,6 +127,9 @@ pub struct Fit {
     pub bandwidth: Option<f64>,
     /// Effective verified days behind the shape.
     pub n: f64,
+    /// Each past day the shape was made from: its date, weight and the centre the blend
+    /// (with its lean to the normal) gave it. The same-day step reads them.
+    pub past: Vec<(NaiveDate, f64, f64)>,
 }
 
 /// Weighted sums of one error series.
@@ -288,6 +297,7 @@ impl Method {
         // The blend's own past errors, each day blending the sources it had: (weight, the
         // day's blend, its settled value, its day of the year).
         let mut past: Vec<(f64, f64, f64, u32)> = Vec::with_capacity(history.len());
+        let mut past_dates: Vec<NaiveDate> = Vec::with_capacity(history.len());
         for ((h, row), &w) in history.iter().zip(&by_source).zip(&weights) {
             let (mut num, mut den) = (0.0, 0.0);
             for (s, f) in fits.iter().zip(row) {
@@ -298,6 +308,7 @@ impl Method {
             }
             if den > 0.0 && w > 1e-6 {
                 past.push((w, num / den, h.settled, h.date.ordinal()));
+                past_dates.push(h.date);
             }
         }
         // Toward the season's normal by as much as the blend's past errors lean to it.
@@ -310,6 +321,8 @@ impl Method {
             }
             None => (center, past.iter().map(|&(w, c, o, _)| (w, o - c)).collect::<Vec<_>>()),
         };
+        // Each past day's centre: its settled value less its residual.
+        let past_centers = past_dates.iter().zip(&past).zip(&residuals).map(|((d, p), (w, r))| (*d, *w, p.2 - r)).collect();
         let (sw, sw2): (f64, f64) = residuals.iter().fold((0.0, 0.0), |(a, b), (w, _)| (a + w, b + w * w));
         let n_eff = if sw2 > 0.0 { sw * sw / sw2 } else { 0.0 };
         let lo = center.round() as i32 - self.span;
@@ -329,7 +342,7 @@ impl Method {
             (kernel_masses(&residuals, center, h, lo, len), Some(h))
         };
         let d = Distribution::new(lo, p)?.with_uniform_share(self.floor_share);
-        Ok((d, Fit { sources: fits, center, bandwidth, n: n_eff }))
+        Ok((d, Fit { sources: fits, center, bandwidth, n: n_eff, past: past_centers }))
     }
 }
 
@@ -441,6 +454,7 @@ mod tests {
                     date: start + Duration::days(i64::from(i)),
                     forecasts: vec![("GOOD".into(), good), ("POOR".into(), poor)],
                     settled: truth,
+                    running: None,
                 }
             })
             .collect()
@@ -516,7 +530,7 @@ mod tests {
         assert!((prior.p(70) - normal.p(70) * (1.0 - m.floor_share)).abs() < 1e-3, "{sd}: {}", prior.p(70));
         assert!(matches!(m.distribution(&[], day, &[]), Err(BracketsError::NoInput(_))));
         let few: Vec<Verified> =
-            (1..4).map(|i| Verified { date: day - Duration::days(i), forecasts: f.clone(), settled: 72.0 }).collect();
+            (1..4).map(|i| Verified { date: day - Duration::days(i), forecasts: f.clone(), settled: 72.0, running: None }).collect();
         let (d, fit) = m.distribution(&few, day, &f).unwrap();
         assert_eq!(fit.bandwidth, None);
         assert!((d.mean() - 72.0).abs() < 0.5, "the source's bias corrected: {}", d.mean());
@@ -525,7 +539,7 @@ mod tests {
         assert!(mode < 0.3, "{mode}");
         // Days after the asked one never count.
         let later: Vec<Verified> =
-            (1..40).map(|i| Verified { date: day + Duration::days(i), forecasts: f.clone(), settled: 90.0 }).collect();
+            (1..40).map(|i| Verified { date: day + Duration::days(i), forecasts: f.clone(), settled: 90.0, running: None }).collect();
         assert_eq!(m.distribution(&later, day, &f).unwrap().0, prior);
         let nan = vec![("GFS".to_string(), f64::NAN)];
         assert!(matches!(m.distribution(&few, day, &nan), Err(BracketsError::Invalid(_))));

@@ -6,6 +6,8 @@
 //!   fraction of sources: what the distribution must beat.
 //! - [`distribution`]: a probability per whole value; brackets, mean, quantiles, the floor
 //!   (ceiling) today's observations put under (over) it.
+//! - [`intraday`]: within the day, what is left above the running high (below the low),
+//!   learned from past days at the same hour.
 //! - [`ladder`]: bracket ladders (`<=79,80-81,...,>=88`), parsed and around a median.
 //! - [`markets`]: the settlement markets on the catalog's stations (data/markets.csv).
 //! - [`method`]: forecasts and their sources' verified errors to a distribution.
@@ -13,6 +15,7 @@
 
 pub mod baselines;
 pub mod distribution;
+pub mod intraday;
 pub mod ladder;
 pub mod markets;
 pub mod method;

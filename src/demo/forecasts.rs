@@ -1,8 +1,8 @@
 //! Forecasts of the truth: every run of the models covering a station (of the 18) and the
 //! NWS hourly forecast versions.
 //!
-//! A forecast is the truth at the valid time plus the model's bias (`demo_bias_c`), a
-//! model-specific damping or sharpening of the diurnal cycle, and an error that grows with
+//! A forecast is the truth at the valid time plus the model's bias (`demo_bias_c`, with a
+//! swing by season and a drift by lead of its own), a model-specific damping or sharpening of the diurnal cycle, and an error that grows with
 //! lead (`demo_noise_c` per day). The error is an AR(1) process along the leads of one run
 //! (consecutive hours are correlated, as real model errors are) mixed with a field shared
 //! by every forecast of the same valid hour (the weather nobody saw coming), so models
@@ -199,12 +199,29 @@ fn bounded_error(e: f64) -> f64 {
     e.signum() * (LINEAR_ERROR_C + room * ((e.abs() - LINEAR_ERROR_C) / room).tanh())
 }
 
-/// Forecast temperature (°C) of a model at lead `lead` for a valid hour with state `s`.
-fn forecast_temp(spec: &ModelSpec, s: &HourState, lead: u32, z: f64) -> f64 {
+/// Forecast temperature (°C) of a model at lead `lead` for valid hour `valid_h` with state
+/// `s`.
+fn forecast_temp(spec: &ModelSpec, s: &HourState, valid_h: i64, lead: u32, z: f64) -> f64 {
     let spread = 0.5 + spec.demo_noise_c * f64::from(lead) / 24.0;
     let error = bounded_error(spread * (0.45 * s.unpredictable + 0.89 * z));
-    (s.temp_c + (diurnal_gain(spec.name) - 1.0) * s.diurnal_c + spec.demo_bias_c + error)
-        .clamp(TEMP_BOUNDS_C.0, TEMP_BOUNDS_C.1)
+    let bias = spec.demo_bias_c + varying_bias_c(spec, valid_h, lead);
+    (s.temp_c + (diurnal_gain(spec.name) - 1.0) * s.diurnal_c + bias + error).clamp(TEMP_BOUNDS_C.0, TEMP_BOUNDS_C.1)
+}
+
+/// A model's bias beyond its mean `demo_bias_c`, as real models have one by season and by
+/// lead (a warm bias of summer afternoons, a cold one of winter inversions; a drift as the
+/// run ages): a yearly swing of the valid time and a drift per day of lead up to five days,
+/// each fixed per model by its place in [`MODELS`] (swing 0.3–0.9 °C with phases spread
+/// over the year; drift −0.15, 0 or +0.15 °C a day), so the bracket odds have seasonal,
+/// per-lead errors to learn.
+fn varying_bias_c(spec: &ModelSpec, valid_h: i64, lead: u32) -> f64 {
+    let i = MODELS.iter().position(|m| m.name == spec.name).unwrap_or(0);
+    let swing = 0.3 + 0.15 * (i % 5) as f64;
+    let phase_days = (i * 73 % 365) as f64;
+    let days = valid_h as f64 / 24.0;
+    let season = (std::f64::consts::TAU * (days - phase_days) / 365.25).cos();
+    let drift = 0.15 * ((i % 3) as f64 - 1.0) * f64::from(lead.min(120)) / 24.0;
+    swing * season + drift
 }
 
 /// One forecast row for `lead` of `run`.
@@ -213,7 +230,7 @@ fn row(site: &Site, spec: &ModelSpec, run: DateTime<Utc>, lead: u32, step: u32, 
     let s = site.grid.state(&site.climate, valid_h);
     let z = noise.at(lead);
     let spread = 0.5 + spec.demo_noise_c * f64::from(lead) / 24.0;
-    let t = forecast_temp(spec, &s, lead, z);
+    let t = forecast_temp(spec, &s, valid_h, lead, z);
     let (zd, zw, zc, zp) = (noise.normal(), noise.normal(), noise.normal(), noise.normal());
     let dep = ((s.temp_c - s.dew_c) + 0.6 * spread * zd).max(0.2);
     let dew = (t - dep).min(MAX_DEW_POINT_C);

@@ -72,6 +72,7 @@
 //! `StationExtremes` (results do not depend on the order of the replay).
 
 mod anomaly;
+mod by_hour;
 mod day;
 mod logic;
 mod quality;
@@ -90,6 +91,7 @@ use serde::Serialize;
 use crate::decode::types::{DailyReport, Metar, OneMinute};
 use crate::units::{c_to_f, is_suspect_c, round1, Units};
 
+pub use by_hour::{after_hours, hours_column, parse_hours_column, ByHour, DaysByHour};
 pub use day::{Side, Source};
 pub use logic::Logic;
 pub use quality::{DataQuality, HeldObservation, QualityWarning, Severity, TEMPERATURE_DATA_MISSING};

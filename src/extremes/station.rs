@@ -179,6 +179,13 @@ impl StationExtremes {
         })
     }
 
+    /// The day's high and low answer so far, native units (what [`Self::extremes`] answers,
+    /// without the data-quality scan: cheap enough to ask after every hour of a replay).
+    pub fn running(&self, logic: Logic, date: NaiveDate) -> (Option<f64>, Option<f64>) {
+        let Some(day) = self.days[logic.index()].get(&date) else { return (None, None) };
+        (day.answer(Side::High).map(|c| c.value), day.answer(Side::Low).map(|c| c.value))
+    }
+
     /// How fresh the station's data is at `now` (`None` before any reading): its newest
     /// reading's age, its expected cadence and whether it is down (see `staleness`).
     pub fn staleness(&self, now: DateTime<Utc>) -> Option<Staleness> {

@@ -21,6 +21,10 @@
 //!   included), `suspect` (outside −60…60 °C), `onemin` (one-minute rows incl. -999),
 //!   `missing_minutes` (-999 rows), `held` (`wu` rule-3 reports still unconfirmed; null where
 //!   the rule does not apply). `data_quality` is the API's JSON object for the logic.
+//! - `high_by_hour`/`low_by_hour`: the running high/low after each whole hour of the day's
+//!   window from the observations made by then, comma-separated, native units, empty
+//!   before the first reading (`extremes::ByHour`: what the same-day bracket odds learn
+//!   from).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -37,7 +41,9 @@ use rayon::prelude::*;
 use super::error::JobError;
 use crate::catalog::{Catalog, Station};
 use crate::decode::types::{DailyKind, DailyReport, Metar, OneMinute};
-use crate::extremes::{suspect_temperature, DayExtremes, Logic, Source, StationExtremes, REPLAY_AFTER, REPLAY_BEFORE};
+use crate::extremes::{
+    hours_column, suspect_temperature, ByHour, DayExtremes, Logic, Source, StationExtremes, REPLAY_AFTER, REPLAY_BEFORE,
+};
 use crate::lake::window::load_window;
 use crate::units::{f_to_c, round1, Units};
 
@@ -54,6 +60,7 @@ pub struct ObservedDay {
     pub suspect: i32,
     pub onemin: i32,
     pub missing_minutes: i32,
+    pub by_hour: ByHour,
 }
 
 /// The rows of one station for trading days `from..=to` (both logics) from its stored
@@ -67,8 +74,14 @@ pub fn station_days(
     to: NaiveDate,
     now: DateTime<Utc>,
 ) -> Vec<ObservedDay> {
-    let live =
-        StationExtremes::replay(station, metars.iter().copied(), onemin.iter().copied(), reports.iter().copied());
+    let (live, mut by_hour) = StationExtremes::replay_by_hour(
+        station,
+        metars.iter().copied(),
+        onemin.iter().copied(),
+        reports.iter().copied(),
+        from,
+        to,
+    );
     let mut out = Vec::new();
     let mut date = from;
     while date <= to {
@@ -89,6 +102,7 @@ pub fn station_days(
                 missing_minutes: mins.iter().filter(|o| o.temp_f.is_none()).count() as i32,
                 cli_high,
                 cli_low,
+                by_hour: by_hour.remove(&(logic, date)).unwrap_or_default(),
                 extremes: x,
             });
         }
@@ -193,6 +207,8 @@ pub fn schema() -> SchemaRef {
         f("held", DataType::Int32, true),
         f("quality_ok", DataType::Boolean, false),
         f("data_quality", DataType::Utf8, false),
+        f("high_by_hour", DataType::Utf8, false),
+        f("low_by_hour", DataType::Utf8, false),
     ]))
 }
 
@@ -249,6 +265,8 @@ fn to_batch(rows: &[ObservedDay]) -> Result<RecordBatch, JobError> {
         Arc::new(Int32Array::from_iter(rows.iter().map(|r| r.extremes.data_quality.held.map(|h| h as i32)))),
         Arc::new(b(|r| r.extremes.data_quality.ok)),
         Arc::new(StringArray::from(quality)),
+        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| hours_column(&r.by_hour.high)))),
+        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| hours_column(&r.by_hour.low)))),
     ];
     Ok(RecordBatch::try_new(schema(), cols)?)
 }

@@ -88,7 +88,7 @@ fn on_real_highs_the_distribution_beats_the_best_single_source_and_is_reliable()
         let issued = forecasts(city);
         let days: Vec<Verified> = issued
             .iter()
-            .filter_map(|(d, f)| Some(Verified { date: *d, forecasts: f.clone(), settled: *settled.get(d)? }))
+            .filter_map(|(d, f)| Some(Verified { date: *d, forecasts: f.clone(), settled: *settled.get(d)?, running: None }))
             .collect();
         let settled_days: Vec<(NaiveDate, f64)> = settled.iter().map(|(d, v)| (*d, *v)).collect();
         // Mean ignorance of: ours, the best single source's Gaussian, climatology, the
@@ -163,7 +163,7 @@ fn on_the_nws_point_forecast_for_los_angeles_too() {
     let days: Vec<Verified> = latest
         .iter()
         .filter_map(|(d, (_, f))| {
-            Some(Verified { date: *d, forecasts: vec![("NWS-POINT".into(), *f)], settled: *highs.get(d)? })
+            Some(Verified { date: *d, forecasts: vec![("NWS-POINT".into(), *f)], settled: *highs.get(d)?, running: None })
         })
         .collect();
     let method = Method::default();
@@ -331,7 +331,12 @@ async fn brackets_php_answers_from_what_was_known_at_the_asked_time() {
             .filter(|d| **d < day && cli_issued(**d) <= t)
             .filter_map(|d| {
                 let f = known(*d, lst_midnight(*d) - Duration::hours(6))?;
-                Some(Verified { date: *d, forecasts: vec![("NWS-POINT".into(), f)], settled: f64::from(log.highs[d]) })
+                Some(Verified {
+                    date: *d,
+                    forecasts: vec![("NWS-POINT".into(), f)],
+                    settled: f64::from(log.highs[d]),
+                    running: None,
+                })
             })
             .collect();
         let (expected, fit) = Method::default().distribution(&history, day, &[("NWS-POINT".into(), today)]).unwrap();
@@ -540,7 +545,8 @@ async fn brackets_php_takes_each_models_latest_run_known_at_the_time() {
 #[tokio::test]
 async fn bracket_scores_are_what_brackets_php_answered_at_each_checkpoint() {
     use crate::support::rows;
-    let (_dir, lake, _clock, api) = knyc_demo("8").await;
+    // A month: enough past days for the same-day step at the last days' checkpoints.
+    let (_dir, lake, _clock, api) = knyc_demo("30").await;
 
     // Every forecast's ladder sums to 1 and holds the settled value in exactly one bracket.
     let forecasts = rows(
@@ -573,16 +579,18 @@ async fn bracket_scores_are_what_brackets_php_answered_at_each_checkpoint() {
         assert_eq!(s[2], s[3], "{s:?}");
     }
 
-    // Each of our forecasts is brackets.php's as of its checkpoint, on the same ladder
-    // (the day's floor at the same-day checkpoints included).
+    // Each of our forecasts of the last three settled days is brackets.php's as of its
+    // checkpoint, on the same ladder (the day's floor and the same-day step included).
     let ours = rows(
         &lake,
         "SELECT date, target, checkpoint, checkpoint_at, string_agg(bracket, ',' ORDER BY bracket_lo NULLS FIRST), \
          string_agg(CAST(p AS VARCHAR), ',' ORDER BY bracket_lo NULLS FIRST) FROM bracket_scores \
-         WHERE forecaster = 'wxlake' GROUP BY date, target, checkpoint, checkpoint_at ORDER BY date, target, checkpoint",
+         WHERE forecaster = 'wxlake' AND date > (SELECT max(date) - INTERVAL '3 days' FROM bracket_scores) \
+         GROUP BY date, target, checkpoint, checkpoint_at ORDER BY date, target, checkpoint",
     )
     .await;
-    let (mut floors, mut nws_checked) = (0, 0);
+    assert!(ours.len() >= 24, "{ours:?}");
+    let (mut floors, mut nws_checked, mut same_day) = (0, 0, 0);
     for r in &ours {
         let at = wxlake::time::parse_utc(&r[3]).unwrap();
         let ladder = r[4].replace('<', "%3C").replace('>', "%3E").replace('=', "%3D");
@@ -600,6 +608,11 @@ async fn bracket_scores_are_what_brackets_php_answered_at_each_checkpoint() {
             assert!((a - b).abs() < 1e-9, "{uri}: served {served:?}, scored {scored:?}");
         }
         floors += usize::from(!v["floor"].is_null() || !v["ceiling"].is_null());
+        // The same-day step applies within the day only, with its alike past days.
+        if let Some(n) = v["same_day_days"].as_f64() {
+            assert!(r[2].starts_with("D ") && n >= 10.0, "{uri}: {v}");
+            same_day += 1;
+        }
         // The NWS input is the version `as_of('nws_hourly', ...)` has in force at the time
         // (or at the day's start, once the day began), its max (min) over the day.
         let day: chrono::NaiveDate = r[0].parse().unwrap();
@@ -634,6 +647,7 @@ async fn bracket_scores_are_what_brackets_php_answered_at_each_checkpoint() {
         }
     }
     assert!(floors > 0, "the same-day checkpoints had a running extreme");
+    assert!(same_day > 0, "a month of past days' hours sharpened some same-day odds");
     assert!(nws_checked > 0, "the demo's NWS versions were inputs");
 
     // bracket_accuracy.php: the table summed.

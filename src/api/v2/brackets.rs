@@ -114,6 +114,11 @@ pub struct Brackets {
     pub lead_days: i64,
     /// Verified past days behind the fit.
     pub history_days: usize,
+    /// Within the day: the effective number of past days, seen at the same hour with a
+    /// forecast as far above the running high (below the running low), that say how much
+    /// the day still adds; null when that step did not apply (before the day, a settled
+    /// day, fewer than 10 such days).
+    pub same_day_days: Option<f64>,
     /// The method and its version.
     pub method: String,
     /// When this answer was computed (ISO 8601 UTC).
@@ -232,6 +237,7 @@ impl Brackets {
                 .collect(),
             lead_days: odds.lead_days,
             history_days: odds.history_days,
+            same_day_days: odds.same_day_days.map(|n| (n * 10.0).round() / 10.0),
             method: METHOD.to_string(),
             computed_at: fmt_iso_utc(computed_at),
             as_of: fmt_iso_utc(ask.t),
