@@ -5,8 +5,9 @@
 //! `low_by_hour`.
 //!
 //! Hour k (1-based) holds the answer from every reading observed before the window's start
-//! plus k hours: `nws` days have 24, `wu` days 23 to 25. Reports (DSM, CLI) are left out:
-//! they come after the day and would be the settlement itself.
+//! plus k hours: `nws` days have 24, `wu` days 23 to 25; an hour not yet ended at `now` is
+//! empty. Reports (DSM, CLI) are left out: they come after the day and would be the
+//! settlement itself.
 
 use std::collections::HashMap;
 
@@ -29,8 +30,9 @@ pub type DaysByHour = HashMap<(Logic, NaiveDate), ByHour>;
 
 impl StationExtremes {
     /// [`StationExtremes::replay`], fed in observation-time order, with the running
-    /// extremes of trading days `from..=to` after each of their hours. The engine at the end
-    /// is the same as `replay`'s (its answer does not depend on the order of its inputs).
+    /// extremes of trading days `from..=to` after each of their hours ended by `now`. The
+    /// engine at the end is the same as `replay`'s (its answer does not depend on the order
+    /// of its inputs).
     pub fn replay_by_hour<'a>(
         station: &Station,
         metars: impl IntoIterator<Item = &'a Metar>,
@@ -38,6 +40,7 @@ impl StationExtremes {
         reports: impl IntoIterator<Item = &'a DailyReport>,
         from: NaiveDate,
         to: NaiveDate,
+        now: DateTime<Utc>,
     ) -> (Self, DaysByHour) {
         let ours = |code: &str| code == station.code;
         let mut inputs: Vec<(DateTime<Utc>, LiveInput<'a>)> = metars
@@ -63,7 +66,7 @@ impl StationExtremes {
             while let Some((_, input)) = next.next_if(|(t, _)| *t < at) {
                 live.apply(input);
             }
-            let (high, low) = live.running(logic, date);
+            let (high, low) = if at <= now { live.running(logic, date) } else { (None, None) };
             let day = days.entry((logic, date)).or_default();
             day.high.push(high);
             day.low.push(low);
@@ -108,7 +111,7 @@ mod tests {
         let sod = klnk_sod();
         let (from, to) = (sod[1].0, sod[sod.len() - 2].0);
         let now = DateTime::parse_from_rfc3339("2024-01-01T00:00:00Z").unwrap().to_utc();
-        let (live, days) = StationExtremes::replay_by_hour(&klnk(), metars.iter().copied(), [], [], from, to);
+        let (live, days) = StationExtremes::replay_by_hour(&klnk(), metars.iter().copied(), [], [], from, to, now);
         let replayed = StationExtremes::replay(&klnk(), metars.iter().copied(), [], []);
         for date in from.iter_days().take_while(|d| *d <= to) {
             for logic in Logic::ALL {
@@ -133,6 +136,12 @@ mod tests {
         let first_hour: Vec<&Metar> = metars.iter().copied().filter(|m| m.time < w.start + Duration::hours(1)).collect();
         let early = StationExtremes::replay(&klnk(), first_hour, [], []);
         assert_eq!(days[&(Logic::Nws, date)].high[0], early.running(Logic::Nws, date).0);
+        // A day in progress: the hours not yet ended are empty.
+        let noon = w.start + Duration::minutes(12 * 60 + 30);
+        let (_, today) = StationExtremes::replay_by_hour(&klnk(), metars.iter().copied(), [], [], date, date, noon);
+        let hours = &today[&(Logic::Nws, date)].high;
+        assert_eq!(hours[..12], days[&(Logic::Nws, date)].high[..12]);
+        assert!(hours[12..].iter().all(Option::is_none), "{hours:?}");
     }
 
     #[test]

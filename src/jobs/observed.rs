@@ -23,7 +23,7 @@
 //!   the rule does not apply). `data_quality` is the API's JSON object for the logic.
 //! - `high_by_hour`/`low_by_hour`: the running high/low after each whole hour of the day's
 //!   window from the observations made by then, comma-separated, native units, empty
-//!   before the first reading (`extremes::ByHour`: what the same-day bracket odds learn
+//!   before the first reading and after `now` (`extremes::ByHour`: what the same-day bracket odds learn
 //!   from).
 
 use std::collections::HashMap;
@@ -81,6 +81,7 @@ pub fn station_days(
         reports.iter().copied(),
         from,
         to,
+        now,
     );
     let mut out = Vec::new();
     let mut date = from;
