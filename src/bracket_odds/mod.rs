@@ -18,8 +18,8 @@ use std::collections::HashMap;
 use chrono::{DateTime, NaiveDate, Utc};
 use thiserror::Error;
 
-use crate::brackets::markets::{self, Market, Quantity};
 use crate::brackets::intraday::{Intraday, PastDay};
+use crate::brackets::markets::{self, Market, Quantity};
 use crate::brackets::method::{Fit, SourceFit};
 use crate::brackets::{BracketsError, Distribution, Ladder, Method, Verified};
 use crate::catalog::Station;

@@ -78,10 +78,12 @@ impl Intraday {
         };
         let r = f64::from(running);
         let gap = sign * (center - r);
-        let usable = past.iter().filter(|p| p.weight > 0.0 && [p.center, p.settled, p.running].iter().all(|v| v.is_finite()));
+        let usable =
+            past.iter().filter(|p| p.weight > 0.0 && [p.center, p.settled, p.running].iter().all(|v| v.is_finite()));
         // The forecast's own past errors set how alike two gaps must be.
-        let (sw, se, see) =
-            usable.clone().fold((0.0, 0.0, 0.0), |(a, b, c), p| (a + p.weight, b + p.weight * (p.settled - p.center), c + p.weight * (p.settled - p.center).powi(2)));
+        let (sw, se, see) = usable.clone().fold((0.0, 0.0, 0.0), |(a, b, c), p| {
+            (a + p.weight, b + p.weight * (p.settled - p.center), c + p.weight * (p.settled - p.center).powi(2))
+        });
         if sw <= 0.0 {
             return None;
         }
@@ -198,8 +200,9 @@ mod tests {
         let m = Intraday::default();
         // Every past day settled exactly on its running value: all the mass there but
         // the forecast's share.
-        let past: Vec<PastDay> =
-            (0..150).map(|i| PastDay { weight: 1.0, center: 40.0 + f64::from(i % 3), settled: 38.0, running: 38.0 }).collect();
+        let past: Vec<PastDay> = (0..150)
+            .map(|i| PastDay { weight: 1.0, center: 40.0 + f64::from(i % 3), settled: 38.0, running: 38.0 })
+            .collect();
         let forecast = Distribution::normal(40.0, 2.0, 20).unwrap().at_most(39);
         let (d, _) = m.distribution(&forecast, 40.0, 39, Quantity::Low, &past).unwrap();
         assert!(d.hi() <= 39 && d.p(39) > 0.8, "{:?}", d.values().collect::<Vec<_>>());

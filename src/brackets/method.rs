@@ -322,7 +322,8 @@ impl Method {
             None => (center, past.iter().map(|&(w, c, o, _)| (w, o - c)).collect::<Vec<_>>()),
         };
         // Each past day's centre: its settled value less its residual.
-        let past_centers = past_dates.iter().zip(&past).zip(&residuals).map(|((d, p), (w, r))| (*d, *w, p.2 - r)).collect();
+        let past_centers =
+            past_dates.iter().zip(&past).zip(&residuals).map(|((d, p), (w, r))| (*d, *w, p.2 - r)).collect();
         let (sw, sw2): (f64, f64) = residuals.iter().fold((0.0, 0.0), |(a, b), (w, _)| (a + w, b + w * w));
         let n_eff = if sw2 > 0.0 { sw * sw / sw2 } else { 0.0 };
         let lo = center.round() as i32 - self.span;
@@ -529,8 +530,9 @@ mod tests {
         let (sd, normal) = (m.prior_spread, Distribution::normal(70.0, m.prior_spread, m.span).unwrap());
         assert!((prior.p(70) - normal.p(70) * (1.0 - m.floor_share)).abs() < 1e-3, "{sd}: {}", prior.p(70));
         assert!(matches!(m.distribution(&[], day, &[]), Err(BracketsError::NoInput(_))));
-        let few: Vec<Verified> =
-            (1..4).map(|i| Verified { date: day - Duration::days(i), forecasts: f.clone(), settled: 72.0, running: None }).collect();
+        let few: Vec<Verified> = (1..4)
+            .map(|i| Verified { date: day - Duration::days(i), forecasts: f.clone(), settled: 72.0, running: None })
+            .collect();
         let (d, fit) = m.distribution(&few, day, &f).unwrap();
         assert_eq!(fit.bandwidth, None);
         assert!((d.mean() - 72.0).abs() < 0.5, "the source's bias corrected: {}", d.mean());
@@ -538,8 +540,9 @@ mod tests {
         let mode = d.p(d.quantile(0.5));
         assert!(mode < 0.3, "{mode}");
         // Days after the asked one never count.
-        let later: Vec<Verified> =
-            (1..40).map(|i| Verified { date: day + Duration::days(i), forecasts: f.clone(), settled: 90.0, running: None }).collect();
+        let later: Vec<Verified> = (1..40)
+            .map(|i| Verified { date: day + Duration::days(i), forecasts: f.clone(), settled: 90.0, running: None })
+            .collect();
         assert_eq!(m.distribution(&later, day, &f).unwrap().0, prior);
         let nan = vec![("GFS".to_string(), f64::NAN)];
         assert!(matches!(m.distribution(&few, day, &nan), Err(BracketsError::Invalid(_))));

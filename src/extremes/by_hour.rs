@@ -133,7 +133,8 @@ mod tests {
         // readings of its first hour only.
         let date = from + Duration::days(3);
         let w = crate::time::day_window(klnk().timezone, Logic::Nws.clock(), date);
-        let first_hour: Vec<&Metar> = metars.iter().copied().filter(|m| m.time < w.start + Duration::hours(1)).collect();
+        let first_hour: Vec<&Metar> =
+            metars.iter().copied().filter(|m| m.time < w.start + Duration::hours(1)).collect();
         let early = StationExtremes::replay(&klnk(), first_hour, [], []);
         assert_eq!(days[&(Logic::Nws, date)].high[0], early.running(Logic::Nws, date).0);
         // A day in progress: the hours not yet ended are empty.

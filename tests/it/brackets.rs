@@ -88,7 +88,9 @@ fn on_real_highs_the_distribution_beats_the_best_single_source_and_is_reliable()
         let issued = forecasts(city);
         let days: Vec<Verified> = issued
             .iter()
-            .filter_map(|(d, f)| Some(Verified { date: *d, forecasts: f.clone(), settled: *settled.get(d)?, running: None }))
+            .filter_map(|(d, f)| {
+                Some(Verified { date: *d, forecasts: f.clone(), settled: *settled.get(d)?, running: None })
+            })
             .collect();
         let settled_days: Vec<(NaiveDate, f64)> = settled.iter().map(|(d, v)| (*d, *v)).collect();
         // Mean ignorance of: ours, the best single source's Gaussian, climatology, the
@@ -163,7 +165,12 @@ fn on_the_nws_point_forecast_for_los_angeles_too() {
     let days: Vec<Verified> = latest
         .iter()
         .filter_map(|(d, (_, f))| {
-            Some(Verified { date: *d, forecasts: vec![("NWS-POINT".into(), *f)], settled: *highs.get(d)?, running: None })
+            Some(Verified {
+                date: *d,
+                forecasts: vec![("NWS-POINT".into(), *f)],
+                settled: *highs.get(d)?,
+                running: None,
+            })
         })
         .collect();
     let method = Method::default();
