@@ -90,6 +90,38 @@ pub fn day_window(tz: Tz, clock: DayClock, date: NaiveDate) -> Window {
     }
 }
 
+/// The UTC instant of `hour`:00 on `date`'s own clock (0 is the day's start, 24 the next
+/// day's). A civil hour skipped by a DST jump starts at the first valid instant after it; a
+/// repeated one at its first occurrence. So every day has hours 0..=24, whatever its length
+/// (what a past day "at 16:00" means for a day of 23 or 25 hours).
+pub fn clock_hour(tz: Tz, clock: DayClock, date: NaiveDate, hour: u32) -> DateTime<Utc> {
+    let w = day_window(tz, clock, date);
+    match (clock, hour) {
+        (_, 0) => w.start,
+        (_, h) if h >= 24 => w.end,
+        (DayClock::Standard, h) => w.start + Duration::hours(i64::from(h)),
+        (DayClock::Civil, h) => {
+            let mut local = date.and_time(NaiveTime::MIN) + Duration::hours(i64::from(h));
+            for _ in 0..4 {
+                match tz.from_local_datetime(&local) {
+                    LocalResult::Single(d) | LocalResult::Ambiguous(d, _) => {
+                        return d.with_timezone(&Utc).clamp(w.start, w.end)
+                    }
+                    LocalResult::None => local += Duration::minutes(30),
+                }
+            }
+            w.start + Duration::hours(i64::from(h))
+        }
+    }
+}
+
+/// The whole hours of `t`'s day passed on `clock` (its local hour of the day), the inverse of
+/// [`clock_hour`]: the largest h with `clock_hour(h) <= t`.
+pub fn hours_passed(tz: Tz, clock: DayClock, t: DateTime<Utc>) -> u32 {
+    let date = local_date(tz, clock, t);
+    (1..=24).take_while(|&h| clock_hour(tz, clock, date, h) <= t).last().unwrap_or(0)
+}
+
 /// The window of the trading day containing `t`.
 pub fn window_at(tz: Tz, clock: DayClock, t: DateTime<Utc>) -> (NaiveDate, Window) {
     let d = local_date(tz, clock, t);
@@ -169,6 +201,31 @@ mod tests {
         let t = utc("2026-03-08T07:05:09.75Z");
         assert_eq!(fmt_utc(t), "2026-03-08 07:05:09");
         assert_eq!(fmt_iso_utc(t), "2026-03-08T07:05:09Z");
+    }
+
+    #[test]
+    fn clock_hours_are_the_local_hours_on_days_of_23_and_25_hours() {
+        let ny = America::New_York;
+        // 2026-03-08: 02:00 EST jumps to 03:00 EDT (23 hours). 16:00 EDT is 20:00Z, 15
+        // hours after the day's 05:00Z start; the skipped 02:00 starts at 03:00 EDT (07:00Z).
+        let spring = d("2026-03-08");
+        assert_eq!(clock_hour(ny, DayClock::Civil, spring, 16), utc("2026-03-08T20:00:00Z"));
+        assert_eq!(clock_hour(ny, DayClock::Civil, spring, 2), utc("2026-03-08T07:00:00Z"));
+        assert_eq!(clock_hour(ny, DayClock::Civil, spring, 3), utc("2026-03-08T07:00:00Z"));
+        assert_eq!(clock_hour(ny, DayClock::Civil, spring, 24), day_window(ny, DayClock::Civil, spring).end);
+        // 2026-11-01: 02:00 EDT falls back to 01:00 EST (25 hours); 16:00 EST is 21:00Z,
+        // the repeated 01:00 counts from its first occurrence (05:00Z).
+        let fall = d("2026-11-01");
+        assert_eq!(clock_hour(ny, DayClock::Civil, fall, 16), utc("2026-11-01T21:00:00Z"));
+        assert_eq!(clock_hour(ny, DayClock::Civil, fall, 1), utc("2026-11-01T05:00:00Z"));
+        // On the standard clock every hour is an hour from the start, summer or not.
+        assert_eq!(clock_hour(ny, DayClock::Standard, d("2026-07-04"), 15), utc("2026-07-04T20:00:00Z"));
+        // The inverse.
+        assert_eq!(hours_passed(ny, DayClock::Civil, utc("2026-03-08T20:30:00Z")), 16);
+        assert_eq!(hours_passed(ny, DayClock::Civil, utc("2026-11-01T21:00:00Z")), 16);
+        assert_eq!(hours_passed(ny, DayClock::Civil, utc("2026-11-01T05:59:00Z")), 1);
+        assert_eq!(hours_passed(ny, DayClock::Civil, utc("2026-11-01T04:10:00Z")), 0);
+        assert_eq!(hours_passed(ny, DayClock::Standard, utc("2026-07-04T20:59:00Z")), 15);
     }
 
     #[test]

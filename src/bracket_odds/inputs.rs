@@ -17,10 +17,10 @@
 //!   full-day climate report's available by t (the version a reader settles on, as
 //!   `as_of('reports', t)` chooses it), else its pairs' verifying value (the engine's day
 //!   under `nws`).
-//! - Asked within the settlement day: each past day's running extreme after as many whole
-//!   hours of its day as have passed of this one (`daily_extremes`' `high_by_hour` /
-//!   `low_by_hour` under the logic, from the observations made by then), for the same-day
-//!   step (`brackets::intraday`). Past days ended before the asked day began; like
+//! - Asked within the settlement day: each past day's running extreme at the local hour of
+//!   its day this one has reached on the logic's clock (`daily_extremes`' `high_by_hour` /
+//!   `low_by_hour` under the logic, from the readings known by then), for the same-day step
+//!   (`brackets::intraday`). Past days ended before the asked day began; like
 //!   `accuracy_pairs`, the table holds current values, so an observation stored late for a
 //!   past day counts.
 //!
@@ -50,7 +50,7 @@ use crate::brackets::Verified;
 use crate::extremes::{after_hours, parse_hours_column, Logic};
 use crate::lake::bound_sql::{utf8_column, Bindings};
 use crate::time::DayClock;
-use crate::units::{round_half_away, Units};
+use crate::units::{round1, round_half_away, Units};
 
 /// The name of the NWS hourly forecast as a source (as in `accuracy_pairs`).
 pub const NWS: &str = crate::models::NWS_HOURLY_SOURCE;
@@ -319,14 +319,15 @@ impl Rows {
                 day.forecasts.push((source.to_string(), d.value));
             }
         }
-        // Within the day: each past day's running extreme after as many whole hours of its
-        // day as have passed of this one.
+        // Within the day: each past day's running extreme at the local hour of its day this
+        // one has reached (on the logic's clock), whole in the settlement unit as today's
+        // floor is (`Observed::of`: the engine's value in the unit, to tenths, then whole).
         let w = ask.window();
-        let hours = (w.start <= t && t < w.end).then(|| ((t - w.start).num_seconds() / 3600) as usize);
-        if let Some(k) = hours {
+        if w.start <= t && t < w.end {
+            let k = crate::time::hours_passed(ask.station.timezone, ask.logic.clock(), t) as usize;
             for day in days.values_mut() {
                 let native = self.by_hour.get(&day.date).and_then(|hours| after_hours(hours, k));
-                day.running = native.map(|v| round_half_away(ask.station.units.convert(v, ask.unit)));
+                day.running = native.map(|v| round_half_away(round1(ask.station.units.convert(v, ask.unit))));
             }
         }
         let settled = self.settled_days(from, ask.date, t);

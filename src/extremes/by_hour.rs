@@ -1,17 +1,20 @@
-//! A day's running high and low after each whole hour of its window, as the engine answered
-//! them from the observations made by then: what the same-day bracket odds learn how much
-//! a day still rises above (falls below) its running extreme at a given hour
-//! (`brackets::intraday`), stored by the `daily_extremes` job as `high_by_hour` and
+//! A day's running high and low at each whole hour of its own clock, as the engine
+//! answered them from the readings it had by then: what the same-day bracket odds learn
+//! how much a day still rises above (falls below) its running extreme at a given hour
+//! from (`brackets::intraday`), stored by the `daily_extremes` job as `high_by_hour` and
 //! `low_by_hour`.
 //!
-//! Hour k (1-based) holds the answer from every reading observed before the window's start
-//! plus k hours: `nws` days have 24, `wu` days 23 to 25; an hour not yet ended at `now` is
-//! empty. Reports (DSM, CLI) are left out: they come after the day and would be the
-//! settlement itself.
+//! Hour k (1 to 24) holds the answer from every reading known (its row's `available_at`)
+//! before local k:00 on the day's clock ([`crate::time::clock_hour`]: Local Standard Time
+//! for `nws`, the civil clock for `wu`, so a day of 23 or 25 hours still has 24, each at
+//! the same local hour as any other day's). Known, not observed: a reading that reaches
+//! the lake later (one-minute data arrives a day late) was not part of the running value
+//! at that hour, as it is not part of today's. An hour not yet reached at `now` is empty.
+//! Reports (DSM, CLI) are left out: they settle the day, they are not readings of it.
 
 use std::collections::HashMap;
 
-use chrono::{DateTime, Duration, NaiveDate, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 
 use super::{LiveInput, Logic, StationExtremes};
 use crate::catalog::Station;
@@ -29,14 +32,14 @@ pub struct ByHour {
 pub type DaysByHour = HashMap<(Logic, NaiveDate), ByHour>;
 
 impl StationExtremes {
-    /// [`StationExtremes::replay`], fed in observation-time order, with the running
-    /// extremes of trading days `from..=to` after each of their hours ended by `now`. The
-    /// engine at the end is the same as `replay`'s (its answer does not depend on the order
-    /// of its inputs).
+    /// [`StationExtremes::replay`], fed in the order the readings became known (each with
+    /// that moment), with the running extremes of trading days `from..=to` at each of their
+    /// hours reached by `now`. The engine at the end is the same as `replay`'s (its answer
+    /// does not depend on the order of its inputs).
     pub fn replay_by_hour<'a>(
         station: &Station,
-        metars: impl IntoIterator<Item = &'a Metar>,
-        onemin: impl IntoIterator<Item = &'a OneMinute>,
+        metars: impl IntoIterator<Item = (&'a Metar, DateTime<Utc>)>,
+        onemin: impl IntoIterator<Item = (&'a OneMinute, DateTime<Utc>)>,
         reports: impl IntoIterator<Item = &'a DailyReport>,
         from: NaiveDate,
         to: NaiveDate,
@@ -45,17 +48,18 @@ impl StationExtremes {
         let ours = |code: &str| code == station.code;
         let mut inputs: Vec<(DateTime<Utc>, LiveInput<'a>)> = metars
             .into_iter()
-            .filter(|m| ours(&m.station))
-            .map(|m| (m.time, LiveInput::Metar(m)))
-            .chain(onemin.into_iter().filter(|o| ours(&o.station)).map(|o| (o.time, LiveInput::OneMinute(o))))
+            .filter(|(m, _)| ours(&m.station))
+            .map(|(m, known)| (known, LiveInput::Metar(m)))
+            .chain(
+                onemin.into_iter().filter(|(o, _)| ours(&o.station)).map(|(o, known)| (known, LiveInput::OneMinute(o))),
+            )
             .collect();
         inputs.sort_by_key(|(t, _)| *t);
         let mut hours: Vec<(DateTime<Utc>, Logic, NaiveDate)> = Vec::new();
         for date in from.iter_days().take_while(|d| *d <= to) {
             for logic in Logic::ALL {
-                let w = crate::time::day_window(station.timezone, logic.clock(), date);
-                let n = (w.end - w.start).num_hours();
-                hours.extend((1..=n).map(|k| (w.start + Duration::hours(k), logic, date)));
+                let at = |k: u32| crate::time::clock_hour(station.timezone, logic.clock(), date, k);
+                hours.extend((1..=24).map(|k| (at(k), logic, date)));
             }
         }
         hours.sort_by_key(|h| h.0);
@@ -92,14 +96,16 @@ pub fn parse_hours_column(column: &str) -> Vec<Option<f64>> {
     column.split(',').map(|v| v.parse::<f64>().ok().filter(|v| v.is_finite())).collect()
 }
 
-/// The value after `k` whole hours (1-based) of `hours`: `None` for hour 0, an hour past
-/// the day's, or an hour before its first reading.
+/// The value at local hour `k` (1 to 24) of `hours`: `None` for hour 0, an hour past the
+/// day's, or an hour before its first reading.
 pub fn after_hours(hours: &[Option<f64>], k: usize) -> Option<f64> {
     hours.get(k.checked_sub(1)?).copied().flatten()
 }
 
 #[cfg(test)]
 mod tests {
+    use chrono::Duration;
+
     use super::*;
     use crate::extremes::tests::{klnk, klnk_sod};
 
@@ -111,13 +117,15 @@ mod tests {
         let sod = klnk_sod();
         let (from, to) = (sod[1].0, sod[sod.len() - 2].0);
         let now = DateTime::parse_from_rfc3339("2024-01-01T00:00:00Z").unwrap().to_utc();
-        let (live, days) = StationExtremes::replay_by_hour(&klnk(), metars.iter().copied(), [], [], from, to, now);
+        // The LCD file has no receipt times: each reading known when observed.
+        let known: Vec<(&Metar, DateTime<Utc>)> = metars.iter().map(|m| (*m, m.time)).collect();
+        let (live, days) = StationExtremes::replay_by_hour(&klnk(), known.iter().copied(), [], [], from, to, now);
         let replayed = StationExtremes::replay(&klnk(), metars.iter().copied(), [], []);
         for date in from.iter_days().take_while(|d| *d <= to) {
             for logic in Logic::ALL {
                 assert_eq!(live.extremes(logic, date, now), replayed.extremes(logic, date, now), "{date} {logic}");
                 let day = &days[&(logic, date)];
-                assert_eq!(day.high.len(), 24, "{date}: Lincoln keeps no summer time in January");
+                assert_eq!(day.high.len(), 24, "{date}");
                 // Never down for the high, never up for the low, and the last hour is the
                 // day's answer from observations.
                 let highs: Vec<f64> = day.high.iter().flatten().copied().collect();
@@ -139,10 +147,16 @@ mod tests {
         assert_eq!(days[&(Logic::Nws, date)].high[0], early.running(Logic::Nws, date).0);
         // A day in progress: the hours not yet ended are empty.
         let noon = w.start + Duration::minutes(12 * 60 + 30);
-        let (_, today) = StationExtremes::replay_by_hour(&klnk(), metars.iter().copied(), [], [], date, date, noon);
+        let (_, today) = StationExtremes::replay_by_hour(&klnk(), known.iter().copied(), [], [], date, date, noon);
         let hours = &today[&(Logic::Nws, date)].high;
         assert_eq!(hours[..12], days[&(Logic::Nws, date)].high[..12]);
         assert!(hours[12..].iter().all(Option::is_none), "{hours:?}");
+        // Known, not observed: the same readings known a day late count in no hour of their
+        // day, and the engine at the end is unchanged.
+        let late: Vec<(&Metar, DateTime<Utc>)> = known.iter().map(|(m, t)| (*m, *t + Duration::days(1))).collect();
+        let (after, slow) = StationExtremes::replay_by_hour(&klnk(), late.iter().copied(), [], [], date, date, now);
+        assert!(slow[&(Logic::Nws, date)].high.iter().all(Option::is_none));
+        assert_eq!(after.extremes(Logic::Nws, date, now), replayed.extremes(Logic::Nws, date, now));
     }
 
     #[test]

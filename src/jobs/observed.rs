@@ -21,10 +21,10 @@
 //!   included), `suspect` (outside −60…60 °C), `onemin` (one-minute rows incl. -999),
 //!   `missing_minutes` (-999 rows), `held` (`wu` rule-3 reports still unconfirmed; null where
 //!   the rule does not apply). `data_quality` is the API's JSON object for the logic.
-//! - `high_by_hour`/`low_by_hour`: the running high/low after each whole hour of the day's
-//!   window from the observations made by then, comma-separated, native units, empty
-//!   before the first reading and after `now` (`extremes::ByHour`: what the same-day bracket odds learn
-//!   from).
+//! - `high_by_hour`/`low_by_hour`: the running high/low at each local hour 1:00…24:00 of the
+//!   day's clock from the readings known by then, comma-separated, native units, empty
+//!   before the first reading and for hours not reached at `now` (`extremes::by_hour`:
+//!   what the same-day bracket odds learn from).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -44,7 +44,7 @@ use crate::decode::types::{DailyKind, DailyReport, Metar, OneMinute};
 use crate::extremes::{
     hours_column, suspect_temperature, ByHour, DayExtremes, Logic, Source, StationExtremes, REPLAY_AFTER, REPLAY_BEFORE,
 };
-use crate::lake::window::load_window;
+use crate::lake::window::{load_known_window, Known};
 use crate::units::{f_to_c, round1, Units};
 
 /// One output row.
@@ -64,11 +64,12 @@ pub struct ObservedDay {
 }
 
 /// The rows of one station for trading days `from..=to` (both logics) from its stored
-/// inputs. Days without any input have no row.
+/// inputs, each with when it became known (the hours' values count it from then). Days
+/// without any input have no row.
 pub fn station_days(
     station: &Station,
-    metars: &[&Metar],
-    onemin: &[&OneMinute],
+    metars: &[&Known<Metar>],
+    onemin: &[&Known<OneMinute>],
     reports: &[&DailyReport],
     from: NaiveDate,
     to: NaiveDate,
@@ -76,8 +77,8 @@ pub fn station_days(
 ) -> Vec<ObservedDay> {
     let (live, mut by_hour) = StationExtremes::replay_by_hour(
         station,
-        metars.iter().copied(),
-        onemin.iter().copied(),
+        metars.iter().map(|(m, known)| (m, *known)),
+        onemin.iter().map(|(o, known)| (o, *known)),
         reports.iter().copied(),
         from,
         to,
@@ -89,8 +90,8 @@ pub fn station_days(
         for logic in Logic::ALL {
             let Some(x) = live.extremes(logic, date, now) else { continue };
             let in_window = |t: DateTime<Utc>| x.window_start <= t && t < x.window_end;
-            let obs: Vec<&&Metar> = metars.iter().filter(|m| in_window(m.time)).collect();
-            let mins: Vec<&&OneMinute> = onemin.iter().filter(|o| in_window(o.time)).collect();
+            let obs: Vec<&Metar> = metars.iter().map(|(m, _)| m).filter(|m| in_window(m.time)).collect();
+            let mins: Vec<&OneMinute> = onemin.iter().map(|(o, _)| o).filter(|o| in_window(o.time)).collect();
             let (cli_high, cli_low) =
                 if logic == Logic::Nws { cli_values(reports, date, station.units) } else { (None, None) };
             out.push(ObservedDay {
@@ -141,8 +142,8 @@ pub(super) fn replay_span(from: NaiveDate, to: NaiveDate) -> (DateTime<Utc>, Dat
     (start, end)
 }
 
-/// One station's stored rows.
-type StationInputs<'a> = (Vec<&'a Metar>, Vec<&'a OneMinute>, Vec<&'a DailyReport>);
+/// One station's stored rows (readings with when they became known).
+type StationInputs<'a> = (Vec<&'a Known<Metar>>, Vec<&'a Known<OneMinute>>, Vec<&'a DailyReport>);
 
 /// Computes `observed_extremes` for trading days `from..=to` of every station from the
 /// lake tables registered in `ctx` (`observations`, `onemin`, `reports`).
@@ -153,15 +154,15 @@ pub async fn observed_extremes(
     now: DateTime<Utc>,
 ) -> Result<MemTable, JobError> {
     let (start, end) = replay_span(from, to);
-    let (metars, onemin, reports) = load_window(ctx, None, start, end, None).await?;
+    let (metars, onemin, reports) = load_known_window(ctx, start, end).await?;
     let mut by_station: HashMap<&str, StationInputs<'_>> = HashMap::new();
     for m in &metars {
-        by_station.entry(m.station.as_str()).or_default().0.push(m);
+        by_station.entry(m.0.station.as_str()).or_default().0.push(m);
     }
     for o in &onemin {
-        by_station.entry(o.station.as_str()).or_default().1.push(o);
+        by_station.entry(o.0.station.as_str()).or_default().1.push(o);
     }
-    for r in reports.iter().filter(|r| from <= r.date && r.date <= to) {
+    for (r, _) in reports.iter().filter(|(r, _)| from <= r.date && r.date <= to) {
         by_station.entry(r.station.as_str()).or_default().2.push(r);
     }
     let catalog = Catalog::global();
@@ -288,7 +289,10 @@ mod tests {
         let sod = klnk_sod();
         let (from, to) = (sod[0].0, sod[sod.len() - 1].0);
         let now = DateTime::parse_from_rfc3339("2024-01-01T00:00:00Z").unwrap().to_utc();
-        let days = station_days(&klnk(), &metars, &[], &[], from, to, now);
+        // The file has no receipt times: each reading known when observed.
+        let known: Vec<Known<Metar>> = metars.iter().map(|m| ((*m).clone(), m.time)).collect();
+        let known: Vec<&Known<Metar>> = known.iter().collect();
+        let days = station_days(&klnk(), &known, &[], &[], from, to, now);
         let nws: HashMap<NaiveDate, &ObservedDay> =
             days.iter().filter(|d| d.extremes.logic == Logic::Nws).map(|d| (d.extremes.date, d)).collect();
         let (mut hi, mut lo) = (0, 0);

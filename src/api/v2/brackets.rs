@@ -114,10 +114,12 @@ pub struct Brackets {
     pub lead_days: i64,
     /// Verified past days behind the fit.
     pub history_days: usize,
-    /// Within the day: the effective number of past days, seen at the same hour with a
-    /// forecast as far above the running high (below the running low), that say how much
-    /// the day still adds; null when that step did not apply (before the day, a settled
-    /// day, fewer than 10 such days).
+    /// Within the day: the effective number of past days, seen at the same local hour with
+    /// a forecast as far above the running high (below the running low), that say how much
+    /// the day still adds; null when that step did not apply (before the day or in its
+    /// first hour, after it ended, a settled day, fewer than 10 such days: among them a
+    /// lake whose `daily_extremes` rows predate the hour columns, until that job is run
+    /// again over the history).
     pub same_day_days: Option<f64>,
     /// The method and its version.
     pub method: String,
