@@ -107,13 +107,12 @@ mod tests {
     use chrono::Duration;
 
     use super::*;
-    use crate::extremes::tests::{klnk, klnk_sod};
+    use crate::extremes::tests::{klnk, klnk_metars, klnk_sod};
 
     #[test]
     fn the_hours_climb_to_the_days_answer_and_the_engine_is_replays() {
-        let bytes = crate::decode::types::fixture("lcd/LCD_KLNK_USW00014939_2023-01-01_2023-02-26_metric.csv");
-        let decoded = crate::decode::metar_container::decode_metar_input(&bytes, None);
-        let metars: Vec<&Metar> = decoded.records.iter().collect();
+        let records = klnk_metars();
+        let metars: Vec<&Metar> = records.iter().collect();
         let sod = klnk_sod();
         let (from, to) = (sod[1].0, sod[sod.len() - 2].0);
         let now = DateTime::parse_from_rfc3339("2024-01-01T00:00:00Z").unwrap().to_utc();

@@ -90,6 +90,13 @@ pub(crate) fn klnk() -> Station {
 // ---------------------------------------------------------------- real data: KLNK
 
 /// The LCD file's official daily max/min (SOD rows), as integer °F by Local Standard date.
+/// The KLNK LCD file's METARs (1,714 reports with 6/24-hour groups, 2023-01-01 to
+/// 2023-02-26), decoded.
+pub(crate) fn klnk_metars() -> Vec<Metar> {
+    let bytes = fixture("lcd/LCD_KLNK_USW00014939_2023-01-01_2023-02-26_metric.csv");
+    crate::decode::metar_container::decode_metar_input(&bytes, None).records
+}
+
 pub(crate) fn klnk_sod() -> Vec<(NaiveDate, i32, i32)> {
     let bytes = fixture("lcd/LCD_KLNK_USW00014939_2023-01-01_2023-02-26_metric.csv");
     let mut rdr = csv::Reader::from_reader(bytes.as_slice());

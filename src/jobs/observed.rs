@@ -276,16 +276,15 @@ fn to_batch(rows: &[ObservedDay]) -> Result<RecordBatch, JobError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::extremes::tests::{klnk, klnk_sod};
+    use crate::extremes::tests::{klnk, klnk_metars, klnk_sod};
 
     /// The job's Rust step on 57 real KLNK days (LCD file: METARs with 6/24-hour groups)
     /// against the official daily values of the same file: the same 56/57 highs and 57/57
     /// lows as the live engine (live/tests.rs explains the one miss, the file's last day).
     #[test]
     fn klnk_daily_extremes_match_the_official_values() {
-        let bytes = crate::decode::types::fixture("lcd/LCD_KLNK_USW00014939_2023-01-01_2023-02-26_metric.csv");
-        let decoded = crate::decode::metar_container::decode_metar_input(&bytes, None);
-        let metars: Vec<&Metar> = decoded.records.iter().collect();
+        let records = klnk_metars();
+        let metars: Vec<&Metar> = records.iter().collect();
         let sod = klnk_sod();
         let (from, to) = (sod[0].0, sod[sod.len() - 1].0);
         let now = DateTime::parse_from_rfc3339("2024-01-01T00:00:00Z").unwrap().to_utc();
