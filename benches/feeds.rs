@@ -206,7 +206,7 @@ impl Rig {
         );
         let log = Arc::new(EventLog::open(&dir.join("events"), default_retention()).unwrap());
         let hub = Hub::new(1024);
-        wxlake::stream_bridge::spawn_publisher(Arc::clone(&live), log, hub.clone()).await;
+        wxlake::stream_bridge::spawn_publisher(Arc::clone(&live), Default::default(), log, hub.clone()).await;
         let client = Arc::new(
             HttpClient::new(ClientConfig { contact: "bench@example.com".into(), ..Default::default() }).unwrap(),
         );

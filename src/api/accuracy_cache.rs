@@ -15,10 +15,10 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::error::{ApiError, ApiResult};
-use super::loading_cache::LoadingCache;
 use crate::jobs::embedded_specs;
 use crate::jobs::statements::{run_statements, Intermediates};
 use crate::lake::bound_sql::{utf8_column, Bindings};
+use crate::lake::loading_cache::LoadingCache;
 
 /// How long a station's accuracy tables stay in memory before they are read again.
 pub const CACHE_TTL: StdDuration = StdDuration::from_secs(60);

@@ -26,9 +26,9 @@ use datafusion::arrow::compute::{concat_batches, filter_record_batch};
 use datafusion::arrow::datatypes::TimestampMicrosecondType;
 
 use super::error::{ApiError, ApiResult};
-use super::loading_cache::LoadingCache;
 use crate::decode::forecast_rows::COLUMNS;
 use crate::lake::bound_sql::Bindings;
+use crate::lake::loading_cache::LoadingCache;
 use crate::lake::schema::SUPERSEDED_AT;
 use crate::write::WriteService;
 

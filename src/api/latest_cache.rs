@@ -7,9 +7,9 @@ use std::time::Duration as StdDuration;
 
 use parking_lot::{Mutex, MutexGuard};
 
-use super::loading_cache::LoadingCache;
 use super::observation_json::WithReports;
 use crate::decode::types::Metar;
+use crate::lake::loading_cache::LoadingCache;
 
 /// How long the lake's newest observation of a station (or "none") stays in memory: rows
 /// another process writes to the lake show in `latest` within this time.

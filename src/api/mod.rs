@@ -23,7 +23,6 @@ pub mod json_stream;
 pub mod latest_cache;
 pub mod latest_runs;
 pub mod listener;
-pub mod loading_cache;
 pub mod metrics;
 pub mod nws_cache;
 pub mod observation_json;

@@ -19,9 +19,9 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::error::ApiResult;
-use super::loading_cache::LoadingCache;
 use crate::catalog::Station;
 use crate::lake::bound_sql::Bindings;
+use crate::lake::loading_cache::LoadingCache;
 use crate::lake::schema::NWS_HOURLY;
 use crate::time::{day_window, fmt_iso_utc, DayClock};
 use crate::write::WriteService;

@@ -14,6 +14,7 @@ use super::nws_cache::NwsCache;
 use crate::access::keys::KeyStore;
 use crate::access::limits::RateLimiter;
 use crate::access::Access;
+use crate::bracket_odds::HeldRows;
 use crate::clock::Clock;
 use crate::feeds::Feeds;
 use crate::stream::{EventLog, Hub};
@@ -49,6 +50,8 @@ pub struct AppInner {
     pub latest: LatestCache,
     /// The latest run per (location, model) (stations.php?include=latest_runs).
     pub latest_runs: LatestRuns,
+    /// The rows behind recent bracket odds (brackets.php, shared with the stream's watcher).
+    pub bracket_rows: Arc<HeldRows>,
     /// Where the HTTPS push stream listens, once it does (unset: the stream is not
     /// enabled). The REST port names it to clients that ask it for the stream.
     stream_addr: OnceLock<SocketAddr>,
@@ -78,6 +81,7 @@ impl AppState {
             nws_versions: Default::default(),
             latest: Default::default(),
             latest_runs: Default::default(),
+            bracket_rows: Default::default(),
             stream_addr: OnceLock::new(),
             feeds: OnceLock::new(),
             stream_feed: OnceLock::new(),

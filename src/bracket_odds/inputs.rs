@@ -26,8 +26,9 @@
 //!
 //! Two steps, so one reading serves many times: [`Rows::read`] reads a station's rows for a
 //! span of settlement days, each with the moment it became known, and [`Rows::inputs`]
-//! chooses what was known at an [`Ask`]'s time. `brackets.php` reads one day's rows known
-//! by its time; the `bracket_scores` job reads a span once and asks at every checkpoint.
+//! chooses what was known at an [`Ask`]'s time. `brackets.php` and the stream hold one
+//! day's rows, everything stored, and ask at any time (`held`); the `bracket_scores` job
+//! reads a span once and asks at every checkpoint.
 //!
 //! Values are in the settlement unit (°F or °C): pairs and forecasts in the station's
 //! other unit are converted. Everything is read from the lake: a live input counts from
@@ -111,12 +112,6 @@ impl Inputs {
     pub fn forecast_values(&self) -> Vec<(String, f64)> {
         self.forecasts.iter().map(|f| (f.source.clone(), f.forecast)).collect()
     }
-}
-
-/// The inputs of `ask` (module docs): its day's rows known by its time, chosen.
-pub async fn gather(ctx: &SessionContext, ask: &Ask<'_>) -> Result<Inputs> {
-    let lead = ask.lead_days();
-    Ok(Rows::read(ctx, ask, ask.date, lead..=lead).await?.inputs(ask))
 }
 
 /// A model run's value of one day.

@@ -9,8 +9,10 @@
 //! time they cannot disagree (the stream keeps the day's first ladder; `brackets.php`
 //! centres the usual one on the median unless given one).
 
+pub mod held;
 pub mod inputs;
 
+pub use held::HeldRows;
 pub use inputs::Inputs;
 
 use std::collections::HashMap;
@@ -178,11 +180,18 @@ impl Odds {
     }
 }
 
-/// The odds of `ask` on `ladder` (default: the usual one around the median). `as_of`: `t`
-/// is a past moment (the day's extremes as the service knew them then), else now (the
-/// live engine's, what `svc_high` answers).
-pub async fn odds(live: &WriteService, ask: &Ask<'_>, ladder: Option<Ladder>, as_of: bool) -> Result<Odds, OddsError> {
-    let inputs = inputs::gather(&live.ctx, ask).await?;
+/// The odds of `ask` on `ladder` (default: the usual one around the median), from its
+/// day's rows `held` in memory (read once, chosen as known at `ask.t`). `as_of`: `t` is a
+/// past moment (the day's extremes as the service knew them then), else now (the live
+/// engine's, what `svc_high` answers).
+pub async fn odds(
+    live: &WriteService,
+    held: &HeldRows,
+    ask: &Ask<'_>,
+    ladder: Option<Ladder>,
+    as_of: bool,
+) -> Result<Odds, OddsError> {
+    let inputs = held.rows(live, ask).await?.inputs(ask);
     let observed = observed(live, ask, as_of).await?;
     compose(ask, &inputs, observed, ladder)
 }

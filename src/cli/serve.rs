@@ -325,7 +325,13 @@ async fn start_stream(
     let config = stream::load_tls(&cert, &key)?;
     let log = Arc::new(stream::EventLog::open(&dir.join("events"), stream::default_retention())?);
     let hub = Hub::new(1024);
-    let publisher = wxlake::stream_bridge::spawn_publisher(Arc::clone(live), Arc::clone(&log), hub.clone()).await;
+    let publisher = wxlake::stream_bridge::spawn_publisher(
+        Arc::clone(live),
+        Arc::clone(&state.bracket_rows),
+        Arc::clone(&log),
+        hub.clone(),
+    )
+    .await;
     let heartbeat = Duration::from_secs(a.heartbeat_secs.max(1));
     let stream_state =
         StreamState { hub: hub.clone(), log: Arc::clone(&log), auth: Arc::new(state.access()), heartbeat };

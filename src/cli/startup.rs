@@ -62,7 +62,7 @@ pub async fn start_write_path(
     // Derived tables: scheduled (cron) and on-new-data job runs, and at once for new model
     // runs (jobs::fresh).
     let specs = wxlake::jobs::embedded_specs()?;
-    let published = Arc::clone(&live);
+    let (published, scheduled) = (Arc::clone(&live), Arc::clone(&live));
     let fresh_clock = Arc::clone(&live.clock);
     wxlake::jobs::spawn_fresh_runs(
         live.lake.clone(),
@@ -71,6 +71,8 @@ pub async fn start_write_path(
         fresh_clock,
         move || published.derived_published(),
     );
-    wxlake::jobs::spawn_scheduler(live.lake.clone(), specs, live.subscribe_new_data());
+    wxlake::jobs::spawn_scheduler(live.lake.clone(), specs, live.subscribe_new_data(), move || {
+        scheduled.derived_published()
+    });
     Ok(live)
 }

@@ -28,11 +28,25 @@ pub type RunFn =
     Arc<dyn Fn(JobSpec, Option<(NaiveDate, NaiveDate)>, &'static str) -> BoxFuture<'static, bool> + Send + Sync>;
 
 /// Spawns the scheduler for `specs` on the current tokio runtime. `notify` carries the
-/// names of tables that received new data (ingest sends e.g. `"forecasts"`).
-pub fn spawn_scheduler(lake: Lake, specs: Vec<JobSpec>, notify: broadcast::Receiver<String>) -> JoinHandle<()> {
+/// names of tables that received new data (ingest sends e.g. `"forecasts"`). `published`
+/// is called after each run that succeeded, so the server's caches of job tables reload
+/// at once (`WriteService::derived_published`).
+pub fn spawn_scheduler(
+    lake: Lake,
+    specs: Vec<JobSpec>,
+    notify: broadcast::Receiver<String>,
+    published: impl Fn() + Send + Sync + 'static,
+) -> JoinHandle<()> {
+    let published = Arc::new(published);
     let run: RunFn = Arc::new(move |spec, range, trigger| {
-        let lake = lake.clone();
-        Box::pin(async move { run_job_as(&lake, &spec, range, trigger, &no_progress).await.is_ok() })
+        let (lake, published) = (lake.clone(), Arc::clone(&published));
+        Box::pin(async move {
+            let ok = run_job_as(&lake, &spec, range, trigger, &no_progress).await.is_ok();
+            if ok {
+                published();
+            }
+            ok
+        })
     });
     tokio::spawn(drive(specs, notify, run, Arc::new(Utc::now)))
 }

@@ -7,6 +7,7 @@ pub mod bound_sql;
 pub mod compact;
 pub mod delta;
 pub mod keys;
+pub mod loading_cache;
 pub mod newest;
 pub mod publish;
 pub mod query;

@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::payloads::brackets_payload;
-use crate::bracket_odds::{odds, Ask, OddsError};
+use crate::bracket_odds::{odds, Ask, HeldRows, OddsError};
 use crate::brackets::markets::Quantity;
 use crate::brackets::Ladder;
 use crate::catalog::Catalog;
@@ -55,7 +55,12 @@ struct Sent {
 
 /// Starts the watcher; its events go to `out`. Returns the sender the publisher hands
 /// stations to; the watcher ends when that sender or `out` is dropped.
-pub fn spawn_watch(live: Arc<WriteService>, hub: Hub, out: mpsc::Sender<Computed>) -> mpsc::Sender<String> {
+pub fn spawn_watch(
+    live: Arc<WriteService>,
+    held: Arc<HeldRows>,
+    hub: Hub,
+    out: mpsc::Sender<Computed>,
+) -> mpsc::Sender<String> {
     let (tx, mut rx) = mpsc::channel::<String>(INBOX);
     tokio::spawn(async move {
         let mut sent: HashMap<(String, Quantity), Sent> = HashMap::new();
@@ -92,7 +97,7 @@ pub fn spawn_watch(live: Arc<WriteService>, hub: Hub, out: mpsc::Sender<Computed
                     continue;
                 }
                 for target in [Quantity::High, Quantity::Low] {
-                    if let Some(event) = check(&live, &code, target, &mut sent).await {
+                    if let Some(event) = check(&live, &held, &code, target, &mut sent).await {
                         if out.send(event).await.is_err() {
                             return;
                         }
@@ -107,6 +112,7 @@ pub fn spawn_watch(live: Arc<WriteService>, hub: Hub, out: mpsc::Sender<Computed
 /// The event of `code`'s `target` now, when it is the day's first or a bracket moved.
 async fn check(
     live: &WriteService,
+    held: &HeldRows,
     code: &str,
     target: Quantity,
     sent: &mut HashMap<(String, Quantity), Sent>,
@@ -116,7 +122,7 @@ async fn check(
     let ask = Ask::settling(station, target, None, None, now);
     let key = (code.to_string(), target);
     let previous = sent.get(&key).filter(|s| s.date == ask.date);
-    let odds = match odds(live, &ask, previous.map(|s| s.ladder.clone()), false).await {
+    let odds = match odds(live, held, &ask, previous.map(|s| s.ladder.clone()), false).await {
         Ok(o) => o,
         Err(OddsError::NoForecast { .. }) => return None,
         Err(e) => {

@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 
 use super::brackets::{spawn_watch, Computed};
 use super::payloads::{change_payload, observation_payload, report_payload};
+use crate::bracket_odds::HeldRows;
 use crate::catalog::Catalog;
 use crate::decode::types::DailyKind;
 use crate::extremes::Logic;
@@ -97,10 +98,15 @@ pub const PUBLISHER_INBOX: usize = 4096;
 /// from this one task: ids reach clients in order. Nothing is skipped: the live path waits
 /// when this task falls behind, and an ingest is acknowledged once this task has logged
 /// its events.
-pub async fn spawn_publisher(live: Arc<WriteService>, log: Arc<EventLog>, hub: Hub) -> tokio::task::JoinHandle<()> {
+pub async fn spawn_publisher(
+    live: Arc<WriteService>,
+    held: Arc<HeldRows>,
+    log: Arc<EventLog>,
+    hub: Hub,
+) -> tokio::task::JoinHandle<()> {
     let mut rx = live.attach_publisher(PUBLISHER_INBOX).await;
     let (computed_tx, mut computed) = mpsc::channel::<Computed>(256);
-    let watch = spawn_watch(Arc::clone(&live), hub.clone(), computed_tx);
+    let watch = spawn_watch(Arc::clone(&live), held, hub.clone(), computed_tx);
     let emit = move |station: &str, name: &'static str, data: Value| {
         // Emission (wall-clock) time: the log's retention and the payload `timestamp` are
         // about when the event went out.

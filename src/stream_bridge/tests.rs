@@ -66,7 +66,7 @@ async fn rig_at(heartbeat: Duration, hub_queue: usize, now: chrono::DateTime<Utc
     let (cert, key) = self_signed(&dir.path().join("tls"), &["localhost", "127.0.0.1"]).unwrap();
     let log = Arc::new(EventLog::open(&dir.path().join("events"), crate::stream::default_retention()).unwrap());
     let hub = Hub::new(hub_queue);
-    spawn_publisher(Arc::clone(&live), Arc::clone(&log), hub.clone()).await;
+    spawn_publisher(Arc::clone(&live), Default::default(), Arc::clone(&log), hub.clone()).await;
     let router = stream_router(StreamState { hub, log: Arc::clone(&log), auth: Arc::new(access), heartbeat });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -366,7 +366,7 @@ async fn brackets_event_when_a_bracket_moves_two_points() {
     // The event's brackets are the odds now, on its ladder.
     let station = crate::catalog::Catalog::global().get("KNYC").unwrap();
     let ask = Ask::settling(station, Quantity::High, None, None, rig.live.clock.now());
-    let now = odds(&rig.live, &ask, None, false).await.unwrap();
+    let now = odds(&rig.live, &Default::default(), &ask, None, false).await.unwrap();
     let sent: Vec<f64> = high.data["brackets"].as_array().unwrap().iter().map(|b| b["p"].as_f64().unwrap()).collect();
     assert_eq!(sent, now.brackets);
     let labels: Vec<String> = now.ladder.brackets().iter().map(|b| b.to_string()).collect();

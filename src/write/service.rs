@@ -265,8 +265,9 @@ impl WriteService {
         self.derived_version.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// A job run published new rows of a derived table (the fresh runs after a new model
-    /// run): caches of the job tables reload on their next read.
+    /// A job run of this process published new rows of a derived table (the fresh runs
+    /// after a new model run, a scheduled run): caches of the job tables reload on their
+    /// next read.
     pub fn derived_published(&self) {
         self.derived_version.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }

@@ -854,8 +854,13 @@ async fn each_stream_event_says_what_svc_high_answers_as_of_its_time() {
     let clock = Arc::new(ManualClock::new(lst_midnight - Duration::hours(1)));
     let live = Arc::new(open_live(&lake, &dir.path().join("state"), clock.clone() as Arc<dyn Clock>).await);
     let log = Arc::new(wxlake::stream::EventLog::open(&dir.path().join("events"), Duration::hours(48)).unwrap());
-    let _publisher =
-        wxlake::stream_bridge::spawn_publisher(Arc::clone(&live), Arc::clone(&log), wxlake::stream::Hub::new(64)).await;
+    let _publisher = wxlake::stream_bridge::spawn_publisher(
+        Arc::clone(&live),
+        Default::default(),
+        Arc::clone(&log),
+        wxlake::stream::Hub::new(64),
+    )
+    .await;
     let mut observed: Vec<serde_json::Value> = Vec::new();
     for (at, format, opts, body) in &plan {
         clock.set(*at);

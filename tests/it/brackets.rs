@@ -462,6 +462,55 @@ async fn todays_running_extremes_bound_the_distribution() {
     }
 }
 
+/// The rows behind an answer are held in memory (`bracket_odds::held`): a second answer
+/// reads nothing from the lake, so a row written behind the service's back is not seen yet
+/// (another process's rows count after the held entry's TTL), while a row the service
+/// stores itself is in the very next answer, with everything written before it; and a held
+/// entry still answers as of a moment before a row it holds became known without it.
+#[tokio::test]
+async fn brackets_php_holds_its_rows_until_the_service_stores_new_ones() {
+    use wxlake::ingest::{ingest_bytes, Format, IngestOptions, Summary};
+    let app = crate::http::App::new().await; // 2026-03-08T18:00:00Z
+    let header = "source,station_code,issued_at,date,high,low,units\n";
+    let sources = |v: &serde_json::Value| -> Vec<String> {
+        let mut s: Vec<String> =
+            v["inputs"].as_array().unwrap().iter().map(|i| i["source"].as_str().unwrap().to_string()).collect();
+        s.sort();
+        s
+    };
+    let uri = "/api/v2/brackets.php?station_code=KNYC&target=high&date=2026-03-09";
+    let (status, body) =
+        app.ingest("daily-forecasts", "", &format!("{header}ACME,KNYC,2026-03-08T10:00:00Z,2026-03-09,50,,f\n")).await;
+    assert!(status.is_success(), "{status}: {body}");
+    app.state.live.flush().await.unwrap();
+    let (status, first) = app.get(uri).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(sources(&first), ["ACME"]);
+
+    // Behind the service's back: straight into the lake.
+    let lake = app.state.live.lake.clone();
+    let behind = format!("{header}BETA,KNYC,2026-03-08T11:00:00Z,2026-03-09,52,,f\n");
+    let mut s = Summary::default();
+    ingest_bytes(&lake, Format::DailyForecasts, "beta.csv", behind.as_bytes(), &IngestOptions::default(), &mut s)
+        .await
+        .unwrap();
+    assert_eq!((s.rejected, s.stored), (0, 1), "{s}");
+    let (_, held) = app.get(uri).await;
+    assert_eq!(sources(&held), ["ACME"], "the second answer read the lake again: {held}");
+    assert_eq!(held["distribution"], first["distribution"]);
+
+    // Through the service: the next answer reads the lake again and has both.
+    let csv = format!("{header}GAMMA,KNYC,2026-03-08T12:00:00Z,2026-03-09,48,,f\n");
+    let (status, body) = app.ingest("daily-forecasts", "", &csv).await;
+    assert!(status.is_success(), "{status}: {body}");
+    app.state.live.flush().await.unwrap();
+    let (_, now) = app.get(uri).await;
+    assert_eq!(sources(&now), ["ACME", "BETA", "GAMMA"], "{now}");
+    // The same entry as of 11:30: GAMMA (issued 12:00) was not known yet.
+    let (_, then) = app.get(&format!("{uri}&as_of=2026-03-08T11:30:00Z")).await;
+    assert_eq!(sources(&then), ["ACME", "BETA"], "{then}");
+}
+
 /// A demo lake of `days` days of KNYC without one-minute data, and the API over it on a
 /// manual clock set to now.
 async fn knyc_demo(

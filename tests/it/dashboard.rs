@@ -1051,7 +1051,13 @@ KNYC 081551Z 28010KT 10SM CLR 09/M06 A3020 RMK AO2 SLP228 T00891061
         let dir = tempfile::tempdir().unwrap();
         let log = Arc::new(EventLog::open(dir.path(), default_retention()).unwrap());
         let hub = Hub::new(64);
-        let _publisher = wxlake::stream_bridge::spawn_publisher(app.state.live.clone(), log.clone(), hub.clone()).await;
+        let _publisher = wxlake::stream_bridge::spawn_publisher(
+            app.state.live.clone(),
+            app.state.bracket_rows.clone(),
+            log.clone(),
+            hub.clone(),
+        )
+        .await;
         app.state.set_stream_feed(StreamFeed { hub, log, heartbeat: Duration::from_secs(30) });
 
         assert_eq!(get(None, relay).await.unwrap().status(), StatusCode::UNAUTHORIZED);

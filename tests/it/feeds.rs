@@ -629,7 +629,13 @@ impl Run {
         let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(now));
         let live = Arc::new(support::open_live(lake, &dir.join("state"), clock).await);
         let log = Arc::new(wxlake::stream::EventLog::open(&dir.join("events"), chrono::Duration::hours(24)).unwrap());
-        wxlake::stream_bridge::spawn_publisher(Arc::clone(&live), Arc::clone(&log), wxlake::stream::Hub::new(64)).await;
+        wxlake::stream_bridge::spawn_publisher(
+            Arc::clone(&live),
+            Default::default(),
+            Arc::clone(&log),
+            wxlake::stream::Hub::new(64),
+        )
+        .await;
         Run { live, log }
     }
 

@@ -214,7 +214,7 @@ impl Rig {
         let state_dir = dir.path().join("state");
         let live = Arc::new(support::open_live(&lake, &state_dir, clock).await);
         let log = Arc::new(EventLog::open(&dir.path().join("events"), chrono::Duration::hours(24)).unwrap());
-        stream_bridge::spawn_publisher(Arc::clone(&live), Arc::clone(&log), Hub::new(64)).await;
+        stream_bridge::spawn_publisher(Arc::clone(&live), Default::default(), Arc::clone(&log), Hub::new(64)).await;
         let api = support::Api::over(Arc::clone(&live), &state_dir);
         Rig { dir, lake, live, clock: manual, api, log }
     }

@@ -181,7 +181,7 @@ pub async fn handler(
         })?),
         None => None,
     };
-    let odds = odds(&state.live, &ask, ladder, as_of.0.is_some()).await.map_err(|e| match e {
+    let odds = odds(&state.live, &state.bracket_rows, &ask, ladder, as_of.0.is_some()).await.map_err(|e| match e {
         OddsError::NoForecast { .. } => ApiError::not_found(
             e.to_string(),
             "no model run, NWS version or daily forecast of the day was available then",

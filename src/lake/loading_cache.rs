@@ -1,7 +1,7 @@
-//! A keyed in-memory cache for the API's hot paths (raw forecasts, accuracy tables): an
-//! entry is served while it is younger than a TTL and its data version is current, and a
-//! missing or stale entry is loaded once: concurrent requests for it wait for that load
-//! instead of each running the same lake query.
+//! A keyed in-memory cache of what is read from the lake for the hot paths (raw forecasts,
+//! accuracy tables, bracket inputs): an entry is served while it is younger than a TTL and
+//! its data version is current, and a missing or stale entry is loaded once: concurrent
+//! requests for it wait for that load instead of each running the same lake query.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -10,8 +10,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-
-use super::error::ApiResult;
 
 struct Slot<V> {
     loaded: Instant,
@@ -43,10 +41,10 @@ impl<K: Hash + Eq + Clone, V> LoadingCache<K, V> {
 
     /// The entry of `key` if it is current (`version`, younger than `ttl`), else the result
     /// of `load`, stored. Only one load per key runs at a time.
-    pub async fn get_or_load<F, Fut>(&self, key: &K, version: u64, ttl: Duration, load: F) -> ApiResult<Arc<V>>
+    pub async fn get_or_load<F, Fut, E>(&self, key: &K, version: u64, ttl: Duration, load: F) -> Result<Arc<V>, E>
     where
         F: FnOnce() -> Fut,
-        Fut: Future<Output = ApiResult<V>>,
+        Fut: Future<Output = Result<V, E>>,
     {
         if let Some(v) = self.fresh(key, version, ttl) {
             return Ok(v);
@@ -120,7 +118,7 @@ mod tests {
                 let v = cache
                     .get_or_load(&"k", 1, Duration::from_secs(60), || async {
                         tokio::time::sleep(Duration::from_millis(20)).await;
-                        Ok(loads.fetch_add(1, Ordering::SeqCst) + 100)
+                        Ok::<_, ()>(loads.fetch_add(1, Ordering::SeqCst) + 100)
                     })
                     .await
                     .unwrap();
@@ -131,9 +129,9 @@ mod tests {
             assert_eq!(t.await.unwrap(), 100);
         }
         assert_eq!(loads.load(Ordering::SeqCst), 1);
-        let v = cache.get_or_load(&"k", 2, Duration::from_secs(60), || async { Ok(7) }).await.unwrap();
+        let v = cache.get_or_load(&"k", 2, Duration::from_secs(60), || async { Ok::<_, ()>(7) }).await.unwrap();
         assert_eq!(*v, 7, "a new data version is a miss");
-        let v = cache.get_or_load(&"k", 2, Duration::ZERO, || async { Ok(8) }).await.unwrap();
+        let v = cache.get_or_load(&"k", 2, Duration::ZERO, || async { Ok::<_, ()>(8) }).await.unwrap();
         assert_eq!(*v, 8, "an expired entry is a miss");
     }
 
@@ -141,13 +139,13 @@ mod tests {
     async fn eviction_keeps_the_newest() {
         let cache: LoadingCache<u8, usize> = LoadingCache::default();
         for k in 0..3u8 {
-            cache.get_or_load(&k, 0, Duration::from_secs(60), || async { Ok(10) }).await.unwrap();
+            cache.get_or_load(&k, 0, Duration::from_secs(60), || async { Ok::<_, ()>(10) }).await.unwrap();
         }
         cache.evict(|v| *v, 15);
         let loads = AtomicUsize::new(0);
         let load = || async {
             loads.fetch_add(1, Ordering::SeqCst);
-            Ok(10)
+            Ok::<_, ()>(10)
         };
         cache.get_or_load(&2, 0, Duration::from_secs(60), load).await.unwrap();
         assert_eq!(loads.load(Ordering::SeqCst), 0, "the newest entry stayed");
