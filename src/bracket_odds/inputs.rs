@@ -25,7 +25,8 @@
 //!   past day counts.
 //!
 //! Two steps, so one reading serves many times: [`Rows::read`] reads a station's rows for a
-//! span of settlement days, each with the moment it became known, and [`Rows::inputs`]
+//! span of settlement days, each with the moment it became known ([`Rows::read_many`]: many
+//! stations' in one statement per table), and [`Rows::inputs`]
 //! chooses what was known at an [`Ask`]'s time. `brackets.php` and the stream hold one
 //! day's rows, everything stored, and ask at any time (`held`); the `bracket_scores` job
 //! reads a span once and asks at every checkpoint.
@@ -138,6 +139,12 @@ struct NwsDay {
     low: f64,
 }
 
+/// A station's NWS hourly versions: (generated, available).
+type NwsVersions = Vec<(DateTime<Utc>, DateTime<Utc>)>;
+
+/// A station's NWS hourly versions' periods, per day.
+type NwsByDay = BTreeMap<NaiveDate, Vec<NwsDay>>;
+
 /// A daily forecast's value of the asked quantity.
 #[derive(Debug)]
 struct DailyIssue {
@@ -209,50 +216,119 @@ impl Rows {
         first: NaiveDate,
         leads: RangeInclusive<i64>,
     ) -> Result<Self> {
-        Self::read_with(ctx, ask, first, leads, None).await
+        let mut one = Self::read_many(ctx, std::slice::from_ref(ask), first, leads, None).await?;
+        Ok(one.pop().unwrap_or_default())
     }
 
-    /// [`Rows::read`], with the station's model-run rows given when they were read for many
-    /// stations at once ([`model_runs`] without a station: `forecast_daily` is not
-    /// partitioned by station, so each station's own read scans every file).
-    pub async fn read_with(
+    /// [`Rows::read`] of every ask in `asks` (stations and targets; one logic, settlement
+    /// day and time), in their order, with one statement per table for all of them: the
+    /// tables are not partitioned by station, so each station's own read would scan every
+    /// file of the span (benches/README.md, "Brackets"). `runs`: the stations' model-run
+    /// rows when they were read already ([`model_runs`] without a station).
+    pub async fn read_many(
         ctx: &SessionContext,
-        ask: &Ask<'_>,
+        asks: &[Ask<'_>],
         first: NaiveDate,
         leads: RangeInclusive<i64>,
-        runs: Option<Arc<StationRuns>>,
-    ) -> Result<Self> {
-        if first != ask.date && ask.logic.clock() != DayClock::Standard {
+        runs: Option<&HashMap<String, Arc<StationRuns>>>,
+    ) -> Result<Vec<Self>> {
+        let Some(template) = asks.first() else { return Ok(Vec::new()) };
+        let alike = |a: &Ask<'_>| a.logic == template.logic && a.date == template.date && a.t == template.t;
+        if !asks.iter().all(alike) {
+            return Err(DataFusionError::Plan("bracket inputs: one read is of one logic, day and time".into()));
+        }
+        if first != template.date && template.logic.clock() != DayClock::Standard {
             return Err(DataFusionError::Plan("bracket inputs: a span of days is read under the nws logic".into()));
         }
-        let station_runs = async {
+        let span = Span::of(asks, first);
+        let model_rows = async {
             if let Some(runs) = runs {
-                return Ok(runs);
+                return Ok(runs.clone());
             }
-            let code = ask.station.code.as_str();
-            let mut all = model_runs(ctx, Some(code), ask.logic, first, ask.date, ask.t).await?;
-            Ok(Arc::new(all.remove(code).unwrap_or_default()))
+            let one = span.stations.first().filter(|_| span.stations.len() == 1).map(|s| s.code.as_str());
+            let read = model_runs(ctx, one, template.logic, first, template.date, template.t).await?;
+            Ok(read.into_iter().map(|(code, r)| (code, Arc::new(r))).collect::<HashMap<_, _>>())
         };
-        // The hours of past days serve a time within a day: a span's, or one day's from its start.
-        let within_day = first != ask.date || ask.t >= ask.window().start;
-        let (runs, nws_versions, nws, mut daily, cli, pairs, by_hour) = futures::try_join!(
-            station_runs,
-            nws_versions(ctx, ask, first),
-            nws_days(ctx, ask, first),
-            daily_forecasts(ctx, ask, first),
-            climate_reports(ctx, ask, first),
-            pair_rows(ctx, ask, first, leads),
-            hours_by_day(ctx, ask, first, within_day),
+        let (runs, nws_versions, mut nws, daily, cli, pairs, hours) = futures::try_join!(
+            model_rows,
+            nws_versions(ctx, &span),
+            nws_days(ctx, &span),
+            daily_forecasts(ctx, &span),
+            climate_reports(ctx, &span),
+            pair_rows(ctx, &span, leads),
+            hours_by_day(ctx, &span),
         )?;
-        daily.sort_by_key(|d| d.date);
-        let mut pair_settled: BTreeMap<NaiveDate, (f64, DateTime<Utc>)> = BTreeMap::new();
-        for p in pairs.values().flatten() {
-            let held = pair_settled.entry(p.date).or_insert((p.observed, p.available));
-            if p.available < held.1 {
-                *held = (p.observed, p.available);
+        let mut nws_versions = nws_versions;
+        let mut out = Vec::with_capacity(asks.len());
+        for ask in asks {
+            let code = ask.station.code.as_str();
+            let unit = |v: f64| ask.station.units.convert(v, ask.unit);
+            let mut daily: Vec<DailyIssue> = daily
+                .get(code)
+                .into_iter()
+                .flatten()
+                .filter_map(|d| {
+                    let v = d.values[target_index(ask.target)]?;
+                    let value = d.unit.convert(v, ask.unit);
+                    Some(DailyIssue {
+                        source: d.source.clone(),
+                        date: d.date,
+                        issued_at: d.issued_at,
+                        available: d.available,
+                        value,
+                    })
+                })
+                .collect();
+            daily.sort_by_key(|d| d.date);
+            let cli = cli
+                .get(code)
+                .into_iter()
+                .flatten()
+                .map(|(date, versions)| {
+                    let versions = versions
+                        .iter()
+                        .map(|(order, values)| {
+                            let value =
+                                values[target_index(ask.target)].map(|v| Units::Fahrenheit.convert(v, ask.unit));
+                            CliVersion { order: *order, value }
+                        })
+                        .collect();
+                    (*date, versions)
+                })
+                .collect();
+            let mut pairs_of: HashMap<(i64, String, String), Vec<PairRow>> = HashMap::new();
+            for (key, rows) in pairs.get(&(code.to_string(), ask.target)).into_iter().flatten() {
+                let converted =
+                    rows.iter().map(|p| PairRow { forecast: unit(p.forecast), observed: unit(p.observed), ..*p });
+                pairs_of.insert(key.clone(), converted.collect());
             }
+            let mut pair_settled: BTreeMap<NaiveDate, (f64, DateTime<Utc>)> = BTreeMap::new();
+            for p in pairs_of.values().flatten() {
+                let held = pair_settled.entry(p.date).or_insert((p.observed, p.available));
+                if p.available < held.1 {
+                    *held = (p.observed, p.available);
+                }
+            }
+            let last_of_station = asks.iter().rposition(|a| a.station.code == code) == Some(out.len());
+            // The target-free NWS rows go to the station's last ask, a copy to the others.
+            let (versions, days) = match last_of_station {
+                true => (nws_versions.remove(code).unwrap_or_default(), nws.remove(code).unwrap_or_default()),
+                false => {
+                    (nws_versions.get(code).cloned().unwrap_or_default(), nws.get(code).cloned().unwrap_or_default())
+                }
+            };
+            out.push(Rows {
+                runs: runs.get(code).cloned().unwrap_or_default(),
+                nws_versions: versions,
+                nws: days,
+                daily,
+                cli,
+                pairs: pairs_of,
+                pair_settled,
+                by_hour: hours.get(&(code.to_string(), ask.target)).cloned().unwrap_or_default(),
+            });
         }
-        Ok(Rows { runs, nws_versions, nws, daily, cli, pairs, pair_settled, by_hour })
+        Ok(out)
     }
 
     /// What `ask` is made from (module docs): its day's rows and the history before it,
@@ -489,63 +565,161 @@ pub async fn model_runs(
     Ok(out)
 }
 
-/// Every NWS hourly version of the station available by t that can be in force at a time
+/// What one read covers: its stations (each once), their days' windows, the targets
+/// asked, the logic, the days `first..=last` and the time (module docs).
+struct Span<'a> {
+    stations: Vec<&'a crate::catalog::Station>,
+    targets: Vec<Quantity>,
+    logic: Logic,
+    first: NaiveDate,
+    last: NaiveDate,
+    t: DateTime<Utc>,
+    /// Per station: the first day's start and the last day's end.
+    windows: Vec<(DateTime<Utc>, DateTime<Utc>)>,
+    /// A time within a day can be asked: a span's, or one day's from its start (the hours
+    /// of past days serve it).
+    within_day: bool,
+}
+
+impl<'a> Span<'a> {
+    fn of(asks: &[Ask<'a>], first: NaiveDate) -> Self {
+        let template = asks[0];
+        let mut stations: Vec<&crate::catalog::Station> = Vec::new();
+        let mut targets = Vec::new();
+        for a in asks {
+            if !stations.iter().any(|s| s.code == a.station.code) {
+                stations.push(a.station);
+            }
+            if !targets.contains(&a.target) {
+                targets.push(a.target);
+            }
+        }
+        let clock = template.logic.clock();
+        let windows = stations
+            .iter()
+            .map(|s| {
+                let (w_first, w_last) = (
+                    crate::time::day_window(s.timezone, clock, first),
+                    crate::time::day_window(s.timezone, clock, template.date),
+                );
+                (w_first.start, w_last.end)
+            })
+            .collect();
+        let within_day = first != template.date || asks.iter().any(|a| a.t >= a.window().start);
+        Span {
+            stations,
+            targets,
+            logic: template.logic,
+            first,
+            last: template.date,
+            t: template.t,
+            windows,
+            within_day,
+        }
+    }
+
+    /// `station_code IN (…)`, bound.
+    fn stations_in(&self, b: &mut Bindings, column: &str) -> String {
+        let codes: Vec<String> = self.stations.iter().map(|s| b.str(&s.code)).collect();
+        format!("{column} IN ({})", codes.join(", "))
+    }
+
+    /// The earliest first-day start and the latest last-day end of the stations.
+    fn bounds(&self) -> (DateTime<Utc>, DateTime<Utc>) {
+        let start = self.windows.iter().map(|w| w.0).min().unwrap_or(self.t);
+        let end = self.windows.iter().map(|w| w.1).max().unwrap_or(self.t);
+        (start, end)
+    }
+
+    /// The latest last-day start: no NWS version generated after it is read.
+    fn last_start(&self) -> DateTime<Utc> {
+        let clock = self.logic.clock();
+        let latest = self.stations.iter().map(|s| crate::time::day_window(s.timezone, clock, self.last).start).max();
+        latest.unwrap_or(self.t)
+    }
+}
+
+/// The index of `target` in the two-target values read: high, low.
+fn target_index(target: Quantity) -> usize {
+    match target {
+        Quantity::High => 0,
+        Quantity::Low => 1,
+    }
+}
+
+/// Every NWS hourly version of the stations available by t that can be in force at a time
 /// the days are asked about (from 3 days before the first day's start, the farthest
 /// `brackets.php` answers, less the 8 days a version is in force), with when it became
-/// available (its last row's).
-async fn nws_versions(
-    ctx: &SessionContext,
-    ask: &Ask<'_>,
-    first: NaiveDate,
-) -> Result<Vec<(DateTime<Utc>, DateTime<Utc>)>> {
-    let start = crate::time::day_window(ask.station.timezone, ask.logic.clock(), first).start;
+/// available (its last row's), by station.
+async fn nws_versions(ctx: &SessionContext, span: &Span<'_>) -> Result<HashMap<String, NwsVersions>> {
     let mut b = Bindings::new();
+    let (start, _) = span.bounds();
     let sql = format!(
-        "SELECT generated_at, max(available_at) FROM nws_hourly WHERE station_code = {st} AND available_at <= {t} \
-         AND date >= {p_from} AND date <= {p_to} GROUP BY generated_at",
-        st = b.str(&ask.station.code),
-        t = b.time(ask.t),
+        "SELECT station_code, generated_at, max(available_at) FROM nws_hourly WHERE {stations} \
+         AND available_at <= {t} AND date >= {p_from} AND date <= {p_to} GROUP BY station_code, generated_at",
+        stations = span.stations_in(&mut b, "station_code"),
+        t = b.time(span.t),
         p_from = b.partition_date((start - Duration::days(super::MAX_LEAD_DAYS + NWS_REACH_DAYS)).date_naive()),
-        p_to = b.partition_date(ask.t.min(ask.window().start).date_naive()),
+        p_to = b.partition_date(span.t.min(span.last_start()).date_naive()),
     );
-    let mut out = Vec::new();
+    let mut out: HashMap<String, NwsVersions> = HashMap::new();
     for batch in b.collect(ctx, &sql).await? {
-        let (generated, available) = (times(&batch, 0)?, times(&batch, 1)?);
-        out.extend(generated.into_iter().zip(available).filter_map(|(g, a)| g.zip(a)));
+        let codes = utf8_column(&batch, 0)?;
+        let codes = codes.as_string::<i32>();
+        let (generated, available) = (times(&batch, 1)?, times(&batch, 2)?);
+        for (i, (g, a)) in generated.into_iter().zip(available).enumerate() {
+            if let Some(v) = g.zip(a) {
+                out.entry(codes.value(i).to_string()).or_default().push(v);
+            }
+        }
     }
     Ok(out)
 }
 
-/// Every NWS hourly version's periods on the days `first..=ask.date`, per version and day,
-/// available by t (the versions that can be in force for them: generated from 8 days
-/// before the first day's start).
-async fn nws_days(ctx: &SessionContext, ask: &Ask<'_>, first: NaiveDate) -> Result<BTreeMap<NaiveDate, Vec<NwsDay>>> {
-    let (w_first, w_last) = (crate::time::day_window(ask.station.timezone, ask.logic.clock(), first), ask.window());
+/// Every NWS hourly version's periods on the days `first..=last`, per station, day and
+/// version, available by t (the versions that can be in force for them: generated from 8
+/// days before the first day's start). Each station's days are cut at its own windows,
+/// given to the query as a table of (station, first day's start, last day's end) in
+/// seconds.
+async fn nws_days(ctx: &SessionContext, span: &Span<'_>) -> Result<HashMap<String, NwsByDay>> {
     let mut b = Bindings::new();
+    let (start, end) = span.bounds();
+    let windows: Vec<String> = span
+        .stations
+        .iter()
+        .zip(&span.windows)
+        .map(|(s, (lo, hi))| {
+            format!("({}, CAST({} AS BIGINT), CAST({} AS BIGINT))", b.str(&s.code), lo.timestamp(), hi.timestamp())
+        })
+        .collect();
     // One day: the version's periods in its window. More: 24-hour days from the first's
     // start (the read checks the clock).
-    let day = match first == ask.date {
-        true => "CAST(0 AS BIGINT)".to_string(),
-        // The service's own time, written as a number.
-        false => format!("CAST((to_unixtime(start_time) - {}) / 86400 AS BIGINT)", w_first.start.timestamp()),
+    let day = match span.first == span.last {
+        true => "CAST(0 AS BIGINT)",
+        false => "CAST((to_unixtime(n.start_time) - w.lo) / 86400 AS BIGINT)",
     };
     let sql = format!(
-        "SELECT generated_at, min(start_time), max(end_time), max(temperature_f), min(temperature_f), \
-         {day} AS day FROM nws_hourly WHERE station_code = {st} AND start_time >= {from} \
-         AND start_time < {to} AND available_at <= {t} AND date >= {p_from} AND date <= {p_to} \
-         GROUP BY generated_at, day",
-        st = b.str(&ask.station.code),
-        from = b.time(w_first.start),
-        to = b.time(w_last.end),
-        t = b.time(ask.t),
-        p_from = b.partition_date((w_first.start - Duration::days(super::MAX_LEAD_DAYS + NWS_REACH_DAYS)).date_naive()),
-        p_to = b.partition_date(ask.t.min(w_last.start).date_naive()),
+        "SELECT n.station_code, n.generated_at, min(n.start_time), max(n.end_time), max(n.temperature_f), \
+         min(n.temperature_f), {day} AS day FROM nws_hourly n JOIN (VALUES {windows}) AS w(code, lo, hi) \
+         ON n.station_code = w.code WHERE {stations} AND n.start_time >= {from} AND n.start_time < {to} \
+         AND to_unixtime(n.start_time) >= w.lo AND to_unixtime(n.start_time) < w.hi \
+         AND n.available_at <= {t} AND n.date >= {p_from} AND n.date <= {p_to} \
+         GROUP BY n.station_code, n.generated_at, day",
+        windows = windows.join(", "),
+        stations = span.stations_in(&mut b, "n.station_code"),
+        from = b.time(start),
+        to = b.time(end),
+        t = b.time(span.t),
+        p_from = b.partition_date((start - Duration::days(super::MAX_LEAD_DAYS + NWS_REACH_DAYS)).date_naive()),
+        p_to = b.partition_date(span.t.min(span.last_start()).date_naive()),
     );
-    let mut out: BTreeMap<NaiveDate, Vec<NwsDay>> = BTreeMap::new();
+    let mut out: HashMap<String, NwsByDay> = HashMap::new();
     for batch in b.collect(ctx, &sql).await? {
-        let (generated, firsts, lasts) = (times(&batch, 0)?, times(&batch, 1)?, times(&batch, 2)?);
-        let (high, low) = (floats(&batch, 3)?, floats(&batch, 4)?);
-        let days = ints(&batch, 5)?;
+        let codes = utf8_column(&batch, 0)?;
+        let codes = codes.as_string::<i32>();
+        let (generated, firsts, lasts) = (times(&batch, 1)?, times(&batch, 2)?, times(&batch, 3)?);
+        let (high, low) = (floats(&batch, 4)?, floats(&batch, 5)?);
+        let days = ints(&batch, 6)?;
         for i in 0..batch.num_rows() {
             let (Some(generated), Some(first_t), Some(last_t)) = (generated[i], firsts[i], lasts[i]) else {
                 continue;
@@ -553,157 +727,179 @@ async fn nws_days(ctx: &SessionContext, ask: &Ask<'_>, first: NaiveDate) -> Resu
             if high.is_null(i) || low.is_null(i) || days.is_null(i) {
                 continue;
             }
-            let date = first + Duration::days(days.value(i));
-            out.entry(date).or_default().push(NwsDay {
-                generated,
-                first: first_t,
-                last: last_t,
-                high: high.value(i),
-                low: low.value(i),
-            });
+            let date = span.first + Duration::days(days.value(i));
+            let v = NwsDay { generated, first: first_t, last: last_t, high: high.value(i), low: low.value(i) };
+            out.entry(codes.value(i).to_string()).or_default().entry(date).or_default().push(v);
         }
     }
     Ok(out)
 }
 
-/// Every daily forecast of the station known by t for the days and their history.
-async fn daily_forecasts(ctx: &SessionContext, ask: &Ask<'_>, first: NaiveDate) -> Result<Vec<DailyIssue>> {
+/// A daily forecast row, both targets in its own unit.
+#[derive(Debug)]
+struct DailyRow {
+    source: String,
+    date: NaiveDate,
+    issued_at: DateTime<Utc>,
+    available: DateTime<Utc>,
+    /// High and low ([`target_index`]).
+    values: [Option<f64>; 2],
+    unit: Units,
+}
+
+/// Every daily forecast of the stations known by t for the days and their history, by
+/// station.
+async fn daily_forecasts(ctx: &SessionContext, span: &Span<'_>) -> Result<HashMap<String, Vec<DailyRow>>> {
     let mut b = Bindings::new();
-    let value = ask.target.as_str();
     let sql = format!(
-        "SELECT source, date, issued_at, available_at, {value}, units FROM daily_forecasts \
-         WHERE station_code = {st} AND date <= {to} AND date >= {from} AND available_at <= {t} AND {value} IS NOT NULL",
-        st = b.str(&ask.station.code),
-        to = b.date(ask.date),
-        from = b.date(history_start(first)),
-        t = b.time(ask.t),
+        "SELECT station_code, source, date, issued_at, available_at, high, low, units FROM daily_forecasts \
+         WHERE {stations} AND date <= {to} AND date >= {from} AND available_at <= {t} \
+         AND (high IS NOT NULL OR low IS NOT NULL)",
+        stations = span.stations_in(&mut b, "station_code"),
+        to = b.date(span.last),
+        from = b.date(history_start(span.first)),
+        t = b.time(span.t),
     );
-    let mut out = Vec::new();
+    let mut out: HashMap<String, Vec<DailyRow>> = HashMap::new();
     for batch in b.collect(ctx, &sql).await? {
-        let (sources, units) = (utf8_column(&batch, 0)?, utf8_column(&batch, 5)?);
-        let (sources, units) = (sources.as_string::<i32>(), units.as_string::<i32>());
-        let (dates, issued, available, values) =
-            (dates(&batch, 1)?, times(&batch, 2)?, times(&batch, 3)?, floats(&batch, 4)?);
+        let (codes, sources, units) = (utf8_column(&batch, 0)?, utf8_column(&batch, 1)?, utf8_column(&batch, 7)?);
+        let (codes, sources, units) = (codes.as_string::<i32>(), sources.as_string::<i32>(), units.as_string::<i32>());
+        let (dates, issued, available) = (dates(&batch, 2)?, times(&batch, 3)?, times(&batch, 4)?);
+        let (high, low) = (floats(&batch, 5)?, floats(&batch, 6)?);
         for i in 0..batch.num_rows() {
             let (Some(date), Some(issued_at), Some(available)) = (dates[i], issued[i], available[i]) else { continue };
             let Some(unit) = Units::parse(units.value(i)) else { continue };
-            let v = unit.convert(values.value(i), ask.unit);
-            out.push(DailyIssue { source: sources.value(i).to_string(), date, issued_at, available, value: v });
+            let values = [high.is_valid(i).then(|| high.value(i)), low.is_valid(i).then(|| low.value(i))];
+            let row = DailyRow { source: sources.value(i).to_string(), date, issued_at, available, values, unit };
+            out.entry(codes.value(i).to_string()).or_default().push(row);
         }
     }
     Ok(out)
 }
 
-/// Every climate report of the history's days known by t, each with what `as_of` chooses
-/// it by (the choice and the `is_final` test come after: a filter before it would let an
-/// older version stand in).
+/// One climate report's choice order and its high and low in °F ([`target_index`]).
+type CliRow = (CliOrder, [Option<f64>; 2]);
+
+/// Every climate report of the stations' history days known by t, each with what `as_of`
+/// chooses it by (the choice and the `is_final` test come after: a filter before it would
+/// let an older version stand in), by station and day.
 async fn climate_reports(
     ctx: &SessionContext,
-    ask: &Ask<'_>,
-    first: NaiveDate,
-) -> Result<BTreeMap<NaiveDate, Vec<CliVersion>>> {
+    span: &Span<'_>,
+) -> Result<HashMap<String, BTreeMap<NaiveDate, Vec<CliRow>>>> {
     let mut b = Bindings::new();
     let sql = format!(
-        "SELECT report_date, CAST({value}_f AS DOUBLE), is_final, issued_at, correction, available_at, \
-         received_at, row_key FROM reports WHERE kind = 'cli' AND station_code = {st} AND report_date <= {to} \
-         AND report_date >= {from} AND available_at <= {t}",
-        value = ask.target.as_str(),
-        st = b.str(&ask.station.code),
-        to = b.date(ask.date),
-        from = b.date(history_start(first)),
-        t = b.time(ask.t),
+        "SELECT station_code, report_date, CAST(high_f AS DOUBLE), CAST(low_f AS DOUBLE), is_final, issued_at, \
+         correction, available_at, received_at, row_key FROM reports WHERE kind = 'cli' AND {stations} \
+         AND report_date <= {to} AND report_date >= {from} AND available_at <= {t}",
+        stations = span.stations_in(&mut b, "station_code"),
+        to = b.date(span.last),
+        from = b.date(history_start(span.first)),
+        t = b.time(span.t),
     );
-    let mut out: BTreeMap<NaiveDate, Vec<CliVersion>> = BTreeMap::new();
+    let mut out: HashMap<String, BTreeMap<NaiveDate, Vec<CliRow>>> = HashMap::new();
     for batch in b.collect(ctx, &sql).await? {
-        let (dates, values) = (dates(&batch, 0)?, floats(&batch, 1)?);
-        let (finals, corrections) = (bools(&batch, 2)?, bools(&batch, 4)?);
-        let (issued, available, received) = (times(&batch, 3)?, times(&batch, 5)?, times(&batch, 6)?);
-        let keys = batch.column(7).as_primitive_opt::<UInt64Type>().ok_or_else(|| internal("row_key"))?;
+        let codes = utf8_column(&batch, 0)?;
+        let codes = codes.as_string::<i32>();
+        let (dates, high, low) = (dates(&batch, 1)?, floats(&batch, 2)?, floats(&batch, 3)?);
+        let (finals, corrections) = (bools(&batch, 4)?, bools(&batch, 6)?);
+        let (issued, available, received) = (times(&batch, 5)?, times(&batch, 7)?, times(&batch, 8)?);
+        let keys = batch.column(9).as_primitive_opt::<UInt64Type>().ok_or_else(|| internal("row_key"))?;
         for i in 0..batch.num_rows() {
             let Some(date) = dates[i] else { continue };
             let order = (finals.value(i), issued[i], corrections.value(i), available[i], received[i], keys.value(i));
-            let value = values.is_valid(i).then(|| Units::Fahrenheit.convert(values.value(i), ask.unit));
-            out.entry(date).or_default().push(CliVersion { order, value });
+            let values = [high.is_valid(i).then(|| high.value(i)), low.is_valid(i).then(|| low.value(i))];
+            out.entry(codes.value(i).to_string()).or_default().entry(date).or_default().push((order, values));
         }
     }
     Ok(out)
 }
 
-/// The `accuracy_pairs` rows of the station and target at `leads` known by t, for the
-/// history of the days.
+/// The pairs of one station and target: by (lead, model, run label), each by date.
+type PairsByRun = HashMap<(i64, String, String), Vec<PairRow>>;
+
+/// The `accuracy_pairs` rows of the stations and targets at `leads` known by t, for the
+/// history of the days, in the station's units, by (station, target).
 async fn pair_rows(
     ctx: &SessionContext,
-    ask: &Ask<'_>,
-    first: NaiveDate,
+    span: &Span<'_>,
     leads: RangeInclusive<i64>,
-) -> Result<HashMap<(i64, String, String), Vec<PairRow>>> {
+) -> Result<HashMap<(String, Quantity), PairsByRun>> {
     let mut b = Bindings::new();
+    let targets: Vec<String> = span.targets.iter().map(|t| b.str(t.as_str())).collect();
     let sql = format!(
-        "SELECT date, model, run_label, CAST(lead_days AS BIGINT), forecast, observed, available_at FROM accuracy_pairs \
-         WHERE station_code = {st} AND target = {target} AND lead_days >= {l1} AND lead_days <= {l2} \
-         AND available_at <= {t} AND date <= {to} AND date >= {from} AND forecast IS NOT NULL AND observed IS NOT NULL",
-        st = b.str(&ask.station.code),
-        target = b.str(ask.target.as_str()),
+        "SELECT station_code, target, date, model, run_label, CAST(lead_days AS BIGINT), forecast, observed, \
+         available_at FROM accuracy_pairs WHERE {stations} AND target IN ({targets}) AND lead_days >= {l1} \
+         AND lead_days <= {l2} AND available_at <= {t} AND date <= {to} AND date >= {from} \
+         AND forecast IS NOT NULL AND observed IS NOT NULL",
+        stations = span.stations_in(&mut b, "station_code"),
+        targets = targets.join(", "),
         l1 = leads.start(),
         l2 = leads.end(),
-        t = b.time(ask.t),
-        to = b.date(ask.date),
-        from = b.date(history_start(first)),
+        t = b.time(span.t),
+        to = b.date(span.last),
+        from = b.date(history_start(span.first)),
     );
-    let mut out: HashMap<(i64, String, String), Vec<PairRow>> = HashMap::new();
+    let mut out: HashMap<(String, Quantity), PairsByRun> = HashMap::new();
     for batch in b.collect(ctx, &sql).await? {
-        let (models, run_labels) = (utf8_column(&batch, 1)?, utf8_column(&batch, 2)?);
+        let (codes, targets) = (utf8_column(&batch, 0)?, utf8_column(&batch, 1)?);
+        let (codes, targets) = (codes.as_string::<i32>(), targets.as_string::<i32>());
+        let (models, run_labels) = (utf8_column(&batch, 3)?, utf8_column(&batch, 4)?);
         let (models, run_labels) = (models.as_string::<i32>(), run_labels.as_string::<i32>());
-        let leads = ints(&batch, 3)?;
+        let leads = ints(&batch, 5)?;
         let (dates, forecasts, observed, available) =
-            (dates(&batch, 0)?, floats(&batch, 4)?, floats(&batch, 5)?, times(&batch, 6)?);
-        let unit = |v: f64| ask.station.units.convert(v, ask.unit);
+            (dates(&batch, 2)?, floats(&batch, 6)?, floats(&batch, 7)?, times(&batch, 8)?);
         for i in 0..batch.num_rows() {
             let (Some(date), Some(available)) = (dates[i], available[i]) else { continue };
+            let Some(target) = Quantity::named(targets.value(i)) else { continue };
             let key = (leads.value(i), models.value(i).to_string(), run_labels.value(i).to_string());
-            out.entry(key).or_default().push(PairRow {
-                date,
-                available,
-                forecast: unit(forecasts.value(i)),
-                observed: unit(observed.value(i)),
-            });
+            let row = PairRow { date, available, forecast: forecasts.value(i), observed: observed.value(i) };
+            out.entry((codes.value(i).to_string(), target)).or_default().entry(key).or_default().push(row);
         }
     }
-    for pairs in out.values_mut() {
+    for pairs in out.values_mut().flat_map(|p| p.values_mut()) {
         pairs.sort_by_key(|p| p.date);
     }
     Ok(out)
 }
 
-/// The target's running extreme after each hour (`daily_extremes`, the logic's rows) of the
-/// history's days, when `wanted`; none from a lake whose `daily_extremes` has no such
-/// column yet (written before it existed, until the job runs again) or no table.
+/// Each target's running extreme after each hour (`daily_extremes`, the logic's rows) of
+/// the stations' history days, when a time within a day can be asked, by (station,
+/// target); none of a target whose column a lake's `daily_extremes` lacks yet (written
+/// before it existed, until the job runs again), or without the table.
 async fn hours_by_day(
     ctx: &SessionContext,
-    ask: &Ask<'_>,
-    first: NaiveDate,
-    wanted: bool,
-) -> Result<BTreeMap<NaiveDate, Vec<Option<f64>>>> {
-    let mut out = BTreeMap::new();
-    let column = format!("{}_by_hour", ask.target.as_str());
+    span: &Span<'_>,
+) -> Result<HashMap<(String, Quantity), BTreeMap<NaiveDate, Vec<Option<f64>>>>> {
+    let mut out: HashMap<(String, Quantity), BTreeMap<NaiveDate, Vec<Option<f64>>>> = HashMap::new();
     let Ok(table) = ctx.table_provider("daily_extremes").await else { return Ok(out) };
-    if !wanted || table.schema().field_with_name(&column).is_err() {
+    let column = |t: Quantity| format!("{}_by_hour", t.as_str());
+    let targets: Vec<Quantity> =
+        span.targets.iter().copied().filter(|t| table.schema().field_with_name(&column(*t)).is_ok()).collect();
+    if !span.within_day || targets.is_empty() {
         return Ok(out);
     }
     let mut b = Bindings::new();
+    let columns: Vec<String> = targets.iter().map(|t| column(*t)).collect();
     let sql = format!(
-        "SELECT date, {column} FROM daily_extremes WHERE station_code = {st} AND logic = {logic} \
-         AND date >= {from} AND date < {to} AND {column} IS NOT NULL",
-        st = b.str(&ask.station.code),
-        logic = b.str(ask.logic.as_str()),
-        from = b.date(history_start(first)),
-        to = b.date(ask.date),
+        "SELECT station_code, date, {columns} FROM daily_extremes WHERE {stations} AND logic = {logic} \
+         AND date >= {from} AND date < {to}",
+        columns = columns.join(", "),
+        stations = span.stations_in(&mut b, "station_code"),
+        logic = b.str(span.logic.as_str()),
+        from = b.date(history_start(span.first)),
+        to = b.date(span.last),
     );
     for batch in b.collect(ctx, &sql).await? {
-        let (dates, hours) = (dates(&batch, 0)?, utf8_column(&batch, 1)?);
-        for (date, hours) in dates.into_iter().zip(hours.as_string::<i32>().iter()) {
-            if let (Some(date), Some(hours)) = (date, hours) {
-                out.insert(date, parse_hours_column(hours));
+        let codes = utf8_column(&batch, 0)?;
+        let (codes, dates) = (codes.as_string::<i32>(), dates(&batch, 1)?);
+        for (k, target) in targets.iter().enumerate() {
+            let hours = utf8_column(&batch, 2 + k)?;
+            for (i, hours) in hours.as_string::<i32>().iter().enumerate() {
+                if let (Some(date), Some(hours)) = (dates[i], hours) {
+                    let held = out.entry((codes.value(i).to_string(), *target)).or_default();
+                    held.insert(date, parse_hours_column(hours));
+                }
             }
         }
     }

@@ -33,6 +33,11 @@ impl Quantity {
             Quantity::Low => "low",
         }
     }
+
+    /// The quantity [`as_str`](Self::as_str) names.
+    pub fn named(name: &str) -> Option<Self> {
+        [Quantity::High, Quantity::Low].into_iter().find(|q| q.as_str() == name)
+    }
 }
 
 /// One market over one settlement source's date range.

@@ -5,7 +5,7 @@
 //! made from the same inputs, scored against the settled value.
 //!
 //! No look-ahead: each checkpoint's inputs are chosen by [`Rows::inputs`] from what was
-//! known at it (the rows `brackets.php` reads, read once per station and span), its
+//! known at it (the rows `brackets.php` reads, read once per span for every station), its
 //! distribution is made by [`compose`] as `brackets.php` makes it, and a same-day
 //! checkpoint's floor (ceiling) is the running high (low) of the lake's observations
 //! available then, replayed through the live engine (`brackets.php` as of a time reads
@@ -39,7 +39,6 @@ use datafusion::arrow::array::{
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
-use futures::{FutureExt, StreamExt};
 use rayon::prelude::*;
 
 use super::error::JobError;
@@ -76,9 +75,6 @@ const CLIMATOLOGY_WINDOW_DAYS: u32 = 15;
 
 /// The settled day's logic.
 const LOGIC: Logic = Logic::Nws;
-
-/// Stations whose inputs are read at once.
-const CONCURRENT_READS: usize = 4;
 
 /// One scored forecast (with the method it was made by: a row keeps it when the method
 /// changes and the row is not recomputed).
@@ -271,56 +267,37 @@ pub async fn bracket_forecasts(
         .filter(|s| verified.contains(s.code.as_str()))
         .flat_map(|s| [(s, Quantity::High), (s, Quantity::Low)])
         .collect();
-    // The models' runs of every station in one read: `forecast_daily` is not partitioned by
-    // station, so each station's own read would scan every file (benches/README.md).
+    // Every station's rows in one statement per table: the tables are not partitioned by
+    // station, so each station's own read would scan every file (benches/README.md). The
+    // span's templates: its last day, everything known now.
+    let templates: Vec<Ask<'_>> =
+        asks.iter().map(|&(station, target)| Ask::settling(station, target, Some(to), Some(LOGIC), now)).collect();
+    let started = std::time::Instant::now();
     let runs: HashMap<String, Arc<StationRuns>> =
         model_runs(ctx, None, LOGIC, from, to, now).await?.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
-    // The other reads are per station: a few run together; each station's scoring spreads
-    // over the cores. Collected (and boxed) first: a stream over a lazy map's closure is not
-    // `Send` for every lifetime, which the job's spawned task needs.
-    let reads: Vec<_> = asks
-        .into_iter()
-        .map(|(station, target)| {
-            let station_runs = runs.get(&station.code).cloned().unwrap_or_default();
-            read_span(ctx, station, target, from, to, now, station_runs).boxed()
+    let rows = Rows::read_many(ctx, &templates, from, 1..=MAX_LEAD_DAYS, Some(&runs)).await?;
+    let read = started.elapsed();
+    // Each station's and target's scoring spreads over the cores.
+    let started = std::time::Instant::now();
+    let mut scored: Vec<Scored> = asks
+        .par_iter()
+        .zip(&rows)
+        .flat_map_iter(|(&(station, target), rows)| {
+            let obs = by_station.get(station.code.as_str()).unwrap_or(&none);
+            station_scores(station, target, rows, obs, from, to, now)
         })
         .collect();
-    let mut reads = futures::stream::iter(reads).buffer_unordered(CONCURRENT_READS);
-    let mut scored = Vec::new();
-    while let Some((station, target, rows, read)) = reads.next().await {
-        let started = std::time::Instant::now();
-        let obs = by_station.get(station.code.as_str()).unwrap_or(&none);
-        scored.extend(station_scores(station, target, &rows?, obs, from, to, now));
-        // Where the job's time goes (benches/README.md, "Brackets").
-        tracing::debug!(
-            station = %station.code,
-            target = target.as_str(),
-            read_ms = read.as_millis() as u64,
-            scored_ms = started.elapsed().as_millis() as u64,
-            "bracket_scores: station done"
-        );
-    }
+    // Where the job's time goes (benches/README.md, "Brackets").
+    tracing::debug!(
+        stations = asks.len() / 2,
+        read_ms = read.as_millis() as u64,
+        scored_ms = started.elapsed().as_millis() as u64,
+        "bracket_scores: read and scored"
+    );
     // The same rows whatever order the reads finished in.
     scored.sort_by(|a, b| (&a.station_code, a.target.as_str()).cmp(&(&b.station_code, b.target.as_str())));
     let batch = to_batch(&scored)?;
     Ok(MemTable::try_new(batch.schema(), vec![vec![batch]])?)
-}
-
-/// One station's and target's rows for days `from..=to`, known now, and the time the read took.
-async fn read_span(
-    ctx: &SessionContext,
-    station: &'static Station,
-    target: Quantity,
-    from: NaiveDate,
-    to: NaiveDate,
-    now: DateTime<Utc>,
-    runs: Arc<StationRuns>,
-) -> (&'static Station, Quantity, datafusion::error::Result<Rows>, std::time::Duration) {
-    // The span's template: its last day, everything known now.
-    let last = Ask::settling(station, target, Some(to), Some(LOGIC), now);
-    let started = std::time::Instant::now();
-    let rows = Rows::read_with(ctx, &last, from, 1..=MAX_LEAD_DAYS, Some(runs)).await;
-    (station, target, rows, started.elapsed())
 }
 
 /// The stations with an `accuracy_pairs` row of days `from..=to`.

@@ -516,10 +516,18 @@ async fn brackets_php_holds_its_rows_until_the_service_stores_new_ones() {
 async fn knyc_demo(
     days: &str,
 ) -> (tempfile::TempDir, wxlake::lake::Lake, std::sync::Arc<dyn wxlake::clock::Clock>, crate::support::Api) {
+    demo(days, "KNYC").await
+}
+
+/// [`knyc_demo`] of the comma-separated `stations`.
+async fn demo(
+    days: &str,
+    stations: &str,
+) -> (tempfile::TempDir, wxlake::lake::Lake, std::sync::Arc<dyn wxlake::clock::Clock>, crate::support::Api) {
     use crate::support::{open_live, stderr, wxlake, Api};
     let dir = tempfile::tempdir().unwrap();
     let lake_dir = dir.path().join("lake");
-    let out = wxlake(&lake_dir, &["demo", "--days", days, "--stations", "KNYC", "--no-onemin"]);
+    let out = wxlake(&lake_dir, &["demo", "--days", days, "--stations", stations, "--no-onemin"]);
     assert!(out.status.success(), "demo: {}", stderr(&out));
     let lake = wxlake::lake::Lake::open(&format!("file://{}", lake_dir.display())).await.unwrap();
     let clock: std::sync::Arc<dyn wxlake::clock::Clock> =
@@ -614,17 +622,21 @@ async fn brackets_php_takes_each_models_latest_run_known_at_the_time() {
 #[tokio::test]
 async fn bracket_scores_are_what_brackets_php_answered_at_each_checkpoint() {
     use crate::support::rows;
-    // A month: enough past days for the same-day step at the last days' checkpoints.
-    let (_dir, lake, _clock, api) = knyc_demo("30").await;
+    // A month: enough past days for the same-day step at the last days' checkpoints. Two
+    // stations two hours apart, read by the job in one statement per table.
+    let (_dir, lake, _clock, api) = demo("30", "KNYC,KDEN").await;
 
     // Every forecast's ladder sums to 1 and holds the settled value in exactly one bracket.
     let forecasts = rows(
         &lake,
         "SELECT date, target, checkpoint, forecaster, sum(p), sum(CAST(hit AS INT)), count(ignorance), \
-         min(settled), max(settled) FROM bracket_scores GROUP BY date, target, checkpoint, forecaster",
+         min(settled), max(settled), station_code FROM bracket_scores \
+         GROUP BY date, target, checkpoint, forecaster, station_code",
     )
     .await;
     assert!(forecasts.len() >= 40, "days × targets × checkpoints × forecasters: {forecasts:?}");
+    let stations: std::collections::BTreeSet<&str> = forecasts.iter().map(|f| f[9].as_str()).collect();
+    assert_eq!(stations, ["KDEN", "KNYC"].into(), "both stations are scored");
     for f in &forecasts {
         assert!((f[4].parse::<f64>().unwrap() - 1.0).abs() < 1e-9, "{f:?}");
         assert_eq!((f[5].as_str(), f[6].as_str()), ("1", "1"), "one bracket settles, one row scores: {f:?}");
@@ -640,7 +652,7 @@ async fn bracket_scores_are_what_brackets_php_answered_at_each_checkpoint() {
         &lake,
         "SELECT s.date, s.target, min(s.settled), min(CAST(CASE WHEN s.target = 'high' THEN r.high_f ELSE r.low_f END AS INT)) \
          FROM bracket_scores s JOIN as_of('reports', now()) r ON r.station_code = s.station_code \
-         AND r.report_date = s.date AND r.kind = 'cli' AND r.is_final GROUP BY s.date, s.target",
+         AND r.report_date = s.date AND r.kind = 'cli' AND r.is_final GROUP BY s.station_code, s.date, s.target",
     )
     .await;
     assert!(!settled.is_empty());
@@ -653,18 +665,19 @@ async fn bracket_scores_are_what_brackets_php_answered_at_each_checkpoint() {
     let ours = rows(
         &lake,
         "SELECT date, target, checkpoint, checkpoint_at, string_agg(bracket, ',' ORDER BY bracket_lo NULLS FIRST), \
-         string_agg(CAST(p AS VARCHAR), ',' ORDER BY bracket_lo NULLS FIRST) FROM bracket_scores \
+         string_agg(CAST(p AS VARCHAR), ',' ORDER BY bracket_lo NULLS FIRST), station_code FROM bracket_scores \
          WHERE forecaster = 'wxlake' AND date > (SELECT max(date) - INTERVAL '3 days' FROM bracket_scores) \
-         GROUP BY date, target, checkpoint, checkpoint_at ORDER BY date, target, checkpoint",
+         GROUP BY station_code, date, target, checkpoint, checkpoint_at ORDER BY station_code, date, target, checkpoint",
     )
     .await;
-    assert!(ours.len() >= 24, "{ours:?}");
+    assert!(ours.len() >= 48, "{ours:?}");
     let (mut floors, mut nws_checked, mut same_day) = (0, 0, 0);
     for r in &ours {
         let at = wxlake::time::parse_utc(&r[3]).unwrap();
         let ladder = r[4].replace('<', "%3C").replace('>', "%3E").replace('=', "%3D");
         let uri = format!(
-            "/api/v2/brackets.php?station_code=KNYC&date={}&target={}&logic=nws&brackets={ladder}&as_of={}",
+            "/api/v2/brackets.php?station_code={}&date={}&target={}&logic=nws&brackets={ladder}&as_of={}",
+            r[6],
             r[0],
             r[1],
             wxlake::time::fmt_iso_utc(at)
@@ -685,17 +698,19 @@ async fn bracket_scores_are_what_brackets_php_answered_at_each_checkpoint() {
         // The NWS input is the version `as_of('nws_hourly', ...)` has in force at the time
         // (or at the day's start, once the day began), its max (min) over the day.
         let day: chrono::NaiveDate = r[0].parse().unwrap();
-        let w = wxlake::time::day_window(chrono_tz::America::New_York, wxlake::time::DayClock::Standard, day);
+        let tz = wxlake::catalog::Catalog::global().get(&r[6]).unwrap().timezone;
+        let w = wxlake::time::day_window(tz, wxlake::time::DayClock::Standard, day);
         let at = wxlake::time::fmt_iso_utc(at.min(w.start));
         let agg = if r[1] == "high" { "max" } else { "min" };
         let version = rows(
             &lake,
             &format!(
                 "SELECT max(generated_at), {agg}(temperature_f), min(start_time) <= TIMESTAMP '{}' \
-                 AND max(end_time) >= TIMESTAMP '{}' FROM as_of('nws_hourly', '{at}') WHERE station_code = 'KNYC' \
+                 AND max(end_time) >= TIMESTAMP '{}' FROM as_of('nws_hourly', '{at}') WHERE station_code = '{}' \
                  AND start_time >= TIMESTAMP '{}' AND start_time < TIMESTAMP '{}'",
                 wxlake::time::fmt_iso_utc(w.start),
                 wxlake::time::fmt_iso_utc(w.end),
+                r[6],
                 wxlake::time::fmt_iso_utc(w.start),
                 wxlake::time::fmt_iso_utc(w.end)
             ),
@@ -721,7 +736,7 @@ async fn bracket_scores_are_what_brackets_php_answered_at_each_checkpoint() {
 
     // bracket_accuracy.php: the table summed.
     let (_, v) = api.get("/api/v2/bracket_accuracy.php?station_code=KNYC").await;
-    let ours_n = forecasts.iter().filter(|f| f[3] == "wxlake").count() as i64;
+    let ours_n = forecasts.iter().filter(|f| f[3] == "wxlake" && f[9] == "KNYC").count() as i64;
     assert_eq!(v["forecasts"].as_i64(), Some(ours_n), "{v}");
     assert_eq!(v["methods"], serde_json::json!([wxlake::brackets::METHOD]), "{v}");
     assert_eq!(v["checkpoints"].as_array().unwrap().len(), 6, "{v}");
@@ -739,7 +754,8 @@ async fn bracket_scores_are_what_brackets_php_answered_at_each_checkpoint() {
     }
     let wx = v["calibration"].as_array().unwrap().iter().find(|c| c["forecaster"] == "wxlake").unwrap();
     let brackets: i64 = wx["reliability"].as_array().unwrap().iter().map(|b| b["n"].as_i64().unwrap()).sum();
-    let table = rows(&lake, "SELECT count(*) FROM bracket_scores WHERE forecaster = 'wxlake'").await;
+    let table =
+        rows(&lake, "SELECT count(*) FROM bracket_scores WHERE forecaster = 'wxlake' AND station_code = 'KNYC'").await;
     assert_eq!(brackets.to_string(), table[0][0], "{wx}");
     let pit: i64 = wx["pit_histogram"].as_array().unwrap().iter().map(|n| n.as_i64().unwrap()).sum();
     assert_eq!(pit, ours_n, "{wx}");
