@@ -190,19 +190,80 @@ struct PairRow {
 pub struct Rows {
     runs: Arc<StationRuns>,
     /// Every NWS hourly version (generated, available), and each one's periods per day.
-    nws_versions: Vec<(DateTime<Utc>, DateTime<Utc>)>,
-    nws: BTreeMap<NaiveDate, Vec<NwsDay>>,
+    nws_versions: NwsVersions,
+    nws: NwsByDay,
     /// By date.
     daily: Vec<DailyIssue>,
     cli: BTreeMap<NaiveDate, Vec<CliVersion>>,
-    /// By (lead, model, run label), each by date.
-    pairs: HashMap<(i64, String, String), Vec<PairRow>>,
+    pairs: PairsByRun,
     /// Per day with pairs, their verifying value and when the first of them was known.
     pair_settled: BTreeMap<NaiveDate, (f64, DateTime<Utc>)>,
     /// Per past day, the target's running extreme after each hour (`daily_extremes`'
     /// `high_by_hour`/`low_by_hour`, native units); read only when a time within a day can
     /// be asked.
     by_hour: BTreeMap<NaiveDate, Vec<Option<f64>>>,
+}
+
+/// What one [`Rows::read_many`] read: every station's rows, both targets, as stored.
+struct Read {
+    runs: HashMap<String, Arc<StationRuns>>,
+    nws_versions: HashMap<String, NwsVersions>,
+    nws: HashMap<String, NwsByDay>,
+    daily: HashMap<String, Vec<DailyRow>>,
+    cli: HashMap<String, BTreeMap<NaiveDate, Vec<CliRow>>>,
+    pairs: HashMap<(String, Quantity), PairsByRun>,
+    hours: HashMap<(String, Quantity), BTreeMap<NaiveDate, Vec<Option<f64>>>>,
+}
+
+impl Read {
+    /// `ask`'s rows: its station's, of its target, in its settlement unit.
+    fn rows(&self, ask: &Ask<'_>) -> Rows {
+        let code = ask.station.code.as_str();
+        let target = target_index(ask.target);
+        let of_target = (code.to_string(), ask.target);
+        let mut daily: Vec<DailyIssue> = (self.daily.get(code).into_iter().flatten())
+            .filter_map(|d| {
+                let value = d.unit.convert(d.values[target]?, ask.unit);
+                let (source, date, issued_at, available) = (d.source.clone(), d.date, d.issued_at, d.available);
+                Some(DailyIssue { source, date, issued_at, available, value })
+            })
+            .collect();
+        daily.sort_by_key(|d| d.date);
+        let cli = (self.cli.get(code).into_iter().flatten())
+            .map(|(date, versions)| {
+                let version = |(order, values): &CliRow| CliVersion {
+                    order: *order,
+                    value: values[target].map(|v| Units::Fahrenheit.convert(v, ask.unit)),
+                };
+                (*date, versions.iter().map(version).collect())
+            })
+            .collect();
+        let unit = |v: f64| ask.station.units.convert(v, ask.unit);
+        let pairs: PairsByRun = (self.pairs.get(&of_target).into_iter().flatten())
+            .map(|(key, rows)| {
+                let converted =
+                    rows.iter().map(|p| PairRow { forecast: unit(p.forecast), observed: unit(p.observed), ..*p });
+                (key.clone(), converted.collect())
+            })
+            .collect();
+        let mut pair_settled: BTreeMap<NaiveDate, (f64, DateTime<Utc>)> = BTreeMap::new();
+        for p in pairs.values().flatten() {
+            let held = pair_settled.entry(p.date).or_insert((p.observed, p.available));
+            if p.available < held.1 {
+                *held = (p.observed, p.available);
+            }
+        }
+        Rows {
+            runs: self.runs.get(code).cloned().unwrap_or_default(),
+            nws_versions: self.nws_versions.get(code).cloned().unwrap_or_default(),
+            nws: self.nws.get(code).cloned().unwrap_or_default(),
+            daily,
+            cli,
+            pairs,
+            pair_settled,
+            by_hour: self.hours.get(&of_target).cloned().unwrap_or_default(),
+        }
+    }
 }
 
 impl Rows {
@@ -216,21 +277,19 @@ impl Rows {
         first: NaiveDate,
         leads: RangeInclusive<i64>,
     ) -> Result<Self> {
-        let mut one = Self::read_many(ctx, std::slice::from_ref(ask), first, leads, None).await?;
+        let mut one = Self::read_many(ctx, std::slice::from_ref(ask), first, leads).await?;
         Ok(one.pop().unwrap_or_default())
     }
 
     /// [`Rows::read`] of every ask in `asks` (stations and targets; one logic, settlement
     /// day and time), in their order, with one statement per table for all of them: the
     /// tables are not partitioned by station, so each station's own read would scan every
-    /// file of the span (benches/README.md, "Brackets"). `runs`: the stations' model-run
-    /// rows when they were read already ([`model_runs`] without a station).
+    /// file of the span (benches/README.md, "Brackets").
     pub async fn read_many(
         ctx: &SessionContext,
         asks: &[Ask<'_>],
         first: NaiveDate,
         leads: RangeInclusive<i64>,
-        runs: Option<&HashMap<String, Arc<StationRuns>>>,
     ) -> Result<Vec<Self>> {
         let Some(template) = asks.first() else { return Ok(Vec::new()) };
         let alike = |a: &Ask<'_>| a.logic == template.logic && a.date == template.date && a.t == template.t;
@@ -242,14 +301,12 @@ impl Rows {
         }
         let span = Span::of(asks, first);
         let model_rows = async {
-            if let Some(runs) = runs {
-                return Ok(runs.clone());
-            }
+            // One station's rows, or every station's (the asked ones among them).
             let one = span.stations.first().filter(|_| span.stations.len() == 1).map(|s| s.code.as_str());
             let read = model_runs(ctx, one, template.logic, first, template.date, template.t).await?;
             Ok(read.into_iter().map(|(code, r)| (code, Arc::new(r))).collect::<HashMap<_, _>>())
         };
-        let (runs, nws_versions, mut nws, daily, cli, pairs, hours) = futures::try_join!(
+        let (runs, nws_versions, nws, daily, cli, pairs, hours) = futures::try_join!(
             model_rows,
             nws_versions(ctx, &span),
             nws_days(ctx, &span),
@@ -258,77 +315,8 @@ impl Rows {
             pair_rows(ctx, &span, leads),
             hours_by_day(ctx, &span),
         )?;
-        let mut nws_versions = nws_versions;
-        let mut out = Vec::with_capacity(asks.len());
-        for ask in asks {
-            let code = ask.station.code.as_str();
-            let unit = |v: f64| ask.station.units.convert(v, ask.unit);
-            let mut daily: Vec<DailyIssue> = daily
-                .get(code)
-                .into_iter()
-                .flatten()
-                .filter_map(|d| {
-                    let v = d.values[target_index(ask.target)]?;
-                    let value = d.unit.convert(v, ask.unit);
-                    Some(DailyIssue {
-                        source: d.source.clone(),
-                        date: d.date,
-                        issued_at: d.issued_at,
-                        available: d.available,
-                        value,
-                    })
-                })
-                .collect();
-            daily.sort_by_key(|d| d.date);
-            let cli = cli
-                .get(code)
-                .into_iter()
-                .flatten()
-                .map(|(date, versions)| {
-                    let versions = versions
-                        .iter()
-                        .map(|(order, values)| {
-                            let value =
-                                values[target_index(ask.target)].map(|v| Units::Fahrenheit.convert(v, ask.unit));
-                            CliVersion { order: *order, value }
-                        })
-                        .collect();
-                    (*date, versions)
-                })
-                .collect();
-            let mut pairs_of: HashMap<(i64, String, String), Vec<PairRow>> = HashMap::new();
-            for (key, rows) in pairs.get(&(code.to_string(), ask.target)).into_iter().flatten() {
-                let converted =
-                    rows.iter().map(|p| PairRow { forecast: unit(p.forecast), observed: unit(p.observed), ..*p });
-                pairs_of.insert(key.clone(), converted.collect());
-            }
-            let mut pair_settled: BTreeMap<NaiveDate, (f64, DateTime<Utc>)> = BTreeMap::new();
-            for p in pairs_of.values().flatten() {
-                let held = pair_settled.entry(p.date).or_insert((p.observed, p.available));
-                if p.available < held.1 {
-                    *held = (p.observed, p.available);
-                }
-            }
-            let last_of_station = asks.iter().rposition(|a| a.station.code == code) == Some(out.len());
-            // The target-free NWS rows go to the station's last ask, a copy to the others.
-            let (versions, days) = match last_of_station {
-                true => (nws_versions.remove(code).unwrap_or_default(), nws.remove(code).unwrap_or_default()),
-                false => {
-                    (nws_versions.get(code).cloned().unwrap_or_default(), nws.get(code).cloned().unwrap_or_default())
-                }
-            };
-            out.push(Rows {
-                runs: runs.get(code).cloned().unwrap_or_default(),
-                nws_versions: versions,
-                nws: days,
-                daily,
-                cli,
-                pairs: pairs_of,
-                pair_settled,
-                by_hour: hours.get(&(code.to_string(), ask.target)).cloned().unwrap_or_default(),
-            });
-        }
-        Ok(out)
+        let read = Read { runs, nws_versions, nws, daily, cli, pairs, hours };
+        Ok(asks.iter().map(|ask| read.rows(ask)).collect())
     }
 
     /// What `ask` is made from (module docs): its day's rows and the history before it,

@@ -43,7 +43,7 @@ use rayon::prelude::*;
 
 use super::error::JobError;
 use super::observed::replay_span;
-use crate::bracket_odds::inputs::{model_runs, Rows, StationRuns};
+use crate::bracket_odds::inputs::Rows;
 use crate::bracket_odds::{bounded, compose, Ask, Observed, OddsError, MAX_LEAD_DAYS};
 use crate::brackets::baselines::{best_single_gaussian, climatology, equal_weight_fraction};
 use crate::brackets::markets::Quantity;
@@ -245,9 +245,27 @@ pub async fn bracket_forecasts(
     to: NaiveDate,
     now: DateTime<Utc>,
 ) -> Result<MemTable, JobError> {
-    // The same-day checkpoints' observations.
+    // Only stations with a verified pair in the span have a settled day with forecasts.
+    let verified = stations_with_pairs(ctx, from, to).await?;
+    let asks: Vec<(&'static Station, Quantity)> = Catalog::global()
+        .all()
+        .iter()
+        .filter(|s| verified.contains(s.code.as_str()))
+        .flat_map(|s| [(s, Quantity::High), (s, Quantity::Low)])
+        .collect();
+    // The span's templates: its last day, everything known now.
+    let templates: Vec<Ask<'_>> =
+        asks.iter().map(|&(station, target)| Ask::settling(station, target, Some(to), Some(LOGIC), now)).collect();
+    // Read together: the same-day checkpoints' observations, and every station's rows in
+    // one statement per table (the tables are not partitioned by station, so each
+    // station's own read would scan every file: benches/README.md).
+    let started = std::time::Instant::now();
     let (start, end) = replay_span(from, to);
-    let (metars, onemin, reports) = load_known_window(ctx, start, end).await?;
+    let ((metars, onemin, reports), rows) =
+        futures::try_join!(async { Ok::<_, JobError>(load_known_window(ctx, start, end).await?) }, async {
+            Ok::<_, JobError>(Rows::read_many(ctx, &templates, from, 1..=MAX_LEAD_DAYS).await?)
+        },)?;
+    let read = started.elapsed();
     let mut by_station: HashMap<&str, Observations<'_>> = HashMap::new();
     for m in &metars {
         by_station.entry(m.0.station.as_str()).or_default().metars.push(m);
@@ -259,24 +277,6 @@ pub async fn bracket_forecasts(
         by_station.entry(r.0.station.as_str()).or_default().reports.push(r);
     }
     let none = Observations::default();
-    // Only stations with a verified pair in the span have a settled day with forecasts.
-    let verified = stations_with_pairs(ctx, from, to).await?;
-    let asks: Vec<(&'static Station, Quantity)> = Catalog::global()
-        .all()
-        .iter()
-        .filter(|s| verified.contains(s.code.as_str()))
-        .flat_map(|s| [(s, Quantity::High), (s, Quantity::Low)])
-        .collect();
-    // Every station's rows in one statement per table: the tables are not partitioned by
-    // station, so each station's own read would scan every file (benches/README.md). The
-    // span's templates: its last day, everything known now.
-    let templates: Vec<Ask<'_>> =
-        asks.iter().map(|&(station, target)| Ask::settling(station, target, Some(to), Some(LOGIC), now)).collect();
-    let started = std::time::Instant::now();
-    let runs: HashMap<String, Arc<StationRuns>> =
-        model_runs(ctx, None, LOGIC, from, to, now).await?.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
-    let rows = Rows::read_many(ctx, &templates, from, 1..=MAX_LEAD_DAYS, Some(&runs)).await?;
-    let read = started.elapsed();
     // Each station's and target's scoring spreads over the cores.
     let started = std::time::Instant::now();
     let mut scored: Vec<Scored> = asks
