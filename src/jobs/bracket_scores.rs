@@ -111,12 +111,25 @@ pub fn checkpoint_at(station: &Station, date: NaiveDate, days: i64, hour: u32) -
         .map(|t| t.with_timezone(&Utc))
 }
 
-/// One station's observations, one-minute data and reports, each with when it was known.
+/// One station's observations, one-minute data and reports, each with when it was known;
+/// observations and one-minute data by time (as read), so a day's are found by bisection.
 #[derive(Default)]
 struct Observations<'a> {
     metars: Vec<&'a Known<Metar>>,
     onemin: Vec<&'a Known<OneMinute>>,
     reports: Vec<&'a Known<DailyReport>>,
+}
+
+/// The rows of `rows` (sorted by `time`) with `from <= time < to`.
+fn between<'r, T>(
+    rows: &'r [T],
+    time: impl Fn(&T) -> DateTime<Utc>,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> &'r [T] {
+    let lo = rows.partition_point(|r| time(r) < from);
+    let hi = rows.partition_point(|r| time(r) < to);
+    &rows[lo..hi.max(lo)]
 }
 
 impl Observations<'_> {
@@ -129,9 +142,9 @@ impl Observations<'_> {
             return None;
         }
         let (from, to) = (w.start - REPLAY_BEFORE, w.end + REPLAY_AFTER);
-        let known = |time: DateTime<Utc>, at: DateTime<Utc>| time >= from && time < to && at <= ask.t;
-        let metars = self.metars.iter().filter(|(m, at)| known(m.time, *at)).map(|(m, _)| m);
-        let onemin = self.onemin.iter().filter(|(o, at)| known(o.time, *at)).map(|(o, _)| o);
+        let metars = between(&self.metars, |(m, _)| m.time, from, to).iter().filter(|(_, at)| *at <= ask.t);
+        let onemin = between(&self.onemin, |(o, _)| o.time, from, to).iter().filter(|(_, at)| *at <= ask.t);
+        let (metars, onemin) = (metars.map(|(m, _)| m), onemin.map(|(o, _)| o));
         let reports = self.reports.iter().filter(|(r, at)| r.date == ask.date && *at <= ask.t).map(|(r, _)| r);
         let live = StationExtremes::replay(ask.station, metars, onemin, reports);
         Observed::of(ask, live.extremes(ask.logic, ask.date, ask.t).as_ref())
@@ -275,6 +288,11 @@ pub async fn bracket_forecasts(
     }
     for r in reports.iter().filter(|r| from <= r.0.date && r.0.date <= to) {
         by_station.entry(r.0.station.as_str()).or_default().reports.push(r);
+    }
+    // Read by time already; stable, so rows of one time keep the order they were read in.
+    for o in by_station.values_mut() {
+        o.metars.sort_by_key(|(m, _)| m.time);
+        o.onemin.sort_by_key(|(m, _)| m.time);
     }
     let none = Observations::default();
     // Each station's and target's scoring spreads over the cores.
