@@ -201,7 +201,7 @@ pub struct Rows {
     /// Per past day, the target's running extreme after each hour (`daily_extremes`'
     /// `high_by_hour`/`low_by_hour`, native units); read only when a time within a day can
     /// be asked.
-    by_hour: BTreeMap<NaiveDate, Vec<Option<f64>>>,
+    by_hour: HoursByDay,
 }
 
 /// What one [`Rows::read_many`] read: every station's rows, both targets, as stored.
@@ -212,7 +212,7 @@ struct Read {
     daily: HashMap<String, Vec<DailyRow>>,
     cli: HashMap<String, BTreeMap<NaiveDate, Vec<CliRow>>>,
     pairs: HashMap<(String, Quantity), PairsByRun>,
-    hours: HashMap<(String, Quantity), BTreeMap<NaiveDate, Vec<Option<f64>>>>,
+    hours: HashMap<(String, Quantity), HoursByDay>,
 }
 
 impl Read {
@@ -570,6 +570,7 @@ struct Span<'a> {
 }
 
 impl<'a> Span<'a> {
+    /// The span of `asks` (at least one, alike: [`Rows::read_many`]) from day `first`.
     fn of(asks: &[Ask<'a>], first: NaiveDate) -> Self {
         let template = asks[0];
         let mut stations: Vec<&crate::catalog::Station> = Vec::new();
@@ -803,6 +804,9 @@ async fn climate_reports(
     Ok(out)
 }
 
+/// One station's running extreme of one target after each hour, per past day.
+type HoursByDay = BTreeMap<NaiveDate, Vec<Option<f64>>>;
+
 /// The pairs of one station and target: by (lead, model, run label), each by date.
 type PairsByRun = HashMap<(i64, String, String), Vec<PairRow>>;
 
@@ -855,11 +859,8 @@ async fn pair_rows(
 /// the stations' history days, when a time within a day can be asked, by (station,
 /// target); none of a target whose column a lake's `daily_extremes` lacks yet (written
 /// before it existed, until the job runs again), or without the table.
-async fn hours_by_day(
-    ctx: &SessionContext,
-    span: &Span<'_>,
-) -> Result<HashMap<(String, Quantity), BTreeMap<NaiveDate, Vec<Option<f64>>>>> {
-    let mut out: HashMap<(String, Quantity), BTreeMap<NaiveDate, Vec<Option<f64>>>> = HashMap::new();
+async fn hours_by_day(ctx: &SessionContext, span: &Span<'_>) -> Result<HashMap<(String, Quantity), HoursByDay>> {
+    let mut out: HashMap<(String, Quantity), HoursByDay> = HashMap::new();
     let Ok(table) = ctx.table_provider("daily_extremes").await else { return Ok(out) };
     let column = |t: Quantity| format!("{}_by_hour", t.as_str());
     let targets: Vec<Quantity> =

@@ -121,12 +121,7 @@ struct Observations<'a> {
 }
 
 /// The rows of `rows` (sorted by `time`) with `from <= time < to`.
-fn between<'r, T>(
-    rows: &'r [T],
-    time: impl Fn(&T) -> DateTime<Utc>,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-) -> &'r [T] {
+fn between<T>(rows: &[T], time: impl Fn(&T) -> DateTime<Utc>, from: DateTime<Utc>, to: DateTime<Utc>) -> &[T] {
     let lo = rows.partition_point(|r| time(r) < from);
     let hi = rows.partition_point(|r| time(r) < to);
     &rows[lo..hi.max(lo)]
@@ -274,10 +269,9 @@ pub async fn bracket_forecasts(
     // station's own read would scan every file: benches/README.md).
     let started = std::time::Instant::now();
     let (start, end) = replay_span(from, to);
-    let ((metars, onemin, reports), rows) =
-        futures::try_join!(async { Ok::<_, JobError>(load_known_window(ctx, start, end).await?) }, async {
-            Ok::<_, JobError>(Rows::read_many(ctx, &templates, from, 1..=MAX_LEAD_DAYS).await?)
-        },)?;
+    let observations = async { Ok::<_, JobError>(load_known_window(ctx, start, end).await?) };
+    let station_rows = async { Ok::<_, JobError>(Rows::read_many(ctx, &templates, from, 1..=MAX_LEAD_DAYS).await?) };
+    let ((metars, onemin, reports), rows) = futures::try_join!(observations, station_rows)?;
     let read = started.elapsed();
     let mut by_station: HashMap<&str, Observations<'_>> = HashMap::new();
     for m in &metars {
@@ -312,7 +306,7 @@ pub async fn bracket_forecasts(
         scored_ms = started.elapsed().as_millis() as u64,
         "bracket_scores: read and scored"
     );
-    // The same rows whatever order the reads finished in.
+    // By station and target, whatever the catalog's order.
     scored.sort_by(|a, b| (&a.station_code, a.target.as_str()).cmp(&(&b.station_code, b.target.as_str())));
     let batch = to_batch(&scored)?;
     Ok(MemTable::try_new(batch.schema(), vec![vec![batch]])?)
