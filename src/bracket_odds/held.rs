@@ -13,7 +13,7 @@
 //!   read and no job run of this process has published since it was read, and for [`TTL`]
 //!   at most: rows another process writes (a `wxlake jobs run`, a second ingest) appear
 //!   within that time, as in the API's other caches of lake rows.
-//! - At most [`HELD`] entries; the least recently loaded go first.
+//! - At most [`HELD_ROWS`] rows over all entries; the least recently loaded go first.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,9 +32,11 @@ use crate::write::WriteService;
 /// Longest an entry is served without re-reading the lake.
 pub const TTL: Duration = Duration::from_secs(60);
 
-/// Entries held: a station's day, target and lead each (a few days of every catalog
-/// station's high and low).
-pub const HELD: usize = 2_000;
+/// Rows held at most, over every entry: a station-target's three years of verified pairs
+/// at one lead are about 80,000 rows of a few dozen bytes, so this keeps the day in
+/// progress of every catalog station's high and low (what the stream's watcher asks) in a
+/// few hundred MB at most, and far less while the history is short.
+pub const HELD_ROWS: usize = 12_000_000;
 
 /// The raw tables [`Rows`] reads; the others (`forecast_daily`, `accuracy_pairs`,
 /// `daily_extremes`) are job outputs, followed by the live service's derived version.
@@ -61,7 +63,7 @@ impl HeldRows {
             .get_or_load(&key, version, TTL, || async {
                 let everything = Ask { t: DateTime::<Utc>::MAX_UTC, ..*ask };
                 let rows = Rows::read(&live.ctx, &everything, ask.date, lead..=lead).await?;
-                self.entries.evict(|_| 1, HELD - 1);
+                self.entries.evict(Rows::len, HELD_ROWS.saturating_sub(rows.len()));
                 Ok::<_, OddsError>(rows)
             })
             .await

@@ -319,6 +319,23 @@ impl Rows {
         Ok(asks.iter().map(|ask| read.rows(ask)).collect())
     }
 
+    /// How many rows this holds (what a cache of them weighs).
+    pub fn len(&self) -> usize {
+        let days = |m: &BTreeMap<NaiveDate, Vec<NwsDay>>| m.values().map(Vec::len).sum::<usize>();
+        self.runs.values().map(Vec::len).sum::<usize>()
+            + self.nws_versions.len()
+            + days(&self.nws)
+            + self.daily.len()
+            + self.cli.values().map(Vec::len).sum::<usize>()
+            + self.pairs.values().map(Vec::len).sum::<usize>()
+            + self.by_hour.len()
+    }
+
+    /// Whether this holds no row.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// What `ask` is made from (module docs): its day's rows and the history before it,
     /// as known at `ask.t`. `ask` is on the read's station, target, unit and logic.
     pub fn inputs(&self, ask: &Ask<'_>) -> Inputs {
