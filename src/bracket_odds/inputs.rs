@@ -117,7 +117,7 @@ impl Inputs {
 
 /// A model run's value of one day.
 #[derive(Debug, Clone)]
-pub struct RunRow {
+struct RunRow {
     model: Arc<str>,
     run: DateTime<Utc>,
     available: DateTime<Utc>,
@@ -127,7 +127,7 @@ pub struct RunRow {
 }
 
 /// One station's model-run rows of a span of days, by day.
-pub type StationRuns = BTreeMap<NaiveDate, Vec<RunRow>>;
+type StationRuns = BTreeMap<NaiveDate, Vec<RunRow>>;
 
 /// One NWS hourly version's periods on one day.
 #[derive(Debug, Clone)]
@@ -526,7 +526,7 @@ fn keep_latest<'a, K: Ord>(map: &mut BTreeMap<K, &'a DailyIssue>, key: K, d: &'a
 /// Every model run's rows of the days `first..=last` in the day clock of `logic`, available
 /// by t, run at most [`RUN_HORIZON_DAYS`] before `first`: of `station`, or of every station
 /// (by station code).
-pub async fn model_runs(
+async fn model_runs(
     ctx: &SessionContext,
     station: Option<&str>,
     logic: Logic,
