@@ -13,7 +13,26 @@ use clap::{CommandFactory, FromArgMatches};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Transparent huge pages off for this process, unless `MIMALLOC_ALLOW_THP` (mimalloc's
+/// own switch, read before `main`) says otherwise. mimalloc asks for huge pages on its
+/// arenas, and the kernel then zeroes (and at times compacts memory for) 2 MiB at each
+/// first touch: a job that frees and reallocates its buffers chunk after chunk spent up to
+/// half its CPU time in the kernel, and as much or as little as memory's fragmentation
+/// allowed, so its times wandered (benches/README.md, "Performance (issue 33)"). Databases
+/// advise the same for latency.
+fn no_transparent_huge_pages() {
+    #[cfg(target_os = "linux")]
+    if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
+        // SAFETY: PR_SET_THP_DISABLE takes no pointer; it sets one flag of this process.
+        let refused = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) } != 0;
+        if refused {
+            eprintln!("note: transparent huge pages stay on ({})", std::io::Error::last_os_error());
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    no_transparent_huge_pages();
     let argv: Vec<OsString> = std::env::args_os().collect();
     // The `--config` file's settings become the flags' defaults before the real parse.
     let command = match cli::config::command_with_config(cli::Cli::command(), &argv) {

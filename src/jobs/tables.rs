@@ -23,13 +23,27 @@ use crate::lake::Lake;
 /// - `parquet.pushdown_filters` off: job scans read whole partitions and their filters drop
 ///   next to nothing, so evaluating them during decoding only costs. Row-group and page
 ///   pruning by statistics still apply.
+/// - Files shared among partitions by the hash of their partition values once a scan has
+///   [`PARTITION_VALUES_PER_PARTITION`] per partition ([`crate::lake::file_groups`]), and a
+///   hash partitioning on some of an operator's keys taken as one on all of them (subset
+///   satisfaction, DataFusion's default from four partitions): an aggregate grouped by a
+///   table's partition columns and more runs in one step per partition.
 pub fn tune(ctx: &SessionContext) {
     let state = ctx.state_ref();
     let mut state = state.write();
+    let partitions = state.config().target_partitions();
     let options = state.config_mut().options_mut();
     options.optimizer.use_statistics_registry = true;
     options.execution.parquet.pushdown_filters = false;
+    options.optimizer.preserve_file_partitions = PARTITION_VALUES_PER_PARTITION * partitions;
+    options.optimizer.subset_repartition_threshold = partitions;
+    query::env_overrides(options);
 }
+
+/// Distinct partition values per partition below which a job's scan is shared among
+/// partitions by size instead: with fewer, one large value could keep a core busy while
+/// the other idles.
+pub const PARTITION_VALUES_PER_PARTITION: usize = 4;
 
 /// Registers a job's output table (declared partition types and sort order).
 pub fn register_output(ctx: &SessionContext, lake: &Lake, output: &OutputSpec) -> Result<(), JobError> {

@@ -6,6 +6,7 @@ pub mod availability;
 pub mod bound_sql;
 pub mod compact;
 pub mod delta;
+pub mod file_groups;
 pub mod keys;
 pub mod loading_cache;
 pub mod newest;

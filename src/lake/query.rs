@@ -62,11 +62,29 @@ pub async fn session_on(lake: &Lake, runtime: Arc<RuntimeEnv>) -> Result<Session
 /// The engine settings of every lake session (the cluster's client sends them to the
 /// scheduler with each query, so a query plans the same way there).
 pub fn session_config() -> SessionConfig {
-    SessionConfig::new()
+    let mut config = SessionConfig::new()
         .with_information_schema(true)
         .with_target_partitions(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).max(2))
         .set_bool("datafusion.execution.parquet.pushdown_filters", true)
-        .set_bool("datafusion.execution.parquet.reorder_filters", true)
+        .set_bool("datafusion.execution.parquet.reorder_filters", true);
+    env_overrides(config.options_mut());
+    config
+}
+
+/// Any engine setting from the environment, as DataFusion names it there
+/// (`datafusion.execution.batch_size` from `DATAFUSION_EXECUTION_BATCH_SIZE`), over
+/// wxlake's own: an operator tunes a deployment, and a benchmark tries a setting, without
+/// a build. Applied last wherever wxlake sets engine options (here and for job sessions);
+/// a value the setting refuses is logged and left out.
+pub fn env_overrides(options: &mut datafusion::config::ConfigOptions) {
+    for entry in options.entries() {
+        let Some(value) = std::env::var_os(entry.key.to_uppercase().replace('.', "_")) else { continue };
+        let value = value.to_string_lossy();
+        match options.set(&entry.key, &value) {
+            Ok(()) => tracing::info!(setting = %entry.key, %value, "engine setting from the environment"),
+            Err(e) => tracing::warn!(setting = %entry.key, %value, error = %e, "engine setting from the environment refused"),
+        }
+    }
 }
 
 /// The runtime of every lake session: the lake's store registered at the lake's URL and

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch};
-use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::catalog::Session;
 use datafusion::common::{project_schema, DFSchema, ScalarValue, Statistics};
 use datafusion::datasource::file_format::parquet::ParquetFormat;
@@ -37,6 +37,7 @@ use object_store::{ObjectMeta, ObjectStore};
 use url::Url;
 
 use super::delta::{active_files, ActiveFile, At, TableShape};
+use super::file_groups::by_partition_hash;
 use super::Lake;
 
 /// The Delta reader features a plain Parquet scan of a snapshot's files honours: none of
@@ -142,7 +143,7 @@ impl SnapshotTable {
             .shape
             .partition_cols
             .iter()
-            .map(|(n, t)| datafusion::arrow::datatypes::Field::new(n, t.clone(), true))
+            .map(|(n, t)| Field::new(n, t.clone(), true))
             .collect();
         let schema = Arc::new(Schema::new(fields));
         let columns: Vec<ArrayRef> = (0..self.shape.partition_cols.len())
@@ -227,19 +228,21 @@ impl TableProvider for SnapshotTable {
             .try_collect()
             .await?;
 
-        let groups = FileGroup::new(partitioned).split_files(state.config().target_partitions());
+        let partition_fields: Vec<Field> =
+            self.shape.partition_cols.iter().map(|(n, t)| Field::new(n, t.clone(), false)).collect();
+        let target = state.config().target_partitions();
+        let min_values = state.config_options().optimizer.preserve_file_partitions;
+        let (groups, partitioning) =
+            match by_partition_hash(&partitioned, &self.schema, &partition_fields, target, min_values)? {
+                Some((groups, partitioning)) => (groups, Some(partitioning)),
+                None => (FileGroup::new(partitioned).split_files(target), None),
+            };
         let (groups, statistics) =
             datafusion_datasource::compute_all_files_statistics(groups, Arc::clone(&self.schema), collect, false)?;
         let order: Vec<SortExpr> = self.shape.sort.iter().map(|c| col(c.as_str()).sort(true, false)).collect();
         let ordering = create_lex_ordering(&self.schema, &[order], state.execution_props())?;
         let table_schema = datafusion_datasource::TableSchemaBuilder::from(&self.shape.file_schema)
-            .with_table_partition_cols(
-                self.shape
-                    .partition_cols
-                    .iter()
-                    .map(|(n, t)| Arc::new(datafusion::arrow::datatypes::Field::new(n, t.clone(), false)))
-                    .collect::<Vec<_>>(),
-            )
+            .with_table_partition_cols(partition_fields.into_iter().map(Arc::new).collect::<Vec<_>>())
             .build();
         let config = FileScanConfigBuilder::new(store_url, format.file_source(table_schema))
             .with_file_groups(groups)
@@ -247,6 +250,7 @@ impl TableProvider for SnapshotTable {
             .with_projection_indices(projection.cloned())?
             .with_limit(limit)
             .with_output_ordering(ordering)
+            .with_output_partitioning(partitioning)
             .build();
         format.create_physical_plan(state, config).await
     }
