@@ -13,16 +13,17 @@ use clap::{CommandFactory, FromArgMatches};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Transparent huge pages off for this process, unless `MIMALLOC_ALLOW_THP` (mimalloc's
-/// own switch, read before `main`) says otherwise. mimalloc asks for huge pages on its
-/// arenas, and the kernel then zeroes (and at times compacts memory for) 2 MiB at each
-/// first touch: a job that frees and reallocates its buffers chunk after chunk spent up to
-/// half its CPU time in the kernel, and as much or as little as memory's fragmentation
-/// allowed, so its times wandered (benches/README.md, "Performance (issue 33)"). Databases
-/// advise the same for latency.
-fn no_transparent_huge_pages() {
+/// Transparent huge pages off for a batch command (every one but `serve`), unless
+/// `MIMALLOC_ALLOW_THP` (mimalloc's own switch, read before `main`) says otherwise.
+/// mimalloc asks for huge pages on its arenas, and the kernel then zeroes (and at times
+/// compacts memory for) 2 MiB at each first touch: a job that frees and allocates its
+/// buffers again chunk after chunk spent up to half its CPU time in the kernel, as much or
+/// as little as memory's fragmentation allowed, so its times wandered. The server keeps
+/// them: its hot reads measured a few percent faster with them, tail included
+/// (benches/README.md, "Performance (issue 33)").
+fn no_transparent_huge_pages(command: &cli::Command) {
     #[cfg(target_os = "linux")]
-    if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
+    if !matches!(command, cli::Command::Serve(_)) && std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
         // SAFETY: PR_SET_THP_DISABLE takes no pointer; it sets one flag of this process.
         let refused = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) } != 0;
         if refused {
@@ -32,7 +33,6 @@ fn no_transparent_huge_pages() {
 }
 
 fn main() -> ExitCode {
-    no_transparent_huge_pages();
     let argv: Vec<OsString> = std::env::args_os().collect();
     // The `--config` file's settings become the flags' defaults before the real parse.
     let command = match cli::config::command_with_config(cli::Cli::command(), &argv) {
@@ -46,6 +46,7 @@ fn main() -> ExitCode {
         Ok(a) => a,
         Err(e) => e.exit(),
     };
+    no_transparent_huge_pages(&args.command);
     cli::init_tracing(args.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
