@@ -104,9 +104,7 @@ mod tests {
     }
 
     fn values(models: usize, days: usize) -> Vec<(String, String)> {
-        (0..models)
-            .flat_map(|m| (1..=days).map(move |d| (format!("model{m}"), format!("2026-11-{d:02}"))))
-            .collect()
+        (0..models).flat_map(|m| (1..=days).map(move |d| (format!("model{m}"), format!("2026-11-{d:02}")))).collect()
     }
 
     /// Each value's files are in the partition a `RepartitionExec` hashing the same

@@ -82,7 +82,9 @@ pub fn env_overrides(options: &mut datafusion::config::ConfigOptions) {
         let value = value.to_string_lossy();
         match options.set(&entry.key, &value) {
             Ok(()) => tracing::info!(setting = %entry.key, %value, "engine setting from the environment"),
-            Err(e) => tracing::warn!(setting = %entry.key, %value, error = %e, "engine setting from the environment refused"),
+            Err(e) => {
+                tracing::warn!(setting = %entry.key, %value, error = %e, "engine setting from the environment refused")
+            }
         }
     }
 }

@@ -139,12 +139,7 @@ impl SnapshotTable {
         if files.is_empty() {
             return Ok(vec![]);
         }
-        let fields: Vec<_> = self
-            .shape
-            .partition_cols
-            .iter()
-            .map(|(n, t)| Field::new(n, t.clone(), true))
-            .collect();
+        let fields: Vec<_> = self.shape.partition_cols.iter().map(|(n, t)| Field::new(n, t.clone(), true)).collect();
         let schema = Arc::new(Schema::new(fields));
         let columns: Vec<ArrayRef> = (0..self.shape.partition_cols.len())
             .map(|i| ScalarValue::iter_to_array(values.iter().map(|v| v[i].clone())))
