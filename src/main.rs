@@ -21,6 +21,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// as little as memory's fragmentation allowed, so its times wandered. The server keeps
 /// them: its hot reads measured a few percent faster with them, tail included
 /// (benches/README.md, "Performance (issue 33)").
+#[cfg_attr(not(target_os = "linux"), allow(unused_variables))]
 fn no_transparent_huge_pages(command: &cli::Command) {
     #[cfg(target_os = "linux")]
     if !matches!(command, cli::Command::Serve(_)) && std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {

@@ -43,7 +43,7 @@ pub fn tune(ctx: &SessionContext) {
 /// Distinct partition values per partition below which a job's scan is shared among
 /// partitions by size instead: with fewer, one large value could keep a core busy while
 /// the other idles.
-pub const PARTITION_VALUES_PER_PARTITION: usize = 4;
+const PARTITION_VALUES_PER_PARTITION: usize = 4;
 
 /// Registers a job's output table (declared partition types and sort order).
 pub fn register_output(ctx: &SessionContext, lake: &Lake, output: &OutputSpec) -> Result<(), JobError> {

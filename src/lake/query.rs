@@ -74,19 +74,36 @@ pub fn session_config() -> SessionConfig {
 /// Any engine setting from the environment, as DataFusion names it there
 /// (`datafusion.execution.batch_size` from `DATAFUSION_EXECUTION_BATCH_SIZE`), over
 /// wxlake's own: an operator tunes a deployment, and a benchmark tries a setting, without
-/// a build. Applied last wherever wxlake sets engine options (here and for job sessions);
-/// a value the setting refuses is logged and left out.
+/// a build. Applied last wherever wxlake sets engine options (here and for job sessions).
+/// The environment is read once per process; a value the setting refuses is logged then
+/// and left out.
 pub fn env_overrides(options: &mut datafusion::config::ConfigOptions) {
-    for entry in options.entries() {
-        let Some(value) = std::env::var_os(entry.key.to_uppercase().replace('.', "_")) else { continue };
-        let value = value.to_string_lossy();
-        match options.set(&entry.key, &value) {
-            Ok(()) => tracing::info!(setting = %entry.key, %value, "engine setting from the environment"),
-            Err(e) => {
-                tracing::warn!(setting = %entry.key, %value, error = %e, "engine setting from the environment refused")
+    for (key, value) in env_settings() {
+        // Checked against the defaults when read, so this cannot fail.
+        options.set(key, value).ok();
+    }
+}
+
+fn env_settings() -> &'static [(String, String)] {
+    static SETTINGS: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+    SETTINGS.get_or_init(|| {
+        let mut check = datafusion::config::ConfigOptions::default();
+        let mut settings = Vec::new();
+        for entry in check.entries() {
+            let Some(value) = std::env::var_os(entry.key.to_uppercase().replace('.', "_")) else { continue };
+            let value = value.to_string_lossy().into_owned();
+            match check.set(&entry.key, &value) {
+                Ok(()) => {
+                    tracing::info!(setting = %entry.key, %value, "engine setting from the environment");
+                    settings.push((entry.key, value));
+                }
+                Err(e) => {
+                    tracing::warn!(setting = %entry.key, %value, error = %e, "engine setting from the environment refused")
+                }
             }
         }
-    }
+        settings
+    })
 }
 
 /// The runtime of every lake session: the lake's store registered at the lake's URL and

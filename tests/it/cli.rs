@@ -242,6 +242,42 @@ fn config_file_sets_what_the_flags_set() {
     assert!(stderr(&o).contains("missing.toml"), "{}", stderr(&o));
 }
 
+/// Engine settings come from `DATAFUSION_*` environment variables over wxlake's own (a
+/// setting wxlake sets, pushdown of filters, and one it leaves at DataFusion's default);
+/// a value the setting refuses is named in a warning and the default stays.
+#[test]
+fn engine_settings_come_from_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = format!("file://{}", dir.path().join("lake").display());
+    let q = "SELECT name, value FROM information_schema.df_settings \
+             WHERE name IN ('datafusion.execution.batch_size', 'datafusion.execution.parquet.pushdown_filters') ORDER BY name";
+    let run = |env: &[(&str, &str)]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_wxlake"));
+        c.env_remove("WXLAKE_CONFIG").env("RUST_LOG", "warn").args(["--lake", &lake, "sql", q, "--format", "csv"]);
+        c.envs(env.iter().copied());
+        c.output().unwrap()
+    };
+    let o = run(&[]);
+    assert_eq!(
+        stdout(&o),
+        "name,value\ndatafusion.execution.batch_size,8192\ndatafusion.execution.parquet.pushdown_filters,true\n",
+        "{}",
+        stderr(&o)
+    );
+    let o =
+        run(&[("DATAFUSION_EXECUTION_BATCH_SIZE", "1234"), ("DATAFUSION_EXECUTION_PARQUET_PUSHDOWN_FILTERS", "false")]);
+    assert_eq!(
+        stdout(&o),
+        "name,value\ndatafusion.execution.batch_size,1234\ndatafusion.execution.parquet.pushdown_filters,false\n",
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&[("DATAFUSION_EXECUTION_BATCH_SIZE", "many")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("datafusion.execution.batch_size,8192"), "{}", stdout(&o));
+    assert!(stderr(&o).contains("datafusion.execution.batch_size"), "{}", stderr(&o));
+}
+
 /// `wxlake jobs` uses the declarations built into the binary, the ones `serve` schedules,
 /// wherever it is started: a `./jobs` directory is not picked up by itself. `--jobs-dir`
 /// names another set explicitly.
