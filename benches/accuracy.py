@@ -11,7 +11,7 @@ helper tables). Steps, in dependency order, each timed on its own:
 wxlake: `wxlake jobs run <job>` (wall time of the process, incl. start-up, planning,
 publication and the job_runs record). DuckDB: a port of each sql/*.sql file, a fresh
 in-process connection per step, reading the same input Parquet files (the downstream
-steps read DuckDB's own accuracy_pairs output) and writing zstd Parquet partitioned as the
+steps read DuckDB's own accuracy_pairs output) and writing Snappy Parquet (as wxlake writes job outputs) partitioned as the
 job declares, each file sorted by the job's sort_by. Results are then compared row by
 row on each table's key (floats within 1e-9 x max(|a|, |b|, 1): sums taken in another order
 differ in the last bits, and a sum near 0 has no meaningful relative error).
@@ -239,7 +239,7 @@ CREATE OR REPLACE TEMP TABLE ap_out (
 
 PAIRS_COPY = """
 COPY (SELECT * FROM ap_out ORDER BY date, station_code, lead_days, target, model, run_label)
-TO '{out}' (FORMAT parquet, PARTITION_BY (date), COMPRESSION zstd, COMPRESSION_LEVEL 1, OVERWRITE_OR_IGNORE);
+TO '{out}' (FORMAT parquet, PARTITION_BY (date), COMPRESSION snappy, OVERWRITE_OR_IGNORE);
 """
 
 PAIRS_VIEW = """
@@ -295,7 +295,7 @@ GROUP BY GROUPING SETS (
     (station_code, window_name, window_days, as_of, lead_days, target, model),
     (station_code, window_name, window_days, as_of, lead_days, target)
 )) ORDER BY station_code, window_days, lead_days, target, scope, model, run_label
-) TO '{out}' (FORMAT parquet, PARTITION_BY (station_code), COMPRESSION zstd, COMPRESSION_LEVEL 1, OVERWRITE_OR_IGNORE);
+) TO '{out}' (FORMAT parquet, PARTITION_BY (station_code), COMPRESSION snappy, OVERWRITE_OR_IGNORE);
 """
 
 # sql/accuracy_trends.sql
@@ -335,7 +335,7 @@ GROUP BY GROUPING SETS (
     (station_code, lead_days, target, model, run_label, day),
     (station_code, lead_days, target, model, day)
 )) ORDER BY station_code, lead_days, target, model, scope, run_label, date
-) TO '{out}' (FORMAT parquet, PARTITION_BY (station_code), COMPRESSION zstd, COMPRESSION_LEVEL 1, OVERWRITE_OR_IGNORE);
+) TO '{out}' (FORMAT parquet, PARTITION_BY (station_code), COMPRESSION snappy, OVERWRITE_OR_IGNORE);
 """
 
 # sql/accuracy_daily_detail.sql
@@ -349,7 +349,7 @@ JOIN (SELECT station_code, max(date) AS as_of FROM accuracy_pairs GROUP BY stati
   ON a.station_code = p.station_code
 WHERE p.date > a.as_of - 30
 ORDER BY p.station_code, p.lead_days, p.target, p.date, p.model, p.run_label
-) TO '{out}' (FORMAT parquet, PARTITION_BY (station_code), COMPRESSION zstd, COMPRESSION_LEVEL 1, OVERWRITE_OR_IGNORE);
+) TO '{out}' (FORMAT parquet, PARTITION_BY (station_code), COMPRESSION snappy, OVERWRITE_OR_IGNORE);
 """
 
 

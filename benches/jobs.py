@@ -66,7 +66,7 @@ JOIN model_leads b ON b.model = d.model AND b.forecast_hour = d.last_lead
 WHERE epoch(d.first_valid) - epoch(w.start_utc) < 3600 * a.step_before_h
   AND epoch(w.end_utc) - epoch(d.last_valid) <= 3600 * b.step_after_h
   AND d.points >= round(b.native_index - a.native_index) + 1
-) TO '{out}' (FORMAT parquet, PARTITION_BY (model, run_date), COMPRESSION zstd, OVERWRITE_OR_IGNORE);
+) TO '{out}' (FORMAT parquet, PARTITION_BY (model, run_date), COMPRESSION snappy, OVERWRITE_OR_IGNORE);
 """
 
 
@@ -131,7 +131,7 @@ def run_polars(lake, helpers, out):
         .collect()
     )
     os.makedirs(out, exist_ok=True)
-    result.write_parquet(out, partition_by=["model", "run_date"], compression="zstd")
+    result.write_parquet(out, partition_by=["model", "run_date"], compression="snappy")
 
 
 def run_wxlake(jobs_cmd, lake):

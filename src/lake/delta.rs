@@ -1,9 +1,9 @@
 //! Every lake table is a Delta Lake table (delta-rs), at its directory under the lake root.
 //!
-//! A table's Parquet files are written by wxlake's own writers (sorted, zstd, Hive partition
-//! directories) and become part of the table only when a commit to its `_delta_log/` names
-//! them: until then no reader (wxlake, Polars, DuckDB, Spark) sees them, and a crash leaves
-//! at most an unnamed file that vacuum deletes. Each change is one commit:
+//! A table's Parquet files are written by wxlake's own writers (sorted, zstd, Snappy for
+//! job outputs, Hive partition directories) and become part of the table only when a commit
+//! to its `_delta_log/` names them: until then no reader (wxlake, Polars, DuckDB, Spark)
+//! sees them, and a crash leaves at most an unnamed file that vacuum deletes. Each change is one commit:
 //!
 //! - an append (ingest, the WAL flush, `job_runs`): `WRITE` in mode `Append`, whose
 //!   predicate names the partitions whose stored keys the writer read to drop duplicates;

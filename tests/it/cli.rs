@@ -473,3 +473,48 @@ fn logs_to_a_pipe_have_no_colour_codes() {
     assert!(err.contains("INFO"), "an info line is logged with -v: {err}");
     assert!(!err.contains('\u{1b}'), "escape codes in a piped log: {err:?}");
 }
+
+/// The kernel's `THP_enabled` of process `pid` ("1" or "0"), where the kernel reports it.
+#[cfg(target_os = "linux")]
+fn thp_enabled(pid: u32) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix("THP_enabled:").map(|v| v.trim().to_string()))
+}
+
+/// Batch commands run without transparent huge pages (a job's system time went to zeroing
+/// them: benches/README.md, "Session 23"), `MIMALLOC_ALLOW_THP=1` keeps them, and `serve`
+/// keeps them (its hot reads are faster with them).
+#[cfg(target_os = "linux")]
+#[test]
+fn batch_commands_run_without_transparent_huge_pages() {
+    // A kernel that does not report it, or has them off for the test itself: nothing to see.
+    if thp_enabled(std::process::id()).as_deref() != Some("1") {
+        eprintln!("transparent huge pages are not reported on for this process: nothing to check");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    // `ingest metar -` waits on its stdin: the process stays while it is looked at.
+    let state_of_ingest = |allow: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_wxlake"));
+        c.arg("--lake").arg(format!("file://{}", lake.display())).args(["ingest", "metar", "-"]);
+        c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::null()).env_remove("MIMALLOC_ALLOW_THP");
+        if let Some(a) = allow {
+            c.env("MIMALLOC_ALLOW_THP", a);
+        }
+        let mut child = Server(c.spawn().unwrap());
+        // Set once the arguments are parsed: the last state seen within 3 s.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+        let mut seen = thp_enabled(child.0.id());
+        while std::time::Instant::now() < deadline && seen.as_deref() != Some("0") {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            seen = thp_enabled(child.0.id());
+        }
+        drop(child.0.stdin.take());
+        seen
+    };
+    assert_eq!(state_of_ingest(None).as_deref(), Some("0"));
+    assert_eq!(state_of_ingest(Some("1")).as_deref(), Some("1"));
+    let (server, _, _, _) = start_serve(&lake, &["--addr", "127.0.0.1:0"]);
+    assert_eq!(thp_enabled(server.0.id()).as_deref(), Some("1"));
+}
