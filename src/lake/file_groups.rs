@@ -43,8 +43,11 @@ pub fn by_partition_hash(
     if partition_cols.is_empty() || partitions == 0 || min_values == 0 {
         return Ok(None);
     }
-    let mut values: Vec<&[ScalarValue]> = files.iter().map(|f| f.partition_values.as_slice()).collect();
-    values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    // The files by partition value, so each group reads one value's files one after
+    // another; the distinct values in the same order.
+    let mut ordered: Vec<&PartitionedFile> = files.iter().collect();
+    ordered.sort_by(|a, b| a.partition_values.partial_cmp(&b.partition_values).unwrap_or(std::cmp::Ordering::Equal));
+    let mut values: Vec<&[ScalarValue]> = ordered.iter().map(|f| f.partition_values.as_slice()).collect();
     values.dedup();
     if values.len() < min_values.max(2) {
         return Ok(None);
@@ -65,9 +68,6 @@ pub fn by_partition_hash(
     create_hashes(&columns, REPARTITION_RANDOM_STATE.random_state(), &mut hashes)?;
     let slot: HashMap<&[ScalarValue], usize> =
         values.iter().zip(&hashes).map(|(v, h)| (*v, (h % partitions as u64) as usize)).collect();
-    // Each group reads one value's files one after another, in the values' order.
-    let mut ordered: Vec<&PartitionedFile> = files.iter().collect();
-    ordered.sort_by(|a, b| a.partition_values.partial_cmp(&b.partition_values).unwrap_or(std::cmp::Ordering::Equal));
     let mut groups: Vec<Vec<PartitionedFile>> = vec![Vec::new(); partitions];
     for f in ordered {
         groups[slot[f.partition_values.as_slice()]].push(f.clone());
