@@ -21,7 +21,7 @@
 //!    whole degrees, everything below 0 on 0: the settled value is the running one;
 //! 4. mixed with the forecast's distribution cut at the running value by n / (n + k)
 //!    (n the effective days of step 1, k [`Intraday::prior_days`]): a station with little
-//!    history keeps the forecast's answer.
+//!    history keeps mostly the forecast's answer, and below [`Intraday::min_days`] only it.
 //!
 //! Only past days the caller gives count (verified by the time asked).
 
@@ -43,7 +43,10 @@ pub struct PastDay {
 /// The same-day step's settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Intraday {
-    /// Effective days below which the forecast's answer stands alone.
+    /// Effective days below which the forecast's answer stands alone (3: the mixture's
+    /// `prior_days` already keeps a thin history's share small; 10 left a new station's
+    /// first weeks with the cut forecast alone, under-confident; chosen on half the demo's
+    /// stations by ignorance, confirmed on the other half: benches/README.md, session 24).
     pub min_days: f64,
     /// Days' weight of the forecast's answer in the mixture (2: chosen on half the demo's
     /// stations by ignorance, confirmed on the other half; benches/README.md, session 21).
@@ -56,7 +59,7 @@ pub struct Intraday {
 
 impl Default for Intraday {
     fn default() -> Self {
-        Intraday { min_days: 10.0, prior_days: 2.0, min_bandwidth: 0.3, min_gap_width: 1.0 }
+        Intraday { min_days: 3.0, prior_days: 2.0, min_bandwidth: 0.3, min_gap_width: 1.0 }
     }
 }
 
@@ -207,7 +210,7 @@ mod tests {
         let forecast = Distribution::normal(40.0, 2.0, 20).unwrap().at_most(39);
         let (d, _) = m.distribution(&forecast, 40.0, 39, Quantity::Low, &past).unwrap();
         assert!(d.hi() <= 39 && d.p(39) > 0.8, "{:?}", d.values().collect::<Vec<_>>());
-        assert!(m.distribution(&forecast, 40.0, 39, Quantity::Low, &past[..5]).is_none());
+        assert!(m.distribution(&forecast, 40.0, 39, Quantity::Low, &past[..2]).is_none());
         // Unlike gaps do not count: days whose forecast was 20° above the running value.
         let far: Vec<PastDay> =
             (0..50).map(|_| PastDay { weight: 1.0, center: 60.0, settled: 61.0, running: 40.0 }).collect();

@@ -42,7 +42,7 @@ use super::distribution::{phi, Distribution};
 use super::BracketsError;
 
 /// The method's name and version, as the API reports it.
-pub const METHOD: &str = "kde-season-v4";
+pub const METHOD: &str = "kde-season-v5";
 
 /// One verified past day: the forecasts each source made for it (at the same lead as the
 /// asked one) and the settled value.
@@ -72,7 +72,8 @@ pub struct Method {
     pub span: i32,
     /// Share spread uniformly over the support.
     pub floor_share: f64,
-    /// Effective days below which the spread is a Gaussian of the sources' errors.
+    /// Effective days below which the spread is a Gaussian: the blend's few past errors,
+    /// shrunk toward the best source's spread by [`Method::shrink`] days' weight.
     pub min_days: f64,
     /// The error spread (whole units) assumed before any history: the pool's error variance
     /// is shrunk toward its square by `shrink` days' weight, so a source with three lucky
@@ -329,7 +330,14 @@ impl Method {
         let lo = center.round() as i32 - self.span;
         let len = (2 * self.span + 1) as usize;
         let (p, bandwidth) = if n_eff < self.min_days {
-            let spread = fits.iter().map(|s| s.spread).fold(f64::INFINITY, f64::min).max(0.5);
+            // The blend errs less than its best source: its own past errors, few as they
+            // are, count for what they weigh against the best source's spread at
+            // `shrink` days' weight (v5; v4 took the best source's spread alone and was
+            // under-confident through a new station's first weeks).
+            let best = fits.iter().map(|s| s.spread).fold(f64::INFINITY, f64::min).max(0.5);
+            let mean = if sw > 0.0 { residuals.iter().map(|(w, r)| w * r).sum::<f64>() / sw } else { 0.0 };
+            let sq: f64 = residuals.iter().map(|(w, r)| w * (r - mean).powi(2)).sum();
+            let spread = ((sq + self.shrink * best * best) / (sw + self.shrink)).sqrt().max(0.5);
             (Distribution::normal(center, spread, self.span)?.values().map(|(_, p)| p).collect::<Vec<f64>>(), None)
         } else {
             let mean = residuals.iter().map(|(w, r)| w * r).sum::<f64>() / sw;
@@ -516,6 +524,33 @@ mod tests {
         for b in rel.bins().iter().filter(|b| b.n >= 200) {
             assert!((b.observed - b.forecast).abs() < 0.05, "{b:?}");
         }
+    }
+
+    #[test]
+    fn a_few_days_of_a_blend_better_than_its_sources_narrow_the_gaussian() {
+        // Two sources erring by the same amount in opposite directions: each is 2° off,
+        // their blend is exact. Eight days are too few for the kernel density.
+        let m = Method::default();
+        let day = NaiveDate::from_ymd_opt(2026, 5, 1).unwrap();
+        let few: Vec<Verified> = (1..=8)
+            .map(|i| {
+                let e = if i % 2 == 0 { 2.0 } else { -2.0 };
+                Verified {
+                    date: day - Duration::days(i),
+                    forecasts: vec![("A".into(), 70.0 + e), ("B".into(), 70.0 - e)],
+                    settled: 70.0,
+                    running: None,
+                }
+            })
+            .collect();
+        let (d, fit) = m.distribution(&few, day, &[("A".into(), 71.0), ("B".into(), 69.0)]).unwrap();
+        assert_eq!(fit.bandwidth, None);
+        let best = fit.sources.iter().map(|s| s.spread).fold(f64::INFINITY, f64::min);
+        // The blend's eight exact days against the best source's 2.1° at five days'
+        // weight: a spread of √(5 · 2.1² / 13) ≈ 1.3°, so 69–71 holds about three quarters
+        // of the odds (half with the best source's spread).
+        let inner: f64 = (69..=71).map(|v| d.p(v)).sum();
+        assert!(best > 1.8 && (0.68..0.8).contains(&inner), "69-71: {inner}, best source {best}");
     }
 
     #[test]
