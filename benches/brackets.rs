@@ -3,6 +3,8 @@
 //! NWS point forecast, one daily forecast), then the ladder's brackets, as the API would.
 //! Run: `cargo bench --bench brackets`.
 
+use std::sync::Arc;
+
 use chrono::{Duration, NaiveDate};
 use criterion::{criterion_group, criterion_main, Criterion};
 use rand::rngs::SmallRng;
@@ -10,10 +12,10 @@ use rand::{Rng, SeedableRng};
 use wxlake::brackets::{Ladder, Method, Verified};
 
 /// Three years of days with a seasonal truth and 20 sources of different skill.
-fn history() -> (Vec<Verified>, Vec<(String, f64)>, NaiveDate) {
+fn history() -> (Vec<Verified>, Vec<(Arc<str>, f64)>, NaiveDate) {
     let mut rng = SmallRng::seed_from_u64(11);
     let start = NaiveDate::from_ymd_opt(2023, 11, 1).unwrap();
-    let sources: Vec<String> = (0..20).map(|i| format!("SRC-{i}")).collect();
+    let sources: Vec<Arc<str>> = (0..20).map(|i| Arc::from(format!("SRC-{i}"))).collect();
     let mut noise = |sd: f64| sd * (rng.random::<f64>() - 0.5) * 3.46;
     let days: Vec<Verified> = (0..1095)
         .map(|i| {

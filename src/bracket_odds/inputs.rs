@@ -354,20 +354,24 @@ impl Rows {
             })
             .collect();
         let from = ask.history_from();
+        // Every past day from `from`, by its distance from it: the loops below touch a day
+        // per source and day of history, so a slot rather than a map lookup.
         let mut days = self.settled_by_cli(from, ask.date, t);
+        let slot = |date: NaiveDate| (date - from).num_days() as usize;
         for (source, label) in &labels {
             let Some(pairs) = self.pairs.get(&(lead_days, source.clone(), label.clone())) else { continue };
+            let name: Arc<str> = Arc::from(source.as_str());
             let lo = pairs.partition_point(|p| p.date < from);
             let hi = pairs.partition_point(|p| p.date < ask.date);
             for p in pairs[lo..hi].iter().filter(|p| p.available <= t) {
-                let day = days.entry(p.date).or_insert_with(|| Verified {
+                let day = days[slot(p.date)].get_or_insert_with(|| Verified {
                     date: p.date,
-                    forecasts: Vec::new(),
+                    forecasts: Vec::with_capacity(labels.len()),
                     settled: p.observed,
                     running: None,
                 });
                 // One pair per station, day, model, label, lead and target.
-                day.forecasts.push((source.clone(), p.forecast));
+                day.forecasts.push((Arc::clone(&name), p.forecast));
             }
         }
         // Daily forecasts: today's latest issuance of each source, and for each past day its
@@ -391,8 +395,8 @@ impl Rows {
             keep_latest(&mut past, (d.date, d.source.as_str()), d);
         }
         for ((date, source), d) in past {
-            if let Some(day) = days.get_mut(&date) {
-                day.forecasts.push((source.to_string(), d.value));
+            if let Some(day) = days[slot(date)].as_mut() {
+                day.forecasts.push((Arc::from(source), d.value));
             }
         }
         // Within the day: each past day's running extreme at the local hour of its day this
@@ -401,13 +405,13 @@ impl Rows {
         let w = ask.window();
         if w.start <= t && t < w.end {
             let k = crate::time::hours_passed(ask.station.timezone, ask.logic.clock(), t) as usize;
-            for day in days.values_mut() {
+            for day in days.iter_mut().flatten() {
                 let native = self.by_hour.get(&day.date).and_then(|hours| after_hours(hours, k));
                 day.running = native.map(|v| round_half_away(round1(ask.station.units.convert(v, ask.unit))));
             }
         }
         let settled = self.settled_days(from, ask.date, t);
-        let history = days.into_values().filter(|d| !d.forecasts.is_empty()).collect();
+        let history = days.into_iter().flatten().filter(|d| !d.forecasts.is_empty()).collect();
         Inputs { forecasts, history, settled, lead_days }
     }
 
@@ -430,12 +434,15 @@ impl Rows {
     /// Every day `from..to` settled as known at t (its final report's value, else its
     /// pairs'), whatever source forecast it: the climatology baseline's sample.
     fn settled_days(&self, from: NaiveDate, to: NaiveDate, t: DateTime<Utc>) -> Vec<(NaiveDate, f64)> {
-        let dates: std::collections::BTreeSet<NaiveDate> = self
+        // Two runs by date (a vector sorted, not a tree built: this is once per forecast).
+        let mut dates: Vec<NaiveDate> = self
             .cli
             .range(from..to)
             .map(|(d, _)| *d)
             .chain(self.pair_settled.range(from..to).map(|(d, _)| *d))
             .collect();
+        dates.sort_unstable();
+        dates.dedup();
         dates.into_iter().filter_map(|d| self.settled(d, t).map(|(v, _)| (d, v))).collect()
     }
 
@@ -489,13 +496,14 @@ impl Rows {
         })
     }
 
-    /// The past days `from..to` a final climate report available by t settled, without
-    /// forecasts yet.
-    fn settled_by_cli(&self, from: NaiveDate, to: NaiveDate, t: DateTime<Utc>) -> BTreeMap<NaiveDate, Verified> {
-        let mut days = BTreeMap::new();
+    /// The past days `from..to`, one slot each from `from`: those a final climate report
+    /// available by t settled, without forecasts yet; the others empty.
+    fn settled_by_cli(&self, from: NaiveDate, to: NaiveDate, t: DateTime<Utc>) -> Vec<Option<Verified>> {
+        let mut days = vec![None; (to - from).num_days().max(0) as usize];
         for (&date, versions) in self.cli.range(from..to) {
             if let Some((settled, _)) = final_report(versions, t) {
-                days.insert(date, Verified { date, forecasts: Vec::new(), settled, running: None });
+                days[(date - from).num_days() as usize] =
+                    Some(Verified { date, forecasts: Vec::new(), settled, running: None });
             }
         }
         days

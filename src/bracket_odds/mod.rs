@@ -88,15 +88,18 @@ impl<'a> Ask<'a> {
         logic: Option<Logic>,
         t: DateTime<Utc>,
     ) -> Self {
-        let market_on = |day: NaiveDate| markets::of_station(&station.code, target, day).into_iter().next();
+        // The catalog's markets on the station's quantity, in its order: where two venues
+        // trade it (Kalshi on the climate report, Polymarket on Wunderground), the first
+        // listed gives the default logic, and the asked logic picks its own market.
+        let markets_on = |day: NaiveDate| markets::of_station(&station.code, target, day);
         let logic = logic
             .or_else(|| {
                 let day = date.unwrap_or_else(|| crate::time::local_date(station.timezone, Logic::Nws.clock(), t));
-                market_on(day).map(Market::logic)
+                markets_on(day).first().map(|m| m.logic())
             })
             .unwrap_or(Logic::Nws);
         let date = date.unwrap_or_else(|| crate::time::local_date(station.timezone, logic.clock(), t));
-        let market = market_on(date).filter(|m| m.logic() == logic);
+        let market = markets_on(date).into_iter().find(|m| m.logic() == logic);
         let unit = match market.map(|m| m.unit.as_str()) {
             Some("c") => Units::Celsius,
             Some(_) => Units::Fahrenheit,
@@ -205,17 +208,41 @@ pub fn compose(
     observed: Option<Observed>,
     ladder: Option<Ladder>,
 ) -> Result<Odds, OddsError> {
-    let settled = observed.filter(|o| o.is_final).map(|o| o.value);
+    let fitted = match observed.filter(|o| o.is_final) {
+        Some(_) => None,
+        None => Some(fit(ask, inputs)?),
+    };
+    compose_fitted(ask, inputs, observed, ladder, fitted)
+}
+
+/// The method's distribution of `ask`'s day from `inputs`, before the day's observations
+/// bound it: a pure function of the forecasts and the history, so a caller holding it for
+/// the same ones may pass it to [`compose_fitted`] again.
+pub fn fit(ask: &Ask<'_>, inputs: &Inputs) -> Result<(Distribution, Fit), OddsError> {
     let forecasts = inputs.forecast_values();
-    let no_forecast =
-        || OddsError::NoForecast { station: ask.station.code.clone(), date: ask.date, at: fmt_iso_utc(ask.t) };
-    let (dist, fit) = match settled {
-        Some(v) => (Distribution::new(v, vec![1.0])?, None),
-        None if forecasts.is_empty() => return Err(no_forecast()),
-        None => {
-            let (d, fit) = Method::default().distribution(&inputs.history, ask.date, &forecasts)?;
-            (d, Some(fit))
-        }
+    if forecasts.is_empty() {
+        return Err(OddsError::NoForecast {
+            station: ask.station.code.clone(),
+            date: ask.date,
+            at: fmt_iso_utc(ask.t),
+        });
+    }
+    Ok(Method::default().distribution(&inputs.history, ask.date, &forecasts)?)
+}
+
+/// [`compose`] with the method's answer already made: `fitted` is [`fit`] of the same
+/// `ask` and `inputs` (ignored when a final climate report settles the day).
+pub fn compose_fitted(
+    ask: &Ask<'_>,
+    inputs: &Inputs,
+    observed: Option<Observed>,
+    ladder: Option<Ladder>,
+    fitted: Option<(Distribution, Fit)>,
+) -> Result<Odds, OddsError> {
+    let (dist, fit) = match (observed.filter(|o| o.is_final), fitted) {
+        (Some(o), _) => (Distribution::new(o.value, vec![1.0])?, None),
+        (None, Some((d, fit))) => (d, Some(fit)),
+        (None, None) => fit(ask, inputs).map(|(d, fit)| (d, Some(fit)))?,
     };
     let mut dist = bounded(dist, ask.target, observed);
     let mut same_day_days = None;
@@ -305,5 +332,33 @@ impl Observed {
             let v = if ask.unit == Units::Fahrenheit { e.value_f } else { e.value_c };
             Observed { value: round_half_away(v) as i32, is_final: x.is_final }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+    use crate::catalog::Catalog;
+
+    #[test]
+    fn where_two_venues_trade_a_station_the_asked_logic_picks_its_market() {
+        let station = |code: &str| Catalog::global().get(code).unwrap();
+        let t = Utc.with_ymd_and_hms(2026, 9, 1, 15, 0, 0).unwrap();
+        let day = NaiveDate::from_ymd_opt(2026, 9, 1);
+        // Miami's high: Kalshi on the climate report (listed first), Polymarket on
+        // Wunderground.
+        let default = Ask::settling(station("KMIA"), Quantity::High, day, None, t);
+        assert_eq!((default.logic, default.market.map(|m| m.series.as_str())), (Logic::Nws, Some("KXHIGHMIA")));
+        let wu = Ask::settling(station("KMIA"), Quantity::High, day, Some(Logic::Wu), t);
+        assert_eq!(wu.market.map(|m| m.venue.as_str()), Some("polymarket"));
+        assert_eq!((wu.logic, wu.unit), (Logic::Wu, Units::Fahrenheit));
+        // Ankara's: Polymarket only, in whole °C.
+        let ankara = Ask::settling(station("LTAC"), Quantity::High, day, None, t);
+        assert_eq!((ankara.logic, ankara.unit), (Logic::Wu, Units::Celsius));
+        // A logic no market of the station settles on: no market, the station's unit.
+        let none = Ask::settling(station("LTAC"), Quantity::High, day, Some(Logic::Nws), t);
+        assert!(none.market.is_none());
     }
 }

@@ -52,13 +52,13 @@ pub fn climatology(settled: &[(NaiveDate, f64)], day: NaiveDate, window: u32) ->
 
 /// The best single source's Gaussian (module docs): `None` when no source asked about has
 /// [`RECENT`] verified days.
-pub fn best_single_gaussian(history: &[Verified], forecasts: &[(String, f64)]) -> Option<Distribution> {
+pub fn best_single_gaussian(history: &[Verified], forecasts: &[(impl AsRef<str>, f64)]) -> Option<Distribution> {
     let mut best: Option<(f64, f64, f64, f64)> = None; // (mae, forecast, bias, sd)
     for (name, f) in forecasts {
         let errors: Vec<f64> = history
             .iter()
             .rev()
-            .filter_map(|h| h.forecasts.iter().find(|(n, _)| n == name).map(|(_, v)| h.settled - v))
+            .filter_map(|h| h.forecasts.iter().find(|(n, _)| **n == *name.as_ref()).map(|(_, v)| h.settled - v))
             .take(RECENT)
             .collect();
         if errors.len() < RECENT {
@@ -78,7 +78,7 @@ pub fn best_single_gaussian(history: &[Verified], forecasts: &[(String, f64)]) -
 }
 
 /// The equal-weight fraction of sources (module docs): `None` without a forecast.
-pub fn equal_weight_fraction(forecasts: &[(String, f64)]) -> Option<Distribution> {
+pub fn equal_weight_fraction(forecasts: &[(impl AsRef<str>, f64)]) -> Option<Distribution> {
     let values: Vec<i32> = forecasts.iter().map(|(_, f)| f.round() as i32).collect();
     let mid = (values.iter().map(|&v| f64::from(v)).sum::<f64>() / values.len().max(1) as f64).round() as i32;
     if values.is_empty() {
@@ -131,10 +131,10 @@ mod tests {
                 running: None,
             })
             .collect();
-        let g = best_single_gaussian(&history, &[("A".into(), 71.0), ("B".into(), 60.0)]).unwrap();
+        let g = best_single_gaussian(&history, &[("A", 71.0), ("B", 60.0)]).unwrap();
         // A's recent errors are 2, 1, 0: bias about 1, so centred near 72.
         assert!((g.mean() - 72.0).abs() < 0.3, "{}", g.mean());
-        assert!(best_single_gaussian(&history[..10], &[("A".into(), 71.0)]).is_none());
+        assert!(best_single_gaussian(&history[..10], &[("A", 71.0)]).is_none());
     }
 
     #[test]
@@ -143,6 +143,6 @@ mod tests {
         let e = equal_weight_fraction(&f).unwrap();
         assert!((e.p(70) - (2.0 / 3.0 * (1.0 - FLOOR_SHARE) + FLOOR_SHARE / 81.0)).abs() < 1e-9);
         assert!(e.p(72) > 0.0 && e.p(72) < 0.001);
-        assert!(equal_weight_fraction(&[]).is_none());
+        assert!(equal_weight_fraction(&[] as &[(&str, f64)]).is_none());
     }
 }

@@ -35,6 +35,7 @@
 //! here looks at dates beyond using them for weights.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use chrono::{Datelike, NaiveDate};
 
@@ -49,7 +50,9 @@ pub const METHOD: &str = "kde-season-v5";
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verified {
     pub date: NaiveDate,
-    pub forecasts: Vec<(String, f64)>,
+    /// Shared names: a history holds a name per day and source, and a clone of an `Arc`
+    /// is a count where a `String`'s is an allocation.
+    pub forecasts: Vec<(Arc<str>, f64)>,
     pub settled: f64,
     /// The day's running extreme (settlement unit, whole) at the hour of the asked day the
     /// odds are asked at, when they are asked within the day (`brackets::intraday`).
@@ -228,13 +231,13 @@ impl Method {
         &self,
         history: &[Verified],
         day: NaiveDate,
-        forecasts: &[(String, f64)],
+        forecasts: &[(impl AsRef<str>, f64)],
     ) -> Result<(Distribution, Fit), BracketsError> {
         if forecasts.is_empty() {
             return Err(BracketsError::NoInput("no forecast of the day".into()));
         }
         if let Some((name, _)) = forecasts.iter().find(|(_, f)| !f.is_finite()) {
-            return Err(BracketsError::Invalid(format!("the forecast of {name} is not a number")));
+            return Err(BracketsError::Invalid(format!("the forecast of {} is not a number", name.as_ref())));
         }
         // Only days before the asked one, with finite values, count (the caller passes
         // what was verified by its time; this keeps a mistake from looking ahead).
@@ -245,23 +248,21 @@ impl Method {
         let history = history.as_slice();
         let weights: Vec<f64> = history.iter().map(|h| self.weight(day, h.date)).collect();
         // Each past day's forecast of each asked source (its first, as named), found once.
-        let index: HashMap<&str, usize> = forecasts.iter().enumerate().map(|(i, (n, _))| (n.as_str(), i)).collect();
-        let by_source: Vec<Vec<Option<f64>>> = history
-            .iter()
-            .map(|h| {
-                let mut row = vec![None; forecasts.len()];
-                for (name, f) in &h.forecasts {
-                    if let Some(&i) = index.get(name.as_str()) {
-                        row[i].get_or_insert(*f);
-                    }
+        let index: HashMap<&str, usize> = forecasts.iter().enumerate().map(|(i, (n, _))| (n.as_ref(), i)).collect();
+        // One block, a row per past day (a row's own vector was an allocation per day).
+        let mut cells: Vec<Option<f64>> = vec![None; history.len() * forecasts.len()];
+        for (h, row) in history.iter().zip(cells.chunks_mut(forecasts.len())) {
+            for (name, f) in &h.forecasts {
+                if let Some(&i) = index.get(&**name) {
+                    row[i].get_or_insert(*f);
                 }
-                row
-            })
-            .collect();
+            }
+        }
+        let by_source = cells.chunks(forecasts.len());
         // Errors per asked source, and pooled.
         let mut per: Vec<Sums> = vec![Sums::default(); forecasts.len()];
         let mut pool = Sums::default();
-        for ((h, row), &w) in history.iter().zip(&by_source).zip(&weights) {
+        for ((h, row), &w) in history.iter().zip(by_source.clone()).zip(&weights) {
             for (s, f) in row.iter().enumerate() {
                 if let Some(f) = f {
                     per[s].add(w, h.settled - f);
@@ -282,7 +283,7 @@ impl Method {
                 let bias = (s.we + k * pool_bias) / (s.w + k);
                 let mse = (s.mse_around(bias) * s.w + k * pool_mse) / (s.w + k);
                 SourceFit {
-                    source: name.clone(),
+                    source: name.as_ref().to_string(),
                     forecast: *f,
                     weight: 1.0 / mse.max(0.25),
                     bias,
@@ -299,7 +300,7 @@ impl Method {
         // day's blend, its settled value, its day of the year).
         let mut past: Vec<(f64, f64, f64, u32)> = Vec::with_capacity(history.len());
         let mut past_dates: Vec<NaiveDate> = Vec::with_capacity(history.len());
-        for ((h, row), &w) in history.iter().zip(&by_source).zip(&weights) {
+        for ((h, row), &w) in history.iter().zip(by_source.clone()).zip(&weights) {
             let (mut num, mut den) = (0.0, 0.0);
             for (s, f) in fits.iter().zip(row) {
                 if let Some(f) = f {
@@ -443,6 +444,11 @@ mod tests {
     use super::*;
     use crate::brackets::scores::{ignorance, Reliability};
 
+    /// Today's forecasts as a verified day holds them.
+    fn shared(f: &[(String, f64)]) -> Vec<(Arc<str>, f64)> {
+        f.iter().map(|(n, v)| (Arc::from(n.as_str()), *v)).collect()
+    }
+
     /// A normal draw (Box-Muller).
     fn normal(rng: &mut SmallRng) -> f64 {
         let (u, v): (f64, f64) = (rng.random::<f64>().max(1e-12), rng.random());
@@ -510,8 +516,8 @@ mod tests {
             // Verified by the day before: everything before it.
             let history = &days[..i];
             let (d, _) = m.distribution(history, day.date, &day.forecasts).unwrap();
-            let alone: Vec<(String, f64)> = day.forecasts[..1].to_vec();
-            let (g, _) = m.distribution(history, day.date, &alone).unwrap();
+            let alone = &day.forecasts[..1];
+            let (g, _) = m.distribution(history, day.date, alone).unwrap();
             let settled = day.settled as i32;
             ours += ignorance(&d, settled);
             good_alone += ignorance(&g, settled);
@@ -543,7 +549,7 @@ mod tests {
                 }
             })
             .collect();
-        let (d, fit) = m.distribution(&few, day, &[("A".into(), 71.0), ("B".into(), 69.0)]).unwrap();
+        let (d, fit) = m.distribution(&few, day, &[("A", 71.0), ("B", 69.0)]).unwrap();
         assert_eq!(fit.bandwidth, None);
         let best = fit.sources.iter().map(|s| s.spread).fold(f64::INFINITY, f64::min);
         // The blend's eight exact days against the best source's 2.1° at five days'
@@ -564,9 +570,9 @@ mod tests {
         assert!((prior.mean() - 70.0).abs() < 1e-6, "{}", prior.mean());
         let (sd, normal) = (m.prior_spread, Distribution::normal(70.0, m.prior_spread, m.span).unwrap());
         assert!((prior.p(70) - normal.p(70) * (1.0 - m.floor_share)).abs() < 1e-3, "{sd}: {}", prior.p(70));
-        assert!(matches!(m.distribution(&[], day, &[]), Err(BracketsError::NoInput(_))));
+        assert!(matches!(m.distribution(&[], day, &[] as &[(&str, f64)]), Err(BracketsError::NoInput(_))));
         let few: Vec<Verified> = (1..4)
-            .map(|i| Verified { date: day - Duration::days(i), forecasts: f.clone(), settled: 72.0, running: None })
+            .map(|i| Verified { date: day - Duration::days(i), forecasts: shared(&f), settled: 72.0, running: None })
             .collect();
         let (d, fit) = m.distribution(&few, day, &f).unwrap();
         assert_eq!(fit.bandwidth, None);
@@ -576,7 +582,7 @@ mod tests {
         assert!(mode < 0.3, "{mode}");
         // Days after the asked one never count.
         let later: Vec<Verified> = (1..40)
-            .map(|i| Verified { date: day + Duration::days(i), forecasts: f.clone(), settled: 90.0, running: None })
+            .map(|i| Verified { date: day + Duration::days(i), forecasts: shared(&f), settled: 90.0, running: None })
             .collect();
         assert_eq!(m.distribution(&later, day, &f).unwrap().0, prior);
         let nan = vec![("GFS".to_string(), f64::NAN)];

@@ -29,7 +29,9 @@
 //! rows.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use chrono::{DateTime, Duration, NaiveDate, NaiveTime, TimeZone, Utc};
 use datafusion::arrow::array::AsArray;
@@ -44,9 +46,10 @@ use rayon::prelude::*;
 use super::error::JobError;
 use super::observed::replay_span;
 use crate::bracket_odds::inputs::Rows;
-use crate::bracket_odds::{bounded, compose, Ask, Observed, OddsError, MAX_LEAD_DAYS};
+use crate::bracket_odds::{bounded, compose_fitted, fit, Ask, Inputs, Observed, OddsError, MAX_LEAD_DAYS};
 use crate::brackets::baselines::{best_single_gaussian, climatology, equal_weight_fraction};
 use crate::brackets::markets::Quantity;
+use crate::brackets::method::Fit;
 use crate::brackets::scores::{brier, ignorance, pit, rps};
 use crate::brackets::{Distribution, Ladder, METHOD};
 use crate::catalog::{Catalog, Station};
@@ -146,18 +149,17 @@ impl Observations<'_> {
     }
 }
 
-/// The scored forecasts of `station`'s `target` for settled days `from..=to` (module docs),
-/// from `rows` read for that span and known by `now`.
+/// The scored forecasts of `station`'s `target` for the settled ones of `days` (module
+/// docs), from `rows` read for their span and known by `now`.
 fn station_scores(
     station: &Station,
     target: Quantity,
     rows: &Rows,
     obs: &Observations<'_>,
-    from: NaiveDate,
-    to: NaiveDate,
+    days: &[NaiveDate],
     now: DateTime<Utc>,
+    costs: &Costs,
 ) -> Vec<Scored> {
-    let days: Vec<NaiveDate> = from.iter_days().take_while(|d| *d <= to).collect();
     days.par_iter()
         .flat_map_iter(|&date| {
             let settled = rows.settled(date, now).map(|(v, at)| (round_half_away(v) as i32, at));
@@ -165,55 +167,125 @@ fn station_scores(
                 let t = checkpoint_at(station, date, days, hour).filter(|t| *t <= now)?;
                 Some((label, t))
             });
-            let scored: Vec<Scored> = match settled {
-                None => Vec::new(),
-                Some(settled) => checkpoints
-                    .flat_map(|(label, t)| {
-                        let ask = Ask::settling(station, target, Some(date), Some(LOGIC), t);
-                        checkpoint_scores(&ask, rows, obs, settled, label)
-                    })
-                    .collect(),
-            };
+            let Some(settled) = settled else { return Vec::new() };
+            // The day's checkpoints in order, each reusing the one before's fit when its
+            // inputs are the same (the four within the day usually are).
+            let mut previous = None;
+            let scored: Vec<Scored> = checkpoints
+                .flat_map(|(label, t)| {
+                    let ask = Ask::settling(station, target, Some(date), Some(LOGIC), t);
+                    checkpoint_scores(&ask, rows, obs, settled, label, &mut previous, costs)
+                })
+                .collect();
             scored
         })
         .collect()
 }
 
+/// Where the scoring's CPU time goes, summed over threads (debug log; benches/README.md).
+#[derive(Default)]
+struct Costs {
+    inputs_us: AtomicU64,
+    fit_us: AtomicU64,
+    rest_us: AtomicU64,
+    fits: AtomicU64,
+    reused: AtomicU64,
+}
+
+impl Costs {
+    fn add(counter: &AtomicU64, since: Instant) -> Instant {
+        let now = Instant::now();
+        counter.fetch_add((now - since).as_micros() as u64, Ordering::Relaxed);
+        now
+    }
+}
+
+/// What a checkpoint of a day made from its inputs before the day's observations bound
+/// it: the method's fit and the baselines, pure functions of those inputs, so the next
+/// checkpoint of the same day takes them again when its inputs are the same.
+struct Fitted {
+    inputs: Inputs,
+    fit: (Distribution, Fit),
+    /// Climatology, the best source's Gaussian, the equal-weight fraction.
+    baselines: [Option<Distribution>; 3],
+}
+
+impl Fitted {
+    /// Whether `inputs` make the same fit and baselines as this one's: the same forecasts,
+    /// past days (their dates, settled values and forecasts; not their running extremes,
+    /// which only the same-day step reads) and settled days.
+    fn fits(&self, inputs: &Inputs) -> bool {
+        let (a, b) = (&self.inputs, inputs);
+        let same_forecasts = a.forecasts.len() == b.forecasts.len()
+            && a.forecasts.iter().zip(&b.forecasts).all(|(x, y)| x.source == y.source && x.forecast == y.forecast);
+        let same_history = a.history.len() == b.history.len()
+            && a.history
+                .iter()
+                .zip(&b.history)
+                .all(|(x, y)| x.date == y.date && x.settled == y.settled && x.forecasts == y.forecasts);
+        same_forecasts && same_history && a.settled == b.settled
+    }
+}
+
 /// Ours and the baselines at one checkpoint (none when nothing had forecast the day, or a
-/// final report had already settled it).
+/// final report had already settled it). `previous`: the day's last fit, reused when this
+/// checkpoint's inputs are the same, else replaced.
 fn checkpoint_scores(
     ask: &Ask<'_>,
     rows: &Rows,
     obs: &Observations<'_>,
     settled: (i32, DateTime<Utc>),
     label: &'static str,
+    previous: &mut Option<Fitted>,
+    costs: &Costs,
 ) -> Vec<Scored> {
+    let started = Instant::now();
     let inputs = rows.inputs(ask);
     let observed = obs.observed(ask);
     if observed.is_some_and(|o| o.is_final) {
         return Vec::new();
     }
-    let odds = match compose(ask, &inputs, observed, None) {
+    let started = Costs::add(&costs.inputs_us, started);
+    if !previous.as_ref().is_some_and(|p| p.fits(&inputs)) {
+        costs.fits.fetch_add(1, Ordering::Relaxed);
+        let fit = match fit(ask, &inputs) {
+            Ok(fit) => fit,
+            Err(OddsError::NoForecast { .. }) => return Vec::new(),
+            Err(e) => {
+                tracing::warn!(station = %ask.station.code, date = %ask.date, error = %e, "bracket_scores: no distribution");
+                return Vec::new();
+            }
+        };
+        let forecasts = inputs.forecast_values();
+        let baselines = [
+            climatology(&inputs.settled, ask.date, CLIMATOLOGY_WINDOW_DAYS),
+            best_single_gaussian(&inputs.history, &forecasts),
+            equal_weight_fraction(&forecasts),
+        ];
+        *previous = Some(Fitted { inputs, fit, baselines });
+    } else if let Some(p) = previous.as_mut() {
+        costs.reused.fetch_add(1, Ordering::Relaxed);
+        // Same fit; this checkpoint's own running extremes of past days.
+        p.inputs = inputs;
+    }
+    let started = Costs::add(&costs.fit_us, started);
+    let Some(day) = previous.as_ref() else { return Vec::new() };
+    let odds = match compose_fitted(ask, &day.inputs, observed, None, Some(day.fit.clone())) {
         Ok(odds) => odds,
-        Err(OddsError::NoForecast { .. }) => return Vec::new(),
         Err(e) => {
             tracing::warn!(station = %ask.station.code, date = %ask.date, error = %e, "bracket_scores: no distribution");
             return Vec::new();
         }
     };
-    let forecasts = inputs.forecast_values();
-    let baselines = [
-        climatology(&inputs.settled, ask.date, CLIMATOLOGY_WINDOW_DAYS),
-        best_single_gaussian(&inputs.history, &forecasts),
-        equal_weight_fraction(&forecasts),
-    ];
-    let dists = std::iter::once(Some(odds.distribution.clone()))
-        .chain(baselines.into_iter().map(|b| b.map(|d| bounded(d, ask.target, observed))));
-    FORECASTERS
+    let baselines = day.baselines.iter().map(|b| b.clone().map(|d| bounded(d, ask.target, observed)));
+    let dists = std::iter::once(Some(odds.distribution.clone())).chain(baselines);
+    let scored = FORECASTERS
         .iter()
         .zip(dists)
         .filter_map(|(name, d)| Some(score(ask, name, label, &d?, &odds.ladder, settled)))
-        .collect()
+        .collect();
+    Costs::add(&costs.rest_us, started);
+    scored
 }
 
 fn score(
@@ -291,12 +363,14 @@ pub async fn bracket_forecasts(
     let none = Observations::default();
     // Each station's and target's scoring spreads over the cores.
     let started = std::time::Instant::now();
+    let costs = Costs::default();
+    let days: Vec<NaiveDate> = from.iter_days().take_while(|d| *d <= to).collect();
     let mut scored: Vec<Scored> = asks
         .par_iter()
         .zip(&rows)
         .flat_map_iter(|(&(station, target), rows)| {
             let obs = by_station.get(station.code.as_str()).unwrap_or(&none);
-            station_scores(station, target, rows, obs, from, to, now)
+            station_scores(station, target, rows, obs, &days, now, &costs)
         })
         .collect();
     // Where the job's time goes (benches/README.md, "Brackets").
@@ -304,6 +378,11 @@ pub async fn bracket_forecasts(
         stations = asks.len() / 2,
         read_ms = read.as_millis() as u64,
         scored_ms = started.elapsed().as_millis() as u64,
+        inputs_cpu_ms = costs.inputs_us.load(Ordering::Relaxed) / 1000,
+        fit_cpu_ms = costs.fit_us.load(Ordering::Relaxed) / 1000,
+        rest_cpu_ms = costs.rest_us.load(Ordering::Relaxed) / 1000,
+        fits = costs.fits.load(Ordering::Relaxed),
+        reused = costs.reused.load(Ordering::Relaxed),
         "bracket_scores: read and scored"
     );
     // By station and target, whatever the catalog's order.

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
+use std::sync::Arc;
 
 use chrono::{Duration, NaiveDate};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
@@ -89,7 +90,8 @@ fn on_real_highs_the_distribution_beats_the_best_single_source_and_is_reliable()
         let days: Vec<Verified> = issued
             .iter()
             .filter_map(|(d, f)| {
-                Some(Verified { date: *d, forecasts: f.clone(), settled: *settled.get(d)?, running: None })
+                let forecasts = f.iter().map(|(n, v)| (Arc::from(n.as_str()), *v)).collect();
+                Some(Verified { date: *d, forecasts, settled: *settled.get(d)?, running: None })
             })
             .collect();
         let settled_days: Vec<(NaiveDate, f64)> = settled.iter().map(|(d, v)| (*d, *v)).collect();
@@ -346,7 +348,7 @@ async fn brackets_php_answers_from_what_was_known_at_the_asked_time() {
                 })
             })
             .collect();
-        let (expected, fit) = Method::default().distribution(&history, day, &[("NWS-POINT".into(), today)]).unwrap();
+        let (expected, fit) = Method::default().distribution(&history, day, &[("NWS-POINT", today)]).unwrap();
         let uri = format!(
             "/api/v2/brackets.php?station_code=KLAX&date={day}&target=high&as_of={}",
             wxlake::time::fmt_iso_utc(t)
