@@ -11,8 +11,9 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use wxlake::brackets::{Ladder, Method, Verified};
 
-/// Three years of days with a seasonal truth and 20 sources of different skill.
-fn history() -> (Vec<Verified>, Vec<(Arc<str>, f64)>, NaiveDate) {
+/// Three years of days with a seasonal truth and 20 sources of different skill: the
+/// verified ones, and the last (its forecasts and date are the asked day's).
+fn history() -> (Vec<Verified>, Verified) {
     let mut rng = SmallRng::seed_from_u64(11);
     let start = NaiveDate::from_ymd_opt(2023, 11, 1).unwrap();
     let sources: Vec<Arc<str>> = (0..20).map(|i| Arc::from(format!("SRC-{i}"))).collect();
@@ -26,11 +27,12 @@ fn history() -> (Vec<Verified>, Vec<(Arc<str>, f64)>, NaiveDate) {
         })
         .collect();
     let (last, history) = days.split_last().unwrap();
-    (history.to_vec(), last.forecasts.clone(), last.date)
+    (history.to_vec(), last.clone())
 }
 
 fn bench(c: &mut Criterion) {
-    let (history, today, day) = history();
+    let (history, last) = history();
+    let (today, day) = (last.forecasts, last.date);
     let m = Method::default();
     c.bench_function("brackets: one station-day, 3 years x 20 sources", |b| {
         b.iter(|| {

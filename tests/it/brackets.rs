@@ -694,7 +694,10 @@ async fn bracket_scores_are_what_brackets_php_answered_at_each_checkpoint() {
         floors += usize::from(!v["floor"].is_null() || !v["ceiling"].is_null());
         // The same-day step applies within the day only, with its alike past days.
         if let Some(n) = v["same_day_days"].as_f64() {
-            assert!(r[2].starts_with("D ") && n >= 10.0, "{uri}: {v}");
+            assert!(
+                r[2].starts_with("D ") && n >= wxlake::brackets::intraday::Intraday::default().min_days,
+                "{uri}: {v}"
+            );
             same_day += 1;
         }
         // The NWS input is the version `as_of('nws_hourly', ...)` has in force at the time
