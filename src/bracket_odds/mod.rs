@@ -208,11 +208,7 @@ pub fn compose(
     observed: Option<Observed>,
     ladder: Option<Ladder>,
 ) -> Result<Odds, OddsError> {
-    let fitted = match observed.filter(|o| o.is_final) {
-        Some(_) => None,
-        None => Some(fit(ask, inputs)?),
-    };
-    compose_fitted(ask, inputs, observed, ladder, fitted)
+    compose_fitted(ask, inputs, observed, ladder, None)
 }
 
 /// The method's distribution of `ask`'s day from `inputs`, before the day's observations
@@ -231,7 +227,8 @@ pub fn fit(ask: &Ask<'_>, inputs: &Inputs) -> Result<(Distribution, Fit), OddsEr
 }
 
 /// [`compose`] with the method's answer already made: `fitted` is [`fit`] of the same
-/// `ask` and `inputs` (ignored when a final climate report settles the day).
+/// `ask` and `inputs` (made here when `None`; ignored when a final climate report settles
+/// the day).
 pub fn compose_fitted(
     ask: &Ask<'_>,
     inputs: &Inputs,

@@ -330,19 +330,19 @@ impl Method {
         let n_eff = if sw2 > 0.0 { sw * sw / sw2 } else { 0.0 };
         let lo = center.round() as i32 - self.span;
         let len = (2 * self.span + 1) as usize;
+        // The residuals' weighted mean and sum of squares around it, for either shape.
+        let mean = if sw > 0.0 { residuals.iter().map(|(w, r)| w * r).sum::<f64>() / sw } else { 0.0 };
+        let sq: f64 = residuals.iter().map(|(w, r)| w * (r - mean).powi(2)).sum();
         let (p, bandwidth) = if n_eff < self.min_days {
             // The blend errs less than its best source: its own past errors, few as they
             // are, count for what they weigh against the best source's spread at
             // `shrink` days' weight (v5; v4 took the best source's spread alone and was
             // under-confident through a new station's first weeks).
             let best = fits.iter().map(|s| s.spread).fold(f64::INFINITY, f64::min).max(0.5);
-            let mean = if sw > 0.0 { residuals.iter().map(|(w, r)| w * r).sum::<f64>() / sw } else { 0.0 };
-            let sq: f64 = residuals.iter().map(|(w, r)| w * (r - mean).powi(2)).sum();
             let spread = ((sq + self.shrink * best * best) / (sw + self.shrink)).sqrt().max(0.5);
             (Distribution::normal(center, spread, self.span)?.values().map(|(_, p)| p).collect::<Vec<f64>>(), None)
         } else {
-            let mean = residuals.iter().map(|(w, r)| w * r).sum::<f64>() / sw;
-            let var = residuals.iter().map(|(w, r)| w * (r - mean).powi(2)).sum::<f64>() / sw;
+            let var = sq / sw;
             let h = (1.06 * var.sqrt() * n_eff.powf(-0.2)).max(0.5);
             // Each kernel adds h² to the spread: the residuals are drawn toward their mean
             // so the density keeps the errors' own variance (Jones' variance-corrected
