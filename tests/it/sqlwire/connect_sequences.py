@@ -1,12 +1,14 @@
 """The catalog queries analysts' tools send on connect, replayed through psycopg (extended
 protocol, autocommit as JDBC and pgx run them). Prints one line per query:
-`ok <name> <rows>` or `fail <name> <first line of the error>`, then the same sequence
-on three connections at once (`parallel ok|fail ...`).
+`ok <name> <rows> in <seconds> s` or `fail <name> after <seconds> s: <first line of the error>`, then the
+same sequence on three connections at once (`parallel <i> failed <names>`, and each
+failure's line on stderr).
 
 Usage: python connect_sequences.py PORT KEY
 """
 import sys
 import threading
+import time
 
 import psycopg
 
@@ -73,16 +75,19 @@ QUERIES = [
 def run(conn, prefix=""):
     failures = []
     for name, sql in QUERIES:
+        started = time.monotonic()
         try:
             cur = conn.execute(sql)
             rows = cur.fetchall() if cur.description else []
             if not prefix:
-                print(f"ok {name} {len(rows)}", flush=True)
+                print(f"ok {name} {len(rows)} in {time.monotonic() - started:.2f} s", flush=True)
         except Exception as e:  # noqa: BLE001 - every failure is reported
             first = (str(e).strip().splitlines() or [type(e).__name__])[0]
             failures.append(name)
-            if not prefix:
-                print(f"fail {name} {first}", flush=True)
+            secs = time.monotonic() - started
+            # Parallel failures are reported too (on stderr), so a failed run says why.
+            line = f"fail {name} after {secs:.2f} s: {first}"
+            print(f"{prefix} {line}" if prefix else line, file=sys.stderr if prefix else sys.stdout, flush=True)
     return failures
 
 
