@@ -129,19 +129,23 @@ pub fn window_at(tz: Tz, clock: DayClock, t: DateTime<Utc>) -> (NaiveDate, Windo
 }
 
 /// [`local_date`] / [`window_at`] for many instants of one zone and clock, answered from
-/// the last day's window while instants stay inside it: the lake writes millions of rows
-/// sorted by station then time, and the live engine applies reports in time order; a zone
-/// lookup per instant was a measurable share of both.
+/// the last two days' windows while instants stay inside them: the lake writes millions of
+/// rows sorted by station then time, and the live engine applies reports in time order; a
+/// zone lookup per instant was a measurable share of both. Two, because a replay in the
+/// order rows became known interleaves today's reports with yesterday's one-minute
+/// readings, which arrive a day late: one remembered day would be looked up again at
+/// every switch.
 #[derive(Debug, Clone, Copy)]
 pub struct DateMemo {
     tz: Tz,
     clock: DayClock,
-    day: Option<(NaiveDate, Window)>,
+    /// The most recently used first.
+    days: [Option<(NaiveDate, Window)>; 2],
 }
 
 impl DateMemo {
     pub fn new(tz: Tz, clock: DayClock) -> Self {
-        DateMemo { tz, clock, day: None }
+        DateMemo { tz, clock, days: [None; 2] }
     }
 
     /// The local date of `t`, equal to `local_date(tz, clock, t)`.
@@ -151,21 +155,26 @@ impl DateMemo {
 
     /// The date of `t` and that day's window, equal to `window_at(tz, clock, t)`.
     pub fn locate(&mut self, t: DateTime<Utc>) -> (NaiveDate, Window) {
-        match self.day {
-            Some((d, w)) if w.contains(t) => (d, w),
-            _ => {
-                let found = window_at(self.tz, self.clock, t);
-                // Only a window that really holds `t` may answer later instants (a zone
-                // whose base offset changed that day could disagree with itself).
-                self.day = found.1.contains(t).then_some(found);
-                found
-            }
+        let holds = |day: &Option<(NaiveDate, Window)>| day.filter(|(_, w)| w.contains(t));
+        if let Some(found) = holds(&self.days[0]) {
+            return found;
         }
+        if let Some(found) = holds(&self.days[1]) {
+            self.days.swap(0, 1);
+            return found;
+        }
+        let found = window_at(self.tz, self.clock, t);
+        // Only a window that really holds `t` may answer later instants (a zone whose base
+        // offset changed that day could disagree with itself).
+        if found.1.contains(t) {
+            self.days = [Some(found), self.days[0]];
+        }
+        found
     }
 
-    /// Forgets the remembered day (callers that prune their days).
+    /// Forgets the remembered days (callers that prune their days).
     pub fn clear(&mut self) {
-        self.day = None;
+        self.days = [None; 2];
     }
 }
 
@@ -246,7 +255,7 @@ mod tests {
     fn date_memo_agrees_with_local_date_for_every_station_across_dst() {
         // Every catalog zone (plus a pre-2019 Sao Paulo with midnight DST jumps), every
         // 40 minutes through a year, forwards and after jumping back (how the writer
-        // walks one run's valid times after another's).
+        // walks one run's valid times after another's), and two days interleaved.
         let mut zones: Vec<Tz> = crate::catalog::Catalog::global().all().iter().map(|s| s.timezone).collect();
         zones.push(chrono_tz::America::Sao_Paulo);
         zones.sort_by_key(|z| z.name());
@@ -259,6 +268,14 @@ mod tests {
                     for step in 0..(366 * 36) {
                         let t = start + Duration::minutes(40 * step + 7 * pass);
                         assert_eq!(memo.date(t), local_date(tz, clock, t), "{tz} {clock:?} {t}");
+                    }
+                }
+                // Each instant then the same a day before (a replay's reports between the
+                // one-minute readings that arrive a day late).
+                for step in 0..(366 * 36) {
+                    let t = start + Duration::minutes(40 * step + 3);
+                    for u in [t, t - Duration::days(1)] {
+                        assert_eq!(memo.date(u), local_date(tz, clock, u), "{tz} {clock:?} {u}");
                     }
                 }
             }

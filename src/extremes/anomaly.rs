@@ -23,13 +23,13 @@ pub const THRESHOLD_F: i32 = 5;
 
 /// True when `max_f` at `t` is ≥ 5 °F above the warmest reading within ±20 min.
 pub(crate) fn high_anomalous(readings: &Readings, t: DateTime<Utc>, max_f: i32) -> bool {
-    let warmest = readings.around(t.timestamp(), NEAR_SECS).iter().filter(|r| !r.missing).map(|r| r.hi_f).max();
+    let warmest = readings.around(t.timestamp(), NEAR_SECS).filter(|r| !r.missing).map(|r| r.hi_f).max();
     warmest.is_some_and(|w| max_f - i32::from(w) >= THRESHOLD_F)
 }
 
 /// True when `min_f` at `t` is ≥ 5 °F below the coldest reading within ±20 min.
 pub(crate) fn low_anomalous(readings: &Readings, t: DateTime<Utc>, min_f: i32) -> bool {
-    let coldest = readings.around(t.timestamp(), NEAR_SECS).iter().filter(|r| !r.missing).map(|r| r.lo_f).min();
+    let coldest = readings.around(t.timestamp(), NEAR_SECS).filter(|r| !r.missing).map(|r| r.lo_f).min();
     coldest.is_some_and(|c| i32::from(c) - min_f >= THRESHOLD_F)
 }
 

@@ -8,6 +8,13 @@
 //! Inputs can arrive out of order (a rebuild from the lake, a late feed), so entries are
 //! inserted in order: appending is O(1) for in-order input, and a late entry is placed by
 //! binary search. The same reading delivered twice is merged, never counted twice.
+//!
+//! One-minute readings and reports (METAR, SPECI, HF-METAR) are kept in two lists, each
+//! in time order: one-minute data arrive about a day late, in batches, while reports come
+//! within minutes, so in one list every late minute would be inserted before a day of
+//! reports and shift them (most of a replay's time, benches/README.md "daily_extremes at
+//! scale"). Each kind of reading arrives in order within its own list. The questions
+//! that look at both take both slices.
 
 use chrono::{DateTime, Utc};
 
@@ -68,14 +75,20 @@ impl Reading {
     }
 }
 
-/// Time-sorted readings with merge-on-duplicate insertion.
+/// Time-sorted readings with merge-on-duplicate insertion, one-minute readings apart from
+/// reports (module docs).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Readings {
-    list: Vec<Reading>,
+    minutes: Sorted,
+    reports: Sorted,
     /// Number of entries with `held` set: lets one-minute ingest skip the confirmation scan
-    /// entirely at stations (or times) with nothing waiting.
+    /// entirely at stations (or times) with nothing waiting. Only reports are ever held.
     held: usize,
 }
+
+/// One list of readings in `(t, kind)` order.
+#[derive(Debug, Clone, Default)]
+struct Sorted(Vec<Reading>);
 
 /// What an insertion did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,55 +98,103 @@ pub(crate) enum Inserted {
     Duplicate,
 }
 
+impl Sorted {
+    /// Inserts in order; on a duplicate, the merged entry replaces the existing one and
+    /// both are returned (existing, merged).
+    fn insert(&mut self, r: Reading) -> Result<(), (Reading, Reading)> {
+        let key = r.key();
+        let list = &mut self.0;
+        let at = match list.last() {
+            Some(last) if last.key() < key => list.len(),
+            None => 0,
+            Some(_) => list.partition_point(|x| x.key() < key),
+        };
+        if let Some(existing) = list.get_mut(at).filter(|x| x.key() == key) {
+            let before = *existing;
+            *existing = Reading::preferred(before, r);
+            return Err((before, *existing));
+        }
+        list.insert(at, r);
+        Ok(())
+    }
+
+    fn range(&self, from: i64, to: i64) -> &[Reading] {
+        let (a, b) = self.bounds(from, to);
+        &self.0[a..b]
+    }
+
+    /// Index bounds of the readings with `from <= t < to`.
+    fn bounds(&self, from: i64, to: i64) -> (usize, usize) {
+        let a = self.0.partition_point(|x| x.t < from);
+        let b = self.0.partition_point(|x| x.t < to);
+        (a, b.max(a))
+    }
+
+    fn contains(&self, t: i64, kind: ReadingKind) -> bool {
+        let key = (t, kind);
+        let at = self.0.partition_point(|x| x.key() < key);
+        self.0.get(at).is_some_and(|x| x.key() == key)
+    }
+
+    /// Drops every reading before `t`, returning how many of them were held.
+    fn prune_before(&mut self, t: i64) -> usize {
+        let n = self.0.partition_point(|x| x.t < t);
+        let held = self.0[..n].iter().filter(|r| r.held).count();
+        self.0.drain(..n);
+        held
+    }
+}
+
 impl Readings {
     /// Inserts in time order, merging with an entry of the same time and kind.
     pub fn insert(&mut self, r: Reading) -> Inserted {
-        let key = r.key();
-        let at = match self.list.last() {
-            Some(last) if last.key() < key => self.list.len(),
-            None => 0,
-            Some(_) => self.list.partition_point(|x| x.key() < key),
-        };
-        if let Some(existing) = self.list.get_mut(at).filter(|x| x.key() == key) {
-            let merged = Reading::preferred(*existing, r);
-            self.held = self.held + usize::from(merged.held) - usize::from(existing.held);
-            *existing = merged;
-            return Inserted::Duplicate;
+        let list = if r.kind == ReadingKind::OneMinute { &mut self.minutes } else { &mut self.reports };
+        match list.insert(r) {
+            Ok(()) => {
+                self.held += usize::from(r.held);
+                Inserted::New
+            }
+            Err((existing, merged)) => {
+                self.held = self.held + usize::from(merged.held) - usize::from(existing.held);
+                Inserted::Duplicate
+            }
         }
-        self.held += usize::from(r.held);
-        self.list.insert(at, r);
-        Inserted::New
     }
 
     /// True when a reading of `kind` at `t` (Unix seconds) is held.
     pub fn contains(&self, t: i64, kind: ReadingKind) -> bool {
-        let key = (t, kind);
-        let at = self.list.partition_point(|x| x.key() < key);
-        self.list.get(at).is_some_and(|x| x.key() == key)
+        match kind {
+            ReadingKind::OneMinute => self.minutes.contains(t, kind),
+            _ => self.reports.contains(t, kind),
+        }
     }
 
-    /// Readings with `from <= t < to` (Unix seconds).
-    pub fn range(&self, from: i64, to: i64) -> &[Reading] {
-        let a = self.list.partition_point(|x| x.t < from);
-        let b = self.list.partition_point(|x| x.t < to);
-        self.list.get(a..b.max(a)).unwrap_or(&[])
+    /// One-minute readings with `from <= t < to` (Unix seconds).
+    pub fn minutes(&self, from: i64, to: i64) -> &[Reading] {
+        self.minutes.range(from, to)
     }
 
-    /// Readings within ±`secs` of `t`, both ends included.
-    pub fn around(&self, t: i64, secs: i64) -> &[Reading] {
-        self.range(t - secs, t + secs + 1)
+    /// Reports (METAR, SPECI, HF-METAR) with `from <= t < to` (Unix seconds).
+    pub fn reports(&self, from: i64, to: i64) -> &[Reading] {
+        self.reports.range(from, to)
     }
 
-    /// Index bounds of `around`, for callers that update entries in place.
-    fn around_bounds(&self, t: i64, secs: i64) -> (usize, usize) {
-        let a = self.list.partition_point(|x| x.t < t - secs);
-        let b = self.list.partition_point(|x| x.t <= t + secs);
-        (a, b.max(a))
+    /// The newest reading's time, of either kind.
+    pub fn newest(&self) -> Option<i64> {
+        let last = |s: &Sorted| s.0.last().map(|r| r.t);
+        last(&self.minutes).max(last(&self.reports))
+    }
+
+    /// Readings of either kind within ±`secs` of `t`, both ends included (one-minute
+    /// readings first, then reports: callers ask about any of them, not their order).
+    pub fn around(&self, t: i64, secs: i64) -> impl Iterator<Item = &Reading> {
+        let (from, to) = (t - secs, t + secs + 1);
+        self.minutes(from, to).iter().chain(self.reports(from, to))
     }
 
     /// True when some exact reading within ±`secs` of `t` rounds to `whole_c`.
     pub fn confirmed(&self, t: i64, secs: i64, whole_c: i16) -> bool {
-        self.around(t, secs).iter().any(|r| r.confirms(whole_c))
+        self.around(t, secs).any(|r| r.confirms(whole_c))
     }
 
     /// Clears `held` on every held reading within ±`secs` of `t` that `whole_c` confirms,
@@ -142,9 +203,9 @@ impl Readings {
         if self.held == 0 {
             return Vec::new();
         }
-        let (a, b) = self.around_bounds(t, secs);
+        let (a, b) = self.reports.bounds(t - secs, t + secs + 1);
         let mut out = Vec::new();
-        for r in self.list.get_mut(a..b).unwrap_or(&mut []) {
+        for r in &mut self.reports.0[a..b] {
             if r.held && r.whole_c == whole_c {
                 r.held = false;
                 out.push(*r);
@@ -156,14 +217,12 @@ impl Readings {
 
     /// Drops every reading before `t`.
     pub fn prune_before(&mut self, t: i64) {
-        let n = self.list.partition_point(|x| x.t < t);
-        self.held -= self.list.iter().take(n).filter(|r| r.held).count();
-        self.list.drain(..n);
+        self.held -= self.minutes.prune_before(t) + self.reports.prune_before(t);
     }
 
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        self.list.len()
+        self.minutes.0.len() + self.reports.0.len()
     }
 }
 
@@ -191,7 +250,7 @@ mod tests {
         for t in [300, 60, 180, 120, 240, 0] {
             assert_eq!(rs.insert(one_min(t, Some(40))), Inserted::New);
         }
-        let times: Vec<i64> = rs.range(i64::MIN, i64::MAX).iter().map(|r| r.t).collect();
+        let times: Vec<i64> = rs.minutes(i64::MIN, i64::MAX).iter().map(|r| r.t).collect();
         assert_eq!(times, [0, 60, 120, 180, 240, 300]);
         // A -999 and a value for the same minute: the value wins in either order.
         let mut a = Readings::default();
@@ -200,9 +259,32 @@ mod tests {
         let mut b = Readings::default();
         b.insert(one_min(60, Some(41)));
         b.insert(one_min(60, None));
-        assert_eq!(a.range(0, 100), b.range(0, 100));
-        assert!(!a.range(0, 100)[0].missing);
+        assert_eq!(a.minutes(0, 100), b.minutes(0, 100));
+        assert!(!a.minutes(0, 100)[0].missing);
         assert_eq!(a.len(), 1);
+    }
+
+    #[test]
+    fn a_day_of_late_minutes_keeps_both_kinds_in_order_and_visible() {
+        let mut rs = Readings::default();
+        let report = |t| Reading { kind: ReadingKind::Metar, ..one_min(t, Some(50)) };
+        for t in (0..86_400).step_by(300) {
+            rs.insert(report(t));
+        }
+        // The same day's minutes, a day late: after every report.
+        for t in (0..86_400).step_by(60) {
+            assert_eq!(rs.insert(one_min(t, Some(40))), Inserted::New);
+        }
+        assert_eq!(rs.len(), 288 + 1440);
+        let sorted = |rs: &[Reading]| rs.windows(2).all(|w| w[0].key() < w[1].key());
+        assert!(sorted(rs.minutes(i64::MIN, i64::MAX)) && sorted(rs.reports(i64::MIN, i64::MAX)));
+        assert_eq!(rs.minutes(600, 900).len(), 5);
+        assert_eq!(rs.reports(600, 900).len(), 1);
+        let kinds: Vec<ReadingKind> = rs.around(600, 60).map(|r| r.kind).collect();
+        assert_eq!(kinds, [ReadingKind::OneMinute, ReadingKind::OneMinute, ReadingKind::OneMinute, ReadingKind::Metar]);
+        assert_eq!(rs.newest(), Some(86_340));
+        assert!(rs.contains(600, ReadingKind::Metar) && rs.contains(660, ReadingKind::OneMinute));
+        assert!(!rs.contains(660, ReadingKind::Metar));
     }
 
     #[test]
@@ -211,10 +293,10 @@ mod tests {
         for t in [0, 600, 1200, 1201] {
             rs.insert(one_min(t, Some(40)));
         }
-        let near: Vec<i64> = rs.around(600, 600).iter().map(|r| r.t).collect();
+        let near: Vec<i64> = rs.around(600, 600).map(|r| r.t).collect();
         assert_eq!(near, [0, 600, 1200]);
-        assert!(rs.range(5, 5).is_empty());
-        assert!(rs.range(1300, 5).is_empty());
+        assert!(rs.minutes(5, 5).is_empty());
+        assert!(rs.minutes(1300, 5).is_empty());
     }
 
     #[test]

@@ -93,7 +93,7 @@ impl Staleness {
 
 /// The staleness of `readings` at `now`, or `None` when there is no reading at all.
 pub(crate) fn staleness(readings: &Readings, now: DateTime<Utc>) -> Option<Staleness> {
-    let newest = readings.range(i64::MIN, i64::MAX).last()?.t;
+    let newest = readings.newest()?;
     let cadence = cadence(readings, newest);
     let age = (now.timestamp() - newest).max(0);
     Some(Staleness {
@@ -108,7 +108,7 @@ pub(crate) fn staleness(readings: &Readings, now: DateTime<Utc>) -> Option<Stale
 fn cadence(readings: &Readings, newest: i64) -> Duration {
     let from = newest - CADENCE_LOOKBACK.num_seconds();
     let times: Vec<i64> = readings
-        .range(from, newest + 1)
+        .reports(from, newest + 1)
         .iter()
         .filter(|r| matches!(r.kind, ReadingKind::Metar | ReadingKind::HfMetar))
         .map(|r| r.t)

@@ -142,14 +142,15 @@ impl StationExtremes {
         let w = day.window;
         let high = day.answer(Side::High);
         let low = day.answer(Side::Low);
-        let in_window = self.readings.range(w.start.timestamp(), w.end.timestamp());
+        let (from, to) = (w.start.timestamp(), w.end.timestamp());
+        let (minutes, reports) = (self.readings.minutes(from, to), self.readings.reports(from, to));
         let ctx = GapContext {
             high_t: high.map(|c| c.time.timestamp()),
             low_t: low.map(|c| c.time.timestamp()),
             in_progress: now < w.end,
             logic: logic.as_str(),
         };
-        let held = (logic == Logic::Wu && self.rule3).then(|| self.held_list(in_window, high, low));
+        let held = (logic == Logic::Wu && self.rule3).then(|| self.held_list(reports, high, low));
         let data_quality = if high.is_none() && low.is_none() {
             // Touched (a held report, -999 minutes, a suspect value) but nothing usable.
             DataQuality::no_data(logic.as_str(), w.start, w.end, now, held)
@@ -158,7 +159,7 @@ impl StationExtremes {
             let down = (ctx.in_progress && now >= w.start)
                 .then(|| self.staleness(now).and_then(|s| s.warning(logic.as_str(), now)))
                 .flatten();
-            DataQuality::new(gap_warning(in_window, ctx), held).with_warning(down)
+            DataQuality::new(gap_warning(minutes, ctx), held).with_warning(down)
         };
         let nws = logic == Logic::Nws;
         Some(DayExtremes {
@@ -438,8 +439,8 @@ impl StationExtremes {
 
     // ---- queries ----
 
-    fn held_list(&self, in_window: &[Reading], high: Option<Cand>, low: Option<Cand>) -> Vec<HeldObservation> {
-        in_window
+    fn held_list(&self, reports: &[Reading], high: Option<Cand>, low: Option<Cand>) -> Vec<HeldObservation> {
+        reports
             .iter()
             .filter(|r| r.held)
             .map(|r| {

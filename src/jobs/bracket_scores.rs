@@ -44,7 +44,7 @@ use datafusion::prelude::SessionContext;
 use rayon::prelude::*;
 
 use super::error::JobError;
-use super::observed::replay_span;
+use super::observed::{between, replay_span};
 use crate::bracket_odds::inputs::Rows;
 use crate::bracket_odds::{bounded, compose_fitted, fit, Ask, Inputs, Observed, OddsError, MAX_LEAD_DAYS};
 use crate::brackets::baselines::{best_single_gaussian, climatology, equal_weight_fraction};
@@ -57,7 +57,7 @@ use crate::decode::types::{DailyReport, Metar, OneMinute};
 use crate::extremes::{Logic, StationExtremes, REPLAY_AFTER, REPLAY_BEFORE};
 use crate::lake::bound_sql::{utf8_column, Bindings};
 use crate::lake::rows::date32;
-use crate::lake::window::{load_known_window, Known};
+use crate::lake::window::{load_replay_window, Known};
 use crate::units::round_half_away;
 
 /// The checkpoints: days from the settlement day, local hour, label.
@@ -115,19 +115,12 @@ pub fn checkpoint_at(station: &Station, date: NaiveDate, days: i64, hour: u32) -
 }
 
 /// One station's observations, one-minute data and reports, each with when it was known;
-/// observations and one-minute data by time (as read), so a day's are found by bisection.
+/// observations and one-minute data by time, so a day's are found by bisection.
 #[derive(Default)]
 struct Observations<'a> {
     metars: Vec<&'a Known<Metar>>,
     onemin: Vec<&'a Known<OneMinute>>,
     reports: Vec<&'a Known<DailyReport>>,
-}
-
-/// The rows of `rows` (sorted by `time`) with `from <= time < to`.
-fn between<T>(rows: &[T], time: impl Fn(&T) -> DateTime<Utc>, from: DateTime<Utc>, to: DateTime<Utc>) -> &[T] {
-    let lo = rows.partition_point(|r| time(r) < from);
-    let hi = rows.partition_point(|r| time(r) < to);
-    &rows[lo..hi.max(lo)]
 }
 
 impl Observations<'_> {
@@ -341,7 +334,7 @@ pub async fn bracket_forecasts(
     // station's own read would scan every file: benches/README.md).
     let started = std::time::Instant::now();
     let (start, end) = replay_span(from, to);
-    let observations = async { Ok::<_, JobError>(load_known_window(ctx, start, end).await?) };
+    let observations = async { Ok::<_, JobError>(load_replay_window(ctx, start, end).await?) };
     let station_rows = async { Ok::<_, JobError>(Rows::read_many(ctx, &templates, from, 1..=MAX_LEAD_DAYS).await?) };
     let ((metars, onemin, reports), rows) = futures::try_join!(observations, station_rows)?;
     let read = started.elapsed();
@@ -355,7 +348,8 @@ pub async fn bracket_forecasts(
     for r in reports.iter().filter(|r| from <= r.0.date && r.0.date <= to) {
         by_station.entry(r.0.station.as_str()).or_default().reports.push(r);
     }
-    // Read by time already; stable, so rows of one time keep the order they were read in.
+    // Each station's readings by time (the read's order is its files'; each file is
+    // sorted by station and time, so this merges a few sorted runs).
     for o in by_station.values_mut() {
         o.metars.sort_by_key(|(m, _)| m.time);
         o.onemin.sort_by_key(|(m, _)| m.time);

@@ -44,7 +44,7 @@ use crate::decode::types::{DailyKind, DailyReport, Metar, OneMinute};
 use crate::extremes::{
     hours_column, suspect_temperature, ByHour, DayExtremes, Logic, Source, StationExtremes, REPLAY_AFTER, REPLAY_BEFORE,
 };
-use crate::lake::window::{load_known_window, Known};
+use crate::lake::window::{load_replay_window, Known};
 use crate::units::{f_to_c, round1, Units};
 
 /// One output row.
@@ -63,9 +63,21 @@ pub struct ObservedDay {
     pub by_hour: ByHour,
 }
 
+/// The rows of `rows` (sorted by `time`) with `from <= time < to`.
+pub(super) fn between<T>(
+    rows: &[T],
+    time: impl Fn(&T) -> DateTime<Utc>,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> &[T] {
+    let lo = rows.partition_point(|r| time(r) < from);
+    let hi = rows.partition_point(|r| time(r) < to);
+    &rows[lo..hi.max(lo)]
+}
+
 /// The rows of one station for trading days `from..=to` (both logics) from its stored
-/// inputs, each with when it became known (the hours' values count it from then). Days
-/// without any input have no row.
+/// inputs, each with when it became known (the hours' values count it from then), the
+/// readings sorted by time. Days without any input have no row.
 pub fn station_days(
     station: &Station,
     metars: &[&Known<Metar>],
@@ -89,9 +101,9 @@ pub fn station_days(
     while date <= to {
         for logic in Logic::ALL {
             let Some(x) = live.extremes(logic, date, now) else { continue };
-            let in_window = |t: DateTime<Utc>| x.window_start <= t && t < x.window_end;
-            let obs: Vec<&Metar> = metars.iter().map(|(m, _)| m).filter(|m| in_window(m.time)).collect();
-            let mins: Vec<&OneMinute> = onemin.iter().map(|(o, _)| o).filter(|o| in_window(o.time)).collect();
+            let (start, end) = (x.window_start, x.window_end);
+            let obs = between(metars, |(m, _)| m.time, start, end);
+            let mins = between(onemin, |(o, _)| o.time, start, end);
             let (cli_high, cli_low) =
                 if logic == Logic::Nws { cli_values(reports, date, station.units) } else { (None, None) };
             out.push(ObservedDay {
@@ -99,9 +111,9 @@ pub fn station_days(
                 units: station.units,
                 day_complete: x.window_end <= now,
                 observations: obs.len() as i32,
-                suspect: obs.iter().filter(|m| suspect_temperature(m).is_some()).count() as i32,
+                suspect: obs.iter().filter(|(m, _)| suspect_temperature(m).is_some()).count() as i32,
                 onemin: mins.len() as i32,
-                missing_minutes: mins.iter().filter(|o| o.temp_f.is_none()).count() as i32,
+                missing_minutes: mins.iter().filter(|(o, _)| o.temp_f.is_none()).count() as i32,
                 cli_high,
                 cli_low,
                 by_hour: by_hour.remove(&(logic, date)).unwrap_or_default(),
@@ -154,7 +166,9 @@ pub async fn observed_extremes(
     now: DateTime<Utc>,
 ) -> Result<MemTable, JobError> {
     let (start, end) = replay_span(from, to);
-    let (metars, onemin, reports) = load_known_window(ctx, start, end).await?;
+    let started = std::time::Instant::now();
+    let (metars, onemin, reports) = load_replay_window(ctx, start, end).await?;
+    let read = started.elapsed();
     let mut by_station: HashMap<&str, StationInputs<'_>> = HashMap::new();
     for m in &metars {
         by_station.entry(m.0.station.as_str()).or_default().0.push(m);
@@ -165,12 +179,30 @@ pub async fn observed_extremes(
     for (r, _) in reports.iter().filter(|(r, _)| from <= r.date && r.date <= to) {
         by_station.entry(r.station.as_str()).or_default().2.push(r);
     }
+    // Each station's readings by time (the read's order is its files'; each file is
+    // sorted by station and time, so this merges a few sorted runs).
+    for (m, o, _) in by_station.values_mut() {
+        m.sort_by_key(|(m, _)| m.time);
+        o.sort_by_key(|(o, _)| o.time);
+    }
     let catalog = Catalog::global();
     let mut stations: Vec<_> = by_station.into_iter().filter_map(|(code, v)| Some((catalog.get(code)?, v))).collect();
     stations.sort_by(|a, b| a.0.code.cmp(&b.0.code));
+    let started = std::time::Instant::now();
     let rows: Vec<ObservedDay> =
         stations.par_iter().flat_map_iter(|(s, (m, o, r))| station_days(s, m, o, r, from, to, now)).collect();
+    let replayed = started.elapsed();
     let batch = to_batch(&rows)?;
+    // Where the helper's time goes (benches/README.md, "daily_extremes at scale").
+    tracing::debug!(
+        observations = metars.len(),
+        onemin = onemin.len(),
+        reports = reports.len(),
+        read_ms = read.as_millis() as u64,
+        replay_ms = replayed.as_millis() as u64,
+        batch_ms = (started.elapsed() - replayed).as_millis() as u64,
+        "observed_extremes: read and replayed"
+    );
     Ok(MemTable::try_new(batch.schema(), vec![vec![batch]])?)
 }
 
@@ -289,7 +321,8 @@ mod tests {
         let (from, to) = (sod[0].0, sod[sod.len() - 1].0);
         let now = DateTime::parse_from_rfc3339("2024-01-01T00:00:00Z").unwrap().to_utc();
         // The file has no receipt times: each reading known when observed.
-        let known: Vec<Known<Metar>> = metars.iter().map(|m| ((*m).clone(), m.time)).collect();
+        let mut known: Vec<Known<Metar>> = metars.iter().map(|m| ((*m).clone(), m.time)).collect();
+        known.sort_by_key(|(m, _)| m.time);
         let known: Vec<&Known<Metar>> = known.iter().collect();
         let days = station_days(&klnk(), &known, &[], &[], from, to, now);
         let nws: HashMap<NaiveDate, &ObservedDay> =

@@ -52,6 +52,25 @@ fn records<T>(known: Vec<Known<T>>) -> Vec<T> {
     known.into_iter().map(|(r, _)| r).collect()
 }
 
+/// [`load_known_window`] for replays through the extremes engine (the jobs' days): each
+/// observation is rebuilt from the columns ingest's parse stored (`lake::rows`) instead of
+/// parsed again from its text, with only what the engine reads: time, report type,
+/// correction, the temperature with its whole degrees and tenths, and the 6- and 24-hour
+/// groups. The other fields, `raw` included, are empty: nothing a replay answers reads
+/// them (only [`crate::extremes::StationExtremes::latest`] does, which the server's own
+/// rebuild serves from [`load_known_window`]). The rows come in no particular order: the
+/// callers group them by station and sort each station's by time, cheaper than one sort
+/// of every row. Parsing every report again, and that sort, were much of a long replay's
+/// read (benches/README.md, "daily_extremes at scale").
+pub async fn load_replay_window(
+    ctx: &SessionContext,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<(Vec<Known<Metar>>, Vec<Known<OneMinute>>, Vec<Known<DailyReport>>), LakeError> {
+    let window = Window { by_time: false, ..Window::new(None, from, to, None, true) };
+    futures::try_join!(window.stored_observations(ctx), window.onemin(ctx), window.reports(ctx))
+}
+
 /// [`load_window`] without the one-minute readings, for readers that list observations:
 /// a day of one-minute rows is 1,440 rows per station read and decoded for nothing.
 pub async fn load_reported_window(
@@ -77,6 +96,8 @@ struct Window {
     /// Whether the rows' `available_at` is read too (else every record is stamped
     /// `MAX_UTC` and the column is not read).
     stamped: bool,
+    /// Whether observations and one-minute rows come sorted by time.
+    by_time: bool,
 }
 
 impl Window {
@@ -88,7 +109,7 @@ impl Window {
         stamped: bool,
     ) -> Self {
         let dates = date_list(from.date_naive(), to.date_naive());
-        Window { station: station.map(str::to_string), from, to, as_of, dates, stamped }
+        Window { station: station.map(str::to_string), from, to, as_of, dates, stamped, by_time: true }
     }
 
     /// The last selected column: the stamp when it is read.
@@ -115,12 +136,13 @@ impl Window {
         }
     }
 
-    /// The filter of the two time-stamped tables (observations, one-minute).
+    /// The filter of the two time-stamped tables (observations, one-minute), and their order.
     fn time_filter(&self) -> String {
         format!(
-            "date IN ({}) AND observation_time >= $from AND observation_time < $to{}",
+            "date IN ({}) AND observation_time >= $from AND observation_time < $to{}{}",
             self.date_placeholders(),
-            self.station_filter()
+            self.station_filter(),
+            if self.by_time { " ORDER BY observation_time" } else { "" }
         )
     }
 
@@ -152,7 +174,7 @@ impl Window {
 
     async fn observations(&self, ctx: &SessionContext) -> Result<Vec<Known<Metar>>, LakeError> {
         let sql = format!(
-            "SELECT station_code, observation_time, report_type, raw{} FROM observations WHERE {} ORDER BY observation_time",
+            "SELECT station_code, observation_time, report_type, raw{} FROM observations WHERE {}",
             self.stamp_column(),
             self.time_filter()
         );
@@ -163,14 +185,31 @@ impl Window {
         Ok(obs)
     }
 
-    async fn onemin(&self, ctx: &SessionContext) -> Result<Vec<Known<OneMinute>>, LakeError> {
+    /// The observations as [`load_replay_window`] rebuilds them.
+    async fn stored_observations(&self, ctx: &SessionContext) -> Result<Vec<Known<Metar>>, LakeError> {
         let sql = format!(
-            "SELECT station_code, observation_time, temperature_f{} FROM onemin WHERE {} ORDER BY observation_time",
+            "SELECT station_code, observation_time, report_type, cor, temperature, has_tenths, temp_whole_c, \
+             six_hour_high, six_hour_low, day_high_24h, day_low_24h{} FROM observations WHERE {}",
             self.stamp_column(),
             self.time_filter()
         );
-        let mut onemin = Vec::new();
-        for b in self.query(ctx, &sql).await? {
+        let batches = self.query(ctx, &sql).await?;
+        let mut obs = Vec::with_capacity(batches.iter().map(RecordBatch::num_rows).sum());
+        for b in &batches {
+            stored_metars(b, self.stamps(b, 11), &mut obs);
+        }
+        Ok(obs)
+    }
+
+    async fn onemin(&self, ctx: &SessionContext) -> Result<Vec<Known<OneMinute>>, LakeError> {
+        let sql = format!(
+            "SELECT station_code, observation_time, temperature_f{} FROM onemin WHERE {}",
+            self.stamp_column(),
+            self.time_filter()
+        );
+        let batches = self.query(ctx, &sql).await?;
+        let mut onemin = Vec::with_capacity(batches.iter().map(RecordBatch::num_rows).sum());
+        for b in batches {
             let (s, t, f) = (
                 b.column(0).as_string::<i32>(),
                 b.column(1).as_primitive::<TimestampMicrosecondType>(),
@@ -241,6 +280,46 @@ fn metars_of(b: &RecordBatch, known: impl Fn(usize) -> DateTime<Utc>) -> Vec<Kno
             Some((m, known(i)))
         })
         .collect()
+}
+
+/// Observations from their stored columns ([`load_replay_window`]). The temperature comes
+/// back in the form [`Metar::temperature_c`] and [`Metar::has_tenths`] read: real tenths as
+/// a T-group; else the whole degrees, or a whole-valued T-group when the body had none.
+fn stored_metars(b: &RecordBatch, known: impl Fn(usize) -> DateTime<Utc>, out: &mut Vec<Known<Metar>>) {
+    let (s, t, k, cor) = (
+        b.column(0).as_string::<i32>(),
+        b.column(1).as_primitive::<TimestampMicrosecondType>(),
+        b.column(2).as_string::<i32>(),
+        b.column(3).as_boolean(),
+    );
+    let (temp, tenths, whole) =
+        (b.column(4).as_primitive::<Float64Type>(), b.column(5).as_boolean(), b.column(6).as_primitive::<Int32Type>());
+    let f = |c: usize, i: usize| {
+        let a = b.column(c).as_primitive::<Float64Type>();
+        a.is_valid(i).then(|| a.value(i))
+    };
+    out.extend((0..b.num_rows()).filter_map(|i| {
+        let time = DateTime::from_timestamp_micros(t.value(i))?;
+        let temperature = temp.is_valid(i).then(|| temp.value(i));
+        let temp_whole_c = whole.is_valid(i).then(|| whole.value(i));
+        let tenths = tenths.value(i);
+        let whole_tgroup = !tenths && temp_whole_c.is_none();
+        let m = Metar {
+            station: s.value(i).to_string(),
+            time,
+            kind: ReportKind::parse(k.value(i)),
+            cor: cor.value(i),
+            temp_whole_c,
+            tgroup_temp_c: temperature.filter(|_| tenths || whole_tgroup),
+            tgroup_is_whole: whole_tgroup && temperature.is_some(),
+            six_hour_max_c: f(7, i),
+            six_hour_min_c: f(8, i),
+            day_max_c: f(9, i),
+            day_min_c: f(10, i),
+            ..Metar::default()
+        };
+        Some((m, known(i)))
+    }));
 }
 
 fn reports_of(b: &RecordBatch, known: impl Fn(usize) -> DateTime<Utc>) -> Vec<Known<DailyReport>> {
@@ -319,5 +398,65 @@ mod tests {
             assert!(obs.is_empty() && onemin.is_empty() && reports.is_empty(), "{hostile:?} matched rows");
         }
         assert_eq!(load_window(&ctx, Some("KNYC"), from, to, None).await.unwrap().0.len(), 4, "the table is intact");
+    }
+
+    /// The replay read gives back, from the stored columns, what the extremes engine reads
+    /// of each real report, exactly as parsing its text again does: KLNK's LCD month (T-groups,
+    /// 6- and 24-hour groups), a KCVG day from IEM (five-minute HF-METARs with whole-degree T-groups,
+    /// specials), and WSSS (whole °C, no T-group).
+    #[tokio::test]
+    async fn the_replay_read_gives_the_engine_what_parsing_gives() {
+        use crate::decode::metar::temperature_fields;
+        use crate::decode::metar_container::decode_metar_input_at;
+        use crate::decode::types::fixture;
+
+        let now = Utc.with_ymd_and_hms(2030, 1, 1, 0, 0, 0).unwrap();
+        let files = [
+            "lcd/LCD_KLNK_USW00014939_2023-01-01_2023-02-26_metric.csv",
+            "metar/IEM_KCVG_2024-03-01_all_reports_incl_5min.tsv",
+            "metar/IEM_KCVG_2024-03-01_specials.tsv",
+            "metar/WSSS_2025-12-05_2026-01-18_scraped.csv",
+        ];
+        let mut kinds = (0, 0, 0);
+        for file in files {
+            let metars = decode_metar_input_at(&fixture(file), None, now).records;
+            let (from, to) =
+                metars.iter().fold((now, DateTime::<Utc>::MIN_UTC), |(a, b), m| (a.min(m.time), b.max(m.time)));
+            let dir = tempfile::tempdir().unwrap();
+            let lake = Lake::open(&format!("file://{}", dir.path().display())).await.unwrap();
+            lake.write(metars).await.unwrap();
+            let ctx = query::session(&lake).await.unwrap();
+            let to = to + Duration::seconds(1);
+            // One row per station, time and report type (the table's latest version); the
+            // replay read's rows come in no order.
+            let by_key = |mut rows: Vec<Known<Metar>>| {
+                rows.sort_by(|(a, _), (b, _)| {
+                    (&a.station, a.time, a.kind.map(|k| k.as_str())).cmp(&(
+                        &b.station,
+                        b.time,
+                        b.kind.map(|k| k.as_str()),
+                    ))
+                });
+                rows
+            };
+            let parsed = by_key(load_known_window(&ctx, from, to).await.unwrap().0);
+            let stored = by_key(load_replay_window(&ctx, from, to).await.unwrap().0);
+            assert!(!parsed.is_empty(), "{file}: no rows");
+            assert_eq!(parsed.len(), stored.len(), "{file}");
+            for ((p, p_at), (s, s_at)) in parsed.iter().zip(&stored) {
+                let engine = |m: &Metar| {
+                    let groups = (m.six_hour_max_c, m.six_hour_min_c, m.day_max_c, m.day_min_c);
+                    let temp = (m.temperature_c(), m.has_tenths(), temperature_fields(m));
+                    (m.station.clone(), m.time, m.kind, m.cor, temp, groups)
+                };
+                assert_eq!(engine(p), engine(s), "{file}: {}", p.raw);
+                assert_eq!(p_at, s_at);
+                kinds.0 += usize::from(p.has_tenths());
+                kinds.1 += usize::from(p.tgroup_is_whole);
+                kinds.2 += usize::from(p.day_max_c.is_some());
+            }
+        }
+        // Each form of temperature and the groups were met.
+        assert!(kinds.0 > 100 && kinds.1 > 0 && kinds.2 > 10, "{kinds:?}");
     }
 }
