@@ -17,7 +17,9 @@
 //! (or `RUN JOB <name>` for a job without an incremental key) runs a job; for a job reading
 //! `forecasts` it first turns forecast_points into a `forecasts` table as ingest would (valid_time = run_time +
 //! forecast_hour, run_date = UTC date of run_time, valid_date_standard / valid_date_civil
-//! from the station's zone through crate::time), registers the job's helper tables for the
+//! from the station's zone through crate::time); for a job that replays observations
+//! (`observed_extremes`, `bracket_forecasts`) it first stores each inserted report with
+//! the columns ingest's parse gives it, as the lake holds them; it registers the job's helper tables for the
 //! range and runs the job's own SQL files (jobs/<name>.toml) through the jobs engine's
 //! `run_statements`, with the job session's settings (`tables::tune`), so the tests run
 //! the exact text the job runs. The result is registered as the job's output table
@@ -35,19 +37,22 @@ use datafusion::arrow::array::{
     TimestampMicrosecondArray, UInt64Array,
 };
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Int32Type, Schema};
+use datafusion::arrow::datatypes::{DataType, Field, Float64Type, Int32Type, Schema, TimestampMicrosecondType};
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType};
 use wxlake::catalog::Catalog;
+use wxlake::decode::metar::parse_metar;
+use wxlake::decode::types::{Metar, ReportKind};
 use wxlake::jobs::encode::output_batch;
 use wxlake::jobs::job_set::{find, load_specs};
-use wxlake::jobs::rust_tables;
+use wxlake::jobs::rust_tables::{self, RustTable};
 use wxlake::jobs::spec::JobSpec;
 use wxlake::jobs::statements::{run_statements, Intermediates};
 use wxlake::jobs::tables::tune;
 use wxlake::lake::query::{models_table, stations_table};
+use wxlake::lake::rows::{LakeRecord, RowTimes};
 use wxlake::lake::schema::{FORECASTS, OBSERVATIONS, ONEMIN, REPORTS};
 use wxlake::time::{civil_date, parse_utc, standard_date};
 
@@ -126,6 +131,11 @@ impl JobsDb {
             let forecasts = forecasts_from_points(&self.ctx).await?;
             self.ctx.deregister_table("forecasts").map_err(err)?;
             self.ctx.register_table("forecasts", Arc::new(forecasts)).map_err(err)?;
+        }
+        if spec.helpers.iter().any(|h| matches!(h, RustTable::ObservedExtremes | RustTable::BracketForecasts)) {
+            let observations = observations_as_ingested(&self.ctx).await?;
+            self.ctx.deregister_table(OBSERVATIONS.name).map_err(err)?;
+            self.ctx.register_table(OBSERVATIONS.name, Arc::new(observations)).map_err(err)?;
         }
         if let Some((a, b)) = range {
             rust_tables::register(&self.ctx, &spec.helpers, a, b).await.map_err(err)?;
@@ -206,6 +216,53 @@ async fn forecasts_from_points(ctx: &SessionContext) -> Result<MemTable, SltErro
             _ => new_null_array(f.data_type(), n),
         };
         cols.push(col);
+    }
+    let batch = RecordBatch::try_new(Arc::clone(&schema), cols).map_err(err)?;
+    MemTable::try_new(schema, vec![vec![batch]]).map_err(err)
+}
+
+/// The `observations` table as ingest writes it: every inserted report parsed from its
+/// `raw` text (one that does not parse is refused by ingest, so dropped) and stored with all
+/// its columns (`LakeRecord::to_batch`), keeping the row's `date` and `available_at` (null
+/// stays null: never known). The jobs' replays read those parsed columns, as from a lake.
+async fn observations_as_ingested(ctx: &SessionContext) -> Result<MemTable, SltError> {
+    let sql = "SELECT observation_time, report_type, raw, available_at, date FROM observations";
+    let batches = ctx.sql(sql).await.map_err(err)?.collect().await.map_err(err)?;
+    let (mut metars, mut available, mut dates) = (Vec::new(), Vec::new(), Vec::new());
+    for b in &batches {
+        let (t, kind, raw) = (
+            b.column(0).as_primitive::<TimestampMicrosecondType>(),
+            b.column(1).as_string::<i32>(),
+            b.column(2).as_string::<i32>(),
+        );
+        let (known, date) = (b.column(3).as_primitive::<TimestampMicrosecondType>(), b.column(4).as_string::<i32>());
+        for i in 0..b.num_rows() {
+            let Some(time) = DateTime::from_timestamp_micros(t.value(i)) else { continue };
+            let Ok(mut m) = parse_metar(raw.value(i), time) else { continue };
+            m.time = time;
+            m.kind = ReportKind::parse(kind.value(i));
+            metars.push(m);
+            available.push(known.is_valid(i).then(|| known.value(i)));
+            dates.push(date.value(i).to_string());
+        }
+    }
+    let refs: Vec<&Metar> = metars.iter().collect();
+    let keys: Vec<u64> = refs.iter().map(|m| m.row_key()).collect();
+    let stamps: Vec<i64> = available.iter().map(|a| a.unwrap_or(0)).collect();
+    let times = RowTimes { inserted_at: 0, received_at: stamps.clone(), available_at: stamps };
+    let stored = Metar::to_batch(&refs, &keys, times).map_err(err)?;
+    let mut fields: Vec<Field> =
+        OBSERVATIONS.file_schema().fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect();
+    fields.push(Field::new("date", DataType::Utf8, true));
+    let schema = Arc::new(Schema::new(fields));
+    let mut cols: Vec<ArrayRef> = Vec::new();
+    for f in schema.fields() {
+        cols.push(match f.name().as_str() {
+            "available_at" => Arc::new(TimestampMicrosecondArray::from(available.clone()).with_timezone("UTC")),
+            "received_at" => new_null_array(f.data_type(), refs.len()),
+            "date" => Arc::new(StringArray::from(dates.clone())),
+            name => Arc::clone(stored.column_by_name(name).ok_or_else(|| SltError(format!("no column {name}")))?),
+        });
     }
     let batch = RecordBatch::try_new(Arc::clone(&schema), cols).map_err(err)?;
     MemTable::try_new(schema, vec![vec![batch]]).map_err(err)
