@@ -28,7 +28,7 @@
 //! bounded by the same running extreme; a baseline without enough history that day has no
 //! rows.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -44,7 +44,7 @@ use datafusion::prelude::SessionContext;
 use rayon::prelude::*;
 
 use super::error::JobError;
-use super::observed::{between, replay_span};
+use super::observed::{between, by_station, replay_span, StationRows};
 use crate::bracket_odds::inputs::Rows;
 use crate::bracket_odds::{bounded, compose_fitted, fit, Ask, Inputs, Observed, OddsError, MAX_LEAD_DAYS};
 use crate::brackets::baselines::{best_single_gaussian, climatology, equal_weight_fraction};
@@ -53,11 +53,10 @@ use crate::brackets::method::Fit;
 use crate::brackets::scores::{brier, ignorance, pit, rps};
 use crate::brackets::{Distribution, Ladder, METHOD};
 use crate::catalog::{Catalog, Station};
-use crate::decode::types::{DailyReport, Metar, OneMinute};
 use crate::extremes::{Logic, StationExtremes, REPLAY_AFTER, REPLAY_BEFORE};
 use crate::lake::bound_sql::{utf8_column, Bindings};
 use crate::lake::rows::date32;
-use crate::lake::window::{load_replay_window, Known};
+use crate::lake::window::load_replay_window;
 use crate::units::round_half_away;
 
 /// The checkpoints: days from the settlement day, local hour, label.
@@ -114,14 +113,8 @@ pub fn checkpoint_at(station: &Station, date: NaiveDate, days: i64, hour: u32) -
         .map(|t| t.with_timezone(&Utc))
 }
 
-/// One station's observations, one-minute data and reports, each with when it was known;
-/// observations and one-minute data by time, so a day's are found by bisection.
-#[derive(Default)]
-struct Observations<'a> {
-    metars: Vec<&'a Known<Metar>>,
-    onemin: Vec<&'a Known<OneMinute>>,
-    reports: Vec<&'a Known<DailyReport>>,
-}
+/// One station's observations, one-minute data and reports, each with when it was known.
+type Observations<'a> = StationRows<'a>;
 
 impl Observations<'_> {
     /// The running extreme of `ask`'s day from the lake's rows available at `ask.t` (none
@@ -338,22 +331,7 @@ pub async fn bracket_forecasts(
     let station_rows = async { Ok::<_, JobError>(Rows::read_many(ctx, &templates, from, 1..=MAX_LEAD_DAYS).await?) };
     let ((metars, onemin, reports), rows) = futures::try_join!(observations, station_rows)?;
     let read = started.elapsed();
-    let mut by_station: HashMap<&str, Observations<'_>> = HashMap::new();
-    for m in &metars {
-        by_station.entry(m.0.station.as_str()).or_default().metars.push(m);
-    }
-    for o in &onemin {
-        by_station.entry(o.0.station.as_str()).or_default().onemin.push(o);
-    }
-    for r in reports.iter().filter(|r| from <= r.0.date && r.0.date <= to) {
-        by_station.entry(r.0.station.as_str()).or_default().reports.push(r);
-    }
-    // Each station's readings by time (the read's order is its files'; each file is
-    // sorted by station and time, so this merges a few sorted runs).
-    for o in by_station.values_mut() {
-        o.metars.sort_by_key(|(m, _)| m.time);
-        o.onemin.sort_by_key(|(m, _)| m.time);
-    }
+    let by_station = by_station(&metars, &onemin, &reports, from, to);
     let none = Observations::default();
     // Each station's and target's scoring spreads over the cores.
     let started = std::time::Instant::now();

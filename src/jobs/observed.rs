@@ -154,8 +154,42 @@ pub(super) fn replay_span(from: NaiveDate, to: NaiveDate) -> (DateTime<Utc>, Dat
     (start, end)
 }
 
-/// One station's stored rows (readings with when they became known).
-type StationInputs<'a> = (Vec<&'a Known<Metar>>, Vec<&'a Known<OneMinute>>, Vec<&'a DailyReport>);
+/// One station's rows of a replay read, each with when it became known: observations and
+/// one-minute readings by time, so a day's are found by bisection ([`between`]).
+#[derive(Default)]
+pub(super) struct StationRows<'a> {
+    pub metars: Vec<&'a Known<Metar>>,
+    pub onemin: Vec<&'a Known<OneMinute>>,
+    pub reports: Vec<&'a Known<DailyReport>>,
+}
+
+/// The rows of a replay read ([`load_replay_window`]) by station, with the reports of
+/// days `from..=to` only.
+pub(super) fn by_station<'a>(
+    metars: &'a [Known<Metar>],
+    onemin: &'a [Known<OneMinute>],
+    reports: &'a [Known<DailyReport>],
+    from: NaiveDate,
+    to: NaiveDate,
+) -> HashMap<&'a str, StationRows<'a>> {
+    let mut out: HashMap<&str, StationRows<'_>> = HashMap::new();
+    for m in metars {
+        out.entry(m.0.station.as_str()).or_default().metars.push(m);
+    }
+    for o in onemin {
+        out.entry(o.0.station.as_str()).or_default().onemin.push(o);
+    }
+    for r in reports.iter().filter(|(r, _)| from <= r.date && r.date <= to) {
+        out.entry(r.0.station.as_str()).or_default().reports.push(r);
+    }
+    // Each station's readings by time (the read's order is its files'; each file is
+    // sorted by station and time, so this merges a few sorted runs).
+    for rows in out.values_mut() {
+        rows.metars.sort_by_key(|(m, _)| m.time);
+        rows.onemin.sort_by_key(|(o, _)| o.time);
+    }
+    out
+}
 
 /// Computes `observed_extremes` for trading days `from..=to` of every station from the
 /// lake tables registered in `ctx` (`observations`, `onemin`, `reports`).
@@ -169,28 +203,20 @@ pub async fn observed_extremes(
     let started = std::time::Instant::now();
     let (metars, onemin, reports) = load_replay_window(ctx, start, end).await?;
     let read = started.elapsed();
-    let mut by_station: HashMap<&str, StationInputs<'_>> = HashMap::new();
-    for m in &metars {
-        by_station.entry(m.0.station.as_str()).or_default().0.push(m);
-    }
-    for o in &onemin {
-        by_station.entry(o.0.station.as_str()).or_default().1.push(o);
-    }
-    for (r, _) in reports.iter().filter(|(r, _)| from <= r.date && r.date <= to) {
-        by_station.entry(r.station.as_str()).or_default().2.push(r);
-    }
-    // Each station's readings by time (the read's order is its files'; each file is
-    // sorted by station and time, so this merges a few sorted runs).
-    for (m, o, _) in by_station.values_mut() {
-        m.sort_by_key(|(m, _)| m.time);
-        o.sort_by_key(|(o, _)| o.time);
-    }
     let catalog = Catalog::global();
-    let mut stations: Vec<_> = by_station.into_iter().filter_map(|(code, v)| Some((catalog.get(code)?, v))).collect();
+    let mut stations: Vec<_> = by_station(&metars, &onemin, &reports, from, to)
+        .into_iter()
+        .filter_map(|(code, v)| Some((catalog.get(code)?, v)))
+        .collect();
     stations.sort_by(|a, b| a.0.code.cmp(&b.0.code));
     let started = std::time::Instant::now();
-    let rows: Vec<ObservedDay> =
-        stations.par_iter().flat_map_iter(|(s, (m, o, r))| station_days(s, m, o, r, from, to, now)).collect();
+    let rows: Vec<ObservedDay> = stations
+        .par_iter()
+        .flat_map_iter(|(s, rows)| {
+            let reports: Vec<&DailyReport> = rows.reports.iter().map(|(r, _)| r).collect();
+            station_days(s, &rows.metars, &rows.onemin, &reports, from, to, now)
+        })
+        .collect();
     let replayed = started.elapsed();
     let batch = to_batch(&rows)?;
     // Where the helper's time goes (benches/README.md, "daily_extremes at scale").
