@@ -99,9 +99,9 @@ pub(crate) enum Inserted {
 }
 
 impl Sorted {
-    /// Inserts in order; on a duplicate, the merged entry replaces the existing one and
-    /// both are returned (existing, merged).
-    fn insert(&mut self, r: Reading) -> Result<(), (Reading, Reading)> {
+    /// Inserts in order. A duplicate is merged into the entry it repeats, and the entry
+    /// before and after the merge are returned.
+    fn insert(&mut self, r: Reading) -> Option<(Reading, Reading)> {
         let key = r.key();
         let list = &mut self.0;
         let at = match list.last() {
@@ -112,10 +112,10 @@ impl Sorted {
         if let Some(existing) = list.get_mut(at).filter(|x| x.key() == key) {
             let before = *existing;
             *existing = Reading::preferred(before, r);
-            return Err((before, *existing));
+            return Some((before, *existing));
         }
         list.insert(at, r);
-        Ok(())
+        None
     }
 
     fn range(&self, from: i64, to: i64) -> &[Reading] {
@@ -150,11 +150,11 @@ impl Readings {
     pub fn insert(&mut self, r: Reading) -> Inserted {
         let list = if r.kind == ReadingKind::OneMinute { &mut self.minutes } else { &mut self.reports };
         match list.insert(r) {
-            Ok(()) => {
+            None => {
                 self.held += usize::from(r.held);
                 Inserted::New
             }
-            Err((existing, merged)) => {
+            Some((existing, merged)) => {
                 self.held = self.held + usize::from(merged.held) - usize::from(existing.held);
                 Inserted::Duplicate
             }

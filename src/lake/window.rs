@@ -60,10 +60,10 @@ fn records<T>(known: Vec<Known<T>>) -> Vec<T> {
 /// them (only [`crate::extremes::StationExtremes::latest`] does, which the server's own
 /// rebuild serves from [`load_known_window`]). The columns are what the parser of the day
 /// the row was written gave: a later fix of the parser reaches these replays only when the
-/// rows are rewritten, while the API's own replays parse again. The rows come in no particular order: the
-/// callers group them by station and sort each station's by time, cheaper than one sort
-/// of every row. Parsing every report again, and that sort, were much of a long replay's
-/// read (benches/README.md, "daily_extremes at scale").
+/// rows are rewritten, while the API's own replays parse again. The rows come in no
+/// particular order: the callers group them by station and sort each station's by time,
+/// cheaper than one sort of every row. Parsing every report again, and that sort, were
+/// much of a long replay's read (benches/README.md, "daily_extremes at scale").
 pub async fn load_replay_window(
     ctx: &SessionContext,
     from: DateTime<Utc>,
