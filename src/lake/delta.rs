@@ -280,8 +280,10 @@ pub(crate) fn handle(store: Arc<dyn ObjectStore>, url: &Url) -> Result<DeltaTabl
 
 /// The table at `url` as of `at`, or `None` when no table was ever committed there.
 pub async fn load(store: Arc<dyn ObjectStore>, url: &Url, at: At) -> Result<Option<DeltaTable>, LakeError> {
-    // delta-kernel refuses a local directory that does not exist rather than finding no log.
-    if url.scheme() == "file" && url.to_file_path().is_ok_and(|p| !p.exists()) {
+    // delta-kernel refuses a local directory that does not exist rather than finding no log,
+    // and logs an error for one without a log (a table whose first files are written before
+    // its first commit, as `job_runs`' are, on a new lake's first job): neither is a table.
+    if url.scheme() == "file" && url.to_file_path().is_ok_and(|p| !p.join("_delta_log").is_dir()) {
         return Ok(None);
     }
     let mut table = handle(store, url)?;
@@ -595,4 +597,49 @@ pub async fn backoff(attempt: usize) {
     let ms = 20u64 << attempt.min(6);
     let jitter = rand::random::<u64>() % ms.max(1);
     tokio::time::sleep(Duration::from_millis(ms + jitter)).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a test's subscriber wrote.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A table directory holding a file but no log yet (how `job_runs` starts on a new
+    /// lake: its first file is written, then committed) is no table, and finding that out
+    /// logs no error: the first command on a fresh clone printed the kernel's
+    /// "No files in log segment" as an ERROR line.
+    #[tokio::test]
+    async fn a_directory_without_a_log_is_no_table_and_no_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = dir.path().join("derived/job_runs");
+        std::fs::create_dir_all(table.join("job=x")).unwrap();
+        std::fs::write(table.join("job=x/part-0.parquet"), b"written before its commit").unwrap();
+        let url = Url::from_directory_path(&table).unwrap();
+        let store: Arc<dyn ObjectStore> = Arc::new(object_store::local::LocalFileSystem::new());
+
+        let captured = Captured::default();
+        let sink = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::WARN)
+            .with_ansi(false)
+            .with_writer(move || sink.clone())
+            .finish();
+        let _default = tracing::subscriber::set_default(subscriber);
+        assert!(load(store, &url, At::Latest).await.unwrap().is_none());
+        let logged = String::from_utf8_lossy(&captured.0.lock()).to_string();
+        assert!(logged.is_empty(), "{logged}");
+    }
 }
