@@ -7,7 +7,7 @@
 //! built from constant fragments only, so no request value is ever parsed as SQL.
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
-use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::array::{Array, AsArray, PrimitiveArray, RecordBatch};
 use datafusion::arrow::datatypes::{Date32Type, Float64Type, Int32Type, TimestampMicrosecondType};
 use datafusion::common::ScalarValue;
 use datafusion::prelude::SessionContext;
@@ -294,15 +294,14 @@ fn stored_metars(b: &RecordBatch, known: impl Fn(usize) -> DateTime<Utc>, out: &
         b.column(2).as_string::<i32>(),
         b.column(3).as_boolean(),
     );
-    let (temp, tenths, whole) =
-        (b.column(4).as_primitive::<Float64Type>(), b.column(5).as_boolean(), b.column(6).as_primitive::<Int32Type>());
-    let f = |c: usize, i: usize| {
-        let a = b.column(c).as_primitive::<Float64Type>();
-        a.is_valid(i).then(|| a.value(i))
-    };
+    let (tenths, whole) = (b.column(5).as_boolean(), b.column(6).as_primitive::<Int32Type>());
+    // The temperature, then the 6- and 24-hour groups (max, min each).
+    let [temp, six_max, six_min, day_max, day_min] =
+        [4, 7, 8, 9, 10].map(|c| b.column(c).as_primitive::<Float64Type>());
+    let f = |a: &PrimitiveArray<Float64Type>, i: usize| a.is_valid(i).then(|| a.value(i));
     out.extend((0..b.num_rows()).filter_map(|i| {
         let time = DateTime::from_timestamp_micros(t.value(i))?;
-        let temperature = temp.is_valid(i).then(|| temp.value(i));
+        let temperature = f(temp, i);
         let temp_whole_c = whole.is_valid(i).then(|| whole.value(i));
         let tenths = tenths.value(i);
         let whole_tgroup = !tenths && temp_whole_c.is_none();
@@ -314,10 +313,10 @@ fn stored_metars(b: &RecordBatch, known: impl Fn(usize) -> DateTime<Utc>, out: &
             temp_whole_c,
             tgroup_temp_c: temperature.filter(|_| tenths || whole_tgroup),
             tgroup_is_whole: whole_tgroup && temperature.is_some(),
-            six_hour_max_c: f(7, i),
-            six_hour_min_c: f(8, i),
-            day_max_c: f(9, i),
-            day_min_c: f(10, i),
+            six_hour_max_c: f(six_max, i),
+            six_hour_min_c: f(six_min, i),
+            day_max_c: f(day_max, i),
+            day_min_c: f(day_min, i),
             ..Metar::default()
         };
         Some((m, known(i)))
