@@ -103,7 +103,9 @@ pub async fn session(
     let specs = embedded_specs().map_err(ApiError::internal)?;
     let spec =
         specs.iter().find(|s| s.name == "forecast_daily").ok_or_else(|| ApiError::internal("no job forecast_daily"))?;
-    rust_tables::register(&scratch, &spec.helpers, from, to).await.map_err(ApiError::internal)?;
+    rust_tables::register(&scratch, &spec.helpers, from, to, rust_tables::Placement::Local)
+        .await
+        .map_err(ApiError::internal)?;
     let summaries =
         run_statements(&scratch, spec, Some((from, to)), Intermediates::Tables).await.map_err(ApiError::internal)?;
     register(&scratch, "fd_replaced", summaries).await?;

@@ -76,7 +76,10 @@ async fn run_scheduler(lake: Lake, a: SchedulerArgs) -> anyhow::Result<ExitCode>
     let addr = listener.local_addr()?;
     // Tests and scripts read the address (with port 0, the only way to know it).
     eprintln!("scheduler listening on df://{addr}");
-    let options = SchedulerOptions { executor_timeout: Duration::from_secs(a.executor_timeout_secs) };
+    let options = SchedulerOptions {
+        executor_timeout: Duration::from_secs(a.executor_timeout_secs),
+        functions: wxlake::jobs::replay_function::functions(),
+    };
     tokio::select! {
         served = scheduler::serve(&lake, listener, &options) => served?,
         _ = tokio::signal::ctrl_c() => eprintln!("scheduler stopped"),
@@ -99,6 +102,7 @@ async fn run_executor(lake: Lake, a: ExecutorArgs) -> anyhow::Result<ExitCode> {
         work_dir,
         concurrent_tasks: a.concurrent_tasks,
         connect_patience: Duration::from_secs(a.connect_secs),
+        functions: wxlake::jobs::replay_function::functions(),
     };
     eprintln!("executor serving on {} for {}", options.bind, options.scheduler);
     executor::run(&lake, options).await?;

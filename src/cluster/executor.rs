@@ -13,8 +13,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ballista_core::config::TaskSchedulingPolicy;
+use ballista_core::registry::BallistaFunctionRegistry;
 use ballista_core::RuntimeProducer;
 use ballista_executor::executor_process::{start_executor_process, ExecutorProcessConfig};
+use datafusion::logical_expr::ScalarUDF;
 use datafusion::prelude::SessionConfig;
 
 use super::codec::LakeLogicalCodec;
@@ -36,6 +38,8 @@ pub struct ExecutorOptions {
     pub concurrent_tasks: usize,
     /// How long to wait for the scheduler to accept connections at start.
     pub connect_patience: Duration,
+    /// Functions a task may call beyond DataFusion's (`jobs::replay_function::functions`).
+    pub functions: Vec<Arc<ScalarUDF>>,
 }
 
 /// Runs an executor until it is stopped (Ctrl-C or SIGTERM: it tells the scheduler, lets
@@ -81,6 +85,7 @@ pub async fn run(lake: &Lake, options: ExecutorOptions) -> Result<(), ClusterErr
         grpc_max_encoding_message_size: MAX_MESSAGE_BYTES,
         override_runtime_producer: Some(runtime),
         override_logical_codec: Some(Arc::new(LakeLogicalCodec::default())),
+        override_function_registry: Some(Arc::new(function_registry(&options.functions))),
         ..Default::default()
     };
     tracing::info!(
@@ -92,6 +97,14 @@ pub async fn run(lake: &Lake, options: ExecutorOptions) -> Result<(), ClusterErr
     );
     start_executor_process(Arc::new(config)).await?;
     Ok(())
+}
+
+/// DataFusion's functions, as Ballista registers them, and `functions`: what a task's
+/// plan is decoded against.
+fn function_registry(functions: &[Arc<ScalarUDF>]) -> BallistaFunctionRegistry {
+    let mut registry = BallistaFunctionRegistry::default();
+    registry.scalar_functions.extend(functions.iter().map(|f| (f.name().to_string(), Arc::clone(f))));
+    registry
 }
 
 #[cfg(test)]
@@ -111,6 +124,7 @@ mod tests {
             work_dir: dir.path().join("work"),
             concurrent_tasks: 1,
             connect_patience: Duration::from_millis(100),
+            functions: Vec::new(),
         };
         let taken_addr = taken.local_addr().unwrap().to_string();
         for (bind, says) in [

@@ -22,12 +22,16 @@
 //! What a plan needs beyond files: the in-memory tables (`stations`, `models`, and the
 //! jobs' helper tables) travel inside the plan ([`codec`]: their rows as Arrow IPC, so
 //! a job's date-bounded `day_windows` reaches the executors exactly as the client built
-//! it). wxlake registers no UDFs: the functions a query calls are DataFusion's built-ins,
-//! which every process of the cluster has.
+//! it). The functions a query calls are DataFusion's built-ins, which every process of the
+//! cluster has, and the ones wxlake adds (the replay of `daily_extremes`,
+//! `jobs::replay_function`), which the command line gives the scheduler and executors
+//! (their options' `functions`).
 //!
 //! Not distributed: `information_schema` queries (Ballista runs them on the client, which
-//! has the catalog), and everything that writes (ingest, compaction, job publishes) or
-//! replays rows through the live engine: those stay in the process that asked.
+//! has the catalog), everything that writes (ingest, compaction, job publishes), and the
+//! other replays through the live engine (`bracket_scores`' helper, the API's days): those
+//! stay in the process that asked. `daily_extremes`' replay runs on the executors, split
+//! by station.
 
 pub mod client;
 pub mod codec;

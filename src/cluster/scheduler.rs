@@ -22,6 +22,7 @@ use ballista_scheduler::config::SchedulerConfig;
 use ballista_scheduler::scheduler_process::{create_scheduler, start_grpc_service_with_listener};
 use ballista_scheduler::scheduler_server::SessionBuilder;
 use datafusion::execution::SessionStateBuilder;
+use datafusion::logical_expr::ScalarUDF;
 use datafusion::prelude::SessionConfig;
 use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
 use tokio::net::TcpListener;
@@ -37,11 +38,14 @@ pub struct SchedulerOptions {
     /// An executor silent this long is taken for dead: its running tasks are given to
     /// others and the shuffle outputs it held are recomputed.
     pub executor_timeout: Duration,
+    /// Functions a plan may call beyond DataFusion's (`jobs::replay_function::functions`):
+    /// planning a plan that calls one needs it.
+    pub functions: Vec<Arc<ScalarUDF>>,
 }
 
 impl Default for SchedulerOptions {
     fn default() -> Self {
-        SchedulerOptions { executor_timeout: Duration::from_secs(60) }
+        SchedulerOptions { executor_timeout: Duration::from_secs(60), functions: Vec::new() }
     }
 }
 
@@ -53,7 +57,7 @@ pub async fn serve(lake: &Lake, listener: TcpListener, options: &SchedulerOption
     let mut config = SchedulerConfig::default()
         .with_hostname(addr.ip().to_string())
         .with_port(addr.port())
-        .with_override_session_builder(session_builder(lake))
+        .with_override_session_builder(session_builder(lake, options.functions.clone()))
         // Executors ask for work (see executor.rs): one port each, and their polls are
         // their heartbeat, so a dead one is noticed within `executor_timeout`.
         .with_scheduler_policy(TaskSchedulingPolicy::PullStaged)
@@ -76,7 +80,7 @@ pub async fn serve(lake: &Lake, listener: TcpListener, options: &SchedulerOption
 }
 
 /// Sessions on the lake's runtime, otherwise what Ballista's default builder makes (its
-/// optimizer rules and the built-in functions). Each session's runtime holds the one
+/// optimizer rules and the built-in functions, with wxlake's `functions`). Each session's runtime holds the one
 /// store of the lake (its connections shared) and the process's one footer cache.
 ///
 /// Every job is planned by Ballista's static planner, whatever the client asked: the
@@ -88,9 +92,11 @@ pub async fn serve(lake: &Lake, listener: TcpListener, options: &SchedulerOption
 /// done, and the job waits forever with every process idle. Jobs over days without data
 /// (an empty side in a join, an empty `nws_hourly`) meet this race every few hundred
 /// queries. (`ballista.planner.propagate_empty.enabled` is read by nothing in 55.0.0.)
-fn session_builder(lake: &Lake) -> SessionBuilder {
+fn session_builder(lake: &Lake, functions: Vec<Arc<ScalarUDF>>) -> SessionBuilder {
     let lake = lake.clone();
     Arc::new(move |config: SessionConfig| {
+        let mut scalar = ballista_scalar_functions();
+        scalar.extend(functions.iter().cloned());
         let config = config.with_ballista_adaptive_query_planner(false);
         let runtime = query::runtime_env(&lake).map_err(|e| datafusion::error::DataFusionError::External(e.into()))?;
         Ok(SessionStateBuilder::new()
@@ -98,7 +104,7 @@ fn session_builder(lake: &Lake) -> SessionBuilder {
             .with_config(config)
             .with_runtime_env(runtime)
             .with_optimizer_rules(ballista_core::optimizer::ballista_default_optimizer_rules())
-            .with_scalar_functions(ballista_scalar_functions())
+            .with_scalar_functions(scalar)
             .with_aggregate_functions(ballista_aggregate_functions())
             .with_window_functions(ballista_window_functions())
             .build())

@@ -13,7 +13,8 @@
 //!   values), [`encode`] (sorted Parquet per output partition).
 //! - [`rust_tables`]: tables computed in Rust for the SQL (local day windows, model
 //!   cadences, [`observed`]: the live engine's daily extremes, and [`bracket_scores`]: the
-//!   bracket odds at each checkpoint, scored), declared as `helpers`.
+//!   bracket odds at each checkpoint, scored), declared as `helpers`. On a cluster,
+//!   `observed_extremes` is a view whose replay runs on the executors ([`replay_function`]).
 //! - [`runs`]: `job_runs`, the record of every run.
 //! - [`tables`]: registering derived tables in any session ([`register_derived`]) and the
 //!   session a job runs in.
@@ -32,6 +33,7 @@ pub mod job_set;
 pub mod observed;
 pub mod params;
 pub mod plan;
+pub mod replay_function;
 pub mod runner;
 pub mod runs;
 pub mod rust_tables;

@@ -191,6 +191,26 @@ pub(super) fn by_station<'a>(
     out
 }
 
+/// The days `from..=to` of every station of `rows` the catalog knows, stations in code
+/// order (stations replayed in parallel).
+pub(super) fn days_of_stations(
+    rows: HashMap<&str, StationRows<'_>>,
+    from: NaiveDate,
+    to: NaiveDate,
+    now: DateTime<Utc>,
+) -> Vec<ObservedDay> {
+    let catalog = Catalog::global();
+    let mut stations: Vec<_> = rows.into_iter().filter_map(|(code, v)| Some((catalog.get(code)?, v))).collect();
+    stations.sort_by(|a, b| a.0.code.cmp(&b.0.code));
+    stations
+        .par_iter()
+        .flat_map_iter(|(s, rows)| {
+            let reports: Vec<&DailyReport> = rows.reports.iter().map(|(r, _)| r).collect();
+            station_days(s, &rows.metars, &rows.onemin, &reports, from, to, now)
+        })
+        .collect()
+}
+
 /// Computes `observed_extremes` for trading days `from..=to` of every station from the
 /// lake tables registered in `ctx` (`observations`, `onemin`, `reports`).
 pub async fn observed_extremes(
@@ -203,20 +223,8 @@ pub async fn observed_extremes(
     let started = std::time::Instant::now();
     let (metars, onemin, reports) = load_replay_window(ctx, start, end).await?;
     let read = started.elapsed();
-    let catalog = Catalog::global();
-    let mut stations: Vec<_> = by_station(&metars, &onemin, &reports, from, to)
-        .into_iter()
-        .filter_map(|(code, v)| Some((catalog.get(code)?, v)))
-        .collect();
-    stations.sort_by(|a, b| a.0.code.cmp(&b.0.code));
     let started = std::time::Instant::now();
-    let rows: Vec<ObservedDay> = stations
-        .par_iter()
-        .flat_map_iter(|(s, rows)| {
-            let reports: Vec<&DailyReport> = rows.reports.iter().map(|(r, _)| r).collect();
-            station_days(s, &rows.metars, &rows.onemin, &reports, from, to, now)
-        })
-        .collect();
+    let rows = days_of_stations(by_station(&metars, &onemin, &reports, from, to), from, to, now);
     let replayed = started.elapsed();
     let batch = to_batch(&rows)?;
     // Where the helper's time goes (benches/README.md, "daily_extremes at scale").
@@ -277,7 +285,7 @@ pub fn source_list(sources: &[Source]) -> String {
     sources.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",")
 }
 
-fn to_batch(rows: &[ObservedDay]) -> Result<RecordBatch, JobError> {
+pub(super) fn to_batch(rows: &[ObservedDay]) -> Result<RecordBatch, JobError> {
     let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
     let x = |f: fn(&DayExtremes) -> Option<f64>| Float64Array::from_iter(rows.iter().map(|r| f(&r.extremes)));
     let t = |f: fn(&DayExtremes) -> Option<DateTime<Utc>>| {

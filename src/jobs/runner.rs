@@ -29,7 +29,7 @@ use super::error::JobError;
 use super::job_set::topo_order;
 use super::plan::{plan, replaced_files};
 use super::runs::{self, JobRun, RunStatus};
-use super::rust_tables;
+use super::rust_tables::{self, Placement};
 use super::spec::JobSpec;
 use super::statements::{run_statements, Intermediates};
 use super::tables::job_session;
@@ -269,7 +269,8 @@ async fn execute(
                 Some(chunk) => {
                     let ctx = job_session(lake, spec, Arc::clone(&runtime)).await?;
                     if let Some((a, b)) = chunk {
-                        rust_tables::register(&ctx, &spec.helpers, *a, *b).await?;
+                        let placement = if cluster.is_some() { Placement::Cluster } else { Placement::Local };
+                        rust_tables::register(&ctx, &spec.helpers, *a, *b, placement).await?;
                     }
                     let ctx = match cluster {
                         Some(url) => remote_session(&ctx, url).await?,

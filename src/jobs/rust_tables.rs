@@ -33,6 +33,7 @@ use datafusion::prelude::SessionContext;
 use super::bracket_scores::bracket_forecasts;
 use super::error::JobError;
 use super::observed::observed_extremes;
+use super::replay_function::register_view;
 use crate::catalog::Catalog;
 use crate::lake::rows::date32;
 use crate::models::MODELS;
@@ -173,6 +174,16 @@ fn lcm(a: u64, b: u64) -> u64 {
     a / gcd(a, b) * b
 }
 
+/// Where a run's queries execute, which decides where `observed_extremes` is replayed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// In this process: every helper computed here.
+    Local,
+    /// On a cluster: `observed_extremes` becomes a view replayed on the executors
+    /// ([`super::replay_function`]); the other helpers are computed here and travel in the plan.
+    Cluster,
+}
+
 /// Registers `tables` (a job's `helpers`) for a run over incremental-key dates
 /// `from..=to` (the local dates a run of those days can reach).
 pub async fn register(
@@ -180,12 +191,17 @@ pub async fn register(
     tables: &[RustTable],
     from: NaiveDate,
     to: NaiveDate,
+    placement: Placement,
 ) -> Result<(), JobError> {
     for t in tables {
         let started = std::time::Instant::now();
         let table = match t {
             RustTable::DayWindows => day_windows(from - Duration::days(2), to + Duration::days(reach_days()))?,
             RustTable::ModelLeads => model_leads()?,
+            RustTable::ObservedExtremes if placement == Placement::Cluster => {
+                register_view(ctx, from, to, chrono::Utc::now()).await?;
+                continue;
+            }
             RustTable::ObservedExtremes => observed_extremes(ctx, from, to, chrono::Utc::now()).await?,
             RustTable::BracketForecasts => bracket_forecasts(ctx, from, to, chrono::Utc::now()).await?,
         };

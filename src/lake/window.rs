@@ -7,10 +7,10 @@
 //! built from constant fragments only, so no request value is ever parsed as SQL.
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
-use datafusion::arrow::array::{Array, AsArray, PrimitiveArray, RecordBatch};
-use datafusion::arrow::datatypes::{Date32Type, Float64Type, Int32Type, TimestampMicrosecondType};
+use datafusion::arrow::array::{Array, AsArray, PrimitiveArray, RecordBatch, StructArray};
+use datafusion::arrow::datatypes::{DataType, Date32Type, Float64Type, Int32Type, TimeUnit, TimestampMicrosecondType};
 use datafusion::common::ScalarValue;
-use datafusion::prelude::SessionContext;
+use datafusion::prelude::{DataFrame, SessionContext};
 
 use super::LakeError;
 use crate::decode::metar::parse_metar;
@@ -36,6 +36,80 @@ pub async fn load_window(
 /// A record with the moment it became known: its row's `available_at` (a row without one,
 /// written before the column and not upgraded, is never known: `DateTime::MAX_UTC`).
 pub type Known<T> = (T, DateTime<Utc>);
+
+/// The type a replay read's decoder reads a column as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Col {
+    Text,
+    Time,
+    Real,
+    Int,
+    Flag,
+    Date,
+}
+
+impl Col {
+    fn fits(self, t: &DataType) -> bool {
+        match self {
+            Col::Text => *t == DataType::Utf8,
+            Col::Time => matches!(t, DataType::Timestamp(TimeUnit::Microsecond, _)),
+            Col::Real => *t == DataType::Float64,
+            Col::Int => *t == DataType::Int32,
+            Col::Flag => *t == DataType::Boolean,
+            Col::Date => *t == DataType::Date32,
+        }
+    }
+}
+
+/// The columns of each table a replay reads, in the order its decoder reads them
+/// ([`stored_metars`], [`onemin_of`], [`reports_of`]), `available_at` after them: one list
+/// for the local read's `SELECT` and the cluster's per-station lists
+/// ([`replay_window_by_station`]).
+const STORED_OBSERVATION_COLUMNS: [(&str, Col); 11] = [
+    ("station_code", Col::Text),
+    ("observation_time", Col::Time),
+    ("report_type", Col::Text),
+    ("cor", Col::Flag),
+    ("temperature", Col::Real),
+    ("has_tenths", Col::Flag),
+    ("temp_whole_c", Col::Int),
+    ("six_hour_high", Col::Real),
+    ("six_hour_low", Col::Real),
+    ("day_high_24h", Col::Real),
+    ("day_low_24h", Col::Real),
+];
+const ONEMIN_COLUMNS: [(&str, Col); 3] =
+    [("station_code", Col::Text), ("observation_time", Col::Time), ("temperature_f", Col::Real)];
+const REPORT_COLUMNS: [(&str, Col); 16] = [
+    ("kind", Col::Text),
+    ("station_code", Col::Text),
+    ("report_date", Col::Date),
+    ("issued_at", Col::Time),
+    ("high_f", Col::Int),
+    ("high_time_lst", Col::Time),
+    ("low_f", Col::Int),
+    ("low_time_lst", Col::Time),
+    ("precip_in", Col::Real),
+    ("precip_trace", Col::Flag),
+    ("precip_mtd_in", Col::Real),
+    ("precip_mtd_trace", Col::Flag),
+    ("is_final", Col::Flag),
+    ("valid_as_of_lst", Col::Time),
+    ("correction", Col::Flag),
+    ("raw", Col::Text),
+];
+
+/// `a, b, c`: a `SELECT` list.
+fn select_list(columns: &[(&str, Col)]) -> String {
+    columns.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", ")
+}
+
+/// `named_struct('a', a, ..., 'available_at', available_at)`: one row as a list element.
+fn row_struct(columns: &[(&str, Col)]) -> String {
+    let fields: Vec<String> =
+        columns.iter().map(|(n, _)| *n).chain(["available_at"]).map(|n| format!("'{n}', {n}")).collect();
+    format!("named_struct({})", fields.join(", "))
+}
 
 /// [`load_window`] of every row (no `as_of`), each with its `available_at`: what the hot
 /// state is rebuilt from, so it can answer as of a time (`write::hot`).
@@ -71,6 +145,91 @@ pub async fn load_replay_window(
 ) -> Result<(Vec<Known<Metar>>, Vec<Known<OneMinute>>, Vec<Known<DailyReport>>), LakeError> {
     let window = Window { by_time: false, ..Window::new(None, from, to, None, true) };
     futures::try_join!(window.stored_observations(ctx), window.onemin(ctx), window.reports(ctx))
+}
+
+/// The rows of [`load_replay_window`] grouped by station inside the query, for a replay
+/// that runs where the rows are (a cluster's executors: `jobs::replay_function`). One row
+/// per catalog station that has any: `station_code`, then `metars`, `onemin` and `reports`, each a
+/// list (null when the station has none of that kind) of structs of the local read's
+/// columns then `available_at`, which [`decode_station_rows`] turns into the same records.
+/// Lists come in no order ([`decode_station_rows`] orders the reports as the local read does).
+pub async fn replay_window_by_station(
+    ctx: &SessionContext,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<DataFrame, LakeError> {
+    let window = Window { by_time: false, ..Window::new(None, from, to, None, true) };
+    // Three aggregates joined to the catalog's stations, not one aggregate over the three
+    // reads stacked: Ballista 55 loses a partition of a `UNION ALL` that has a branch over a
+    // table without files (a lake without one-minute data), silently dropping rows. Each
+    // aggregate shuffles its rows by station once; with the joins partitioned (the caller's
+    // setting) and all keyed on the catalog's code, no list moves again, and each task of
+    // the join holds whole stations. A station outside the catalog has no row (the replay
+    // has no clock for it either).
+    let sql = format!(
+        "WITH m AS (SELECT station_code, array_agg({}) AS rows FROM observations WHERE {} GROUP BY station_code), \
+         o AS (SELECT station_code, array_agg({}) AS rows FROM onemin WHERE {} GROUP BY station_code), \
+         r AS (SELECT station_code, array_agg({}) AS rows FROM reports \
+               WHERE report_date >= $first_report AND report_date <= $last_report GROUP BY station_code) \
+         SELECT s.station_code, m.rows AS metars, o.rows AS onemin, r.rows AS reports FROM stations s \
+         LEFT JOIN m ON m.station_code = s.station_code LEFT JOIN o ON o.station_code = s.station_code \
+         LEFT JOIN r ON r.station_code = s.station_code \
+         WHERE m.rows IS NOT NULL OR o.rows IS NOT NULL OR r.rows IS NOT NULL",
+        row_struct(&STORED_OBSERVATION_COLUMNS),
+        window.time_filter(),
+        row_struct(&ONEMIN_COLUMNS),
+        window.time_filter(),
+        row_struct(&REPORT_COLUMNS),
+    );
+    Ok(ctx.sql(&sql).await?.with_param_values(window.params())?)
+}
+
+/// One station's lists of [`replay_window_by_station`] (each `None` when null), decoded
+/// as [`load_replay_window`] decodes its rows. A list whose fields are not the read's
+/// columns is an error that names it, never a wrong decode.
+#[allow(clippy::type_complexity)]
+pub fn decode_station_rows(
+    metars: Option<&StructArray>,
+    onemin: Option<&StructArray>,
+    reports: Option<&StructArray>,
+) -> datafusion::error::Result<(Vec<Known<Metar>>, Vec<Known<OneMinute>>, Vec<Known<DailyReport>>)> {
+    let batch = |list: Option<&StructArray>, columns: &[(&str, Col)], what: &str| {
+        let Some(list) = list else { return Ok(None) };
+        let fields = list.fields();
+        let expected = columns.iter().copied().chain([("available_at", Col::Time)]);
+        // A null element could not become a batch row (nor can named_struct make one).
+        let fits = list.null_count() == 0
+            && fields.len() == columns.len() + 1
+            && fields.iter().zip(expected).all(|(f, (name, col))| f.name() == name && col.fits(f.data_type()));
+        if !fits {
+            return Err(datafusion::error::DataFusionError::Execution(format!(
+                "replay: the {what} list has fields {:?} and {} null rows, not the replay read's columns ({})",
+                fields.iter().map(|f| format!("{} {}", f.name(), f.data_type())).collect::<Vec<_>>(),
+                list.null_count(),
+                select_list(columns)
+            )));
+        }
+        Ok(Some(RecordBatch::from(list.clone())))
+    };
+    let (m, o, r) = (
+        batch(metars, &STORED_OBSERVATION_COLUMNS, "observations")?,
+        batch(onemin, &ONEMIN_COLUMNS, "one-minute")?,
+        batch(reports, &REPORT_COLUMNS, "reports")?,
+    );
+    let (mut obs, mut mins, mut reps) = (Vec::new(), Vec::new(), Vec::new());
+    if let Some(b) = &m {
+        stored_metars(b, stamps_of(b, Some(STORED_OBSERVATION_COLUMNS.len())), &mut obs);
+    }
+    if let Some(b) = &o {
+        onemin_of(b, stamps_of(b, Some(ONEMIN_COLUMNS.len())), &mut mins);
+    }
+    if let Some(b) = &r {
+        reps = reports_of(b, stamps_of(b, Some(REPORT_COLUMNS.len())));
+        // The local read's order, `ORDER BY report_date, issued_at` (nulls last), which
+        // the grouped lists do not keep.
+        reps.sort_by_key(|(r, _)| (r.date, r.issued_at.is_none(), r.issued_at));
+    }
+    Ok((obs, mins, reps))
 }
 
 /// [`load_window`] without the one-minute readings, for readers that list observations:
@@ -190,70 +349,77 @@ impl Window {
     /// The observations as [`load_replay_window`] rebuilds them.
     async fn stored_observations(&self, ctx: &SessionContext) -> Result<Vec<Known<Metar>>, LakeError> {
         let sql = format!(
-            "SELECT station_code, observation_time, report_type, cor, temperature, has_tenths, temp_whole_c, \
-             six_hour_high, six_hour_low, day_high_24h, day_low_24h{} FROM observations WHERE {}",
+            "SELECT {}{} FROM observations WHERE {}",
+            select_list(&STORED_OBSERVATION_COLUMNS),
             self.stamp_column(),
             self.time_filter()
         );
         let batches = self.query(ctx, &sql).await?;
         let mut obs = Vec::with_capacity(batches.iter().map(RecordBatch::num_rows).sum());
         for b in &batches {
-            stored_metars(b, self.stamps(b, 11), &mut obs);
+            stored_metars(b, self.stamps(b, STORED_OBSERVATION_COLUMNS.len()), &mut obs);
         }
         Ok(obs)
     }
 
     async fn onemin(&self, ctx: &SessionContext) -> Result<Vec<Known<OneMinute>>, LakeError> {
         let sql = format!(
-            "SELECT station_code, observation_time, temperature_f{} FROM onemin WHERE {}",
+            "SELECT {}{} FROM onemin WHERE {}",
+            select_list(&ONEMIN_COLUMNS),
             self.stamp_column(),
             self.time_filter()
         );
         let batches = self.query(ctx, &sql).await?;
         let mut onemin = Vec::with_capacity(batches.iter().map(RecordBatch::num_rows).sum());
-        for b in batches {
-            let (s, t, f) = (
-                b.column(0).as_string::<i32>(),
-                b.column(1).as_primitive::<TimestampMicrosecondType>(),
-                b.column(2).as_primitive::<Float64Type>(),
-            );
-            let known = self.stamps(&b, 3);
-            for i in 0..b.num_rows() {
-                if let Some(time) = DateTime::from_timestamp_micros(t.value(i)) {
-                    let o =
-                        OneMinute { station: s.value(i).to_string(), time, temp_f: f.is_valid(i).then(|| f.value(i)) };
-                    onemin.push((o, known(i)));
-                }
-            }
+        for b in &batches {
+            onemin_of(b, self.stamps(b, ONEMIN_COLUMNS.len()), &mut onemin);
         }
         Ok(onemin)
     }
 
     async fn reports(&self, ctx: &SessionContext) -> Result<Vec<Known<DailyReport>>, LakeError> {
         let sql = format!(
-            "SELECT kind, station_code, report_date, issued_at, high_f, high_time_lst, low_f, low_time_lst, precip_in, precip_trace, \
-             precip_mtd_in, precip_mtd_trace, is_final, valid_as_of_lst, correction, raw{} FROM reports \
+            "SELECT {}{} FROM reports \
              WHERE report_date >= $first_report AND report_date <= $last_report{} ORDER BY report_date, issued_at",
+            select_list(&REPORT_COLUMNS),
             self.stamp_column(),
             self.station_filter()
         );
         let mut reports = Vec::new();
         for b in self.query(ctx, &sql).await? {
-            reports.extend(reports_of(&b, self.stamps(&b, 16)));
+            reports.extend(reports_of(&b, self.stamps(&b, REPORT_COLUMNS.len())));
         }
         Ok(reports)
     }
 
     /// Row `i`'s stamp: column `c` when stamps are read.
     fn stamps<'a>(&self, b: &'a RecordBatch, c: usize) -> impl Fn(usize) -> DateTime<Utc> + 'a {
-        let column = self.stamped.then(|| b.column(c).as_primitive::<TimestampMicrosecondType>());
-        move |i| {
-            column
-                .filter(|a| a.is_valid(i))
-                .and_then(|a| DateTime::from_timestamp_micros(a.value(i)))
-                .unwrap_or(DateTime::<Utc>::MAX_UTC)
-        }
+        stamps_of(b, self.stamped.then_some(c))
     }
+}
+
+/// Row `i`'s stamp: column `c`'s `available_at`, or never known without one.
+fn stamps_of(b: &RecordBatch, c: Option<usize>) -> impl Fn(usize) -> DateTime<Utc> + '_ {
+    let column = c.map(|c| b.column(c).as_primitive::<TimestampMicrosecondType>());
+    move |i| {
+        column
+            .filter(|a| a.is_valid(i))
+            .and_then(|a| DateTime::from_timestamp_micros(a.value(i)))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC)
+    }
+}
+
+/// One-minute readings from their columns ([`ONEMIN_COLUMNS`]).
+fn onemin_of(b: &RecordBatch, known: impl Fn(usize) -> DateTime<Utc>, out: &mut Vec<Known<OneMinute>>) {
+    let (s, t, f) = (
+        b.column(0).as_string::<i32>(),
+        b.column(1).as_primitive::<TimestampMicrosecondType>(),
+        b.column(2).as_primitive::<Float64Type>(),
+    );
+    out.extend((0..b.num_rows()).filter_map(|i| {
+        let time = DateTime::from_timestamp_micros(t.value(i))?;
+        Some((OneMinute { station: s.value(i).to_string(), time, temp_f: f.is_valid(i).then(|| f.value(i)) }, known(i)))
+    }));
 }
 
 fn date_list(from: NaiveDate, to: NaiveDate) -> Vec<NaiveDate> {

@@ -7,6 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::support::{comparable_columns, stderr, stdout, wxlake};
@@ -40,7 +41,12 @@ pub(crate) struct Cluster {
     /// Stopped before the scheduler (fields drop in order), so they do not log its loss.
     executors: Vec<(u16, Proc)>,
     _scheduler: Proc,
+    /// Every line the executors logged, with the executor's port.
+    executor_log: Log,
 }
+
+/// Lines a process logged, with its name.
+type Log = Arc<Mutex<Vec<(String, String)>>>;
 
 impl Cluster {
     /// Starts a scheduler (on a port it picks) and `executors` executors on the local
@@ -63,12 +69,18 @@ impl Cluster {
         work: &Path,
     ) -> Cluster {
         let (scheduler, url) = start_scheduler(scheduler);
+        let executor_log = Log::default();
         let executors = executors
             .iter()
             .enumerate()
-            .map(|(i, lake)| start_executor(*lake, &url, &work.join(format!("e{i}"))))
+            .map(|(i, lake)| start_executor(*lake, &url, &work.join(format!("e{i}")), &executor_log))
             .collect();
-        Cluster { url, executors, _scheduler: scheduler }
+        Cluster { url, executors, _scheduler: scheduler, executor_log }
+    }
+
+    /// The executors' log lines so far, each with the executor's name.
+    fn executor_lines(&self) -> Vec<(String, String)> {
+        self.executor_log.lock().unwrap().clone()
     }
 }
 
@@ -88,10 +100,13 @@ fn cluster_process(lake: &dyn Fn() -> Command) -> Command {
 
 /// Prints a process's log lines (warnings and errors at the default level) as they come,
 /// so a failing test shows what the cluster said; draining also keeps it from blocking.
-fn forward_log(name: String, lines: impl Iterator<Item = std::io::Result<String>> + Send + 'static) {
+fn forward_log(name: String, lines: impl Iterator<Item = std::io::Result<String>> + Send + 'static, keep: Option<Log>) {
     std::thread::spawn(move || {
         for line in lines.map_while(Result::ok) {
             eprintln!("[{name}] {line}");
+            if let Some(log) = &keep {
+                log.lock().unwrap().push((name.clone(), line));
+            }
         }
     });
 }
@@ -113,7 +128,7 @@ fn start_scheduler(lake: &dyn Fn() -> Command) -> (Proc, String) {
         eprintln!("[scheduler] {line}");
     }
     let url = url.expect("the scheduler printed its address");
-    forward_log("scheduler".into(), lines);
+    forward_log("scheduler".into(), lines, None);
     (proc, url)
 }
 
@@ -125,7 +140,7 @@ fn free_port() -> u16 {
 /// An executor on a free port. A port found free can be taken before the executor binds
 /// it (the outgoing connections of the other processes draw from the same range): then
 /// the executor exits at once and another port is tried.
-fn start_executor(lake: &dyn Fn() -> Command, url: &str, work: &Path) -> (u16, Proc) {
+fn start_executor(lake: &dyn Fn() -> Command, url: &str, work: &Path, log: &Log) -> (u16, Proc) {
     for _ in 0..5 {
         let port = free_port();
         let mut child = cluster_process(lake)
@@ -133,7 +148,8 @@ fn start_executor(lake: &dyn Fn() -> Command, url: &str, work: &Path) -> (u16, P
             .arg(work)
             .spawn()
             .expect("spawn executor");
-        forward_log(format!("executor {port}"), BufReader::new(child.stderr.take().expect("stderr")).lines());
+        let lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        forward_log(format!("executor {port}"), lines, Some(Arc::clone(log)));
         let mut proc = Proc(Some(child));
         // Its Flight service listens once it has registered with the scheduler.
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -352,6 +368,67 @@ fn jobs_on_the_cluster_publish_what_local_runs_publish() {
         let f: Vec<&str> = line.split(',').collect();
         assert!(f[1] == f[2] && f[1].parse::<u32>().unwrap() >= 2, "{line}");
     }
+}
+
+/// `daily_extremes` on a cluster: the live engine's replay runs on the executors, split
+/// by station (each task's line lists whole stations; every station is replayed once per
+/// chunk, by one executor), never on the client, and the table is the local run's, row for
+/// row (one-minute data and CLI/DSM reports included).
+#[test]
+fn daily_extremes_replays_on_the_executors_split_by_station() {
+    const LOG: &str = "warn,wxlake::jobs::replay_function=debug";
+    const SAYS: &str = "observed_extremes: stations replayed here";
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let stations = ["EGLC", "KATL", "KDEN", "KLAX", "KMDW", "KMIA", "KNYC", "RJTT"];
+    let o = wxlake(&lake, &["demo", "--days", "3", "--stations", &stations.join(","), "--no-forecasts"]);
+    ok(&o, "demo");
+    let table = |lake: &Path| {
+        let q = format!("SELECT {} FROM daily_extremes", comparable_columns("daily_extremes"));
+        let o = wxlake(lake, &["sql", &q, "--format", "csv"]);
+        ok(&o, "daily_extremes");
+        let mut lines: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+        lines[1..].sort();
+        lines
+    };
+    let local = table(&lake);
+    let with_log = || {
+        let mut c = file_lake(&lake);
+        c.env("RUST_LOG", LOG);
+        c
+    };
+    let cluster = Cluster::start_on(&with_log, &dir.path().join("work"), 2);
+    let run = with_log().args(["jobs", "run", "daily_extremes", "--cluster", &cluster.url]).output().unwrap();
+    ok(&run, "jobs run daily_extremes --cluster");
+    assert!(!stderr(&run).contains(SAYS), "the client replayed: {}", stderr(&run));
+    assert_same_tables(&[("daily_extremes", local)], &[("daily_extremes", table(&lake))]);
+
+    // The executors' lines arrive through their log threads: wait for every station.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (replayed, tasks) = loop {
+        let (mut replayed, mut tasks): (Vec<(String, String)>, usize) = (Vec::new(), 0);
+        for (executor, line) in cluster.executor_lines() {
+            if let Some(list) = line.contains(SAYS).then(|| line.split("stations=").nth(1)).flatten() {
+                let list = list.split_whitespace().next().unwrap_or("");
+                replayed.extend(list.split(',').filter(|c| !c.is_empty()).map(|c| (c.to_string(), executor.clone())));
+                tasks += 1;
+            }
+        }
+        if stations.iter().all(|s| replayed.iter().any(|(c, _)| c == s)) || Instant::now() > deadline {
+            break (replayed, tasks);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // Eight stations over the job's hash partitions (DataFusion's hash is seeded the same
+    // in every run): more than one share.
+    assert!(tasks >= 2, "the stations were replayed in one piece: {replayed:?}");
+    let times = |s: &str| replayed.iter().filter(|(c, _)| c == s).count();
+    let chunks = times(stations[0]);
+    assert!(chunks >= 1, "no executor replayed {}: {replayed:?}", stations[0]);
+    for s in stations {
+        assert_eq!(times(s), chunks, "{s}: each station once per chunk: {replayed:?}");
+    }
+    assert_eq!(replayed.len(), chunks * stations.len(), "only the lake's stations: {replayed:?}");
 }
 
 /// An executor killed while a query runs: Ballista reruns its lost work on the other one
