@@ -157,6 +157,7 @@ async fn parent_main(clients: usize) {
             rss_kib(child_pid) / 1024
         );
         let cpu_start = cpu_secs();
+        let lag_start = hub.delivery_lag().snapshot();
         let mut publish_us = Vec::new();
         for _ in 0..SPACED_EVENTS {
             let event =
@@ -166,6 +167,7 @@ async fn parent_main(clients: usize) {
             publish_us.push(started.elapsed().as_micros() as u64);
             tokio::time::sleep(SPACING).await;
         }
+        let lag_spaced = hub.delivery_lag().snapshot();
         let burst = Instant::now();
         for _ in 0..BURST_EVENTS {
             let event =
@@ -187,6 +189,9 @@ async fn parent_main(clients: usize) {
             println!("{line}");
             if line.starts_with("client process CPU") {
                 println!("server process CPU during the event phases: {:.2} s", cpu_secs() - cpu_start);
+                let lag_end = hub.delivery_lag().snapshot();
+                server_lag("spaced events", &lag_spaced.since(&lag_start));
+                server_lag("burst events", &lag_end.since(&lag_spaced));
             }
         }
         let stats = hub.stats();
@@ -202,6 +207,21 @@ async fn parent_main(clients: usize) {
     hub.close_all();
     let _ = stop_tx.send(());
     let _ = tokio::time::timeout(Duration::from_secs(10), server).await;
+}
+
+/// The server's share of the latency: publication to the frame handed to each connection
+/// (`Hub::delivery_lag`, bucket upper bounds: within 12.5 %).
+fn server_lag(label: &str, lag: &wxlake::stream::lag::LagSnapshot) {
+    let ms = |q: f64| lag.quantile(q).map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0);
+    println!(
+        "server side, {label}: {} deliveries handed to their connections; lag publish->connection p50 {:.1} ms, \
+         p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        lag.count(),
+        ms(0.50),
+        ms(0.90),
+        ms(0.99),
+        ms(1.0)
+    );
 }
 
 #[derive(Default)]

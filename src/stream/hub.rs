@@ -34,6 +34,7 @@ use tokio::sync::{mpsc, Notify};
 use tracing::{debug, info};
 
 use super::event_log::Event;
+use super::lag::LagHistogram;
 
 /// Why the hub ended a subscription.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,6 +151,8 @@ struct HubInner {
     dropped_slow: AtomicU64,
     displaced: AtomicU64,
     throttled: AtomicU64,
+    /// Publication to hand-over, per delivery (recorded by the HTTP side).
+    lag: Arc<LagHistogram>,
 }
 
 #[derive(Debug, Default)]
@@ -213,6 +216,7 @@ impl Hub {
                 dropped_slow: AtomicU64::new(0),
                 displaced: AtomicU64::new(0),
                 throttled: AtomicU64::new(0),
+                lag: Arc::default(),
             }),
         }
     }
@@ -337,6 +341,12 @@ impl Hub {
             displaced: self.inner.displaced.load(Ordering::Relaxed),
             throttled: self.inner.throttled.load(Ordering::Relaxed),
         }
+    }
+
+    /// How long deliveries took from an event's creation to its connection
+    /// ([`LagHistogram`]); the HTTP side records into it.
+    pub fn delivery_lag(&self) -> &Arc<LagHistogram> {
+        &self.inner.lag
     }
 
     fn drop_slow(&self, conn: u64, at_event: u64) {

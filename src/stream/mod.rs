@@ -15,6 +15,8 @@
 //! - [`sse`]: the HTTP side. `GET /api/v2/stream` authorizes through the integrator's
 //!   [`sse::StreamAuth`], then writes `connected`, replayed events, live events and heartbeats
 //!   as `event:` / `id:` / `data:` lines.
+//! - [`lag`]: how long deliveries take from an event's creation to its connection, the
+//!   server's share of a client's latency.
 //! - [`frame`]: the SSE wire format of one event, shared by the log (which keeps encoded
 //!   frames) and the HTTP side.
 //! - [`tls`]: rustls configuration from PEM files, a self-signed pair for `serve --demo`, and
@@ -45,6 +47,7 @@
 pub mod event_log;
 pub mod frame;
 pub mod hub;
+pub mod lag;
 pub mod sse;
 #[cfg(test)]
 pub(crate) mod testkit;

@@ -54,6 +54,7 @@ use tracing::{debug, info, warn};
 use super::event_log::{EventLog, Replay};
 use super::frame::{control_frame, encode_frame_with_retry, iso_timestamp};
 use super::hub::{CloseReason, ConnectionCloser, Delivery, Hub, ReconnectPolicy, Subscription};
+use super::lag::LagHistogram;
 
 /// Path of the stream endpoint on the stream port.
 pub const STREAM_PATH: &str = "/api/v2/stream";
@@ -287,6 +288,7 @@ fn open_stream(
         user: grant.user,
         withheld: grant.withheld.into_iter().collect(),
         displaced_retry: state.hub.reconnect_policy().displaced_retry,
+        lag: Arc::clone(state.hub.delivery_lag()),
     }
 }
 
@@ -323,6 +325,44 @@ struct SseBody {
     withheld: HashSet<String>,
     /// What a displaced connection is told to wait before reconnecting.
     displaced_retry: Duration,
+    /// Where each live event's lag is recorded ([`Hub::delivery_lag`]).
+    lag: Arc<LagHistogram>,
+}
+
+/// One body chunk made of frames: a single frame goes out as it is (the event's shared
+/// bytes, no copy: the usual case of one live event per wake-up); a second one starts a
+/// buffer that holds them all.
+#[derive(Default)]
+struct Chunk {
+    one: Option<Bytes>,
+    many: BytesMut,
+}
+
+impl Chunk {
+    fn len(&self) -> usize {
+        self.one.as_ref().map_or(self.many.len(), Bytes::len)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn push(&mut self, frame: Bytes) {
+        if self.many.is_empty() {
+            match self.one.take() {
+                None => {
+                    self.one = Some(frame);
+                    return;
+                }
+                Some(first) => self.many.extend_from_slice(&first),
+            }
+        }
+        self.many.extend_from_slice(&frame);
+    }
+
+    fn freeze(self) -> Bytes {
+        self.one.unwrap_or_else(|| self.many.freeze())
+    }
 }
 
 impl Stream for SseBody {
@@ -333,11 +373,11 @@ impl Stream for SseBody {
         if this.done {
             return Poll::Ready(None);
         }
-        let mut out = BytesMut::new();
+        let mut out = Chunk::default();
         loop {
             while out.len() < MAX_CHUNK {
                 match this.prelude.pop_front() {
-                    Some(frame) => out.extend_from_slice(&frame),
+                    Some(frame) => out.push(frame),
                     None => break,
                 }
             }
@@ -352,7 +392,7 @@ impl Stream for SseBody {
             }
         }
         if this.heartbeat.poll_tick(cx).is_ready() {
-            out.extend_from_slice(&control_frame("heartbeat", json!({"timestamp": iso_timestamp(Utc::now())})));
+            out.push(control_frame("heartbeat", json!({"timestamp": iso_timestamp(Utc::now())})));
         }
         this.poll_live(cx, &mut out);
         if out.is_empty() {
@@ -427,8 +467,9 @@ impl SseBody {
         Poll::Ready(())
     }
 
-    /// Appends ready live events (and a closing event) to `out`.
-    fn poll_live(&mut self, cx: &mut Context<'_>, out: &mut BytesMut) {
+    /// Appends ready live events (and a closing event) to `out`, recording each event's lag.
+    fn poll_live(&mut self, cx: &mut Context<'_>, out: &mut Chunk) {
+        let mut now = None;
         while out.len() < MAX_CHUNK {
             match Pin::new(&mut self.subscription).poll_next(cx) {
                 Poll::Ready(Some(Delivery::Event(event))) => {
@@ -437,13 +478,15 @@ impl SseBody {
                     }
                     self.position = self.position.max(event.id);
                     if !self.withheld.contains(&*event.name) {
-                        out.extend_from_slice(&event.sse_frame());
+                        out.push(event.sse_frame());
+                        let now = *now.get_or_insert_with(Utc::now);
+                        self.lag.record((now - event.at).to_std().unwrap_or_default());
                     }
                 }
                 Poll::Ready(Some(Delivery::Closed(reason))) => {
                     info!(user = %self.user, ?reason, last_event_id = self.position, "stream: closed by hub");
                     if let Some(frame) = closing_frame(reason, self.position, self.displaced_retry) {
-                        out.extend_from_slice(&frame);
+                        out.push(frame);
                     }
                     self.done = true;
                     return;

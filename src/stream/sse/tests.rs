@@ -45,6 +45,27 @@ async fn connected_first_then_live_event_in_line_order() {
     assert_eq!(event.data["id"], json!(id));
     assert_eq!(event.data["value_f"], 75);
     assert!(event.data["timestamp"].is_string());
+    // The live delivery's lag was recorded (the `connected` frame is not a delivery), and
+    // it is at most the time this test has run.
+    let lag = server.hub.delivery_lag().snapshot();
+    assert_eq!(lag.count(), 1);
+    assert!(lag.quantile(1.0).unwrap() < std::time::Duration::from_secs(10));
+}
+
+/// A chunk of one frame is that frame's bytes (no copy); more frames are joined in order.
+#[test]
+fn a_single_frame_goes_out_uncopied() {
+    let (a, b) = (Bytes::from_static(b"event: a\n\n"), Bytes::from_static(b"event: b\n\n"));
+    let mut one = Chunk::default();
+    assert!(one.is_empty());
+    one.push(a.clone());
+    assert_eq!(one.len(), a.len());
+    assert_eq!(one.freeze().as_ptr(), a.as_ptr());
+    let mut two = Chunk::default();
+    for f in [a.clone(), b.clone(), a.clone()] {
+        two.push(f);
+    }
+    assert_eq!(&two.freeze()[..], b"event: a\n\nevent: b\n\nevent: a\n\n");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
