@@ -176,7 +176,8 @@ fn time_arg(v: &ColumnarValue, what: &str) -> Result<DateTime<Utc>> {
 
 /// Registers `observed_extremes` in `ctx` for trading days `from..=to` at `now` as the view
 /// of the module docs (the same rows [`super::observed::observed_extremes`] computes), and
-/// the function it calls.
+/// the function it calls. The session's hash joins become partitioned, whatever their
+/// sides' sizes: a run that registers this view asks only for it.
 pub async fn register_view(
     ctx: &SessionContext,
     from: NaiveDate,
