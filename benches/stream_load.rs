@@ -39,11 +39,13 @@ fn main() {
     raise_fd_limit();
     let client = args.get(1).map(String::as_str) == Some("--client");
     let pinned = std::env::var("STREAM_LOAD_PIN").as_deref() != Ok("0")
-        && std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2
+        && online_cores() >= 2
         && pin_to_core(usize::from(client));
     let workers = if pinned { 1 } else { 2 };
     if !client {
         println!("pinned: {}", if pinned { "server on core 0, clients on core 1" } else { "no" });
+    } else if pinned {
+        eprintln!("clients pinned to core 1");
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build().unwrap();
     if client {
@@ -52,6 +54,14 @@ fn main() {
         let clients = args.iter().skip(1).find_map(|a| a.parse().ok()).unwrap_or(10_000usize);
         runtime.block_on(parent_main(clients));
     }
+}
+
+/// The machine's cores. Not `available_parallelism`: the client inherits the server's
+/// one-core affinity, under which it reports 1, and the client then stayed on the server's
+/// core (every "pinned apart" run before 2026-11-29's session 26 ran both there).
+fn online_cores() -> i64 {
+    // SAFETY: sysconf with a valid name has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }
 }
 
 /// Restricts this process (and the threads it starts later) to one core; whether it did.
