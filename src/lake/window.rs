@@ -37,6 +37,9 @@ pub async fn load_window(
 /// written before the column and not upgraded, is never known: `DateTime::MAX_UTC`).
 pub type Known<T> = (T, DateTime<Utc>);
 
+/// A window's observations, one-minute readings and daily reports, each with when it became known.
+pub type KnownRows = (Vec<Known<Metar>>, Vec<Known<OneMinute>>, Vec<Known<DailyReport>>);
+
 /// The type a replay read's decoder reads a column as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Col {
@@ -117,7 +120,7 @@ pub async fn load_known_window(
     ctx: &SessionContext,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
-) -> Result<(Vec<Known<Metar>>, Vec<Known<OneMinute>>, Vec<Known<DailyReport>>), LakeError> {
+) -> Result<KnownRows, LakeError> {
     let window = Window::new(None, from, to, None, true);
     futures::try_join!(window.observations(ctx), window.onemin(ctx), window.reports(ctx))
 }
@@ -142,7 +145,7 @@ pub async fn load_replay_window(
     ctx: &SessionContext,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
-) -> Result<(Vec<Known<Metar>>, Vec<Known<OneMinute>>, Vec<Known<DailyReport>>), LakeError> {
+) -> Result<KnownRows, LakeError> {
     let window = Window { by_time: false, ..Window::new(None, from, to, None, true) };
     futures::try_join!(window.stored_observations(ctx), window.onemin(ctx), window.reports(ctx))
 }
@@ -187,12 +190,11 @@ pub async fn replay_window_by_station(
 /// One station's lists of [`replay_window_by_station`] (each `None` when null), decoded
 /// as [`load_replay_window`] decodes its rows. A list whose fields are not the read's
 /// columns is an error that names it, never a wrong decode.
-#[allow(clippy::type_complexity)]
 pub fn decode_station_rows(
     metars: Option<&StructArray>,
     onemin: Option<&StructArray>,
     reports: Option<&StructArray>,
-) -> datafusion::error::Result<(Vec<Known<Metar>>, Vec<Known<OneMinute>>, Vec<Known<DailyReport>>)> {
+) -> datafusion::error::Result<KnownRows> {
     let batch = |list: Option<&StructArray>, columns: &[(&str, Col)], what: &str| {
         let Some(list) = list else { return Ok(None) };
         let fields = list.fields();
