@@ -80,12 +80,14 @@ pub async fn run_statements(
             }
             (_, plan) => plan,
         };
+        let started = std::time::Instant::now();
         ctx.execute_logical_plan(plan)
             .await
             .map_err(|e| sql_err(file, n, e))?
             .collect()
             .await
             .map_err(|e| sql_err(file, n, e))?;
+        tracing::debug!(job = %spec.name, file, statement = n, elapsed_ms = started.elapsed().as_millis() as u64, "statement ran");
     }
     let (file, n, s) = last;
     let plan = state.statement_to_plan(s).await.map_err(|e| sql_err(file, n, e))?;

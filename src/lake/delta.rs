@@ -36,7 +36,8 @@ use deltalake::logstore::{default_logstore, logstore_factories, LogStore, LogSto
 use deltalake::operations::create::CreateBuilder;
 use deltalake::operations::vacuum::VacuumMode;
 use deltalake::protocol::{DeltaOperation, SaveMode};
-use deltalake::{DeltaTable, DeltaTableBuilder, DeltaTableError, TableProperty};
+use deltalake::table::config::TablePropertiesExt;
+use deltalake::{checkpoints, DeltaTable, DeltaTableBuilder, DeltaTableError, TableProperty};
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 use parking_lot::Mutex;
@@ -480,6 +481,7 @@ impl Lake {
                 // The next snapshot starts from this commit's (read again from the log).
                 if table.update_incremental(Some(done.version)).await.is_ok() {
                     self.tables.remember(&url, &table);
+                    checkpoint_if_due(&table, &shape.dir).await;
                 }
                 Ok(done.version)
             }
@@ -534,6 +536,40 @@ impl Lake {
             }
         }
     }
+}
+
+/// Writes a checkpoint of `table` (just committed) when its version is due one, every
+/// `delta.checkpointInterval` commits (Delta's default, 100), and then deletes the commits
+/// the checkpoint makes unnecessary that are older than the log's keep time
+/// ([`LOG_RETENTION`]). Without checkpoints a new reader replays every JSON commit since
+/// the table was created, and the log only grows: a job's output republished every day, or
+/// the server's commit per flush, makes every process's first read of the table slower
+/// each day. delta-rs does this after its own operations' commits; ours are built by hand
+/// (`CommitBuilder`), which does not. A failed checkpoint is logged, never the commit's
+/// failure: the commit stands, and the next due one writes a checkpoint.
+async fn checkpoint_if_due(table: &DeltaTable, dir: &str) {
+    let Ok(snapshot) = table.snapshot() else { return };
+    let version = snapshot.version();
+    let interval = snapshot.table_config().checkpoint_interval().get();
+    if (version + 1) % interval != 0 {
+        return;
+    }
+    let started = std::time::Instant::now();
+    if let Err(e) = checkpoints::create_checkpoint(table, None).await {
+        tracing::warn!(table = dir, version, error = %e, "could not write the log's checkpoint");
+        return;
+    }
+    let deleted = checkpoints::cleanup_metadata(table, None).await.unwrap_or_else(|e| {
+        tracing::warn!(table = dir, version, error = %e, "could not delete the log's expired commits");
+        0
+    });
+    tracing::debug!(
+        table = dir,
+        version,
+        deleted,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "log checkpointed"
+    );
 }
 
 /// How long a table's log keeps its commits (Delta's default is 30 days): the server
@@ -615,6 +651,78 @@ mod tests {
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
         }
+    }
+
+    /// Every `delta.checkpointInterval`-th commit (here 10; Delta's default, which wxlake's
+    /// tables keep, is 100) writes a checkpoint, so a new reader starts from it instead of
+    /// replaying every commit; commits before a checkpoint that are older than the log's
+    /// keep time are deleted by the next one, and the table reads the same throughout
+    /// (the latest version, and a version the kept log still holds).
+    #[tokio::test]
+    async fn the_log_is_checkpointed_at_its_interval_and_expired_commits_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let lake = Lake::open(&dir.path().join("lake").display().to_string()).await.unwrap();
+        let shape = TableShape {
+            name: "t".into(),
+            dir: "derived/t".into(),
+            file_schema: Arc::new(Schema::new(vec![Field::new("x", DataType::Int64, false)])),
+            partition_cols: vec![("day".into(), DataType::Utf8)],
+            sort: vec!["x".into()],
+        };
+        let url = lake.table_location(&shape.dir).unwrap();
+        std::fs::create_dir_all(url.to_file_path().unwrap()).unwrap();
+        CreateBuilder::new()
+            .with_log_store(handle(lake.store(), &url).unwrap().log_store())
+            .with_columns(shape.delta_schema().unwrap().fields().cloned())
+            .with_partition_columns(["day"])
+            .with_configuration_property(TableProperty::LogRetentionDuration, Some(LOG_RETENTION))
+            .with_configuration_property(TableProperty::CheckpointInterval, Some("10"))
+            .await
+            .unwrap();
+        let log = dir.path().join("lake/derived/t/_delta_log");
+        let commits = |from: usize, to: usize| {
+            let (lake, shape) = (&lake, &shape);
+            async move {
+                for i in from..to {
+                    let file = NewFile {
+                        partition_dir: format!("day={}", i % 3),
+                        name: format!("f{i}.parquet"),
+                        size: 1,
+                        rows: 1,
+                    };
+                    let snapshot = lake.delta_table(shape).await.unwrap();
+                    lake.commit(shape, &snapshot, Change::Append { files: vec![file], read: None }).await.unwrap();
+                }
+            }
+        };
+        let files_at = |at: At| {
+            let (lake, url, shape) = (&lake, &url, &shape);
+            async move {
+                let t = load(lake.store(), url, at).await.unwrap().unwrap();
+                (t.version(), active_files(&t, &lake.table_path(&shape.dir)).unwrap().len())
+            }
+        };
+        let checkpoint = |v: u64| log.join(format!("{v:020}.checkpoint.parquet"));
+        let json = |v: u64| log.join(format!("{v:020}.json"));
+
+        // Version 0 created the table; versions 1..=8 are not due, 9 is the 10th commit.
+        commits(0, 8).await;
+        assert!(!log.join("_last_checkpoint").exists());
+        commits(8, 9).await;
+        assert!(checkpoint(9).exists());
+        assert_eq!(files_at(At::Latest).await, (Some(9), 9));
+
+        // Age every commit so far past the keep time (two days).
+        let old = std::time::SystemTime::now() - Duration::from_secs(3 * 86_400);
+        for e in std::fs::read_dir(&log).unwrap() {
+            std::fs::File::options().write(true).open(e.unwrap().path()).unwrap().set_modified(old).unwrap();
+        }
+        commits(9, 19).await;
+        assert!(checkpoint(19).exists());
+        assert!((0..9).all(|v| !json(v).exists()), "aged commits before a checkpoint go");
+        assert!((9..=19).all(|v| json(v).exists()), "the checkpoint's own and later commits stay");
+        assert_eq!(files_at(At::Latest).await, (Some(19), 19));
+        assert_eq!(files_at(At::Version(15)).await, (Some(15), 15));
     }
 
     /// A table directory holding a file but no log yet (how `job_runs` starts on a new
