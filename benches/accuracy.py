@@ -39,6 +39,7 @@ import statistics
 import subprocess
 import sys
 import time
+import tomllib
 
 import duckdb
 from lake_files import duck_list, snapshot_files
@@ -49,7 +50,7 @@ STEPS = ["accuracy_pairs", "model_accuracy", "accuracy_trends", "accuracy_daily_
 # SHA-256 of the sql/*.sql files this port follows: a mismatch means the jobs' SQL changed
 # since and the port (below) needs the same change, or the results will differ.
 PORTED_SQL = {
-    "accuracy_pairs": "d06933cfa8f64248a5d317c1f444d7fb76ded52f413731967a3680347cb489ea",
+    "accuracy_pairs": "73a7bc7fd30271272dbc32132a72ae04e1278d3046c5016aabd7b4f1f92cc581",
     "model_accuracy": "7012ff85bebbde33a28d782b4128c9598a44a933e6fd35b9022d8c1ae746fb8a",
     "accuracy_trends": "b4a52c8abb8a6d8700f9b90ea4561467fe074192b831c3d878d367d025daea77",
     "accuracy_daily_detail": "c44a7e19f472f0fee6173ab5562e1afd22dd6f88a0dc3087b99754bb320ce1da",
@@ -180,7 +181,7 @@ FROM (
         n.generated_at AS run_time,
         max(n.temperature_f) AS max_f,
         min(n.temperature_f) AS min_f,
-        count(DISTINCT n.start_time) AS hours,
+        count(*) AS hours,
         max(n.available_at) AS available_at
     FROM nws_hourly n
     JOIN stations s ON s.station_code = n.station_code
@@ -355,6 +356,12 @@ ORDER BY p.station_code, p.lead_days, p.target, p.date, p.model, p.run_label
 
 def lit(d):
     return f"DATE '{d}'"
+
+
+def pairs_chunk_days():
+    """accuracy_pairs' chunk size, as jobs/accuracy_pairs.toml declares it."""
+    with open(os.path.join(SQL_DIR, "..", "jobs", "accuracy_pairs.toml"), "rb") as f:
+        return tomllib.load(f)["incremental"]["chunk_days"]
 
 
 def chunks(first, last, days):
@@ -551,7 +558,8 @@ def main():
           f"inputs {size / 1e6:.0f} MB")
     print("  " + ", ".join(f"{k} {v:,} rows" for k, v in rows.items()))
     pair_chunks = chunks(dates[0], dates[-1], a.duck_chunk_days)
-    print(f"wxlake accuracy_pairs: full run in 30-day chunks ({len(chunks(dates[0], dates[-1], 30))}); "
+    wx_chunk = pairs_chunk_days()
+    print(f"wxlake accuracy_pairs: full run in {wx_chunk}-day chunks ({len(chunks(dates[0], dates[-1], wx_chunk))}); "
           f"DuckDB accuracy_pairs: "
           + ("full range in one go" if a.duck_chunk_days <= 0
              else f"{len(pair_chunks)} chunks of {a.duck_chunk_days} days")

@@ -18,8 +18,8 @@
 #   DataFusion -> DuckDB translations) with the stations table wxlake exports
 #   (`wxlake jobs helpers`), writes zstd Parquet partitioned as the jobs declare, and the
 #   four results are compared row for row on their keys. accuracy_pairs: wxlake runs
-#   every daily_extremes date in 30-day chunks; DuckDB runs the whole range in one go
-#   unless --duck-chunk-days 30. Each engine runs --repeat times (default 3); best and
+#   every daily_extremes date in the chunks jobs/accuracy_pairs.toml declares; DuckDB
+#   runs the whole range in one go unless --duck-chunk-days N. Each engine runs --repeat times (default 3); best and
 #   median per step and in total (with the totals' worst and spread) are printed. The
 #   wxlake runs republish the lake's derived accuracy tables (idempotent).
 # - Before timing it prints the load and refuses (exit 3) a busy machine or a lake that

@@ -128,7 +128,10 @@ SELECT
     86400.0 * day_num - 60 * standard_offset_minutes AS day_start,
     available_at
 FROM (
-    -- Each version's hours grouped by LST day (day_num: days since 1970-01-01).
+    -- Each version's hours grouped by LST day (day_num: days since 1970-01-01). A version
+    -- holds each hour once (nws_hourly's key is station, version and hour, and the lake
+    -- stores each key once), so count(*) counts its distinct hours without a second
+    -- aggregation.
     SELECT
         n.station_code,
         s.units,
@@ -137,7 +140,7 @@ FROM (
         n.generated_at AS run_time,
         max(n.temperature_f) AS max_f,
         min(n.temperature_f) AS min_f,
-        count(DISTINCT n.start_time) AS hours,
+        count(*) AS hours,
         max(n.available_at) AS available_at
     FROM nws_hourly n
     JOIN stations s ON s.station_code = n.station_code
