@@ -70,14 +70,20 @@ pub enum Command {
 }
 
 /// Logs go to stderr, coloured only when stderr is a terminal; `RUST_LOG` wins over `-v`.
-/// Ballista's scheduler logs an ERROR when it cannot attach a finished stage's metrics to
-/// its plan for display (a known mismatch of its own, harmless to the query): not shown
-/// unless asked for.
+/// Not shown unless asked for:
+/// - Ballista's scheduler logs an ERROR when it cannot attach a finished stage's metrics to
+///   its plan for display (a known mismatch of its own, harmless to the query).
+/// - The Delta kernel logs every failed snapshot build as an ERROR, and returns the same
+///   error to us, which handles it: a table not created yet is no table, as every new
+///   table on an S3 lake is at its first command (`No files in log segment`; a local one
+///   is found without the kernel, `lake::delta::load`), and any other failure is reported
+///   where it matters.
 pub fn init_tracing(verbose: u8) {
+    const QUIET: &str = "ballista_scheduler::display=off,buoyant_kernel::snapshot::builder=off";
     let default = match verbose {
-        0 => "warn,ballista_scheduler::display=off",
-        1 => "info,wxlake=info,ballista_scheduler::display=off",
-        _ => "debug",
+        0 => format!("warn,{QUIET}"),
+        1 => format!("info,wxlake=info,{QUIET}"),
+        _ => "debug".to_string(),
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
