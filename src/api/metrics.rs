@@ -8,23 +8,30 @@
 //! against the key's rate limit like any request: scrape at most every 15 s or so.
 //!
 //! The registry is built from a snapshot at each scrape: the runner owns the counters (the
-//! same ones `feeds list` and the status endpoint show), so nothing is counted twice.
+//! same ones `feeds list` and the status endpoint show), so nothing is counted twice. The
+//! stream's delivery lag is a histogram whose buckets are Prometheus' usual bounds over
+//! the hub's finer ones ([`DeliveryLag`]), so `histogram_quantile` over a rate gives the
+//! lag of any recent window.
 
 use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
 use super::auth::{require_admin_for, Caller};
 use super::error::{ApiError, ApiResult};
 use super::health::{health, Health};
 use super::state::AppState;
+use crate::stream::lag::LagSnapshot;
 
 /// The exposition format's content type.
 pub const CONTENT_TYPE_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -38,8 +45,8 @@ type Labels = Vec<(&'static str, String)>;
     operation_id = "getMetrics",
     summary = "Admin: the status figures in the Prometheus text format",
     description = "Admin keys only (Prometheus sends one as a bearer token). The figures of GET /api/v2/status as \
-                   Prometheus text exposition: `wxlake_feed_*` per source, `wxlake_station_*` per station. Scrapes \
-                   count against the key's rate limit.",
+                   Prometheus text exposition: `wxlake_feed_*` per source, `wxlake_station_*` per station, \
+                   `wxlake_stream_*` for the push stream. Scrapes count against the key's rate limit.",
     responses(
         (status = 200, description = "Prometheus text exposition: wxlake_feed_* per source, wxlake_station_* per station", body = String, content_type = "text/plain"),
         (status = 403, description = "the key is not an admin key", body = crate::api::error::ErrorBody),
@@ -103,9 +110,58 @@ pub fn encode(h: &Health) -> Result<String, std::fmt::Error> {
     r.register("station_observation_age_seconds", "Age of the station's newest reading", age);
     r.register("station_cadence_seconds", "The station's expected spacing of routine reports", cadence);
     r.register("station_down", "1 when the station is down (data_quality: station currently down)", down);
+    if let Some(st) = &h.stream {
+        let connections = Gauge::<i64, std::sync::atomic::AtomicI64>::default();
+        connections.set(i64::try_from(st.connections).unwrap_or(i64::MAX));
+        let (published, deliveries, dropped) =
+            (Counter::<u64>::default(), Counter::<u64>::default(), Counter::<u64>::default());
+        published.inc_by(st.events_published);
+        deliveries.inc_by(st.deliveries);
+        dropped.inc_by(st.dropped_slow);
+        r.register("stream_connections", "Push stream connections subscribed now", connections);
+        r.register("stream_events_published", "Events published to the push stream", published);
+        r.register("stream_deliveries", "Event copies queued to connections", deliveries);
+        r.register("stream_dropped_slow", "Connections dropped because their queue overflowed", dropped);
+        r.register(
+            "stream_delivery_lag_seconds",
+            "From an event's creation to its connection's write (the server's share of a client's latency)",
+            DeliveryLag(st.lag.clone()),
+        );
+    }
     let mut out = String::new();
     prometheus_client::encoding::text::encode(&mut out, &r)?;
     Ok(out)
+}
+
+/// Upper bounds of the delivery lag's buckets, in seconds (Prometheus' usual ones, from a
+/// millisecond to ten seconds).
+const LAG_BOUNDS_SECS: [f64; 12] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+/// The stream's delivery lag as a Prometheus histogram. Each bound counts the deliveries
+/// whose hub bucket lies wholly below it, so a delivery within 12.5 % under a bound may
+/// count in the next one up: never in a lower one than its lag.
+#[derive(Debug)]
+struct DeliveryLag(LagSnapshot);
+
+impl EncodeMetric for DeliveryLag {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let mut counted = 0;
+        let mut buckets: Vec<(f64, u64)> = LAG_BOUNDS_SECS
+            .iter()
+            .map(|&bound| {
+                let upto = self.0.at_most(Duration::from_secs_f64(bound));
+                let here = upto - counted;
+                counted = upto;
+                (bound, here)
+            })
+            .collect();
+        buckets.push((f64::INFINITY, self.0.count() - counted));
+        encoder.encode_histogram::<NoLabelSet>(self.0.sum().as_secs_f64(), self.0.count(), &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
 }
 
 #[cfg(test)]
@@ -141,6 +197,7 @@ mod tests {
             late_sources: vec!["awc_metar".into()],
             down_stations: vec!["KMDW".into()],
             pending_wal_inputs: 0,
+            stream: None,
             sources: vec![src],
             stations: vec![
                 station("KNYC", Some(600), false),
@@ -164,5 +221,46 @@ mod tests {
             assert!(text.lines().any(|l| l == line), "{line} missing from\n{text}");
         }
         assert!(!text.contains("age_seconds{station=\"EGLL\"}"), "no age without a reading");
+        assert!(!text.contains("wxlake_stream_"), "no stream figures without a stream");
+    }
+
+    /// The stream's figures: its connections, and the delivery lag as a cumulative
+    /// histogram whose every delivery sits at or below the first bound above its lag.
+    #[test]
+    fn the_stream_lag_is_a_histogram_over_prometheus_bounds() {
+        let hub = crate::stream::Hub::new(16);
+        let _subscribed = hub.connect("u", ["KNYC".to_string()].into());
+        for ms in [2, 40, 3000] {
+            hub.delivery_lag().record(Duration::from_millis(ms));
+        }
+        let stream = crate::api::health::StreamHealth::of(&hub);
+        assert_eq!((stream.connections, stream.dropped_slow), (1, 0));
+        let p50 = stream.delivery_lag_p50_ms.unwrap();
+        assert!((40.0..=45.0).contains(&p50), "{p50}");
+        let h = Health {
+            time: chrono::Utc::now(),
+            late_sources: vec![],
+            down_stations: vec![],
+            pending_wal_inputs: 0,
+            sources: vec![],
+            stations: vec![],
+            stream: Some(stream),
+        };
+        let text = encode(&h).unwrap();
+        for line in [
+            "wxlake_stream_connections 1",
+            "# TYPE wxlake_stream_delivery_lag_seconds histogram",
+            "wxlake_stream_delivery_lag_seconds_bucket{le=\"0.001\"} 0",
+            "wxlake_stream_delivery_lag_seconds_bucket{le=\"0.005\"} 1",
+            "wxlake_stream_delivery_lag_seconds_bucket{le=\"0.025\"} 1",
+            "wxlake_stream_delivery_lag_seconds_bucket{le=\"0.05\"} 2",
+            "wxlake_stream_delivery_lag_seconds_bucket{le=\"2.5\"} 2",
+            "wxlake_stream_delivery_lag_seconds_bucket{le=\"5.0\"} 3",
+            "wxlake_stream_delivery_lag_seconds_bucket{le=\"+Inf\"} 3",
+            "wxlake_stream_delivery_lag_seconds_count 3",
+            "wxlake_stream_delivery_lag_seconds_sum 3.042",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing from\n{text}");
+        }
     }
 }

@@ -21,11 +21,13 @@ const BUCKETS: usize = SUB_BUCKETS * (DOUBLINGS + 1);
 #[derive(Debug)]
 pub struct LagHistogram {
     buckets: Box<[AtomicU64]>,
+    /// Their sum (a Prometheus histogram's `_sum`).
+    sum_us: AtomicU64,
 }
 
 impl Default for LagHistogram {
     fn default() -> Self {
-        LagHistogram { buckets: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect() }
+        LagHistogram { buckets: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect(), sum_us: AtomicU64::new(0) }
     }
 }
 
@@ -54,12 +56,16 @@ impl LagHistogram {
     pub fn record(&self, lag: Duration) {
         let us = u64::try_from(lag.as_micros()).unwrap_or(u64::MAX);
         self.buckets[bucket(us)].fetch_add(1, Ordering::Relaxed);
+        self.sum_us.fetch_add(us, Ordering::Relaxed);
     }
 
     /// The counts so far (each bucket read once; deliveries recorded meanwhile may or may
     /// not be in it).
     pub fn snapshot(&self) -> LagSnapshot {
-        LagSnapshot { counts: self.buckets.iter().map(|b| b.load(Ordering::Relaxed)).collect() }
+        LagSnapshot {
+            counts: self.buckets.iter().map(|b| b.load(Ordering::Relaxed)).collect(),
+            sum_us: self.sum_us.load(Ordering::Relaxed),
+        }
     }
 }
 
@@ -67,6 +73,7 @@ impl LagHistogram {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LagSnapshot {
     counts: Vec<u64>,
+    sum_us: u64,
 }
 
 impl LagSnapshot {
@@ -75,10 +82,23 @@ impl LagSnapshot {
         self.counts.iter().sum()
     }
 
+    /// The lags' sum.
+    pub fn sum(&self) -> Duration {
+        Duration::from_micros(self.sum_us)
+    }
+
+    /// Deliveries whose lag's bucket lies wholly at or below `bound`: a Prometheus
+    /// histogram's cumulative count for `le = bound`, short by at most the deliveries of
+    /// the one bucket that straddles it.
+    pub fn at_most(&self, bound: Duration) -> u64 {
+        let bound = u64::try_from(bound.as_micros()).unwrap_or(u64::MAX);
+        self.counts.iter().enumerate().take_while(|(b, _)| upper_bound_us(*b) <= bound).map(|(_, n)| n).sum()
+    }
+
     /// What was recorded between `earlier` (a snapshot of the same histogram) and this one.
     pub fn since(&self, earlier: &LagSnapshot) -> LagSnapshot {
         let counts = self.counts.iter().zip(&earlier.counts).map(|(a, b)| a.saturating_sub(*b)).collect();
-        LagSnapshot { counts }
+        LagSnapshot { counts, sum_us: self.sum_us.saturating_sub(earlier.sum_us) }
     }
 
     /// The lag that `q` (0..=1) of the deliveries did not exceed, as its bucket's upper
@@ -135,9 +155,15 @@ mod tests {
             got >= ms * 1000 && got <= ms * 1000 * 9 / 8
         };
         assert!(within(0.5, 50) && within(0.99, 99) && within(1.0, 100) && within(0.0, 1));
+        assert_eq!(s.sum(), Duration::from_millis(5050));
+        assert_eq!(s.at_most(Duration::from_millis(200)), 100);
+        let below_50 = s.at_most(Duration::from_millis(50));
+        assert!((44..=50).contains(&below_50), "{below_50}: short by one bucket at most");
+        assert_eq!(s.at_most(Duration::from_micros(999)), 0);
         h.record(Duration::from_secs(1));
         let later = h.snapshot().since(&s);
         assert_eq!(later.count(), 1);
+        assert_eq!(later.sum(), Duration::from_secs(1));
         assert!(later.quantile(0.5).unwrap() >= Duration::from_secs(1));
     }
 }

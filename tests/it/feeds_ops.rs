@@ -208,6 +208,7 @@ async fn a_source_down_for_an_hour_then_back_leaves_no_gap_and_data_quality_foll
     assert_eq!(src["last_error"]["kind"], "server_error");
     let wsss = v["stations"].as_array().unwrap().iter().find(|s| s["station"] == "WSSS").unwrap();
     assert_eq!((wsss["age_secs"].as_i64(), wsss["cadence_secs"].as_i64()), (Some(75 * 60), Some(1800)));
+    assert!(v["stream"].is_null(), "this server runs no push stream: {}", v["stream"]);
     let (s, metrics) = get(&state, "/metrics", &admin).await;
     assert_eq!(s, StatusCode::OK, "{metrics}");
     for line in [
