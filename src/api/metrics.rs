@@ -111,10 +111,9 @@ pub fn encode(h: &Health) -> Result<String, std::fmt::Error> {
     r.register("station_cadence_seconds", "The station's expected spacing of routine reports", cadence);
     r.register("station_down", "1 when the station is down (data_quality: station currently down)", down);
     if let Some(st) = &h.stream {
-        let connections = Gauge::<i64, std::sync::atomic::AtomicI64>::default();
+        let connections: Gauge = Gauge::default();
         connections.set(i64::try_from(st.connections).unwrap_or(i64::MAX));
-        let (published, deliveries, dropped) =
-            (Counter::<u64>::default(), Counter::<u64>::default(), Counter::<u64>::default());
+        let (published, deliveries, dropped): (Counter, Counter, Counter) = Default::default();
         published.inc_by(st.events_published);
         deliveries.inc_by(st.deliveries);
         dropped.inc_by(st.dropped_slow);
