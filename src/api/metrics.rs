@@ -170,6 +170,13 @@ mod tests {
     use crate::feeds::status::LastError;
     use crate::feeds::SourceStatus;
 
+    /// Each of `lines` is a whole line of the exposition `text`.
+    fn assert_lines(text: &str, lines: &[&str]) {
+        for line in lines {
+            assert!(text.lines().any(|l| l == *line), "{line} missing from\n{text}");
+        }
+    }
+
     #[test]
     fn the_exposition_names_each_source_and_station_with_its_figures() {
         let t = |s: &str| s.parse::<chrono::DateTime<chrono::Utc>>().unwrap();
@@ -205,20 +212,21 @@ mod tests {
             ],
         };
         let text = encode(&h).unwrap();
-        for line in [
-            "# TYPE wxlake_feed_requests counter",
-            "wxlake_feed_requests_total{source=\"awc_metar\"} 12",
-            "wxlake_feed_errors_total{source=\"awc_metar\",kind=\"timeout\"} 2",
-            "wxlake_feed_bytes_total{source=\"awc_metar\"} 3400",
-            "wxlake_feed_last_success_timestamp_seconds{source=\"awc_metar\"} 1790316240.5",
-            "wxlake_feed_late{source=\"awc_metar\"} 1",
-            "wxlake_station_observation_age_seconds{station=\"KMDW\"} 9000",
-            "wxlake_station_down{station=\"KMDW\"} 1",
-            "wxlake_station_down{station=\"EGLL\"} 0",
-            "# EOF",
-        ] {
-            assert!(text.lines().any(|l| l == line), "{line} missing from\n{text}");
-        }
+        assert_lines(
+            &text,
+            &[
+                "# TYPE wxlake_feed_requests counter",
+                "wxlake_feed_requests_total{source=\"awc_metar\"} 12",
+                "wxlake_feed_errors_total{source=\"awc_metar\",kind=\"timeout\"} 2",
+                "wxlake_feed_bytes_total{source=\"awc_metar\"} 3400",
+                "wxlake_feed_last_success_timestamp_seconds{source=\"awc_metar\"} 1790316240.5",
+                "wxlake_feed_late{source=\"awc_metar\"} 1",
+                "wxlake_station_observation_age_seconds{station=\"KMDW\"} 9000",
+                "wxlake_station_down{station=\"KMDW\"} 1",
+                "wxlake_station_down{station=\"EGLL\"} 0",
+                "# EOF",
+            ],
+        );
         assert!(!text.contains("age_seconds{station=\"EGLL\"}"), "no age without a reading");
         assert!(!text.contains("wxlake_stream_"), "no stream figures without a stream");
     }
@@ -246,20 +254,21 @@ mod tests {
             stream: Some(stream),
         };
         let text = encode(&h).unwrap();
-        for line in [
-            "wxlake_stream_connections 1",
-            "# TYPE wxlake_stream_delivery_lag_seconds histogram",
-            "wxlake_stream_delivery_lag_seconds_bucket{le=\"0.001\"} 0",
-            "wxlake_stream_delivery_lag_seconds_bucket{le=\"0.005\"} 1",
-            "wxlake_stream_delivery_lag_seconds_bucket{le=\"0.025\"} 1",
-            "wxlake_stream_delivery_lag_seconds_bucket{le=\"0.05\"} 2",
-            "wxlake_stream_delivery_lag_seconds_bucket{le=\"2.5\"} 2",
-            "wxlake_stream_delivery_lag_seconds_bucket{le=\"5.0\"} 3",
-            "wxlake_stream_delivery_lag_seconds_bucket{le=\"+Inf\"} 3",
-            "wxlake_stream_delivery_lag_seconds_count 3",
-            "wxlake_stream_delivery_lag_seconds_sum 3.042",
-        ] {
-            assert!(text.lines().any(|l| l == line), "{line} missing from\n{text}");
-        }
+        assert_lines(
+            &text,
+            &[
+                "wxlake_stream_connections 1",
+                "# TYPE wxlake_stream_delivery_lag_seconds histogram",
+                "wxlake_stream_delivery_lag_seconds_bucket{le=\"0.001\"} 0",
+                "wxlake_stream_delivery_lag_seconds_bucket{le=\"0.005\"} 1",
+                "wxlake_stream_delivery_lag_seconds_bucket{le=\"0.025\"} 1",
+                "wxlake_stream_delivery_lag_seconds_bucket{le=\"0.05\"} 2",
+                "wxlake_stream_delivery_lag_seconds_bucket{le=\"2.5\"} 2",
+                "wxlake_stream_delivery_lag_seconds_bucket{le=\"5.0\"} 3",
+                "wxlake_stream_delivery_lag_seconds_bucket{le=\"+Inf\"} 3",
+                "wxlake_stream_delivery_lag_seconds_count 3",
+                "wxlake_stream_delivery_lag_seconds_sum 3.042",
+            ],
+        );
     }
 }
