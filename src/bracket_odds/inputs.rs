@@ -195,7 +195,7 @@ pub struct Rows {
     /// By date.
     daily: Vec<DailyIssue>,
     cli: BTreeMap<NaiveDate, Vec<CliVersion>>,
-    pairs: PairsByRun,
+    pairs: PairsBySource,
     /// Per day with pairs, their verifying value and when the first of them was known.
     pair_settled: BTreeMap<NaiveDate, (f64, DateTime<Utc>)>,
     /// Per past day, the target's running extreme after each hour (`daily_extremes`'
@@ -239,15 +239,16 @@ impl Read {
             })
             .collect();
         let unit = |v: f64| ask.station.units.convert(v, ask.unit);
-        let pairs: PairsByRun = (self.pairs.get(&of_target).into_iter().flatten())
-            .map(|(key, rows)| {
-                let converted =
-                    rows.iter().map(|p| PairRow { forecast: unit(p.forecast), observed: unit(p.observed), ..*p });
-                (key.clone(), converted.collect())
-            })
-            .collect();
+        let mut pairs: PairsBySource = HashMap::new();
+        for ((lead, model, label), rows) in self.pairs.get(&of_target).into_iter().flatten() {
+            let converted =
+                rows.iter().map(|p| PairRow { forecast: unit(p.forecast), observed: unit(p.observed), ..*p });
+            let of_source = pairs.entry(model.clone()).or_default();
+            let name = of_source.first().map_or_else(|| Arc::from(model.as_str()), |s| Arc::clone(&s.name));
+            of_source.push(PairSeries { lead: *lead, label: label_hour(label), name, rows: converted.collect() });
+        }
         let mut pair_settled: BTreeMap<NaiveDate, (f64, DateTime<Utc>)> = BTreeMap::new();
-        for p in pairs.values().flatten() {
+        for p in pairs.values().flatten().flat_map(|s| &s.rows) {
             let held = pair_settled.entry(p.date).or_insert((p.observed, p.available));
             if p.available < held.1 {
                 *held = (p.observed, p.available);
@@ -327,7 +328,7 @@ impl Rows {
             + days(&self.nws)
             + self.daily.len()
             + self.cli.values().map(Vec::len).sum::<usize>()
-            + self.pairs.values().map(Vec::len).sum::<usize>()
+            + self.pairs.values().flatten().map(|s| s.rows.len()).sum::<usize>()
             + self.by_hour.len()
     }
 
@@ -343,24 +344,27 @@ impl Rows {
         let lead_days = ask.lead_days();
         let mut forecasts = self.model_runs(ask);
         forecasts.extend(self.nws_version(ask));
-        // The run label `accuracy_pairs` gives each: a model's run hour, the NWS version's
-        // 6-hour block.
-        let labels: BTreeMap<String, String> = forecasts
+        // The run label `accuracy_pairs` gives each (as its hour): a model's run hour, the
+        // NWS version's 6-hour block.
+        let labels: BTreeMap<&str, u32> = forecasts
             .iter()
             .map(|f| {
                 let hour = chrono::Timelike::hour(&f.run);
-                let label = if f.source == NWS { 6 * (hour / 6) } else { hour };
-                (f.source.clone(), format!("{label:02}z"))
+                (f.source.as_str(), if f.source == NWS { 6 * (hour / 6) } else { hour })
             })
             .collect();
         let from = ask.history_from();
         // Every past day from `from`, by its distance from it: the loops below touch a day
         // per source and day of history, so a slot rather than a map lookup.
-        let mut days = self.settled_by_cli(from, ask.date, t);
+        let finals = self.finals(from, ask.date, t);
+        let mut days = Self::settled_by_cli(&finals, from, ask.date);
         let slot = |date: NaiveDate| (date - from).num_days() as usize;
-        for (source, label) in &labels {
-            let Some(pairs) = self.pairs.get(&(lead_days, source.clone(), label.clone())) else { continue };
-            let name: Arc<str> = Arc::from(source.as_str());
+        for (&source, &label) in &labels {
+            let of_source = self.pairs.get(source).into_iter().flatten();
+            let Some(series) = of_source.into_iter().find(|s| s.lead == lead_days && s.label == Some(label)) else {
+                continue;
+            };
+            let (name, pairs) = (&series.name, &series.rows);
             let lo = pairs.partition_point(|p| p.date < from);
             let hi = pairs.partition_point(|p| p.date < ask.date);
             for p in pairs[lo..hi].iter().filter(|p| p.available <= t) {
@@ -371,7 +375,7 @@ impl Rows {
                     running: None,
                 });
                 // One pair per station, day, model, label, lead and target.
-                day.forecasts.push((Arc::clone(&name), p.forecast));
+                day.forecasts.push((Arc::clone(name), p.forecast));
             }
         }
         // Daily forecasts: today's latest issuance of each source, and for each past day its
@@ -394,9 +398,17 @@ impl Rows {
             }
             keep_latest(&mut past, (d.date, d.source.as_str()), d);
         }
+        let mut names: Vec<Arc<str>> = Vec::new();
         for ((date, source), d) in past {
             if let Some(day) = days[slot(date)].as_mut() {
-                day.forecasts.push((Arc::from(source), d.value));
+                let name = match names.iter().find(|n| &***n == source) {
+                    Some(name) => Arc::clone(name),
+                    None => {
+                        names.push(Arc::from(source));
+                        Arc::clone(&names[names.len() - 1])
+                    }
+                };
+                day.forecasts.push((name, d.value));
             }
         }
         // Within the day: each past day's running extreme at the local hour of its day this
@@ -410,7 +422,7 @@ impl Rows {
                 day.running = native.map(|v| round_half_away(round1(ask.station.units.convert(v, ask.unit))));
             }
         }
-        let settled = self.settled_days(from, ask.date, t);
+        let settled = self.settled_days(&finals, from, ask.date, t);
         let history = days.into_iter().flatten().filter(|d| !d.forecasts.is_empty()).collect();
         Inputs { forecasts, history, settled, lead_days }
     }
@@ -432,18 +444,35 @@ impl Rows {
     }
 
     /// Every day `from..to` settled as known at t (its final report's value, else its
-    /// pairs'), whatever source forecast it: the climatology baseline's sample.
-    fn settled_days(&self, from: NaiveDate, to: NaiveDate, t: DateTime<Utc>) -> Vec<(NaiveDate, f64)> {
-        // Two runs by date (a vector sorted, not a tree built: this is once per forecast).
-        let mut dates: Vec<NaiveDate> = self
-            .cli
-            .range(from..to)
-            .map(|(d, _)| *d)
-            .chain(self.pair_settled.range(from..to).map(|(d, _)| *d))
-            .collect();
-        dates.sort_unstable();
-        dates.dedup();
-        dates.into_iter().filter_map(|d| self.settled(d, t).map(|(v, _)| (d, v))).collect()
+    /// pairs'), whatever source forecast it: the climatology baseline's sample. `finals`:
+    /// [`Rows::finals`] of the same days and time.
+    fn settled_days(
+        &self,
+        finals: &[(NaiveDate, f64)],
+        from: NaiveDate,
+        to: NaiveDate,
+        t: DateTime<Utc>,
+    ) -> Vec<(NaiveDate, f64)> {
+        // Both by date: merged, a final report's value first (as `Rows::settled` chooses).
+        let mut pairs = self.pair_settled.range(from..to).filter(|(_, (_, at))| *at <= t).peekable();
+        let mut out = Vec::with_capacity(finals.len());
+        for &(date, value) in finals {
+            while let Some((&d, &(v, _))) = pairs.next_if(|(d, _)| **d <= date) {
+                if d < date {
+                    out.push((d, v));
+                }
+            }
+            out.push((date, value));
+        }
+        out.extend(pairs.map(|(&d, &(v, _))| (d, v)));
+        out
+    }
+
+    /// The days `from..to` a final climate report known at t settled, with its value, by
+    /// date (found once per asked time: the history and the settled days both read them).
+    fn finals(&self, from: NaiveDate, to: NaiveDate, t: DateTime<Utc>) -> Vec<(NaiveDate, f64)> {
+        let reports = self.cli.range(from..to);
+        reports.filter_map(|(&date, versions)| final_report(versions, t).map(|(v, _)| (date, v))).collect()
     }
 
     /// Each model's latest run of the day available by t, run at most
@@ -451,17 +480,20 @@ impl Rows {
     fn model_runs(&self, ask: &Ask<'_>) -> Vec<SourceForecast> {
         let oldest = ask.date - Duration::days(RUN_HORIZON_DAYS);
         let value = ask.run_value();
-        let mut latest: BTreeMap<&str, &RunRow> = BTreeMap::new();
+        // A few dozen models at most: found by their shared names (an address compare).
+        let mut latest: Vec<&RunRow> = Vec::new();
         let rows = self.runs.get(&ask.date).into_iter().flatten();
         let known = |r: &&RunRow| r.available <= ask.t && r.run.date_naive() >= oldest && !r.values[value].is_nan();
         for r in rows.filter(known) {
-            let held = latest.entry(&*r.model).or_insert(r);
-            if r.run > held.run {
-                *held = r;
+            match latest.iter_mut().find(|held| held.model == r.model) {
+                Some(held) if r.run > held.run => *held = r,
+                Some(_) => {}
+                None => latest.push(r),
             }
         }
+        latest.sort_unstable_by(|a, b| a.model.cmp(&b.model));
         latest
-            .into_values()
+            .into_iter()
             .map(|r| SourceForecast { source: r.model.to_string(), run: r.run, forecast: r.values[value] })
             .collect()
     }
@@ -497,14 +529,12 @@ impl Rows {
     }
 
     /// The past days `from..to`, one slot each from `from`: those a final climate report
-    /// available by t settled, without forecasts yet; the others empty.
-    fn settled_by_cli(&self, from: NaiveDate, to: NaiveDate, t: DateTime<Utc>) -> Vec<Option<Verified>> {
+    /// settled (`finals`, [`Rows::finals`]), without forecasts yet; the others empty.
+    fn settled_by_cli(finals: &[(NaiveDate, f64)], from: NaiveDate, to: NaiveDate) -> Vec<Option<Verified>> {
         let mut days = vec![None; (to - from).num_days().max(0) as usize];
-        for (&date, versions) in self.cli.range(from..to) {
-            if let Some((settled, _)) = final_report(versions, t) {
-                days[(date - from).num_days() as usize] =
-                    Some(Verified { date, forecasts: Vec::new(), settled, running: None });
-            }
+        for &(date, settled) in finals {
+            days[(date - from).num_days() as usize] =
+                Some(Verified { date, forecasts: Vec::new(), settled, running: None });
         }
         days
     }
@@ -835,6 +865,27 @@ type HoursByDay = BTreeMap<NaiveDate, Vec<Option<f64>>>;
 /// The pairs of one station and target: by (lead, model, run label), each by date.
 type PairsByRun = HashMap<(i64, String, String), Vec<PairRow>>;
 
+/// One source's pairs at one lead and run label, by date, with the source's name shared by
+/// every past day that names it (a clone of it is a count, and equal names compare by
+/// address).
+#[derive(Debug)]
+struct PairSeries {
+    lead: i64,
+    /// The run label's hour (`06z`: 6); `None` for a label not of that form.
+    label: Option<u32>,
+    name: Arc<str>,
+    rows: Vec<PairRow>,
+}
+
+/// The pairs of one station and target, by source (looked up by name without an
+/// allocation, once per source and asked time).
+type PairsBySource = HashMap<String, Vec<PairSeries>>;
+
+/// The hour of a run label as `accuracy_pairs` writes it (two digits and `z`).
+fn label_hour(label: &str) -> Option<u32> {
+    label.strip_suffix('z').filter(|h| h.len() == 2).and_then(|h| h.parse().ok())
+}
+
 /// The `accuracy_pairs` rows of the stations and targets at `leads` known by t, for the
 /// history of the days, in the station's units, by (station, target).
 async fn pair_rows(
@@ -947,4 +998,60 @@ fn bools(batch: &RecordBatch, i: usize) -> Result<&datafusion::arrow::array::Boo
 
 fn ints(batch: &RecordBatch, i: usize) -> Result<&datafusion::arrow::array::PrimitiveArray<Int64Type>> {
     batch.column(i).as_primitive_opt::<Int64Type>().ok_or_else(|| internal(batch.schema().field(i).name()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(d: u32) -> NaiveDate {
+        NaiveDate::from_ymd_opt(2026, 5, d).unwrap()
+    }
+
+    fn at(h: u32) -> DateTime<Utc> {
+        day(20).and_hms_opt(h, 0, 0).unwrap().and_utc()
+    }
+
+    fn report(is_final: bool, value: f64, available: DateTime<Utc>) -> CliVersion {
+        CliVersion {
+            order: (is_final, Some(available), false, Some(available), Some(available), 1),
+            value: Some(value),
+        }
+    }
+
+    /// The climatology's settled days are each day's `Rows::settled`: a final report known
+    /// by then first, else the pairs' value known by then (a preliminary report, or a final
+    /// one not yet known, leaves the pairs' value).
+    #[test]
+    fn the_settled_days_are_each_days_settled_value_as_known_then() {
+        let mut rows = Rows::default();
+        rows.cli.insert(day(1), vec![report(true, 70.0, at(1))]);
+        rows.cli.insert(day(2), vec![report(false, 60.0, at(1))]);
+        rows.cli.insert(day(4), vec![report(true, 50.0, at(9))]);
+        rows.cli.insert(day(6), vec![report(false, 40.0, at(1)), report(true, 41.0, at(2))]);
+        for (d, v, known) in [(2, 61.0, 1), (3, 62.0, 1), (4, 63.0, 1), (5, 64.0, 9), (7, 65.0, 1)] {
+            rows.pair_settled.insert(day(d), (v, at(known)));
+        }
+        let t = at(5);
+        let finals = rows.finals(day(1), day(8), t);
+        assert_eq!(finals, [(day(1), 70.0), (day(6), 41.0)]);
+        let expected: Vec<(NaiveDate, f64)> =
+            (1..8).filter_map(|d| rows.settled(day(d), t).map(|(v, _)| (day(d), v))).collect();
+        assert_eq!(rows.settled_days(&finals, day(1), day(8), t), expected);
+        assert_eq!(
+            expected,
+            [(day(1), 70.0), (day(2), 61.0), (day(3), 62.0), (day(4), 63.0), (day(6), 41.0), (day(7), 65.0)]
+        );
+        // Only days before the asked one.
+        let finals = rows.finals(day(1), day(4), t);
+        assert_eq!(rows.settled_days(&finals, day(1), day(4), t), expected[..3]);
+    }
+
+    #[test]
+    fn run_labels_are_two_digit_hours() {
+        assert_eq!(label_hour("06z"), Some(6));
+        assert_eq!(label_hour("18z"), Some(18));
+        assert_eq!(label_hour("6z"), None);
+        assert_eq!(label_hour("06"), None);
+    }
 }

@@ -44,8 +44,18 @@ pub fn climatology(settled: &[(NaiveDate, f64)], day: NaiveDate, window: u32) ->
     let sd = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
     let h = (1.06 * sd * n.powf(-0.2)).max(0.5);
     let lo = mean.round() as i32 - SPAN;
+    // Each value's upper edge is the next one's lower edge: every edge's CDF once.
+    let mut below: Vec<f64> = values.iter().map(|v| phi((f64::from(lo) - 0.5 - v) / h)).collect();
     let p: Vec<f64> = (lo..=lo + 2 * SPAN)
-        .map(|k| values.iter().map(|v| phi((f64::from(k) + 0.5 - v) / h) - phi((f64::from(k) - 0.5 - v) / h)).sum())
+        .map(|k| {
+            let mut mass = 0.0;
+            for (v, lower) in values.iter().zip(below.iter_mut()) {
+                let upper = phi((f64::from(k) + 0.5 - v) / h);
+                mass += upper - *lower;
+                *lower = upper;
+            }
+            mass
+        })
         .collect();
     floored(lo, p).ok()
 }

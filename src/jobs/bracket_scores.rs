@@ -53,7 +53,7 @@ use crate::brackets::method::Fit;
 use crate::brackets::scores::{brier, ignorance, pit, rps};
 use crate::brackets::{Distribution, Ladder, METHOD};
 use crate::catalog::{Catalog, Station};
-use crate::extremes::{Logic, StationExtremes, REPLAY_AFTER, REPLAY_BEFORE};
+use crate::extremes::{LiveInput, Logic, StationExtremes, REPLAY_AFTER, REPLAY_BEFORE};
 use crate::lake::bound_sql::{utf8_column, Bindings};
 use crate::lake::rows::date32;
 use crate::lake::window::load_replay_window;
@@ -116,22 +116,43 @@ pub fn checkpoint_at(station: &Station, date: NaiveDate, days: i64, hour: u32) -
 /// One station's observations, one-minute data and reports, each with when it was known.
 type Observations<'a> = StationRows<'a>;
 
-impl Observations<'_> {
-    /// The running extreme of `ask`'s day from the lake's rows available at `ask.t` (none
-    /// before the day starts): the engine's replay `brackets.php` as of `ask.t` makes from
-    /// the same rows (or from the server's in-memory copy of them).
-    fn observed(&self, ask: &Ask<'_>) -> Option<Observed> {
+/// One station-day's running extreme at its checkpoints, in their order: the day's rows,
+/// sorted by when each became known, are fed to one engine as the checkpoints pass. The
+/// engine's answer does not depend on the order rows reach it, so at each checkpoint it is
+/// `StationExtremes::replay` of the rows known then (what `brackets.php` as of that time
+/// makes from the same rows), without replaying the earlier ones again.
+struct DayReplay<'a> {
+    live: StationExtremes,
+    /// The day's rows (its window and the replay's margins), by when they became known.
+    rows: Vec<(DateTime<Utc>, LiveInput<'a>)>,
+    fed: usize,
+}
+
+impl<'a> DayReplay<'a> {
+    fn new(obs: &Observations<'a>, ask: &Ask<'_>) -> Self {
         let w = ask.window();
-        if ask.t < w.start {
+        let (from, to) = (w.start - REPLAY_BEFORE, w.end + REPLAY_AFTER);
+        let metars = between(&obs.metars, |(m, _)| m.time, from, to).iter().map(|(m, at)| (*at, LiveInput::Metar(m)));
+        let onemin =
+            between(&obs.onemin, |(o, _)| o.time, from, to).iter().map(|(o, at)| (*at, LiveInput::OneMinute(o)));
+        let reports = obs.reports.iter().filter(|(r, _)| r.date == ask.date).map(|(r, at)| (*at, LiveInput::Report(r)));
+        let mut rows: Vec<_> = metars.chain(onemin).chain(reports).collect();
+        rows.sort_by_key(|(at, _)| *at);
+        DayReplay { live: StationExtremes::new(ask.station), rows, fed: 0 }
+    }
+
+    /// The running extreme of `ask`'s day from the rows known at `ask.t` (none before the
+    /// day starts); `ask.t` no earlier than the last asked.
+    fn observed(&mut self, ask: &Ask<'_>) -> Option<Observed> {
+        if ask.t < ask.window().start {
             return None;
         }
-        let (from, to) = (w.start - REPLAY_BEFORE, w.end + REPLAY_AFTER);
-        let metars = between(&self.metars, |(m, _)| m.time, from, to).iter().filter(|(_, at)| *at <= ask.t);
-        let onemin = between(&self.onemin, |(o, _)| o.time, from, to).iter().filter(|(_, at)| *at <= ask.t);
-        let (metars, onemin) = (metars.map(|(m, _)| m), onemin.map(|(o, _)| o));
-        let reports = self.reports.iter().filter(|(r, at)| r.date == ask.date && *at <= ask.t).map(|(r, _)| r);
-        let live = StationExtremes::replay(ask.station, metars, onemin, reports);
-        Observed::of(ask, live.extremes(ask.logic, ask.date, ask.t).as_ref())
+        let known = self.rows[self.fed..].partition_point(|(at, _)| *at <= ask.t);
+        for (_, input) in &self.rows[self.fed..self.fed + known] {
+            self.live.apply(*input);
+        }
+        self.fed += known;
+        Observed::of(ask, self.live.extremes(ask.logic, ask.date, ask.t).as_ref())
     }
 }
 
@@ -155,12 +176,15 @@ fn station_scores(
             });
             let Some(settled) = settled else { return Vec::new() };
             // The day's checkpoints in order, each reusing the one before's fit when its
-            // inputs are the same (the four within the day usually are).
+            // inputs are the same (the four within the day usually are), and the
+            // observations replayed once for all of them.
             let mut previous = None;
+            let mut replay = None;
             let scored: Vec<Scored> = checkpoints
                 .flat_map(|(label, t)| {
                     let ask = Ask::settling(station, target, Some(date), Some(LOGIC), t);
-                    checkpoint_scores(&ask, rows, obs, settled, label, &mut previous, costs)
+                    let replay = replay.get_or_insert_with(|| DayReplay::new(obs, &ask));
+                    checkpoint_scores(&ask, rows, replay, settled, label, &mut previous, costs)
                 })
                 .collect();
             scored
@@ -172,6 +196,7 @@ fn station_scores(
 #[derive(Default)]
 struct Costs {
     inputs_us: AtomicU64,
+    observed_us: AtomicU64,
     fit_us: AtomicU64,
     rest_us: AtomicU64,
     fits: AtomicU64,
@@ -219,18 +244,19 @@ impl Fitted {
 fn checkpoint_scores(
     ask: &Ask<'_>,
     rows: &Rows,
-    obs: &Observations<'_>,
+    replay: &mut DayReplay<'_>,
     settled: (i32, DateTime<Utc>),
     label: &'static str,
     previous: &mut Option<Fitted>,
     costs: &Costs,
 ) -> Vec<Scored> {
     let started = Instant::now();
-    let inputs = rows.inputs(ask);
-    let observed = obs.observed(ask);
+    let observed = replay.observed(ask);
     if observed.is_some_and(|o| o.is_final) {
         return Vec::new();
     }
+    let started = Costs::add(&costs.observed_us, started);
+    let inputs = rows.inputs(ask);
     let started = Costs::add(&costs.inputs_us, started);
     if !previous.as_ref().is_some_and(|p| p.fits(&inputs)) {
         costs.fits.fetch_add(1, Ordering::Relaxed);
@@ -243,11 +269,14 @@ fn checkpoint_scores(
             }
         };
         let forecasts = inputs.forecast_values();
-        let baselines = [
-            climatology(&inputs.settled, ask.date, CLIMATOLOGY_WINDOW_DAYS),
-            best_single_gaussian(&inputs.history, &forecasts),
-            equal_weight_fraction(&forecasts),
-        ];
+        // Climatology reads the settled days only: the day's last one stands while they
+        // are the same (new runs change the fit, not them).
+        let climatology = match previous.as_mut() {
+            Some(p) if p.inputs.settled == inputs.settled => p.baselines[0].take(),
+            _ => climatology(&inputs.settled, ask.date, CLIMATOLOGY_WINDOW_DAYS),
+        };
+        let baselines =
+            [climatology, best_single_gaussian(&inputs.history, &forecasts), equal_weight_fraction(&forecasts)];
         *previous = Some(Fitted { inputs, fit, baselines });
     } else if let Some(p) = previous.as_mut() {
         costs.reused.fetch_add(1, Ordering::Relaxed);
@@ -351,6 +380,7 @@ pub async fn bracket_forecasts(
         read_ms = read.as_millis() as u64,
         scored_ms = started.elapsed().as_millis() as u64,
         inputs_cpu_ms = costs.inputs_us.load(Ordering::Relaxed) / 1000,
+        observed_cpu_ms = costs.observed_us.load(Ordering::Relaxed) / 1000,
         fit_cpu_ms = costs.fit_us.load(Ordering::Relaxed) / 1000,
         rest_cpu_ms = costs.rest_us.load(Ordering::Relaxed) / 1000,
         fits = costs.fits.load(Ordering::Relaxed),
