@@ -126,8 +126,8 @@ impl Distribution {
 /// Below this the standard normal CDF is taken as 0: it is under 1.2e-19 there, far below
 /// any mass that matters (every distribution gets a uniform share of each value some 10^14
 /// times larger), and `erfc` of such arguments costs two `exp`s, which made the far lower
-/// tail of every kernel table the larger part of a distribution's cost. (Above 8.5 `erfc`
-/// returns exactly 1 by itself, cheaply.)
+/// tail of every kernel table the larger part of a distribution's cost. (Above 8.5 the CDF
+/// is exactly 1 in `f64`, and `erfc` gets there cheaply by itself.)
 const PHI_ZERO_BELOW: f64 = -9.0;
 
 /// The standard normal CDF.
