@@ -341,7 +341,9 @@ pub async fn bracket_forecasts(
     now: DateTime<Utc>,
 ) -> Result<MemTable, JobError> {
     // Only stations with a verified pair in the span have a settled day with forecasts.
+    let started = Instant::now();
     let verified = stations_with_pairs(ctx, from, to).await?;
+    let with_pairs = started.elapsed();
     let asks: Vec<(&'static Station, Quantity)> = Catalog::global()
         .all()
         .iter()
@@ -354,16 +356,21 @@ pub async fn bracket_forecasts(
     // Read together: the same-day checkpoints' observations, and every station's rows in
     // one statement per table (the tables are not partitioned by station, so each
     // station's own read would scan every file: benches/README.md).
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let (start, end) = replay_span(from, to);
-    let observations = async { Ok::<_, JobError>(load_replay_window(ctx, start, end).await?) };
+    let observations = async {
+        let rows = load_replay_window(ctx, start, end).await?;
+        Ok::<_, JobError>((rows, started.elapsed()))
+    };
     let station_rows = async { Ok::<_, JobError>(Rows::read_many(ctx, &templates, from, 1..=MAX_LEAD_DAYS).await?) };
-    let ((metars, onemin, reports), rows) = futures::try_join!(observations, station_rows)?;
+    let (((metars, onemin, reports), observations_read), rows) = futures::try_join!(observations, station_rows)?;
     let read = started.elapsed();
+    let started = Instant::now();
     let by_station = by_station(&metars, &onemin, &reports, from, to);
+    let grouped = started.elapsed();
     let none = Observations::default();
     // Each station's and target's scoring spreads over the cores.
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let costs = Costs::default();
     let days: Vec<NaiveDate> = from.iter_days().take_while(|d| *d <= to).collect();
     let mut scored: Vec<Scored> = asks
@@ -377,7 +384,10 @@ pub async fn bracket_forecasts(
     // Where the job's time goes (benches/README.md, "Brackets").
     tracing::debug!(
         stations = asks.len() / 2,
+        with_pairs_ms = with_pairs.as_millis() as u64,
         read_ms = read.as_millis() as u64,
+        observations_read_ms = observations_read.as_millis() as u64,
+        grouped_ms = grouped.as_millis() as u64,
         scored_ms = started.elapsed().as_millis() as u64,
         inputs_cpu_ms = costs.inputs_us.load(Ordering::Relaxed) / 1000,
         observed_cpu_ms = costs.observed_us.load(Ordering::Relaxed) / 1000,
@@ -388,9 +398,17 @@ pub async fn bracket_forecasts(
         "bracket_scores: read and scored"
     );
     // By station and target, whatever the catalog's order.
-    scored.sort_by(|a, b| (&a.station_code, a.target.as_str()).cmp(&(&b.station_code, b.target.as_str())));
-    let batch = to_batch(&scored)?;
-    Ok(MemTable::try_new(batch.schema(), vec![vec![batch]])?)
+    let started = Instant::now();
+    scored.par_sort_by(|a, b| (&a.station_code, a.target.as_str()).cmp(&(&b.station_code, b.target.as_str())));
+    // One batch per core's share of the forecasts, built at once.
+    let share = scored.len().div_ceil(rayon::current_num_threads()).max(1);
+    let batches = scored.par_chunks(share).map(to_batch).collect::<Result<Vec<_>, _>>()?;
+    tracing::debug!(
+        forecasts = scored.len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "bracket_scores: rows built"
+    );
+    Ok(MemTable::try_new(schema(), vec![batches])?)
 }
 
 /// The stations with an `accuracy_pairs` row of days `from..=to`.

@@ -172,23 +172,47 @@ pub(super) fn by_station<'a>(
     from: NaiveDate,
     to: NaiveDate,
 ) -> HashMap<&'a str, StationRows<'a>> {
-    let mut out: HashMap<&str, StationRows<'_>> = HashMap::new();
+    let mut stations = Stations::default();
     for m in metars {
-        out.entry(m.0.station.as_str()).or_default().metars.push(m);
+        stations.rows(&m.0.station).metars.push(m);
     }
     for o in onemin {
-        out.entry(o.0.station.as_str()).or_default().onemin.push(o);
+        stations.rows(&o.0.station).onemin.push(o);
     }
     for r in reports.iter().filter(|(r, _)| from <= r.date && r.date <= to) {
-        out.entry(r.0.station.as_str()).or_default().reports.push(r);
+        stations.rows(&r.0.station).reports.push(r);
     }
     // Each station's readings by time (the read's order is its files'; each file is
-    // sorted by station and time, so this merges a few sorted runs).
-    for rows in out.values_mut() {
+    // sorted by station and time, so this merges a few sorted runs), stations at once.
+    let mut out = stations.rows;
+    out.par_iter_mut().for_each(|(_, rows)| {
         rows.metars.sort_by_key(|(m, _)| m.time);
         rows.onemin.sort_by_key(|(o, _)| o.time);
+    });
+    out.into_iter().collect()
+}
+
+/// Rows grouped by station as [`by_station`] reads them.
+#[derive(Default)]
+struct Stations<'a> {
+    rows: Vec<(&'a str, StationRows<'a>)>,
+    index: HashMap<&'a str, usize>,
+    /// The station of the previous row: rows come in runs of one station (a file is sorted
+    /// by station), so most rows need no lookup.
+    last: usize,
+}
+
+impl<'a> Stations<'a> {
+    fn rows(&mut self, code: &'a str) -> &mut StationRows<'a> {
+        if self.rows.get(self.last).is_none_or(|(held, _)| *held != code) {
+            let next = self.rows.len();
+            self.last = *self.index.entry(code).or_insert(next);
+            if self.last == next {
+                self.rows.push((code, StationRows::default()));
+            }
+        }
+        &mut self.rows[self.last].1
     }
-    out
 }
 
 /// The days `from..=to` of every station of `rows` the catalog knows, stations in code
