@@ -69,6 +69,16 @@ pub const CHECKPOINTS: [(i64, u32, &str); 6] = [
     (0, 16, "D 16:00"),
 ];
 
+/// How long after its time a reading can become known and still reach a same-day
+/// checkpoint's replay: it must be known by the day's last checkpoint, which is at most its
+/// local hour after the day's start in Local Standard Time (daylight time is ahead of it),
+/// and be no older than the replay's margin before the day. Later ones are not read: the
+/// one-minute rows, known a day after their minute, reach no checkpoint.
+fn same_day_known_within() -> Duration {
+    let last_hour = CHECKPOINTS.iter().filter(|c| c.0 == 0).map(|c| c.1).max().unwrap_or(0);
+    Duration::hours(i64::from(last_hour)) + REPLAY_BEFORE
+}
+
 /// The forecasters scored: ours, then the baselines.
 pub const FORECASTERS: [&str; 4] = ["wxlake", "climatology", "best_source", "equal_weight"];
 
@@ -359,7 +369,7 @@ pub async fn bracket_forecasts(
     let started = Instant::now();
     let (start, end) = replay_span(from, to);
     let observations = async {
-        let rows = load_replay_window(ctx, start, end).await?;
+        let rows = load_replay_window(ctx, start, end, Some(same_day_known_within())).await?;
         Ok::<_, JobError>((rows, started.elapsed()))
     };
     let station_rows = async { Ok::<_, JobError>(Rows::read_many(ctx, &templates, from, 1..=MAX_LEAD_DAYS).await?) };
@@ -496,4 +506,38 @@ fn to_batch(scored: &[Scored]) -> Result<RecordBatch, JobError> {
         Arc::new(first(|s| s.mean)),
     ];
     Ok(RecordBatch::try_new(schema(), cols)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every same-day checkpoint of every catalog station, through a year with both clock
+    /// changes, is within the read's bound of the earliest reading its replay can feed, so
+    /// a reading the read leaves out could never have been fed; and one-minute rows, known
+    /// a day after their minute, are left out.
+    #[test]
+    fn the_same_day_read_leaves_out_only_readings_no_checkpoint_could_know() {
+        let bound = same_day_known_within();
+        assert!(bound < crate::lake::availability::ONEMIN_DELAY, "{bound}");
+        let first = NaiveDate::from_ymd_opt(2026, 1, 1).unwrap();
+        let mut checked = 0;
+        for station in Catalog::global().all() {
+            for date in first.iter_days().take(366) {
+                let window = crate::time::day_window(station.timezone, LOGIC.clock(), date);
+                for &(days, hour, label) in CHECKPOINTS.iter().filter(|c| c.0 == 0) {
+                    let t = checkpoint_at(station, date, days, hour).unwrap();
+                    assert!(t >= window.start, "{} {date} {label}", station.code);
+                    let reach = t - (window.start - REPLAY_BEFORE);
+                    assert!(
+                        reach <= bound,
+                        "{} {date} {label}: {reach} after the replay's first reading",
+                        station.code
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 366 * 4, "{checked}");
+    }
 }

@@ -245,7 +245,7 @@ pub async fn observed_extremes(
 ) -> Result<MemTable, JobError> {
     let (start, end) = replay_span(from, to);
     let started = std::time::Instant::now();
-    let (metars, onemin, reports) = load_replay_window(ctx, start, end).await?;
+    let (metars, onemin, reports) = load_replay_window(ctx, start, end, None).await?;
     let read = started.elapsed();
     let started = std::time::Instant::now();
     let rows = days_of_stations(by_station(&metars, &onemin, &reports, from, to), from, to, now);

@@ -141,12 +141,18 @@ fn records<T>(known: Vec<Known<T>>) -> Vec<T> {
 /// particular order: the callers group them by station and sort each station's by time,
 /// cheaper than one sort of every row. Parsing every report again, and that sort, were
 /// much of a long replay's read (benches/README.md, "daily_extremes at scale").
+///
+/// `known_within`: only the observations and one-minute rows that became known at most
+/// this long after their time, for a replay that asks only that soon (the `bracket_scores`
+/// job's same-day checkpoints: one-minute rows, known a day after their minute, reach
+/// none of them).
 pub async fn load_replay_window(
     ctx: &SessionContext,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
+    known_within: Option<Duration>,
 ) -> Result<KnownRows, LakeError> {
-    let window = Window { by_time: false, ..Window::new(None, from, to, None, true) };
+    let window = Window { by_time: false, known_within, ..Window::new(None, from, to, None, true) };
     futures::try_join!(window.stored_observations(ctx), window.onemin(ctx), window.reports(ctx))
 }
 
@@ -261,6 +267,9 @@ struct Window {
     stamped: bool,
     /// Whether observations and one-minute rows come sorted by time.
     by_time: bool,
+    /// Observations and one-minute rows known at most this long after their time only
+    /// ([`load_replay_window`]).
+    known_within: Option<Duration>,
 }
 
 impl Window {
@@ -272,7 +281,16 @@ impl Window {
         stamped: bool,
     ) -> Self {
         let dates = date_list(from.date_naive(), to.date_naive());
-        Window { station: station.map(str::to_string), from, to, as_of, dates, stamped, by_time: true }
+        Window {
+            station: station.map(str::to_string),
+            from,
+            to,
+            as_of,
+            dates,
+            stamped,
+            by_time: true,
+            known_within: None,
+        }
     }
 
     /// The last selected column: the stamp when it is read.
@@ -302,9 +320,13 @@ impl Window {
     /// The filter of the two time-stamped tables (observations, one-minute), and their order.
     fn time_filter(&self) -> String {
         format!(
-            "date IN ({}) AND observation_time >= $from AND observation_time < $to{}{}",
+            "date IN ({}) AND observation_time >= $from AND observation_time < $to{}{}{}",
             self.date_placeholders(),
             self.station_filter(),
+            match self.known_within {
+                Some(d) => format!(" AND available_at <= observation_time + INTERVAL '{} seconds'", d.num_seconds()),
+                None => String::new(),
+            },
             if self.by_time { " ORDER BY observation_time" } else { "" }
         )
     }
@@ -609,7 +631,7 @@ mod tests {
                 rows
             };
             let parsed = by_key(load_known_window(&ctx, from, to).await.unwrap().0);
-            let stored = by_key(load_replay_window(&ctx, from, to).await.unwrap().0);
+            let stored = by_key(load_replay_window(&ctx, from, to, None).await.unwrap().0);
             assert!(!parsed.is_empty(), "{file}: no rows");
             assert_eq!(parsed.len(), stored.len(), "{file}");
             for ((p, p_at), (s, s_at)) in parsed.iter().zip(&stored) {
