@@ -50,10 +50,10 @@ STEPS = ["accuracy_pairs", "model_accuracy", "accuracy_trends", "accuracy_daily_
 # SHA-256 of the sql/*.sql files this port follows: a mismatch means the jobs' SQL changed
 # since and the port (below) needs the same change, or the results will differ.
 PORTED_SQL = {
-    "accuracy_pairs": "73a7bc7fd30271272dbc32132a72ae04e1278d3046c5016aabd7b4f1f92cc581",
-    "model_accuracy": "7012ff85bebbde33a28d782b4128c9598a44a933e6fd35b9022d8c1ae746fb8a",
-    "accuracy_trends": "b4a52c8abb8a6d8700f9b90ea4561467fe074192b831c3d878d367d025daea77",
-    "accuracy_daily_detail": "c44a7e19f472f0fee6173ab5562e1afd22dd6f88a0dc3087b99754bb320ce1da",
+    "accuracy_pairs": "5b38487cca4667f73fd76bc756211e6cc09676df44db7b72f2c28869d37ffe2d",
+    "model_accuracy": "a5d04f4eb352ae44536bb8d6647394c86a0578983a814532006e53a99fecca0b",
+    "accuracy_trends": "c1be6504886a5a62e39c4dcb7adfe39ea8d1a11db83b5ac85a73d841f68ede88",
+    "accuracy_daily_detail": "a96b86f0f3beb0a00ecf9de2be177e7aa6cd62247a524ee646d4baf65ad0497e",
 }
 SQL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sql")
 
@@ -202,7 +202,8 @@ SELECT r.*, c.lead_days
 FROM (
     SELECT n.model, n.station_code, n.run_label, n.date, l.lead_days, max(n.run_time) AS run_time
     FROM ap_runs_n n
-    JOIN (VALUES (1), (2), (3)) AS l(lead_days) ON n.natural_lead >= l.lead_days
+    JOIN (VALUES (0), (1), (2), (3)) AS l(lead_days)
+      ON n.natural_lead >= l.lead_days AND (l.lead_days > 0 OR n.natural_lead = 0)
     GROUP BY n.model, n.station_code, n.run_label, n.date, l.lead_days
 ) c
 JOIN ap_runs_n r
@@ -251,7 +252,7 @@ SELECT * FROM read_parquet('{pairs}/*/*.parquet', hive_partitioning = true, hive
 # sql/model_accuracy.sql
 MODEL_ACCURACY_SQL = """
 CREATE OR REPLACE TEMP TABLE ma_asof AS
-SELECT station_code, max(date) AS as_of FROM accuracy_pairs GROUP BY station_code;
+SELECT station_code, max(date) AS as_of FROM accuracy_pairs WHERE lead_days >= 1 GROUP BY station_code;
 
 CREATE OR REPLACE TEMP TABLE ma_pairs AS
 SELECT
@@ -262,7 +263,8 @@ FROM accuracy_pairs p
 JOIN ma_asof a ON a.station_code = p.station_code
 JOIN (VALUES ('7d', 7), ('14d', 14), ('30d', 30), ('90d', 90)) AS w(window_name, window_days)
   ON a.as_of - p.date < w.window_days
-WHERE p.date > a.as_of - 90;
+WHERE p.date > a.as_of - 90
+  AND p.lead_days >= 1;
 
 COPY (
 SELECT * FROM (
@@ -302,7 +304,7 @@ GROUP BY GROUPING SETS (
 # sql/accuracy_trends.sql
 TRENDS_SQL = """
 CREATE OR REPLACE TEMP TABLE at_asof AS
-SELECT station_code, max(date) - DATE '1970-01-01' AS as_of FROM accuracy_pairs GROUP BY station_code;
+SELECT station_code, max(date) - DATE '1970-01-01' AS as_of FROM accuracy_pairs WHERE lead_days >= 1 GROUP BY station_code;
 
 CREATE OR REPLACE TEMP TABLE at_spread AS
 SELECT p.station_code, p.lead_days, p.target, p.model, p.run_label, p.error,
@@ -310,7 +312,8 @@ SELECT p.station_code, p.lead_days, p.target, p.model, p.run_label, p.error,
 FROM accuracy_pairs p
 JOIN at_asof a ON a.station_code = p.station_code
 CROSS JOIN (VALUES (0), (1), (2), (3), (4), (5), (6)) AS o(k)
-WHERE p.date - DATE '1970-01-01' > a.as_of - 96
+WHERE p.lead_days >= 1
+  AND p.date - DATE '1970-01-01' > a.as_of - 96
   AND (p.date - DATE '1970-01-01') + o.k <= a.as_of
   AND (p.date - DATE '1970-01-01') + o.k > a.as_of - 90;
 
@@ -346,9 +349,10 @@ SELECT
     p.station_code, p.date, p.lead_days, p.target, p.model, p.run_label, p.run_time,
     p.forecast, p.observed, p.observed_source, now() AS computed_at
 FROM accuracy_pairs p
-JOIN (SELECT station_code, max(date) AS as_of FROM accuracy_pairs GROUP BY station_code) a
+JOIN (SELECT station_code, max(date) AS as_of FROM accuracy_pairs WHERE lead_days >= 1 GROUP BY station_code) a
   ON a.station_code = p.station_code
-WHERE p.date > a.as_of - 30
+WHERE p.lead_days >= 1
+  AND p.date > a.as_of - 30
 ORDER BY p.station_code, p.lead_days, p.target, p.date, p.model, p.run_label
 ) TO '{out}' (FORMAT parquet, PARTITION_BY (station_code), COMPRESSION snappy, OVERWRITE_OR_IGNORE);
 """

@@ -18,6 +18,12 @@
 --   r with n = ceil((start of D - r) / 1 day) was issued before the cutoff of every lead
 --   L <= n, so lead L takes the newest run with n >= L, and a missing run is covered by
 --   the one before it. Leads 1 to 3 are kept.
+-- * Lead 0: a run issued after D began that still covers D (a run at the day's first hour,
+--   a 3-hourly run one or two hours into it) is the newest run of its label with n = 0
+--   exactly; a missing one is not covered by an older run, which is a lead-1 forecast.
+--   Only the same-day bracket odds read lead 0 (src/bracket_odds/inputs.rs); the metrics,
+--   trends and daily detail keep leads 1 to 3. The NWS hourly forecast has no lead 0: a
+--   version issued within the day no longer holds the day's first hours.
 -- * error = observed - forecast: positive means the model ran cold.
 -- * available_at: when the pair could first have been scored (issue 31, `as_of` on
 --   model_accuracy): the later of its forecast's available_at and the moment its verifying
@@ -153,7 +159,7 @@ WHERE hours = 24
   AND date_part('epoch', run_time) < 86400.0 * day_num - 60 * standard_offset_minutes;
 
 -- 3. The run serving each lead: the newest run of the label with n >= L (runs older than
---    it have n >= L too, newer ones n < L). An aggregate, not a window over the runs: the
+--    it have n >= L too, newer ones n < L), and for lead 0 the label's run with n = 0. An aggregate, not a window over the runs: the
 --    LAG formulation measured 2x slower in DataFusion 55 (many small window partitions).
 CREATE OR REPLACE TABLE ap_runs_n AS
 SELECT *, CAST(ceil((day_start - date_part('epoch', run_time)) / 86400.0) AS INT) AS natural_lead
@@ -164,7 +170,8 @@ SELECT r.*, c.lead_days
 FROM (
     SELECT n.model, n.station_code, n.run_label, n.date, l.lead_days, max(n.run_time) AS run_time
     FROM ap_runs_n n
-    JOIN (VALUES (1), (2), (3)) AS l(lead_days) ON n.natural_lead >= l.lead_days
+    JOIN (VALUES (0), (1), (2), (3)) AS l(lead_days)
+      ON n.natural_lead >= l.lead_days AND (l.lead_days > 0 OR n.natural_lead = 0)
     GROUP BY n.model, n.station_code, n.run_label, n.date, l.lead_days
 ) c
 JOIN ap_runs_n r

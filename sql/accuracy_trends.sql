@@ -1,4 +1,4 @@
--- accuracy_trends: a rolling 7-day MAE and bias per station, lead, target and model, for
+-- accuracy_trends: a rolling 7-day MAE and bias per station, lead (1-3), target and model, for
 -- each day of the 90 days ending at `as_of` (the station's latest day in accuracy_pairs). The point
 -- of day D pools the pairs of days D-6..D; a day whose 7-day span holds no pair has no
 -- point. Rows at two scopes: per_model_run (one run-time label) and per_model (all labels,
@@ -6,14 +6,15 @@
 -- API's `run_time` filter).
 
 CREATE OR REPLACE TABLE at_asof AS
-SELECT station_code, CAST(max(date) AS INT) AS as_of FROM accuracy_pairs GROUP BY station_code;
+SELECT station_code, CAST(max(date) AS INT) AS as_of FROM accuracy_pairs WHERE lead_days >= 1 GROUP BY station_code;
 
 CREATE OR REPLACE TABLE at_spread AS
 SELECT p.station_code, p.lead_days, p.target, p.model, p.run_label, p.error, CAST(p.date AS INT) + o.k AS day
 FROM accuracy_pairs p
 JOIN at_asof a ON a.station_code = p.station_code
 CROSS JOIN (VALUES (0), (1), (2), (3), (4), (5), (6)) AS o(k)
-WHERE CAST(p.date AS INT) > a.as_of - 96
+WHERE p.lead_days >= 1
+  AND CAST(p.date AS INT) > a.as_of - 96
   AND CAST(p.date AS INT) + o.k <= a.as_of
   AND CAST(p.date AS INT) + o.k > a.as_of - 90;
 

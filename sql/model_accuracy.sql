@@ -1,7 +1,7 @@
 -- model_accuracy: MAE, bias and RMSE of every station's forecasts over the windows 7d, 14d,
 -- 30d and 90d ending at `as_of`, the station's latest day with a pair in accuracy_pairs
 -- (stations east of UTC finish their day hours before American ones); per lead
--- (1-3 days) and target (high, low), at three scopes:
+-- (1-3 days; the pairs' lead 0 is the same-day odds' alone) and target (high, low), at three scopes:
 --   per_model_run  one model at one run-time label (model, run_label set),
 --   per_model      one model over all its labels (run_label = ''),
 --   ensemble       every pair of every model pooled (model = '', run_label = '').
@@ -15,7 +15,7 @@
 -- error = observed - forecast: positive bias means the model ran cold.
 
 CREATE OR REPLACE TABLE ma_asof AS
-SELECT station_code, max(date) AS as_of FROM accuracy_pairs GROUP BY station_code;
+SELECT station_code, max(date) AS as_of FROM accuracy_pairs WHERE lead_days >= 1 GROUP BY station_code;
 
 CREATE OR REPLACE TABLE ma_pairs AS
 SELECT
@@ -26,7 +26,8 @@ FROM accuracy_pairs p
 JOIN ma_asof a ON a.station_code = p.station_code
 JOIN (VALUES ('7d', 7), ('14d', 14), ('30d', 30), ('90d', 90)) AS w(window_name, window_days)
   ON CAST(a.as_of AS INT) - CAST(p.date AS INT) < w.window_days
-WHERE p.date > a.as_of - INTERVAL '90 days';
+WHERE p.date > a.as_of - INTERVAL '90 days'
+  AND p.lead_days >= 1;
 
 SELECT
     station_code,

@@ -62,7 +62,7 @@ impl HeldRows {
         self.entries
             .get_or_load(&key, version, TTL, || async {
                 let everything = Ask { t: DateTime::<Utc>::MAX_UTC, ..*ask };
-                let rows = Rows::read(&live.ctx, &everything, ask.date, lead..=lead).await?;
+                let rows = Rows::read(&live.ctx, &everything, ask.date, ask.pair_leads()).await?;
                 self.entries.evict(Rows::len, HELD_ROWS.saturating_sub(rows.len()));
                 Ok::<_, OddsError>(rows)
             })

@@ -11,12 +11,14 @@
 //!   when its periods cover the whole day; each daily-forecasts source's latest issuance by t.
 //! - The verified history of those sources: `accuracy_pairs` available by t at the lead of
 //!   the asked time (whole days from t to the day's start, 1 to 3; a time within the day
-//!   uses lead 1, as no pair has a same-day run yet), each model at the run label of its
-//!   run used today; a daily-forecasts source by its latest issuance as long before each
-//!   past day's start as t is before the asked day's. A past day's settled value is its
-//!   full-day climate report's available by t (the version a reader settles on, as
-//!   `as_of('reports', t)` chooses it), else its pairs' verifying value (the engine's day
-//!   under `nws`).
+//!   uses lead 1), each model at the run label of its run used today, and at lead 0 when
+//!   that run was issued after the LST day began (a run at the day's first hour, or a
+//!   3-hourly one just after: its errors are a same-day run's, not a day-ahead one's;
+//!   lead 1 while its label has no lead-0 pair known by t); a daily-forecasts source by
+//!   its latest issuance as long before each past day's start as t is before the asked
+//!   day's. A past day's settled value is its full-day climate report's available by t
+//!   (the version a reader settles on, as `as_of('reports', t)` chooses it), else its
+//!   pairs' verifying value (the engine's day under `nws`).
 //! - Asked within the settlement day: each past day's running extreme at the local hour of
 //!   its day this one has reached on the logic's clock (`daily_extremes`' `high_by_hour` /
 //!   `low_by_hour` under the logic, from the readings known by then), for the same-day step
@@ -345,12 +347,15 @@ impl Rows {
         let mut forecasts = self.model_runs(ask);
         forecasts.extend(self.nws_version(ask));
         // The run label `accuracy_pairs` gives each (as its hour): a model's run hour, the
-        // NWS version's 6-hour block.
-        let labels: BTreeMap<&str, u32> = forecasts
+        // NWS version's 6-hour block; and the lead of its pairs: lead 0 for a run issued
+        // after the LST day began (`accuracy_pairs`' natural lead 0), else the ask's.
+        let lst_start = crate::time::day_window(ask.station.timezone, DayClock::Standard, ask.date).start;
+        let labels: BTreeMap<&str, (u32, i64)> = forecasts
             .iter()
             .map(|f| {
                 let hour = chrono::Timelike::hour(&f.run);
-                (f.source.as_str(), if f.source == NWS { 6 * (hour / 6) } else { hour })
+                let label = if f.source == NWS { 6 * (hour / 6) } else { hour };
+                (f.source.as_str(), (label, if f.run >= lst_start { 0 } else { lead_days }))
             })
             .collect();
         let from = ask.history_from();
@@ -359,9 +364,13 @@ impl Rows {
         let finals = self.finals(from, ask.date, t);
         let mut days = Self::settled_by_cli(&finals, from, ask.date);
         let slot = |date: NaiveDate| (date - from).num_days() as usize;
-        for (&source, &label) in &labels {
-            let of_source = self.pairs.get(source).into_iter().flatten();
-            let Some(series) = of_source.into_iter().find(|s| s.lead == lead_days && s.label == Some(label)) else {
+        for (&source, &(label, lead)) in &labels {
+            let of_source = self.pairs.get(source).map(Vec::as_slice).unwrap_or_default();
+            let at = |lead: i64| of_source.iter().find(|s| s.lead == lead && s.label == Some(label));
+            // A run issued within the day whose label has no lead-0 pair known by t (none
+            // verified yet, or a source without any) is judged by its label's lead-1 errors.
+            let known = |s: &&PairSeries| s.rows.iter().any(|p| p.date < ask.date && p.available <= t);
+            let Some(series) = at(lead).filter(known).or_else(|| at(lead_days)) else {
                 continue;
             };
             let (name, pairs) = (&series.name, &series.rows);
@@ -1045,6 +1054,54 @@ mod tests {
         // Only days before the asked one.
         let finals = rows.finals(day(1), day(4), t);
         assert_eq!(rows.settled_days(&finals, day(1), day(4), t), expected[..3]);
+    }
+
+    /// Within the day a run issued after the LST day began is judged by its label's lead-0
+    /// pairs, and by its lead-1 ones while the label has none; a run issued before the day
+    /// keeps the ask's lead. KNYC's LST day starts at 05:00 UTC.
+    #[test]
+    fn a_run_issued_within_the_day_takes_its_lead_0_errors() {
+        let station = crate::catalog::Catalog::global().get("KNYC").unwrap();
+        let utc = |d: u32, h: u32| day(d).and_hms_opt(h, 0, 0).unwrap().and_utc();
+        let run = |model: &str, d: u32, h: u32, value: f64| RunRow {
+            model: Arc::from(model),
+            run: utc(d, h),
+            available: utc(d, h) + Duration::hours(1),
+            values: [value, f64::NAN, f64::NAN, f64::NAN],
+        };
+        let mut runs = StationRuns::new();
+        runs.insert(day(20), vec![run("HRRR", 19, 5, 80.0), run("HRRR", 20, 5, 81.0), run("GFS", 20, 0, 79.0)]);
+        runs.get_mut(&day(20)).unwrap().extend([run("ECMWF-IFS", 20, 6, 78.0), run("NAM", 20, 6, 77.0)]);
+        let known_at = |model: &str, lead: i64, hour: u32, forecast: f64, available: DateTime<Utc>| PairSeries {
+            lead,
+            label: Some(hour),
+            name: Arc::from(model),
+            rows: vec![PairRow { date: day(10), available, forecast, observed: 72.0 }],
+        };
+        let series =
+            |model: &str, lead: i64, hour: u32, forecast: f64| known_at(model, lead, hour, forecast, utc(11, 12));
+        let mut rows = Rows { runs: Arc::new(runs), ..Rows::default() };
+        rows.pairs.insert("HRRR".into(), vec![series("HRRR", 1, 5, 60.0), series("HRRR", 0, 5, 70.0)]);
+        rows.pairs.insert("GFS".into(), vec![series("GFS", 1, 0, 65.0), series("GFS", 0, 0, 64.0)]);
+        rows.pairs.insert("ECMWF-IFS".into(), vec![series("ECMWF-IFS", 1, 6, 66.0)]);
+        // NAM's lead-0 pair became known only after the asked time.
+        rows.pairs.insert("NAM".into(), vec![series("NAM", 1, 6, 67.0), known_at("NAM", 0, 6, 68.0, utc(21, 0))]);
+        let history = |t: DateTime<Utc>| {
+            let ask = Ask::settling(station, Quantity::High, Some(day(20)), Some(Logic::Nws), t);
+            let inputs = rows.inputs(&ask);
+            assert_eq!(inputs.lead_days, 1);
+            let mut seen: Vec<(String, f64)> =
+                inputs.history.iter().flat_map(|d| &d.forecasts).map(|(n, v)| (n.to_string(), *v)).collect();
+            seen.sort_by(|a, b| a.0.cmp(&b.0));
+            seen
+        };
+        let pairs = |list: &[(&str, f64)]| list.iter().map(|(n, v)| (n.to_string(), *v)).collect::<Vec<_>>();
+        // 10:00 EST: HRRR's 05z run of the day (lead 0), GFS's 00z run before it (lead 1),
+        // ECMWF's 06z run of the day, whose label has lead-1 pairs only, and NAM's, whose
+        // lead-0 pair is not known yet.
+        assert_eq!(history(utc(20, 15)), pairs(&[("ECMWF-IFS", 66.0), ("GFS", 65.0), ("HRRR", 70.0), ("NAM", 67.0)]));
+        // The evening before: HRRR's run of the day before, at lead 1; the others not out yet.
+        assert_eq!(history(utc(19, 23)), pairs(&[("HRRR", 60.0)]));
     }
 
     #[test]

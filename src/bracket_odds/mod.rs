@@ -16,6 +16,7 @@ pub use held::HeldRows;
 pub use inputs::Inputs;
 
 use std::collections::HashMap;
+use std::ops::RangeInclusive;
 
 use chrono::{DateTime, NaiveDate, Utc};
 use thiserror::Error;
@@ -121,9 +122,19 @@ impl<'a> Ask<'a> {
     }
 
     /// The lead whose verified errors fit the asked time ([`inputs`]): a time within the day
-    /// takes lead 1, as no pair has a same-day run yet.
+    /// takes lead 1, and lead 0 for a run issued after the day began.
     pub fn lead_days(&self) -> i64 {
         self.days_ahead().clamp(1, MAX_LEAD_DAYS)
+    }
+
+    /// The `accuracy_pairs` leads the inputs can use: [`Ask::lead_days`], and at lead 1 also
+    /// lead 0, for the runs issued within the day (a lead-1 time is the day before or the
+    /// day itself, so one read of the day's rows serves both).
+    pub fn pair_leads(&self) -> RangeInclusive<i64> {
+        match self.lead_days() {
+            1 => 0..=1,
+            lead => lead..=lead,
+        }
     }
 
     /// The usual ladder around `median`: the market's, else four 2-degree brackets

@@ -43,7 +43,9 @@ use super::distribution::{phi, Distribution};
 use super::BracketsError;
 
 /// The method's name and version, as the API reports it.
-pub const METHOD: &str = "kde-season-v5";
+/// v6 (session 30) changed no step here, only its inputs: within the day a run issued after
+/// the LST day began is judged by its own lead-0 errors (`bracket_odds::inputs`).
+pub const METHOD: &str = "kde-season-v6";
 
 /// One verified past day: the forecasts each source made for it (at the same lead as the
 /// asked one) and the settled value.

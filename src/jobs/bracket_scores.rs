@@ -372,7 +372,7 @@ pub async fn bracket_forecasts(
         let rows = load_replay_window(ctx, start, end, Some(same_day_known_within())).await?;
         Ok::<_, JobError>((rows, started.elapsed()))
     };
-    let station_rows = async { Ok::<_, JobError>(Rows::read_many(ctx, &templates, from, 1..=MAX_LEAD_DAYS).await?) };
+    let station_rows = async { Ok::<_, JobError>(Rows::read_many(ctx, &templates, from, 0..=MAX_LEAD_DAYS).await?) };
     let (((metars, onemin, reports), observations_read), rows) = futures::try_join!(observations, station_rows)?;
     let read = started.elapsed();
     let started = Instant::now();

@@ -110,7 +110,8 @@ pub struct Brackets {
     /// A final climate report settled the value: the distribution is that value.
     pub settled: Option<i32>,
     pub inputs: Vec<BracketInput>,
-    /// The lead (days) whose verified errors were used.
+    /// The lead (days) whose verified errors were used: whole days to the day's start, 1
+    /// within the day (where a run issued after the LST day began uses its lead-0 errors).
     pub lead_days: i64,
     /// Verified past days behind the fit.
     pub history_days: usize,
