@@ -43,8 +43,8 @@ use super::distribution::{phi, Distribution};
 use super::BracketsError;
 
 /// The method's name and version, as the API reports it.
-/// v6 (session 30) changed no step here, only its inputs: within the day a run issued after
-/// the LST day began is judged by its own lead-0 errors (`bracket_odds::inputs`).
+/// v6 (session 30): the kernels' smallest width 0.7 instead of 0.5, and within the day a run
+/// issued after the LST day began is judged by its own lead-0 errors (`bracket_odds::inputs`).
 pub const METHOD: &str = "kde-season-v6";
 
 /// One verified past day: the forecasts each source made for it (at the same lead as the
@@ -89,6 +89,10 @@ pub struct Method {
     /// Days' weight of the ridge that keeps the lean toward the normal at 0 until the
     /// errors show it.
     pub lean_ridge: f64,
+    /// The kernels' smallest width (whole units). Silverman's width is under it on most
+    /// histories; v6 raised it from 0.5, which was narrower than the settled values'
+    /// whole-degree steps allow (benches/README.md, "The kernels' smallest width").
+    pub min_bandwidth: f64,
 }
 
 impl Default for Method {
@@ -105,6 +109,7 @@ impl Default for Method {
             prior_spread: 3.0,
             normal_days: 300,
             lean_ridge: 5.0,
+            min_bandwidth: 0.7,
         }
     }
 }
@@ -345,7 +350,7 @@ impl Method {
             (Distribution::normal(center, spread, self.span)?.values().map(|(_, p)| p).collect::<Vec<f64>>(), None)
         } else {
             let var = sq / sw;
-            let h = (1.06 * var.sqrt() * n_eff.powf(-0.2)).max(0.5);
+            let h = (1.06 * var.sqrt() * n_eff.powf(-0.2)).max(self.min_bandwidth);
             // Each kernel adds h² to the spread: the residuals are drawn toward their mean
             // so the density keeps the errors' own variance (Jones' variance-corrected
             // kernel estimate), else the odds come out too wide.
@@ -391,7 +396,7 @@ impl<'a> SourceIndex<'a> {
 }
 
 /// The step (whole units) residuals are binned to before the kernel sum: far below the
-/// smallest bandwidth (0.5), so the masses move by a few thousandths at most.
+/// smallest bandwidth ([`Method::min_bandwidth`]), so the masses move by a few thousandths at most.
 const BIN: f64 = 0.05;
 /// Bins above which the residuals are summed one by one instead (a wild outlier).
 const MAX_BINS: usize = 40_000;
