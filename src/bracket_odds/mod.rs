@@ -122,7 +122,7 @@ impl<'a> Ask<'a> {
     }
 
     /// The lead whose verified errors fit the asked time ([`inputs`]): a time within the day
-    /// takes lead 1, and lead 0 for a run issued after the day began.
+    /// takes lead 1 (a run issued after the day began takes lead 0: [`Ask::pair_leads`]).
     pub fn lead_days(&self) -> i64 {
         self.days_ahead().clamp(1, MAX_LEAD_DAYS)
     }

@@ -55,11 +55,18 @@ pub struct Intraday {
     pub min_bandwidth: f64,
     /// Narrowest gap kernel (degrees).
     pub min_gap_width: f64,
+    /// Share of a past day's weight put on the running value itself when that day settled
+    /// on its running extreme; the rest goes through the kernel like any excess. A kernel
+    /// around 0 alone leaks part of such a day beyond the running value, which left the
+    /// low after dawn and the high late in the day too likely to move (0.5: chosen on half
+    /// the demo's stations by ignorance, confirmed on the other half; benches/README.md,
+    /// session 30).
+    pub zero_share: f64,
 }
 
 impl Default for Intraday {
     fn default() -> Self {
-        Intraday { min_days: 3.0, prior_days: 2.0, min_bandwidth: 0.3, min_gap_width: 1.0 }
+        Intraday { min_days: 3.0, prior_days: 2.0, min_bandwidth: 0.3, min_gap_width: 1.0, zero_share: 0.5 }
     }
 }
 
@@ -116,7 +123,13 @@ impl Intraday {
         let steps = (top + 4.0 * h).ceil().max(0.0) as usize + 1;
         // Whole excesses 0..steps; everything below ½ is the running value itself.
         let mut p = vec![0.0; steps];
-        for &(w, x) in &excess {
+        for (&(w, x), &(.., settled_excess)) in excess.iter().zip(&days) {
+            let w = if settled_excess.abs() < 0.5 {
+                p[0] += w * self.zero_share;
+                w * (1.0 - self.zero_share)
+            } else {
+                w
+            };
             let x = mean + pull * (x - mean);
             let mut below = 0.0;
             for (k, slot) in p.iter_mut().enumerate() {

@@ -43,8 +43,10 @@ use super::distribution::{phi, Distribution};
 use super::BracketsError;
 
 /// The method's name and version, as the API reports it.
-/// v6 (session 30): the kernels' smallest width 0.7 instead of 0.5, and within the day a run
-/// issued after the LST day began is judged by its own lead-0 errors (`bracket_odds::inputs`).
+/// v6 (session 30): the kernels' smallest width 0.7 instead of 0.5; within the day a run
+/// issued after the LST day began is judged by its own lead-0 errors (`bracket_odds::inputs`),
+/// and past days that settled on their running extreme keep half their weight on it
+/// (`Intraday::zero_share`).
 pub const METHOD: &str = "kde-season-v6";
 
 /// One verified past day: the forecasts each source made for it (at the same lead as the
@@ -90,8 +92,9 @@ pub struct Method {
     /// errors show it.
     pub lean_ridge: f64,
     /// The kernels' smallest width (whole units). Silverman's width is under it on most
-    /// histories; v6 raised it from 0.5, which was narrower than the settled values'
-    /// whole-degree steps allow (benches/README.md, "The kernels' smallest width").
+    /// histories, so it sets the shape's smoothness; v6 raised it from 0.5, as 0.7 scored
+    /// better on the demo's history before and within the day, narrower worse
+    /// (benches/README.md, "The kernels' smallest width").
     pub min_bandwidth: f64,
 }
 
