@@ -212,6 +212,27 @@ mod tests {
         }
     }
 
+    /// Half the past days settled on their running high, half 2° above it: the kernel alone
+    /// leaks part of the first half beyond the running value, the point-mass share keeps
+    /// the running value's probability nearer the half those days are.
+    #[test]
+    fn days_that_settled_on_their_running_high_keep_weight_on_it() {
+        let past: Vec<PastDay> = (0..200)
+            .map(|i| PastDay {
+                weight: 1.0,
+                center: 72.0,
+                settled: if i % 2 == 0 { 70.0 } else { 72.0 },
+                running: 70.0,
+            })
+            .collect();
+        let forecast = Distribution::normal(72.0, 2.0, 20).unwrap().at_least(70);
+        let at_running = |m: &Intraday| m.distribution(&forecast, 72.0, 70, Quantity::High, &past).unwrap().0.p(70);
+        let (kernel, shared) =
+            (at_running(&Intraday { zero_share: 0.0, ..Intraday::default() }), at_running(&Intraday::default()));
+        assert!(shared > kernel, "{shared} vs {kernel}");
+        assert!((shared - 0.5).abs() < (kernel - 0.5).abs() && (shared - 0.5).abs() < 0.05, "{shared} vs {kernel}");
+    }
+
     #[test]
     fn the_low_mirrors_the_high_and_thin_history_keeps_the_forecast() {
         let m = Intraday::default();
