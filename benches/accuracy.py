@@ -70,7 +70,7 @@ SET TimeZone = 'UTC';
 CREATE OR REPLACE TEMP TABLE stations AS SELECT * FROM read_parquet('{h}/stations.parquet');
 CREATE OR REPLACE TEMP VIEW forecast_daily AS
 SELECT * FROM read_parquet({forecast_daily}, hive_partitioning = true,
-                           hive_types = {{'model': VARCHAR, 'run_date': VARCHAR}});
+                           hive_types = {{'run_date': VARCHAR}});
 CREATE OR REPLACE TEMP VIEW daily_extremes AS
 SELECT * FROM read_parquet({daily_extremes}, hive_partitioning = true,
                            hive_types = {{'date': DATE}});

@@ -2,7 +2,8 @@
 
 Run through benches/jobs_vs_duckdb.sh (it prepares the virtualenv, the lake and the
 helper tables). The DuckDB and Polars versions are ports of sql/forecast_daily.sql: same
-pieces -> days -> coverage steps, same helper tables, same output partitioning.
+pieces -> days -> coverage steps, same helper tables, same output partitioning (by
+run_date, as jobs/forecast_daily.toml declares: one file per run date).
 """
 
 import argparse
@@ -66,7 +67,7 @@ JOIN model_leads b ON b.model = d.model AND b.forecast_hour = d.last_lead
 WHERE epoch(d.first_valid) - epoch(w.start_utc) < 3600 * a.step_before_h
   AND epoch(w.end_utc) - epoch(d.last_valid) <= 3600 * b.step_after_h
   AND d.points >= round(b.native_index - a.native_index) + 1
-) TO '{out}' (FORMAT parquet, PARTITION_BY (model, run_date), COMPRESSION snappy, OVERWRITE_OR_IGNORE);
+) TO '{out}' (FORMAT parquet, PARTITION_BY (run_date), COMPRESSION snappy, OVERWRITE_OR_IGNORE);
 """
 
 
@@ -131,7 +132,7 @@ def run_polars(lake, helpers, out):
         .collect()
     )
     os.makedirs(out, exist_ok=True)
-    result.write_parquet(out, partition_by=["model", "run_date"], compression="snappy")
+    result.write_parquet(out, partition_by=["run_date"], compression="snappy")
 
 
 def run_wxlake(jobs_cmd, lake):
@@ -171,7 +172,7 @@ def compare(a, b):
     directory of Parquet it wrote)."""
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
-    n_a, n_b, only_a, only_b = con.execute(COMPARE.format(a=duck_list(a), b=f"'{b}/*/*/*.parquet'")).fetchone()
+    n_a, n_b, only_a, only_b = con.execute(COMPARE.format(a=duck_list(a), b=f"'{b}/*/*.parquet'")).fetchone()
     return n_a, n_b, only_a, only_b
 
 

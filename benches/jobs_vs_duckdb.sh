@@ -13,7 +13,7 @@
 #   taking `--lake URL` then the jobs subcommand.
 # - DuckDB and Polars run a port of sql/forecast_daily.sql on forecasts/*/*/*.parquet with
 #   the helper tables wxlake exports (`wxlake jobs helpers`), write their result as
-#   Parquet partitioned by model/run_date as wxlake does, and the results are compared
+#   Parquet partitioned by run_date as wxlake does, and the results are compared
 #   row for row. Each engine runs --repeat times (default 3); best, median, worst and
 #   their spread are printed.
 # - Before timing it prints the load and refuses (exit 3) a busy machine or a lake that

@@ -3,9 +3,9 @@
 //! followed by the jobs that depend on them, instead of waiting for the scheduler's
 //! debounce or the next cron tick.
 //!
-//! Scope. `forecast_daily` is partitioned by (model, run_date) and replaces whole
-//! partitions, so "that run alone" is computed as its run_date: the run's partition is
-//! rewritten with the other runs of that day, each computed as a full job run would (the
+//! Scope. `forecast_daily` is partitioned by run_date and replaces whole partitions, so
+//! "that run alone" is computed as its run_date: the run's partition is rewritten with the
+//! other runs of that day, every model's, each computed as a full job run would (the
 //! same SQL over the same rows), so the result equals the full run's. The jobs downstream
 //! (`accuracy_pairs` keyed by observed date, then the per-station accuracy tables) run from
 //! the first run date to today: a new run can change a pair only on a day it forecasts

@@ -191,12 +191,14 @@ mod tests {
         let emb = embedded_specs().unwrap();
         assert_eq!(names(&disk), names(&emb));
         let fd = find(&disk, "forecast_daily").unwrap();
-        assert_eq!(fd.output.partition_by, ["model", "run_date"]);
+        assert_eq!(fd.output.partition_by, ["run_date"]);
+        assert_eq!(fd.output.sort_by[0], "model", "a file's rows by model first");
         assert_eq!(fd.incremental.as_ref().unwrap().key, "run_date");
         assert_eq!(fd.helpers, [RustTable::DayWindows, RustTable::ModelLeads]);
         assert!(fd.schedule.cron.is_some());
         assert!(fd.sql[0].text.contains("$from"));
-        assert!(!fd.output.file_schema().fields().iter().any(|f| f.name() == "model"));
+        assert!(fd.output.file_schema().fields().iter().any(|f| f.name() == "model"));
+        assert!(!fd.output.file_schema().fields().iter().any(|f| f.name() == "run_date"));
     }
 
     /// Without a directory every command gets the embedded declarations, whatever the

@@ -248,8 +248,14 @@ async fn execute(
     // again). A job reading another job's output widens only once that output declares all
     // its columns, so its full run reads them filled.
     let widen = lake.undeclared_columns(&spec.output.shape()).await? > 0 && inputs_declared(lake, spec).await?;
-    let range = if widen {
-        tracing::info!(job = %spec.name, "the output gained columns: recomputing every partition");
+    // A declaration whose partition columns changed (forecast_daily's, from model and run
+    // date to run date alone): the table's files are laid out by the old ones, so the run
+    // recomputes every partition and its publish lays the table out anew in one commit
+    // (`Change::Relayout`); until then readers read the old layout (`SnapshotTable`).
+    let relayout = lake.layout_differs(&spec.output.shape()).await?;
+    let range = if widen || relayout {
+        let why = if relayout { "partitioning changed" } else { "gained columns" };
+        tracing::info!(job = %spec.name, "the output's {why}: recomputing every partition");
         None
     } else {
         range
@@ -316,7 +322,11 @@ async fn execute(
     };
     p.step = Step::Publish { files: publication.len(), replaced: removes.len() };
     progress(&p);
-    publication.commit(&snapshot, removes, read).await?;
+    if relayout {
+        publication.commit_relayout(&snapshot, removes).await?;
+    } else {
+        publication.commit(&snapshot, removes, read).await?;
+    }
     if widen {
         lake.declare_columns(&spec.output.shape()).await?;
     }

@@ -31,7 +31,9 @@ use std::time::Duration;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use deltalake::kernel::engine::arrow_conversion::TryIntoKernel;
 use deltalake::kernel::transaction::{CommitBuilder, TransactionError};
-use deltalake::kernel::{Action, Add, Remove, StructField, StructType, Transaction};
+use deltalake::kernel::{
+    new_metadata, Action, Add, Metadata, MetadataExt, Remove, StructField, StructType, Transaction,
+};
 use deltalake::logstore::{default_logstore, logstore_factories, LogStore, LogStoreFactory, StorageConfig};
 use deltalake::operations::create::CreateBuilder;
 use deltalake::operations::vacuum::VacuumMode;
@@ -184,10 +186,17 @@ pub enum Change {
     Replace { files: Vec<NewFile>, remove: Vec<ActiveFile>, read: Option<String> },
     /// The same rows in other files (compaction).
     Rewrite { files: Vec<NewFile>, remove: Vec<ActiveFile> },
+    /// Every file of the table (`remove`) gives way to `files`, laid out by the shape's
+    /// partition columns where the table's are others (a declaration that changed them):
+    /// the commit's metadata action names the new ones, so every reader of that version
+    /// on, wxlake's and other engines', reads the new layout, and older versions the old.
+    Relayout { files: Vec<NewFile>, remove: Vec<ActiveFile> },
 }
 
 impl Change {
-    fn into_actions(self, partition_by: Vec<String>) -> (Vec<Action>, DeltaOperation) {
+    /// The commit's actions and operation; `metadata` is the new metadata of a
+    /// [`Change::Relayout`].
+    fn into_actions(self, partition_by: Vec<String>, metadata: Option<Metadata>) -> (Vec<Action>, DeltaOperation) {
         match self {
             Change::Append { files, read } => (
                 files.iter().map(|f| f.add(true)).collect(),
@@ -217,6 +226,17 @@ impl Change {
                 }));
                 (actions, DeltaOperation::Optimize { predicate: None, target_size: 0 })
             }
+            Change::Relayout { files, remove } => {
+                let mut actions: Vec<Action> = metadata.into_iter().map(Action::Metadata).collect();
+                actions.extend(remove.iter().map(|f| f.remove(true)));
+                actions.extend(files.iter().map(|f| f.add(true)));
+                let op = DeltaOperation::Write {
+                    mode: SaveMode::Overwrite,
+                    partition_by: Some(partition_by),
+                    predicate: None,
+                };
+                (actions, op)
+            }
         }
     }
 
@@ -226,6 +246,8 @@ impl Change {
             Change::Replace { files, remove, .. } | Change::Rewrite { files, remove } => {
                 files.is_empty() && remove.is_empty()
             }
+            // The layout changes even when the table has no rows.
+            Change::Relayout { .. } => false,
         }
     }
 }
@@ -448,6 +470,15 @@ impl Lake {
         }
     }
 
+    /// Whether the table `shape` describes exists with partition columns other than the
+    /// shape's: its next full publish is a [`Change::Relayout`].
+    pub async fn layout_differs(&self, shape: &TableShape) -> Result<bool, LakeError> {
+        let url = self.table_location(&shape.dir)?;
+        let Some(table) = self.tables.latest(self.store(), &url).await? else { return Ok(false) };
+        let declared: Vec<&str> = shape.partition_cols.iter().map(|(c, _)| c.as_str()).collect();
+        Ok(table.snapshot()?.metadata().partition_columns() != declared)
+    }
+
     /// The latest snapshot of a table and its files.
     pub async fn table_files(&self, shape: &TableShape) -> Result<(DeltaTable, Vec<ActiveFile>), LakeError> {
         let table = self.delta_table(shape).await?;
@@ -471,7 +502,11 @@ impl Lake {
             return Ok(read.version().unwrap_or(0));
         }
         let partition_by = shape.partition_cols.iter().map(|(c, _)| c.clone()).collect();
-        let (actions, op) = change.into_actions(partition_by);
+        let metadata = match change {
+            Change::Relayout { .. } => Some(relaid_metadata(read, shape)?),
+            _ => None,
+        };
+        let (actions, op) = change.into_actions(partition_by, metadata);
         let committed =
             CommitBuilder::default().with_actions(actions).build(Some(read.snapshot()?), read.log_store(), op).await;
         match committed {
@@ -536,6 +571,24 @@ impl Lake {
             }
         }
     }
+}
+
+/// The metadata of `read` with the schema and partition columns of `shape`; its id, name,
+/// description and settings kept (it is the same table, laid out anew).
+fn relaid_metadata(read: &DeltaTable, shape: &TableShape) -> Result<Metadata, LakeError> {
+    let old = read.snapshot()?.metadata().clone();
+    let columns = shape.partition_cols.iter().map(|(c, _)| c.clone());
+    let kernel = |source| LakeError::Delta(DeltaTableError::Kernel { source });
+    let mut metadata = new_metadata(&shape.delta_schema()?, columns, old.configuration().clone())
+        .and_then(|m| m.with_table_id(old.id().to_string()))
+        .map_err(kernel)?;
+    if let Some(name) = old.name() {
+        metadata = metadata.with_name(name.to_string()).map_err(kernel)?;
+    }
+    if let Some(description) = old.description() {
+        metadata = metadata.with_description(description.to_string()).map_err(kernel)?;
+    }
+    Ok(metadata)
 }
 
 /// Writes a checkpoint of `table` (just committed) when its version is due one, every

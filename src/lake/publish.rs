@@ -118,6 +118,26 @@ impl Publication {
         remove: Vec<ActiveFile>,
         read: Option<String>,
     ) -> Result<u64, LakeError> {
+        self.commit_as(snapshot, |files| Change::Replace { files, remove, read }).await
+    }
+
+    /// [`Publication::commit`] of a whole table laid out by its shape's partition columns
+    /// where `snapshot`'s are others: `remove` is every file of `snapshot`
+    /// ([`Change::Relayout`]).
+    pub async fn commit_relayout(
+        self,
+        snapshot: &deltalake::DeltaTable,
+        remove: Vec<ActiveFile>,
+    ) -> Result<u64, LakeError> {
+        self.commit_as(snapshot, |files| Change::Relayout { files, remove }).await
+    }
+
+    /// Moves the staged files into the table and commits `change` of them.
+    async fn commit_as(
+        self,
+        snapshot: &deltalake::DeltaTable,
+        change: impl FnOnce(Vec<NewFile>) -> Change,
+    ) -> Result<u64, LakeError> {
         let store = self.lake.store();
         let moves: Vec<(Path, Path)> = self.staged.iter().map(|s| (s.at.clone(), self.destination(s))).collect();
         let moved = futures::stream::iter(moves.clone())
@@ -130,7 +150,7 @@ impl Publication {
             .await;
         let files: Vec<NewFile> = self.staged.iter().map(|s| s.file.clone()).collect();
         let committed = match moved {
-            Ok(_) => self.lake.commit(&self.shape, snapshot, Change::Replace { files, remove, read }).await,
+            Ok(_) => self.lake.commit(&self.shape, snapshot, change(files)).await,
             Err(e) => Err(e.into()),
         };
         if committed.is_err() {

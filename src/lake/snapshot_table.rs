@@ -11,6 +11,12 @@
 //! The plan is DataFusion's own Parquet scan, which the cluster's codec carries as it is;
 //! the provider itself travels as its table URL, shape and [`At`]
 //! (src/cluster/codec.rs).
+//!
+//! A snapshot is read by its own partition columns, which are the declared shape's except
+//! in a version written before the declaration changed them (`forecast_daily` once was
+//! partitioned by model and run date; time travel and `as_of` still read such versions):
+//! that snapshot's files are scanned by its layout and its rows handed on in the declared
+//! columns' order, so a query's columns never depend on the version it reads.
 
 use std::sync::Arc;
 
@@ -29,7 +35,11 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::logical_expr::{col, utils::conjunction, Expr, SortExpr, TableProviderFilterPushDown};
 use datafusion::physical_expr::create_lex_ordering;
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::empty::EmptyExec;
+use datafusion::physical_plan::filter::FilterExec;
+use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::ExecutionPlan;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
@@ -86,8 +96,13 @@ impl SnapshotTable {
         Ok((ObjectStoreUrl::parse(base)?, path))
     }
 
-    /// The snapshot's files, or `None` when no table was committed there (yet).
-    async fn files(&self, store: Arc<dyn ObjectStore>, table_path: &Path) -> Result<Option<Vec<ActiveFile>>> {
+    /// The snapshot's files and its partition columns, or `None` when no table was
+    /// committed there (yet).
+    async fn files(
+        &self,
+        store: Arc<dyn ObjectStore>,
+        table_path: &Path,
+    ) -> Result<Option<(Vec<ActiveFile>, Vec<String>)>> {
         let external = |e: super::LakeError| DataFusionError::External(Box::new(e));
         let table = match (self.at, &self.tables) {
             (At::Latest, Some(tables)) => tables.latest(store, &self.url).await.map_err(external)?,
@@ -109,13 +124,88 @@ impl SnapshotTable {
                 unread.join(", ")
             )));
         }
-        Ok(Some(active_files(&table, table_path).map_err(external)?))
+        let partition_columns =
+            table.snapshot().map_err(|e| DataFusionError::External(e.into()))?.metadata().partition_columns().to_vec();
+        Ok(Some((active_files(&table, table_path).map_err(external)?, partition_columns)))
+    }
+
+    /// The shape of a snapshot partitioned by `columns` instead of the declared ones: the
+    /// same columns (typed as declared), those in the files the others, and no declared
+    /// order (the files were sorted by the layout of their time).
+    fn laid_out_by(&self, columns: &[String]) -> Result<TableShape> {
+        let partition_cols = columns
+            .iter()
+            .map(|c| match self.schema.field_with_name(c) {
+                Ok(f) => Ok((c.clone(), f.data_type().clone())),
+                Err(_) => Err(DataFusionError::Plan(format!(
+                    "table {}: a snapshot is partitioned by {c}, which the table no longer declares",
+                    self.shape.dir
+                ))),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let fields: Vec<Field> =
+            self.schema.fields().iter().filter(|f| !columns.contains(f.name())).map(|f| f.as_ref().clone()).collect();
+        Ok(TableShape {
+            file_schema: Arc::new(Schema::new(fields)),
+            partition_cols,
+            sort: Vec::new(),
+            ..self.shape.clone()
+        })
+    }
+
+    /// The scan of a snapshot partitioned by `columns` instead of the declared ones (module
+    /// docs): scanned by its own layout, then filtered by what this provider told the
+    /// planner it applies exactly (filters over declared partition columns) and that
+    /// layout cannot prune by, then its columns put in the declared order.
+    async fn scan_laid_out_by(
+        &self,
+        columns: &[String],
+        state: &dyn Session,
+        files: Files,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let shape = self.laid_out_by(columns)?;
+        let schema = shape.table_schema();
+        let declared = self.partition_names();
+        let own: Vec<&str> = columns.iter().map(String::as_str).collect();
+        let residual: Vec<Expr> = filters
+            .iter()
+            .filter(|f| !declared.is_empty() && expr_applicable_for_cols(&declared, f))
+            .filter(|f| own.is_empty() || !expr_applicable_for_cols(&own, f))
+            .cloned()
+            .collect();
+        let wanted: Vec<&str> = match projection {
+            Some(p) => p.iter().map(|i| self.schema.field(*i).name().as_str()).collect(),
+            None => self.schema.fields().iter().map(|f| f.name().as_str()).collect(),
+        };
+        let mut needed = std::collections::BTreeSet::new();
+        for name in wanted.iter().copied().chain(residual.iter().flat_map(|f| f.column_refs()).map(|c| c.name.as_str()))
+        {
+            needed.insert(schema.index_of(name)?);
+        }
+        let needed: Vec<usize> = needed.into_iter().collect();
+        let limit = if residual.is_empty() { limit } else { None };
+        let mut plan = scan_files(&shape, &schema, state, files, Some(&needed), filters, limit).await?;
+        if let Some(predicate) = conjunction(residual) {
+            let df_schema = DFSchema::try_from(plan.schema())?;
+            plan = Arc::new(FilterExec::try_new(state.create_physical_expr(predicate, &df_schema)?, plan)?);
+        }
+        let scanned = plan.schema();
+        let exprs = wanted
+            .iter()
+            .map(|name| {
+                Ok((Arc::new(Column::new_with_schema(name, &scanned)?) as Arc<dyn PhysicalExpr>, name.to_string()))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Arc::new(ProjectionExec::try_new(exprs, plan)?))
     }
 
     /// The files whose partition values pass `filters` (each applicable to partition
     /// columns only), with those values typed as SQL sees them.
     fn prune(
-        &self,
+        shape: &TableShape,
         state: &dyn Session,
         files: Vec<ActiveFile>,
         filters: &[Expr],
@@ -123,7 +213,7 @@ impl SnapshotTable {
         let values: Vec<Vec<ScalarValue>> = files
             .iter()
             .map(|f| {
-                self.shape
+                shape
                     .partition_cols
                     .iter()
                     .map(|(name, dt)| match f.partition_values.get(name).cloned().flatten() {
@@ -139,9 +229,9 @@ impl SnapshotTable {
         if files.is_empty() {
             return Ok(vec![]);
         }
-        let fields: Vec<_> = self.shape.partition_cols.iter().map(|(n, t)| Field::new(n, t.clone(), true)).collect();
+        let fields: Vec<_> = shape.partition_cols.iter().map(|(n, t)| Field::new(n, t.clone(), true)).collect();
         let schema = Arc::new(Schema::new(fields));
-        let columns: Vec<ArrayRef> = (0..self.shape.partition_cols.len())
+        let columns: Vec<ArrayRef> = (0..shape.partition_cols.len())
             .map(|i| ScalarValue::iter_to_array(values.iter().map(|v| v[i].clone())))
             .collect::<Result<_>>()?;
         let batch = RecordBatch::try_new(Arc::clone(&schema), columns)?;
@@ -182,72 +272,14 @@ impl TableProvider for SnapshotTable {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let (store_url, table_path) = self.store_url_and_path()?;
         let store = state.runtime_env().object_store(&store_url)?;
-        let Some(files) = self.files(Arc::clone(&store), &table_path).await? else {
+        let Some((files, partition_columns)) = self.files(Arc::clone(&store), &table_path).await? else {
             return Ok(Arc::new(EmptyExec::new(project_schema(&self.schema, projection)?)));
         };
-        let names = self.partition_names();
-        let partition_filters: Vec<Expr> =
-            filters.iter().filter(|f| !names.is_empty() && expr_applicable_for_cols(&names, f)).cloned().collect();
-        let files = self.prune(state, files, &partition_filters)?;
-        if files.is_empty() {
-            return Ok(Arc::new(EmptyExec::new(project_schema(&self.schema, projection)?)));
+        let files = Files { store_url, store, files };
+        if partition_columns != self.partition_names() {
+            return self.scan_laid_out_by(&partition_columns, state, files, projection, filters, limit).await;
         }
-
-        // Statistics and order of each file from its footer (cached by the runtime), as a
-        // listing table collects them: the order of a group of several files holds only
-        // when their statistics show they do not overlap.
-        let format = ParquetFormat::default();
-        let collect = state.config().collect_statistics();
-        let concurrency = state.config_options().execution.meta_fetch_concurrency.get();
-        let file_schema = Arc::clone(&self.shape.file_schema);
-        let partitioned: Vec<PartitionedFile> = futures::stream::iter(files)
-            .map(|(f, values)| {
-                let (format, store, file_schema) = (&format, &store, Arc::clone(&file_schema));
-                async move {
-                    let meta = ObjectMeta {
-                        location: f.location.clone(),
-                        last_modified: chrono::DateTime::from_timestamp_millis(f.modified_ms).unwrap_or_default(),
-                        size: f.size,
-                        e_tag: None,
-                        version: None,
-                    };
-                    let mut file = PartitionedFile::new_from_meta(meta.clone()).with_partition_values(values);
-                    if collect {
-                        let inferred = format.infer_stats_and_ordering(state, store, file_schema, &meta).await?;
-                        file = file.with_statistics(Arc::new(inferred.statistics)).with_ordering(inferred.ordering);
-                    }
-                    Ok::<_, DataFusionError>(file)
-                }
-            })
-            .buffered(concurrency)
-            .try_collect()
-            .await?;
-
-        let partition_fields: Vec<Field> =
-            self.shape.partition_cols.iter().map(|(n, t)| Field::new(n, t.clone(), false)).collect();
-        let target = state.config().target_partitions();
-        let min_values = state.config_options().optimizer.preserve_file_partitions;
-        let (groups, partitioning) =
-            match by_partition_hash(&partitioned, &self.schema, &partition_fields, target, min_values)? {
-                Some((groups, partitioning)) => (groups, Some(partitioning)),
-                None => (FileGroup::new(partitioned).split_files(target), None),
-            };
-        let (groups, statistics) =
-            datafusion_datasource::compute_all_files_statistics(groups, Arc::clone(&self.schema), collect, false)?;
-        let order: Vec<SortExpr> = self.shape.sort.iter().map(|c| col(c.as_str()).sort(true, false)).collect();
-        let ordering = create_lex_ordering(&self.schema, &[order], state.execution_props())?;
-        let table_schema = datafusion_datasource::TableSchemaBuilder::from(&self.shape.file_schema)
-            .with_table_partition_cols(partition_fields.into_iter().map(Arc::new).collect::<Vec<_>>())
-            .build();
-        let config = FileScanConfigBuilder::new(store_url, format.file_source(table_schema))
-            .with_file_groups(groups)
-            .with_statistics(if collect { statistics } else { Statistics::new_unknown(&self.schema) })
-            .with_projection_indices(projection.cloned())?
-            .with_limit(limit)
-            .with_output_ordering(ordering)
-            .with_output_partitioning(partitioning)
-            .build();
-        format.create_physical_plan(state, config).await
+        scan_files(&self.shape, &self.schema, state, files, projection, filters, limit).await
     }
 
     fn supports_filters_pushdown(&self, filters: &[&Expr]) -> Result<Vec<TableProviderFilterPushDown>> {
@@ -263,4 +295,87 @@ impl TableProvider for SnapshotTable {
             })
             .collect())
     }
+}
+
+/// A snapshot's files and the store they are in.
+struct Files {
+    store_url: ObjectStoreUrl,
+    store: Arc<dyn ObjectStore>,
+    files: Vec<ActiveFile>,
+}
+
+/// The scan of `files`, laid out as `shape` says, with the columns of `schema` (the
+/// shape's table schema).
+async fn scan_files(
+    shape: &TableShape,
+    schema: &SchemaRef,
+    state: &dyn Session,
+    files: Files,
+    projection: Option<&Vec<usize>>,
+    filters: &[Expr],
+    limit: Option<usize>,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let Files { store_url, store, files } = files;
+    let names: Vec<&str> = shape.partition_cols.iter().map(|(c, _)| c.as_str()).collect();
+    let partition_filters: Vec<Expr> =
+        filters.iter().filter(|f| !names.is_empty() && expr_applicable_for_cols(&names, f)).cloned().collect();
+    let files = SnapshotTable::prune(shape, state, files, &partition_filters)?;
+    if files.is_empty() {
+        return Ok(Arc::new(EmptyExec::new(project_schema(schema, projection)?)));
+    }
+
+    // Statistics and order of each file from its footer (cached by the runtime), as a
+    // listing table collects them: the order of a group of several files holds only
+    // when their statistics show they do not overlap.
+    let format = ParquetFormat::default();
+    let collect = state.config().collect_statistics();
+    let concurrency = state.config_options().execution.meta_fetch_concurrency.get();
+    let file_schema = Arc::clone(&shape.file_schema);
+    let partitioned: Vec<PartitionedFile> = futures::stream::iter(files)
+        .map(|(f, values)| {
+            let (format, store, file_schema) = (&format, &store, Arc::clone(&file_schema));
+            async move {
+                let meta = ObjectMeta {
+                    location: f.location.clone(),
+                    last_modified: chrono::DateTime::from_timestamp_millis(f.modified_ms).unwrap_or_default(),
+                    size: f.size,
+                    e_tag: None,
+                    version: None,
+                };
+                let mut file = PartitionedFile::new_from_meta(meta.clone()).with_partition_values(values);
+                if collect {
+                    let inferred = format.infer_stats_and_ordering(state, store, file_schema, &meta).await?;
+                    file = file.with_statistics(Arc::new(inferred.statistics)).with_ordering(inferred.ordering);
+                }
+                Ok::<_, DataFusionError>(file)
+            }
+        })
+        .buffered(concurrency)
+        .try_collect()
+        .await?;
+
+    let partition_fields: Vec<Field> =
+        shape.partition_cols.iter().map(|(n, t)| Field::new(n, t.clone(), false)).collect();
+    let target = state.config().target_partitions();
+    let min_values = state.config_options().optimizer.preserve_file_partitions;
+    let (groups, partitioning) = match by_partition_hash(&partitioned, schema, &partition_fields, target, min_values)? {
+        Some((groups, partitioning)) => (groups, Some(partitioning)),
+        None => (FileGroup::new(partitioned).split_files(target), None),
+    };
+    let (groups, statistics) =
+        datafusion_datasource::compute_all_files_statistics(groups, Arc::clone(schema), collect, false)?;
+    let order: Vec<SortExpr> = shape.sort.iter().map(|c| col(c.as_str()).sort(true, false)).collect();
+    let ordering = create_lex_ordering(schema, &[order], state.execution_props())?;
+    let table_schema = datafusion_datasource::TableSchemaBuilder::from(&shape.file_schema)
+        .with_table_partition_cols(partition_fields.into_iter().map(Arc::new).collect::<Vec<_>>())
+        .build();
+    let config = FileScanConfigBuilder::new(store_url, format.file_source(table_schema))
+        .with_file_groups(groups)
+        .with_statistics(if collect { statistics } else { Statistics::new_unknown(schema) })
+        .with_projection_indices(projection.cloned())?
+        .with_limit(limit)
+        .with_output_ordering(ordering)
+        .with_output_partitioning(partitioning)
+        .build();
+    format.create_physical_plan(state, config).await
 }

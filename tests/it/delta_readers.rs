@@ -93,13 +93,24 @@ async fn polars_and_deltalake_read_whole_versions_while_the_lake_changes() {
     let lines = std::thread::spawn(move || out.lines().map_while(Result::ok).collect::<Vec<String>>());
 
     // The writer: what `serve` does, in a tight loop (appends, the job a new run starts,
-    // the hourly compaction).
+    // the hourly compaction). The first half runs `forecast_daily` as it was declared
+    // before 2026-11-30 (partitioned by model and run date), the rest as now: the readers
+    // see the table laid out anew while they read.
     let specs = wxlake::jobs::job_set::embedded_specs().unwrap();
     let job = wxlake::jobs::job_set::find(&specs, "forecast_daily").unwrap();
+    let mut old = job.clone();
+    old.output.partition_by = vec!["model".into(), "run_date".into()];
+    old.output.sort_by = ["location_name", "run_time", "tz_mode", "date"].map(String::from).to_vec();
     const STEPS: usize = 16;
+    let mut last_old_version = 0;
     for i in 0..STEPS {
         lake.write(step_rows(i)).await.unwrap();
-        wxlake::jobs::run_job(&lake, job, None, &no_progress).await.unwrap();
+        let declared = if i <= STEPS / 2 { &old } else { job };
+        wxlake::jobs::run_job(&lake, declared, None, &no_progress).await.unwrap();
+        if i == STEPS / 2 {
+            let (table, _) = lake.snapshot_files("derived/forecast_daily").await.unwrap().unwrap();
+            last_old_version = table.version().unwrap();
+        }
         if i % 3 == 2 {
             lake.compact(&FORECASTS).await.unwrap();
         }
@@ -144,4 +155,13 @@ async fn polars_and_deltalake_read_whole_versions_while_the_lake_changes() {
     let versions: std::collections::BTreeSet<u64> =
         reads.iter().filter(|r| r["table"] == "forecasts").map(|r| r["version"].as_u64().unwrap()).collect();
     assert!(versions.len() >= 3, "the reader saw the table change: {versions:?}");
+    let daily: Vec<u64> = reads
+        .iter()
+        .filter(|r| r["table"] == "derived/forecast_daily")
+        .map(|r| r["version"].as_u64().unwrap())
+        .collect();
+    assert!(
+        daily.iter().any(|v| *v <= last_old_version) && daily.iter().any(|v| *v > last_old_version),
+        "forecast_daily read in both layouts (laid out anew after version {last_old_version}): {daily:?}"
+    );
 }

@@ -87,7 +87,7 @@ async fn runs_publish_replace_and_record() {
     let seen = Mutex::new(Vec::new());
     let run = run_job(&lake, &spec, None, &|p: &Progress| seen.lock().unwrap().push(p.step.clone())).await.unwrap();
     assert_eq!(run.status, RunStatus::Ok);
-    assert_eq!(run.partitions, 2, "model=GFS/run_date=2026-01-10, model=ICON/run_date=2026-01-11");
+    assert_eq!(run.partitions, 2, "run_date=2026-01-10 (GFS), run_date=2026-01-11 (ICON)");
     let total = scalar(&lake, &spec, "SELECT count(*) FROM forecast_daily").await;
     assert_eq!(total, run.rows.to_string());
     assert_eq!(
@@ -121,8 +121,8 @@ async fn runs_publish_replace_and_record() {
     assert_eq!(run2.range, Some((d("2026-01-10"), d("2026-01-10"))));
     let after = output_files(&lake, &spec).await;
     assert_eq!(after.len(), 2);
-    assert!(!after.contains(&files.iter().find(|p| p.as_ref().contains("model=GFS")).unwrap().clone()));
-    let icon: Vec<_> = files.iter().filter(|p| p.as_ref().contains("model=ICON")).collect();
+    assert!(!after.contains(&files.iter().find(|p| p.as_ref().contains("run_date=2026-01-10")).unwrap().clone()));
+    let icon: Vec<_> = files.iter().filter(|p| p.as_ref().contains("run_date=2026-01-11")).collect();
     assert!(icon.iter().all(|p| after.contains(p)), "the ICON partition (2026-01-11) is untouched");
     assert_eq!(
         scalar(&lake, &spec, "SELECT count(DISTINCT run_time) FROM forecast_daily WHERE model = 'GFS'").await,
@@ -149,6 +149,114 @@ async fn runs_publish_replace_and_record() {
     );
     let staged: Vec<_> = lake.store().list(Some(&lake.staging_root())).try_collect().await.unwrap();
     assert!(staged.is_empty());
+}
+
+/// A lake whose `forecast_daily` was written partitioned by (model, run_date), as every
+/// lake was before the declaration changed to run_date alone: until the next run the
+/// table reads as before, through the new declaration (same rows, the declared column
+/// order, filters on either column); that run, even one asked for a single day,
+/// recomputes every run date and lays the table out anew in one commit; the version
+/// before it still reads the same rows by its own layout. A reader whose declaration
+/// still names the old partition columns reads the new layout too, its filter on `model`
+/// applied.
+#[tokio::test]
+async fn a_changed_partitioning_lays_the_table_out_anew() {
+    let (_tmp, lake) = lake().await;
+    let spec = forecast_daily();
+    let mut old = spec.clone();
+    old.output.partition_by = vec!["model".into(), "run_date".into()];
+    old.output.sort_by = ["location_name", "run_time", "tz_mode", "date"].map(String::from).to_vec();
+    let r1 = Utc.with_ymd_and_hms(2026, 1, 10, 0, 0, 0).unwrap();
+    let r2 = Utc.with_ymd_and_hms(2026, 1, 11, 12, 0, 0).unwrap();
+    let mut input = rows("GFS", "KNYC", r1, 0..=72, 0.0);
+    input.extend(rows("ICON", "KNYC", r1, 0..=72, 1.0));
+    input.extend(rows("GFS", "EGLC", r2, 0..=72, 2.0));
+    lake.write(input).await.unwrap();
+
+    let dir = spec.output.shape().dir;
+    let layout = |lake: &Lake| {
+        let (lake, dir) = (lake.clone(), dir.clone());
+        async move {
+            let (table, files) = lake.snapshot_files(&dir).await.unwrap().unwrap();
+            let dirs: Vec<String> = files.iter().map(|f| f.partition_dir().to_string()).collect();
+            (table.version().unwrap(), dirs)
+        }
+    };
+    run_job(&lake, &old, None, &no_progress).await.unwrap();
+    let (old_version, dirs) = layout(&lake).await;
+    assert_eq!(
+        dirs,
+        ["model=GFS/run_date=2026-01-10", "model=GFS/run_date=2026-01-11", "model=ICON/run_date=2026-01-10"]
+    );
+    assert!(lake.layout_differs(&spec.output.shape()).await.unwrap());
+    assert!(!lake.layout_differs(&old.output.shape()).await.unwrap());
+
+    let all = "SELECT model, run_date, location_name, tz_mode, date, timezone, run_time, points_used, high_f, low_f, \
+               high_c, low_c, available_at FROM forecast_daily ORDER BY model, run_date, location_name, tz_mode, date";
+    let rows_before = scalar(&lake, &old, all).await;
+    assert_eq!(
+        scalar(&lake, &spec, all).await,
+        rows_before,
+        "the old layout reads the same through the new declaration"
+    );
+    let by_model = "SELECT count(*), sum(high_f) FROM forecast_daily WHERE model = 'ICON' AND run_date = '2026-01-10'";
+    let icon = scalar(&lake, &old, by_model).await;
+    assert!(!icon.starts_with("0 "), "{icon}");
+    assert_eq!(scalar(&lake, &spec, by_model).await, icon);
+    let columns = |lake: &Lake, spec: &JobSpec| {
+        let (lake, spec) = (lake.clone(), spec.clone());
+        async move {
+            let ctx = query::session(&lake).await.unwrap();
+            register_derived_with(&ctx, &lake, std::slice::from_ref(&spec)).unwrap();
+            let batches = ctx.sql("SELECT * FROM forecast_daily").await.unwrap().collect().await.unwrap();
+            batches[0].schema().fields().iter().map(|f| f.name().clone()).collect::<Vec<_>>()
+        }
+    };
+    let declared: Vec<String> = spec.output.shape().table_schema().fields().iter().map(|f| f.name().clone()).collect();
+    assert_eq!(declared.first().map(String::as_str), Some("model"));
+    assert_eq!(columns(&lake, &spec).await, declared);
+
+    // One day asked for: every run date recomputed, the table laid out anew.
+    let run = run_job(&lake, &spec, Some((d("2026-01-11"), d("2026-01-11"))), &no_progress).await.unwrap();
+    assert_eq!((run.range, run.partitions), (None, 2), "{run:?}");
+    let (new_version, dirs) = layout(&lake).await;
+    assert_eq!(
+        (new_version, dirs),
+        (old_version + 1, vec!["run_date=2026-01-10".into(), "run_date=2026-01-11".into()])
+    );
+    assert!(!lake.layout_differs(&spec.output.shape()).await.unwrap());
+    assert_eq!(scalar(&lake, &spec, all).await, rows_before);
+    assert_eq!(scalar(&lake, &spec, by_model).await, icon);
+    assert_eq!(columns(&lake, &spec).await, declared);
+    assert_eq!(scalar(&lake, &old, by_model).await, icon, "an older declaration's exact filter on model still applies");
+    assert_eq!(scalar(&lake, &old, all).await, rows_before);
+
+    // The version before the change, by its own layout.
+    let ctx = query::session(&lake).await.unwrap();
+    let before = crate::lake::snapshot_table::SnapshotTable::new(
+        &lake,
+        spec.output.shape(),
+        crate::lake::delta::At::Version(old_version),
+    )
+    .unwrap();
+    ctx.register_table("forecast_daily", Arc::new(before)).unwrap();
+    let b = ctx.sql(all).await.unwrap().collect().await.unwrap();
+    let text = datafusion::arrow::util::pretty::pretty_format_batches(&b).unwrap().to_string();
+    let travelled: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .skip(1)
+        .map(|l| l.trim_matches('|').split('|').map(str::trim).collect::<Vec<_>>().join(" | "))
+        .collect();
+    assert_eq!(travelled.join(";"), rows_before);
+    let counted = ctx.sql("SELECT count(*) FROM forecast_daily").await.unwrap().collect().await.unwrap();
+    let counted = counted[0].column(0).as_primitive::<datafusion::arrow::datatypes::Int64Type>().value(0);
+    assert_eq!(counted.to_string(), scalar(&lake, &spec, "SELECT count(*) FROM forecast_daily").await);
+
+    // A later run keeps the new layout and replaces only its range.
+    let run = run_job(&lake, &spec, Some((d("2026-01-11"), d("2026-01-11"))), &no_progress).await.unwrap();
+    assert_eq!(run.range, Some((d("2026-01-11"), d("2026-01-11"))));
+    assert_eq!(scalar(&lake, &spec, all).await, rows_before);
 }
 
 #[tokio::test]
