@@ -84,6 +84,24 @@ impl TableShape {
         Arc::new(Schema::new(fields))
     }
 
+    /// This table laid out by partition columns `columns` instead of its own (a snapshot
+    /// or a directory written before its declaration changed them): the same columns,
+    /// typed as declared, those in the files the others; no declared order (such files
+    /// were sorted by the layout of their time). Fails on a column the table lacks.
+    pub fn laid_out_by(&self, columns: &[String]) -> Result<TableShape, String> {
+        let table = self.table_schema();
+        let partition_cols = columns
+            .iter()
+            .map(|c| match table.field_with_name(c) {
+                Ok(f) => Ok((c.clone(), f.data_type().clone())),
+                Err(_) => Err(format!("table {}: partitioned by {c}, which the table no longer declares", self.dir)),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let fields: Vec<Field> =
+            table.fields().iter().filter(|f| !columns.contains(f.name())).map(|f| f.as_ref().clone()).collect();
+        Ok(TableShape { file_schema: Arc::new(Schema::new(fields)), partition_cols, sort: Vec::new(), ..self.clone() })
+    }
+
     /// The Delta schema of the table (partition columns included, as Delta wants them).
     /// `row_key` is an unsigned 64-bit hash in the files; Delta has no unsigned type and
     /// declares it `long` (delta-kernel's mapping): docs/lake.md says how readers see it.

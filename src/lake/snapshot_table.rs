@@ -129,30 +129,6 @@ impl SnapshotTable {
         Ok(Some((active_files(&table, table_path).map_err(external)?, partition_columns)))
     }
 
-    /// The shape of a snapshot partitioned by `columns` instead of the declared ones: the
-    /// same columns (typed as declared), those in the files the others, and no declared
-    /// order (the files were sorted by the layout of their time).
-    fn laid_out_by(&self, columns: &[String]) -> Result<TableShape> {
-        let partition_cols = columns
-            .iter()
-            .map(|c| match self.schema.field_with_name(c) {
-                Ok(f) => Ok((c.clone(), f.data_type().clone())),
-                Err(_) => Err(DataFusionError::Plan(format!(
-                    "table {}: a snapshot is partitioned by {c}, which the table no longer declares",
-                    self.shape.dir
-                ))),
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let fields: Vec<Field> =
-            self.schema.fields().iter().filter(|f| !columns.contains(f.name())).map(|f| f.as_ref().clone()).collect();
-        Ok(TableShape {
-            file_schema: Arc::new(Schema::new(fields)),
-            partition_cols,
-            sort: Vec::new(),
-            ..self.shape.clone()
-        })
-    }
-
     /// The scan of a snapshot partitioned by `columns` instead of the declared ones (module
     /// docs): scanned by its own layout, then filtered by what this provider told the
     /// planner it applies exactly (filters over declared partition columns) and that
@@ -166,7 +142,7 @@ impl SnapshotTable {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let shape = self.laid_out_by(columns)?;
+        let shape = self.shape.laid_out_by(columns).map_err(DataFusionError::Plan)?;
         let schema = shape.table_schema();
         let declared = self.partition_names();
         let own: Vec<&str> = columns.iter().map(String::as_str).collect();

@@ -185,11 +185,24 @@ pub async fn upgrade(lake: &Lake, shapes: &[TableShape]) -> Result<Upgrade, Lake
             .try_collect()
             .await?;
         let Some(first) = files.first() else { continue };
+        let prefix = format!("{table_path}/");
         let shape = match shapes.iter().find(|s| s.dir == dir) {
-            Some(s) => s.clone(),
+            // Partitioned as its directories are, whatever the declaration says now (a
+            // job's output written before its partition columns changed: its next run
+            // lays it out anew, docs/jobs.md).
+            Some(s) => {
+                let relative = first.location.as_ref().strip_prefix(&prefix).unwrap_or_default();
+                let columns: Vec<String> =
+                    relative.split('/').filter_map(|p| p.split_once('=')).map(|(k, _)| k.to_string()).collect();
+                let declared = s.partition_cols.iter().map(|(c, _)| c.as_str());
+                if columns.iter().map(String::as_str).eq(declared) {
+                    s.clone()
+                } else {
+                    s.laid_out_by(&columns).map_err(LakeError::Config)?
+                }
+            }
             None => inferred_shape(lake, &dir, &first.location).await?,
         };
-        let prefix = format!("{table_path}/");
         let adds: Vec<Action> = files
             .iter()
             .map(|m| {

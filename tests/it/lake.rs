@@ -366,3 +366,44 @@ async fn a_repair_keeps_one_row_of_a_report_stored_under_two_wrappers() {
     ingest_bytes(&lake, Format::Metar, "wrapped", wrapped.as_bytes(), &opts, &mut again).await.unwrap();
     assert_eq!((again.stored, again.duplicate), (0, 1), "{again}");
 }
+
+/// A lake of the former layout (Parquet directories, no Delta log) whose `forecast_daily`
+/// is partitioned as it was before 2026-11-30 (by model and run date) converts with the
+/// partition columns its directories have, reads the same through today's declaration
+/// (partitioned by run date alone), and the job's next run lays it out anew.
+#[tokio::test]
+async fn a_former_layout_job_output_converts_as_its_directories_are() {
+    use wxlake::jobs::runner::no_progress;
+    let (d, lake) = temp_lake().await;
+    let run = Utc.with_ymd_and_hms(2026, 9, 1, 0, 0, 0).unwrap();
+    let points = ["GFS", "ICON"]
+        .into_iter()
+        .flat_map(|m| (0..=72).map(move |lead| crate::support::knyc_forecast(m, run, lead, 60.0 + lead as f64 / 4.0)));
+    lake.write(points.collect()).await.unwrap();
+    let specs = wxlake::jobs::embedded_specs().unwrap();
+    let spec = specs.iter().find(|s| s.name == "forecast_daily").unwrap();
+    let mut old = spec.clone();
+    old.output.partition_by = vec!["model".into(), "run_date".into()];
+    old.output.sort_by = ["location_name", "run_time", "tz_mode", "date"].map(String::from).to_vec();
+    wxlake::jobs::run_job(&lake, &old, None, &no_progress).await.unwrap();
+    let all = "SELECT model, run_date, location_name, tz_mode, date, high_f, low_f FROM forecast_daily ORDER BY 1, 2, 3, 4, 5";
+    let before = rows(&lake, all).await;
+    assert_eq!(before.len(), 8, "two models, two covered days each, both tz_modes");
+
+    // Back to the former layout: the output's files without their Delta log, in a process
+    // that never loaded the table.
+    let root = d.path().join("lake");
+    std::fs::remove_dir_all(root.join("derived/forecast_daily/_delta_log")).unwrap();
+    let lake = Lake::open(&format!("file://{}", root.display())).await.unwrap();
+    let done = wxlake::lake::upgrade::upgrade(&lake, &wxlake::jobs::tables::all_shapes().unwrap()).await.unwrap();
+    assert_eq!(done.converted, [("derived/forecast_daily".to_string(), 2)]);
+    assert!(lake.layout_differs(&spec.output.shape()).await.unwrap(), "converted as its directories are");
+    assert_eq!(rows(&lake, all).await, before);
+
+    wxlake::jobs::run_job(&lake, spec, None, &no_progress).await.unwrap();
+    assert!(!lake.layout_differs(&spec.output.shape()).await.unwrap());
+    let (_, files) = lake.snapshot_files("derived/forecast_daily").await.unwrap().unwrap();
+    let dirs: Vec<&str> = files.iter().map(|f| f.partition_dir()).collect();
+    assert_eq!(dirs, ["run_date=2026-09-01"]);
+    assert_eq!(rows(&lake, all).await, before);
+}
