@@ -109,8 +109,9 @@ impl SnapshotTable {
             (at, _) => super::delta::load(store, &self.url, at).await.map_err(external)?,
         };
         let Some(table) = table else { return Ok(None) };
-        let protocol = table.snapshot().map_err(|e| DataFusionError::External(e.into()))?.protocol().clone();
-        let unread: Vec<String> = protocol
+        let snapshot = table.snapshot().map_err(|e| DataFusionError::External(e.into()))?;
+        let unread: Vec<String> = snapshot
+            .protocol()
             .reader_features()
             .unwrap_or_default()
             .iter()
@@ -124,8 +125,7 @@ impl SnapshotTable {
                 unread.join(", ")
             )));
         }
-        let partition_columns =
-            table.snapshot().map_err(|e| DataFusionError::External(e.into()))?.metadata().partition_columns().to_vec();
+        let partition_columns = snapshot.metadata().partition_columns().to_vec();
         Ok(Some((active_files(&table, table_path).map_err(external)?, partition_columns)))
     }
 
