@@ -732,14 +732,16 @@ async fn tools_connect_sequences_answer() {
     };
     let app = app_with_reports().await;
     // One query at a time per key: the three connections' catalog queries wait for the
-    // slot instead of failing. The wait and the timeout are far above a catalog query's
-    // milliseconds: this checks answers, not limits. On a loaded CI machine one of the 99
-    // once failed under the usual 2 s and 5 s, its reason unprinted then (the script
-    // prints it on stderr now).
+    // slot instead of failing. The wait, the timeout and the memory are far above what a
+    // catalog query needs: this checks answers, not limits. On a loaded CI machine one of
+    // the 99 once failed under the usual 2 s and 5 s, its reason unprinted then (the
+    // script prints it on stderr now); and once, in a full run, a catalog query's sort
+    // spilled past the tests' usual 16 MiB (production's default is 1 GiB).
     let limits = QueryLimits {
         max_per_key: 1,
         wait: Duration::from_secs(30),
         timeout: Duration::from_secs(30),
+        memory_bytes: 256 << 20,
         ..test_limits()
     };
     let port = serve_pg(&app, limits, None).await;
