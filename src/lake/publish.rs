@@ -263,6 +263,49 @@ mod tests {
         assert_eq!(dirs, 0, "no empty staging directories left");
     }
 
+    /// A relayout (the table's partition columns changed) and a replace, both decided on
+    /// one snapshot: whichever commits second conflicts and changes nothing, so the table
+    /// is never half in one layout and half in the other, whichever order they race in.
+    #[tokio::test]
+    async fn a_relayout_and_a_concurrent_replace_never_both_commit() {
+        for relayout_first in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let lake = Lake::open(&dir.path().join("lake").display().to_string()).await.unwrap();
+            let old = shape();
+            let mut new = shape();
+            new.partition_cols = vec![];
+            new.file_schema = Arc::new(Schema::new(vec![
+                Field::new("x", DataType::Int64, false),
+                Field::new("day", DataType::Utf8, false),
+            ]));
+            let file = |dir: &str| vec![(dir.to_string(), Bytes::from_static(b"not read"), 1)];
+            let snap = lake.delta_table(&old).await.unwrap();
+            let mut p = lake.begin_publish(old.clone());
+            p.stage_all(file("day=a")).await.unwrap();
+            p.commit(&snap, vec![], None).await.unwrap();
+
+            let (snap, files) = lake.table_files(&old).await.unwrap();
+            let mut relayout = lake.begin_publish(new.clone());
+            relayout.stage_all(file("")).await.unwrap();
+            let mut replace = lake.begin_publish(old.clone());
+            replace.stage_all(file("day=b")).await.unwrap();
+            let (won, lost) = if relayout_first {
+                let won = relayout.commit_relayout(&snap, files.clone()).await;
+                (won, replace.commit(&snap, files.clone(), None).await)
+            } else {
+                let won = replace.commit(&snap, files.clone(), None).await;
+                (won, relayout.commit_relayout(&snap, files.clone()).await)
+            };
+            won.unwrap();
+            let lost = lost.unwrap_err();
+            assert!(matches!(lost, LakeError::Conflict(_)), "{lost}");
+            let (_, now) = lake.snapshot_files("derived/t").await.unwrap().unwrap();
+            let dirs: Vec<&str> = now.iter().map(|f| f.partition_dir()).collect();
+            assert_eq!(dirs, [if relayout_first { "" } else { "day=b" }], "relayout first: {relayout_first}");
+            assert_eq!(lake.layout_differs(&new).await.unwrap(), !relayout_first);
+        }
+    }
+
     #[tokio::test]
     async fn old_staged_files_are_cleaned() {
         let dir = tempfile::tempdir().unwrap();
