@@ -77,6 +77,11 @@ impl TableShape {
         }
     }
 
+    /// The partition columns' names, outermost first.
+    pub fn partition_names(&self) -> Vec<&str> {
+        self.partition_cols.iter().map(|(c, _)| c.as_str()).collect()
+    }
+
     /// The columns SQL sees: the file's, then the partition columns.
     pub fn table_schema(&self) -> SchemaRef {
         let mut fields: Vec<Field> = self.file_schema.fields().iter().map(|f| f.as_ref().clone()).collect();
@@ -164,12 +169,8 @@ impl NewFile {
     /// The commit's `add` for this file: its partition values parsed back from the
     /// directory, the row count as its statistics.
     fn add(&self, data_change: bool) -> Action {
-        let partition_values = self
-            .partition_dir
-            .split('/')
-            .filter_map(|p| p.split_once('='))
-            .map(|(k, v)| (k.to_string(), Some(v.to_string())))
-            .collect();
+        let partition_values =
+            hive_partitions(&self.partition_dir).map(|(k, v)| (k.to_string(), Some(v.to_string()))).collect();
         let relative = if self.partition_dir.is_empty() {
             self.name.clone()
         } else {
@@ -189,6 +190,13 @@ impl NewFile {
             clustering_provider: None,
         })
     }
+}
+
+/// The `name=value` segments of a path in Hive partition directories
+/// (`model=GFS/run_date=2026-01-10/part-1.parquet`), outermost first: how a file's place
+/// names its partition.
+pub fn hive_partitions(path: &str) -> impl Iterator<Item = (&str, &str)> {
+    path.split('/').filter_map(|p| p.split_once('='))
 }
 
 /// The application transaction every rewrite (compaction) commits (see [`Change::Rewrite`]).
@@ -473,7 +481,7 @@ impl Lake {
             .with_log_store(log_store)
             .with_table_name(shape.name.clone())
             .with_columns(shape.delta_schema()?.fields().cloned())
-            .with_partition_columns(shape.partition_cols.iter().map(|(c, _)| c.clone()))
+            .with_partition_columns(shape.partition_names())
             .with_configuration_property(TableProperty::LogRetentionDuration, Some(LOG_RETENTION))
             .with_save_mode(SaveMode::Ignore)
             .await;
@@ -493,8 +501,7 @@ impl Lake {
     pub async fn layout_differs(&self, shape: &TableShape) -> Result<bool, LakeError> {
         let url = self.table_location(&shape.dir)?;
         let Some(table) = self.tables.latest(self.store(), &url).await? else { return Ok(false) };
-        let declared: Vec<&str> = shape.partition_cols.iter().map(|(c, _)| c.as_str()).collect();
-        Ok(table.snapshot()?.metadata().partition_columns() != declared)
+        Ok(table.snapshot()?.metadata().partition_columns() != shape.partition_names())
     }
 
     /// The latest snapshot of a table and its files.
@@ -519,7 +526,7 @@ impl Lake {
         if change.is_empty() {
             return Ok(read.version().unwrap_or(0));
         }
-        let partition_by = shape.partition_cols.iter().map(|(c, _)| c.clone()).collect();
+        let partition_by = shape.partition_names().into_iter().map(String::from).collect();
         let metadata = match change {
             Change::Relayout { .. } => Some(relaid_metadata(read, shape)?),
             _ => None,
@@ -595,7 +602,7 @@ impl Lake {
 /// description and settings kept (it is the same table, laid out anew).
 fn relaid_metadata(read: &DeltaTable, shape: &TableShape) -> Result<Metadata, LakeError> {
     let old = read.snapshot()?.metadata().clone();
-    let columns = shape.partition_cols.iter().map(|(c, _)| c.clone());
+    let columns = shape.partition_names();
     let kernel = |source| LakeError::Delta(DeltaTableError::Kernel { source });
     let mut metadata = new_metadata(&shape.delta_schema()?, columns, old.configuration().clone())
         .and_then(|m| m.with_table_id(old.id().to_string()))

@@ -85,10 +85,6 @@ impl SnapshotTable {
         SnapshotTable { at, ..self.clone() }
     }
 
-    fn partition_names(&self) -> Vec<&str> {
-        self.shape.partition_cols.iter().map(|(c, _)| c.as_str()).collect()
-    }
-
     /// The store's URL and the table directory's path inside it.
     fn store_url_and_path(&self) -> Result<(ObjectStoreUrl, Path)> {
         let base = format!("{}://{}", self.url.scheme(), self.url.host_str().unwrap_or_default());
@@ -144,7 +140,7 @@ impl SnapshotTable {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let shape = self.shape.laid_out_by(columns).map_err(DataFusionError::Plan)?;
         let schema = shape.table_schema();
-        let declared = self.partition_names();
+        let declared = self.shape.partition_names();
         let own: Vec<&str> = columns.iter().map(String::as_str).collect();
         let residual: Vec<Expr> = filters
             .iter()
@@ -252,14 +248,14 @@ impl TableProvider for SnapshotTable {
             return Ok(Arc::new(EmptyExec::new(project_schema(&self.schema, projection)?)));
         };
         let files = Files { store_url, store, files };
-        if partition_columns != self.partition_names() {
+        if partition_columns != self.shape.partition_names() {
             return self.scan_laid_out_by(&partition_columns, state, files, projection, filters, limit).await;
         }
         scan_files(&self.shape, &self.schema, state, files, projection, filters, limit).await
     }
 
     fn supports_filters_pushdown(&self, filters: &[&Expr]) -> Result<Vec<TableProviderFilterPushDown>> {
-        let names = self.partition_names();
+        let names = self.shape.partition_names();
         Ok(filters
             .iter()
             .map(|f| {
@@ -292,7 +288,7 @@ async fn scan_files(
     limit: Option<usize>,
 ) -> Result<Arc<dyn ExecutionPlan>> {
     let Files { store_url, store, files } = files;
-    let names: Vec<&str> = shape.partition_cols.iter().map(|(c, _)| c.as_str()).collect();
+    let names = shape.partition_names();
     let partition_filters: Vec<Expr> =
         filters.iter().filter(|f| !names.is_empty() && expr_applicable_for_cols(&names, f)).cloned().collect();
     let files = SnapshotTable::prune(shape, state, files, &partition_filters)?;

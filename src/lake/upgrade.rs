@@ -36,7 +36,9 @@ use object_store::ObjectStoreExt;
 use serde::Deserialize;
 
 use super::compact::{CompactStats, Rewrite};
-use super::delta::{mark_converted, mark_upgraded, TableShape, FORMAT_MARKER, FORMAT_TIMES, FORMAT_VERSIONS};
+use super::delta::{
+    hive_partitions, mark_converted, mark_upgraded, TableShape, FORMAT_MARKER, FORMAT_TIMES, FORMAT_VERSIONS,
+};
 use super::schema::{FORECASTS, TABLES};
 use super::store::delete_if_present;
 use super::{Lake, LakeError};
@@ -186,30 +188,21 @@ pub async fn upgrade(lake: &Lake, shapes: &[TableShape]) -> Result<Upgrade, Lake
             .await?;
         let Some(first) = files.first() else { continue };
         let prefix = format!("{table_path}/");
+        // Partitioned as its directories are, whatever a declaration says now (a job's
+        // output written before its partition columns changed: its next run lays it out
+        // anew, docs/jobs.md).
+        let relative = first.location.as_ref().strip_prefix(&prefix).unwrap_or_default();
+        let columns: Vec<String> = hive_partitions(relative).map(|(k, _)| k.to_string()).collect();
         let shape = match shapes.iter().find(|s| s.dir == dir) {
-            // Partitioned as its directories are, whatever the declaration says now (a
-            // job's output written before its partition columns changed: its next run
-            // lays it out anew, docs/jobs.md).
-            Some(s) => {
-                let relative = first.location.as_ref().strip_prefix(&prefix).unwrap_or_default();
-                let columns: Vec<String> =
-                    relative.split('/').filter_map(|p| p.split_once('=')).map(|(k, _)| k.to_string()).collect();
-                let declared = s.partition_cols.iter().map(|(c, _)| c.as_str());
-                if columns.iter().map(String::as_str).eq(declared) {
-                    s.clone()
-                } else {
-                    s.laid_out_by(&columns).map_err(LakeError::Config)?
-                }
-            }
-            None => inferred_shape(lake, &dir, &first.location).await?,
+            Some(s) if s.partition_names() == columns => s.clone(),
+            Some(s) => s.laid_out_by(&columns).map_err(LakeError::Config)?,
+            None => inferred_shape(lake, &dir, &first.location, columns).await?,
         };
         let adds: Vec<Action> = files
             .iter()
             .map(|m| {
                 let relative = m.location.as_ref().strip_prefix(&prefix).unwrap_or(m.location.as_ref()).to_string();
-                let partition_values = relative
-                    .split('/')
-                    .filter_map(|p| p.split_once('='))
+                let partition_values = hive_partitions(&relative)
                     .map(|(k, v)| (k.to_string(), Some(v.to_string())))
                     .collect::<HashMap<_, _>>();
                 Action::Add(Add {
@@ -232,7 +225,7 @@ pub async fn upgrade(lake: &Lake, shapes: &[TableShape]) -> Result<Upgrade, Lake
             .with_log_store(log_store)
             .with_table_name(shape.name.clone())
             .with_columns(shape.delta_schema()?.fields().cloned())
-            .with_partition_columns(shape.partition_cols.iter().map(|(c, _)| c.clone()))
+            .with_partition_columns(shape.partition_names())
             .with_save_mode(SaveMode::ErrorIfExists)
             .with_actions(adds)
             .await?;
@@ -289,14 +282,11 @@ async fn parquet_dirs(lake: &Lake) -> Result<Vec<String>, LakeError> {
 }
 
 /// The shape of a table no declaration describes: the columns of one of its files, the
-/// partition columns of that file's path (as strings).
-async fn inferred_shape(lake: &Lake, dir: &str, file: &Path) -> Result<TableShape, LakeError> {
+/// partition columns of that file's path (`columns`, as strings).
+async fn inferred_shape(lake: &Lake, dir: &str, file: &Path, columns: Vec<String>) -> Result<TableShape, LakeError> {
     let bytes = lake.store().get(file).await?.bytes().await?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)?;
-    let prefix = format!("{}/", lake.table_path(dir));
-    let relative = file.as_ref().strip_prefix(&prefix).unwrap_or(file.as_ref());
-    let partition_cols =
-        relative.split('/').filter_map(|p| p.split_once('=')).map(|(k, _)| (k.to_string(), DataType::Utf8)).collect();
+    let partition_cols = columns.into_iter().map(|k| (k, DataType::Utf8)).collect();
     Ok(TableShape {
         name: dir.rsplit('/').next().unwrap_or(dir).to_string(),
         dir: dir.to_string(),
