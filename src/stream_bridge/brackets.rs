@@ -7,9 +7,11 @@
 //! station of an applied record (a new observation moves the floor, a climate report can
 //! settle the day), and for every subscribed station every [`SWEEP`]: a new model run
 //! reaches `forecast_daily` through a job and a daily forecast through a flush, and no
-//! applied record marks either; a station is checked at most every [`MIN_GAP`]. Each
-//! target keeps the ladder of its day's first event, so
-//! "moved" compares the same brackets. Only stations someone subscribes to are computed;
+//! applied record marks either; a station is checked at most every [`MIN_GAP`]. A check
+//! whose odds could not be computed (a lake read failed) is tried again after
+//! [`MIN_GAP`], up to [`RETRIES`] times in a row: the next sweep is minutes away, and the
+//! move it would have sent is what subscribers wait for. Each target keeps the ladder of
+//! its day's first event, so "moved" compares the same brackets. Only stations someone subscribes to are computed;
 //! the events go back to the publisher, which logs and sends them in id order.
 
 use std::collections::{HashMap, HashSet};
@@ -39,6 +41,9 @@ pub const SWEEP: Duration = Duration::from_secs(300);
 /// replayed, a feed catching up) moves its odds once, not once per report.
 pub const MIN_GAP: Duration = Duration::from_secs(5);
 
+/// Failed checks of one station tried again before it waits for the next notice or sweep.
+pub const RETRIES: u32 = 3;
+
 /// Stations waiting to be checked before a sender waits (the publisher never does: it
 /// drops a notice when full, and the next sweep covers it).
 const INBOX: usize = 1024;
@@ -67,6 +72,8 @@ pub fn spawn_watch(
         // Stations to check, and when each was last checked ([`MIN_GAP`]).
         let mut waiting: HashSet<String> = HashSet::new();
         let mut checked: HashMap<String, Instant> = HashMap::new();
+        // Failed checks in a row, per station.
+        let mut failed: HashMap<String, u32> = HashMap::new();
         let mut sweep = tokio::time::interval(SWEEP);
         sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
@@ -96,12 +103,22 @@ pub fn spawn_watch(
                 if !subscribed.contains(&code) {
                     continue;
                 }
+                let mut ok = true;
                 for target in [Quantity::High, Quantity::Low] {
-                    if let Some(event) = check(&live, &held, &code, target, &mut sent).await {
-                        if out.send(event).await.is_err() {
-                            return;
+                    match check(&live, &held, &code, target, &mut sent).await {
+                        Ok(Some(event)) => {
+                            if out.send(event).await.is_err() {
+                                return;
+                            }
                         }
+                        Ok(None) => {}
+                        Err(()) => ok = false,
                     }
+                }
+                let failures = failed.entry(code.clone()).or_default();
+                *failures = if ok { 0 } else { *failures + 1 };
+                if !ok && *failures <= RETRIES {
+                    waiting.insert(code);
                 }
             }
         }
@@ -109,32 +126,33 @@ pub fn spawn_watch(
     tx
 }
 
-/// The event of `code`'s `target` now, when it is the day's first or a bracket moved.
+/// The event of `code`'s `target` now, when it is the day's first or a bracket moved;
+/// `Err` when its odds could not be computed (logged).
 async fn check(
     live: &WriteService,
     held: &HeldRows,
     code: &str,
     target: Quantity,
     sent: &mut HashMap<(String, Quantity), Sent>,
-) -> Option<Computed> {
-    let station = Catalog::global().get(code)?;
+) -> Result<Option<Computed>, ()> {
+    let Some(station) = Catalog::global().get(code) else { return Ok(None) };
     let now = live.clock.now();
     let ask = Ask::settling(station, target, None, None, now);
     let key = (code.to_string(), target);
     let previous = sent.get(&key).filter(|s| s.date == ask.date);
     let odds = match odds(live, held, &ask, previous.map(|s| s.ladder.clone()), false).await {
         Ok(o) => o,
-        Err(OddsError::NoForecast { .. }) => return None,
+        Err(OddsError::NoForecast { .. }) => return Ok(None),
         Err(e) => {
             tracing::warn!(error = %e, station = code, "brackets event: odds not computed");
-            return None;
+            return Err(());
         }
     };
     let moved = previous.map(|s| s.p.iter().zip(&odds.brackets).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max));
     if moved.is_some_and(|m| m < MOVE) {
-        return None;
+        return Ok(None);
     }
     let payload = brackets_payload(&ask, &odds, moved, now);
     sent.insert(key, Sent { date: ask.date, ladder: odds.ladder, p: odds.brackets });
-    Some((code.to_string(), "brackets", payload))
+    Ok(Some((code.to_string(), "brackets", payload)))
 }

@@ -407,3 +407,44 @@ async fn brackets_event_when_a_bracket_moves_two_points() {
     assert_eq!(names.iter().filter(|n| *n == "observation").count(), 3, "{names:?}");
     assert!(!names.iter().any(|n| n == "brackets"), "{names:?}");
 }
+
+/// A check whose odds cannot be computed (the lake's `daily_forecasts` log unreadable for a
+/// moment) is tried again after `MIN_GAP`: the move goes out once the lake reads again,
+/// not at the next sweep minutes later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_brackets_check_is_tried_again() {
+    use super::brackets::MIN_GAP;
+    let rig = rig_at(Duration::from_secs(30), 256, Utc.with_ymd_and_hms(2026, 3, 8, 16, 0, 0).unwrap()).await;
+    let csv = "source,station_code,issued_at,date,high,low,units\n\
+               ACME,KNYC,2026-03-07T20:00:00Z,2026-03-08,48,35,f\n";
+    rig.live.ingest(Format::DailyForecasts, IngestOptions::default(), csv.as_bytes().to_vec()).await.unwrap();
+    rig.live.flush().await.unwrap();
+    let mut c = rig.open(&rig.dev, "KNYC", None).await;
+    assert_eq!(c.next_event().await.unwrap().name, "connected");
+    // The table's next commit is garbage: every read of it fails until it is gone.
+    let log = rig._dir.path().join("lake").join(crate::lake::schema::DAILY_FORECASTS.name).join("_delta_log");
+    let versions = std::fs::read_dir(&log)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .count();
+    let garbage = log.join(format!("{versions:020}.json"));
+    std::fs::write(&garbage, "not a Delta commit\n").unwrap();
+
+    rig.ingest("KNYC 081451Z 27008KT 10SM FEW250 08/M06 A3021 RMK AO2 SLP231 T00781061").await;
+    next_named(&mut c, "observation").await;
+    let early = tokio::time::timeout(Duration::from_secs(2), next_named(&mut c, "brackets")).await;
+    assert!(early.is_err(), "odds from an unreadable lake: {:?}", early.ok().map(|e| e.data));
+    std::fs::remove_file(&garbage).unwrap();
+    let started = std::time::Instant::now();
+    let high = tokio::time::timeout(MIN_GAP * 3, next_named(&mut c, "brackets"))
+        .await
+        .expect("the failed check was not tried again");
+    assert_eq!(
+        (high.data["target"].as_str(), high.data["floor"].as_i64()),
+        (Some("high"), Some(46)),
+        "{:?}",
+        high.data
+    );
+    assert!(started.elapsed() < MIN_GAP * 2, "tried again within MIN_GAP: {:?}", started.elapsed());
+}
