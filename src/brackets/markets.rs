@@ -162,6 +162,12 @@ mod tests {
         assert_eq!(after.ladder(84).to_string(), "<=79,80-81,82-83,84-85,86-87,>=88");
         assert_eq!(of_station("KMDW", Quantity::High, d("2026-11-28")).len(), 1);
         assert!(of_station("KMDW", Quantity::Low, d("2026-11-28")).is_empty());
+        // Philadelphia's high and Los Angeles' low settle on the climate report too.
+        let series = |code: &str, q: Quantity| {
+            of_station(code, q, d("2026-11-28")).iter().map(|m| m.series.clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(series("KPHL", Quantity::High), ["KXHIGHPHIL"]);
+        assert_eq!(series("KLAX", Quantity::Low), ["KXLOWTLAX"]);
         assert!(on("KXNOPE", d("2026-11-28")).is_none());
         // Polymarket's city markets settle on Wunderground's civil-day high, London in whole
         // degrees Celsius with a one-degree ladder.

@@ -166,12 +166,12 @@ impl<'a> DayReplay<'a> {
     }
 }
 
-/// The scored forecasts of `station`'s `target` for the settled ones of `days` (module
-/// docs), from `rows` read for their span and known by `now`.
+/// The scored forecasts of `station`'s targets for the settled ones of `days` (module
+/// docs), from each target's `rows` read for their span and known by `now`. The targets
+/// share each day's replay of the observations: the engine's day has both extremes.
 fn station_scores(
     station: &Station,
-    target: Quantity,
-    rows: &Rows,
+    targets: &[(Quantity, &Rows)],
     obs: &Observations<'_>,
     days: &[NaiveDate],
     now: DateTime<Utc>,
@@ -179,24 +179,32 @@ fn station_scores(
 ) -> Vec<Scored> {
     days.par_iter()
         .flat_map_iter(|&date| {
-            let settled = rows.settled(date, now).map(|(v, at)| (round_half_away(v) as i32, at));
             let checkpoints = CHECKPOINTS.iter().filter_map(move |&(days, hour, label)| {
                 let t = checkpoint_at(station, date, days, hour).filter(|t| *t <= now)?;
                 Some((label, t))
             });
-            let Some(settled) = settled else { return Vec::new() };
-            // The day's checkpoints in order, each reusing the one before's fit when its
-            // inputs are the same (the four within the day usually are), and the
-            // observations replayed once for all of them.
-            let mut previous = None;
-            let mut replay = None;
-            let scored: Vec<Scored> = checkpoints
-                .flat_map(|(label, t)| {
-                    let ask = Ask::settling(station, target, Some(date), Some(LOGIC), t);
-                    let replay = replay.get_or_insert_with(|| DayReplay::new(obs, &ask));
-                    checkpoint_scores(&ask, rows, replay, settled, label, &mut previous, costs)
+            // Each settled target's day: its checkpoints in order, each reusing the one
+            // before's fit when its inputs are the same (the four within the day usually
+            // are), and the observations replayed once for all of them.
+            let mut settled: Vec<_> = targets
+                .iter()
+                .filter_map(|&(target, rows)| {
+                    let settled = rows.settled(date, now).map(|(v, at)| (round_half_away(v) as i32, at))?;
+                    Some((target, rows, settled, None))
                 })
                 .collect();
+            let mut replay = None;
+            let mut scored = Vec::new();
+            if settled.is_empty() {
+                return scored;
+            }
+            for (label, t) in checkpoints {
+                for (target, rows, settled, previous) in &mut settled {
+                    let ask = Ask::settling(station, *target, Some(date), Some(LOGIC), t);
+                    let replay = replay.get_or_insert_with(|| DayReplay::new(obs, &ask));
+                    scored.extend(checkpoint_scores(&ask, rows, replay, *settled, label, previous, costs));
+                }
+            }
             scored
         })
         .collect()
@@ -383,12 +391,15 @@ pub async fn bracket_forecasts(
     let started = Instant::now();
     let costs = Costs::default();
     let days: Vec<NaiveDate> = from.iter_days().take_while(|d| *d <= to).collect();
+    // Each station's targets together (`asks` holds them side by side).
     let mut scored: Vec<Scored> = asks
-        .par_iter()
-        .zip(&rows)
-        .flat_map_iter(|(&(station, target), rows)| {
+        .par_chunks(2)
+        .zip(rows.par_chunks(2))
+        .flat_map_iter(|(asks, rows)| {
+            let station = asks[0].0;
+            let targets: Vec<(Quantity, &Rows)> = asks.iter().map(|a| a.1).zip(rows).collect();
             let obs = by_station.get(station.code.as_str()).unwrap_or(&none);
-            station_scores(station, target, rows, obs, &days, now, &costs)
+            station_scores(station, &targets, obs, &days, now, &costs)
         })
         .collect();
     // Where the job's time goes (benches/README.md, "Brackets").
