@@ -333,13 +333,9 @@ async fn burst_reaches_the_fast_client_whole_while_a_slow_one_is_dropped() {
     assert!(slow_observations < 20 * MINUTES, "the slow client was not dropped");
 }
 
-/// The `brackets` event: the day's first odds when a report comes in for a subscribed
-/// station, again when a report moves a bracket by 2 points or more (a new running high),
-/// not when nothing moved; its brackets are what the odds are then (`brackets.php`'s).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn brackets_event_when_a_bracket_moves_two_points() {
-    use crate::bracket_odds::{odds, Ask};
-    use crate::brackets::markets::Quantity;
+/// 2026-03-08 16:00 UTC with a daily forecast of KNYC's day stored (the odds' one input),
+/// and a Developer connection (the odds' tier) subscribed to KNYC.
+async fn brackets_rig() -> (Rig, SseClient) {
     let rig = rig_at(Duration::from_secs(30), 256, Utc.with_ymd_and_hms(2026, 3, 8, 16, 0, 0).unwrap()).await;
     let csv = "source,station_code,issued_at,date,high,low,units\n\
                ACME,KNYC,2026-03-07T20:00:00Z,2026-03-08,48,35,f\n";
@@ -347,6 +343,17 @@ async fn brackets_event_when_a_bracket_moves_two_points() {
     rig.live.flush().await.unwrap();
     let mut c = rig.open(&rig.dev, "KNYC", None).await;
     assert_eq!(c.next_event().await.unwrap().name, "connected");
+    (rig, c)
+}
+
+/// The `brackets` event: the day's first odds when a report comes in for a subscribed
+/// station, again when a report moves a bracket by 2 points or more (a new running high),
+/// not when nothing moved; its brackets are what the odds are then (`brackets.php`'s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn brackets_event_when_a_bracket_moves_two_points() {
+    use crate::bracket_odds::{odds, Ask};
+    use crate::brackets::markets::Quantity;
+    let (rig, mut c) = brackets_rig().await;
     // A Professional key streams observations, not the analytics tiers' odds.
     let mut pro = rig.open(&rig.pro, "KNYC", None).await;
     assert_eq!(pro.next_event().await.unwrap().name, "connected");
@@ -414,13 +421,7 @@ async fn brackets_event_when_a_bracket_moves_two_points() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_brackets_check_is_tried_again() {
     use super::brackets::MIN_GAP;
-    let rig = rig_at(Duration::from_secs(30), 256, Utc.with_ymd_and_hms(2026, 3, 8, 16, 0, 0).unwrap()).await;
-    let csv = "source,station_code,issued_at,date,high,low,units\n\
-               ACME,KNYC,2026-03-07T20:00:00Z,2026-03-08,48,35,f\n";
-    rig.live.ingest(Format::DailyForecasts, IngestOptions::default(), csv.as_bytes().to_vec()).await.unwrap();
-    rig.live.flush().await.unwrap();
-    let mut c = rig.open(&rig.dev, "KNYC", None).await;
-    assert_eq!(c.next_event().await.unwrap().name, "connected");
+    let (rig, mut c) = brackets_rig().await;
     // The table's next commit is garbage: every read of it fails until it is gone.
     let log = rig._dir.path().join("lake").join(crate::lake::schema::DAILY_FORECASTS.name).join("_delta_log");
     let versions = std::fs::read_dir(&log)
