@@ -68,7 +68,6 @@ fn decode_station(cfg: &DemoConfig, inputs: &StationInputs) -> Gathered {
         one(format!("{code}/onemin.csv"), Format::Onemin, csv.as_bytes());
     }
     one(format!("{code}/cli.txt"), Format::Cli, inputs.cli.as_bytes());
-    one(format!("{code}/dsm.txt"), Format::Dsm, inputs.dsm.as_bytes());
     one(format!("{code}/forecasts.csv"), Format::Forecasts, inputs.forecast_csv.as_bytes());
     for (model, text) in &inputs.mos {
         one(format!("{code}/{model}.txt"), Format::Mos, text.as_bytes());
@@ -76,6 +75,13 @@ fn decode_station(cfg: &DemoConfig, inputs: &StationInputs) -> Gathered {
     one(format!("{code}/daily_forecasts.csv"), Format::DailyForecasts, inputs.daily_forecasts_csv.as_bytes());
     for (i, doc) in inputs.nws_hourly.iter().enumerate() {
         one(format!("{code}/nws_hourly_{i}.json"), Format::NwsHourly, doc.as_bytes());
+    }
+    // A DSM's DD/MM has no year: each month's messages are read with their month.
+    for ((year, month), text) in &inputs.dsm {
+        let opts = IngestOptions { month: Some((*year, *month)), ..opts.clone() };
+        if !text.is_empty() {
+            g.take(format!("{code}/dsm-{year}-{month:02}.txt"), Format::Dsm.decode(text.as_bytes(), &opts));
+        }
     }
     g
 }
@@ -128,4 +134,42 @@ pub async fn load(
         progress(done, summary.stored);
     }
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{DateTime, NaiveDate, TimeZone, Utc};
+
+    use super::*;
+    use crate::decode::types::DailyKind;
+
+    /// A demo longer than half a year stores every DSM on the day it reports: read with
+    /// the demo's month alone, those more than six months old took the nearest date, in
+    /// the next year (a one-year lake had them dated up to 2027-05-29).
+    #[test]
+    fn a_year_of_dsms_keeps_its_dates() {
+        let now: DateTime<Utc> = Utc.with_ymd_and_hms(2026, 11, 30, 14, 0, 0).unwrap();
+        let cfg = DemoConfig {
+            end_date: NaiveDate::from_ymd_opt(2026, 11, 29).unwrap(),
+            days: 300,
+            stations: vec!["KNYC".into()],
+            seed: 7,
+            now,
+            forecasts: false,
+            onemin: false,
+        };
+        let g = decode_station(&cfg, &generate_station(&cfg, "KNYC"));
+        let errors: Vec<_> = g.outcomes.iter().filter(|o| !o.2.is_empty()).collect();
+        assert!(errors.is_empty(), "{errors:?}");
+        let mut dsm: Vec<NaiveDate> = g.reports.iter().filter(|r| r.kind == DailyKind::Dsm).map(|r| r.date).collect();
+        dsm.sort();
+        let cli: std::collections::BTreeSet<NaiveDate> =
+            g.reports.iter().filter(|r| r.kind == DailyKind::Cli && r.is_final).map(|r| r.date).collect();
+        assert!(dsm.len() >= 290, "{}", dsm.len());
+        assert!(dsm.windows(2).all(|w| w[0] < w[1]), "one DSM per day");
+        // Every DSM is of a day the finals report too: none in the future, none moved.
+        assert!(dsm.iter().all(|d| cli.contains(d)), "{:?}", dsm.iter().find(|d| !cli.contains(d)));
+        assert!(*dsm.last().unwrap() <= cfg.end_date);
+        assert!(*dsm.first().unwrap() < NaiveDate::from_ymd_opt(2026, 3, 1).unwrap());
+    }
 }

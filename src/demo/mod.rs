@@ -29,7 +29,7 @@
 //! | `metar_tsv` | IEM ASOS TSV: routine METAR, SPECI (keyword kept, so the kind survives), HF-METAR (`MADISHF`) | `metar_container::decode_metar_input` | all |
 //! | `onemin_csv` | `station,valid,tmpf`, `-999` in sensor gaps | `onemin::decode_onemin` | US |
 //! | `cli` | CLI products with WMO headings: a final per LST day (issued ≈ 06:00 LST next day), an afternoon preliminary for today | `climate_report::decode_cli` | US |
-//! | `dsm` | DSM messages under `CDUS27` headings, sent ≈ 00:05 LST | `dsm::decode_dsm_with_year` | US |
+//! | `dsm` | DSM messages under `CDUS27` headings, sent ≈ 00:05 LST, one text per month of their days | `dsm::decode_dsm_with_year` (the month's middle) | US |
 //! | `forecast_csv` | spec 2.5 rows of the gridded models covering the station (`Station::has_forecasts_from`), every run and lead | `forecast_rows::decode_forecast_csv` | all |
 //! | `mos` | MAV / MET / LAMP / NBS bulletins, on the real products' columns (`mos::forecast_hours`) | `mos::decode_mos` | US |
 //! | `nws_hourly` | api.weather.gov hourly JSON, 6 versions a day, 156 h each | `nws_hourly::decode_nws_hourly` | US |
@@ -132,8 +132,10 @@ pub struct StationInputs {
     pub onemin_csv: Option<String>,
     /// CLI products, one after another (finals, then today's preliminary).
     pub cli: String,
-    /// DSM messages under WMO headings.
-    pub dsm: String,
+    /// DSM messages under WMO headings, one text per (year, month) of the days they report:
+    /// a DSM's DD/MM has no year, so each month's file is read with its month
+    /// (`ingest dsm --month`), as an archive of several months must be.
+    pub dsm: Vec<((i32, u32), String)>,
     /// Gridded model rows, spec 2.5 columns, one header.
     pub forecast_csv: String,
     /// (model, bulletin text) for every GFS-MOS, NAM-MOS, LAV-MOS and NBS-MOS run.
@@ -201,7 +203,7 @@ pub fn generate_station(cfg: &DemoConfig, code: &str) -> StationInputs {
         }
         let (cli, dsm) = reports::daily_reports(&site, &sp.days, sp.today, cfg.now);
         out.cli = reports::cli_text(&site, &cli);
-        out.dsm = reports::dsm_text(&dsm);
+        out.dsm = reports::dsm_texts_by_month(&dsm);
     }
     if cfg.forecasts {
         let runs_from = sp.obs_from - Duration::hours(24);

@@ -214,6 +214,15 @@ pub fn dsm_text(reports: &[DailyReport]) -> String {
     s
 }
 
+/// [`dsm_text`] of `reports` per (year, month) of their dates, in date order.
+pub fn dsm_texts_by_month(reports: &[DailyReport]) -> Vec<((i32, u32), String)> {
+    let mut months: std::collections::BTreeMap<(i32, u32), Vec<DailyReport>> = Default::default();
+    for r in reports {
+        months.entry((r.date.year(), r.date.month())).or_default().push(r.clone());
+    }
+    months.into_iter().map(|(m, rs)| (m, dsm_text(&rs))).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -202,10 +202,16 @@ fn cli_and_dsm_match_the_one_minute_series() {
         assert!(cli.errors.is_empty(), "{:?}", cli.errors);
         let finals: Vec<_> = cli.records.iter().filter(|r| r.is_final).collect();
         assert_eq!(finals.len(), sp.days.len(), "{code}");
-        let dsm = decode_dsm_with_year(inputs.dsm.as_bytes(), cfg.now);
-        assert!(dsm.errors.is_empty(), "{:?}", dsm.errors);
-        assert_eq!(dsm.records.len(), sp.days.len());
-        for r in cli.records.iter().chain(&dsm.records) {
+        // Each month's DSMs as `ingest dsm --month` reads them.
+        let mut dsm = Vec::new();
+        for ((year, month), text) in &inputs.dsm {
+            let mid = Utc.with_ymd_and_hms(*year, *month, 15, 12, 0, 0).unwrap();
+            let decoded = decode_dsm_with_year(text.as_bytes(), mid);
+            assert!(decoded.errors.is_empty(), "{:?}", decoded.errors);
+            dsm.extend(decoded.records);
+        }
+        assert_eq!(dsm.len(), sp.days.len());
+        for r in cli.records.iter().chain(&dsm) {
             assert_eq!(r.station, code);
             let w = day_window(st.timezone, DayClock::Standard, r.date);
             let end = match r.valid_as_of_lst {
