@@ -195,9 +195,6 @@ fn station_scores(
                 .collect();
             let mut replay = None;
             let mut scored = Vec::new();
-            if settled.is_empty() {
-                return scored;
-            }
             for (label, t) in checkpoints {
                 for (target, rows, settled, previous) in &mut settled {
                     let ask = Ask::settling(station, *target, Some(date), Some(LOGIC), t);
