@@ -21,7 +21,7 @@ use crate::units::{f_to_c, round_half_away, tenths_c_to_whole_f};
 
 const STATIONS: [&str; 9] = ["KNYC", "KDEN", "KPHX", "EGLC", "UUWW", "CYYZ", "MMMX", "VILK", "YSSY"];
 
-fn config(stations: &[&str], days: u32, forecasts: bool) -> DemoConfig {
+pub(super) fn config(stations: &[&str], days: u32, forecasts: bool) -> DemoConfig {
     DemoConfig {
         end_date: NaiveDate::from_ymd_opt(2026, 1, 19).unwrap(),
         days,
