@@ -36,7 +36,7 @@ fn bench(c: &mut Criterion) {
     let m = Method::default();
     c.bench_function("brackets: one station-day, 3 years x 20 sources", |b| {
         b.iter(|| {
-            let (d, _) = m.distribution(&history, day, &today).unwrap();
+            let (d, _) = m.distribution_from(&history, day, &today).unwrap();
             d.brackets(&Ladder::around(d.quantile(0.5), 2, 4))
         })
     });

@@ -41,7 +41,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::RangeInclusive;
 use std::sync::Arc;
 
-use chrono::{DateTime, Duration, NaiveDate, Utc};
+use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{Date32Type, Float64Type, Int64Type, TimestampMicrosecondType, UInt64Type};
 use datafusion::prelude::SessionContext;
@@ -49,8 +49,8 @@ use datafusion::prelude::SessionContext;
 use datafusion::error::{DataFusionError, Result};
 
 use super::Ask;
+use crate::brackets::history::{Builder, History};
 use crate::brackets::markets::Quantity;
-use crate::brackets::Verified;
 use crate::extremes::{after_hours, parse_hours_column, Logic};
 use crate::lake::bound_sql::{utf8_column, Bindings};
 use crate::time::DayClock;
@@ -103,8 +103,9 @@ pub struct SourceForecast {
 #[derive(Debug, Clone)]
 pub struct Inputs {
     pub forecasts: Vec<SourceForecast>,
-    /// Past days the asked sources forecast, with their settled values.
-    pub history: Vec<Verified>,
+    /// Past days the asked sources forecast, with their settled values: a column per
+    /// forecast, in their order.
+    pub history: History,
     /// Every past day's settled value known then (the climatology baseline's sample).
     pub settled: Vec<(NaiveDate, f64)>,
     pub lead_days: i64,
@@ -181,6 +182,9 @@ impl CliVersion {
 #[derive(Debug, Clone, Copy)]
 struct PairRow {
     date: NaiveDate,
+    /// Its days from the common era: a history's slot is a difference of two (a date
+    /// difference per pair was a measurable part of building a history).
+    day: i32,
     available: DateTime<Utc>,
     forecast: f64,
     observed: f64,
@@ -246,8 +250,7 @@ impl Read {
             let converted =
                 rows.iter().map(|p| PairRow { forecast: unit(p.forecast), observed: unit(p.observed), ..*p });
             let of_source = pairs.entry(model.clone()).or_default();
-            let name = of_source.first().map_or_else(|| Arc::from(model.as_str()), |s| Arc::clone(&s.name));
-            of_source.push(PairSeries { lead: *lead, label: label_hour(label), name, rows: converted.collect() });
+            of_source.push(PairSeries { lead: *lead, label: label_hour(label), rows: converted.collect() });
         }
         let mut pair_settled: BTreeMap<NaiveDate, (f64, DateTime<Utc>)> = BTreeMap::new();
         for p in pairs.values().flatten().flat_map(|s| &s.rows) {
@@ -310,13 +313,13 @@ impl Rows {
             Ok(read.into_iter().map(|(code, r)| (code, Arc::new(r))).collect::<HashMap<_, _>>())
         };
         let (runs, nws_versions, nws, daily, cli, pairs, hours) = futures::try_join!(
-            model_rows,
-            nws_versions(ctx, &span),
-            nws_days(ctx, &span),
-            daily_forecasts(ctx, &span),
-            climate_reports(ctx, &span),
-            pair_rows(ctx, &span, leads),
-            hours_by_day(ctx, &span),
+            timed("forecast_daily", model_rows),
+            timed("nws_hourly versions", nws_versions(ctx, &span)),
+            timed("nws_hourly", nws_days(ctx, &span)),
+            timed("daily_forecasts", daily_forecasts(ctx, &span)),
+            timed("reports", climate_reports(ctx, &span)),
+            timed("accuracy_pairs", pair_rows(ctx, &span, leads)),
+            timed("daily_extremes", hours_by_day(ctx, &span)),
         )?;
         let read = Read { runs, nws_versions, nws, daily, cli, pairs, hours };
         Ok(asks.iter().map(|ask| read.rows(ask)).collect())
@@ -346,50 +349,8 @@ impl Rows {
         let lead_days = ask.lead_days();
         let mut forecasts = self.model_runs(ask);
         forecasts.extend(self.nws_version(ask));
-        // The run label `accuracy_pairs` gives each (as its hour): a model's run hour, the
-        // NWS version's 6-hour block; and the lead of its pairs: lead 0 for a run issued
-        // after the LST day began (`accuracy_pairs`' natural lead 0), else the ask's.
-        let lst_start = crate::time::day_window(ask.station.timezone, DayClock::Standard, ask.date).start;
-        let labels: BTreeMap<&str, (u32, i64)> = forecasts
-            .iter()
-            .map(|f| {
-                let hour = chrono::Timelike::hour(&f.run);
-                let label = if f.source == NWS { 6 * (hour / 6) } else { hour };
-                (f.source.as_str(), (label, if f.run >= lst_start { 0 } else { lead_days }))
-            })
-            .collect();
-        let from = ask.history_from();
-        // Every past day from `from`, by its distance from it: the loops below touch a day
-        // per source and day of history, so a slot rather than a map lookup.
-        let finals = self.finals(from, ask.date, t);
-        let mut days = Self::settled_by_cli(&finals, from, ask.date);
-        let slot = |date: NaiveDate| (date - from).num_days() as usize;
-        for (&source, &(label, lead)) in &labels {
-            let of_source = self.pairs.get(source).map(Vec::as_slice).unwrap_or_default();
-            let at = |lead: i64| of_source.iter().find(|s| s.lead == lead && s.label == Some(label));
-            // A run issued within the day whose label has no lead-0 pair known by t (none
-            // verified yet, or a source without any) is judged by its label's lead-1 errors.
-            let known = |s: &&PairSeries| s.rows.iter().any(|p| p.date < ask.date && p.available <= t);
-            let Some(series) = at(lead).filter(known).or_else(|| at(lead_days)) else {
-                continue;
-            };
-            let (name, pairs) = (&series.name, &series.rows);
-            let lo = pairs.partition_point(|p| p.date < from);
-            let hi = pairs.partition_point(|p| p.date < ask.date);
-            for p in pairs[lo..hi].iter().filter(|p| p.available <= t) {
-                let day = days[slot(p.date)].get_or_insert_with(|| Verified {
-                    date: p.date,
-                    forecasts: Vec::with_capacity(labels.len()),
-                    settled: p.observed,
-                    running: None,
-                });
-                // One pair per station, day, model, label, lead and target.
-                day.forecasts.push((Arc::clone(name), p.forecast));
-            }
-        }
-        // Daily forecasts: today's latest issuance of each source, and for each past day its
-        // latest issuance as long before that day's start as t is before this one's.
-        let ahead = ask.window().start - t;
+        let runs = forecasts.len();
+        // Daily forecasts: today's latest issuance of each source, after the runs.
         let known = |d: &&DailyIssue| d.available <= t;
         let mut latest: BTreeMap<&str, &DailyIssue> = BTreeMap::new();
         for d in self.daily_of(ask.date..=ask.date).iter().filter(known) {
@@ -398,41 +359,89 @@ impl Rows {
         for d in latest.values() {
             forecasts.push(SourceForecast { source: d.source.clone(), run: d.issued_at, forecast: d.value });
         }
+        // The verified errors of each run's source (by name: the first pair of a day
+        // settles it when no final report does): at the run label `accuracy_pairs` gives it
+        // (a model's run hour, the NWS version's 6-hour block) and the lead of its pairs
+        // (lead 0 for a run issued after the LST day began, `accuracy_pairs`' natural lead
+        // 0; else the ask's).
+        let from = ask.history_from();
+        let lst_start = crate::time::day_window(ask.station.timezone, DayClock::Standard, ask.date).start;
+        let mut by_name: Vec<usize> = (0..runs).collect();
+        by_name.sort_by(|&a, &b| forecasts[a].source.cmp(&forecasts[b].source));
+        let verified: Vec<(usize, &[PairRow])> = (by_name.into_iter())
+            .filter_map(|column| {
+                let f = &forecasts[column];
+                let hour = chrono::Timelike::hour(&f.run);
+                let label = if f.source == NWS { 6 * (hour / 6) } else { hour };
+                let lead = if f.run >= lst_start { 0 } else { lead_days };
+                let of_source = self.pairs.get(f.source.as_str()).map(Vec::as_slice).unwrap_or_default();
+                let at = |lead: i64| of_source.iter().find(|s| s.lead == lead && s.label == Some(label));
+                // A run issued within the day whose label has no lead-0 pair known by t (none
+                // verified yet, or a source without any) is judged by its label's lead-1 errors.
+                let known = |s: &&PairSeries| s.rows.iter().any(|p| p.date < ask.date && p.available <= t);
+                let pairs = &at(lead).filter(known).or_else(|| at(lead_days))?.rows;
+                let lo = pairs.partition_point(|p| p.date < from);
+                let hi = pairs.partition_point(|p| p.date < ask.date);
+                Some((column, &pairs[lo..hi]))
+            })
+            .collect();
+        // The history: a column per forecast, a slot per past day from the first one any
+        // row of it has (three years back at most).
+        let before = ask.date - Duration::days(1);
+        let finals = self.finals(from, ask.date, t);
+        let first = [
+            finals.first().map(|f| f.0),
+            verified.iter().filter_map(|(_, pairs)| Some(pairs.first()?.date)).min(),
+            self.daily_of(from..=before).first().map(|d| d.date),
+        ];
+        let first = first.into_iter().flatten().min().unwrap_or(ask.date);
+        let first_day = first.num_days_from_ce();
+        let slot = |date: NaiveDate| (date.num_days_from_ce() - first_day) as usize;
+        let mut history = Builder::new(forecasts.len(), slot(ask.date));
+        for &(date, settled) in &finals {
+            history.settle(slot(date), date, settled);
+        }
+        // One pair per station, day, model, label, lead and target.
+        for (column, pairs) in verified {
+            for p in pairs.iter().filter(|p| p.available <= t) {
+                let slot = (p.day - first_day) as usize;
+                history.settle(slot, p.date, p.observed);
+                history.forecast(slot, column, p.forecast);
+            }
+        }
+        // Each daily source's issuance for each past day settled by then: its latest as long
+        // before that day's start as t is before this one's.
+        let ahead = ask.window().start - t;
         let mut past: BTreeMap<(NaiveDate, &str), &DailyIssue> = BTreeMap::new();
-        let before = self.daily_of(from..=ask.date - Duration::days(1));
-        for d in before.iter().filter(known).filter(|d| latest.contains_key(d.source.as_str())) {
+        for d in self.daily_of(from..=before).iter().filter(known).filter(|d| latest.contains_key(d.source.as_str())) {
             let start = crate::time::day_window(ask.station.timezone, ask.logic.clock(), d.date).start;
             if d.issued_at > start - ahead {
                 continue;
             }
             keep_latest(&mut past, (d.date, d.source.as_str()), d);
         }
-        let mut names: Vec<Arc<str>> = Vec::new();
+        let daily_columns: BTreeMap<&str, usize> = latest.keys().enumerate().map(|(i, s)| (*s, runs + i)).collect();
         for ((date, source), d) in past {
-            if let Some(day) = days[slot(date)].as_mut() {
-                let name = match names.iter().find(|n| &***n == source) {
-                    Some(name) => Arc::clone(name),
-                    None => {
-                        names.push(Arc::from(source));
-                        Arc::clone(&names[names.len() - 1])
-                    }
-                };
-                day.forecasts.push((name, d.value));
+            if history.is_settled(slot(date)) {
+                history.forecast(slot(date), daily_columns[source], d.value);
             }
         }
+        let mut history = history.finish();
         // Within the day: each past day's running extreme at the local hour of its day this
         // one has reached (on the logic's clock), whole in the settlement unit as today's
         // floor is (`Observed::of`: the engine's value in the unit, to tenths, then whole).
         let w = ask.window();
         if w.start <= t && t < w.end {
             let k = crate::time::hours_passed(ask.station.timezone, ask.logic.clock(), t) as usize;
-            for day in days.iter_mut().flatten() {
-                let native = self.by_hour.get(&day.date).and_then(|hours| after_hours(hours, k));
-                day.running = native.map(|v| round_half_away(round1(ask.station.units.convert(v, ask.unit))));
-            }
+            // Both in date order: walked together rather than looked up per day.
+            let mut by_hour = self.by_hour.range(first..).peekable();
+            history.set_running(|date| {
+                while by_hour.next_if(|(d, _)| **d < date).is_some() {}
+                let native = by_hour.peek().filter(|(d, _)| **d == date).and_then(|(_, hours)| after_hours(hours, k));
+                native.map(|v| round_half_away(round1(ask.station.units.convert(v, ask.unit))))
+            });
         }
         let settled = self.settled_days(&finals, from, ask.date, t);
-        let history = days.into_iter().flatten().filter(|d| !d.forecasts.is_empty()).collect();
         Inputs { forecasts, history, settled, lead_days }
     }
 
@@ -536,17 +545,15 @@ impl Rows {
             forecast: Units::Fahrenheit.convert(value, ask.unit),
         })
     }
+}
 
-    /// The past days `from..to`, one slot each from `from`: those a final climate report
-    /// settled (`finals`, [`Rows::finals`]), without forecasts yet; the others empty.
-    fn settled_by_cli(finals: &[(NaiveDate, f64)], from: NaiveDate, to: NaiveDate) -> Vec<Option<Verified>> {
-        let mut days = vec![None; (to - from).num_days().max(0) as usize];
-        for &(date, settled) in finals {
-            days[(date - from).num_days() as usize] =
-                Some(Verified { date, forecasts: Vec::new(), settled, running: None });
-        }
-        days
-    }
+/// `read`, with when it ended in the debug log (the reads run together: where a span's read
+/// waits; benches/README.md, "Brackets").
+async fn timed<T>(table: &'static str, read: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    let started = std::time::Instant::now();
+    let out = read.await;
+    tracing::debug!(table, elapsed_ms = started.elapsed().as_millis() as u64, "bracket inputs: read");
+    out
 }
 
 /// The value of the climate report a reader settles on among `versions` known at t, and
@@ -874,15 +881,12 @@ type HoursByDay = BTreeMap<NaiveDate, Vec<Option<f64>>>;
 /// The pairs of one station and target: by (lead, model, run label), each by date.
 type PairsByRun = HashMap<(i64, String, String), Vec<PairRow>>;
 
-/// One source's pairs at one lead and run label, by date, with the source's name shared by
-/// every past day that names it (a clone of it is a count, and equal names compare by
-/// address).
+/// One source's pairs at one lead and run label, by date.
 #[derive(Debug)]
 struct PairSeries {
     lead: i64,
     /// The run label's hour (`06z`: 6); `None` for a label not of that form.
     label: Option<u32>,
-    name: Arc<str>,
     rows: Vec<PairRow>,
 }
 
@@ -930,7 +934,8 @@ async fn pair_rows(
             let (Some(date), Some(available)) = (dates[i], available[i]) else { continue };
             let Some(target) = Quantity::named(targets.value(i)) else { continue };
             let key = (leads.value(i), models.value(i).to_string(), run_labels.value(i).to_string());
-            let row = PairRow { date, available, forecast: forecasts.value(i), observed: observed.value(i) };
+            let (day, forecast, observed) = (date.num_days_from_ce(), forecasts.value(i), observed.value(i));
+            let row = PairRow { date, day, available, forecast, observed };
             out.entry((codes.value(i).to_string(), target)).or_default().entry(key).or_default().push(row);
         }
     }
@@ -1072,26 +1077,27 @@ mod tests {
         let mut runs = StationRuns::new();
         runs.insert(day(20), vec![run("HRRR", 19, 5, 80.0), run("HRRR", 20, 5, 81.0), run("GFS", 20, 0, 79.0)]);
         runs.get_mut(&day(20)).unwrap().extend([run("ECMWF-IFS", 20, 6, 78.0), run("NAM", 20, 6, 77.0)]);
-        let known_at = |model: &str, lead: i64, hour: u32, forecast: f64, available: DateTime<Utc>| PairSeries {
+        let known_at = |lead: i64, hour: u32, forecast: f64, available: DateTime<Utc>| PairSeries {
             lead,
             label: Some(hour),
-            name: Arc::from(model),
-            rows: vec![PairRow { date: day(10), available, forecast, observed: 72.0 }],
+            rows: vec![PairRow { date: day(10), day: day(10).num_days_from_ce(), available, forecast, observed: 72.0 }],
         };
-        let series =
-            |model: &str, lead: i64, hour: u32, forecast: f64| known_at(model, lead, hour, forecast, utc(11, 12));
+        let series = |lead: i64, hour: u32, forecast: f64| known_at(lead, hour, forecast, utc(11, 12));
         let mut rows = Rows { runs: Arc::new(runs), ..Rows::default() };
-        rows.pairs.insert("HRRR".into(), vec![series("HRRR", 1, 5, 60.0), series("HRRR", 0, 5, 70.0)]);
-        rows.pairs.insert("GFS".into(), vec![series("GFS", 1, 0, 65.0), series("GFS", 0, 0, 64.0)]);
-        rows.pairs.insert("ECMWF-IFS".into(), vec![series("ECMWF-IFS", 1, 6, 66.0)]);
+        rows.pairs.insert("HRRR".into(), vec![series(1, 5, 60.0), series(0, 5, 70.0)]);
+        rows.pairs.insert("GFS".into(), vec![series(1, 0, 65.0), series(0, 0, 64.0)]);
+        rows.pairs.insert("ECMWF-IFS".into(), vec![series(1, 6, 66.0)]);
         // NAM's lead-0 pair became known only after the asked time.
-        rows.pairs.insert("NAM".into(), vec![series("NAM", 1, 6, 67.0), known_at("NAM", 0, 6, 68.0, utc(21, 0))]);
+        rows.pairs.insert("NAM".into(), vec![series(1, 6, 67.0), known_at(0, 6, 68.0, utc(21, 0))]);
         let history = |t: DateTime<Utc>| {
             let ask = Ask::settling(station, Quantity::High, Some(day(20)), Some(Logic::Nws), t);
             let inputs = rows.inputs(&ask);
             assert_eq!(inputs.lead_days, 1);
-            let mut seen: Vec<(String, f64)> =
-                inputs.history.iter().flat_map(|d| &d.forecasts).map(|(n, v)| (n.to_string(), *v)).collect();
+            let names = inputs.forecasts.iter().map(|f| f.source.as_str());
+            let mut seen: Vec<(String, f64)> = (inputs.history.rows())
+                .flat_map(|(_, row)| names.clone().zip(row.iter().copied()).filter(|(_, v)| !v.is_nan()))
+                .map(|(n, v)| (n.to_string(), v))
+                .collect();
             seen.sort_by(|a, b| a.0.cmp(&b.0));
             seen
         };

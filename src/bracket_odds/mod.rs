@@ -15,7 +15,6 @@ pub mod inputs;
 pub use held::HeldRows;
 pub use inputs::Inputs;
 
-use std::collections::HashMap;
 use std::ops::RangeInclusive;
 
 use chrono::{DateTime, NaiveDate, Utc};
@@ -24,7 +23,7 @@ use thiserror::Error;
 use crate::brackets::intraday::{Intraday, PastDay};
 use crate::brackets::markets::{self, Market, Quantity};
 use crate::brackets::method::{Fit, SourceFit};
-use crate::brackets::{BracketsError, Distribution, Ladder, Method, Verified};
+use crate::brackets::{BracketsError, Distribution, Ladder, Method};
 use crate::catalog::Station;
 use crate::extremes::{DayExtremes, Logic};
 use crate::lake::LakeError;
@@ -292,12 +291,12 @@ fn within_day(
     o: Observed,
     target: Quantity,
 ) -> Option<(Distribution, f64)> {
-    let by_date: HashMap<NaiveDate, &Verified> = inputs.history.iter().map(|h| (h.date, h)).collect();
+    let days = inputs.history.days();
     let past: Vec<PastDay> = fit
         .past
         .iter()
-        .filter_map(|&(date, weight, center)| {
-            let day = by_date.get(&date)?;
+        .filter_map(|&(row, weight, center)| {
+            let day = days.get(row)?;
             Some(PastDay { weight, center, settled: day.settled, running: day.running? })
         })
         .collect();

@@ -15,7 +15,8 @@
 use chrono::NaiveDate;
 
 use super::distribution::{phi, Distribution};
-use super::method::{season_gap, Verified};
+use super::history::History;
+use super::method::season_gap;
 use super::BracketsError;
 
 /// Verified days the recent baselines read.
@@ -60,17 +61,13 @@ pub fn climatology(settled: &[(NaiveDate, f64)], day: NaiveDate, window: u32) ->
     floored(lo, p).ok()
 }
 
-/// The best single source's Gaussian (module docs): `None` when no source asked about has
-/// [`RECENT`] verified days.
-pub fn best_single_gaussian(history: &[Verified], forecasts: &[(impl AsRef<str>, f64)]) -> Option<Distribution> {
+/// The best single source's Gaussian (module docs) from the verified `history` of the
+/// `forecasts`' sources (a column each, in their order): `None` when none has [`RECENT`]
+/// verified days.
+pub fn best_single_gaussian(history: &History, forecasts: &[f64]) -> Option<Distribution> {
     let mut best: Option<(f64, f64, f64, f64)> = None; // (mae, forecast, bias, sd)
-    for (name, f) in forecasts {
-        let errors: Vec<f64> = history
-            .iter()
-            .rev()
-            .filter_map(|h| h.forecasts.iter().find(|(n, _)| **n == *name.as_ref()).map(|(_, v)| h.settled - v))
-            .take(RECENT)
-            .collect();
+    for (column, f) in forecasts.iter().enumerate().take(history.columns()) {
+        let errors: Vec<f64> = history.latest_of(column).map(|(v, settled)| settled - v).take(RECENT).collect();
         if errors.len() < RECENT {
             continue;
         }
@@ -88,8 +85,8 @@ pub fn best_single_gaussian(history: &[Verified], forecasts: &[(impl AsRef<str>,
 }
 
 /// The equal-weight fraction of sources (module docs): `None` without a forecast.
-pub fn equal_weight_fraction(forecasts: &[(impl AsRef<str>, f64)]) -> Option<Distribution> {
-    let values: Vec<i32> = forecasts.iter().map(|(_, f)| f.round() as i32).collect();
+pub fn equal_weight_fraction(forecasts: &[f64]) -> Option<Distribution> {
+    let values: Vec<i32> = forecasts.iter().map(|f| f.round() as i32).collect();
     let mid = (values.iter().map(|&v| f64::from(v)).sum::<f64>() / values.len().max(1) as f64).round() as i32;
     if values.is_empty() {
         return None;
@@ -108,6 +105,7 @@ mod tests {
     use chrono::{Datelike, Duration};
 
     use super::*;
+    use crate::brackets::Verified;
 
     fn d(s: &str) -> NaiveDate {
         NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
@@ -141,18 +139,17 @@ mod tests {
                 running: None,
             })
             .collect();
-        let g = best_single_gaussian(&history, &[("A", 71.0), ("B", 60.0)]).unwrap();
+        let g = best_single_gaussian(&History::of(&history, &["A", "B"]), &[71.0, 60.0]).unwrap();
         // A's recent errors are 2, 1, 0: bias about 1, so centred near 72.
         assert!((g.mean() - 72.0).abs() < 0.3, "{}", g.mean());
-        assert!(best_single_gaussian(&history[..10], &[("A", 71.0)]).is_none());
+        assert!(best_single_gaussian(&History::of(&history[..10], &["A"]), &[71.0]).is_none());
     }
 
     #[test]
     fn the_fraction_counts_each_source_once() {
-        let f = vec![("A".to_string(), 70.2), ("B".to_string(), 69.6), ("C".to_string(), 74.0)];
-        let e = equal_weight_fraction(&f).unwrap();
+        let e = equal_weight_fraction(&[70.2, 69.6, 74.0]).unwrap();
         assert!((e.p(70) - (2.0 / 3.0 * (1.0 - FLOOR_SHARE) + FLOOR_SHARE / 81.0)).abs() < 1e-9);
         assert!(e.p(72) > 0.0 && e.p(72) < 0.001);
-        assert!(equal_weight_fraction(&[] as &[(&str, f64)]).is_none());
+        assert!(equal_weight_fraction(&[]).is_none());
     }
 }

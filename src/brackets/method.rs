@@ -34,12 +34,14 @@
 //! The caller passes only history that was verified at the asked time (`as_of`): nothing
 //! here looks at dates beyond using them for weights.
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::LazyLock;
 
 use chrono::{Datelike, NaiveDate};
 
 use super::distribution::{phi, Distribution};
+use super::history::{Day, History, Verified};
 use super::BracketsError;
 
 /// The method's name and version, as the API reports it.
@@ -48,20 +50,6 @@ use super::BracketsError;
 /// and past days that settled on their running extreme keep half their weight on it
 /// (`Intraday::zero_share`).
 pub const METHOD: &str = "kde-season-v6";
-
-/// One verified past day: the forecasts each source made for it (at the same lead as the
-/// asked one) and the settled value.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Verified {
-    pub date: NaiveDate,
-    /// Shared names: a history holds a name per day and source, and a clone of an `Arc`
-    /// is a count where a `String`'s is an allocation.
-    pub forecasts: Vec<(Arc<str>, f64)>,
-    pub settled: f64,
-    /// The day's running extreme (settlement unit, whole) at the hour of the asked day the
-    /// odds are asked at, when they are asked within the day (`brackets::intraday`).
-    pub running: Option<f64>,
-}
 
 /// The method's settings (defaults: see the module docs).
 #[derive(Debug, Clone, PartialEq)]
@@ -141,9 +129,9 @@ pub struct Fit {
     pub bandwidth: Option<f64>,
     /// Effective verified days behind the shape.
     pub n: f64,
-    /// Each past day the shape was made from: its date, weight and the centre the blend
-    /// (with its lean to the normal) gave it. The same-day step reads them.
-    pub past: Vec<(NaiveDate, f64, f64)>,
+    /// Each past day the shape was made from: its row in the history, weight and the
+    /// centre the blend (with its lean to the normal) gave it. The same-day step reads them.
+    pub past: Vec<(usize, f64, f64)>,
 }
 
 /// Weighted sums of one error series.
@@ -187,24 +175,22 @@ impl Method {
 
     /// The station's seasonal normal from its settled history (a two-harmonic fit over the
     /// day of the year, weighted by age over two years), as a function of the day of the
-    /// year; `None` with less than [`Method::normal_days`] of history.
-    fn normal(&self, history: &[&Verified], day: NaiveDate) -> Option<impl Fn(u32) -> f64> {
-        let span = match (history.iter().map(|h| h.date).min(), history.iter().map(|h| h.date).max()) {
-            (Some(first), Some(last)) => (last - first).num_days(),
+    /// year; `None` with less than [`Method::normal_days`] of history. `history` is in date
+    /// order.
+    fn normal(&self, tables: &Tables, history: &[Day], day: NaiveDate) -> Option<impl Fn(u32) -> f64> {
+        let span = match (history.first(), history.last()) {
+            (Some(first), Some(last)) => (last.date - first.date).num_days(),
             _ => 0,
         };
         // A year at least, so every season is in the fit rather than extrapolated.
         if history.len() < self.normal_days || span < 365 {
             return None;
         }
-        let features = |doy: u32| {
-            let t = 2.0 * std::f64::consts::PI * f64::from(doy) / 365.25;
-            [1.0, t.cos(), t.sin(), (2.0 * t).cos(), (2.0 * t).sin()]
-        };
         let (mut a, mut b) = ([[0.0f64; 5]; 5], [0.0f64; 5]);
+        let from = day.num_days_from_ce();
         for h in history {
-            let w = (-((day - h.date).num_days().max(0) as f64) / 730.0).exp();
-            let x = features(h.date.ordinal());
+            let w = tables.normal_weight(from - h.date.num_days_from_ce());
+            let x = harmonics(h.date.ordinal());
             for i in 0..5 {
                 b[i] += w * x[i] * h.settled;
                 for j in 0..5 {
@@ -213,7 +199,7 @@ impl Method {
             }
         }
         let beta = solve(a, b)?;
-        Some(move |doy: u32| features(doy).iter().zip(&beta).map(|(x, c)| x * c).sum())
+        Some(move |doy: u32| harmonics(doy).iter().zip(&beta).map(|(x, c)| x * c).sum())
     }
 
     /// The weighted least-squares line of the blend's error on the distance from the blend
@@ -235,11 +221,23 @@ impl Method {
         ((sy - slope * sx) / sw, slope)
     }
 
+    /// [`Method::distribution`] of a history in row form (each day's forecasts by source
+    /// name), for callers that hold days so.
+    pub fn distribution_from(
+        &self,
+        days: &[Verified],
+        day: NaiveDate,
+        forecasts: &[(impl AsRef<str>, f64)],
+    ) -> Result<(Distribution, Fit), BracketsError> {
+        let names: Vec<&str> = forecasts.iter().map(|(n, _)| n.as_ref()).collect();
+        self.distribution(&History::of(days, &names), day, forecasts)
+    }
+
     /// The distribution of `day`'s settled value given `forecasts` (source, value) and the
-    /// verified `history` of those sources (module docs).
+    /// verified `history` of those sources, a column each in their order (module docs).
     pub fn distribution(
         &self,
-        history: &[Verified],
+        history: &History,
         day: NaiveDate,
         forecasts: &[(impl AsRef<str>, f64)],
     ) -> Result<(Distribution, Fit), BracketsError> {
@@ -249,35 +247,26 @@ impl Method {
         if let Some((name, _)) = forecasts.iter().find(|(_, f)| !f.is_finite()) {
             return Err(BracketsError::Invalid(format!("the forecast of {} is not a number", name.as_ref())));
         }
-        // Only days before the asked one, with finite values, count (the caller passes
-        // what was verified by its time; this keeps a mistake from looking ahead).
-        let history: Vec<&Verified> = history
-            .iter()
-            .filter(|h| h.date < day && h.settled.is_finite() && h.forecasts.iter().all(|(_, f)| f.is_finite()))
-            .collect();
-        let history = history.as_slice();
-        let weights: Vec<f64> = history.iter().map(|h| self.weight(day, h.date)).collect();
-        // Each past day's forecast of each asked source (its first, as named), found once.
-        let mut index = SourceIndex::new(forecasts);
-        // One block, a row per past day (a row's own vector was an allocation per day).
-        let mut cells: Vec<Option<f64>> = vec![None; history.len() * forecasts.len()];
-        for (h, row) in history.iter().zip(cells.chunks_mut(forecasts.len())) {
-            for (name, f) in &h.forecasts {
-                if let Some(i) = index.find(name) {
-                    row[i].get_or_insert(*f);
-                }
-            }
+        if history.columns() != forecasts.len() {
+            return Err(BracketsError::Invalid(format!(
+                "a history of {} sources for {} forecasts",
+                history.columns(),
+                forecasts.len()
+            )));
         }
-        let by_source = cells.chunks(forecasts.len());
-        // Errors per asked source, and pooled.
+        // Only days before the asked one count (the caller passes what was verified by its
+        // time; this keeps a mistake from looking ahead). A history holds usable days only.
+        let days = &history.days()[..history.before(day)];
+        let rows = history.rows().take(days.len());
+        let tables = Tables::of(self);
+        let weights: Vec<f64> = days.iter().map(|h| tables.weight(self, day, h.date)).collect();
+        // Errors per asked source (NaN: no forecast that day), and pooled.
         let mut per: Vec<Sums> = vec![Sums::default(); forecasts.len()];
         let mut pool = Sums::default();
-        for ((h, row), &w) in history.iter().zip(by_source.clone()).zip(&weights) {
-            for (s, f) in row.iter().enumerate() {
-                if let Some(f) = f {
-                    per[s].add(w, h.settled - f);
-                    pool.add(w, h.settled - f);
-                }
+        for ((h, row), &w) in rows.clone().zip(&weights) {
+            for (s, f) in row.iter().enumerate().filter(|(_, f)| !f.is_nan()) {
+                per[s].add(w, h.settled - f);
+                pool.add(w, h.settled - f);
             }
         }
         // Without any verified day, every source is unbiased with the prior spread (the
@@ -307,24 +296,22 @@ impl Method {
         let center: f64 = fits.iter().map(|s| s.weight * (s.forecast + s.bias)).sum();
 
         // The blend's own past errors, each day blending the sources it had: (weight, the
-        // day's blend, its settled value, its day of the year).
-        let mut past: Vec<(f64, f64, f64, u32)> = Vec::with_capacity(history.len());
-        let mut past_dates: Vec<NaiveDate> = Vec::with_capacity(history.len());
-        for ((h, row), &w) in history.iter().zip(by_source.clone()).zip(&weights) {
+        // day's blend, its settled value, its day of the year), and its row.
+        let mut past: Vec<(f64, f64, f64, u32)> = Vec::with_capacity(days.len());
+        let mut past_rows: Vec<usize> = Vec::with_capacity(days.len());
+        for (i, ((h, row), &w)) in rows.zip(&weights).enumerate() {
             let (mut num, mut den) = (0.0, 0.0);
-            for (s, f) in fits.iter().zip(row) {
-                if let Some(f) = f {
-                    num += s.weight * (f + s.bias);
-                    den += s.weight;
-                }
+            for (s, f) in fits.iter().zip(row).filter(|(_, f)| !f.is_nan()) {
+                num += s.weight * (f + s.bias);
+                den += s.weight;
             }
             if den > 0.0 && w > 1e-6 {
                 past.push((w, num / den, h.settled, h.date.ordinal()));
-                past_dates.push(h.date);
+                past_rows.push(i);
             }
         }
         // Toward the season's normal by as much as the blend's past errors lean to it.
-        let (center, residuals) = match self.normal(history, day) {
+        let (center, residuals) = match self.normal(&tables, days, day) {
             Some(normal) => {
                 let toward = |doy: u32, blend: f64| normal(doy) - blend;
                 let (b0, b1) = self.lean(past.iter().map(|&(w, c, o, d)| (w, toward(d, c), o - c)));
@@ -335,7 +322,7 @@ impl Method {
         };
         // Each past day's centre: its settled value less its residual.
         let past_centers =
-            past_dates.iter().zip(&past).zip(&residuals).map(|((d, p), (w, r))| (*d, *w, p.2 - r)).collect();
+            past_rows.iter().zip(&past).zip(&residuals).map(|((i, p), (w, r))| (*i, *w, p.2 - r)).collect();
         let (sw, sw2): (f64, f64) = residuals.iter().fold((0.0, 0.0), |(a, b), (w, _)| (a + w, b + w * w));
         let n_eff = if sw2 > 0.0 { sw * sw / sw2 } else { 0.0 };
         let lo = center.round() as i32 - self.span;
@@ -363,38 +350,6 @@ impl Method {
         };
         let d = Distribution::new(lo, p)?.with_uniform_share(self.floor_share);
         Ok((d, Fit { sources: fits, center, bandwidth, n: n_eff, past: past_centers }))
-    }
-}
-
-/// Which asked source a past day's name is. A history names each source with one shared
-/// `Arc` (`bracket_odds::inputs`), so a name is looked up by its text once and then found
-/// by its address (hashing the text for every past day and source was a quarter of a
-/// distribution's cost); names not shared still resolve, by text.
-struct SourceIndex<'a> {
-    by_name: HashMap<&'a str, usize>,
-    /// (address, asked source) of the names seen.
-    seen: Vec<(*const u8, Option<usize>)>,
-}
-
-impl<'a> SourceIndex<'a> {
-    fn new(forecasts: &'a [(impl AsRef<str>, f64)]) -> Self {
-        let by_name = forecasts.iter().enumerate().map(|(i, (n, _))| (n.as_ref(), i)).collect();
-        SourceIndex { by_name, seen: Vec::new() }
-    }
-
-    /// `name`'s asked source. Every name passed is borrowed from the history for the whole
-    /// call, so no other name has its address meanwhile.
-    fn find(&mut self, name: &Arc<str>) -> Option<usize> {
-        let at = name.as_ptr();
-        if let Some(&(_, i)) = self.seen.iter().find(|(a, _)| *a == at) {
-            return i;
-        }
-        let i = self.by_name.get(&**name).copied();
-        // Bounded: past the first few dozen, names not shared are looked up by text.
-        if self.seen.len() < 64 {
-            self.seen.push((at, i));
-        }
-        i
     }
 }
 
@@ -441,10 +396,95 @@ fn kernel_masses(residuals: &[(f64, f64)], center: f64, h: f64, lo: i32, len: us
     p
 }
 
+/// Ages (days) the weights are tabulated for: three years of history and a leap day.
+const TABLE_DAYS: usize = 3 * 366;
+
+/// One method's weights of whole-day distances, tabulated once per thread: a fit reads one
+/// per past day, each a product of `exp`s of the distance, and finds it here rather than
+/// computing it (the same expressions, so the same values).
+struct Tables {
+    /// The settings they are of: season, memory and recent days, recent share.
+    made_for: [f64; 4],
+    /// The season factor by whole days between days of the year (0..=365).
+    season: Vec<f64>,
+    /// By age in days: the age factor, the recent share's, the normal's.
+    age: Vec<[f64; 3]>,
+}
+
+impl Tables {
+    /// `method`'s tables (this thread's, made again when the settings differ).
+    fn of(method: &Method) -> Rc<Tables> {
+        thread_local!(static HELD: RefCell<Option<Rc<Tables>>> = const { RefCell::new(None) });
+        let made_for = [method.season_days, method.memory_days, method.recent_days, method.recent_share];
+        HELD.with(|held| {
+            let mut held = held.borrow_mut();
+            match held.as_ref() {
+                Some(t) if t.made_for == made_for => Rc::clone(t),
+                _ => Rc::clone(held.insert(Rc::new(Tables::new(method, made_for)))),
+            }
+        })
+    }
+
+    fn new(m: &Method, made_for: [f64; 4]) -> Tables {
+        let season = (0..=365u32)
+            .map(|gap| {
+                let season = season_gap_days(f64::from(gap)) / m.season_days;
+                (-season * season).exp()
+            })
+            .collect();
+        let age = (0..TABLE_DAYS)
+            .map(|age| {
+                let age = age as f64;
+                [
+                    (-age / m.memory_days).exp(),
+                    m.recent_share * (-age / m.recent_days).exp(),
+                    (-age / NORMAL_DAYS).exp(),
+                ]
+            })
+            .collect();
+        Tables { made_for, season, age }
+    }
+
+    /// [`Method::weight`], found.
+    fn weight(&self, m: &Method, day: NaiveDate, past: NaiveDate) -> f64 {
+        let age = (day.num_days_from_ce() - past.num_days_from_ce()).max(0) as usize;
+        match self.age.get(age) {
+            Some(&[memory, recent, _]) => {
+                self.season[day.ordinal().abs_diff(past.ordinal()) as usize] * memory + recent
+            }
+            None => m.weight(day, past),
+        }
+    }
+
+    /// The normal's weight of a day `age` days old.
+    fn normal_weight(&self, age: i32) -> f64 {
+        let age = age.max(0);
+        self.age.get(age as usize).map_or_else(|| (-f64::from(age) / NORMAL_DAYS).exp(), |a| a[2])
+    }
+}
+
+/// The decay (days) of the normal's weights.
+const NORMAL_DAYS: f64 = 730.0;
+
+/// The normal's features of a day of the year: a constant and two harmonics.
+fn harmonics(doy: u32) -> [f64; 5] {
+    static TABLE: LazyLock<Vec<[f64; 5]>> = LazyLock::new(|| (0..=366).map(harmonics_of).collect());
+    TABLE.get(doy as usize).copied().unwrap_or_else(|| harmonics_of(doy))
+}
+
+fn harmonics_of(doy: u32) -> [f64; 5] {
+    let t = 2.0 * std::f64::consts::PI * f64::from(doy) / 365.25;
+    [1.0, t.cos(), t.sin(), (2.0 * t).cos(), (2.0 * t).sin()]
+}
+
 /// Days between two dates' days of the year, around the year (31 December and 1 January
 /// are a day apart, whatever the year's length).
 pub(crate) fn season_gap(a: NaiveDate, b: NaiveDate) -> f64 {
-    let gap = (f64::from(a.ordinal()) - f64::from(b.ordinal())).abs();
+    season_gap_days((f64::from(a.ordinal()) - f64::from(b.ordinal())).abs())
+}
+
+/// [`season_gap`] of days of the year `gap` days apart.
+fn season_gap_days(gap: f64) -> f64 {
     gap.min(365.25 - gap).max(0.0)
 }
 
@@ -479,6 +519,8 @@ fn solve<const N: usize>(mut a: [[f64; N]; N], mut b: [f64; N]) -> Option<[f64; 
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use chrono::Duration;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
@@ -536,7 +578,7 @@ mod tests {
     fn biases_and_weights_come_from_the_errors() {
         let days = synthetic();
         let (last, history) = days.split_last().unwrap();
-        let (_, fit) = Method::default().distribution(history, last.date, &last.forecasts).unwrap();
+        let (_, fit) = Method::default().distribution_from(history, last.date, &last.forecasts).unwrap();
         let good = &fit.sources[0];
         let poor = &fit.sources[1];
         assert!((good.bias - 2.0).abs() < 0.6, "{good:?}");
@@ -557,9 +599,9 @@ mod tests {
             let day = &days[i];
             // Verified by the day before: everything before it.
             let history = &days[..i];
-            let (d, _) = m.distribution(history, day.date, &day.forecasts).unwrap();
+            let (d, _) = m.distribution_from(history, day.date, &day.forecasts).unwrap();
             let alone = &day.forecasts[..1];
-            let (g, _) = m.distribution(history, day.date, alone).unwrap();
+            let (g, _) = m.distribution_from(history, day.date, alone).unwrap();
             let settled = day.settled as i32;
             ours += ignorance(&d, settled);
             good_alone += ignorance(&g, settled);
@@ -591,7 +633,7 @@ mod tests {
                 }
             })
             .collect();
-        let (d, fit) = m.distribution(&few, day, &[("A", 71.0), ("B", 69.0)]).unwrap();
+        let (d, fit) = m.distribution_from(&few, day, &[("A", 71.0), ("B", 69.0)]).unwrap();
         assert_eq!(fit.bandwidth, None);
         let best = fit.sources.iter().map(|s| s.spread).fold(f64::INFINITY, f64::min);
         // The blend's eight exact days against the best source's 2.1° at five days'
@@ -607,16 +649,16 @@ mod tests {
         let day = NaiveDate::from_ymd_opt(2026, 5, 1).unwrap();
         let f = vec![("GFS".to_string(), 70.0)];
         // No verified day: the forecast, unbiased, with the prior spread.
-        let (prior, fit) = m.distribution(&[], day, &f).unwrap();
+        let (prior, fit) = m.distribution_from(&[], day, &f).unwrap();
         assert_eq!((fit.sources[0].bias, fit.sources[0].spread, fit.n), (0.0, m.prior_spread, 0.0));
         assert!((prior.mean() - 70.0).abs() < 1e-6, "{}", prior.mean());
         let (sd, normal) = (m.prior_spread, Distribution::normal(70.0, m.prior_spread, m.span).unwrap());
         assert!((prior.p(70) - normal.p(70) * (1.0 - m.floor_share)).abs() < 1e-3, "{sd}: {}", prior.p(70));
-        assert!(matches!(m.distribution(&[], day, &[] as &[(&str, f64)]), Err(BracketsError::NoInput(_))));
+        assert!(matches!(m.distribution_from(&[], day, &[] as &[(&str, f64)]), Err(BracketsError::NoInput(_))));
         let few: Vec<Verified> = (1..4)
             .map(|i| Verified { date: day - Duration::days(i), forecasts: shared(&f), settled: 72.0, running: None })
             .collect();
-        let (d, fit) = m.distribution(&few, day, &f).unwrap();
+        let (d, fit) = m.distribution_from(&few, day, &f).unwrap();
         assert_eq!(fit.bandwidth, None);
         assert!((d.mean() - 72.0).abs() < 0.5, "the source's bias corrected: {}", d.mean());
         // Three lucky days do not make a source exact: the prior spread keeps it humble.
@@ -626,8 +668,8 @@ mod tests {
         let later: Vec<Verified> = (1..40)
             .map(|i| Verified { date: day + Duration::days(i), forecasts: shared(&f), settled: 90.0, running: None })
             .collect();
-        assert_eq!(m.distribution(&later, day, &f).unwrap().0, prior);
+        assert_eq!(m.distribution_from(&later, day, &f).unwrap().0, prior);
         let nan = vec![("GFS".to_string(), f64::NAN)];
-        assert!(matches!(m.distribution(&few, day, &nan), Err(BracketsError::Invalid(_))));
+        assert!(matches!(m.distribution_from(&few, day, &nan), Err(BracketsError::Invalid(_))));
     }
 }

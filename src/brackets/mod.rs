@@ -6,6 +6,7 @@
 //!   fraction of sources: what the distribution must beat.
 //! - [`distribution`]: a probability per whole value; brackets, mean, quantiles, the floor
 //!   (ceiling) today's observations put under (over) it.
+//! - [`history`]: the verified past days of the asked sources, a column per source.
 //! - [`intraday`]: within the day, what is left above the running high (below the low),
 //!   learned from past days at the same hour.
 //! - [`ladder`]: bracket ladders (`<=79,80-81,...,>=88`), parsed and around a median.
@@ -15,6 +16,7 @@
 
 pub mod baselines;
 pub mod distribution;
+pub mod history;
 pub mod intraday;
 pub mod ladder;
 pub mod markets;
@@ -22,8 +24,9 @@ pub mod method;
 pub mod scores;
 
 pub use distribution::Distribution;
+pub use history::{History, Verified};
 pub use ladder::{Bracket, Ladder};
-pub use method::{Method, Verified, METHOD};
+pub use method::{Method, METHOD};
 
 /// Why a distribution could not be made.
 #[derive(Debug, thiserror::Error)]

@@ -244,12 +244,7 @@ impl Fitted {
         let (a, b) = (&self.inputs, inputs);
         let same_forecasts = a.forecasts.len() == b.forecasts.len()
             && a.forecasts.iter().zip(&b.forecasts).all(|(x, y)| x.source == y.source && x.forecast == y.forecast);
-        let same_history = a.history.len() == b.history.len()
-            && a.history
-                .iter()
-                .zip(&b.history)
-                .all(|(x, y)| x.date == y.date && x.settled == y.settled && x.forecasts == y.forecasts);
-        same_forecasts && same_history && a.settled == b.settled
+        same_forecasts && a.history.same_verified(&b.history) && a.settled == b.settled
     }
 }
 
@@ -283,7 +278,7 @@ fn checkpoint_scores(
                 return Vec::new();
             }
         };
-        let forecasts = inputs.forecast_values();
+        let forecasts: Vec<f64> = inputs.forecasts.iter().map(|f| f.forecast).collect();
         // Climatology reads the settled days only: the day's last one stands while they
         // are the same (new runs change the fit, not them).
         let climatology = match previous.as_mut() {

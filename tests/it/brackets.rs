@@ -13,7 +13,7 @@ use datafusion::arrow::datatypes::{Date32Type, Float64Type, Int64Type, Timestamp
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use wxlake::brackets::baselines::{best_single_gaussian, climatology, equal_weight_fraction};
 use wxlake::brackets::scores::{ignorance, Reliability};
-use wxlake::brackets::{Ladder, Method, Verified};
+use wxlake::brackets::{History, Ladder, Method, Verified};
 
 use crate::support::fixture;
 
@@ -107,14 +107,16 @@ fn on_real_highs_the_distribution_beats_the_best_single_source_and_is_reliable()
                 continue;
             }
             let seen = &settled_days[..settled_days.partition_point(|(d, _)| *d <= cut)];
+            let (names, values): (Vec<&str>, Vec<f64>) = day.forecasts.iter().map(|(n, v)| (&**n, *v)).unzip();
+            let history = History::of(history, &names);
             let (Some(gauss), Some(clim), Some(fraction)) = (
-                best_single_gaussian(history, &day.forecasts),
+                best_single_gaussian(&history, &values),
                 climatology(seen, day.date, 15),
-                equal_weight_fraction(&day.forecasts),
+                equal_weight_fraction(&values),
             ) else {
                 continue;
             };
-            let (d, _) = method.distribution(history, day.date, &day.forecasts).unwrap();
+            let (d, _) = method.distribution(&history, day.date, &day.forecasts).unwrap();
             let high = day.settled as i32;
             for (sum, dist) in sums.iter_mut().zip([&d, &gauss, &clim, &fraction]) {
                 *sum += ignorance(dist, high);
@@ -179,9 +181,9 @@ fn on_the_nws_point_forecast_for_los_angeles_too() {
     let (mut ours, mut baseline, mut n) = (0.0, 0.0, 0usize);
     for (i, day) in days.iter().enumerate() {
         let known = days[..i].partition_point(|h| h.date <= day.date - Duration::days(2));
-        let history = &days[..known];
-        let Some(gauss) = best_single_gaussian(history, &day.forecasts) else { continue };
-        let (d, _) = method.distribution(history, day.date, &day.forecasts).unwrap();
+        let history = History::of(&days[..known], &["NWS-POINT"]);
+        let Some(gauss) = best_single_gaussian(&history, &[day.forecasts[0].1]) else { continue };
+        let (d, _) = method.distribution(&history, day.date, &day.forecasts).unwrap();
         ours += ignorance(&d, day.settled as i32);
         baseline += ignorance(&gauss, day.settled as i32);
         n += 1;
@@ -348,7 +350,7 @@ async fn brackets_php_answers_from_what_was_known_at_the_asked_time() {
                 })
             })
             .collect();
-        let (expected, fit) = Method::default().distribution(&history, day, &[("NWS-POINT", today)]).unwrap();
+        let (expected, fit) = Method::default().distribution_from(&history, day, &[("NWS-POINT", today)]).unwrap();
         let uri = format!(
             "/api/v2/brackets.php?station_code=KLAX&date={day}&target=high&as_of={}",
             wxlake::time::fmt_iso_utc(t)
