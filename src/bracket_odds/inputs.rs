@@ -129,7 +129,7 @@ struct RunRow {
     values: [f64; 4],
 }
 
-/// One station's model-run rows of a span of days, by day.
+/// One station's model-run rows of a span of days, by day; each day's by model.
 type StationRuns = BTreeMap<NaiveDate, Vec<RunRow>>;
 
 /// One NWS hourly version's periods on one day.
@@ -494,22 +494,28 @@ impl Rows {
     }
 
     /// Each model's latest run of the day available by t, run at most
-    /// [`RUN_HORIZON_DAYS`] before it.
+    /// [`RUN_HORIZON_DAYS`] before it; of a run republished, the version received last by t.
     fn model_runs(&self, ask: &Ask<'_>) -> Vec<SourceForecast> {
         let oldest = ask.date - Duration::days(RUN_HORIZON_DAYS);
         let value = ask.run_value();
-        // A few dozen models at most: found by their shared names (an address compare).
+        // The day's rows are by model (as read), so a model's are together: each is held
+        // against the last one kept (comparing every row with every model kept was a
+        // string comparison per pair, a twentieth of the job's CPU).
         let mut latest: Vec<&RunRow> = Vec::new();
         let rows = self.runs.get(&ask.date).into_iter().flatten();
         let known = |r: &&RunRow| r.available <= ask.t && r.run.date_naive() >= oldest && !r.values[value].is_nan();
         for r in rows.filter(known) {
-            match latest.iter_mut().find(|held| held.model == r.model) {
-                Some(held) if r.run > held.run => *held = r,
-                Some(_) => {}
-                None => latest.push(r),
+            match latest.last_mut() {
+                // A run republished is current from its receipt (as `as_of` chooses): of
+                // equal runs, the one available last by t.
+                Some(held) if Arc::ptr_eq(&held.model, &r.model) || held.model == r.model => {
+                    if (r.run, r.available) > (held.run, held.available) {
+                        *held = r;
+                    }
+                }
+                _ => latest.push(r),
             }
         }
-        latest.sort_unstable_by(|a, b| a.model.cmp(&b.model));
         latest
             .into_iter()
             .map(|r| SourceForecast { source: r.model.to_string(), run: r.run, forecast: r.values[value] })
@@ -616,10 +622,22 @@ async fn model_runs(
             if values.iter().all(|v| v.is_nan()) {
                 continue;
             }
-            let model = names.entry(models.value(i).to_string()).or_insert_with(|| Arc::from(models.value(i)));
-            let row = RunRow { model: Arc::clone(model), run, available, values };
-            out.entry(codes.value(i).to_string()).or_default().entry(date).or_default().push(row);
+            // Looked up before an owned key is made: a string per row was most of the loop.
+            let model = match names.get(models.value(i)) {
+                Some(model) => Arc::clone(model),
+                None => Arc::clone(names.entry(models.value(i).to_string()).or_insert(Arc::from(models.value(i)))),
+            };
+            let row = RunRow { model, run, available, values };
+            let of_station = match out.get_mut(codes.value(i)) {
+                Some(held) => held,
+                None => out.entry(codes.value(i).to_string()).or_default(),
+            };
+            of_station.entry(date).or_default().push(row);
         }
+    }
+    // Each day's rows by model (`Rows::model_runs` reads a model's rows together).
+    for rows in out.values_mut().flat_map(|days| days.values_mut()) {
+        rows.sort_unstable_by(|a, b| a.model.cmp(&b.model));
     }
     Ok(out)
 }
@@ -1075,8 +1093,10 @@ mod tests {
             values: [value, f64::NAN, f64::NAN, f64::NAN],
         };
         let mut runs = StationRuns::new();
-        runs.insert(day(20), vec![run("HRRR", 19, 5, 80.0), run("HRRR", 20, 5, 81.0), run("GFS", 20, 0, 79.0)]);
-        runs.get_mut(&day(20)).unwrap().extend([run("ECMWF-IFS", 20, 6, 78.0), run("NAM", 20, 6, 77.0)]);
+        // By model, as read.
+        let rows = vec![run("ECMWF-IFS", 20, 6, 78.0), run("GFS", 20, 0, 79.0), run("HRRR", 19, 5, 80.0)];
+        runs.insert(day(20), rows);
+        runs.get_mut(&day(20)).unwrap().extend([run("HRRR", 20, 5, 81.0), run("NAM", 20, 6, 77.0)]);
         let known_at = |lead: i64, hour: u32, forecast: f64, available: DateTime<Utc>| PairSeries {
             lead,
             label: Some(hour),
@@ -1108,6 +1128,31 @@ mod tests {
         assert_eq!(history(utc(20, 15)), pairs(&[("ECMWF-IFS", 66.0), ("GFS", 65.0), ("HRRR", 70.0), ("NAM", 67.0)]));
         // The evening before: HRRR's run of the day before, at lead 1; the others not out yet.
         assert_eq!(history(utc(19, 23)), pairs(&[("HRRR", 60.0)]));
+    }
+
+    /// A run published again (the same model and run time, received later with other
+    /// values) is current from its receipt, whichever the read gave first.
+    #[test]
+    fn a_republished_run_is_current_from_its_receipt() {
+        let station = crate::catalog::Catalog::global().get("KNYC").unwrap();
+        let utc = |d: u32, h: u32| day(d).and_hms_opt(h, 0, 0).unwrap().and_utc();
+        let gfs: Arc<str> = Arc::from("GFS");
+        let row = |available: u32, value: f64| RunRow {
+            model: Arc::clone(&gfs),
+            run: utc(19, 12),
+            available: utc(19, available),
+            values: [value, f64::NAN, f64::NAN, f64::NAN],
+        };
+        for rows in [vec![row(20, 81.0), row(16, 80.0)], vec![row(16, 80.0), row(20, 81.0)]] {
+            let mut runs = StationRuns::new();
+            runs.insert(day(20), rows);
+            let rows = Rows { runs: Arc::new(runs), ..Rows::default() };
+            let at = |h: u32| {
+                let ask = Ask::settling(station, Quantity::High, Some(day(20)), Some(Logic::Nws), utc(19, h));
+                rows.model_runs(&ask).iter().map(|f| f.forecast).collect::<Vec<_>>()
+            };
+            assert_eq!((at(15), at(17), at(21)), (vec![], vec![80.0], vec![81.0]));
+        }
     }
 
     #[test]
