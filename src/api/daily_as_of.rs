@@ -103,7 +103,8 @@ pub async fn session(
     let specs = embedded_specs().map_err(ApiError::internal)?;
     let spec =
         specs.iter().find(|s| s.name == "forecast_daily").ok_or_else(|| ApiError::internal("no job forecast_daily"))?;
-    rust_tables::register(&scratch, &spec.helpers, from, to, rust_tables::Placement::Local)
+    rust_tables::Helpers::new(Utc::now())
+        .register(&scratch, &spec.helpers, from, to, rust_tables::Placement::Local)
         .await
         .map_err(ApiError::internal)?;
     let summaries =

@@ -211,23 +211,124 @@ pub struct Rows {
 }
 
 /// What one [`Rows::read_many`] read: every station's rows, both targets, as stored.
-struct Read {
+struct Read<'p> {
     runs: HashMap<String, Arc<StationRuns>>,
     nws_versions: HashMap<String, NwsVersions>,
     nws: HashMap<String, NwsByDay>,
+    past: &'p PastRows,
+}
+
+/// What a span reads of its days and the history before them (from [`history_start`]):
+/// the daily forecasts, climate reports, verified pairs and past days' hours, as stored.
+struct PastRows {
     daily: HashMap<String, Vec<DailyRow>>,
     cli: HashMap<String, BTreeMap<NaiveDate, Vec<CliRow>>>,
     pairs: HashMap<(String, Quantity), PairsByRun>,
     hours: HashMap<(String, Quantity), HoursByDay>,
 }
 
-impl Read {
+impl PastRows {
+    /// Adds `later`, read of the days after these.
+    fn extend(&mut self, later: PastRows) {
+        for (code, rows) in later.daily {
+            self.daily.entry(code).or_default().extend(rows);
+        }
+        for (code, days) in later.cli {
+            self.cli.entry(code).or_default().extend(days);
+        }
+        for (key, runs) in later.pairs {
+            let held = self.pairs.entry(key).or_default();
+            for (run, rows) in runs {
+                held.entry(run).or_default().extend(rows);
+            }
+        }
+        for (key, days) in later.hours {
+            self.hours.entry(key).or_default().extend(days);
+        }
+    }
+
+    /// Lets go of the days before `from`.
+    fn keep_from(&mut self, from: NaiveDate) {
+        self.daily.values_mut().for_each(|rows| rows.retain(|d| d.date >= from));
+        self.cli.values_mut().for_each(|days| *days = days.split_off(&from));
+        for rows in self.pairs.values_mut().flat_map(|runs| runs.values_mut()) {
+            rows.drain(..rows.partition_point(|p| p.date < from));
+        }
+        self.hours.values_mut().for_each(|days| *days = days.split_off(&from));
+    }
+}
+
+/// The history a job run's spans read, kept from one span to the next (the spans are
+/// consecutive and each one's history reaches three years back, so most of it is the
+/// previous span's): a later span reads only the days after the last one read and lets go
+/// of those before its history. It serves a span of the same stations, targets, logic,
+/// leads and time; any other span reads its whole history anew.
+#[derive(Default)]
+pub struct PastReads {
+    held: Option<(PastKey, NaiveDate, PastRows)>,
+}
+
+/// What a span's history read depends on besides its days.
+#[derive(Debug, PartialEq)]
+struct PastKey {
+    stations: Vec<String>,
+    targets: Vec<Quantity>,
+    logic: Logic,
+    leads: RangeInclusive<i64>,
+    t: DateTime<Utc>,
+    within_day: bool,
+}
+
+impl PastKey {
+    fn of(span: &Span<'_>, leads: &RangeInclusive<i64>) -> Self {
+        let mut stations: Vec<String> = span.stations.iter().map(|s| s.code.clone()).collect();
+        stations.sort_unstable();
+        let (targets, logic, t, within_day) = (span.targets.clone(), span.logic, span.t, span.within_day);
+        PastKey { stations, targets, logic, leads: leads.clone(), t, within_day }
+    }
+}
+
+impl PastReads {
+    /// The history of `span` at `leads`: what is held when it serves, with the days after
+    /// it read, else all of it read.
+    async fn read(&mut self, ctx: &SessionContext, span: &Span<'_>, leads: RangeInclusive<i64>) -> Result<&PastRows> {
+        let key = PastKey::of(span, &leads);
+        let from = history_start(span.first);
+        let held = self.held.take().filter(|(k, last, _)| *k == key && *last < span.last);
+        // Climate reports, daily forecasts and pairs of days up to the last; hours of days
+        // before it (the last day's own are its checkpoints').
+        let (first, first_hour) = match &held {
+            Some((_, last, _)) => (*last + Duration::days(1), *last),
+            None => (from, from),
+        };
+        let (days, hours) = (first..=span.last, first_hour..=span.last - Duration::days(1));
+        let (daily, cli, pairs, hours) = futures::try_join!(
+            timed("daily_forecasts", daily_forecasts(ctx, span, &days)),
+            timed("reports", climate_reports(ctx, span, &days)),
+            timed("accuracy_pairs", pair_rows(ctx, span, &days, leads)),
+            timed("daily_extremes", hours_by_day(ctx, span, &hours)),
+        )?;
+        let read = PastRows { daily, cli, pairs, hours };
+        let rows = match held {
+            Some((_, _, mut rows)) => {
+                rows.extend(read);
+                rows.keep_from(from);
+                rows
+            }
+            None => read,
+        };
+        let (_, _, rows) = self.held.insert((key, span.last, rows));
+        Ok(rows)
+    }
+}
+
+impl Read<'_> {
     /// `ask`'s rows: its station's, of its target, in its settlement unit.
     fn rows(&self, ask: &Ask<'_>) -> Rows {
         let code = ask.station.code.as_str();
         let target = target_index(ask.target);
         let of_target = (code.to_string(), ask.target);
-        let mut daily: Vec<DailyIssue> = (self.daily.get(code).into_iter().flatten())
+        let mut daily: Vec<DailyIssue> = (self.past.daily.get(code).into_iter().flatten())
             .filter_map(|d| {
                 let value = d.unit.convert(d.values[target]?, ask.unit);
                 let (source, date, issued_at, available) = (d.source.clone(), d.date, d.issued_at, d.available);
@@ -235,7 +336,7 @@ impl Read {
             })
             .collect();
         daily.sort_by_key(|d| d.date);
-        let cli = (self.cli.get(code).into_iter().flatten())
+        let cli = (self.past.cli.get(code).into_iter().flatten())
             .map(|(date, versions)| {
                 let version = |(order, values): &CliRow| CliVersion {
                     order: *order,
@@ -246,7 +347,7 @@ impl Read {
             .collect();
         let unit = |v: f64| ask.station.units.convert(v, ask.unit);
         let mut pairs: PairsBySource = HashMap::new();
-        for ((lead, model, label), rows) in self.pairs.get(&of_target).into_iter().flatten() {
+        for ((lead, model, label), rows) in self.past.pairs.get(&of_target).into_iter().flatten() {
             let converted =
                 rows.iter().map(|p| PairRow { forecast: unit(p.forecast), observed: unit(p.observed), ..*p });
             let of_source = pairs.entry(model.clone()).or_default();
@@ -267,7 +368,7 @@ impl Read {
             cli,
             pairs,
             pair_settled,
-            by_hour: self.hours.get(&of_target).cloned().unwrap_or_default(),
+            by_hour: self.past.hours.get(&of_target).cloned().unwrap_or_default(),
         }
     }
 }
@@ -283,19 +384,23 @@ impl Rows {
         first: NaiveDate,
         leads: RangeInclusive<i64>,
     ) -> Result<Self> {
-        let mut one = Self::read_many(ctx, std::slice::from_ref(ask), first, leads).await?;
+        let mut past = PastReads::default();
+        let mut one = Self::read_many(ctx, std::slice::from_ref(ask), first, leads, &mut past).await?;
         Ok(one.pop().unwrap_or_default())
     }
 
     /// [`Rows::read`] of every ask in `asks` (stations and targets; one logic, settlement
     /// day and time), in their order, with one statement per table for all of them: the
     /// tables are not partitioned by station, so each station's own read would scan every
-    /// file of the span (benches/README.md, "Brackets").
+    /// file of the span (benches/README.md, "Brackets"). The history before the days comes
+    /// from `past` where it holds it (the previous span of a job run), which keeps this
+    /// span's.
     pub async fn read_many(
         ctx: &SessionContext,
         asks: &[Ask<'_>],
         first: NaiveDate,
         leads: RangeInclusive<i64>,
+        past: &mut PastReads,
     ) -> Result<Vec<Self>> {
         let Some(template) = asks.first() else { return Ok(Vec::new()) };
         let alike = |a: &Ask<'_>| a.logic == template.logic && a.date == template.date && a.t == template.t;
@@ -312,16 +417,13 @@ impl Rows {
             let read = model_runs(ctx, one, template.logic, first, template.date, template.t).await?;
             Ok(read.into_iter().map(|(code, r)| (code, Arc::new(r))).collect::<HashMap<_, _>>())
         };
-        let (runs, nws_versions, nws, daily, cli, pairs, hours) = futures::try_join!(
+        let (runs, nws_versions, nws, past) = futures::try_join!(
             timed("forecast_daily", model_rows),
             timed("nws_hourly versions", nws_versions(ctx, &span)),
             timed("nws_hourly", nws_days(ctx, &span)),
-            timed("daily_forecasts", daily_forecasts(ctx, &span)),
-            timed("reports", climate_reports(ctx, &span)),
-            timed("accuracy_pairs", pair_rows(ctx, &span, leads)),
-            timed("daily_extremes", hours_by_day(ctx, &span)),
+            past.read(ctx, &span, leads),
         )?;
-        let read = Read { runs, nws_versions, nws, daily, cli, pairs, hours };
+        let read = Read { runs, nws_versions, nws, past };
         Ok(asks.iter().map(|ask| read.rows(ask)).collect())
     }
 
@@ -825,17 +927,20 @@ struct DailyRow {
     unit: Units,
 }
 
-/// Every daily forecast of the stations known by t for the days and their history, by
-/// station.
-async fn daily_forecasts(ctx: &SessionContext, span: &Span<'_>) -> Result<HashMap<String, Vec<DailyRow>>> {
+/// Every daily forecast of the stations known by t for `days`, by station.
+async fn daily_forecasts(
+    ctx: &SessionContext,
+    span: &Span<'_>,
+    days: &RangeInclusive<NaiveDate>,
+) -> Result<HashMap<String, Vec<DailyRow>>> {
     let mut b = Bindings::new();
     let sql = format!(
         "SELECT station_code, source, date, issued_at, available_at, high, low, units FROM daily_forecasts \
          WHERE {stations} AND date <= {to} AND date >= {from} AND available_at <= {t} \
          AND (high IS NOT NULL OR low IS NOT NULL)",
         stations = span.stations_in(&mut b, "station_code"),
-        to = b.date(span.last),
-        from = b.date(history_start(span.first)),
+        to = b.date(*days.end()),
+        from = b.date(*days.start()),
         t = b.time(span.t),
     );
     let mut out: HashMap<String, Vec<DailyRow>> = HashMap::new();
@@ -858,12 +963,13 @@ async fn daily_forecasts(ctx: &SessionContext, span: &Span<'_>) -> Result<HashMa
 /// One climate report's choice order and its high and low in °F ([`target_index`]).
 type CliRow = (CliOrder, [Option<f64>; 2]);
 
-/// Every climate report of the stations' history days known by t, each with what `as_of`
+/// Every climate report of the stations' `days` known by t, each with what `as_of`
 /// chooses it by (the choice and the `is_final` test come after: a filter before it would
 /// let an older version stand in), by station and day.
 async fn climate_reports(
     ctx: &SessionContext,
     span: &Span<'_>,
+    days: &RangeInclusive<NaiveDate>,
 ) -> Result<HashMap<String, BTreeMap<NaiveDate, Vec<CliRow>>>> {
     let mut b = Bindings::new();
     let sql = format!(
@@ -871,8 +977,8 @@ async fn climate_reports(
          correction, available_at, received_at, row_key FROM reports WHERE kind = 'cli' AND {stations} \
          AND report_date <= {to} AND report_date >= {from} AND available_at <= {t}",
         stations = span.stations_in(&mut b, "station_code"),
-        to = b.date(span.last),
-        from = b.date(history_start(span.first)),
+        to = b.date(*days.end()),
+        from = b.date(*days.start()),
         t = b.time(span.t),
     );
     let mut out: HashMap<String, BTreeMap<NaiveDate, Vec<CliRow>>> = HashMap::new();
@@ -917,11 +1023,12 @@ fn label_hour(label: &str) -> Option<u32> {
     label.strip_suffix('z').filter(|h| h.len() == 2).and_then(|h| h.parse().ok())
 }
 
-/// The `accuracy_pairs` rows of the stations and targets at `leads` known by t, for the
-/// history of the days, in the station's units, by (station, target).
+/// The `accuracy_pairs` rows of the stations and targets of `days` at `leads` known by t,
+/// in the station's units, by (station, target).
 async fn pair_rows(
     ctx: &SessionContext,
     span: &Span<'_>,
+    days: &RangeInclusive<NaiveDate>,
     leads: RangeInclusive<i64>,
 ) -> Result<HashMap<(String, Quantity), PairsByRun>> {
     let mut b = Bindings::new();
@@ -936,8 +1043,8 @@ async fn pair_rows(
         l1 = leads.start(),
         l2 = leads.end(),
         t = b.time(span.t),
-        to = b.date(span.last),
-        from = b.date(history_start(span.first)),
+        to = b.date(*days.end()),
+        from = b.date(*days.start()),
     );
     let mut out: HashMap<(String, Quantity), PairsByRun> = HashMap::new();
     for batch in b.collect(ctx, &sql).await? {
@@ -964,10 +1071,14 @@ async fn pair_rows(
 }
 
 /// Each target's running extreme after each hour (`daily_extremes`, the logic's rows) of
-/// the stations' history days, when a time within a day can be asked, by (station,
-/// target); none of a target whose column a lake's `daily_extremes` lacks yet (written
-/// before it existed, until the job runs again), or without the table.
-async fn hours_by_day(ctx: &SessionContext, span: &Span<'_>) -> Result<HashMap<(String, Quantity), HoursByDay>> {
+/// the stations' `days`, when a time within a day can be asked, by (station, target);
+/// none of a target whose column a lake's `daily_extremes` lacks yet (written before it
+/// existed, until the job runs again), or without the table.
+async fn hours_by_day(
+    ctx: &SessionContext,
+    span: &Span<'_>,
+    days: &RangeInclusive<NaiveDate>,
+) -> Result<HashMap<(String, Quantity), HoursByDay>> {
     let mut out: HashMap<(String, Quantity), HoursByDay> = HashMap::new();
     let Ok(table) = ctx.table_provider("daily_extremes").await else { return Ok(out) };
     let column = |t: Quantity| format!("{}_by_hour", t.as_str());
@@ -980,12 +1091,12 @@ async fn hours_by_day(ctx: &SessionContext, span: &Span<'_>) -> Result<HashMap<(
     let columns: Vec<String> = targets.iter().map(|t| column(*t)).collect();
     let sql = format!(
         "SELECT station_code, date, {columns} FROM daily_extremes WHERE {stations} AND logic = {logic} \
-         AND date >= {from} AND date < {to}",
+         AND date >= {from} AND date <= {to}",
         columns = columns.join(", "),
         stations = span.stations_in(&mut b, "station_code"),
         logic = b.str(span.logic.as_str()),
-        from = b.date(history_start(span.first)),
-        to = b.date(span.last),
+        from = b.date(*days.start()),
+        to = b.date(*days.end()),
     );
     for batch in b.collect(ctx, &sql).await? {
         let codes = utf8_column(&batch, 0)?;

@@ -5,7 +5,8 @@
 //! made from the same inputs, scored against the settled value.
 //!
 //! No look-ahead: each checkpoint's inputs are chosen by [`Rows::inputs`] from what was
-//! known at it (the rows `brackets.php` reads, read once per span for every station), its
+//! known at it (the rows `brackets.php` reads, read once per span for every station; the
+//! history before a span is the previous span's of the run, extended by its days), its
 //! distribution is made by [`compose`] as `brackets.php` makes it, and a same-day
 //! checkpoint's floor (ceiling) is the running high (low) of the lake's observations
 //! available then, replayed through the live engine (`brackets.php` as of a time reads
@@ -45,7 +46,7 @@ use rayon::prelude::*;
 
 use super::error::JobError;
 use super::observed::{between, by_station, replay_span, StationRows};
-use crate::bracket_odds::inputs::Rows;
+use crate::bracket_odds::inputs::{PastReads, Rows};
 use crate::bracket_odds::{bounded, compose_fitted, fit, Ask, Inputs, Observed, OddsError, MAX_LEAD_DAYS};
 use crate::brackets::baselines::{best_single_gaussian, climatology, equal_weight_fraction};
 use crate::brackets::markets::Quantity;
@@ -343,12 +344,14 @@ fn score(
 
 /// Computes `bracket_forecasts` for settled days `from..=to` of every catalog station from
 /// the tables registered in `ctx` (`forecast_daily`, `accuracy_pairs`, `nws_hourly`,
-/// `daily_forecasts`, `reports`, `observations`, `onemin`), as known at `now`.
+/// `daily_forecasts`, `reports`, `observations`, `onemin`), as known at `now`; the history
+/// before the days from `past` where the run's previous chunk read it.
 pub async fn bracket_forecasts(
     ctx: &SessionContext,
     from: NaiveDate,
     to: NaiveDate,
     now: DateTime<Utc>,
+    past: &mut PastReads,
 ) -> Result<MemTable, JobError> {
     // Only stations with a verified pair in the span have a settled day with forecasts.
     let started = Instant::now();
@@ -372,7 +375,8 @@ pub async fn bracket_forecasts(
         let rows = load_replay_window(ctx, start, end, Some(same_day_known_within())).await?;
         Ok::<_, JobError>((rows, started.elapsed()))
     };
-    let station_rows = async { Ok::<_, JobError>(Rows::read_many(ctx, &templates, from, 0..=MAX_LEAD_DAYS).await?) };
+    let station_rows =
+        async { Ok::<_, JobError>(Rows::read_many(ctx, &templates, from, 0..=MAX_LEAD_DAYS, past).await?) };
     let (((metars, onemin, reports), observations_read), rows) = futures::try_join!(observations, station_rows)?;
     let read = started.elapsed();
     let started = Instant::now();

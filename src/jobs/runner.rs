@@ -29,7 +29,7 @@ use super::error::JobError;
 use super::job_set::topo_order;
 use super::plan::{plan, replaced_files};
 use super::runs::{self, JobRun, RunStatus};
-use super::rust_tables::{self, Placement};
+use super::rust_tables::{Helpers, Placement};
 use super::spec::JobSpec;
 use super::statements::{run_statements, Intermediates};
 use super::tables::job_session;
@@ -267,6 +267,7 @@ async fn execute(
     let mut publication = lake.begin_publish(spec.output.shape());
     let mut partitions = 0u64;
     let runtime = query::runtime_env(lake)?;
+    let mut helpers = Helpers::new(Utc::now());
     // Chunk i+1 is computed while chunk i is sorted and encoded on the blocking pool.
     let computed: Result<(), JobError> = async {
         let mut encoding: Option<(Option<(NaiveDate, NaiveDate)>, tokio::task::JoinHandle<_>)> = None;
@@ -276,7 +277,7 @@ async fn execute(
                     let ctx = job_session(lake, spec, Arc::clone(&runtime)).await?;
                     if let Some((a, b)) = chunk {
                         let placement = if cluster.is_some() { Placement::Cluster } else { Placement::Local };
-                        rust_tables::register(&ctx, &spec.helpers, *a, *b, placement).await?;
+                        helpers.register(&ctx, &spec.helpers, *a, *b, placement).await?;
                     }
                     let ctx = match cluster {
                         Some(url) => remote_session(&ctx, url).await?,

@@ -22,7 +22,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use chrono::{Duration, NaiveDate};
+use chrono::{DateTime, Duration, NaiveDate, Utc};
 use datafusion::arrow::array::{
     ArrayRef, Date32Array, Float64Array, Int32Array, RecordBatch, StringArray, TimestampMicrosecondArray,
 };
@@ -34,6 +34,7 @@ use super::bracket_scores::bracket_forecasts;
 use super::error::JobError;
 use super::observed::observed_extremes;
 use super::replay_function::register_view;
+use crate::bracket_odds::inputs::PastReads;
 use crate::catalog::Catalog;
 use crate::lake::rows::date32;
 use crate::models::MODELS;
@@ -184,33 +185,50 @@ pub enum Placement {
     Cluster,
 }
 
-/// Registers `tables` (a job's `helpers`) for a run over incremental-key dates
-/// `from..=to` (the local dates a run of those days can reach).
-pub async fn register(
-    ctx: &SessionContext,
-    tables: &[RustTable],
-    from: NaiveDate,
-    to: NaiveDate,
-    placement: Placement,
-) -> Result<(), JobError> {
-    for t in tables {
-        let started = std::time::Instant::now();
-        let table = match t {
-            RustTable::DayWindows => day_windows(from - Duration::days(2), to + Duration::days(reach_days()))?,
-            RustTable::ModelLeads => model_leads()?,
-            RustTable::ObservedExtremes if placement == Placement::Cluster => {
-                register_view(ctx, from, to, chrono::Utc::now()).await?;
-                continue;
-            }
-            RustTable::ObservedExtremes => observed_extremes(ctx, from, to, chrono::Utc::now()).await?,
-            RustTable::BracketForecasts => bracket_forecasts(ctx, from, to, chrono::Utc::now()).await?,
-        };
-        // What the client computes outside the SQL (on a cluster too), per chunk, at debug level.
-        tracing::debug!(table = t.name(), %from, %to, elapsed_ms = started.elapsed().as_millis() as u64, "helper table computed");
-        ctx.deregister_table(t.name())?;
-        ctx.register_table(t.name(), Arc::new(table))?;
+/// A run's helper tables, registered chunk by chunk: every chunk's are computed as known
+/// at one moment (the run's), and what `bracket_forecasts` read of the history before one
+/// chunk serves the next ([`PastReads`]).
+pub struct Helpers {
+    now: DateTime<Utc>,
+    past: PastReads,
+}
+
+impl Helpers {
+    /// The helpers of a run as known at `now`.
+    pub fn new(now: DateTime<Utc>) -> Self {
+        Helpers { now, past: PastReads::default() }
     }
-    Ok(())
+
+    /// Registers `tables` (a job's `helpers`) for the run's chunk over incremental-key dates
+    /// `from..=to` (the local dates a run of those days can reach).
+    pub async fn register(
+        &mut self,
+        ctx: &SessionContext,
+        tables: &[RustTable],
+        from: NaiveDate,
+        to: NaiveDate,
+        placement: Placement,
+    ) -> Result<(), JobError> {
+        let now = self.now;
+        for t in tables {
+            let started = std::time::Instant::now();
+            let table = match t {
+                RustTable::DayWindows => day_windows(from - Duration::days(2), to + Duration::days(reach_days()))?,
+                RustTable::ModelLeads => model_leads()?,
+                RustTable::ObservedExtremes if placement == Placement::Cluster => {
+                    register_view(ctx, from, to, now).await?;
+                    continue;
+                }
+                RustTable::ObservedExtremes => observed_extremes(ctx, from, to, now).await?,
+                RustTable::BracketForecasts => bracket_forecasts(ctx, from, to, now, &mut self.past).await?,
+            };
+            // What the client computes outside the SQL (on a cluster too), per chunk, at debug level.
+            tracing::debug!(table = t.name(), %from, %to, elapsed_ms = started.elapsed().as_millis() as u64, "helper table computed");
+            ctx.deregister_table(t.name())?;
+            ctx.register_table(t.name(), Arc::new(table))?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -779,4 +779,36 @@ async fn bracket_scores_are_what_brackets_php_answered_at_each_checkpoint() {
         let (status, _, v) = api.get_any(uri).await;
         assert_eq!((status.as_u16(), v["error"].as_str()), (400, Some(error)), "{uri}: {v}");
     }
+    chunks_score_what_one_chunk_scores(&lake).await;
+}
+
+/// A run of `bracket_scores` in chunks scores what each chunk scores alone: the history
+/// the first chunk read serves the second, extended by the second's days (`PastReads`),
+/// without changing a row.
+async fn chunks_score_what_one_chunk_scores(lake: &wxlake::lake::Lake) {
+    use wxlake::bracket_odds::inputs::PastReads;
+    use wxlake::jobs::bracket_scores::bracket_forecasts;
+    let specs = wxlake::jobs::job_set::embedded_specs().unwrap();
+    let spec = wxlake::jobs::job_set::find(&specs, "bracket_scores").unwrap();
+    let runtime = wxlake::lake::query::runtime_env(lake).unwrap();
+    let ctx = wxlake::jobs::tables::job_session(lake, spec, runtime).await.unwrap();
+    let days = crate::support::rows(lake, "SELECT min(date), max(date) FROM accuracy_pairs").await;
+    let (first, last): (NaiveDate, NaiveDate) = (days[0][0].parse().unwrap(), days[0][1].parse().unwrap());
+    let middle = first + Duration::days((last - first).num_days() / 2);
+    let now = chrono::Utc::now();
+    let sorted = |table: datafusion::datasource::MemTable| async move {
+        let ctx = datafusion::prelude::SessionContext::new();
+        ctx.register_table("t", Arc::new(table)).unwrap();
+        let batches = ctx.sql("SELECT * FROM t ORDER BY station_code, date, target, checkpoint, forecaster, bracket_lo NULLS FIRST, bracket").await.unwrap().collect().await.unwrap();
+        datafusion::arrow::util::pretty::pretty_format_batches(&batches).unwrap().to_string()
+    };
+    let mut past = PastReads::default();
+    let earlier = sorted(bracket_forecasts(&ctx, first, middle, now, &mut past).await.unwrap()).await;
+    let later = sorted(bracket_forecasts(&ctx, middle + Duration::days(1), last, now, &mut past).await.unwrap()).await;
+    let alone = sorted(
+        bracket_forecasts(&ctx, middle + Duration::days(1), last, now, &mut PastReads::default()).await.unwrap(),
+    )
+    .await;
+    assert!(earlier.lines().count() > 100 && later.lines().count() > 100, "{earlier}\n{later}");
+    assert!(later == alone, "the second chunk's rows differ with the first's history:\n{later}\n{alone}");
 }

@@ -138,7 +138,8 @@ impl JobsDb {
             self.ctx.register_table(OBSERVATIONS.name, Arc::new(observations)).map_err(err)?;
         }
         if let Some((a, b)) = range {
-            rust_tables::register(&self.ctx, &spec.helpers, a, b, rust_tables::Placement::Local).await.map_err(err)?;
+            let mut helpers = rust_tables::Helpers::new(Utc::now());
+            helpers.register(&self.ctx, &spec.helpers, a, b, rust_tables::Placement::Local).await.map_err(err)?;
         }
         let df = run_statements(&self.ctx, &spec, range, Intermediates::Tables).await.map_err(err)?;
         let batches = df.collect().await.map_err(err)?;
