@@ -153,6 +153,10 @@ type NwsByDay = BTreeMap<NaiveDate, Vec<NwsDay>>;
 struct DailyIssue {
     source: String,
     date: NaiveDate,
+    /// When its day starts on the read's clock (found once per read: a past issuance is
+    /// held against it at every asked time, and a time zone's offset per issuance and
+    /// asked time was a measurable part of choosing the inputs).
+    start: DateTime<Utc>,
     issued_at: DateTime<Utc>,
     available: DateTime<Utc>,
     value: f64,
@@ -332,7 +336,8 @@ impl Read<'_> {
             .filter_map(|d| {
                 let value = d.unit.convert(d.values[target]?, ask.unit);
                 let (source, date, issued_at, available) = (d.source.clone(), d.date, d.issued_at, d.available);
-                Some(DailyIssue { source, date, issued_at, available, value })
+                let start = crate::time::day_window(ask.station.timezone, ask.logic.clock(), date).start;
+                Some(DailyIssue { source, date, start, issued_at, available, value })
             })
             .collect();
         daily.sort_by_key(|d| d.date);
@@ -516,8 +521,7 @@ impl Rows {
         let ahead = ask.window().start - t;
         let mut past: BTreeMap<(NaiveDate, &str), &DailyIssue> = BTreeMap::new();
         for d in self.daily_of(from..=before).iter().filter(known).filter(|d| latest.contains_key(d.source.as_str())) {
-            let start = crate::time::day_window(ask.station.timezone, ask.logic.clock(), d.date).start;
-            if d.issued_at > start - ahead {
+            if d.issued_at > d.start - ahead {
                 continue;
             }
             keep_latest(&mut past, (d.date, d.source.as_str()), d);
