@@ -340,7 +340,10 @@ impl Read<'_> {
                 Some(DailyIssue { source, date, start, issued_at, available, value })
             })
             .collect();
-        daily.sort_by_key(|d| d.date);
+        // By day, then source and issuance: a day's issuances of a source are together,
+        // earliest first (stable, so equal ones keep the read's order, which decides
+        // between them as before).
+        daily.sort_by(|a, b| (a.date, &a.source, a.issued_at).cmp(&(b.date, &b.source, b.issued_at)));
         let cli = (self.past.cli.get(code).into_iter().flatten())
             .map(|(date, versions)| {
                 let version = |(order, values): &CliRow| CliVersion {
@@ -518,18 +521,23 @@ impl Rows {
         }
         // Each daily source's issuance for each past day settled by then: its latest as long
         // before that day's start as t is before this one's.
+        // (A day's issuances of a source are together in `daily`, earliest first: walked as
+        // groups rather than kept in a map by day and name, which was a string comparison
+        // per issuance and step of the map at every asked time.)
         let ahead = ask.window().start - t;
-        let mut past: BTreeMap<(NaiveDate, &str), &DailyIssue> = BTreeMap::new();
-        for d in self.daily_of(from..=before).iter().filter(known).filter(|d| latest.contains_key(d.source.as_str())) {
-            if d.issued_at > d.start - ahead {
+        let same_group = |a: &DailyIssue, b: &DailyIssue| a.date == b.date && a.source == b.source;
+        for group in self.daily_of(from..=before).chunk_by(same_group) {
+            let Some(column) = latest.keys().position(|s| *s == group[0].source) else { continue };
+            let eligible = group.iter().filter(known).filter(|d| d.issued_at <= d.start - ahead);
+            // The latest issued (the first of equals, as `keep_latest` keeps).
+            let Some(d) = eligible.fold(None, |held: Option<&DailyIssue>, d| match held {
+                Some(h) if d.issued_at <= h.issued_at => Some(h),
+                _ => Some(d),
+            }) else {
                 continue;
-            }
-            keep_latest(&mut past, (d.date, d.source.as_str()), d);
-        }
-        let daily_columns: BTreeMap<&str, usize> = latest.keys().enumerate().map(|(i, s)| (*s, runs + i)).collect();
-        for ((date, source), d) in past {
-            if history.is_settled(slot(date)) {
-                history.forecast(slot(date), daily_columns[source], d.value);
+            };
+            if history.is_settled(slot(d.date)) {
+                history.forecast(slot(d.date), runs + column, d.value);
             }
         }
         let mut history = history.finish();

@@ -126,16 +126,25 @@ impl Distribution {
 /// Below this the standard normal CDF is taken as 0: it is under 1.2e-19 there, far below
 /// any mass that matters (every distribution gets a uniform share of each value some 10^14
 /// times larger), and `erfc` of such arguments costs two `exp`s, which made the far lower
-/// tail of every kernel table the larger part of a distribution's cost. (Above 8.5 the CDF
-/// is exactly 1 in `f64`, and `erfc` gets there cheaply by itself.)
+/// tail of every kernel table the larger part of a distribution's cost.
 const PHI_ZERO_BELOW: f64 = -9.0;
+
+/// At or below this argument `erfc` is under `erfc(6)` ≈ 2.2e-17 less than 2, which rounds
+/// to exactly 2 in `f64`: the CDF is exactly 1 from `6√2` ≈ 8.49 up. `libm::erfc` reaches
+/// that value through the same two `exp`s as anywhere below 28, so every kernel table's
+/// upper tail cost as much as its middle; answered here, the values are the same bits.
+const ERFC_TWO_AT_OR_BELOW: f64 = -6.0;
 
 /// The standard normal CDF.
 pub fn phi(x: f64) -> f64 {
     if x < PHI_ZERO_BELOW {
         return 0.0;
     }
-    0.5 * libm::erfc(-x / std::f64::consts::SQRT_2)
+    let a = -x / std::f64::consts::SQRT_2;
+    if a <= ERFC_TWO_AT_OR_BELOW {
+        return 1.0;
+    }
+    0.5 * libm::erfc(a)
 }
 
 #[cfg(test)]
@@ -153,6 +162,21 @@ mod tests {
         let inner: f64 = (70..=72).map(|v| d.p(v)).sum();
         assert!((0.5..0.6).contains(&inner), "{inner}");
         assert_eq!(d.p(d.lo() - 1), 0.0);
+    }
+
+    #[test]
+    fn the_cdf_answered_without_erfc_is_the_same_bits() {
+        // Where `phi` answers 1 itself, `erfc` gives exactly 1 too: a fine grid from below
+        // the cut, where the values still differ from 1, to far above it, and the cut's
+        // neighbours to the last bit.
+        let computed = |x: f64| 0.5 * libm::erfc(-x / std::f64::consts::SQRT_2);
+        let cut = -ERFC_TWO_AT_OR_BELOW * std::f64::consts::SQRT_2;
+        let grid = (0..400_000).map(|i| 7.0 + f64::from(i) * 1e-4);
+        let near = (-50i64..50).map(|k| f64::from_bits((cut.to_bits() as i64 + k) as u64));
+        for x in grid.chain(near) {
+            assert_eq!(phi(x).to_bits(), computed(x).to_bits(), "{x}");
+        }
+        assert!(computed(7.5) < 1.0, "the grid starts where the CDF is not yet 1");
     }
 
     #[test]

@@ -135,6 +135,10 @@ impl Intraday {
             for (k, slot) in p.iter_mut().enumerate() {
                 let upper = phi((k as f64 + 0.5 - x) / h);
                 *slot += w * (upper - below);
+                // The CDF rises with k: once exactly 1, every later slot would add 0.
+                if upper == 1.0 {
+                    break;
+                }
                 below = upper;
             }
         }
