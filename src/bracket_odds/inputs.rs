@@ -45,6 +45,7 @@ use chrono::{DateTime, Datelike, Duration, NaiveDate, Utc};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::datatypes::{Date32Type, Float64Type, Int64Type, TimestampMicrosecondType, UInt64Type};
 use datafusion::prelude::SessionContext;
+use rayon::prelude::*;
 
 use datafusion::error::{DataFusionError, Result};
 
@@ -361,13 +362,19 @@ impl Read<'_> {
             let of_source = pairs.entry(model.clone()).or_default();
             of_source.push(PairSeries { lead: *lead, label: label_hour(label), rows: converted.collect() });
         }
-        let mut pair_settled: BTreeMap<NaiveDate, (f64, DateTime<Utc>)> = BTreeMap::new();
-        for p in pairs.values().flatten().flat_map(|s| &s.rows) {
-            let held = pair_settled.entry(p.date).or_insert((p.observed, p.available));
-            if p.available < held.1 {
-                *held = (p.observed, p.available);
+        // Each day's first known pair, held by day number (a map entry per pair was most of
+        // this read's single-threaded tail).
+        let all = || pairs.values().flatten().flat_map(|s| &s.rows);
+        let (first_day, last_day) = all().fold((i32::MAX, i32::MIN), |(lo, hi), p| (lo.min(p.day), hi.max(p.day)));
+        let mut by_day: Vec<Option<(NaiveDate, f64, DateTime<Utc>)>> =
+            vec![None; usize::try_from(last_day - first_day + 1).unwrap_or(0)];
+        for p in all() {
+            let held = by_day[(p.day - first_day) as usize].get_or_insert((p.date, p.observed, p.available));
+            if p.available < held.2 {
+                *held = (p.date, p.observed, p.available);
             }
         }
+        let pair_settled = by_day.into_iter().flatten().map(|(date, v, at)| (date, (v, at))).collect();
         Rows {
             runs: self.runs.get(code).cloned().unwrap_or_default(),
             nws_versions: self.nws_versions.get(code).cloned().unwrap_or_default(),
@@ -432,7 +439,9 @@ impl Rows {
             past.read(ctx, &span, leads),
         )?;
         let read = Read { runs, nws_versions, nws, past };
-        Ok(asks.iter().map(|ask| read.rows(ask)).collect())
+        // Each ask's own copy in its unit, over the cores (sequential, it was a second of a
+        // span's read in which one core waited).
+        Ok(asks.par_iter().map(|ask| read.rows(ask)).collect())
     }
 
     /// How many rows this holds (what a cache of them weighs).
@@ -723,35 +732,82 @@ async fn model_runs(
         from = b.partition_date(first - Duration::days(RUN_HORIZON_DAYS)),
         to = b.partition_date(t.date_naive().min(last)),
     );
-    let mut out: HashMap<String, StationRuns> = HashMap::new();
-    let mut names: HashMap<String, Arc<str>> = HashMap::new();
-    for batch in b.collect(ctx, &sql).await? {
-        let (codes, models) = (utf8_column(&batch, 0)?, utf8_column(&batch, 1)?);
-        let (codes, models) = (codes.as_string::<i32>(), models.as_string::<i32>());
-        let (runs, available, dates) = (times(&batch, 2)?, times(&batch, 3)?, dates(&batch, 4)?);
-        let values = [floats(&batch, 5)?, floats(&batch, 6)?, floats(&batch, 7)?, floats(&batch, 8)?];
-        for i in 0..batch.num_rows() {
-            let (Some(run), Some(available), Some(date)) = (runs[i], available[i], dates[i]) else { continue };
-            let values = values.map(|v| if v.is_valid(i) { v.value(i) } else { f64::NAN });
-            if values.iter().all(|v| v.is_nan()) {
-                continue;
-            }
-            // Looked up before an owned key is made: a string per row was most of the loop.
-            let model = match names.get(models.value(i)) {
-                Some(model) => Arc::clone(model),
-                None => Arc::clone(names.entry(models.value(i).to_string()).or_insert(Arc::from(models.value(i)))),
-            };
-            let row = RunRow { model, run, available, values };
-            let of_station = match out.get_mut(codes.value(i)) {
-                Some(held) => held,
-                None => out.entry(codes.value(i).to_string()).or_default(),
-            };
-            of_station.entry(date).or_default().push(row);
+    let started = std::time::Instant::now();
+    let batches = b.collect(ctx, &sql).await?;
+    let collected = started.elapsed();
+    // Each batch decoded on its own core, then each station's rows grouped by day on its
+    // own (one thread for all was a third of a second per span with the other core idle).
+    let names: std::sync::Mutex<HashMap<String, Arc<str>>> = Default::default();
+    let decoded = batches.par_iter().map(|batch| run_rows(batch, &names)).collect::<Result<Vec<_>>>()?;
+    let mut by_station: HashMap<String, Vec<(NaiveDate, RunRow)>> = HashMap::new();
+    for rows in decoded {
+        for (code, rows) in rows {
+            by_station.entry(code).or_default().extend(rows);
         }
     }
-    // Each day's rows by model (`Rows::model_runs` reads a model's rows together).
-    for rows in out.values_mut().flat_map(|days| days.values_mut()) {
-        rows.sort_unstable_by(|a, b| a.model.cmp(&b.model));
+    let out = by_station
+        .into_par_iter()
+        .map(|(code, mut rows)| {
+            // Each day's rows by model (`Rows::model_runs` reads a model's rows together).
+            rows.sort_unstable_by(|a, b| (a.0, &a.1.model).cmp(&(b.0, &b.1.model)));
+            let mut days = StationRuns::new();
+            for (date, row) in rows {
+                days.entry(date).or_default().push(row);
+            }
+            (code, days)
+        })
+        .collect();
+    tracing::debug!(
+        query_ms = collected.as_millis() as u64,
+        rows_ms = (started.elapsed() - collected).as_millis() as u64,
+        "bracket inputs: forecast_daily"
+    );
+    Ok(out)
+}
+
+/// One batch of [`model_runs`]' statement as (day, run) rows by station code; the model's
+/// name shared through `names` (a run's model is compared by pointer first).
+fn run_rows(
+    batch: &RecordBatch,
+    names: &std::sync::Mutex<HashMap<String, Arc<str>>>,
+) -> Result<HashMap<String, Vec<(NaiveDate, RunRow)>>> {
+    let (codes, models) = (utf8_column(batch, 0)?, utf8_column(batch, 1)?);
+    let (codes, models) = (codes.as_string::<i32>(), models.as_string::<i32>());
+    let (runs, available, dates) = (times(batch, 2)?, times(batch, 3)?, dates(batch, 4)?);
+    let values = [floats(batch, 5)?, floats(batch, 6)?, floats(batch, 7)?, floats(batch, 8)?];
+    let mut out: HashMap<String, Vec<(NaiveDate, RunRow)>> = HashMap::new();
+    // The rows come by station and model: the last station's rows and model name found
+    // stand for the next rows (a map step per row was most of this loop).
+    let mut last: Option<(&str, Arc<str>)> = None;
+    let mut station: Option<(&str, Vec<(NaiveDate, RunRow)>)> = None;
+    for i in 0..batch.num_rows() {
+        let (Some(run), Some(available), Some(date)) = (runs[i], available[i], dates[i]) else { continue };
+        let values = values.map(|v| if v.is_valid(i) { v.value(i) } else { f64::NAN });
+        if values.iter().all(|v| v.is_nan()) {
+            continue;
+        }
+        let name = models.value(i);
+        let model = match &last {
+            Some((held, model)) if *held == name => Arc::clone(model),
+            _ => {
+                let mut names = names.lock().unwrap_or_else(|e| e.into_inner());
+                let model = Arc::clone(names.entry(name.to_string()).or_insert_with(|| Arc::from(name)));
+                last = Some((name, Arc::clone(&model)));
+                model
+            }
+        };
+        let code = codes.value(i);
+        if station.as_ref().is_none_or(|(held, _)| *held != code) {
+            if let Some((held, rows)) = station.replace((code, Vec::new())) {
+                out.entry(held.to_string()).or_default().extend(rows);
+            }
+        }
+        if let Some((_, rows)) = station.as_mut() {
+            rows.push((date, RunRow { model, run, available, values }));
+        }
+    }
+    if let Some((held, rows)) = station {
+        out.entry(held.to_string()).or_default().extend(rows);
     }
     Ok(out)
 }
