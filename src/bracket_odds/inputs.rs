@@ -362,12 +362,12 @@ impl Read<'_> {
             let of_source = pairs.entry(model.clone()).or_default();
             of_source.push(PairSeries { lead: *lead, label: label_hour(label), rows: converted.collect() });
         }
-        // Each day's first known pair, held by day number (a map entry per pair was most of
-        // this read's single-threaded tail).
+        // Each day's first known pair, held by day number rather than found by a map step
+        // per pair.
         let all = || pairs.values().flatten().flat_map(|s| &s.rows);
-        let (first_day, last_day) = all().fold((i32::MAX, i32::MIN), |(lo, hi), p| (lo.min(p.day), hi.max(p.day)));
-        let mut by_day: Vec<Option<(NaiveDate, f64, DateTime<Utc>)>> =
-            vec![None; usize::try_from(last_day - first_day + 1).unwrap_or(0)];
+        let first_day = all().map(|p| p.day).min().unwrap_or(0);
+        let days = all().map(|p| p.day - first_day + 1).max().unwrap_or(0);
+        let mut by_day: Vec<Option<(NaiveDate, f64, DateTime<Utc>)>> = vec![None; days as usize];
         for p in all() {
             let held = by_day[(p.day - first_day) as usize].get_or_insert((p.date, p.observed, p.available));
             if p.available < held.2 {
@@ -439,8 +439,8 @@ impl Rows {
             past.read(ctx, &span, leads),
         )?;
         let read = Read { runs, nws_versions, nws, past };
-        // Each ask's own copy in its unit, over the cores (sequential, it was a second of a
-        // span's read in which one core waited).
+        // Each ask's own copy in its unit, over the cores: made one after another, they were
+        // part of the read's tail in which one core waited.
         Ok(asks.par_iter().map(|ask| read.rows(ask)).collect())
     }
 
