@@ -133,6 +133,9 @@ struct RunRow {
 /// One station's model-run rows of a span of days, by day; each day's by model.
 type StationRuns = BTreeMap<NaiveDate, Vec<RunRow>>;
 
+/// Model-run rows with their day, as decoded, before they are grouped by day.
+type DatedRuns = Vec<(NaiveDate, RunRow)>;
+
 /// One NWS hourly version's periods on one day.
 #[derive(Debug, Clone)]
 struct NwsDay {
@@ -739,7 +742,7 @@ async fn model_runs(
     // own (one thread for all was a third of a second per span with the other core idle).
     let names: std::sync::Mutex<HashMap<String, Arc<str>>> = Default::default();
     let decoded = batches.par_iter().map(|batch| run_rows(batch, &names)).collect::<Result<Vec<_>>>()?;
-    let mut by_station: HashMap<String, Vec<(NaiveDate, RunRow)>> = HashMap::new();
+    let mut by_station: HashMap<String, DatedRuns> = HashMap::new();
     for rows in decoded {
         for (code, rows) in rows {
             by_station.entry(code).or_default().extend(rows);
@@ -765,21 +768,21 @@ async fn model_runs(
     Ok(out)
 }
 
-/// One batch of [`model_runs`]' statement as (day, run) rows by station code; the model's
-/// name shared through `names` (a run's model is compared by pointer first).
+/// One batch of [`model_runs`]' statement as (day, run) rows, a run of them per station
+/// code in the batch's order; the model's name shared through `names` (a run's model is
+/// compared by pointer first).
 fn run_rows(
     batch: &RecordBatch,
     names: &std::sync::Mutex<HashMap<String, Arc<str>>>,
-) -> Result<HashMap<String, Vec<(NaiveDate, RunRow)>>> {
+) -> Result<Vec<(String, DatedRuns)>> {
     let (codes, models) = (utf8_column(batch, 0)?, utf8_column(batch, 1)?);
     let (codes, models) = (codes.as_string::<i32>(), models.as_string::<i32>());
     let (runs, available, dates) = (times(batch, 2)?, times(batch, 3)?, dates(batch, 4)?);
     let values = [floats(batch, 5)?, floats(batch, 6)?, floats(batch, 7)?, floats(batch, 8)?];
-    let mut out: HashMap<String, Vec<(NaiveDate, RunRow)>> = HashMap::new();
+    let mut out: Vec<(String, DatedRuns)> = Vec::new();
     // The rows come by station and model: the last station's rows and model name found
     // stand for the next rows (a map step per row was most of this loop).
     let mut last: Option<(&str, Arc<str>)> = None;
-    let mut station: Option<(&str, Vec<(NaiveDate, RunRow)>)> = None;
     for i in 0..batch.num_rows() {
         let (Some(run), Some(available), Some(date)) = (runs[i], available[i], dates[i]) else { continue };
         let values = values.map(|v| if v.is_valid(i) { v.value(i) } else { f64::NAN });
@@ -797,17 +800,12 @@ fn run_rows(
             }
         };
         let code = codes.value(i);
-        if station.as_ref().is_none_or(|(held, _)| *held != code) {
-            if let Some((held, rows)) = station.replace((code, Vec::new())) {
-                out.entry(held.to_string()).or_default().extend(rows);
-            }
+        if out.last().is_none_or(|(held, _)| held != code) {
+            out.push((code.to_string(), Vec::new()));
         }
-        if let Some((_, rows)) = station.as_mut() {
+        if let Some((_, rows)) = out.last_mut() {
             rows.push((date, RunRow { model, run, available, values }));
         }
-    }
-    if let Some((held, rows)) = station {
-        out.entry(held.to_string()).or_default().extend(rows);
     }
     Ok(out)
 }
