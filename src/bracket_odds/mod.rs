@@ -251,13 +251,7 @@ pub fn compose_fitted(
         (None, Some((d, fit))) => (d, Some(fit)),
         (None, None) => fit(ask, inputs).map(|(d, fit)| (d, Some(fit)))?,
     };
-    let mut dist = bounded(dist, ask.target, observed);
-    let mut same_day_days = None;
-    if let (Some(o), Some(fit)) = (observed, &fit) {
-        if let Some((d, n)) = within_day(inputs, fit, &dist, o, ask.target) {
-            (dist, same_day_days) = (d, Some(n));
-        }
-    }
+    let (dist, same_day_days) = on_the_day(ask, inputs, observed, dist, fit.as_ref());
     let fits = fit.map(|f| f.sources).unwrap_or_default();
     let ladder = ladder.unwrap_or_else(|| ask.usual_ladder(dist.quantile(0.5)));
     let brackets = dist.brackets(&ladder);
@@ -278,6 +272,28 @@ pub fn compose_fitted(
         history_days: inputs.history.len(),
         same_day_days,
     })
+}
+
+/// The distribution [`compose_fitted`] answers from `dist`, its `fit`'s (made before the
+/// day's observations) when it is not settled: bounded by the running extreme `observed`
+/// and, within the day, sharpened ([`within_day`]), with the effective past days behind
+/// that (`None` when it did not apply). The `bracket_scores` job scores it without the
+/// rest of the answer (the inputs' listing, the brackets).
+pub fn on_the_day(
+    ask: &Ask<'_>,
+    inputs: &Inputs,
+    observed: Option<Observed>,
+    dist: Distribution,
+    fit: Option<&Fit>,
+) -> (Distribution, Option<f64>) {
+    let dist = bounded(dist, ask.target, observed);
+    match (observed, fit) {
+        (Some(o), Some(fit)) => match within_day(inputs, fit, &dist, o, ask.target) {
+            Some((d, n)) => (d, Some(n)),
+            None => (dist, None),
+        },
+        _ => (dist, None),
+    }
 }
 
 /// Within the day: the forecast's distribution `bounded` by the running extreme `o`,

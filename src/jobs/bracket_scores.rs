@@ -7,7 +7,7 @@
 //! No look-ahead: each checkpoint's inputs are chosen by [`Rows::inputs`] from what was
 //! known at it (the rows `brackets.php` reads, read once per span for every station; the
 //! history before a span is the previous span's of the run, extended by its days), its
-//! distribution is made by [`compose`] as `brackets.php` makes it, and a same-day
+//! distribution is made as `brackets.php` makes it ([`fit`], then [`on_the_day`]), and a same-day
 //! checkpoint's floor (ceiling) is the running high (low) of the lake's observations
 //! available then, replayed through the live engine (`brackets.php` as of a time reads
 //! the same rows, or the server's in-memory copy of them with their receipt times). Only the settled value each forecast is scored
@@ -30,6 +30,7 @@
 //! rows.
 
 use std::collections::HashSet;
+use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -37,7 +38,8 @@ use std::time::Instant;
 use chrono::{DateTime, Duration, NaiveDate, NaiveTime, TimeZone, Utc};
 use datafusion::arrow::array::AsArray;
 use datafusion::arrow::array::{
-    ArrayRef, BooleanArray, Date32Array, Float64Array, Int32Array, RecordBatch, StringArray, TimestampMicrosecondArray,
+    ArrayRef, BooleanArray, Date32Array, Float64Array, Int32Array, RecordBatch, StringArray, StringBuilder,
+    TimestampMicrosecondArray,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use datafusion::datasource::MemTable;
@@ -47,12 +49,12 @@ use rayon::prelude::*;
 use super::error::JobError;
 use super::observed::{between, by_station, replay_span, StationRows};
 use crate::bracket_odds::inputs::{PastReads, Rows};
-use crate::bracket_odds::{bounded, compose_fitted, fit, Ask, Inputs, Observed, OddsError, MAX_LEAD_DAYS};
+use crate::bracket_odds::{bounded, fit, on_the_day, Ask, Inputs, Observed, OddsError, MAX_LEAD_DAYS};
 use crate::brackets::baselines::{best_single_gaussian, climatology, equal_weight_fraction};
 use crate::brackets::markets::Quantity;
 use crate::brackets::method::Fit;
 use crate::brackets::scores::{brier, ignorance, pit, rps};
-use crate::brackets::{Distribution, Ladder, METHOD};
+use crate::brackets::{Bracket, Distribution, Ladder, METHOD};
 use crate::catalog::{Catalog, Station};
 use crate::extremes::{LiveInput, Logic, StationExtremes, REPLAY_AFTER, REPLAY_BEFORE};
 use crate::lake::bound_sql::{utf8_column, Bindings};
@@ -92,8 +94,8 @@ const LOGIC: Logic = Logic::Nws;
 /// One scored forecast (with the method it was made by: a row keeps it when the method
 /// changes and the row is not recomputed).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Scored {
-    pub station_code: String,
+pub struct Scored<'a> {
+    pub station_code: &'a str,
     pub date: NaiveDate,
     pub target: Quantity,
     pub units: &'static str,
@@ -170,14 +172,14 @@ impl<'a> DayReplay<'a> {
 /// The scored forecasts of `station`'s targets for the settled ones of `days` (module
 /// docs), from each target's `rows` read for their span and known by `now`. The targets
 /// share each day's replay of the observations: the engine's day has both extremes.
-fn station_scores(
-    station: &Station,
+fn station_scores<'a>(
+    station: &'a Station,
     targets: &[(Quantity, &Rows)],
     obs: &Observations<'_>,
     days: &[NaiveDate],
     now: DateTime<Utc>,
     costs: &Costs,
-) -> Vec<Scored> {
+) -> Vec<Scored<'a>> {
     days.par_iter()
         .flat_map_iter(|&date| {
             let checkpoints = CHECKPOINTS.iter().filter_map(move |&(days, hour, label)| {
@@ -252,15 +254,15 @@ impl Fitted {
 /// Ours and the baselines at one checkpoint (none when nothing had forecast the day, or a
 /// final report had already settled it). `previous`: the day's last fit, reused when this
 /// checkpoint's inputs are the same, else replaced.
-fn checkpoint_scores(
-    ask: &Ask<'_>,
+fn checkpoint_scores<'a>(
+    ask: &Ask<'a>,
     rows: &Rows,
     replay: &mut DayReplay<'_>,
     settled: (i32, DateTime<Utc>),
     label: &'static str,
     previous: &mut Option<Fitted>,
     costs: &Costs,
-) -> Vec<Scored> {
+) -> Vec<Scored<'a>> {
     let started = Instant::now();
     let observed = replay.observed(ask);
     if observed.is_some_and(|o| o.is_final) {
@@ -296,34 +298,30 @@ fn checkpoint_scores(
     }
     let started = Costs::add(&costs.fit_us, started);
     let Some(day) = previous.as_ref() else { return Vec::new() };
-    let odds = match compose_fitted(ask, &day.inputs, observed, None, Some(day.fit.clone())) {
-        Ok(odds) => odds,
-        Err(e) => {
-            tracing::warn!(station = %ask.station.code, date = %ask.date, error = %e, "bracket_scores: no distribution");
-            return Vec::new();
-        }
-    };
+    // As `brackets.php` answers it (`compose_fitted`), without what only the answer shows.
+    let (ours, _) = on_the_day(ask, &day.inputs, observed, day.fit.0.clone(), Some(&day.fit.1));
+    let ladder = ask.usual_ladder(ours.quantile(0.5));
     let baselines = day.baselines.iter().map(|b| b.clone().map(|d| bounded(d, ask.target, observed)));
-    let dists = std::iter::once(Some(odds.distribution.clone())).chain(baselines);
+    let dists = std::iter::once(Some(ours)).chain(baselines);
     let scored = FORECASTERS
         .iter()
         .zip(dists)
-        .filter_map(|(name, d)| Some(score(ask, name, label, &d?, &odds.ladder, settled)))
+        .filter_map(|(name, d)| Some(score(ask, name, label, &d?, &ladder, settled)))
         .collect();
     Costs::add(&costs.rest_us, started);
     scored
 }
 
-fn score(
-    ask: &Ask<'_>,
+fn score<'a>(
+    ask: &Ask<'a>,
     forecaster: &'static str,
     label: &'static str,
     d: &Distribution,
     ladder: &Ladder,
     (settled, settled_at): (i32, DateTime<Utc>),
-) -> Scored {
+) -> Scored<'a> {
     Scored {
-        station_code: ask.station.code.clone(),
+        station_code: &ask.station.code,
         date: ask.date,
         target: ask.target,
         units: ask.unit.as_str(),
@@ -414,18 +412,31 @@ pub async fn bracket_forecasts(
         reused = costs.reused.load(Ordering::Relaxed),
         "bracket_scores: read and scored"
     );
-    // By station and target, whatever the catalog's order.
+    // In the output's order, a batch per date (the job's partition), built over the cores:
+    // the writer then finds each date's rows together and sorted, and neither gathers nor
+    // sorts them again (it checks; any other order is only slower).
     let started = Instant::now();
-    scored.par_sort_by(|a, b| (&a.station_code, a.target.as_str()).cmp(&(&b.station_code, b.target.as_str())));
-    // One batch per core's share of the forecasts, built at once.
-    let share = scored.len().div_ceil(rayon::current_num_threads()).max(1);
-    let batches = scored.par_chunks(share).map(to_batch).collect::<Result<Vec<_>, _>>()?;
+    let batches = output_batches(&mut scored)?;
     tracing::debug!(
         forecasts = scored.len(),
         elapsed_ms = started.elapsed().as_millis() as u64,
         "bracket_scores: rows built"
     );
     Ok(MemTable::try_new(schema(), vec![batches])?)
+}
+
+/// `scored` in the output's order, a batch per date.
+fn output_batches(scored: &mut [Scored<'_>]) -> Result<Vec<RecordBatch>, JobError> {
+    scored.par_sort_by(|a, b| output_order(a).cmp(&output_order(b)));
+    let dates: Vec<&[Scored]> = scored.chunk_by(|a, b| a.date == b.date).collect();
+    dates.into_par_iter().map(to_batch).collect()
+}
+
+/// A forecast's place in the job's output: its partition (`date`), then the declared sort
+/// columns before `bracket_lo` (jobs/bracket_scores.toml); its ladder's rows follow in the
+/// ladder's order, the open lower tail (no `bracket_lo`) first.
+fn output_order<'a>(s: &Scored<'a>) -> (NaiveDate, &'a str, &'static str, &'static str, &'static str) {
+    (s.date, s.station_code, s.target.as_str(), s.checkpoint, s.forecaster)
 }
 
 /// The stations with an `accuracy_pairs` row of days `from..=to`.
@@ -477,14 +488,14 @@ pub fn schema() -> SchemaRef {
     ]))
 }
 
-fn to_batch(scored: &[Scored]) -> Result<RecordBatch, JobError> {
+fn to_batch<'a>(scored: &[Scored<'a>]) -> Result<RecordBatch, JobError> {
     // One row per forecast and bracket.
     let rows: Vec<(&Scored, usize)> = scored.iter().flat_map(|s| (0..s.p.len()).map(move |i| (s, i))).collect();
-    let text = |f: fn(&Scored) -> &str| StringArray::from_iter_values(rows.iter().map(|(s, _)| f(s)));
+    let text = |f: fn(&Scored<'a>) -> &'a str| StringArray::from_iter_values(rows.iter().map(|(s, _)| f(s)));
     let first = |f: fn(&Scored) -> f64| Float64Array::from_iter(rows.iter().map(|(s, i)| (*i == 0).then(|| f(s))));
     let bracket = |s: &Scored, i: usize| s.ladder.brackets()[i];
     let cols: Vec<ArrayRef> = vec![
-        Arc::new(text(|s| &s.station_code)),
+        Arc::new(text(|s| s.station_code)),
         Arc::new(Date32Array::from_iter_values(rows.iter().map(|(s, _)| date32(s.date)))),
         Arc::new(text(|s| s.target.as_str())),
         Arc::new(StringArray::from_iter_values(rows.iter().map(|_| LOGIC.as_str()))),
@@ -501,7 +512,7 @@ fn to_batch(scored: &[Scored]) -> Result<RecordBatch, JobError> {
             TimestampMicrosecondArray::from_iter_values(rows.iter().map(|(s, _)| s.settled_at.timestamp_micros()))
                 .with_timezone("UTC"),
         ),
-        Arc::new(StringArray::from_iter_values(rows.iter().map(|(s, i)| bracket(s, *i).to_string()))),
+        Arc::new(labels(rows.iter().map(|(s, i)| bracket(s, *i)))?),
         Arc::new(Int32Array::from_iter(rows.iter().map(|(s, i)| bracket(s, *i).lo))),
         Arc::new(Int32Array::from_iter(rows.iter().map(|(s, i)| bracket(s, *i).hi))),
         Arc::new(Float64Array::from_iter_values(rows.iter().map(|(s, i)| s.p[*i]))),
@@ -515,9 +526,93 @@ fn to_batch(scored: &[Scored]) -> Result<RecordBatch, JobError> {
     Ok(RecordBatch::try_new(schema(), cols)?)
 }
 
+/// The brackets' labels, each written in place (a `String` per row was a measurable part
+/// of building the rows).
+fn labels(brackets: impl ExactSizeIterator<Item = Bracket>) -> Result<StringArray, JobError> {
+    let mut out = StringBuilder::with_capacity(brackets.len(), brackets.len() * 5);
+    for b in brackets {
+        write!(out, "{b}").map_err(|e| JobError::Output { job: "bracket_scores".into(), reason: e.to_string() })?;
+        out.append_value("");
+    }
+    Ok(out.finish())
+}
+
 #[cfg(test)]
 mod tests {
+    use datafusion::arrow::row::{RowConverter, SortField};
+
     use super::*;
+
+    /// The helper's batches are a date each, and each in the order the job's declaration
+    /// sorts its files by (`encode` then writes them as they are): made from forecasts in
+    /// no order, of two stations, both targets, every checkpoint and forecaster, ladders of
+    /// different lengths.
+    #[test]
+    fn the_rows_come_a_date_per_batch_in_the_declared_order() {
+        let specs = crate::jobs::embedded_specs().unwrap();
+        let out = &crate::jobs::job_set::find(&specs, "bracket_scores").unwrap().output;
+        assert_eq!(out.partition_by, ["date"]);
+        let t = Utc.with_ymd_and_hms(2026, 5, 1, 12, 0, 0).unwrap();
+        let day = NaiveDate::from_ymd_opt(2026, 5, 2).unwrap();
+        let mut scored = Vec::new();
+        for (i, station) in ["KNYC", "KMDW"].into_iter().enumerate() {
+            for date in [day, day.succ_opt().unwrap()] {
+                for target in [Quantity::Low, Quantity::High] {
+                    for (_, _, checkpoint) in CHECKPOINTS.iter().rev() {
+                        for forecaster in FORECASTERS {
+                            let ladder = Ladder::around(60 + i as i32, 2, 4 + i as i32);
+                            scored.push(Scored {
+                                station_code: station,
+                                date,
+                                target,
+                                units: "f",
+                                checkpoint,
+                                checkpoint_at: t,
+                                forecaster,
+                                settled: 61,
+                                settled_at: t,
+                                p: vec![1.0 / ladder.brackets().len() as f64; ladder.brackets().len()],
+                                ladder,
+                                ignorance: 0.0,
+                                rps: 0.0,
+                                brier: 0.0,
+                                pit: 0.5,
+                                mean: 61.0,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        let forecasts = scored.len();
+        let batches = output_batches(&mut scored).unwrap();
+        assert_eq!(batches.len(), 2);
+        let mut rows = 0;
+        for batch in &batches {
+            let dates =
+                batch.column_by_name("date").unwrap().as_primitive::<datafusion::arrow::datatypes::Date32Type>();
+            assert!(dates.values().iter().all(|d| *d == dates.value(0)), "one date per batch");
+            let columns: Vec<ArrayRef> =
+                out.sort_by.iter().map(|c| Arc::clone(batch.column_by_name(c).unwrap())).collect();
+            let fields = columns.iter().map(|c| SortField::new(c.data_type().clone())).collect();
+            let sorted = RowConverter::new(fields).unwrap().convert_columns(&columns).unwrap();
+            for i in 1..sorted.num_rows() {
+                assert!(sorted.row(i - 1) < sorted.row(i), "row {i} of {} out of the declared order", dates.value(0));
+            }
+            rows += batch.num_rows();
+        }
+        assert_eq!(rows, scored.iter().map(|s| s.p.len()).sum::<usize>());
+        assert_eq!(forecasts, 2 * 2 * 2 * 6 * 4);
+    }
+
+    /// A bracket's label as its `Display` writes it, in place.
+    #[test]
+    fn labels_are_the_brackets_own() {
+        let ladder: Ladder = "<=79,80-81,82,83-87,>=88".parse().unwrap();
+        let labels = labels(ladder.brackets().iter().copied()).unwrap();
+        let got: Vec<&str> = labels.iter().flatten().collect();
+        assert_eq!(got, ["<=79", "80-81", "82", "83-87", ">=88"]);
+    }
 
     /// Every same-day checkpoint of every catalog station, through a year with both clock
     /// changes, is within the read's bound of the earliest reading its replay can feed, so

@@ -101,19 +101,45 @@ pub(crate) fn encode_blocking(
         .map(|(i, _)| i)
         .collect();
     let props = writer_props(out);
+    tracing::debug!(
+        job = %spec.name,
+        files = groups.len(),
+        in_one_run = groups.iter().filter(|(_, rows)| is_run(rows)).count(),
+        "output partitions"
+    );
+    // A file's buffer sized from its share of the rows (a slice's arrays are the whole's).
+    let bytes_per_row = all.get_array_memory_size() / all.num_rows().max(1);
     groups
         .into_par_iter()
         .map(|(dir, rows)| {
-            let part = take_record_batch(&all, &UInt32Array::from(rows))?.project(&keep)?;
+            let part = rows_of(&all, rows)?.project(&keep)?;
             let part = RecordBatch::try_new(Arc::clone(&file_schema), part.columns().to_vec())?;
             let part = sort_by(&part, &out.sort_by)?;
-            let mut buf = Vec::with_capacity(part.get_array_memory_size() / 4 + 1024);
+            let mut buf = Vec::with_capacity(part.num_rows() * bytes_per_row / 4 + 1024);
             let mut w = ArrowWriter::try_new(&mut buf, Arc::clone(&file_schema), Some(props.clone()))?;
             w.write(&part)?;
             w.close()?;
             Ok(OutputFile { dir, bytes: Bytes::from(buf), rows: part.num_rows() })
         })
         .collect()
+}
+
+/// The rows `rows` (ascending) of `all`: a slice when they are together (a job whose
+/// query gives each partition's rows in one run, as `bracket_scores`' helper does), else
+/// gathered.
+fn rows_of(all: &RecordBatch, rows: Vec<u32>) -> Result<RecordBatch, JobError> {
+    match rows.first() {
+        Some(&first) if is_run(&rows) => Ok(all.slice(first as usize, rows.len())),
+        _ => Ok(take_record_batch(all, &UInt32Array::from(rows))?),
+    }
+}
+
+/// Whether ascending row numbers are one run without gaps.
+fn is_run(rows: &[u32]) -> bool {
+    match (rows.first(), rows.last()) {
+        (Some(&first), Some(&last)) => (last - first) as usize + 1 == rows.len(),
+        _ => false,
+    }
 }
 
 /// The query's rows as one batch of the declared output schema (types and nullability
@@ -215,4 +241,79 @@ fn writer_props(out: &OutputSpec) -> WriterProperties {
         .into_builder()
         .set_compression(Compression::SNAPPY)
         .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::{Date32Array, Int64Array, StringArray};
+    use datafusion::arrow::datatypes::Int64Type;
+    use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+    use super::*;
+    use crate::jobs::spec::parse_spec;
+
+    fn spec() -> JobSpec {
+        let toml = r#"name = "t"
+sql = "q.sql"
+inputs = []
+[output]
+table = "t"
+partition_by = ["d"]
+sort_by = ["k"]
+columns = [{ name = "d", type = "date" }, { name = "k", type = "string" }, { name = "v", type = "bigint" }]
+"#;
+        parse_spec("test", toml, &|_| Ok("SELECT 1".into())).unwrap()
+    }
+
+    fn batch(rows: &[(i32, &str, i64)]) -> RecordBatch {
+        RecordBatch::try_new(
+            spec().output.schema(),
+            vec![
+                Arc::new(Date32Array::from_iter_values(rows.iter().map(|r| r.0))),
+                Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1))),
+                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.2))),
+            ],
+        )
+        .unwrap()
+    }
+
+    /// Each file's rows as (k, v), by partition directory.
+    fn files(batches: &[RecordBatch]) -> Vec<(String, Vec<(String, i64)>)> {
+        let mut out: Vec<_> = encode_blocking(&spec(), batches, None)
+            .unwrap()
+            .into_iter()
+            .map(|f| {
+                let mut rows = Vec::new();
+                for b in ParquetRecordBatchReaderBuilder::try_new(f.bytes).unwrap().build().unwrap() {
+                    let b = b.unwrap();
+                    let (k, v) = (b.column(0).as_string::<i32>(), b.column(1).as_primitive::<Int64Type>());
+                    rows.extend((0..b.num_rows()).map(|i| (k.value(i).to_string(), v.value(i))));
+                }
+                assert_eq!(rows.len(), f.rows);
+                (f.dir, rows)
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// A partition whose rows come in one run is written from a slice of them; the files are
+    /// the same as when its rows are scattered among the others' and gathered, and sorted
+    /// either way.
+    #[test]
+    fn a_partition_in_one_run_is_written_as_a_gathered_one() {
+        let ordered = [(1, "a", 1), (1, "b", 2), (1, "c", 3), (2, "a", 4), (2, "b", 5), (3, "x", 6)];
+        let scattered = [(2, "b", 5), (1, "c", 3), (3, "x", 6), (1, "a", 1), (2, "a", 4), (1, "b", 2)];
+        // In one run but not sorted: still sorted by the writer.
+        let unsorted_run = [(1, "c", 3), (1, "a", 1), (1, "b", 2), (2, "b", 5), (2, "a", 4), (3, "x", 6)];
+        let expected = files(&[batch(&ordered)]);
+        assert_eq!(expected.len(), 3);
+        assert_eq!(expected[0].0, "d=1970-01-02");
+        assert_eq!(expected[0].1, [("a".to_string(), 1), ("b".into(), 2), ("c".into(), 3)]);
+        assert_eq!(files(&[batch(&scattered)]), expected);
+        assert_eq!(files(&[batch(&unsorted_run)]), expected);
+        // Several batches, a partition across two of them.
+        assert_eq!(files(&[batch(&ordered[..2]), batch(&ordered[2..])]), expected);
+        assert!(is_run(&[4, 5, 6]) && !is_run(&[4, 6, 7]) && !is_run(&[]));
+    }
 }

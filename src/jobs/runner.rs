@@ -287,7 +287,12 @@ async fn execute(
                         Some(_) => Intermediates::ViewsWhenUsedOnce,
                         None => Intermediates::Tables,
                     };
-                    let batches = run_statements(&ctx, spec, *chunk, intermediates).await?.collect().await?;
+                    // Each partition's rows in its own order, one partition after another (not
+                    // interleaved as they arrive): a query that gives a table partition's rows
+                    // together (`bracket_scores`' helper, a batch per date) keeps them so, and
+                    // the encoder writes them without gathering them (`encode::rows_of`).
+                    let df = run_statements(&ctx, spec, *chunk, intermediates).await?;
+                    let batches: Vec<_> = df.collect_partitioned().await?.into_iter().flatten().collect();
                     let (spec2, chunk2) = (spec.clone(), *chunk);
                     Some((*chunk, tokio::task::spawn_blocking(move || encode_blocking(&spec2, &batches, chunk2))))
                 }

@@ -258,10 +258,7 @@ fn the_server_and_wxlake_ingest_side_by_side_store_each_report_once() {
         let (lake, file) = (lake.clone(), file.clone());
         std::thread::spawn(move || {
             for _ in 0..4 {
-                let o = bin()
-                    .args(["--lake", &lake, "ingest", "metar", file.to_str().unwrap()])
-                    .output()
-                    .unwrap();
+                let o = bin().args(["--lake", &lake, "ingest", "metar", file.to_str().unwrap()]).output().unwrap();
                 assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
                 std::thread::sleep(std::time::Duration::from_millis(300));
             }

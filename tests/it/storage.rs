@@ -125,9 +125,7 @@ fn a_full_wal_disk_answers_507_and_degrades_healthz_until_space_is_freed() {
     let key = admin_key(&lake);
     let (server, addr) = start_server(&lake);
     let server = Running(server);
-    let ingest = |minutes_ago: i64| {
-        request(&addr, "POST", "/api/v2/ingest/metar", &key, &reports(minutes_ago))
-    };
+    let ingest = |minutes_ago: i64| request(&addr, "POST", "/api/v2/ingest/metar", &key, &reports(minutes_ago));
     let (status, _, body) = ingest(201);
     assert_eq!(status, 202, "{body}");
     let (status, v) = healthz_until(&addr, |s, _| s == 200);
