@@ -1112,7 +1112,11 @@ async fn pair_rows(
         to = b.date(*days.end()),
         from = b.date(*days.start()),
     );
-    let mut out: HashMap<(String, Quantity), PairsByRun> = HashMap::new();
+    // Rows by (station, target), then by (lead, model, label) as numbers: a row's strings
+    // are compared with the last station's and the few names seen, not allocated and
+    // hashed per row (a string and a map step each was most of this read, on one core).
+    let mut names: Vec<String> = Vec::new();
+    let mut by_station: HashMap<(String, Quantity), RunsById> = HashMap::new();
     for batch in b.collect(ctx, &sql).await? {
         let (codes, targets) = (utf8_column(&batch, 0)?, utf8_column(&batch, 1)?);
         let (codes, targets) = (codes.as_string::<i32>(), targets.as_string::<i32>());
@@ -1121,19 +1125,48 @@ async fn pair_rows(
         let leads = ints(&batch, 5)?;
         let (dates, forecasts, observed, available) =
             (dates(&batch, 2)?, floats(&batch, 6)?, floats(&batch, 7)?, times(&batch, 8)?);
+        // The rows come by station and target (the table's files are sorted so).
+        let mut held: Option<(&str, Quantity, &mut RunsById)> = None;
         for i in 0..batch.num_rows() {
             let (Some(date), Some(available)) = (dates[i], available[i]) else { continue };
             let Some(target) = Quantity::named(targets.value(i)) else { continue };
-            let key = (leads.value(i), models.value(i).to_string(), run_labels.value(i).to_string());
+            let code = codes.value(i);
+            let runs = match held.take() {
+                Some((c, t, runs)) if c == code && t == target => runs,
+                _ => by_station.entry((code.to_string(), target)).or_default(),
+            };
+            let key = (leads.value(i), name_id(&mut names, models.value(i)), name_id(&mut names, run_labels.value(i)));
             let (day, forecast, observed) = (date.num_days_from_ce(), forecasts.value(i), observed.value(i));
-            let row = PairRow { date, day, available, forecast, observed };
-            out.entry((codes.value(i).to_string(), target)).or_default().entry(key).or_default().push(row);
+            runs.entry(key).or_default().push(PairRow { date, day, available, forecast, observed });
+            held = Some((code, target, runs));
         }
     }
-    for pairs in out.values_mut().flat_map(|p| p.values_mut()) {
-        pairs.sort_by_key(|p| p.date);
-    }
+    let out = by_station
+        .into_iter()
+        .map(|(key, runs)| {
+            let runs = runs.into_iter().map(|((lead, model, label), mut rows)| {
+                rows.sort_by_key(|p| p.date);
+                ((lead, names[model].clone(), names[label].clone()), rows)
+            });
+            (key, runs.collect())
+        })
+        .collect();
     Ok(out)
+}
+
+/// A station and target's pairs by (lead, model, label), the names as [`name_id`]s.
+type RunsById = HashMap<(i64, usize, usize), Vec<PairRow>, foldhash::fast::RandomState>;
+
+/// `name`'s place in `names`, added when new (a read holds a few dozen model and run-label
+/// names).
+fn name_id(names: &mut Vec<String>, name: &str) -> usize {
+    match names.iter().position(|n| n == name) {
+        Some(i) => i,
+        None => {
+            names.push(name.to_string());
+            names.len() - 1
+        }
+    }
 }
 
 /// Each target's running extreme after each hour (`daily_extremes`, the logic's rows) of
