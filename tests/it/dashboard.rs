@@ -191,6 +191,28 @@ async fn browser(chromium: &Path, driver: &Path, profile: &Path) -> (ProcGroup, 
 }
 
 /// Runs `script` (a function body) in the page.
+/// A re-read of brackets.php sent before a stream event and answered after it (a poll in a
+/// slow build) keeps the event's newer odds, per target; a newer answer, another day's, or
+/// an error shown are replaced. (The race made the live check above fail once in CI-like
+/// load: the note read just after the odds followed showed the old floor again.)
+async fn a_stale_re_read_never_puts_older_odds_back(c: &Client) {
+    let kept = js(
+        c,
+        r#"const odds = (date, at, floor) => ({ date, computed_at: at, floor, brackets: [] });
+           const shown = { high: odds('2026-03-08', '2026-03-08T18:00:05Z', 104), low: { error: { status: 500 } } };
+           const read = { high: odds('2026-03-08', '2026-03-08T18:00:01Z', 40), low: odds('2026-03-08', '2026-03-08T18:00:01Z', null) };
+           const a = WX.dayData.newerBrackets(shown, read);
+           const newer = { ...read, high: odds('2026-03-08', '2026-03-08T18:00:09Z', 105) };
+           const b = WX.dayData.newerBrackets(shown, newer);
+           const other = { ...read, high: odds('2026-03-09', '2026-03-08T18:00:01Z', 50) };
+           const c = WX.dayData.newerBrackets(shown, other);
+           const first = WX.dayData.newerBrackets(null, read);
+           return [a.high.floor, a.low.computed_at, b.high.floor, c.high.floor, first.high.floor]"#,
+    )
+    .await;
+    assert_eq!(kept, serde_json::json!([104, "2026-03-08T18:00:01Z", 105, 50, 40]), "{kept}");
+}
+
 async fn js(c: &Client, script: &str) -> Value {
     c.execute(script).await.unwrap_or_else(|e| panic!("{script}: {e}"))
 }
@@ -873,6 +895,7 @@ async fn dashboard_in_a_real_browser() {
     }
     eprintln!("bracket odds followed the new high {} ms after the ingest", posted.elapsed().as_millis());
     assert!(note.as_str().unwrap_or("").contains("floor 104"), "{note}");
+    a_stale_re_read_never_puts_older_odds_back(&c).await;
     screenshot(&c, &shots, "day-live.png").await;
     a_past_day_shows_the_runs_it_was_traded_on(&c, &base, &addr, &enterprise).await;
     a_past_day_status_follows_its_data(&c).await;

@@ -68,6 +68,17 @@ WX.dayData = (() => {
     }).then((r) => ({ ...r.body, checked: now() }), (e) => ({ error: e, checked: now() }));
   })).then(([high, low]) => ({ high, low }));
 
+  /**
+   * Per target, the newer of the odds shown and a re-read's (by `computed_at`): a re-read
+   * sent before a stream event and answered after it must not put the older odds back.
+   */
+  const newerBrackets = (shown, read) => Object.fromEntries(['high', 'low'].map((t) => {
+    const [have, got] = [shown && shown[t], read[t]];
+    const keep = have && !have.error && got && !got.error && have.date === got.date
+      && epoch(have.computed_at) > epoch(got.computed_at);
+    return [t, keep ? have : got];
+  }));
+
   /** The station's days, svc values and latest runs (`date` omitted: each logic's today). */
   const station = async (code, date) => (await WX.api.get('/api/v2/stations.php', { station_code: code, date, include: 'latest_runs' })).body[0];
 
@@ -143,7 +154,7 @@ WX.dayData = (() => {
       premium ? fetchPacing(d, 'wu') : null,
       premium ? fetchBrackets(d) : null,
     ]);
-    if (brackets) d.brackets = brackets;
+    if (brackets) d.brackets = newerBrackets(d.brackets, brackets);
     // The stream's values may be newer than this answer's by a few seconds: keep the
     // higher high and lower low of the two for the same day (unless a CLI made it final).
     for (const logic of ['nws', 'wu']) {
@@ -173,5 +184,5 @@ WX.dayData = (() => {
   /** The logics whose day has ended by `t` (epoch s). */
   const ended = (d, t) => ['nws', 'wu'].filter((l) => t >= epoch(d.st.days[l].end_utc));
 
-  return { load, loadRest, poll, ended, shownModels, saveShown, isoZ, HOUR };
+  return { load, loadRest, poll, ended, shownModels, saveShown, isoZ, HOUR, newerBrackets };
 })();
