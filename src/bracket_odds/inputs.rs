@@ -54,6 +54,7 @@ use crate::brackets::history::{Builder, History};
 use crate::brackets::markets::Quantity;
 use crate::extremes::{after_hours, parse_hours_column, Logic};
 use crate::lake::bound_sql::{utf8_column, Bindings};
+use crate::lake::writer::FastMap;
 use crate::time::DayClock;
 use crate::units::{round1, round_half_away, Units};
 
@@ -1155,7 +1156,7 @@ async fn pair_rows(
 }
 
 /// A station and target's pairs by (lead, model, label), the names as [`name_id`]s.
-type RunsById = HashMap<(i64, usize, usize), Vec<PairRow>, foldhash::fast::RandomState>;
+type RunsById = FastMap<(i64, usize, usize), Vec<PairRow>>;
 
 /// `name`'s place in `names`, added when new (a read holds a few dozen model and run-label
 /// names).

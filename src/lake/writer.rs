@@ -30,7 +30,8 @@ use super::{blocking, Lake, LakeError};
 
 /// Hash containers for row keys and partition keys (already hashes of trusted fields,
 /// so a fast non-DoS-resistant hasher is right; SipHash was a visible share of ingest).
-type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+/// Also for other keys the lake's own rows make (the bracket inputs' name numbers).
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 /// What a write did.
