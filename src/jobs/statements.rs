@@ -4,6 +4,7 @@
 //! tests run the very SQL text the job runs.
 
 use chrono::NaiveDate;
+use datafusion::arrow::array::AsArray;
 use datafusion::dataframe::DataFrame;
 use datafusion::logical_expr::{cast as cast_expr, CreateView, DdlStatement, Expr, LogicalPlan};
 use datafusion::prelude::SessionContext;
@@ -80,6 +81,9 @@ pub async fn run_statements(
             }
             (_, plan) => plan,
         };
+        if let LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(t)) = &plan {
+            trace_analyzed(ctx, &t.input, &spec.name, file, n).await;
+        }
         let started = std::time::Instant::now();
         ctx.execute_logical_plan(plan)
             .await
@@ -99,11 +103,38 @@ pub async fn run_statements(
             datafusion::error::DataFusionError::Plan("the last statement must be a query producing the output".into()),
         ));
     }
+    trace_analyzed(ctx, &plan, &spec.name, file, n).await;
     let df = ctx.execute_logical_plan(plan).await.map_err(|e| sql_err(file, n, e))?;
     conform(df, spec).map_err(|e| match e {
         JobError::DataFusion(d) => sql_err(file, n, d),
         other => other,
     })
+}
+
+/// At `trace` level (`RUST_LOG=wxlake::jobs::statements=trace`), runs `query` once more
+/// under EXPLAIN ANALYZE and logs the plan with each operator's rows and time: where a
+/// statement's time goes, without copying the job's SQL and its helper tables into another
+/// session. The query then runs twice, so the run's own timings are not comparable.
+async fn trace_analyzed(ctx: &SessionContext, query: &LogicalPlan, job: &str, file: &str, statement: usize) {
+    if !tracing::enabled!(tracing::Level::TRACE) {
+        return;
+    }
+    let analyzed = async {
+        let batches = DataFrame::new(ctx.state(), query.clone()).explain(false, true)?.collect().await?;
+        let mut text = String::new();
+        for b in &batches {
+            // (plan_type, plan): the plan's text, one operator a line.
+            let plans = datafusion::arrow::compute::cast(b.column(1), &datafusion::arrow::datatypes::DataType::Utf8)?;
+            for plan in plans.as_string::<i32>().iter().flatten() {
+                text.push_str(plan);
+            }
+        }
+        Ok::<_, datafusion::error::DataFusionError>(text)
+    };
+    match analyzed.await {
+        Ok(text) => tracing::trace!(job, file, statement, "statement analyzed\n{text}"),
+        Err(e) => tracing::trace!(job, file, statement, error = %e, "statement not analyzed"),
+    }
 }
 
 /// How many times `name` appears as a word in `texts` (SQL): a table joined to itself
