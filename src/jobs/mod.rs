@@ -24,6 +24,7 @@
 //!
 //! The command line (`wxlake jobs ...`) is in the binary, `src/cli/jobs.rs`.
 
+pub mod adjacent_groups;
 pub mod bracket_scores;
 pub mod embedded;
 pub mod encode;

@@ -5,8 +5,10 @@
 use std::sync::Arc;
 
 use datafusion::execution::runtime_env::RuntimeEnv;
+use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::SessionContext;
 
+use super::adjacent_groups::AdjacentGroups;
 use super::error::JobError;
 use super::job_set::embedded_specs;
 use super::runs;
@@ -28,7 +30,21 @@ use crate::lake::Lake;
 ///   hash partitioning on some of an operator's keys taken as one on all of them (subset
 ///   satisfaction, DataFusion's default from four partitions): an aggregate grouped by a
 ///   table's partition columns and more runs in one step per partition.
-pub fn tune(ctx: &SessionContext) {
+/// - Runs of equal group keys folded before an aggregate that can merge them
+///   ([`AdjacentGroups`]): the files' order puts a group's rows one after another.
+///
+/// A new context on `ctx`'s state (its tables included): an optimizer rule cannot be added
+/// to a state in place.
+pub fn tuned(ctx: &SessionContext) -> SessionContext {
+    let state = SessionStateBuilder::new_from_existing(ctx.state())
+        .with_physical_optimizer_rule(Arc::new(AdjacentGroups))
+        .build();
+    let ctx = SessionContext::new_with_state(state);
+    tune_options(&ctx);
+    ctx
+}
+
+fn tune_options(ctx: &SessionContext) {
     let state = ctx.state_ref();
     let mut state = state.write();
     let partitions = state.config().target_partitions();
@@ -100,8 +116,7 @@ fn register_job_runs(ctx: &SessionContext, lake: &Lake) -> Result<(), JobError> 
 /// (benches/README.md), so no table declares it ([`register_table`]) and the job gets its
 /// speed from one scan for both tz_modes and small join build sides instead.
 pub async fn job_session(lake: &Lake, spec: &JobSpec, runtime: Arc<RuntimeEnv>) -> Result<SessionContext, JobError> {
-    let ctx = query::session_on(lake, runtime).await?;
-    tune(&ctx);
+    let ctx = tuned(&query::session_on(lake, runtime).await?);
     for o in &spec.derived_inputs {
         register_output(&ctx, lake, o)?;
     }

@@ -21,7 +21,7 @@
 //! (`observed_extremes`, `bracket_forecasts`) it first stores each inserted report with
 //! the columns ingest's parse gives it, as the lake holds them; it registers the job's helper tables for the
 //! range and runs the job's own SQL files (jobs/<name>.toml) through the jobs engine's
-//! `run_statements`, with the job session's settings (`tables::tune`), so the tests run
+//! `run_statements`, with the job session's settings (`tables::tuned`), so the tests run
 //! the exact text the job runs. The result is registered as the job's output table
 //! (`forecast_daily`) for the queries that follow.
 //!
@@ -50,7 +50,7 @@ use wxlake::jobs::job_set::{find, load_specs};
 use wxlake::jobs::rust_tables::{self, RustTable};
 use wxlake::jobs::spec::JobSpec;
 use wxlake::jobs::statements::{run_statements, Intermediates};
-use wxlake::jobs::tables::tune;
+use wxlake::jobs::tables::tuned;
 use wxlake::lake::query::{models_table, stations_table};
 use wxlake::lake::rows::{LakeRecord, RowTimes};
 use wxlake::lake::schema::{FORECASTS, OBSERVATIONS, ONEMIN, REPORTS};
@@ -84,8 +84,7 @@ fn crate_root() -> PathBuf {
 impl JobsDb {
     async fn new() -> Result<Self, SltError> {
         let specs = load_specs(crate_root().join("jobs")).map_err(err)?;
-        let ctx = SessionContext::new();
-        tune(&ctx);
+        let ctx = tuned(&SessionContext::new());
         ctx.register_table("stations", Arc::new(stations_table().map_err(err)?)).map_err(err)?;
         ctx.register_table("models", Arc::new(models_table().map_err(err)?)).map_err(err)?;
         // Empty observation-side lake tables with their real column types (every column
