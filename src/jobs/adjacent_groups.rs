@@ -133,7 +133,9 @@ fn fold(agg: &AggregateExec) -> Result<Option<Arc<dyn ExecutionPlan>>> {
     let merging = match agg.mode() {
         AggregateMode::Single => AggregateMode::Final,
         AggregateMode::SinglePartitioned => AggregateMode::FinalPartitioned,
-        AggregateMode::Partial => AggregateMode::PartialReduce,
+        // Not `Partial`: its merging mode, `PartialReduce`, never stops aggregating when the
+        // groups are as many as the rows, as `Partial` does (handing the rows on to the
+        // final aggregate), so an input without runs would be aggregated twice.
         _ => return Ok(None),
     };
     let group = agg.group_expr();
@@ -599,9 +601,9 @@ mod tests {
     /// count: both fold.
     const DISTINCT: &str = "SELECT station, count(DISTINCT run) AS runs FROM t GROUP BY station ORDER BY station";
 
-    /// Both kinds of aggregate the rule folds (one partition in: `Single`; several:
-    /// `Partial`, then `FinalPartitioned`), over rows in runs and scattered: the same rows as
-    /// DataFusion's own aggregate, and the operator in the plan.
+    /// An aggregate in one step over one partition (`Single`), over rows in runs and
+    /// scattered: the same rows as DataFusion's own, and the operator in the plan. Over
+    /// several partitions DataFusion aggregates in two steps, whose `Partial` is left alone.
     #[tokio::test]
     async fn folded_aggregates_answer_as_datafusion_does() {
         let (_, parts) = batches(7, false);
@@ -617,7 +619,8 @@ mod tests {
                     let (plain, plain_plan) = answer(false, partitions, shuffled, sql).await;
                     let (folded, plan) = answer(true, partitions, shuffled, sql).await;
                     assert!(!plain_plan.contains("AdjacentGroupsExec"));
-                    assert!(plan.contains("AdjacentGroupsExec"), "not folded with {partitions} partitions:\n{plan}");
+                    let expected = partitions == 1;
+                    assert_eq!(plan.contains("AdjacentGroupsExec"), expected, "{partitions} partitions:\n{plan}");
                     assert_eq!(folded, plain, "{partitions} partitions, shuffled {shuffled}:\n{plan}");
                 }
                 let (plain, _) = answer(false, partitions, shuffled, FOLDABLE).await;
@@ -627,6 +630,60 @@ mod tests {
                     "both zeros come first somewhere:\n{plain}"
                 );
             }
+        }
+    }
+
+    /// One step per partition over an input partitioned by the keys (`SinglePartitioned`,
+    /// the jobs' first aggregate over files dealt by partition value): the rule's plan gives
+    /// DataFusion's rows.
+    #[tokio::test]
+    async fn a_partitioned_single_step_folds_too() {
+        use datafusion::physical_plan::{collect, repartition::RepartitionExec};
+        for shuffled in [false, true] {
+            let mut answers = Vec::new();
+            for folding in [false, true] {
+                let ctx = session(false, 1);
+                let (schema, parts) = batches(5, shuffled);
+                ctx.register_table("t", Arc::new(MemTable::try_new(schema, vec![parts.concat()]).unwrap())).unwrap();
+                let sql = FOLDABLE.split(" ORDER BY").next().unwrap();
+                let plan = ctx.sql(sql).await.unwrap().create_physical_plan().await.unwrap();
+                let mut node = Arc::clone(&plan);
+                let agg = loop {
+                    if node.downcast_ref::<AggregateExec>().is_some() {
+                        break node;
+                    }
+                    node = Arc::clone(node.children()[0]);
+                };
+                let agg = agg.downcast_ref::<AggregateExec>().unwrap();
+                let keys = agg.group_expr().expr().iter().map(|(e, _)| Arc::clone(e)).collect();
+                let input =
+                    Arc::new(RepartitionExec::try_new(Arc::clone(agg.input()), Partitioning::Hash(keys, 3)).unwrap());
+                let partitioned: Arc<dyn ExecutionPlan> = Arc::new(
+                    AggregateExec::try_new(
+                        AggregateMode::SinglePartitioned,
+                        agg.group_expr().clone(),
+                        agg.aggr_expr().to_vec(),
+                        agg.filter_expr().to_vec(),
+                        input,
+                        agg.input_schema(),
+                    )
+                    .unwrap(),
+                );
+                let plan = match folding {
+                    true => AdjacentGroups.optimize(partitioned, &ConfigOptions::default()).unwrap(),
+                    false => partitioned,
+                };
+                let shown = displayable(plan.as_ref()).indent(true).to_string();
+                assert_eq!(shown.contains("AdjacentGroupsExec"), folding, "{shown}");
+                assert_eq!(shown.contains("FinalPartitioned"), folding, "{shown}");
+                let batches = collect(plan, ctx.task_ctx()).await.unwrap();
+                let text = pretty_format_batches(&batches).unwrap().to_string();
+                let mut rows: Vec<&str> = text.lines().filter(|l| l.starts_with("| ")).collect();
+                rows.sort();
+                answers.push(rows.join("\n"));
+            }
+            assert!(answers[0].lines().count() > 30);
+            assert_eq!(answers[1], answers[0], "shuffled {shuffled}");
         }
     }
 
