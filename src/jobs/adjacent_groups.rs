@@ -9,8 +9,10 @@
 //! aggregates, which cost more than they saved: benches/README.md, "Performance (issue
 //! 33)"). [`AdjacentGroupsExec`] compares each row's keys with the row before it (one
 //! vectorised pass over the key columns) and emits one row per run of equal keys, carrying
-//! the run's partial aggregate states; the aggregate above it then merges states (its
-//! `Final` mode) instead of raw rows: a tenth of the rows for that lake.
+//! the run's partial aggregate states; the aggregate above it then merges states (`Single`
+//! becomes `Final`, `SinglePartitioned` `FinalPartitioned`) instead of raw rows: a tenth of
+//! the rows for that lake. A two-step aggregate's `Partial` step is left as it is (`fold`
+//! says why).
 //!
 //! Exact for the functions it folds: `count` (rows, or non-null values), `min` and `max`
 //! of primitive values, whose states are a count and a value and merge by sum, min and
