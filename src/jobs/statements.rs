@@ -124,7 +124,7 @@ async fn trace_analyzed(ctx: &SessionContext, query: &LogicalPlan, job: &str, fi
         let mut text = String::new();
         for b in &batches {
             // (plan_type, plan): the plan's text, one operator a line.
-            let plans = datafusion::arrow::compute::cast(b.column(1), &datafusion::arrow::datatypes::DataType::Utf8)?;
+            let plans = crate::lake::bound_sql::utf8_column(b, 1)?;
             for plan in plans.as_string::<i32>().iter().flatten() {
                 text.push_str(plan);
             }
