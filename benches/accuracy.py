@@ -51,9 +51,9 @@ STEPS = ["accuracy_pairs", "model_accuracy", "accuracy_trends", "accuracy_daily_
 # since and the port (below) needs the same change, or the results will differ.
 PORTED_SQL = {
     "accuracy_pairs": "5b38487cca4667f73fd76bc756211e6cc09676df44db7b72f2c28869d37ffe2d",
-    "model_accuracy": "a5d04f4eb352ae44536bb8d6647394c86a0578983a814532006e53a99fecca0b",
-    "accuracy_trends": "c1be6504886a5a62e39c4dcb7adfe39ea8d1a11db83b5ac85a73d841f68ede88",
-    "accuracy_daily_detail": "a96b86f0f3beb0a00ecf9de2be177e7aa6cd62247a524ee646d4baf65ad0497e",
+    "model_accuracy": "067f88f5e355e9ee46ee2c12974829835970446e33ad22f1559321ede10b2b61",
+    "accuracy_trends": "5074b87cf8aaa7634a69c114a90d28167fcf6ef1bf277f842f516134bde54c84",
+    "accuracy_daily_detail": "9404b9927c7002180d104dacae3bda883aca91030754345b7afded3191721175",
 }
 SQL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sql")
 
@@ -251,108 +251,138 @@ SELECT * FROM read_parquet('{pairs}/*/*.parquet', hive_partitioning = true, hive
 
 # sql/model_accuracy.sql
 MODEL_ACCURACY_SQL = """
-CREATE OR REPLACE TEMP TABLE ma_asof AS
-SELECT station_code, max(date) AS as_of FROM accuracy_pairs WHERE lead_days >= 1 GROUP BY station_code;
+CREATE OR REPLACE TEMP TABLE ma_days AS
+SELECT a.station_code, a.as_of - CAST(d.k AS INTEGER) AS date, a.as_of, d.k AS age
+FROM (SELECT station_code, max(date) AS as_of FROM accuracy_pairs WHERE lead_days >= 1 GROUP BY station_code) a
+CROSS JOIN range(0, 90) d(k);
 
-CREATE OR REPLACE TEMP TABLE ma_pairs AS
+CREATE OR REPLACE TEMP TABLE ma_runs AS
 SELECT
-    p.station_code, p.model, p.run_label, p.lead_days, p.target, p.error, p.date,
-    w.window_name, w.window_days, a.as_of,
-    CAST(a.as_of - p.date AS BIGINT) AS age
-FROM accuracy_pairs p
-JOIN ma_asof a ON a.station_code = p.station_code
+    p.station_code, w.window_name, w.window_days, p.as_of, p.lead_days, p.target, p.model, p.run_label,
+    count(*) AS n,
+    sum(p.e) AS sum_error,
+    sum(p.ae) AS sum_abs_error,
+    sum(p.se) AS sum_sq_error,
+    COALESCE(bit_or(CASE WHEN p.age < 62 THEN CAST(1 AS BIGINT) << p.age END), 0) AS day_bits_lo,
+    COALESCE(bit_or(CASE WHEN p.age >= 62 THEN CAST(1 AS BIGINT) << (p.age - 62) END), 0) AS day_bits_hi
+FROM (
+    SELECT p.station_code, p.model, p.run_label, p.lead_days, p.target, a.as_of,
+           CAST(p.error AS DECIMAL(38, 17)) AS e,
+           CAST(abs(p.error) AS DECIMAL(38, 17)) AS ae,
+           CAST(p.error * p.error AS DECIMAL(38, 17)) AS se,
+           a.age
+    FROM accuracy_pairs p
+    JOIN ma_days a ON a.station_code = p.station_code AND a.date = p.date
+    WHERE p.lead_days >= 1
+) p
 JOIN (VALUES ('7d', 7), ('14d', 14), ('30d', 30), ('90d', 90)) AS w(window_name, window_days)
-  ON a.as_of - p.date < w.window_days
-WHERE p.date > a.as_of - 90
-  AND p.lead_days >= 1;
+  ON p.age < w.window_days
+GROUP BY p.station_code, w.window_name, w.window_days, p.as_of, p.lead_days, p.target, p.model, p.run_label;
+
+CREATE OR REPLACE TEMP TABLE ma_models AS
+SELECT
+    station_code, window_name, window_days, as_of, lead_days, target, model,
+    CAST(sum(n) AS BIGINT) AS n, sum(sum_error) AS sum_error, sum(sum_abs_error) AS sum_abs_error,
+    sum(sum_sq_error) AS sum_sq_error, bit_or(day_bits_lo) AS day_bits_lo, bit_or(day_bits_hi) AS day_bits_hi
+FROM ma_runs
+GROUP BY station_code, window_name, window_days, as_of, lead_days, target, model;
 
 COPY (
 SELECT * FROM (
 SELECT
-    station_code,
-    window_name AS "window",
-    CAST(window_days AS INTEGER) AS window_days,
-    as_of,
-    CAST(lead_days AS INTEGER) AS lead_days,
-    target,
-    CASE
-        WHEN grouping(model) = 1 THEN 'ensemble'
-        WHEN grouping(run_label) = 1 THEN 'per_model'
-        ELSE 'per_model_run'
-    END AS scope,
-    COALESCE(model, '') AS model,
-    COALESCE(run_label, '') AS run_label,
-    count(*) AS n,
-    sum(error) AS sum_error,
-    sum(abs(error)) AS sum_abs_error,
-    sum(error * error) AS sum_sq_error,
-    avg(abs(error)) AS mae,
-    avg(error) AS bias,
-    sqrt(avg(error * error)) AS rmse,
-    COALESCE(bit_or(CASE WHEN age < 62 THEN CAST(1 AS BIGINT) << age END), 0) AS day_bits_lo,
-    COALESCE(bit_or(CASE WHEN age >= 62 THEN CAST(1 AS BIGINT) << (age - 62) END), 0) AS day_bits_hi,
-    now() AS computed_at
-FROM ma_pairs
-GROUP BY GROUPING SETS (
-    (station_code, window_name, window_days, as_of, lead_days, target, model, run_label),
-    (station_code, window_name, window_days, as_of, lead_days, target, model),
-    (station_code, window_name, window_days, as_of, lead_days, target)
+    station_code, window_name AS "window", CAST(window_days AS INTEGER) AS window_days, as_of,
+    CAST(lead_days AS INTEGER) AS lead_days, target, scope, model, run_label, CAST(n AS BIGINT) AS n,
+    CAST(sum_error AS DOUBLE) AS sum_error,
+    CAST(sum_abs_error AS DOUBLE) AS sum_abs_error,
+    CAST(sum_sq_error AS DOUBLE) AS sum_sq_error,
+    CAST(sum_abs_error AS DOUBLE) / n AS mae,
+    CAST(sum_error AS DOUBLE) / n AS bias,
+    sqrt(CAST(sum_sq_error AS DOUBLE) / n) AS rmse,
+    day_bits_lo, day_bits_hi, now() AS computed_at
+FROM (
+    SELECT station_code, window_name, window_days, as_of, lead_days, target, 'per_model_run' AS scope, model, run_label,
+           n, sum_error, sum_abs_error, sum_sq_error, day_bits_lo, day_bits_hi
+    FROM ma_runs
+    UNION ALL
+    SELECT station_code, window_name, window_days, as_of, lead_days, target, 'per_model', model, '',
+           n, sum_error, sum_abs_error, sum_sq_error, day_bits_lo, day_bits_hi
+    FROM ma_models
+    UNION ALL
+    SELECT station_code, window_name, window_days, as_of, lead_days, target, 'ensemble', '', '',
+           CAST(sum(n) AS BIGINT), sum(sum_error), sum(sum_abs_error), sum(sum_sq_error),
+           bit_or(day_bits_lo), bit_or(day_bits_hi)
+    FROM ma_models
+    GROUP BY station_code, window_name, window_days, as_of, lead_days, target
 )) ORDER BY station_code, window_days, lead_days, target, scope, model, run_label
 ) TO '{out}' (FORMAT parquet, PARTITION_BY (station_code), COMPRESSION snappy, OVERWRITE_OR_IGNORE);
 """
 
 # sql/accuracy_trends.sql
 TRENDS_SQL = """
-CREATE OR REPLACE TEMP TABLE at_asof AS
-SELECT station_code, max(date) - DATE '1970-01-01' AS as_of FROM accuracy_pairs WHERE lead_days >= 1 GROUP BY station_code;
+CREATE OR REPLACE TEMP TABLE at_days AS
+SELECT a.station_code, DATE '1970-01-01' + CAST(a.as_of - d.k AS INTEGER) AS date, a.as_of
+FROM (SELECT station_code, max(date) - DATE '1970-01-01' AS as_of FROM accuracy_pairs WHERE lead_days >= 1 GROUP BY station_code) a
+CROSS JOIN range(0, 96) d(k);
 
-CREATE OR REPLACE TEMP TABLE at_spread AS
-SELECT p.station_code, p.lead_days, p.target, p.model, p.run_label, p.error,
-       (p.date - DATE '1970-01-01') + o.k AS day
-FROM accuracy_pairs p
-JOIN at_asof a ON a.station_code = p.station_code
+CREATE OR REPLACE TEMP TABLE at_runs AS
+SELECT
+    p.station_code, p.lead_days, p.target, p.model, p.run_label, p.day + o.k AS day,
+    count(*) AS n,
+    sum(p.e) AS sum_error,
+    sum(p.ae) AS sum_abs_error,
+    sum(p.se) AS sum_sq_error
+FROM (
+    SELECT p.station_code, p.lead_days, p.target, p.model, p.run_label, p.date - DATE '1970-01-01' AS day, a.as_of,
+           CAST(p.error AS DECIMAL(38, 17)) AS e,
+           CAST(abs(p.error) AS DECIMAL(38, 17)) AS ae,
+           CAST(p.error * p.error AS DECIMAL(38, 17)) AS se
+    FROM accuracy_pairs p
+    JOIN at_days a ON a.station_code = p.station_code AND a.date = p.date
+    WHERE p.lead_days >= 1
+) p
 CROSS JOIN (VALUES (0), (1), (2), (3), (4), (5), (6)) AS o(k)
-WHERE p.lead_days >= 1
-  AND p.date - DATE '1970-01-01' > a.as_of - 96
-  AND (p.date - DATE '1970-01-01') + o.k <= a.as_of
-  AND (p.date - DATE '1970-01-01') + o.k > a.as_of - 90;
+WHERE p.day + o.k <= p.as_of
+  AND p.day + o.k > p.as_of - 90
+GROUP BY p.station_code, p.lead_days, p.target, p.model, p.run_label, p.day + o.k;
 
 COPY (
 SELECT * FROM (
 SELECT
-    station_code,
-    CAST(lead_days AS INTEGER) AS lead_days,
-    target,
-    CASE WHEN grouping(run_label) = 1 THEN 'per_model' ELSE 'per_model_run' END AS scope,
-    model,
-    COALESCE(run_label, '') AS run_label,
-    DATE '1970-01-01' + CAST(day AS INTEGER) AS date,
-    count(*) AS n,
-    sum(error) AS sum_error,
-    sum(abs(error)) AS sum_abs_error,
-    sum(error * error) AS sum_sq_error,
-    avg(abs(error)) AS mae_7d,
-    avg(error) AS bias_7d,
+    station_code, CAST(lead_days AS INTEGER) AS lead_days, target, scope, model, run_label,
+    DATE '1970-01-01' + CAST(day AS INTEGER) AS date, CAST(n AS BIGINT) AS n,
+    CAST(sum_error AS DOUBLE) AS sum_error,
+    CAST(sum_abs_error AS DOUBLE) AS sum_abs_error,
+    CAST(sum_sq_error AS DOUBLE) AS sum_sq_error,
+    CAST(sum_abs_error AS DOUBLE) / n AS mae_7d,
+    CAST(sum_error AS DOUBLE) / n AS bias_7d,
     now() AS computed_at
-FROM at_spread
-GROUP BY GROUPING SETS (
-    (station_code, lead_days, target, model, run_label, day),
-    (station_code, lead_days, target, model, day)
+FROM (
+    SELECT station_code, lead_days, target, 'per_model_run' AS scope, model, run_label, day,
+           n, sum_error, sum_abs_error, sum_sq_error
+    FROM at_runs
+    UNION ALL
+    SELECT station_code, lead_days, target, 'per_model', model, '', day,
+           CAST(sum(n) AS BIGINT), sum(sum_error), sum(sum_abs_error), sum(sum_sq_error)
+    FROM at_runs
+    GROUP BY station_code, lead_days, target, model, day
 )) ORDER BY station_code, lead_days, target, model, scope, run_label, date
 ) TO '{out}' (FORMAT parquet, PARTITION_BY (station_code), COMPRESSION snappy, OVERWRITE_OR_IGNORE);
 """
 
 # sql/accuracy_daily_detail.sql
 DETAIL_SQL = """
+CREATE OR REPLACE TEMP TABLE dd_days AS
+SELECT a.station_code, a.as_of - CAST(d.k AS INTEGER) AS date
+FROM (SELECT station_code, max(date) AS as_of FROM accuracy_pairs WHERE lead_days >= 1 GROUP BY station_code) a
+CROSS JOIN range(0, 30) d(k);
+
 COPY (
 SELECT
     p.station_code, p.date, p.lead_days, p.target, p.model, p.run_label, p.run_time,
     p.forecast, p.observed, p.observed_source, now() AS computed_at
 FROM accuracy_pairs p
-JOIN (SELECT station_code, max(date) AS as_of FROM accuracy_pairs WHERE lead_days >= 1 GROUP BY station_code) a
-  ON a.station_code = p.station_code
+JOIN dd_days d ON d.station_code = p.station_code AND d.date = p.date
 WHERE p.lead_days >= 1
-  AND p.date > a.as_of - 30
 ORDER BY p.station_code, p.lead_days, p.target, p.date, p.model, p.run_label
 ) TO '{out}' (FORMAT parquet, PARTITION_BY (station_code), COMPRESSION snappy, OVERWRITE_OR_IGNORE);
 """

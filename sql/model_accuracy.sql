@@ -13,49 +13,72 @@
 -- of set bits of their OR over a subset (DuckDB: bit_count). No count(DISTINCT date)
 -- column: it cost two thirds of this job's time in DataFusion 55 and repeats the bits.
 -- error = observed - forecast: positive bias means the model ran cold.
+--
+-- How: the windowed pairs are grouped once, per model and label (ma_runs); a per_model row
+-- is the sum of its labels' rows and an ensemble row the sum of its models' (a grouping set
+-- of the three scopes looked up every windowed pair three times). The sums are exact: each
+-- error enters as DECIMAL(38, 17) and the total becomes a DOUBLE at the end, so the order of
+-- the terms, which a parallel plan does not fix, cannot change a bit between runs.
 
-CREATE OR REPLACE TABLE ma_asof AS
-SELECT station_code, max(date) AS as_of FROM accuracy_pairs WHERE lead_days >= 1 GROUP BY station_code;
+-- The 90 days each station's windows cover, with their age (as_of - date), as a table joined
+-- on (station_code, date): the join's dynamic filter then skips the files of other dates, so
+-- a lake of several years reads 90 days of pairs, not all of them.
+CREATE OR REPLACE TABLE ma_days AS
+SELECT a.station_code, CAST(CAST(a.as_of AS INT) - d.k AS DATE) AS date, a.as_of, d.k AS age
+FROM (SELECT station_code, max(date) AS as_of FROM accuracy_pairs WHERE lead_days >= 1 GROUP BY station_code) a
+CROSS JOIN (SELECT unnest(range(0, 90)) AS k) d;
 
-CREATE OR REPLACE TABLE ma_pairs AS
+CREATE OR REPLACE TABLE ma_runs AS
 SELECT
-    p.station_code, p.model, p.run_label, p.lead_days, p.target, p.error, p.date,
-    w.window_name, w.window_days, a.as_of,
-    CAST(CAST(a.as_of AS INT) - CAST(p.date AS INT) AS BIGINT) AS age
-FROM accuracy_pairs p
-JOIN ma_asof a ON a.station_code = p.station_code
-JOIN (VALUES ('7d', 7), ('14d', 14), ('30d', 30), ('90d', 90)) AS w(window_name, window_days)
-  ON CAST(a.as_of AS INT) - CAST(p.date AS INT) < w.window_days
-WHERE p.date > a.as_of - INTERVAL '90 days'
-  AND p.lead_days >= 1;
-
-SELECT
-    station_code,
-    window_name AS "window",
-    window_days,
-    as_of,
-    lead_days,
-    target,
-    CASE
-        WHEN grouping(model) = 1 THEN 'ensemble'
-        WHEN grouping(run_label) = 1 THEN 'per_model'
-        ELSE 'per_model_run'
-    END AS scope,
-    COALESCE(model, '') AS model,
-    COALESCE(run_label, '') AS run_label,
+    p.station_code, w.window_name, w.window_days, p.as_of, p.lead_days, p.target, p.model, p.run_label,
     count(*) AS n,
-    sum(error) AS sum_error,
-    sum(abs(error)) AS sum_abs_error,
-    sum(error * error) AS sum_sq_error,
-    avg(abs(error)) AS mae,
-    avg(error) AS bias,
-    sqrt(avg(error * error)) AS rmse,
-    COALESCE(bit_or(CASE WHEN age < 62 THEN CAST(1 AS BIGINT) << age END), 0) AS day_bits_lo,
-    COALESCE(bit_or(CASE WHEN age >= 62 THEN CAST(1 AS BIGINT) << (age - 62) END), 0) AS day_bits_hi,
-    now() AS computed_at
-FROM ma_pairs
-GROUP BY GROUPING SETS (
-    (station_code, window_name, window_days, as_of, lead_days, target, model, run_label),
-    (station_code, window_name, window_days, as_of, lead_days, target, model),
-    (station_code, window_name, window_days, as_of, lead_days, target)
-)
+    sum(p.e) AS sum_error,
+    sum(p.ae) AS sum_abs_error,
+    sum(p.se) AS sum_sq_error,
+    COALESCE(bit_or(CASE WHEN p.age < 62 THEN CAST(1 AS BIGINT) << p.age END), 0) AS day_bits_lo,
+    COALESCE(bit_or(CASE WHEN p.age >= 62 THEN CAST(1 AS BIGINT) << (p.age - 62) END), 0) AS day_bits_hi
+FROM (
+    SELECT p.station_code, p.model, p.run_label, p.lead_days, p.target, a.as_of,
+           CAST(p.error AS DECIMAL(38, 17)) AS e,
+           CAST(abs(p.error) AS DECIMAL(38, 17)) AS ae,
+           CAST(p.error * p.error AS DECIMAL(38, 17)) AS se,
+           a.age
+    FROM accuracy_pairs p
+    JOIN ma_days a ON a.station_code = p.station_code AND a.date = p.date
+    WHERE p.lead_days >= 1
+) p
+JOIN (VALUES ('7d', 7), ('14d', 14), ('30d', 30), ('90d', 90)) AS w(window_name, window_days)
+  ON p.age < w.window_days
+GROUP BY p.station_code, w.window_name, w.window_days, p.as_of, p.lead_days, p.target, p.model, p.run_label;
+
+CREATE OR REPLACE TABLE ma_models AS
+SELECT
+    station_code, window_name, window_days, as_of, lead_days, target, model,
+    sum(n) AS n, sum(sum_error) AS sum_error, sum(sum_abs_error) AS sum_abs_error, sum(sum_sq_error) AS sum_sq_error,
+    bit_or(day_bits_lo) AS day_bits_lo, bit_or(day_bits_hi) AS day_bits_hi
+FROM ma_runs
+GROUP BY station_code, window_name, window_days, as_of, lead_days, target, model;
+
+SELECT
+    station_code, window_name AS "window", window_days, as_of, lead_days, target, scope, model, run_label, n,
+    CAST(sum_error AS DOUBLE) AS sum_error,
+    CAST(sum_abs_error AS DOUBLE) AS sum_abs_error,
+    CAST(sum_sq_error AS DOUBLE) AS sum_sq_error,
+    CAST(sum_abs_error AS DOUBLE) / n AS mae,
+    CAST(sum_error AS DOUBLE) / n AS bias,
+    sqrt(CAST(sum_sq_error AS DOUBLE) / n) AS rmse,
+    day_bits_lo, day_bits_hi, now() AS computed_at
+FROM (
+    SELECT station_code, window_name, window_days, as_of, lead_days, target, 'per_model_run' AS scope, model, run_label,
+           n, sum_error, sum_abs_error, sum_sq_error, day_bits_lo, day_bits_hi
+    FROM ma_runs
+    UNION ALL
+    SELECT station_code, window_name, window_days, as_of, lead_days, target, 'per_model', model, '',
+           n, sum_error, sum_abs_error, sum_sq_error, day_bits_lo, day_bits_hi
+    FROM ma_models
+    UNION ALL
+    SELECT station_code, window_name, window_days, as_of, lead_days, target, 'ensemble', '', '',
+           sum(n), sum(sum_error), sum(sum_abs_error), sum(sum_sq_error), bit_or(day_bits_lo), bit_or(day_bits_hi)
+    FROM ma_models
+    GROUP BY station_code, window_name, window_days, as_of, lead_days, target
+) s
