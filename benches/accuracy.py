@@ -50,7 +50,7 @@ STEPS = ["accuracy_pairs", "model_accuracy", "accuracy_trends", "accuracy_daily_
 # SHA-256 of the sql/*.sql files this port follows: a mismatch means the jobs' SQL changed
 # since and the port (below) needs the same change, or the results will differ.
 PORTED_SQL = {
-    "accuracy_pairs": "5b38487cca4667f73fd76bc756211e6cc09676df44db7b72f2c28869d37ffe2d",
+    "accuracy_pairs": "a8647d51b139389c278f280904bee48f6e9bb28abb8e50057675e4c875ac2d6e",
     "model_accuracy": "067f88f5e355e9ee46ee2c12974829835970446e33ad22f1559321ede10b2b61",
     "accuracy_trends": "5074b87cf8aaa7634a69c114a90d28167fcf6ef1bf277f842f516134bde54c84",
     "accuracy_daily_detail": "9404b9927c7002180d104dacae3bda883aca91030754345b7afded3191721175",
@@ -197,14 +197,26 @@ CREATE OR REPLACE TEMP TABLE ap_runs_n AS
 SELECT *, CAST(ceil((day_start - epoch(run_time)) / 86400.0) AS INT) AS natural_lead
 FROM ap_runs;
 
+CREATE OR REPLACE TEMP TABLE ap_newest AS
+SELECT
+    model, station_code, run_label, date,
+    max(run_time) FILTER (WHERE natural_lead = 0) AS run_0,
+    max(run_time) FILTER (WHERE natural_lead >= 1) AS run_1,
+    max(run_time) FILTER (WHERE natural_lead >= 2) AS run_2,
+    max(run_time) FILTER (WHERE natural_lead >= 3) AS run_3
+FROM ap_runs_n
+GROUP BY model, station_code, run_label, date;
+
 CREATE OR REPLACE TEMP TABLE ap_leads AS
 SELECT r.*, c.lead_days
 FROM (
-    SELECT n.model, n.station_code, n.run_label, n.date, l.lead_days, max(n.run_time) AS run_time
-    FROM ap_runs_n n
-    JOIN (VALUES (0), (1), (2), (3)) AS l(lead_days)
-      ON n.natural_lead >= l.lead_days AND (l.lead_days > 0 OR n.natural_lead = 0)
-    GROUP BY n.model, n.station_code, n.run_label, n.date, l.lead_days
+    SELECT model, station_code, run_label, date, 0 AS lead_days, run_0 AS run_time FROM ap_newest WHERE run_0 IS NOT NULL
+    UNION ALL
+    SELECT model, station_code, run_label, date, 1, run_1 FROM ap_newest WHERE run_1 IS NOT NULL
+    UNION ALL
+    SELECT model, station_code, run_label, date, 2, run_2 FROM ap_newest WHERE run_2 IS NOT NULL
+    UNION ALL
+    SELECT model, station_code, run_label, date, 3, run_3 FROM ap_newest WHERE run_3 IS NOT NULL
 ) c
 JOIN ap_runs_n r
   ON r.model = c.model AND r.station_code = c.station_code AND r.run_label = c.run_label

@@ -159,20 +159,35 @@ WHERE hours = 24
   AND date_part('epoch', run_time) < 86400.0 * day_num - 60 * standard_offset_minutes;
 
 -- 3. The run serving each lead: the newest run of the label with n >= L (runs older than
---    it have n >= L too, newer ones n < L), and for lead 0 the label's run with n = 0. An aggregate, not a window over the runs: the
---    LAG formulation measured 2x slower in DataFusion 55 (many small window partitions).
+--    it have n >= L too, newer ones n < L), and for lead 0 the label's run with n = 0. One
+--    aggregate per label and day with a filtered max per lead (ap_newest), then the runs
+--    found joined back for their values. Not a window over the runs (the LAG formulation
+--    measured 2x slower in DataFusion 55: many small window partitions), nor one group per
+--    lead (each run copied to the four leads grouped 2.5 times the rows).
 CREATE OR REPLACE TABLE ap_runs_n AS
 SELECT *, CAST(ceil((day_start - date_part('epoch', run_time)) / 86400.0) AS INT) AS natural_lead
 FROM ap_runs;
 
+CREATE OR REPLACE TABLE ap_newest AS
+SELECT
+    model, station_code, run_label, date,
+    max(run_time) FILTER (WHERE natural_lead = 0) AS run_0,
+    max(run_time) FILTER (WHERE natural_lead >= 1) AS run_1,
+    max(run_time) FILTER (WHERE natural_lead >= 2) AS run_2,
+    max(run_time) FILTER (WHERE natural_lead >= 3) AS run_3
+FROM ap_runs_n
+GROUP BY model, station_code, run_label, date;
+
 CREATE OR REPLACE TABLE ap_leads AS
 SELECT r.*, c.lead_days
 FROM (
-    SELECT n.model, n.station_code, n.run_label, n.date, l.lead_days, max(n.run_time) AS run_time
-    FROM ap_runs_n n
-    JOIN (VALUES (0), (1), (2), (3)) AS l(lead_days)
-      ON n.natural_lead >= l.lead_days AND (l.lead_days > 0 OR n.natural_lead = 0)
-    GROUP BY n.model, n.station_code, n.run_label, n.date, l.lead_days
+    SELECT model, station_code, run_label, date, 0 AS lead_days, run_0 AS run_time FROM ap_newest WHERE run_0 IS NOT NULL
+    UNION ALL
+    SELECT model, station_code, run_label, date, 1, run_1 FROM ap_newest WHERE run_1 IS NOT NULL
+    UNION ALL
+    SELECT model, station_code, run_label, date, 2, run_2 FROM ap_newest WHERE run_2 IS NOT NULL
+    UNION ALL
+    SELECT model, station_code, run_label, date, 3, run_3 FROM ap_newest WHERE run_3 IS NOT NULL
 ) c
 JOIN ap_runs_n r
   ON r.model = c.model AND r.station_code = c.station_code AND r.run_label = c.run_label
