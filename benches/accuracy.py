@@ -51,8 +51,8 @@ STEPS = ["accuracy_pairs", "model_accuracy", "accuracy_trends", "accuracy_daily_
 # since and the port (below) needs the same change, or the results will differ.
 PORTED_SQL = {
     "accuracy_pairs": "a8647d51b139389c278f280904bee48f6e9bb28abb8e50057675e4c875ac2d6e",
-    "model_accuracy": "067f88f5e355e9ee46ee2c12974829835970446e33ad22f1559321ede10b2b61",
-    "accuracy_trends": "5074b87cf8aaa7634a69c114a90d28167fcf6ef1bf277f842f516134bde54c84",
+    "model_accuracy": "d915dc5ff75958ad25293eb6598a5962ea591d428acef9bf6173777960aae946",
+    "accuracy_trends": "3f8aeb58736e596960e594c001b105ab84c74b8aed442426d78e176fec0b4961",
     "accuracy_daily_detail": "9404b9927c7002180d104dacae3bda883aca91030754345b7afded3191721175",
 }
 SQL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sql")

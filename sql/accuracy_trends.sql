@@ -11,6 +11,9 @@
 -- The sums are exact: each error enters as DECIMAL(38, 17) and the total becomes a DOUBLE
 -- at the end. A float sum's last bits depend on the order of its terms, which a parallel
 -- plan does not fix, and the same lake must give the same table on every run.
+-- (An error is a finite temperature difference, the decoders keep every number finite, so it
+-- is far inside the decimal's range; one outside it would fail the job with the cast's error
+-- rather than store a wrong sum.)
 
 -- The 96 days each station's points draw on (its 90 days and the 6 before), as a table joined
 -- on (station_code, date): the join's dynamic filter then skips the files of other dates, so

@@ -19,6 +19,9 @@
 -- of the three scopes looked up every windowed pair three times). The sums are exact: each
 -- error enters as DECIMAL(38, 17) and the total becomes a DOUBLE at the end, so the order of
 -- the terms, which a parallel plan does not fix, cannot change a bit between runs.
+-- (An error is a finite temperature difference, the decoders keep every number finite, so it
+-- is far inside the decimal's range; one outside it would fail the job with the cast's error
+-- rather than store a wrong sum.)
 
 -- The 90 days each station's windows cover, with their age (as_of - date), as a table joined
 -- on (station_code, date): the join's dynamic filter then skips the files of other dates, so
