@@ -24,7 +24,11 @@ Porting notes (DataFusion -> DuckDB):
 - CAST(date - INTERVAL 'n days' AS VARCHAR): DataFusion keeps a DATE ('YYYY-MM-DD');
   DuckDB's DATE - INTERVAL is a TIMESTAMP ('YYYY-MM-DD 00:00:00', which would compare
   differently with the run_date strings), so the port subtracts an integer: date - n.
-- grouping(), bit_or, <<, GROUPING SETS: same in DuckDB.
+- bit_or, <<, FILTER, named structs: same in DuckDB.
+- wxlake_rolling_sums (accuracy_trends; src/jobs/rolling_sums.rs, a function of wxlake's,
+  which the issue allows where DataFusion lacks an operator): DuckDB has no such function,
+  so its port spreads each pair over the 7 days whose span holds it and groups the copies,
+  which is what the function computes and what wxlake's SQL did before it (session 38).
 - Hive partition columns: strings (run_date, nws_hourly date) except the DATE `date`
   partitions of the derived tables, as in wxlake sessions.
 """
@@ -52,7 +56,7 @@ STEPS = ["accuracy_pairs", "model_accuracy", "accuracy_trends", "accuracy_daily_
 PORTED_SQL = {
     "accuracy_pairs": "a8647d51b139389c278f280904bee48f6e9bb28abb8e50057675e4c875ac2d6e",
     "model_accuracy": "d915dc5ff75958ad25293eb6598a5962ea591d428acef9bf6173777960aae946",
-    "accuracy_trends": "3f8aeb58736e596960e594c001b105ab84c74b8aed442426d78e176fec0b4961",
+    "accuracy_trends": "043e3ee468249d51eb519d742777cd244e685b74e7124db49131c468bc52fa6e",
     "accuracy_daily_detail": "9404b9927c7002180d104dacae3bda883aca91030754345b7afded3191721175",
 }
 SQL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sql")
@@ -329,7 +333,7 @@ FROM (
 ) TO '{out}' (FORMAT parquet, PARTITION_BY (station_code), COMPRESSION snappy, OVERWRITE_OR_IGNORE);
 """
 
-# sql/accuracy_trends.sql
+# sql/accuracy_trends.sql (its rolling sums spread and grouped: see the porting notes)
 TRENDS_SQL = """
 CREATE OR REPLACE TEMP TABLE at_days AS
 SELECT a.station_code, DATE '1970-01-01' + CAST(a.as_of - d.k AS INTEGER) AS date, a.as_of

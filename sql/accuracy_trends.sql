@@ -5,9 +5,11 @@
 -- run_label = ''). The sums are kept so the points of any subset of labels add up (the
 -- API's `run_time` filter).
 --
--- How: each pair is spread over the 7 days whose span holds it and grouped once, per label
--- (at_runs); a per_model point is the sum of its labels' points of that day. (A grouping set
--- of both scopes looked up each of the 10 M spread rows of the 90-day bench lake twice.)
+-- How: each series' pairs (per label, and per model over its labels) are gathered into one
+-- list and summed over the sliding 7 days by `wxlake_rolling_sums` (src/jobs/rolling_sums.rs),
+-- which touches each pair twice in order of day. The plain SQL for it copies every pair to
+-- the 7 days whose span holds it and groups the copies: 10 M rows hashed on the 90-day bench
+-- lake, most of the job's time.
 -- The sums are exact: each error enters as DECIMAL(38, 17) and the total becomes a DOUBLE
 -- at the end. A float sum's last bits depend on the order of its terms, which a parallel
 -- plan does not fix, and the same lake must give the same table on every run.
@@ -23,42 +25,40 @@ SELECT a.station_code, CAST(a.as_of - d.k AS DATE) AS date, a.as_of
 FROM (SELECT station_code, CAST(max(date) AS INT) AS as_of FROM accuracy_pairs WHERE lead_days >= 1 GROUP BY station_code) a
 CROSS JOIN (SELECT unnest(range(0, 96)) AS k) d;
 
-CREATE OR REPLACE TABLE at_runs AS
+CREATE OR REPLACE TABLE at_pairs AS
 SELECT
-    p.station_code, p.lead_days, p.target, p.model, p.run_label, p.day + o.k AS day,
-    count(*) AS n,
-    sum(p.e) AS sum_error,
-    sum(p.ae) AS sum_abs_error,
-    sum(p.se) AS sum_sq_error
-FROM (
-    SELECT p.station_code, p.lead_days, p.target, p.model, p.run_label, CAST(p.date AS INT) AS day, a.as_of,
-           CAST(p.error AS DECIMAL(38, 17)) AS e,
-           CAST(abs(p.error) AS DECIMAL(38, 17)) AS ae,
-           CAST(p.error * p.error AS DECIMAL(38, 17)) AS se
-    FROM accuracy_pairs p
-    JOIN at_days a ON a.station_code = p.station_code AND a.date = p.date
-    WHERE p.lead_days >= 1
-) p
-CROSS JOIN (VALUES (0), (1), (2), (3), (4), (5), (6)) AS o(k)
-WHERE p.day + o.k <= p.as_of
-  AND p.day + o.k > p.as_of - 90
-GROUP BY p.station_code, p.lead_days, p.target, p.model, p.run_label, p.day + o.k;
+    p.station_code, p.lead_days, p.target, p.model, p.run_label, a.as_of,
+    named_struct(
+        'day', CAST(p.date AS INT),
+        'sum_error', CAST(p.error AS DECIMAL(38, 17)),
+        'sum_abs_error', CAST(abs(p.error) AS DECIMAL(38, 17)),
+        'sum_sq_error', CAST(p.error * p.error AS DECIMAL(38, 17))
+    ) AS pair
+FROM accuracy_pairs p
+JOIN at_days a ON a.station_code = p.station_code AND a.date = p.date
+WHERE p.lead_days >= 1;
 
 SELECT
-    station_code, lead_days, target, scope, model, run_label, CAST(day AS DATE) AS date, n,
-    CAST(sum_error AS DOUBLE) AS sum_error,
-    CAST(sum_abs_error AS DOUBLE) AS sum_abs_error,
-    CAST(sum_sq_error AS DOUBLE) AS sum_sq_error,
-    CAST(sum_abs_error AS DOUBLE) / n AS mae_7d,
-    CAST(sum_error AS DOUBLE) / n AS bias_7d,
+    station_code, lead_days, target, scope, model, run_label,
+    CAST(get_field(p, 'day') AS DATE) AS date,
+    get_field(p, 'n') AS n,
+    CAST(get_field(p, 'sum_error') AS DOUBLE) AS sum_error,
+    CAST(get_field(p, 'sum_abs_error') AS DOUBLE) AS sum_abs_error,
+    CAST(get_field(p, 'sum_sq_error') AS DOUBLE) AS sum_sq_error,
+    CAST(get_field(p, 'sum_abs_error') AS DOUBLE) / get_field(p, 'n') AS mae_7d,
+    CAST(get_field(p, 'sum_error') AS DOUBLE) / get_field(p, 'n') AS bias_7d,
     now() AS computed_at
 FROM (
-    SELECT station_code, lead_days, target, 'per_model_run' AS scope, model, run_label, day,
-           n, sum_error, sum_abs_error, sum_sq_error
-    FROM at_runs
-    UNION ALL
-    SELECT station_code, lead_days, target, 'per_model', model, '', day,
-           sum(n), sum(sum_error), sum(sum_abs_error), sum(sum_sq_error)
-    FROM at_runs
-    GROUP BY station_code, lead_days, target, model, day
-) s
+    SELECT station_code, lead_days, target, scope, model, run_label, unnest(points) AS p
+    FROM (
+        SELECT station_code, lead_days, target, 'per_model_run' AS scope, model, run_label,
+               wxlake_rolling_sums(array_agg(pair), as_of - 89, as_of, 7) AS points
+        FROM at_pairs
+        GROUP BY station_code, lead_days, target, model, run_label, as_of
+        UNION ALL
+        SELECT station_code, lead_days, target, 'per_model', model, '',
+               wxlake_rolling_sums(array_agg(pair), as_of - 89, as_of, 7)
+        FROM at_pairs
+        GROUP BY station_code, lead_days, target, model, as_of
+    ) s
+) u

@@ -78,7 +78,7 @@ async fn run_scheduler(lake: Lake, a: SchedulerArgs) -> anyhow::Result<ExitCode>
     eprintln!("scheduler listening on df://{addr}");
     let options = SchedulerOptions {
         executor_timeout: Duration::from_secs(a.executor_timeout_secs),
-        functions: wxlake::jobs::replay_function::functions(),
+        functions: wxlake::jobs::functions::all(),
     };
     tokio::select! {
         served = scheduler::serve(&lake, listener, &options) => served?,
@@ -102,7 +102,7 @@ async fn run_executor(lake: Lake, a: ExecutorArgs) -> anyhow::Result<ExitCode> {
         work_dir,
         concurrent_tasks: a.concurrent_tasks,
         connect_patience: Duration::from_secs(a.connect_secs),
-        functions: wxlake::jobs::replay_function::functions(),
+        functions: wxlake::jobs::functions::all(),
     };
     eprintln!("executor serving on {} for {}", options.bind, options.scheduler);
     executor::run(&lake, options).await?;

@@ -38,7 +38,7 @@ pub struct ExecutorOptions {
     pub concurrent_tasks: usize,
     /// How long to wait for the scheduler to accept connections at start.
     pub connect_patience: Duration,
-    /// Functions a task may call beyond DataFusion's (`jobs::replay_function::functions`).
+    /// Functions a task may call beyond DataFusion's (`jobs::functions::all`).
     pub functions: Vec<Arc<ScalarUDF>>,
 }
 

@@ -23,9 +23,9 @@
 //! jobs' helper tables) travel inside the plan ([`codec`]: their rows as Arrow IPC, so
 //! a job's date-bounded `day_windows` reaches the executors exactly as the client built
 //! it). The functions a query calls are DataFusion's built-ins, which every process of the
-//! cluster has, and the ones wxlake adds (the replay of `daily_extremes`,
-//! `jobs::replay_function`), which the command line gives the scheduler and executors
-//! (their options' `functions`).
+//! cluster has, and the ones wxlake adds (`jobs::functions`: the replay of
+//! `daily_extremes`, the rolling sums of `accuracy_trends`), which the command line gives
+//! the scheduler and executors (their options' `functions`).
 //!
 //! Not distributed: `information_schema` queries (Ballista runs them on the client, which
 //! has the catalog), everything that writes (ingest, compaction, job publishes), and the

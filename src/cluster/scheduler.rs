@@ -38,7 +38,7 @@ pub struct SchedulerOptions {
     /// An executor silent this long is taken for dead: its running tasks are given to
     /// others and the shuffle outputs it held are recomputed.
     pub executor_timeout: Duration,
-    /// Functions a plan may call beyond DataFusion's (`jobs::replay_function::functions`):
+    /// Functions a plan may call beyond DataFusion's (`jobs::functions::all`):
     /// planning a plan that calls one needs it.
     pub functions: Vec<Arc<ScalarUDF>>,
 }

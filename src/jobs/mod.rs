@@ -15,6 +15,8 @@
 //!   cadences, [`observed`]: the live engine's daily extremes, and [`bracket_scores`]: the
 //!   bracket odds at each checkpoint, scored), declared as `helpers`. On a cluster,
 //!   `observed_extremes` is a view whose replay runs on the executors ([`replay_function`]).
+//! - [`functions`]: the SQL functions the jobs call beyond DataFusion's ([`replay_function`],
+//!   [`rolling_sums`]).
 //! - [`runs`]: `job_runs`, the record of every run.
 //! - [`tables`]: registering derived tables in any session ([`register_derived`]) and the
 //!   session a job runs in.
@@ -30,11 +32,13 @@ pub mod embedded;
 pub mod encode;
 pub mod error;
 pub mod fresh;
+pub mod functions;
 pub mod job_set;
 pub mod observed;
 pub mod params;
 pub mod plan;
 pub mod replay_function;
+pub mod rolling_sums;
 pub mod runner;
 pub mod runs;
 pub mod rust_tables;

@@ -17,7 +17,7 @@
 //!    them into the helper's columns.
 //!
 //! The function runs wherever the plan's stage does: every process of a cluster registers
-//! it ([`functions`]: the scheduler to plan it, the executors to run it). Its arguments
+//! it ([`super::functions`]: the scheduler to plan it, the executors to run it). Its arguments
 //! carry the run's dates and the client's clock, so executors answer for the same `now`.
 
 use std::sync::Arc;
@@ -40,12 +40,9 @@ use crate::lake::window::{decode_station_rows, replay_window_by_station};
 /// The SQL name of the replay function.
 pub const NAME: &str = "wxlake_observed_station_days";
 
-/// Every function wxlake adds to DataFusion's: what each process of a cluster registers.
-pub fn functions() -> Vec<Arc<ScalarUDF>> {
-    vec![replay_udf()]
-}
-
-fn replay_udf() -> Arc<ScalarUDF> {
+/// The function, to register in a session (every process of a cluster does:
+/// [`super::functions`]).
+pub fn udf() -> Arc<ScalarUDF> {
     Arc::new(ScalarUDF::new_from_impl(ObservedStationDays::default()))
 }
 
@@ -184,7 +181,7 @@ pub async fn register_view(
     to: NaiveDate,
     now: DateTime<Utc>,
 ) -> Result<(), JobError> {
-    let udf = replay_udf();
+    let udf = udf();
     ctx.register_udf((*udf).clone());
     // Joins partitioned by station whatever the sides' sizes: a join that collects a small
     // side into every task would leave the stations of that side to whichever task ends last.
@@ -270,9 +267,7 @@ mod tests {
     #[tokio::test]
     async fn unreadable_arguments_are_errors_and_unknown_stations_have_no_days() {
         let ctx = SessionContext::new();
-        for f in functions() {
-            ctx.register_udf((*f).clone());
-        }
+        crate::jobs::functions::register(&ctx);
         let call = |station: &str, metars: &str, from: &str| {
             format!(
                 "SELECT {NAME}({station}, {metars}, NULL, NULL, {from}, DATE '2026-03-09', \

@@ -29,9 +29,9 @@ pub enum Intermediates {
     ViewsWhenUsedOnce,
 }
 
-/// Runs the job's statements in `ctx` (inputs and computed tables already registered),
-/// `$from`/`$to` bound to `range`, and returns the last one's result cast to the declared
-/// output columns.
+/// Runs the job's statements in `ctx` (inputs and computed tables already registered; the
+/// functions jobs call, [`super::functions`], registered here), `$from`/`$to` bound to
+/// `range`, and returns the last one's result cast to the declared output columns.
 pub async fn run_statements(
     ctx: &SessionContext,
     spec: &JobSpec,
@@ -64,6 +64,7 @@ pub async fn run_statements(
         })
     };
     let texts: Vec<String> = statements.iter().chain([&last]).map(|(_, _, s)| s.to_string()).collect();
+    super::functions::register(ctx);
     let state = ctx.state();
     for (i, (file, n, s)) in statements.into_iter().enumerate() {
         let plan = state.statement_to_plan(s).await.map_err(|e| sql_err(file, n, e))?;
