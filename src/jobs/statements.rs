@@ -23,7 +23,8 @@ pub enum Intermediates {
     Tables,
     /// For a cluster, where a table's rows come back to the client and travel out again
     /// inside the next statement's plan (gRPC messages, capped at 256 MiB: one year of 70
-    /// stations' `at_spread` is past it). An intermediate named once in the statements
+    /// stations' spread pairs, an intermediate `accuracy_trends` had before session 38,
+    /// were past it). An intermediate named once in the statements
     /// after it becomes a view, so its work runs inside that statement's plan on the
     /// executors; one named more often stays a table (a view would be computed per use).
     ViewsWhenUsedOnce,
