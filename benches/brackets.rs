@@ -1,5 +1,5 @@
 //! One station-day's bracket distribution from memory (issue 32's bar: under 5 ms): the
-//! `kde-season-v6` method over three years of verified days of 20 sources (18 models, the
+//! method (`brackets::METHOD`) over three years of verified days of 20 sources (18 models, the
 //! NWS point forecast, one daily forecast), then the ladder's brackets, as the API would.
 //! Run: `cargo bench --bench brackets`.
 

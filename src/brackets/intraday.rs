@@ -18,14 +18,16 @@
 //!    held in [0, 1]: 1 early, when what is left is the forecast's rise; 0 late, when the
 //!    running value is the day's): x_d + slope · (g − g_d);
 //! 3. a kernel density of those excesses (the method's bandwidth and variance correction),
-//!    whole degrees, everything below 0 on 0: the settled value is the running one;
+//!    summed binned ([`super::kernel`], v7), whole degrees, everything below 0 on 0: the
+//!    settled value is the running one;
 //! 4. mixed with the forecast's distribution cut at the running value by n / (n + k)
 //!    (n the effective days of step 1, k [`Intraday::prior_days`]): a station with little
 //!    history keeps mostly the forecast's answer, and below [`Intraday::min_days`] only it.
 //!
 //! Only past days the caller gives count (verified by the time asked).
 
-use super::distribution::{phi, Distribution};
+use super::distribution::Distribution;
+use super::kernel::{self, Tail};
 use super::markets::Quantity;
 
 /// One verified past day, seen at the asked hour of its day.
@@ -122,26 +124,22 @@ impl Intraday {
         let top = excess.iter().map(|(_, x)| mean + pull * (x - mean)).fold(0.0f64, f64::max);
         let steps = (top + 4.0 * h).ceil().max(0.0) as usize + 1;
         // Whole excesses 0..steps; everything below ½ is the running value itself.
-        let mut p = vec![0.0; steps];
-        for (&(w, x), &(.., settled_excess)) in excess.iter().zip(&days) {
-            let w = if settled_excess.abs() < 0.5 {
-                p[0] += w * self.zero_share;
-                w * (1.0 - self.zero_share)
-            } else {
-                w
-            };
-            let x = mean + pull * (x - mean);
-            let mut below = 0.0;
-            for (k, slot) in p.iter_mut().enumerate() {
-                let upper = phi((k as f64 + 0.5 - x) / h);
-                *slot += w * (upper - below);
-                // The CDF rises with k: once exactly 1, every later slot would add 0.
-                if upper == 1.0 {
-                    break;
-                }
-                below = upper;
-            }
-        }
+        let mut on_running = 0.0;
+        let kernels: Vec<(f64, f64)> = excess
+            .iter()
+            .zip(&days)
+            .map(|(&(w, x), &(.., settled_excess))| {
+                let w = if settled_excess.abs() < 0.5 {
+                    on_running += w * self.zero_share;
+                    w * (1.0 - self.zero_share)
+                } else {
+                    w
+                };
+                (w, mean + pull * (x - mean))
+            })
+            .collect();
+        let mut p = kernel::masses(&kernels, 0.0, h, 0, steps, Tail::IntoFirst);
+        p[0] += on_running;
         let learned = match target {
             Quantity::High => Distribution::new(running, p),
             Quantity::Low => Distribution::new(running - steps as i32 + 1, p.into_iter().rev().collect()),

@@ -40,8 +40,9 @@ use std::sync::LazyLock;
 
 use chrono::{Datelike, NaiveDate};
 
-use super::distribution::{phi, Distribution};
+use super::distribution::Distribution;
 use super::history::{Day, History, Verified};
+use super::kernel::{self, Tail};
 use super::BracketsError;
 
 /// The method's name and version, as the API reports it.
@@ -49,7 +50,10 @@ use super::BracketsError;
 /// issued after the LST day began is judged by its own lead-0 errors (`bracket_odds::inputs`),
 /// and past days that settled on their running extreme keep half their weight on it
 /// (`Intraday::zero_share`).
-pub const METHOD: &str = "kde-season-v6";
+/// v7 (session 40): the same-day step sums its kernels binned, as the forecast's
+/// distribution did already ([`super::kernel`]): the same answer within a few thousandths,
+/// at a fraction of the cost.
+pub const METHOD: &str = "kde-season-v7";
 
 /// The method's settings (defaults: see the module docs).
 #[derive(Debug, Clone, PartialEq)]
@@ -346,54 +350,11 @@ impl Method {
             // kernel estimate), else the odds come out too wide.
             let pull = (var / (var + h * h)).sqrt();
             let residuals: Vec<(f64, f64)> = residuals.iter().map(|&(w, r)| (w, mean + pull * (r - mean))).collect();
-            (kernel_masses(&residuals, center, h, lo, len), Some(h))
+            (kernel::masses(&residuals, center, h, lo, len, Tail::Dropped), Some(h))
         };
         let d = Distribution::new(lo, p)?.with_uniform_share(self.floor_share);
         Ok((d, Fit { sources: fits, center, bandwidth, n: n_eff, past: past_centers }))
     }
-}
-
-/// The step (whole units) residuals are binned to before the kernel sum: far below the
-/// smallest bandwidth ([`Method::min_bandwidth`]), so the masses move by a few thousandths at most.
-const BIN: f64 = 0.05;
-/// Bins above which the residuals are summed one by one instead (a wild outlier).
-const MAX_BINS: usize = 40_000;
-
-/// The mass of each whole value `lo`..`lo + len` under the weighted Gaussian kernels of
-/// bandwidth `h` centred on `center` + each residual. The residuals are binned to [`BIN`]
-/// and the kernel's CDF is tabulated once on that grid, so the sum costs a few thousand
-/// `erfc` calls rather than one per residual and value.
-fn kernel_masses(residuals: &[(f64, f64)], center: f64, h: f64, lo: i32, len: usize) -> Vec<f64> {
-    let steps = (1.0 / BIN).round() as usize;
-    let (rmin, rmax) = residuals.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), r| (a.min(r.1), b.max(r.1)));
-    let bins_n = ((rmax - rmin) / BIN).round() as usize + 1;
-    let mut p = vec![0.0; len];
-    if residuals.is_empty() || !(rmax - rmin).is_finite() || bins_n > MAX_BINS {
-        for &(w, r) in residuals {
-            let edge = |i: usize| phi((f64::from(lo) + i as f64 - 0.5 - center - r) / h);
-            for (i, slot) in p.iter_mut().enumerate() {
-                *slot += w * (edge(i + 1) - edge(i));
-            }
-        }
-        return p;
-    }
-    let mut bins = vec![0.0; bins_n];
-    for &(w, r) in residuals {
-        bins[((r - rmin) / BIN).round() as usize] += w;
-    }
-    // Value i's lower edge minus bin b's centre is base + BIN * (i * steps - b): one table
-    // of the CDF over every such offset, indexed by i * steps - b + (bins_n - 1).
-    let base = f64::from(lo) - 0.5 - center - rmin;
-    let table: Vec<f64> =
-        (0..len * steps + bins_n).map(|j| phi((base + BIN * (j as f64 - (bins_n - 1) as f64)) / h)).collect();
-    for (b, &w) in bins.iter().enumerate().filter(|(_, w)| **w > 0.0) {
-        let first = bins_n - 1 - b;
-        for (i, slot) in p.iter_mut().enumerate() {
-            let at = first + i * steps;
-            *slot += w * (table[at + steps] - table[at]);
-        }
-    }
-    p
 }
 
 /// Ages (days) the weights are tabulated for: three years of history and a leap day.
@@ -557,21 +518,6 @@ mod tests {
                 }
             })
             .collect()
-    }
-
-    #[test]
-    fn the_binned_kernel_sum_matches_the_exact_one() {
-        let mut rng = SmallRng::seed_from_u64(3);
-        let residuals: Vec<(f64, f64)> = (0..500).map(|_| (rng.random::<f64>(), 4.0 * normal(&mut rng))).collect();
-        let binned = kernel_masses(&residuals, 70.3, 0.8, 30, 81);
-        // An outlier far away sends the sum down the exact path.
-        let mut wild = residuals.clone();
-        wild.push((0.0, 5000.0));
-        let exact = kernel_masses(&wild, 70.3, 0.8, 30, 81);
-        let total: f64 = binned.iter().sum();
-        for (b, e) in binned.iter().zip(&exact) {
-            assert!((b - e).abs() / total < 2e-3, "{b} vs {e}");
-        }
     }
 
     #[test]

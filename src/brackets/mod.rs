@@ -9,6 +9,7 @@
 //! - [`history`]: the verified past days of the asked sources, a column per source.
 //! - [`intraday`]: within the day, what is left above the running high (below the low),
 //!   learned from past days at the same hour.
+//! - [`kernel`]: a weighted sum of Gaussian kernels to whole values, binned.
 //! - [`ladder`]: bracket ladders (`<=79,80-81,...,>=88`), parsed and around a median.
 //! - [`markets`]: the settlement markets on the catalog's stations (data/markets.csv).
 //! - [`method`]: forecasts and their sources' verified errors to a distribution.
@@ -18,6 +19,7 @@ pub mod baselines;
 pub mod distribution;
 pub mod history;
 pub mod intraday;
+pub mod kernel;
 pub mod ladder;
 pub mod markets;
 pub mod method;
