@@ -26,6 +26,18 @@ pub enum Tail {
     IntoFirst,
 }
 
+impl Tail {
+    /// The CDF at value `i`'s lower edge as the sum counts it: 0 under the first value when
+    /// its tail is kept, so that value takes everything below it.
+    fn lower(self, i: usize, cdf: impl FnOnce() -> f64) -> f64 {
+        if i == 0 && self == Tail::IntoFirst {
+            0.0
+        } else {
+            cdf()
+        }
+    }
+}
+
 /// The mass of each whole value `lo`..`lo + len` (each value's interval is [v − ½, v + ½))
 /// under the Gaussian kernels of bandwidth `h` centred on `center` + each residual, weighed
 /// by its weight (`(weight, residual)` pairs); the mass above the last value is left out,
@@ -40,12 +52,9 @@ pub fn masses(residuals: &[(f64, f64)], center: f64, h: f64, lo: i32, len: usize
     let span = (rmax - rmin) * steps;
     if residuals.is_empty() || !span.is_finite() || !steps.is_finite() || span >= MAX_BINS as f64 {
         for &(w, r) in residuals {
-            let edge = |i: usize| match (i, tail) {
-                (0, Tail::IntoFirst) => 0.0,
-                _ => phi((f64::from(lo) + i as f64 - 0.5 - center - r) / h),
-            };
+            let edge = |i: usize| phi((f64::from(lo) + i as f64 - 0.5 - center - r) / h);
             for (i, slot) in p.iter_mut().enumerate() {
-                *slot += w * (edge(i + 1) - edge(i));
+                *slot += w * (edge(i + 1) - tail.lower(i, || edge(i)));
             }
         }
         return p;
@@ -65,8 +74,7 @@ pub fn masses(residuals: &[(f64, f64)], center: f64, h: f64, lo: i32, len: usize
         let first = bins_n - 1 - b;
         for (i, slot) in p.iter_mut().enumerate() {
             let at = first + i * steps;
-            let below = if i == 0 && tail == Tail::IntoFirst { 0.0 } else { table[at] };
-            *slot += w * (table[at + steps] - below);
+            *slot += w * (table[at + steps] - tail.lower(i, || table[at]));
         }
     }
     p
