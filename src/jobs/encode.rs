@@ -2,7 +2,6 @@
 //! declaration and the chunk's key range, sorted by `sort_by` and encoded as one Snappy file
 //! per partition (the lake's writer settings but the codec: [`writer_props`]), ready to stage.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -18,6 +17,7 @@ use rayon::prelude::*;
 
 use super::error::JobError;
 use super::spec::{JobSpec, OutputSpec};
+use crate::lake::writer::FastMap;
 
 /// One encoded output file.
 pub struct OutputFile {
@@ -46,7 +46,9 @@ pub(crate) fn encode_blocking(
     let bad = |reason: String| JobError::Output { job: spec.name.clone(), reason };
     let out = &spec.output;
     let schema = out.schema();
+    let t = std::time::Instant::now();
     let Some(all) = output_batch(spec, batches)? else { return Ok(Vec::new()) };
+    let t_out = t.elapsed();
 
     // Partition of every row: the columns' distinct values are checked (usable in a path,
     // key inside the range) and numbered once; rows are grouped by their numbers.
@@ -73,7 +75,7 @@ pub(crate) fn encode_blocking(
         }
         names.push(values);
     }
-    let mut groups: HashMap<u64, Vec<u32>> = HashMap::new();
+    let mut groups: FastMap<u64, Vec<u32>> = FastMap::default();
     for (row, k) in row_keys.iter().enumerate() {
         groups.entry(*k).or_default().push(row as u32);
     }
@@ -105,6 +107,8 @@ pub(crate) fn encode_blocking(
         job = %spec.name,
         files = groups.len(),
         in_one_run = groups.iter().filter(|(_, rows)| is_run(rows)).count(),
+        out_ms = t_out.as_millis() as u64,
+        grouped_ms = t.elapsed().as_millis() as u64,
         "output partitions"
     );
     // A file's buffer sized from its share of the rows (a slice's arrays are the whole's).
@@ -112,9 +116,9 @@ pub(crate) fn encode_blocking(
     groups
         .into_par_iter()
         .map(|(dir, rows)| {
-            let part = rows_of(&all, rows)?.project(&keep)?;
+            let rows = sorted_rows(&all, rows, &out.sort_by)?;
+            let part = rows_of(&all, &rows)?.project(&keep)?;
             let part = RecordBatch::try_new(Arc::clone(&file_schema), part.columns().to_vec())?;
-            let part = sort_by(&part, &out.sort_by)?;
             let mut buf = Vec::with_capacity(part.num_rows() * bytes_per_row / 4 + 1024);
             let mut w = ArrowWriter::try_new(&mut buf, Arc::clone(&file_schema), Some(props.clone()))?;
             w.write(&part)?;
@@ -124,22 +128,20 @@ pub(crate) fn encode_blocking(
         .collect()
 }
 
-/// The rows `rows` (ascending) of `all`: a slice when they are together (a job whose
-/// query gives each partition's rows in one run, as `bracket_scores`' helper does), else
-/// gathered.
-fn rows_of(all: &RecordBatch, rows: Vec<u32>) -> Result<RecordBatch, JobError> {
+/// The rows `rows` of `all`, in that order: a slice when they are one run (a job whose
+/// query gives each partition's rows together and in order, as `bracket_scores`' helper
+/// does), else gathered.
+fn rows_of(all: &RecordBatch, rows: &[u32]) -> Result<RecordBatch, JobError> {
     match rows.first() {
-        Some(&first) if is_run(&rows) => Ok(all.slice(first as usize, rows.len())),
-        _ => Ok(take_record_batch(all, &UInt32Array::from(rows))?),
+        Some(&first) if is_run(rows) => Ok(all.slice(first as usize, rows.len())),
+        _ => Ok(take_record_batch(all, &UInt32Array::from_iter_values(rows.iter().copied()))?),
     }
 }
 
-/// Whether ascending row numbers are one run without gaps.
+/// Whether row numbers count up one by one without gaps (a sorted partition's rows may
+/// be any order of them: first and last alone do not tell).
 fn is_run(rows: &[u32]) -> bool {
-    match (rows.first(), rows.last()) {
-        (Some(&first), Some(&last)) => (last - first) as usize + 1 == rows.len(),
-        _ => false,
-    }
+    !rows.is_empty() && rows.windows(2).all(|w| w[1] == w[0].wrapping_add(1))
 }
 
 /// The query's rows as one batch of the declared output schema (types and nullability
@@ -180,7 +182,7 @@ fn partition_values(
     let mut ids = Vec::with_capacity(a.len());
     if a.data_type() == &DataType::Date32 {
         let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
-        let mut seen: HashMap<i32, u32> = HashMap::new();
+        let mut seen: FastMap<i32, u32> = FastMap::default();
         for d in a.as_primitive::<Date32Type>().values().iter() {
             let id = *seen.entry(*d).or_insert_with(|| {
                 values.push((epoch + Duration::days(i64::from(*d))).format("%Y-%m-%d").to_string());
@@ -190,7 +192,7 @@ fn partition_values(
         }
     } else {
         let s = cast(a, &DataType::Utf8)?;
-        let mut seen: HashMap<&str, u32> = HashMap::new();
+        let mut seen: FastMap<&str, u32> = FastMap::default();
         for v in s.as_string::<i32>().iter() {
             let v = v.unwrap_or_default();
             let id = match seen.get(v) {
@@ -214,21 +216,23 @@ fn partition_values(
     Ok((values, ids))
 }
 
-/// Sorts by `cols` (compared in the row format: one byte comparison per pair of rows),
-/// unless the batch is sorted already.
-fn sort_by(batch: &RecordBatch, cols: &[String]) -> Result<RecordBatch, JobError> {
-    if cols.is_empty() || batch.num_rows() < 2 {
-        return Ok(batch.clone());
+/// `rows` of `all` put in order of `cols` (compared in the row format: one byte comparison
+/// per pair of rows), unchanged when they are in order already. Only the sort columns are
+/// gathered to compare: the file's columns are gathered once, in the final order.
+fn sorted_rows(all: &RecordBatch, rows: Vec<u32>, cols: &[String]) -> Result<Vec<u32>, JobError> {
+    if cols.is_empty() || rows.len() < 2 {
+        return Ok(rows);
     }
-    let arrays: Vec<ArrayRef> = cols.iter().filter_map(|c| batch.column_by_name(c)).cloned().collect();
+    let key_cols: Vec<usize> = cols.iter().filter_map(|c| all.schema().index_of(c).ok()).collect();
+    let arrays = rows_of(&all.project(&key_cols)?, &rows)?.columns().to_vec();
     let converter = RowConverter::new(arrays.iter().map(|a| SortField::new(a.data_type().clone())).collect())?;
-    let rows = converter.convert_columns(&arrays)?;
-    if (1..rows.num_rows()).all(|i| rows.row(i - 1) <= rows.row(i)) {
-        return Ok(batch.clone());
+    let keys = converter.convert_columns(&arrays)?;
+    if (1..keys.num_rows()).all(|i| keys.row(i - 1) <= keys.row(i)) {
+        return Ok(rows);
     }
-    let mut idx: Vec<u32> = (0..rows.num_rows() as u32).collect();
-    idx.sort_unstable_by(|&a, &b| rows.row(a as usize).cmp(&rows.row(b as usize)));
-    Ok(take_record_batch(batch, &UInt32Array::from(idx))?)
+    let mut idx: Vec<u32> = (0..keys.num_rows() as u32).collect();
+    idx.sort_unstable_by(|&a, &b| keys.row(a as usize).cmp(&keys.row(b as usize)));
+    Ok(idx.into_iter().map(|i| rows[i as usize]).collect())
 }
 
 /// The lake's Parquet settings with the output's sort order, compressed with Snappy
@@ -315,5 +319,40 @@ columns = [{ name = "d", type = "date" }, { name = "k", type = "string" }, { nam
         // Several batches, a partition across two of them.
         assert_eq!(files(&[batch(&ordered[..2]), batch(&ordered[2..])]), expected);
         assert!(is_run(&[4, 5, 6]) && !is_run(&[4, 6, 7]) && !is_run(&[]));
+    }
+
+    /// The rows of one partition, scattered in the output, come back in the order of the
+    /// sort columns (several, a null first as the row format orders it), and rows in order
+    /// already come back as they are. A reordered run of rows is not taken for a run.
+    #[test]
+    fn sorted_rows_orders_a_partitions_rows_by_every_sort_column() {
+        let schema = Arc::new(datafusion::arrow::datatypes::Schema::new(vec![
+            datafusion::arrow::datatypes::Field::new("a", DataType::Utf8, true),
+            datafusion::arrow::datatypes::Field::new("b", DataType::Int64, false),
+            datafusion::arrow::datatypes::Field::new("v", DataType::Int64, false),
+        ]));
+        let a = [Some("y"), Some("x"), None, Some("x"), Some("y"), Some("x"), Some("x")];
+        let b = [2, 9, 5, 1, 1, 1, 3];
+        let all = RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(StringArray::from(a.to_vec())),
+                Arc::new(Int64Array::from(b.to_vec())),
+                Arc::new(Int64Array::from_iter_values(0..7)),
+            ],
+        )
+        .unwrap();
+        let cols = ["a".to_string(), "b".to_string()];
+        let rows = vec![6, 0, 5, 2, 4, 1];
+        let mut expected = rows.clone();
+        expected.sort_by_key(|&r| (a[r as usize], b[r as usize], r));
+        assert_eq!(sorted_rows(&all, rows, &cols).unwrap(), expected);
+        assert_eq!(expected, [2, 5, 6, 1, 4, 0]);
+        let in_order = vec![3, 6, 1];
+        assert_eq!(sorted_rows(&all, in_order.clone(), &cols).unwrap(), in_order);
+        assert_eq!(sorted_rows(&all, vec![4], &cols).unwrap(), [4]);
+        assert!(!is_run(&[3, 5, 4, 6]) && !is_run(&[4, 3]) && is_run(&[7]));
+        let gathered = rows_of(&all, &[3, 5, 4, 6]).unwrap();
+        assert_eq!(gathered.column(2).as_primitive::<Int64Type>().values(), &[3, 5, 4, 6]);
     }
 }

@@ -98,15 +98,21 @@ pub const FULL_RUN_FUTURE_DAYS: i64 = 2;
 
 /// The earliest day a date column (e.g. `reports.report_date`) may bound a full run with,
 /// unless the lake holds older observations or forecasts: ASOS, which the DSM and the
-/// observations come from, began in the early 1990s. See `plausible_days`.
+/// observations come from, began in the early 1990s. See `plausible_first_day`.
 pub const FULL_RUN_FLOOR: (i32, u32, u32) = (1990, 1, 1);
 
-/// The days a full run's date-column sources may contribute: from [`FULL_RUN_FLOOR`] (or the
-/// first day of the lake's observations, one-minute data or forecast runs, if earlier) to
-/// today + [`FULL_RUN_FUTURE_DAYS`]. One bogus row (a report dated 1970 or 2099)
-/// must not stretch a full run over decades; rows outside are left out of the range, with
-/// a warning (a run with `--from/--to` still covers any day asked for).
-async fn plausible_days(lake: &Lake) -> Result<(NaiveDate, NaiveDate), JobError> {
+/// The last day a full run's sources may contribute: today + [`FULL_RUN_FUTURE_DAYS`].
+fn plausible_last_day() -> NaiveDate {
+    Utc::now().date_naive() + Duration::days(FULL_RUN_FUTURE_DAYS)
+}
+
+/// The first day a full run's date-column sources may contribute: [`FULL_RUN_FLOOR`], or
+/// the first day of the lake's observations, one-minute data or forecast runs if earlier.
+/// One bogus row (a report dated 1970 or 2099) must not stretch a full run over decades;
+/// rows outside are left out of the range, with a warning (a run with `--from/--to` still
+/// covers any day asked for). Read only for a job with a date-column source: it loads
+/// three tables' file lists (the forecasts' is the lake's longest).
+async fn plausible_first_day(lake: &Lake) -> Result<NaiveDate, JobError> {
     let today = Utc::now().date_naive();
     let mut first: Option<NaiveDate> = None;
     for (table, key) in [("observations", "date"), ("onemin", "date"), ("forecasts", "run_date")] {
@@ -117,7 +123,7 @@ async fn plausible_days(lake: &Lake) -> Result<(NaiveDate, NaiveDate), JobError>
     let (y, m, d) = FULL_RUN_FLOOR;
     let documented = NaiveDate::from_ymd_opt(y, m, d).unwrap_or(today);
     let floor = first.map_or(documented, |f| f.min(documented));
-    Ok((floor.min(today), today + Duration::days(FULL_RUN_FUTURE_DAYS)))
+    Ok(floor.min(today))
 }
 
 /// The first and last day a full run covers (`None` when the sources hold nothing); the
@@ -137,9 +143,10 @@ pub(crate) async fn full_range(
 /// Every source counts, not only one: a history loaded as one-minute data or reports
 /// alone (its observations only recent) has days the observations' partitions lack.
 /// No source day is later than today + [`FULL_RUN_FUTURE_DAYS`], and a date column's days
-/// are bounded by [`plausible_days`].
+/// are bounded by [`plausible_first_day`].
 pub(crate) async fn full_days(lake: &Lake, spec: &JobSpec, inc: &Incremental) -> Result<Vec<NaiveDate>, JobError> {
-    let (floor, ceiling) = plausible_days(lake).await?;
+    let ceiling = plausible_last_day();
+    let mut first_day = None;
     let mut held: Vec<NaiveDate> = Vec::new();
     for src in &inc.sources {
         match &src.column {
@@ -158,6 +165,10 @@ pub(crate) async fn full_days(lake: &Lake, spec: &JobSpec, inc: &Incremental) ->
                 held.extend(dates);
             }
             Some(column) => {
+                let floor = match first_day {
+                    Some(f) => f,
+                    None => *first_day.insert(plausible_first_day(lake).await?),
+                };
                 let ctx = job_session(lake, spec, query::runtime_env(lake)?).await?;
                 let bad = |reason: String| JobError::Range {
                     job: spec.name.clone(),

@@ -299,7 +299,9 @@ async fn execute(
                 None => None,
             };
             if let Some((done, handle)) = std::mem::replace(&mut encoding, next) {
+                let t = std::time::Instant::now();
                 let files = handle.await.map_err(JobError::Join)??;
+                let waited = t.elapsed();
                 let mut staged = Vec::with_capacity(files.len());
                 for f in files {
                     p.rows += f.rows as u64;
@@ -307,6 +309,7 @@ async fn execute(
                     staged.push((f.dir, f.bytes, f.rows as u64));
                 }
                 publication.stage_all(staged).await?;
+                tracing::debug!(job = %spec.name, encode_wait_ms = waited.as_millis() as u64, stage_ms = (t.elapsed() - waited).as_millis() as u64, "chunk staged");
                 p.done += 1;
                 p.step = Step::Chunk { from: done.map(|c| c.0), to: done.map(|c| c.1) };
                 progress(&p);
@@ -319,6 +322,7 @@ async fn execute(
         publication.abort().await.ok();
         return Err(e);
     }
+    let t = std::time::Instant::now();
     let (snapshot, removes, read) = match replaced_files(lake, spec, plan.replace).await {
         Ok(r) => r,
         Err(e) => {
@@ -333,6 +337,7 @@ async fn execute(
     } else {
         publication.commit(&snapshot, removes, read).await?;
     }
+    tracing::debug!(job = %spec.name, ms = t.elapsed().as_millis() as u64, "published");
     if widen {
         lake.declare_columns(&spec.output.shape()).await?;
     }
