@@ -619,10 +619,9 @@ fn relaid_metadata(read: &DeltaTable, shape: &TableShape) -> Result<Metadata, La
 
 /// Writes a checkpoint of `table` (just committed) when its version is due one, every
 /// `delta.checkpointInterval` commits (Delta's default, 100), or every
-/// [`REPLACE_CHECKPOINT_INTERVAL`] when the commit replaced files (a job's publish,
-/// `replaces`), and then deletes the commits
-/// the checkpoint makes unnecessary that are older than the log's keep time
-/// ([`LOG_RETENTION`]). Without checkpoints a new reader replays every JSON commit since
+/// [`REPLACE_CHECKPOINT_INTERVAL`] when the commit replaced files (`replaces`: a job's
+/// publish), and then deletes the commits the checkpoint makes unnecessary that are older
+/// than the log's keep time ([`LOG_RETENTION`]). Without checkpoints a new reader replays every JSON commit since
 /// the table was created, and the log only grows: a job's output republished every day, or
 /// the server's commit per flush, makes every process's first read of the table slower
 /// each day. delta-rs does this after its own operations' commits; ours are built by hand
@@ -658,10 +657,10 @@ async fn checkpoint_if_due(table: &DeltaTable, dir: &str, replaces: bool) {
 
 /// Commits between checkpoints of a table whose commits replace its files (a job's output,
 /// republished whole or by partitions on every run): each such commit adds a remove and an
-/// add per file replaced, so a hundred of them made every new reader replay a hundred times
-/// the table (`accuracy_pairs` at version 81: 7,290 adds and removes, 50–100 ms in the
-/// set-up of each job reading it, and more with every run until the 100th). A checkpoint
-/// of such a table is one small file (a few hundred adds).
+/// add per file replaced, so with Delta's hundred every new reader replayed up to a hundred
+/// times the table before its first query, more with every run (benches/README.md,
+/// "where the rest of a run goes"). A checkpoint of such a table is one small file: its
+/// live files' adds.
 const REPLACE_CHECKPOINT_INTERVAL: u64 = 10;
 
 /// How long a table's log keeps its commits (Delta's default is 30 days): the server
