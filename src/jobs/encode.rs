@@ -111,12 +111,15 @@ pub(crate) fn encode_blocking(
         grouped_ms = t.elapsed().as_millis() as u64,
         "output partitions"
     );
+    // The sort columns of every row, which each file's rows are ordered by.
+    let sort_cols: Vec<usize> = out.sort_by.iter().filter_map(|c| all.schema().index_of(c).ok()).collect();
+    let sort_keys = all.project(&sort_cols)?;
     // A file's buffer sized from its share of the rows (a slice's arrays are the whole's).
     let bytes_per_row = all.get_array_memory_size() / all.num_rows().max(1);
     groups
         .into_par_iter()
         .map(|(dir, rows)| {
-            let rows = sorted_rows(&all, rows, &out.sort_by)?;
+            let rows = sorted_rows(&sort_keys, rows)?;
             let part = rows_of(&all, &rows)?.project(&keep)?;
             let part = RecordBatch::try_new(Arc::clone(&file_schema), part.columns().to_vec())?;
             let mut buf = Vec::with_capacity(part.num_rows() * bytes_per_row / 4 + 1024);
@@ -216,22 +219,22 @@ fn partition_values(
     Ok((values, ids))
 }
 
-/// `rows` of `all` put in order of `cols` (compared in the row format: one byte comparison
-/// per pair of rows), unchanged when they are in order already. Only the sort columns are
-/// gathered to compare: the file's columns are gathered once, in the final order.
-fn sorted_rows(all: &RecordBatch, rows: Vec<u32>, cols: &[String]) -> Result<Vec<u32>, JobError> {
-    if cols.is_empty() || rows.len() < 2 {
+/// `rows` put in order of the columns of `keys` (the sort columns of every row, compared in
+/// the row format: one byte comparison per pair of rows), unchanged when they are in order
+/// already. Only the sort columns are gathered to compare: the file's columns are gathered
+/// once, in the final order.
+fn sorted_rows(keys: &RecordBatch, rows: Vec<u32>) -> Result<Vec<u32>, JobError> {
+    if keys.num_columns() == 0 || rows.len() < 2 {
         return Ok(rows);
     }
-    let key_cols: Vec<usize> = cols.iter().filter_map(|c| all.schema().index_of(c).ok()).collect();
-    let arrays = rows_of(&all.project(&key_cols)?, &rows)?.columns().to_vec();
+    let arrays = rows_of(keys, &rows)?.columns().to_vec();
     let converter = RowConverter::new(arrays.iter().map(|a| SortField::new(a.data_type().clone())).collect())?;
-    let keys = converter.convert_columns(&arrays)?;
-    if (1..keys.num_rows()).all(|i| keys.row(i - 1) <= keys.row(i)) {
+    let bytes = converter.convert_columns(&arrays)?;
+    if (1..bytes.num_rows()).all(|i| bytes.row(i - 1) <= bytes.row(i)) {
         return Ok(rows);
     }
-    let mut idx: Vec<u32> = (0..keys.num_rows() as u32).collect();
-    idx.sort_unstable_by(|&a, &b| keys.row(a as usize).cmp(&keys.row(b as usize)));
+    let mut idx: Vec<u32> = (0..bytes.num_rows() as u32).collect();
+    idx.sort_unstable_by(|&a, &b| bytes.row(a as usize).cmp(&bytes.row(b as usize)));
     Ok(idx.into_iter().map(|i| rows[i as usize]).collect())
 }
 
@@ -342,15 +345,15 @@ columns = [{ name = "d", type = "date" }, { name = "k", type = "string" }, { nam
             ],
         )
         .unwrap();
-        let cols = ["a".to_string(), "b".to_string()];
+        let keys = all.project(&[0, 1]).unwrap();
         let rows = vec![6, 0, 5, 2, 4, 1];
         let mut expected = rows.clone();
         expected.sort_by_key(|&r| (a[r as usize], b[r as usize], r));
-        assert_eq!(sorted_rows(&all, rows, &cols).unwrap(), expected);
+        assert_eq!(sorted_rows(&keys, rows).unwrap(), expected);
         assert_eq!(expected, [2, 5, 6, 1, 4, 0]);
         let in_order = vec![3, 6, 1];
-        assert_eq!(sorted_rows(&all, in_order.clone(), &cols).unwrap(), in_order);
-        assert_eq!(sorted_rows(&all, vec![4], &cols).unwrap(), [4]);
+        assert_eq!(sorted_rows(&keys, in_order.clone()).unwrap(), in_order);
+        assert_eq!(sorted_rows(&keys, vec![4]).unwrap(), [4]);
         assert!(!is_run(&[3, 5, 4, 6]) && !is_run(&[4, 3]) && is_run(&[7]));
         let gathered = rows_of(&all, &[3, 5, 4, 6]).unwrap();
         assert_eq!(gathered.column(2).as_primitive::<Int64Type>().values(), &[3, 5, 4, 6]);
