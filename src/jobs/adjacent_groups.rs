@@ -21,9 +21,10 @@
 //! DataFusion's accumulators would hold after its rows (of equal values such as 0 and −0,
 //! the first); a batch with a NaN among their values, which those accumulators treat in an
 //! order-dependent way, is handed on a row at a time. An aggregate with any other function,
-//! a `DISTINCT`, a filter or grouping sets is left as it is. Where runs are short (an input
-//! in no useful order) the operator stops looking for them after a few batches and hands
-//! each row on as its own state, which costs little beside the aggregate.
+//! a `DISTINCT`, a filter or grouping sets is left as it is, and so is one whose rows the
+//! fold would split or order otherwise (its parent may need them as they are). Where runs
+//! are short (an input in no useful order) the operator stops looking for them after a few
+//! batches and hands each row on as its own state, which costs little beside the aggregate.
 //!
 //! Not on a cluster: Ballista's scheduler plans the physical operators itself.
 
@@ -184,7 +185,21 @@ fn fold(agg: &AggregateExec) -> Result<Option<Arc<dyn ExecutionPlan>>> {
         adjacent,
         agg.input_schema(),
     )?;
-    Ok(Some(Arc::new(merged)))
+    // Its parent may rely on how the aggregate's rows are split and ordered (an
+    // `InterleaveExec` over a UNION ALL needs its children hashed alike): fold only where
+    // both stay as they were.
+    let kept = same_split(merged.properties().output_partitioning(), agg.properties().output_partitioning())
+        && merged.properties().output_ordering() == agg.properties().output_ordering();
+    Ok(kept.then(|| Arc::new(merged) as Arc<dyn ExecutionPlan>))
+}
+
+/// Whether two partitionings split rows alike (DataFusion's `==` holds no two unknown
+/// ones equal, even of the same count).
+fn same_split(a: &Partitioning, b: &Partitioning) -> bool {
+    match (a, b) {
+        (Partitioning::UnknownPartitioning(n), Partitioning::UnknownPartitioning(m)) => n == m,
+        _ => a == b,
+    }
 }
 
 /// Emits, per run of consecutive input rows with equal keys, the keys and each function's
@@ -207,11 +222,24 @@ impl AdjacentGroupsExec {
         folds: Vec<(Fold, Arc<dyn PhysicalExpr>)>,
         states: SchemaRef,
     ) -> Self {
-        // Rows stay in their input partition, so a partitioning by the keys still holds;
-        // it is declared unknown all the same, as nothing after this rule asks.
+        // Rows stay in their input partition, so a hash of the keys still holds, named by
+        // the keys' places among the states, and so does a round-robin deal; any other
+        // partitioning is declared unknown.
+        let partitioning = match input.output_partitioning() {
+            Partitioning::RoundRobinBatch(n) => Partitioning::RoundRobinBatch(*n),
+            Partitioning::Hash(exprs, n) => exprs
+                .iter()
+                .map(|e| {
+                    let at = keys.iter().position(|&k| Some(k) == e.downcast_ref::<Column>().map(Column::index))?;
+                    Some(Arc::new(Column::new(states.field(at).name(), at)) as Arc<dyn PhysicalExpr>)
+                })
+                .collect::<Option<Vec<_>>>()
+                .map_or(Partitioning::UnknownPartitioning(*n), |exprs| Partitioning::Hash(exprs, *n)),
+            other => Partitioning::UnknownPartitioning(other.partition_count()),
+        };
         let properties = Arc::new(PlanProperties::new(
             EquivalenceProperties::new(states),
-            Partitioning::UnknownPartitioning(input.output_partitioning().partition_count()),
+            partitioning,
             EmissionType::Incremental,
             Boundedness::Bounded,
         ));
@@ -635,42 +663,57 @@ mod tests {
         }
     }
 
-    /// One step per partition over an input partitioned by the keys (`SinglePartitioned`,
-    /// the jobs' first aggregate over files dealt by partition value): the rule's plan gives
-    /// DataFusion's rows.
+    /// `FOLDABLE`'s aggregate in one step per partition over its rows hashed by the keys
+    /// into three partitions (`SinglePartitioned`, as the jobs' first aggregate over files
+    /// dealt by partition value), in a session without the rule.
+    async fn partitioned_single_step(ctx: &SessionContext, shuffled: bool) -> Arc<dyn ExecutionPlan> {
+        use datafusion::physical_plan::repartition::RepartitionExec;
+        let (schema, parts) = batches(5, shuffled);
+        ctx.register_table("t", Arc::new(MemTable::try_new(schema, vec![parts.concat()]).unwrap())).unwrap();
+        let sql = FOLDABLE.split(" ORDER BY").next().unwrap();
+        let plan = ctx.sql(sql).await.unwrap().create_physical_plan().await.unwrap();
+        ctx.deregister_table("t").unwrap();
+        let mut node = Arc::clone(&plan);
+        let agg = loop {
+            if node.downcast_ref::<AggregateExec>().is_some() {
+                break node;
+            }
+            node = Arc::clone(node.children()[0]);
+        };
+        let agg = agg.downcast_ref::<AggregateExec>().unwrap();
+        let keys = agg.group_expr().expr().iter().map(|(e, _)| Arc::clone(e)).collect();
+        let input = Arc::new(RepartitionExec::try_new(Arc::clone(agg.input()), Partitioning::Hash(keys, 3)).unwrap());
+        Arc::new(
+            AggregateExec::try_new(
+                AggregateMode::SinglePartitioned,
+                agg.group_expr().clone(),
+                agg.aggr_expr().to_vec(),
+                agg.filter_expr().to_vec(),
+                input,
+                agg.input_schema(),
+            )
+            .unwrap(),
+        )
+    }
+
+    /// A plan's rows, sorted as text.
+    async fn sorted_rows(ctx: &SessionContext, plan: Arc<dyn ExecutionPlan>) -> String {
+        let batches = datafusion::physical_plan::collect(plan, ctx.task_ctx()).await.unwrap();
+        let text = pretty_format_batches(&batches).unwrap().to_string();
+        let mut rows: Vec<&str> = text.lines().filter(|l| l.starts_with("| ")).collect();
+        rows.sort();
+        rows.join("\n")
+    }
+
+    /// One step per partition over an input partitioned by the keys (`SinglePartitioned`):
+    /// the rule's plan gives DataFusion's rows.
     #[tokio::test]
     async fn a_partitioned_single_step_folds_too() {
-        use datafusion::physical_plan::{collect, repartition::RepartitionExec};
         for shuffled in [false, true] {
             let mut answers = Vec::new();
             for folding in [false, true] {
                 let ctx = session(false, 1);
-                let (schema, parts) = batches(5, shuffled);
-                ctx.register_table("t", Arc::new(MemTable::try_new(schema, vec![parts.concat()]).unwrap())).unwrap();
-                let sql = FOLDABLE.split(" ORDER BY").next().unwrap();
-                let plan = ctx.sql(sql).await.unwrap().create_physical_plan().await.unwrap();
-                let mut node = Arc::clone(&plan);
-                let agg = loop {
-                    if node.downcast_ref::<AggregateExec>().is_some() {
-                        break node;
-                    }
-                    node = Arc::clone(node.children()[0]);
-                };
-                let agg = agg.downcast_ref::<AggregateExec>().unwrap();
-                let keys = agg.group_expr().expr().iter().map(|(e, _)| Arc::clone(e)).collect();
-                let input =
-                    Arc::new(RepartitionExec::try_new(Arc::clone(agg.input()), Partitioning::Hash(keys, 3)).unwrap());
-                let partitioned: Arc<dyn ExecutionPlan> = Arc::new(
-                    AggregateExec::try_new(
-                        AggregateMode::SinglePartitioned,
-                        agg.group_expr().clone(),
-                        agg.aggr_expr().to_vec(),
-                        agg.filter_expr().to_vec(),
-                        input,
-                        agg.input_schema(),
-                    )
-                    .unwrap(),
-                );
+                let partitioned = partitioned_single_step(&ctx, shuffled).await;
                 let plan = match folding {
                     true => AdjacentGroups.optimize(partitioned, &ConfigOptions::default()).unwrap(),
                     false => partitioned,
@@ -678,15 +721,36 @@ mod tests {
                 let shown = displayable(plan.as_ref()).indent(true).to_string();
                 assert_eq!(shown.contains("AdjacentGroupsExec"), folding, "{shown}");
                 assert_eq!(shown.contains("FinalPartitioned"), folding, "{shown}");
-                let batches = collect(plan, ctx.task_ctx()).await.unwrap();
-                let text = pretty_format_batches(&batches).unwrap().to_string();
-                let mut rows: Vec<&str> = text.lines().filter(|l| l.starts_with("| ")).collect();
-                rows.sort();
-                answers.push(rows.join("\n"));
+                answers.push(sorted_rows(&ctx, plan).await);
             }
             assert!(answers[0].lines().count() > 30);
             assert_eq!(answers[1], answers[0], "shuffled {shuffled}");
         }
+    }
+
+    /// A UNION ALL of two such aggregates, as `forecast_daily`'s per-day rollup would be
+    /// over a scan: DataFusion interleaves them, which needs both hashed alike. Folded, each
+    /// keeps its partitioning (the rule used to leave it unknown, and rebuilding the
+    /// interleave failed), and the rows are DataFusion's.
+    #[tokio::test]
+    async fn folding_keeps_an_aggregates_partitioning_for_its_parent() {
+        use datafusion::physical_plan::union::InterleaveExec;
+        let mut answers = Vec::new();
+        for folding in [false, true] {
+            let ctx = session(false, 1);
+            let two = vec![partitioned_single_step(&ctx, false).await, partitioned_single_step(&ctx, true).await];
+            let union: Arc<dyn ExecutionPlan> = Arc::new(InterleaveExec::try_new(two).unwrap());
+            let plan = match folding {
+                true => AdjacentGroups.optimize(union, &ConfigOptions::default()).unwrap(),
+                false => union,
+            };
+            let shown = displayable(plan.as_ref()).indent(true).to_string();
+            assert_eq!(shown.matches("AdjacentGroupsExec").count(), if folding { 2 } else { 0 }, "{shown}");
+            assert!(matches!(plan.output_partitioning(), Partitioning::Hash(_, 3)), "{shown}");
+            answers.push(sorted_rows(&ctx, plan).await);
+        }
+        assert!(answers[0].lines().count() > 60);
+        assert_eq!(answers[1], answers[0]);
     }
 
     /// Anything else stays DataFusion's: sums (floating-point order), filters,
