@@ -46,6 +46,7 @@ use datafusion::execution::{RecordBatchStream, SendableRecordBatchStream, TaskCo
 use datafusion::logical_expr::ColumnarValue;
 use datafusion::physical_expr::aggregate::AggregateFunctionExpr;
 use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::projection::ProjectionMapping;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::aggregates::{AggregateExec, AggregateMode};
@@ -176,7 +177,7 @@ fn fold(agg: &AggregateExec) -> Result<Option<Arc<dyn ExecutionPlan>>> {
     if states.fields().len() != keys.len() + folds.len() {
         return Ok(None);
     }
-    let adjacent = Arc::new(AdjacentGroupsExec::new(Arc::clone(input), keys, folds, states));
+    let adjacent = Arc::new(AdjacentGroupsExec::new(Arc::clone(input), keys, folds, states)?);
     let merged = AggregateExec::try_new(
         merging,
         group.as_final(),
@@ -221,29 +222,25 @@ impl AdjacentGroupsExec {
         keys: Vec<usize>,
         folds: Vec<(Fold, Arc<dyn PhysicalExpr>)>,
         states: SchemaRef,
-    ) -> Self {
-        // Rows stay in their input partition, so a hash of the keys still holds, named by
-        // the keys' places among the states, and so does a round-robin deal; any other
-        // partitioning is declared unknown.
-        let partitioning = match input.output_partitioning() {
-            Partitioning::RoundRobinBatch(n) => Partitioning::RoundRobinBatch(*n),
-            Partitioning::Hash(exprs, n) => exprs
-                .iter()
-                .map(|e| {
-                    let at = keys.iter().position(|&k| Some(k) == e.downcast_ref::<Column>().map(Column::index))?;
-                    Some(Arc::new(Column::new(states.field(at).name(), at)) as Arc<dyn PhysicalExpr>)
-                })
-                .collect::<Option<Vec<_>>>()
-                .map_or(Partitioning::UnknownPartitioning(*n), |exprs| Partitioning::Hash(exprs, *n)),
-            other => Partitioning::UnknownPartitioning(other.partition_count()),
-        };
+    ) -> Result<Self> {
+        // Rows stay in their input partition, so the input's partitioning holds, named as
+        // DataFusion names it through a projection of the key columns onto the states'
+        // leading ones: as an aggregate over the same input names its own.
+        let input_schema = input.schema();
+        let mapping = ProjectionMapping::try_new(
+            keys.iter().zip(states.fields()).map(|(&k, state)| {
+                (Arc::new(Column::new(input_schema.field(k).name(), k)) as Arc<dyn PhysicalExpr>, state.name().clone())
+            }),
+            &input_schema,
+        )?;
+        let partitioning = input.output_partitioning().project(&mapping, input.equivalence_properties());
         let properties = Arc::new(PlanProperties::new(
             EquivalenceProperties::new(states),
             partitioning,
             EmissionType::Incremental,
             Boundedness::Bounded,
         ));
-        AdjacentGroupsExec { input, keys, folds, properties, metrics: ExecutionPlanMetricsSet::new() }
+        Ok(AdjacentGroupsExec { input, keys, folds, properties, metrics: ExecutionPlanMetricsSet::new() })
     }
 }
 
@@ -291,7 +288,7 @@ impl ExecutionPlan for AdjacentGroupsExec {
             self.keys.clone(),
             self.folds.clone(),
             self.schema(),
-        )))
+        )?))
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {

@@ -10,7 +10,8 @@
 //!   see the old output or the new one, never a mix, and a failed run leaves the old one.
 //!   Its steps, one module each: [`plan`] (the key range, chunks and replaced partitions),
 //!   [`statements`] (the SQL run in a session, with [`params`] `$from`/`$to` bound as
-//!   values), [`encode`] (sorted Parquet per output partition).
+//!   values; intermediates kept as [`hashed_table`]s), [`encode`] (sorted Parquet per
+//!   output partition).
 //! - [`rust_tables`]: tables computed in Rust for the SQL (local day windows, model
 //!   cadences, [`observed`]: the live engine's daily extremes, and [`bracket_scores`]: the
 //!   bracket odds at each checkpoint, scored), declared as `helpers`. On a cluster,
@@ -33,6 +34,7 @@ pub mod encode;
 pub mod error;
 pub mod fresh;
 pub mod functions;
+pub mod hashed_table;
 pub mod job_set;
 pub mod observed;
 pub mod params;

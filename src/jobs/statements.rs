@@ -19,7 +19,8 @@ use super::spec::JobSpec;
 /// How a job's `CREATE TABLE … AS` intermediates are kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Intermediates {
-    /// Computed once and held in the session (a local run).
+    /// Computed once and held in the session (a local run), declaring the hash
+    /// partitioning of the plan that made them ([`super::hashed_table`]).
     Tables,
     /// For a cluster, where a table's rows come back to the client and travel out again
     /// inside the next statement's plan (gRPC messages, capped at 256 MiB: one year of 70
@@ -87,12 +88,19 @@ pub async fn run_statements(
             trace_analyzed(ctx, &t.input, &spec.name, file, n).await;
         }
         let started = std::time::Instant::now();
-        ctx.execute_logical_plan(plan)
-            .await
-            .map_err(|e| sql_err(file, n, e))?
-            .collect()
-            .await
-            .map_err(|e| sql_err(file, n, e))?;
+        match plan {
+            LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(t)) if intermediates == Intermediates::Tables => {
+                super::hashed_table::create(ctx, t).await.map_err(|e| sql_err(file, n, e))?
+            }
+            plan => {
+                ctx.execute_logical_plan(plan)
+                    .await
+                    .map_err(|e| sql_err(file, n, e))?
+                    .collect()
+                    .await
+                    .map_err(|e| sql_err(file, n, e))?;
+            }
+        }
         tracing::debug!(job = %spec.name, file, statement = n, elapsed_ms = started.elapsed().as_millis() as u64, "statement ran");
     }
     let (file, n, s) = last;
