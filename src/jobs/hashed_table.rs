@@ -12,17 +12,20 @@
 //!
 //! The declaration is exactly what DataFusion's planner already held true of the plan's
 //! rows (partition *i* holds every row whose columns hash to *i*, as a `RepartitionExec` on
-//! them deals rows), so any plan that relies on it is right. It is dropped wherever it might
-//! no longer hold: a scan that leaves out one of the columns, and every scan after an
-//! `INSERT`, `UPDATE` or `DELETE` is planned on the table. A statement this module does not
-//! make tables for the same way (constraints, column defaults, `TEMPORARY`, an existing
-//! table without `OR REPLACE`) is run by DataFusion as before.
+//! them deals rows), so any plan that relies on it is right. A scan that leaves out one of
+//! the columns cannot name it and declares nothing; nor does any scan once an `INSERT`,
+//! `UPDATE` or `DELETE` is planned on the table (its rows may no longer follow the hash).
+//! Where the hash crowds the rows into a few partitions ([`balanced`]), the table is
+//! DataFusion's own. So is any other statement's (constraints, column defaults,
+//! `TEMPORARY`, `IF NOT EXISTS`, an existing table without `OR REPLACE`), which DataFusion
+//! runs as before.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::tree_node::TreeNodeRecursion;
@@ -61,15 +64,30 @@ pub async fn create(ctx: &SessionContext, t: CreateMemoryTable) -> Result<()> {
     let plan = ctx.state().create_physical_plan(&t.input).await?;
     let hash = hashed_columns(plan.output_partitioning(), &schema);
     let partitions = collect_partitioned(plan, ctx.task_ctx()).await?;
+    let rows: Vec<usize> = partitions.iter().map(|p| p.iter().map(RecordBatch::num_rows).sum()).collect();
     let mem = MemTable::try_new(schema, partitions)?;
     let table: Arc<dyn TableProvider> = match hash {
-        Some(columns) => Arc::new(HashedTable { mem, columns, intact: AtomicBool::new(true) }),
-        None => Arc::new(mem),
+        Some(columns) if balanced(&rows) => Arc::new(HashedTable { mem, columns, intact: AtomicBool::new(true) }),
+        _ => Arc::new(mem),
     };
     ctx.deregister_table(t.name.clone())?;
     ctx.register_table(t.name, table)?;
     Ok(())
 }
+
+/// Whether no partition holds more than [`MAX_SHARE`] times its even share of the rows.
+/// A later aggregate grouped by the hashed columns and more keeps the partitions as they
+/// are (`subset_repartition_threshold`), so a hash on few distinct values (rows crowded
+/// into one partition) would keep one core busy while the others idle; a shuffle on all
+/// its keys spreads them.
+fn balanced(rows: &[usize]) -> bool {
+    let total: usize = rows.iter().sum();
+    let most = rows.iter().copied().max().unwrap_or(0);
+    most as f64 * rows.len() as f64 <= MAX_SHARE * total as f64
+}
+
+/// See [`balanced`]: the fair share and a half.
+const MAX_SHARE: f64 = 1.5;
 
 /// The table columns (by index) a plan's rows are hashed on, if its partitioning is a hash
 /// of columns only.
@@ -245,7 +263,7 @@ impl ExecutionPlan for HashedMemoryExec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::arrow::array::{AsArray, Int64Array, RecordBatch};
+    use datafusion::arrow::array::{AsArray, Int64Array};
     use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema};
     use datafusion::arrow::util::pretty::pretty_format_batches;
     use datafusion::common::hash_utils::create_hashes;
@@ -355,6 +373,39 @@ mod tests {
         create_sql(&ctx, "CREATE OR REPLACE TABLE u AS SELECT k, v FROM src").await.unwrap();
         let provider = ctx.table_provider("u").await.unwrap();
         assert!(provider.downcast_ref::<MemTable>().is_some(), "rows dealt with no hash: a plain table");
+    }
+
+    /// Rows hashed on a column of one value all sit in one partition: the table declares
+    /// nothing, so an aggregate on that column and more shuffles them over every core.
+    /// Hashed on a column of many values, the same statement's table declares its hash.
+    #[tokio::test]
+    async fn rows_crowded_into_one_partition_declare_nothing() {
+        let ctx = session();
+        let windowed = |by: &str| {
+            format!(
+                "CREATE OR REPLACE TABLE w AS SELECT g, k, v, row_number() OVER (PARTITION BY {by} ORDER BY k, v) AS r \
+                 FROM (SELECT k % 1 AS g, k, v FROM src)"
+            )
+        };
+        create_sql(&ctx, &windowed("g")).await.unwrap();
+        let provider = ctx.table_provider("w").await.unwrap();
+        let plain = provider.downcast_ref::<MemTable>().expect("a plain table");
+        let mut rows = Vec::new();
+        for p in &plain.batches {
+            rows.push(p.read().await.iter().map(RecordBatch::num_rows).sum::<usize>());
+        }
+        assert_eq!(rows.iter().max(), Some(&2000), "every row in one partition: {rows:?}");
+
+        create_sql(&ctx, &windowed("k")).await.unwrap();
+        let provider = ctx.table_provider("w").await.unwrap();
+        assert!(provider.downcast_ref::<HashedTable>().is_some(), "hashed on k, 37 values");
+    }
+
+    #[test]
+    fn balance_allows_half_again_a_fair_share() {
+        assert!(balanced(&[50, 50]) && balanced(&[75, 25]) && balanced(&[0, 0]) && balanced(&[]));
+        assert!(!balanced(&[76, 24]) && !balanced(&[0, 10, 0]));
+        assert!(balanced(&[50, 10, 40]) && !balanced(&[51, 9, 40]));
     }
 
     /// After a write the rows may no longer follow the hash (an inserted row lands in any
