@@ -60,8 +60,12 @@ pub async fn create(ctx: &SessionContext, t: CreateMemoryTable) -> Result<()> {
         ctx.execute_logical_plan(LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(t))).await?.collect().await?;
         return Ok(());
     }
-    let schema = Arc::clone(t.input.schema().inner());
-    let plan = ctx.state().create_physical_plan(&t.input).await?;
+    // As DataFusion's own: the table's schema is the optimized plan's (which may say
+    // otherwise of a column's nullability than the plan as written).
+    let state = ctx.state();
+    let input = state.optimize(&t.input)?;
+    let schema = Arc::clone(input.schema().inner());
+    let plan = state.create_physical_plan(&input).await?;
     let hash = hashed_columns(plan.output_partitioning(), &schema);
     let partitions = collect_partitioned(plan, ctx.task_ctx()).await?;
     let rows: Vec<usize> = partitions.iter().map(|p| p.iter().map(RecordBatch::num_rows).sum()).collect();
